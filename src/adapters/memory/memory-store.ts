@@ -1,0 +1,85 @@
+import { systemClock, type Clock } from '../../clock.js';
+import type { FencedWriteOutcome } from '../../fence/operations.js';
+import * as transitions from '../../fence/transitions.js';
+import type { Transition } from '../../fence/transitions.js';
+import type { Fence, LeaseRecord, StoreTime } from '../../fence/types.js';
+import { checkFence } from '../../fence/verdict.js';
+import type { Store } from '../../store.js';
+import { KeyLock } from './key-lock.js';
+
+/** What a memory fenced write's callback receives. */
+export interface MemoryWriteContext {
+  /** The token of the grant the write runs under. */
+  readonly token: bigint;
+  /** The store's now when the fence was checked. */
+  readonly now: StoreTime;
+}
+
+export interface MemoryStoreOptions {
+  /**
+   * The store's clock, in epoch milliseconds. Inject a manual clock to control expiry in tests and demos.
+   * @default Date.now
+   */
+  readonly clock?: Clock;
+  /**
+   * A floor for new tokens, read at each claim (see `mintToken`). Useful to simulate stores whose tokens
+   * derive from a clock.
+   * @default () => 0n
+   */
+  readonly tokenFloor?: () => bigint;
+}
+
+/** The in-memory store, with a test-only view of its records. */
+export interface MemoryStore extends Store<MemoryWriteContext> {
+  /** The raw record of a key (including the secret): for tests and simulations only. */
+  record(key: string): LeaseRecord | null;
+}
+
+let storeCount = 0;
+
+/**
+ * Creates a lease store that lives in this process: every operation applies the pure transitions of
+ * `fence/` atomically. Use it for tests, demos and single-process apps; data is lost when the process ends.
+ *
+ * ```ts
+ * import { createLeases } from 'leasefence';
+ * import { createMemoryStore } from 'leasefence/memory';
+ *
+ * const leases = createLeases(createMemoryStore(), { holder: 'worker-1' });
+ * ```
+ */
+export function createMemoryStore(options: MemoryStoreOptions = {}): MemoryStore {
+  const clock = options.clock ?? systemClock;
+  const tokenFloor = options.tokenFloor ?? (() => 0n);
+  const records = new Map<string, LeaseRecord>();
+  const lock = new KeyLock();
+
+  const apply = <O>(key: string, step: (record: LeaseRecord | null, now: StoreTime) => Transition<O>): Promise<O> =>
+    lock.run(key, () => {
+      const { record, changed, outcome } = step(records.get(key) ?? null, clock());
+      if (changed && record !== null) records.set(key, record);
+      return outcome;
+    });
+
+  return {
+    id: `memory:${++storeCount}:${Math.random().toString(36).slice(2)}`,
+    claim: (command) => apply(command.key, (record, now) => transitions.claim(record, command, now, tokenFloor())),
+    renew: (command) => apply(command.fence.key, (record, now) => transitions.renew(record, command, now)),
+    checkpoint: (command) => apply(command.fence.key, (record, now) => transitions.checkpoint(record, command, now)),
+    release: (command) => apply(command.fence.key, (record, now) => transitions.release(record, command, now)),
+    revoke: (command) => apply(command.key, (record, now) => transitions.revoke(record, command, now)),
+    recover: (command) => apply(command.fence.key, (record, now) => transitions.recover(record, command, now)),
+    inspect: (key) => lock.run(key, () => transitions.inspect(records.get(key) ?? null, key, clock())),
+    fencedWrite: <T>(fence: Fence, write: (context: MemoryWriteContext) => T | Promise<T>) =>
+      // NOTE: the key stays locked while the callback runs, so no claim, renew or revoke can interleave
+      // with it: the write is linearised at the moment the fence was checked.
+      lock.run(fence.key, async (): Promise<FencedWriteOutcome<T>> => {
+        const now = clock();
+        const verdict = checkFence(records.get(fence.key) ?? null, fence, now);
+        if (!verdict.ok) return verdict;
+        const value = await write({ token: fence.token, now });
+        return { ok: true, value, token: fence.token, now };
+      }),
+    record: (key) => records.get(key) ?? null,
+  };
+}

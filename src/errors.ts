@@ -1,0 +1,142 @@
+/**
+ * Errors with stable codes. Expected outcomes (a key held by someone else, a fenced write refused) are
+ * values; these errors are for what is truly exceptional, and for the `...OrThrow` variants.
+ *
+ * The guards check a brand and the `code`, not `instanceof`, so they recognise errors thrown by another
+ * copy of the package (ESM and CJS entries, or two versions in one process).
+ */
+import { describeRefusal } from './fence/describe.js';
+import type { ClaimHeld, ClaimRecoveryRequired, GateRefusal } from './fence/operations.js';
+import type { FenceRefusal } from './fence/types.js';
+
+/** Stable error codes. */
+export type LeaseErrorCode =
+  | 'INVALID_ARGUMENT'
+  | 'LEASE_BUSY'
+  | 'LEASE_LOST'
+  | 'LEASE_UNCONFIRMED'
+  | 'RECOVERY_REQUIRED'
+  | 'GATE_REFUSED'
+  | 'STORE_UNAVAILABLE'
+  | 'OUTCOME_UNKNOWN';
+
+const BRAND = Symbol.for('leasefence.LeaseError');
+
+/** Base class of every error leasefence throws. */
+export class LeaseError extends Error {
+  override name = 'LeaseError';
+  readonly code: LeaseErrorCode;
+
+  constructor(code: LeaseErrorCode, message: string, options?: { cause?: unknown }) {
+    super(message, options);
+    this.code = code;
+    // NOTE: a symbol brand (not instanceof) so guards work across the ESM and CJS copies of this class.
+    Object.defineProperty(this, BRAND, { value: true });
+  }
+}
+
+/** Bad input, rejected before any store access; no lease was touched. */
+export class InvalidArgumentError extends LeaseError {
+  override name = 'InvalidArgumentError' as const;
+  constructor(message: string) {
+    super('INVALID_ARGUMENT', message);
+  }
+}
+
+/** A claim found the key held by a live grant (thrown by `claimOrThrow`). */
+export class LeaseBusyError extends LeaseError {
+  override name = 'LeaseBusyError' as const;
+  readonly held: ClaimHeld;
+  constructor(held: ClaimHeld) {
+    const until = held.expiresAt === null ? 'until revoked' : `until ${new Date(held.expiresAt).toISOString()}`;
+    const run = held.runId === null ? '' : ` run ${held.runId}`;
+    super('LEASE_BUSY', `lease busy on ${held.key}: held by ${held.holder}${run} with token ${held.token} ${until}`);
+    this.held = held;
+  }
+}
+
+/** A claim was refused because a revoked lease's checkpoint awaits recovery (thrown by `claimOrThrow`). */
+export class RecoveryRequiredError extends LeaseError {
+  override name = 'RecoveryRequiredError' as const;
+  readonly refusal: ClaimRecoveryRequired;
+  constructor(refusal: ClaimRecoveryRequired) {
+    const by = refusal.previous?.by === null || refusal.previous?.by === undefined ? '' : ` by ${refusal.previous.by}`;
+    super(
+      'RECOVERY_REQUIRED',
+      `lease ${refusal.key} was revoked${by} with a checkpoint (token ${refusal.checkpoint?.token ?? '?'}) that must be recovered: claim with { recovering: true }`,
+    );
+    this.refusal = refusal;
+  }
+}
+
+/** The grant no longer holds: renew, checkpoint, fenced write, release or recover was refused, or `withLease` lost it. */
+export class LeaseLostError extends LeaseError {
+  override name = 'LeaseLostError' as const;
+  readonly refusal: FenceRefusal;
+  constructor(refusal: FenceRefusal) {
+    super('LEASE_LOST', describeRefusal(refusal));
+    this.refusal = refusal;
+  }
+}
+
+/**
+ * `withLease` could not confirm a renewal before the safe deadline (the store was unreachable or slow):
+ * the grant may have expired, so the work must stop. `cause` holds the last store error, if any.
+ */
+export class LeaseUnconfirmedError extends LeaseError {
+  override name = 'LeaseUnconfirmedError' as const;
+  readonly key: string;
+  readonly token: bigint;
+  constructor(key: string, token: bigint, options?: { cause?: unknown }) {
+    const cause = options?.cause instanceof Error ? `: ${options.cause.message}` : '';
+    super('LEASE_UNCONFIRMED', `lease on ${key} (token ${token}) could not be renewed before its safe deadline${cause}`, options);
+    this.key = key;
+    this.token = token;
+  }
+}
+
+/** A token gate refused a write carrying an older token (or a token of another key). */
+export class GateRefusedError extends LeaseError {
+  override name = 'GateRefusedError' as const;
+  readonly refusal: GateRefusal;
+  constructor(refusal: GateRefusal) {
+    const { resource, expected, found } = refusal;
+    super(
+      'GATE_REFUSED',
+      `token gate refused write to ${resource} (${refusal.reason}): carried ${expected.key} token ${expected.token}, resource was written by ${found.key} token ${found.token}`,
+    );
+    this.refusal = refusal;
+  }
+}
+
+/** The store could not be reached; the request was not applied. */
+export class StoreUnavailableError extends LeaseError {
+  override name = 'StoreUnavailableError' as const;
+  constructor(message: string, options?: { cause?: unknown }) {
+    super('STORE_UNAVAILABLE', message, options);
+  }
+}
+
+/** The request was sent but its reply was lost: it may or may not have been applied. */
+export class OutcomeUnknownError extends LeaseError {
+  override name = 'OutcomeUnknownError' as const;
+  constructor(message: string, options?: { cause?: unknown }) {
+    super('OUTCOME_UNKNOWN', message, options);
+  }
+}
+
+/** Whether `error` is a leasefence error (from any copy of the package), optionally with a given code. */
+export function isLeaseError(error: unknown, code?: LeaseErrorCode): error is LeaseError {
+  if (typeof error !== 'object' || error === null || (error as Record<symbol, unknown>)[BRAND] !== true) return false;
+  return code === undefined || (error as LeaseError).code === code;
+}
+
+/** Whether `error` says the lease was lost: fenced (`LEASE_LOST`) or unconfirmed past its safe deadline. */
+export function isLeaseLostError(error: unknown): error is LeaseLostError | LeaseUnconfirmedError {
+  return isLeaseError(error, 'LEASE_LOST') || isLeaseError(error, 'LEASE_UNCONFIRMED');
+}
+
+/** Whether `error` says the store was unreachable or the outcome is unknown: a transient condition. */
+export function isStoreFailure(error: unknown): error is StoreUnavailableError | OutcomeUnknownError {
+  return isLeaseError(error, 'STORE_UNAVAILABLE') || isLeaseError(error, 'OUTCOME_UNKNOWN');
+}

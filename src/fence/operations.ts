@@ -1,0 +1,190 @@
+/**
+ * The commands a store applies and the outcomes it returns. These types are the vocabulary shared by the
+ * pure transitions (`transitions.ts`) and every `Store` adapter: an adapter that evaluates a command in SQL
+ * or Lua must return exactly the outcome the pure transition would.
+ */
+import type {
+  CheckpointRecord,
+  Ending,
+  Fence,
+  FenceRefusal,
+  GrantState,
+  LeaseAttributes,
+  StoreTime,
+} from './types.js';
+
+export interface ClaimCommand {
+  readonly key: string;
+  readonly holder: string;
+  readonly runId: string | null;
+  /** Random secret chosen by the caller (at least 128 bits). */
+  readonly secret: string;
+  /** Time to live in ms; `null`: the grant never expires (only an operator's revoke ends it). */
+  readonly ttlMs: number | null;
+  readonly attributes: LeaseAttributes;
+  /** Acknowledges a pending recovery: allowed to claim a lease revoked with `requireRecovery`. */
+  readonly recovering: boolean;
+}
+
+/** The previous grant's fate, handed to a new holder so it can resume or discard the checkpoint. */
+export interface Inheritance {
+  /** How the previous grant ended (`null`: this is the first grant of the key). */
+  readonly previous: Ending | null;
+  /** The last checkpoint, stamped with the token that wrote it (`null`: none). */
+  readonly checkpoint: CheckpointRecord | null;
+}
+
+export interface ClaimGranted extends Inheritance {
+  readonly ok: true;
+  readonly key: string;
+  readonly token: bigint;
+  readonly acquiredAt: StoreTime;
+  readonly expiresAt: StoreTime | null;
+  /** The store's now when it applied the claim. */
+  readonly now: StoreTime;
+}
+
+/** Somebody else holds a live grant. */
+export interface ClaimHeld {
+  readonly ok: false;
+  readonly reason: 'held';
+  readonly key: string;
+  readonly token: bigint;
+  readonly holder: string;
+  readonly runId: string | null;
+  readonly acquiredAt: StoreTime;
+  readonly expiresAt: StoreTime | null;
+  readonly now: StoreTime;
+}
+
+/** The lease was revoked with `requireRecovery` and the claim did not say `recovering: true`. */
+export interface ClaimRecoveryRequired extends Inheritance {
+  readonly ok: false;
+  readonly reason: 'recovery-required';
+  readonly key: string;
+  readonly token: bigint;
+  readonly now: StoreTime;
+}
+
+export type ClaimOutcome = ClaimGranted | ClaimHeld | ClaimRecoveryRequired;
+
+export interface RenewCommand {
+  readonly fence: Fence;
+  /** New time to live from the store's now; `null`: never expires. */
+  readonly ttlMs: number | null;
+}
+
+export type RenewOutcome =
+  | { readonly ok: true; readonly key: string; readonly token: bigint; readonly expiresAt: StoreTime | null; readonly now: StoreTime }
+  | FenceRefusal;
+
+export interface CheckpointCommand {
+  readonly fence: Fence;
+  /** Validated JSON text. */
+  readonly json: string;
+}
+
+export type CheckpointOutcome =
+  | { readonly ok: true; readonly checkpoint: CheckpointRecord; readonly now: StoreTime }
+  | FenceRefusal;
+
+export interface ReleaseCommand {
+  readonly fence: Fence;
+  /**
+   * What to leave for the next holder: `undefined` keeps the current checkpoint, `null` clears it,
+   * a JSON text replaces it (stamped with the releasing token).
+   */
+  readonly checkpointJson?: string | null;
+}
+
+export type ReleaseOutcome =
+  | {
+      readonly ok: true;
+      readonly key: string;
+      readonly token: bigint;
+      /** `true` when this grant had already been released (release is idempotent for the same grant). */
+      readonly alreadyReleased: boolean;
+      readonly now: StoreTime;
+    }
+  | FenceRefusal;
+
+export interface RevokeCommand {
+  readonly key: string;
+  readonly reason: string;
+  /** Who revoked (an operator id). */
+  readonly by: string;
+  /** Refuse plain claims until a `recovering` claim resolves the kept checkpoint. */
+  readonly requireRecovery: boolean;
+  /** Revoke only if this token is the current grant (an operator acting on what a dashboard showed). */
+  readonly expectedToken: bigint | null;
+}
+
+export type RevokeOutcome =
+  | {
+      readonly ok: true;
+      readonly key: string;
+      /** The grant that was revoked. */
+      readonly revoked: Ending;
+      /** The key's token after the revoke (moved on past the revoked grant). */
+      readonly token: bigint;
+      readonly recoveryRequired: boolean;
+      readonly now: StoreTime;
+    }
+  | {
+      readonly ok: false;
+      /** `missing`: no such key; `not-held`: nothing to revoke; `superseded`: `expectedToken` is not current. */
+      readonly reason: 'missing' | 'not-held' | 'superseded';
+      readonly key: string;
+      readonly token: bigint | null;
+      readonly now: StoreTime;
+    };
+
+export type RecoveryAction = 'resume' | 'discard';
+
+export interface RecoverCommand {
+  readonly fence: Fence;
+  /** `resume`: adopt the inherited checkpoint (restamped with this token); `discard`: clear it. */
+  readonly action: RecoveryAction;
+}
+
+export type RecoverOutcome =
+  | { readonly ok: true; readonly key: string; readonly checkpoint: CheckpointRecord | null; readonly now: StoreTime }
+  | FenceRefusal;
+
+/** A holder as shown to operators: everything but the secret. */
+export type GrantView = Omit<GrantState, 'secret'> & {
+  /** Whether the grant is live at the store's now. */
+  readonly live: boolean;
+};
+
+export interface Inspection {
+  readonly key: string;
+  /** `false`: the key was never claimed (or the store lost it). */
+  readonly exists: boolean;
+  /** The key's current token (`0n` when it does not exist). */
+  readonly token: bigint;
+  readonly grant: GrantView | null;
+  readonly ending: Ending | null;
+  readonly checkpoint: CheckpointRecord | null;
+  readonly recoveryRequired: boolean;
+  /** The store's now when it answered. */
+  readonly now: StoreTime;
+}
+
+/** The outcome of a fenced write: the write's value when the fence held, the refusal otherwise. */
+export type FencedWriteOutcome<T> =
+  | { readonly ok: true; readonly value: T; readonly token: bigint; readonly now: StoreTime }
+  | FenceRefusal;
+
+/** Why a token gate refused a write. */
+export interface GateRefusal {
+  readonly ok: false;
+  readonly reason: 'stale-token' | 'key-mismatch';
+  readonly resource: string;
+  /** The lease key and token the write carried. */
+  readonly expected: { readonly key: string; readonly token: bigint };
+  /** The lease key and highest token that wrote the resource before. */
+  readonly found: { readonly key: string; readonly token: bigint };
+}
+
+export type GateOutcome<T> = { readonly ok: true; readonly value: T; readonly token: bigint } | GateRefusal;

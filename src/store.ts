@@ -1,0 +1,87 @@
+/**
+ * THE boundary between leasefence and a storage backend. Adapters (memory, Postgres, Redis, or your own)
+ * implement `Store`; `leases.ts` validates input and calls it; `fence/` defines what every method decides.
+ *
+ * ## The contract every adapter keeps
+ * - **Atomic.** Each method is applied atomically in the store: no other operation on the same key can
+ *   observe or interleave with a half-applied one. A fenced write's check and the user's write commit
+ *   together or not at all.
+ * - **One round trip.** Each method costs one request/response to the backend (one SQL statement, one
+ *   Lua script), except `fencedWrite` in a Postgres transaction, which is one transaction.
+ * - **The store's clock.** "Now" is the backend's clock at the moment of applying (Postgres
+ *   `clock_timestamp()`, Redis `TIME` inside the script, an injected clock in memory), never the caller's.
+ *   Every outcome reports that `now`. Expiry is strict: at `now === expiresAt` a grant is expired.
+ * - **Same decisions as the pure core.** The outcome of each method equals what the pure transition of the
+ *   same name in `fence/transitions.ts` returns for the record as it was at apply time. Refusals carry
+ *   the expected-vs-found detail of `fence/verdict.ts#checkFence`. The conformance suite checks this.
+ * - **Tokens never go backwards.** Per key, each grant's token is greater than every token the store ever
+ *   issued for that key, across release, revoke, expiry, deletion of the holder and restart of the
+ *   process. Across a restart of the backend, as far as the backend keeps data (adapters document how).
+ * - **Input is already valid.** `leases.ts` validates keys, TTLs, attributes and checkpoint JSON before any
+ *   call; adapters still pass every value as a bind parameter / script argument, never spliced into code.
+ * - **Failures are typed.** A backend that cannot be reached before sending throws
+ *   `StoreUnavailableError` (nothing was applied); a request that may have been applied but whose reply
+ *   was lost throws `OutcomeUnknownError`. Every operation is safe to deliver twice (a replay of the
+ *   same command with the same secret decides the same way or changes nothing).
+ */
+import type {
+  CheckpointCommand,
+  CheckpointOutcome,
+  ClaimCommand,
+  ClaimOutcome,
+  FencedWriteOutcome,
+  Inspection,
+  RecoverCommand,
+  RecoverOutcome,
+  ReleaseCommand,
+  ReleaseOutcome,
+  RenewCommand,
+  RenewOutcome,
+  RevokeCommand,
+  RevokeOutcome,
+} from './fence/operations.js';
+import type { Fence } from './fence/types.js';
+
+/**
+ * A lease store. `WriteContext` is what a fenced write's callback receives: the memory store gives the
+ * grant's token and the store's now, the Postgres store a transaction-bound client, the Redis store a
+ * command recorder whose commands run inside the fence-checking script.
+ */
+export interface Store<WriteContext = unknown> {
+  /**
+   * Identifies the backend and namespace (for example `postgres:leasefence_leases`), so that a lease
+   * handle from one store is refused by another before any I/O.
+   */
+  readonly id: string;
+
+  /** Grants the key if it is new, released, revoked or expired at the store's now; mints the next token atomically. */
+  claim(command: ClaimCommand): Promise<ClaimOutcome>;
+
+  /** Extends the current live grant to `now + ttlMs`. A stale, ended or expired grant changes nothing. */
+  renew(command: RenewCommand): Promise<RenewOutcome>;
+
+  /** Saves the grant's progress (JSON text), stamped with its token, if the fence holds. */
+  checkpoint(command: CheckpointCommand): Promise<CheckpointOutcome>;
+
+  /**
+   * Runs `write` under the fence: the write is applied only if the grant is current at the store's
+   * clock, atomically with that check. When the fence does not hold, nothing is applied and (where the
+   * adapter can tell before running it) `write` is not called.
+   */
+  fencedWrite<T>(fence: Fence, write: (context: WriteContext) => T | Promise<T>): Promise<FencedWriteOutcome<T>>;
+
+  /** Ends the current grant; idempotent for the same grant; a stale grant cannot release a newer one. */
+  release(command: ReleaseCommand): Promise<ReleaseOutcome>;
+
+  /** An operator's force-release: ends the current grant (live or expired) and moves the token on. */
+  revoke(command: RevokeCommand): Promise<RevokeOutcome>;
+
+  /** The current grant resolves the inherited checkpoint: resume (adopt) or discard. */
+  recover(command: RecoverCommand): Promise<RecoverOutcome>;
+
+  /** Everything about the key except the secret, with the store's now. */
+  inspect(key: string): Promise<Inspection>;
+}
+
+/** The fenced-write context type of a store. */
+export type WriteContextOf<S> = S extends Store<infer C> ? C : never;
