@@ -4,6 +4,8 @@ export default defineConfig({
   entry: {
     index: 'src/index.ts',
     memory: 'src/adapters/memory/index.ts',
+    postgres: 'src/adapters/postgres/index.ts',
+    redis: 'src/adapters/redis/index.ts',
   },
   format: ['esm', 'cjs'],
   dts: true,

@@ -1,0 +1,2 @@
+// Filled in by the Postgres adapter work (issue 3).
+export {};

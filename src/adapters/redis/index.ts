@@ -1,0 +1,2 @@
+// Filled in by the Redis adapter work (issue 4).
+export {};
