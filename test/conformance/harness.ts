@@ -1,0 +1,54 @@
+/**
+ * What an adapter's test file hands to the shared conformance, model-based and race suites.
+ * Every adapter (memory, Postgres via pg / postgres.js / PGlite, Redis via ioredis / node-redis) provides one
+ * `StoreHarness` factory; the suites never know which backend they run against.
+ */
+import type { FencedWriteOutcome } from '../../src/fence/operations.js';
+import type { Lease } from '../../src/lease.js';
+import type { Leases } from '../../src/leases.js';
+import type { Store } from '../../src/store.js';
+
+export interface StoreHarness<S extends Store = Store> {
+  /** The store under test. Several `createLeases` instances (one per simulated worker) share it. */
+  readonly store: S;
+  /**
+   * A second (third, ...) store instance on the same backend but its own connection(s), for race suites
+   * that need several real connections at once. The memory harness returns `store` itself.
+   */
+  connect(): Promise<S>;
+  /**
+   * Appends `entry` to the ledger of `lease.key` inside the store, as a fenced write: applied only if the
+   * lease is current, atomically with the check (Postgres: a row inserted in the fenced transaction; Redis:
+   * an RPUSH inside the fence script; memory: an array push in the callback).
+   */
+  appendUnderFence(leases: Leases<S>, lease: Lease, entry: string): Promise<FencedWriteOutcome<unknown>>;
+  /** The ledger of `key` in append order (entries applied by `appendUnderFence`). */
+  readLedger(key: string): Promise<string[]>;
+  /**
+   * Makes the current grant of `key` expire now on the store's clock (test hook: Postgres sets expires_at to
+   * clock_timestamp(), Redis rewrites the stored expiry, memory advances its clock to the grant's expires-at).
+   * Afterwards, by the store's clock, the grant is expired.
+   */
+  expireNow(key: string): Promise<void>;
+  /**
+   * Advances the store's clock by `ms`, only for stores whose clock the test controls (memory). `null` for
+   * real servers, whose suites use `expireNow` and real waiting instead.
+   */
+  readonly advanceClock: ((ms: number) => void) | null;
+  /** A key no earlier test used: every property run takes fresh keys instead of truncating tables. */
+  freshKey(label?: string): string;
+  /** Closes every connection this harness (and `connect()`) opened. */
+  close(): Promise<void>;
+}
+
+export type MakeStoreHarness<S extends Store = Store> = () => Promise<StoreHarness<S>>;
+
+/** Per-adapter tuning of the shared suites (real servers run fewer, slower property runs). */
+export interface SuiteOptions {
+  /** fast-check runs for the model-based suite. */
+  readonly modelRuns: number;
+  /** fast-check runs for the race suite. */
+  readonly raceRuns: number;
+  /** Number of concurrent workers (each with its own connection from `connect()`) in the race suite. */
+  readonly workers: number;
+}
