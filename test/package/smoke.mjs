@@ -1,0 +1,108 @@
+// Smoke test of the INSTALLED package, run by plain `node` from a temp project whose node_modules holds the
+// packed tarball (see scripts/package-checks.ts). It loads every subpath through `import` and `require`, runs
+// a claim / fenced write / release on the memory store in each module system, and checks that the guards of
+// one copy (ESM or CJS) recognise the errors and lease handles of the other.
+// Prints `ok <check>` per check; any failure throws and exits non-zero.
+import assert from 'node:assert/strict';
+import { readFileSync } from 'node:fs';
+import { createRequire } from 'node:module';
+
+const require = createRequire(import.meta.url);
+const SUBPATHS = ['leasefence', 'leasefence/memory', 'leasefence/postgres', 'leasefence/redis'];
+
+const ok = (check) => console.log(`ok ${check}`);
+
+/** Runs `fn`, expecting it to reject, and returns what it threw. */
+async function thrownBy(fn) {
+  try {
+    await fn();
+  } catch (error) {
+    return error;
+  }
+  throw new assert.AssertionError({ message: 'expected a rejection' });
+}
+
+const manifest = JSON.parse(readFileSync(require.resolve('leasefence/package.json'), 'utf8'));
+assert.equal(manifest.dependencies, undefined, 'leasefence has zero runtime dependencies');
+ok('zero runtime dependencies');
+
+// NOTE: the consumer project has no pg, postgres, ioredis or redis installed, so loading leasefence/postgres
+// and leasefence/redis also proves that the adapters never import a client library at run time.
+const esm = {};
+const cjs = {};
+for (const subpath of SUBPATHS) {
+  esm[subpath] = await import(subpath);
+  cjs[subpath] = require(subpath);
+  for (const [system, loaded] of [['import', esm[subpath]], ['require', cjs[subpath]]]) {
+    assert.equal(typeof loaded, 'object', `${system} ${subpath} yields a module namespace`);
+  }
+  ok(`load ${subpath} via import and require`);
+}
+assert.match(require.resolve('leasefence'), /\.cjs$/, 'require resolves the CJS build');
+assert.notEqual(esm.leasefence.LeaseError, cjs.leasefence.LeaseError, 'ESM and CJS are two copies of the classes');
+// NOTE: with tsup splitting, the entries of one format share one chunk: one copy of each class per format.
+assert.equal(cjs['leasefence/memory'].createManualClock, cjs.leasefence.createManualClock, 'CJS entries share code');
+assert.equal(esm['leasefence/memory'].createManualClock, esm.leasefence.createManualClock, 'ESM entries share code');
+ok('one copy of shared code per format, two copies across formats');
+
+/** A claim / fenced write / busy claim / release / reclaim cycle on the memory store of one module system. */
+async function leaseCycle(system, api, memory) {
+  const clock = memory.createManualClock(1_000_000);
+  const store = memory.createMemoryStore({ clock });
+  const alice = api.createLeases(store, { holder: 'alice', ttlMs: 1_000 });
+  const bob = api.createLeases(store, { holder: 'bob', ttlMs: 1_000 });
+  const claimed = await alice.claim('job:1');
+  assert.equal(claimed.ok, true, `${system}: first claim is granted`);
+  assert.equal(typeof claimed.lease.token, 'bigint', `${system}: tokens are bigints`);
+  const written = await alice.fencedWrite(claimed.lease, (context) => `written under ${context.token}`);
+  assert.deepEqual([written.ok, written.value], [true, `written under ${claimed.lease.token}`]);
+  const busy = await bob.claim('job:1');
+  assert.deepEqual([busy.ok, busy.reason, busy.holder], [false, 'held', 'alice'], `${system}: a held key is busy`);
+  const released = await alice.release(claimed.lease);
+  assert.equal(released.ok, true, `${system}: release succeeds`);
+  const next = await bob.claim('job:1');
+  assert.equal(next.ok, true, `${system}: a released key can be claimed`);
+  assert.ok(next.lease.token > claimed.lease.token, `${system}: the next token is larger`);
+  const stale = await alice.fencedWrite(claimed.lease, () => 'stale');
+  assert.equal(stale.ok, false, `${system}: a released grant's write is refused`);
+  ok(`${system}: claim, fencedWrite, release, reclaim on leasefence/memory`);
+}
+await leaseCycle('import', esm.leasefence, esm['leasefence/memory']);
+await leaseCycle('require', cjs.leasefence, cjs['leasefence/memory']);
+
+/** Errors and handles made by `maker` must be recognised by the guards of `judge` (the other copy). */
+async function crossCopy(makerName, maker, judgeName, judge) {
+  const memory = maker === esm.leasefence ? esm['leasefence/memory'] : cjs['leasefence/memory'];
+  const store = memory.createMemoryStore({ clock: memory.createManualClock(0) });
+  const alice = maker.createLeases(store, { holder: 'alice', ttlMs: 1_000 });
+  const bob = maker.createLeases(store, { holder: 'bob', ttlMs: 1_000 });
+  const lease = await alice.claimOrThrow('job:2');
+
+  const busy = await thrownBy(() => bob.claimOrThrow('job:2'));
+  assert.equal(busy instanceof judge.LeaseError, false, 'the other copy does not match by instanceof');
+  assert.equal(judge.isLeaseError(busy), true, `${judgeName} isLeaseError recognises a ${makerName} LeaseBusyError`);
+  assert.equal(judge.isLeaseError(busy, 'LEASE_BUSY'), true);
+  assert.equal(judge.isLeaseLostError(busy), false);
+
+  await alice.revoke('job:2', { reason: 'smoke test', by: 'operator' });
+  const lost = await thrownBy(() => alice.fencedWriteOrThrow(lease, () => 'too late'));
+  assert.equal(lost.code, 'LEASE_LOST');
+  assert.equal(judge.isLeaseLostError(lost), true, `${judgeName} isLeaseLostError recognises a ${makerName} LeaseLostError`);
+  assert.equal(judge.isStoreFailure(lost), false);
+
+  const invalid = await thrownBy(() => alice.claim(''));
+  assert.equal(judge.isLeaseError(invalid, 'INVALID_ARGUMENT'), true, `${judgeName} recognises ${makerName} INVALID_ARGUMENT`);
+
+  // NOTE: a lease handle is branded too: the other copy's API accepts its shape and refuses it only because
+  // it belongs to another store, with a LeaseError that the first copy's guard recognises in turn.
+  const judgeMemory = judge === esm.leasefence ? esm['leasefence/memory'] : cjs['leasefence/memory'];
+  const foreign = judge.createLeases(judgeMemory.createMemoryStore(), { holder: 'carol' });
+  const refused = await thrownBy(() => foreign.release(lease));
+  assert.equal(maker.isLeaseError(refused, 'INVALID_ARGUMENT'), true);
+  assert.match(refused.message, /belongs to store/);
+  ok(`errors thrown by ${makerName} are recognised by ${judgeName} guards`);
+}
+await crossCopy('require (CJS)', cjs.leasefence, 'import (ESM)', esm.leasefence);
+await crossCopy('import (ESM)', esm.leasefence, 'require (CJS)', cjs.leasefence);
+
+console.log('smoke: all checks passed');
