@@ -3,7 +3,7 @@
  * work an AbortSignal that fires as soon as loss is known, and always release at the end.
  */
 import type { Clock } from './clock.js';
-import { isStoreFailure, LeaseLostError, LeaseUnconfirmedError, type LeaseError } from './errors.js';
+import { InvalidArgumentError, isStoreFailure, LeaseLostError, LeaseUnconfirmedError, type LeaseError } from './errors.js';
 import type { ClaimHeld, ClaimRecoveryRequired } from './fence/operations.js';
 import type { Lease } from './lease.js';
 import type { ClaimOptions, Leases } from './leases.js';
@@ -156,8 +156,17 @@ export async function runWithLease<T>(
   fn: (lease: Lease, signal: AbortSignal) => Promise<T>,
   options: WithLeaseOptions,
 ): Promise<WithLeaseOutcome<T>> {
+  // NOTE: bad input is refused before the claim (invariant 7), with the same error as every other bad input.
+  if (typeof fn !== 'function') throw new InvalidArgumentError('withLease needs a function to run under the lease');
   const fraction = options.renewAfterFraction ?? 1 / 3;
-  if (!(fraction > 0 && fraction < 1)) throw new RangeError(`renewAfterFraction must be between 0 and 1, got ${fraction}`);
+  if (!(fraction > 0 && fraction < 1)) throw new InvalidArgumentError(`renewAfterFraction must be between 0 and 1, got ${fraction}`);
+  const { safetyMarginMs, retryDelayMs } = options;
+  if (safetyMarginMs !== undefined && !(Number.isFinite(safetyMarginMs) && safetyMarginMs >= 0)) {
+    throw new InvalidArgumentError(`safetyMarginMs must be a finite number of ms >= 0, got ${safetyMarginMs}`);
+  }
+  if (retryDelayMs !== undefined && !(Number.isFinite(retryDelayMs) && retryDelayMs > 0)) {
+    throw new InvalidArgumentError(`retryDelayMs must be a finite number of ms > 0, got ${retryDelayMs}`);
+  }
   const claimed = await leases.claim(key, options);
   if (!claimed.ok) return claimed;
   const { lease } = claimed;

@@ -33,6 +33,8 @@ export interface StoreHarness<S extends Store = Store> {
   /**
    * Advances the store's clock by `ms`, only for stores whose clock the test controls (memory). `null` for
    * real servers, whose suites use `expireNow` and real waiting instead.
+   * Non-null also tells the race suite that the store lives in this process and applies each request
+   * within a few microtasks of receiving it, so the order its answers arrive in is its apply order.
    */
   readonly advanceClock: ((ms: number) => void) | null;
   /** A key no earlier test used: every property run takes fresh keys instead of truncating tables. */

@@ -1,0 +1,112 @@
+/**
+ * The lease handle: `restore()` round-trips `toJSON()`, `await using` releases, and the token gate lets
+ * only the newest grant of a key write a resource.
+ */
+import { describe, expect, it } from 'vitest';
+import { createManualClock } from '../../src/clock.js';
+import { createMemoryStore, createMemoryTokenGate } from '../../src/adapters/memory/index.js';
+import { createLeases } from '../../src/leases.js';
+import { Lease } from '../../src/lease.js';
+import { MEMORY_EPOCH } from '../adapters/memory-harness.js';
+
+const KEY = 'job:42';
+
+function setup() {
+  const clock = createManualClock(MEMORY_EPOCH);
+  const store = createMemoryStore({ clock });
+  return { clock, store, a: createLeases(store, { holder: 'a', ttlMs: 1_000 }), b: createLeases(store, { holder: 'b', ttlMs: 1_000 }) };
+}
+
+describe('restore', () => {
+  it('round-trips toJSON (through JSON text, in another Leases instance): the same grant, able to write and release', async () => {
+    const { store, a } = setup();
+    const lease = await a.claimOrThrow(KEY, { runId: 'r1', attributes: { model: 'v1' } });
+    const json = JSON.parse(JSON.stringify(lease)) as ReturnType<Lease['toJSON']>;
+    expect(json).toEqual(lease.toJSON());
+    const elsewhere = createLeases(store, { holder: 'another-process' });
+    const restored = elsewhere.restore(json);
+    expect(restored).toBeInstanceOf(Lease);
+    expect(restored.toJSON()).toEqual(lease.toJSON());
+    expect(restored.fence()).toEqual(lease.fence());
+    expect(await elsewhere.fencedWrite(restored, () => 'from elsewhere', { attributes: { model: 'v1' } })).toMatchObject({ ok: true, value: 'from elsewhere', token: lease.token });
+    expect(await elsewhere.release(restored)).toMatchObject({ ok: true, alreadyReleased: false });
+    expect(await a.release(lease)).toMatchObject({ ok: true, alreadyReleased: true });
+  });
+
+  it('a restored handle knows no local deadline until it renews (its expiry is unknown to this process)', async () => {
+    const { a } = setup();
+    const lease = await a.claimOrThrow(KEY);
+    const restored = a.restore(lease.toJSON());
+    expect(restored.localDeadline).toBe(Number.NEGATIVE_INFINITY);
+    await a.renewOrThrow(restored);
+    expect(Number.isFinite(restored.localDeadline)).toBe(true);
+    const forever = await a.claimOrThrow('job:forever', { ttlMs: null });
+    expect(a.restore(forever.toJSON()).localDeadline).toBe(Number.POSITIVE_INFINITY);
+  });
+
+  it('a restored token of 2^64 keeps full precision', async () => {
+    const { a } = setup();
+    const lease = await a.claimOrThrow(KEY);
+    const big = a.restore({ ...lease.toJSON(), token: '18446744073709551617' });
+    expect(big.token).toBe(18446744073709551617n);
+    expect(await a.fencedWrite(big, () => 1)).toMatchObject({ ok: false, reason: 'not-held', expected: { token: 18446744073709551617n } });
+  });
+});
+
+describe('await using', () => {
+  it('releases the lease when the block ends', async () => {
+    const { a, b } = setup();
+    let token = 0n;
+    {
+      await using lease = await a.claimOrThrow(KEY);
+      token = lease.token;
+      expect(await b.claim(KEY)).toMatchObject({ ok: false, reason: 'held' });
+    }
+    expect(await a.inspect(KEY)).toMatchObject({ grant: null, ending: { kind: 'released', token } });
+  });
+
+  it('releases the lease when the block throws', async () => {
+    const { a } = setup();
+    const run = async () => {
+      await using _lease = await a.claimOrThrow(KEY);
+      throw new Error('work failed');
+    };
+    await expect(run()).rejects.toThrow('work failed');
+    expect((await a.inspect(KEY)).ending).toMatchObject({ kind: 'released' });
+  });
+});
+
+describe('token gate (gateWrite)', () => {
+  it('refuses an older token, passes an equal one, records the newest', async () => {
+    const { a, b, clock } = setup();
+    const gate = createMemoryTokenGate();
+    const old = await a.claimOrThrow(KEY);
+    expect(await a.gateWrite(gate, 'report.csv', old, () => 'v1')).toEqual({ ok: true, value: 'v1', token: old.token });
+    expect(await a.gateWrite(gate, 'report.csv', old, () => 'v1 again')).toEqual({ ok: true, value: 'v1 again', token: old.token });
+    clock.advance(1_000);
+    const current = await b.claimOrThrow(KEY);
+    expect(await b.gateWrite(gate, 'report.csv', current, () => 'v2')).toMatchObject({ ok: true, token: current.token });
+    let staleRan = false;
+    const stale = await a.gateWrite(gate, 'report.csv', old, () => {
+      staleRan = true;
+    });
+    expect(stale).toEqual({ ok: false, reason: 'stale-token', resource: 'report.csv', expected: { key: KEY, token: old.token }, found: { key: KEY, token: current.token } });
+    expect(staleRan).toBe(false);
+    expect(await a.gateWrite(gate, 'other.csv', old, () => 'fresh resource')).toMatchObject({ ok: true });
+  });
+
+  it('refuses a token of another lease key: tokens only order grants of the same key', async () => {
+    const { a } = setup();
+    const gate = createMemoryTokenGate();
+    const first = await a.claimOrThrow('job:1');
+    const second = await a.claimOrThrow('job:2');
+    await a.gateWrite(gate, 'shared.csv', first, () => undefined);
+    expect(await a.gateWrite(gate, 'shared.csv', second, () => undefined)).toEqual({
+      ok: false,
+      reason: 'key-mismatch',
+      resource: 'shared.csv',
+      expected: { key: 'job:2', token: second.token },
+      found: { key: 'job:1', token: first.token },
+    });
+  });
+});

@@ -1,0 +1,78 @@
+/**
+ * A deterministic rig for `withLease`: fake timers drive both the worker's monotonic clock and the memory
+ * store's clock (the store's can jump ahead on its own: skew), and the store sits behind a wrapper that can
+ * go down, add latency to renewals, and records when each call was made.
+ */
+import { vi } from 'vitest';
+import { createMemoryStore, type MemoryStore } from '../../src/adapters/memory/index.js';
+import { StoreUnavailableError } from '../../src/errors.js';
+import { createLeases, type Leases } from '../../src/leases.js';
+import { MEMORY_EPOCH } from '../adapters/memory-harness.js';
+
+export const TTL_MS = 3_000;
+
+export interface Rig {
+  readonly store: MemoryStore;
+  readonly worker: Leases<MemoryStore>;
+  readonly rival: Leases<MemoryStore>;
+  /** Fake ms since the rig started. */
+  elapsed(): number;
+  /** Moves the store's clock ahead of the worker's by `ms`. */
+  skewStore(ms: number): void;
+  /** While true, every store call throws `StoreUnavailableError` (nothing applied). */
+  down: boolean;
+  /** Delay before a renew reaches the store (a slow round trip). */
+  renewLatencyMs: number;
+  /** Every store call through the worker's and rival's API, with the elapsed time it was made at. */
+  readonly calls: { readonly method: string; readonly at: number }[];
+}
+
+const METHODS = new Set<PropertyKey>(['claim', 'renew', 'checkpoint', 'fencedWrite', 'release', 'revoke', 'recover', 'inspect']);
+
+/** Installs fake timers (restore them with `vi.useRealTimers()` after each test) and builds the rig. */
+export function createRig(): Rig {
+  vi.useFakeTimers({ now: MEMORY_EPOCH, toFake: ['setTimeout', 'clearTimeout', 'setInterval', 'clearInterval', 'Date'] });
+  let skew = 0;
+  const memory = createMemoryStore({ clock: () => Date.now() + skew });
+  const rig: Rig = {
+    store: memory,
+    worker: null as unknown as Leases<MemoryStore>,
+    rival: null as unknown as Leases<MemoryStore>,
+    elapsed: () => Date.now() - MEMORY_EPOCH,
+    skewStore: (ms) => {
+      skew += ms;
+    },
+    down: false,
+    renewLatencyMs: 0,
+    calls: [],
+  };
+  const store = new Proxy(memory, {
+    get(target, property) {
+      const value: unknown = Reflect.get(target, property, target);
+      if (!METHODS.has(property) || typeof value !== 'function') return value;
+      return async (...args: unknown[]) => {
+        rig.calls.push({ method: String(property), at: rig.elapsed() });
+        if (rig.down) throw new StoreUnavailableError('store unreachable (test)');
+        if (property === 'renew' && rig.renewLatencyMs > 0) await new Promise((resolve) => setTimeout(resolve, rig.renewLatencyMs));
+        return (value as (...params: unknown[]) => unknown).apply(target, args);
+      };
+    },
+  });
+  const monotonicClock = () => Date.now();
+  Object.assign(rig, {
+    worker: createLeases(store, { holder: 'worker', ttlMs: TTL_MS, monotonicClock }),
+    rival: createLeases(store, { holder: 'rival', ttlMs: TTL_MS, monotonicClock }),
+  });
+  return rig;
+}
+
+/** Elapsed times of the rig's calls to `method`. */
+export const callTimes = (rig: Rig, method: string): number[] => rig.calls.filter((call) => call.method === method).map((call) => call.at);
+
+/** A promise that resolves (with the elapsed time) when `signal` aborts. */
+export function abortedAt(rig: Rig, signal: AbortSignal): Promise<number> {
+  return new Promise((resolve) => signal.addEventListener('abort', () => resolve(rig.elapsed()), { once: true }));
+}
+
+/** Sleeps `ms` of fake time. */
+export const sleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms));

@@ -1,0 +1,295 @@
+/**
+ * Model-based commands: each runs one lease operation on the real store and checks the outcome (ok or the
+ * refusal reason, tokens, what was inherited) against the reference model, then updates the model.
+ * After every command the suite compares the store's `inspect` and ledger with the model.
+ */
+import type fc from 'fast-check';
+import { expect } from 'vitest';
+import type { Lease } from '../../src/lease.js';
+import type { Leases } from '../../src/leases.js';
+import type { Store } from '../../src/store.js';
+import type { StoreHarness } from '../conformance/harness.js';
+import { isExpired, isHeld, previousEnding, verdictFor, type ModelHandle, type ModelState } from './reference.js';
+
+/** What the commands act on: one fresh key, one lease API per worker, the handles each worker holds. */
+export interface ModelReal {
+  readonly harness: StoreHarness<Store>;
+  readonly key: string;
+  readonly workers: readonly Leases<Store>[];
+  readonly operator: Leases<Store>;
+  readonly handles: Lease[][];
+  /** Default TTL of every lease API in this run. */
+  readonly ttlMs: number;
+}
+
+type Command = fc.AsyncCommand<ModelState, ModelReal>;
+
+/** Base of commands that present one of a worker's handles. */
+abstract class HandleCommand implements Command {
+  constructor(
+    readonly worker: number,
+    readonly pick: number,
+  ) {}
+  check(model: Readonly<ModelState>): boolean {
+    return (model.handles[this.worker]?.length ?? 0) > 0;
+  }
+  protected modelHandle(model: ModelState): ModelHandle {
+    const handles = model.handles[this.worker]!;
+    return handles[this.pick % handles.length]!;
+  }
+  protected realHandle(real: ModelReal): Lease {
+    const handles = real.handles[this.worker]!;
+    return handles[this.pick % handles.length]!;
+  }
+  abstract run(model: ModelState, real: ModelReal): Promise<void>;
+  protected get who(): string {
+    return `w${this.worker}#${this.pick}`;
+  }
+}
+
+export class ClaimCommand implements Command {
+  constructor(
+    readonly worker: number,
+    readonly runId: string | null,
+    readonly forever: boolean,
+    readonly attributes: Readonly<Record<string, string>>,
+    readonly recovering: boolean,
+  ) {}
+  check(): boolean {
+    return true;
+  }
+  async run(model: ModelState, real: ModelReal): Promise<void> {
+    const options = { runId: this.runId, attributes: this.attributes, recovering: this.recovering, ...(this.forever ? { ttlMs: null } : {}) };
+    const result = await real.workers[this.worker]!.claim(real.key, options);
+    const { grant } = model;
+    if (grant !== null && isHeld(model)) {
+      expect(result).toMatchObject({ ok: false, reason: 'held', token: grant.token, holder: `w${grant.worker}`, runId: grant.runId });
+      return;
+    }
+    const previous = previousEnding(model);
+    const inherited = model.checkpoint;
+    if (model.recoveryRequired && !this.recovering) {
+      expect(result).toMatchObject({ ok: false, reason: 'recovery-required', token: model.token, previous, checkpoint: inherited === null ? null : { token: inherited.token } });
+      return;
+    }
+    expect(result).toMatchObject({ ok: true, previous, checkpoint: inherited === null ? null : { value: inherited.value, token: inherited.token } });
+    if (!result.ok) return;
+    const { lease } = result;
+    // NOTE: the memory store mints exactly previous + 1; other stores may use a floor ("+ 1 or more").
+    if (model.clocked) expect(lease.token).toBe(model.token + 1n);
+    else expect(lease.token > model.token).toBe(true);
+    // NOTE: toBeCloseTo: stores with sub-millisecond clocks may return fractional epoch ms.
+    if (this.forever) expect(lease.expiresAt).toBeNull();
+    else expect(lease.expiresAt! - lease.acquiredAt!).toBeCloseTo(real.ttlMs, 3);
+    if (model.clocked) expect(lease.acquiredAt).toBe(model.now);
+    model.exists = true;
+    model.token = lease.token;
+    model.ending = previous;
+    model.grant = { token: lease.token, worker: this.worker, runId: this.runId, attributes: this.attributes, expiresAt: lease.expiresAt, forcedExpired: false };
+    model.handles[this.worker]!.push({ token: lease.token, runId: this.runId });
+    real.handles[this.worker]!.push(lease);
+  }
+  toString(): string {
+    return `claim(w${this.worker}, run=${this.runId}, ${this.forever ? 'forever' : 'ttl'}, ${JSON.stringify(this.attributes)}${this.recovering ? ', recovering' : ''})`;
+  }
+}
+
+export class RenewCommand extends HandleCommand {
+  async run(model: ModelState, real: ModelReal): Promise<void> {
+    const handle = this.modelHandle(model);
+    const expected = verdictFor(model, this.worker, handle);
+    const outcome = await real.workers[this.worker]!.renew(this.realHandle(real));
+    if (expected !== 'ok') {
+      expect(outcome).toMatchObject({ ok: false, reason: expected, expected: { token: handle.token }, found: { token: model.token } });
+      return;
+    }
+    expect(outcome).toMatchObject({ ok: true, token: handle.token });
+    if (!outcome.ok) return;
+    expect(outcome.expiresAt).toBeCloseTo(outcome.now + real.ttlMs, 3);
+    if (model.clocked) expect(outcome.now).toBe(model.now);
+    model.grant!.expiresAt = outcome.expiresAt;
+  }
+  override toString(): string {
+    return `renew(${this.who})`;
+  }
+}
+
+export class CheckpointCommand extends HandleCommand {
+  constructor(
+    worker: number,
+    pick: number,
+    readonly value: { step: number; note: string },
+    readonly requires: Readonly<Record<string, string>> | undefined,
+  ) {
+    super(worker, pick);
+  }
+  async run(model: ModelState, real: ModelReal): Promise<void> {
+    const handle = this.modelHandle(model);
+    const expected = verdictFor(model, this.worker, handle, this.requires === undefined ? {} : { requires: this.requires });
+    const outcome = await real.workers[this.worker]!.checkpoint(this.realHandle(real), this.value, this.requires === undefined ? undefined : { attributes: this.requires });
+    if (expected !== 'ok') {
+      expect(outcome).toMatchObject({ ok: false, reason: expected });
+      return;
+    }
+    expect(outcome).toMatchObject({ ok: true, checkpoint: { token: handle.token } });
+    model.checkpoint = { value: this.value, token: handle.token };
+    model.recoveryRequired = false;
+  }
+  override toString(): string {
+    return `checkpoint(${this.who}, ${JSON.stringify(this.value)}${this.requires === undefined ? '' : `, requires ${JSON.stringify(this.requires)}`})`;
+  }
+}
+
+export class WriteCommand extends HandleCommand {
+  constructor(
+    worker: number,
+    pick: number,
+    readonly forged: 'secret' | 'run' | null,
+  ) {
+    super(worker, pick);
+  }
+  async run(model: ModelState, real: ModelReal): Promise<void> {
+    const handle = this.modelHandle(model);
+    const expected = verdictFor(model, this.worker, handle, this.forged === null ? {} : { forged: this.forged });
+    const entry = `w${this.worker}:t${handle.token}:${model.writes++}`;
+    const leases = real.workers[this.worker]!;
+    const outcome = await real.harness.appendUnderFence(leases, this.presented(real, leases), entry);
+    if (expected !== 'ok') {
+      expect(outcome).toMatchObject({ ok: false, reason: expected, expected: { token: handle.token }, found: { token: model.token } });
+    } else {
+      expect(outcome).toMatchObject({ ok: true, token: handle.token });
+      model.ledger.push(entry);
+    }
+    expect(await real.harness.readLedger(real.key)).toEqual(model.ledger);
+  }
+  private presented(real: ModelReal, leases: Leases<Store>): Lease {
+    const lease = this.realHandle(real);
+    if (this.forged === null) return lease;
+    const json = lease.toJSON();
+    if (this.forged === 'run') return leases.restore({ ...json, runId: json.runId === 'forged' ? null : 'forged' });
+    return leases.restore({ ...json, secret: json.secret.replace(/^./, (c) => (c === '0' ? '1' : '0')) });
+  }
+  override toString(): string {
+    return `write(${this.who}${this.forged === null ? '' : `, forged ${this.forged}`})`;
+  }
+}
+
+export class ReleaseCommand extends HandleCommand {
+  constructor(
+    worker: number,
+    pick: number,
+    readonly final: 'keep' | 'clear' | { done: number },
+  ) {
+    super(worker, pick);
+  }
+  async run(model: ModelState, real: ModelReal): Promise<void> {
+    const handle = this.modelHandle(model);
+    const expected = verdictFor(model, this.worker, handle);
+    const options = this.final === 'keep' ? {} : { checkpoint: this.final === 'clear' ? null : this.final };
+    const outcome = await real.workers[this.worker]!.release(this.realHandle(real), options);
+    if (expected === 'released') {
+      expect(outcome).toMatchObject({ ok: true, token: handle.token, alreadyReleased: true });
+      return;
+    }
+    if (expected !== 'ok') {
+      expect(outcome).toMatchObject({ ok: false, reason: expected });
+      return;
+    }
+    expect(outcome).toMatchObject({ ok: true, token: handle.token, alreadyReleased: false });
+    model.grant = null;
+    model.ending = { kind: 'released', token: handle.token };
+    if (this.final === 'clear') model.checkpoint = null;
+    else if (this.final !== 'keep') model.checkpoint = { value: this.final, token: handle.token };
+  }
+  override toString(): string {
+    return `release(${this.who}, ${JSON.stringify(this.final)})`;
+  }
+}
+
+export class RecoverCommand extends HandleCommand {
+  constructor(
+    worker: number,
+    pick: number,
+    readonly action: 'resume' | 'discard',
+  ) {
+    super(worker, pick);
+  }
+  async run(model: ModelState, real: ModelReal): Promise<void> {
+    const handle = this.modelHandle(model);
+    const expected = verdictFor(model, this.worker, handle);
+    const outcome = await real.workers[this.worker]!.recover(this.realHandle(real), this.action);
+    if (expected !== 'ok') {
+      expect(outcome).toMatchObject({ ok: false, reason: expected });
+      return;
+    }
+    const checkpoint = this.action === 'discard' || model.checkpoint === null ? null : { value: model.checkpoint.value, token: handle.token };
+    expect(outcome).toMatchObject({ ok: true, checkpoint: checkpoint === null ? null : { token: handle.token } });
+    model.checkpoint = checkpoint;
+    model.recoveryRequired = false;
+  }
+  override toString(): string {
+    return `recover(${this.who}, ${this.action})`;
+  }
+}
+
+export class RevokeCommand implements Command {
+  constructor(
+    readonly requireRecovery: boolean,
+    readonly expect: 'none' | 'current' | 'stale',
+  ) {}
+  check(): boolean {
+    return true;
+  }
+  async run(model: ModelState, real: ModelReal): Promise<void> {
+    const current = model.grant?.token ?? 1n;
+    const expectedToken = this.expect === 'none' ? undefined : this.expect === 'current' ? current : current + 1n;
+    const outcome = await real.operator.revoke(real.key, { reason: 'model', by: 'ops', requireRecovery: this.requireRecovery, ...(expectedToken === undefined ? {} : { expectedToken }) });
+    const refusal = !model.exists ? 'missing' : model.grant === null ? 'not-held' : this.expect === 'stale' ? 'superseded' : null;
+    if (refusal !== null) {
+      expect(outcome).toMatchObject({ ok: false, reason: refusal, token: model.exists ? model.token : null });
+      return;
+    }
+    const recoveryRequired = this.requireRecovery && model.checkpoint !== null;
+    const grant = model.grant!;
+    expect(outcome).toMatchObject({ ok: true, token: model.token + 1n, recoveryRequired, revoked: { kind: 'revoked', token: grant.token, holder: `w${grant.worker}`, runId: grant.runId, reason: 'model', by: 'ops' } });
+    model.token += 1n;
+    model.grant = null;
+    model.ending = { kind: 'revoked', token: grant.token };
+    model.recoveryRequired = recoveryRequired;
+  }
+  toString(): string {
+    return `revoke(${this.requireRecovery ? 'requireRecovery, ' : ''}expect ${this.expect})`;
+  }
+}
+
+/** Advances the store's clock (stores whose clock the test controls). */
+export class AdvanceClockCommand implements Command {
+  constructor(readonly ms: number) {}
+  check(model: Readonly<ModelState>): boolean {
+    return model.clocked;
+  }
+  async run(model: ModelState, real: ModelReal): Promise<void> {
+    real.harness.advanceClock!(this.ms);
+    model.now += this.ms;
+  }
+  toString(): string {
+    return `advance(${this.ms})`;
+  }
+}
+
+/** Expires the current grant through the harness's test hook. */
+export class ExpireNowCommand implements Command {
+  check(model: Readonly<ModelState>): boolean {
+    return model.grant !== null && model.grant.expiresAt !== null;
+  }
+  async run(model: ModelState, real: ModelReal): Promise<void> {
+    await real.harness.expireNow(real.key);
+    const grant = model.grant!;
+    if (model.clocked) model.now = Math.max(model.now, grant.expiresAt!);
+    else grant.forcedExpired = true;
+    expect(isExpired(model, grant)).toBe(true);
+  }
+  toString(): string {
+    return 'expireNow()';
+  }
+}

@@ -1,0 +1,119 @@
+/**
+ * The model-based suite: random sequences of claim, renew, checkpoint, fenced write (also with forged
+ * handles), release, revoke, recover and advance-clock / expire-now, run against the real store and an
+ * independent reference model (`reference.ts`). After every command the store's `inspect` and ledger must
+ * match the model: this is where "a refused or stale operation changes nothing" is checked on every adapter.
+ */
+import { fc, test } from '@fast-check/vitest';
+import { describe, expect } from 'vitest';
+import { createLeases } from '../../src/leases.js';
+import type { Store } from '../../src/store.js';
+import { useHarness } from '../conformance/context.js';
+import type { MakeStoreHarness, StoreHarness, SuiteOptions } from '../conformance/harness.js';
+import {
+  AdvanceClockCommand,
+  CheckpointCommand,
+  ClaimCommand,
+  ExpireNowCommand,
+  RecoverCommand,
+  ReleaseCommand,
+  RenewCommand,
+  RevokeCommand,
+  WriteCommand,
+  type ModelReal,
+} from './commands.js';
+import { initialModel, isExpired, type ModelState } from './reference.js';
+
+const WORKERS = 3;
+/** TTL on a controlled clock: short, so advance-clock commands expire grants. */
+const CLOCKED_TTL_MS = 100;
+/** TTL on real servers: long, so only expire-now expires a grant during a run. */
+const SERVER_TTL_MS = 120_000;
+
+function commandArbs(): fc.Arbitrary<fc.AsyncCommand<ModelState, ModelReal>>[] {
+  const worker = fc.nat({ max: WORKERS - 1 });
+  const pick = fc.nat({ max: 5 });
+  return [
+    fc
+      .record({
+        worker,
+        runId: fc.constantFrom(null, 'r1', 'r2'),
+        forever: fc.constantFrom(false, false, false, true),
+        attributes: fc.constantFrom({}, { model: 'v1' }, { model: 'v2' }),
+        recovering: fc.boolean(),
+      })
+      .map(({ worker: w, runId, forever, attributes, recovering }) => new ClaimCommand(w, runId, forever, attributes, recovering)),
+    fc.tuple(worker, pick).map(([w, p]) => new RenewCommand(w, p)),
+    fc
+      .tuple(worker, pick, fc.record({ step: fc.nat({ max: 99 }), note: fc.string({ maxLength: 4 }) }), fc.constantFrom(undefined, { model: 'v1' }))
+      .map(([w, p, value, requires]) => new CheckpointCommand(w, p, value, requires)),
+    fc.tuple(worker, pick, fc.constantFrom(null, null, null, 'secret' as const, 'run' as const)).map(([w, p, forged]) => new WriteCommand(w, p, forged)),
+    fc.tuple(worker, pick, fc.constantFrom('keep' as const, 'clear' as const, { done: 1 })).map(([w, p, final]) => new ReleaseCommand(w, p, final)),
+    fc.tuple(fc.boolean(), fc.constantFrom('none' as const, 'current' as const, 'stale' as const)).map(([recovery, expectation]) => new RevokeCommand(recovery, expectation)),
+    fc.tuple(worker, pick, fc.constantFrom('resume' as const, 'discard' as const)).map(([w, p, action]) => new RecoverCommand(w, p, action)),
+    fc.integer({ min: 1, max: 150 }).map((ms) => new AdvanceClockCommand(ms)),
+    fc.constant(new ExpireNowCommand()),
+  ];
+}
+
+/** The store's view of the key must be the model's, after every command. */
+async function expectStoreMatchesModel(model: ModelState, real: ModelReal): Promise<void> {
+  const seen = await real.operator.inspect(real.key);
+  const { grant } = model;
+  expect(seen).toMatchObject({
+    exists: model.exists,
+    token: model.token,
+    recoveryRequired: model.recoveryRequired,
+    ending: model.ending === null ? null : { kind: model.ending.kind, token: model.ending.token },
+    checkpoint: model.checkpoint === null ? null : { value: model.checkpoint.value, token: model.checkpoint.token },
+    grant:
+      grant === null
+        ? null
+        : {
+            token: grant.token,
+            holder: `w${grant.worker}`,
+            runId: grant.runId,
+            attributes: grant.attributes,
+            live: !isExpired(model, grant),
+            ...(model.clocked || grant.expiresAt === null ? { expiresAt: grant.expiresAt } : {}),
+          },
+  });
+  if (model.clocked) expect(seen.now).toBe(model.now);
+}
+
+/** Wraps each command so the store is compared with the model right after it ran. */
+function checkedAfterEach(command: fc.AsyncCommand<ModelState, ModelReal>): fc.AsyncCommand<ModelState, ModelReal> {
+  return {
+    check: (model) => command.check(model),
+    run: async (model, real) => {
+      await command.run(model, real);
+      await expectStoreMatchesModel(model, real);
+    },
+    toString: () => command.toString(),
+  };
+}
+
+/** Registers the model-based suite for one adapter. */
+export function describeStoreModel<S extends Store>(name: string, makeHarness: MakeStoreHarness<S>, options: SuiteOptions): void {
+  describe(`${name}: model-based`, () => {
+    const context = useHarness(makeHarness);
+    const commands = fc.commands(commandArbs().map((arb) => arb.map(checkedAfterEach)), { maxCommands: 40, size: 'medium' });
+
+    test.prop([commands], { numRuns: options.modelRuns })('every operation answers as the reference model and leaves the store as the model says', async (cmds) => {
+      const harness = context.harness as unknown as StoreHarness<Store>;
+      const clocked = harness.advanceClock !== null;
+      const ttlMs = clocked ? CLOCKED_TTL_MS : SERVER_TTL_MS;
+      const key = harness.freshKey('model');
+      const workers = Array.from({ length: WORKERS }, (_, i) => createLeases(harness.store, { holder: `w${i}`, ttlMs }));
+      const operator = createLeases(harness.store, { holder: 'ops', ttlMs });
+      const start = (await operator.inspect(key)).now;
+      await fc.asyncModelRun(
+        () => ({
+          model: initialModel(clocked, start, WORKERS),
+          real: { harness, key, workers, operator, handles: workers.map(() => []), ttlMs },
+        }),
+        cmds,
+      );
+    });
+  });
+}
