@@ -1,2 +1,14 @@
-// Filled in by the Redis adapter work (issue 4).
-export {};
+export { createRedisStore, type RedisStoreOptions } from './redis-store.js';
+export { createRedisTokenGate, type RedisTokenGateOptions } from './redis-gate.js';
+export {
+  fromIoredis,
+  fromNodeRedis,
+  RedisReplyError,
+  type IoredisClient,
+  type IoredisOptions,
+  type NodeRedisClient,
+  type RedisClient,
+  type RedisConnection,
+} from './connection.js';
+export { RedisCommandError, RedisKey, type RedisArgument, type RedisWriteContext } from './recorder.js';
+export { hashTagOf } from './keys.js';

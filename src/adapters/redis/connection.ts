@@ -1,0 +1,162 @@
+/**
+ * The one thing leasefence needs from a Redis client: send a command, get its reply, and tell "not sent"
+ * apart from "sent, reply lost". Typed structurally, so leasefence never imports ioredis or node-redis.
+ */
+import { InvalidArgumentError, StoreUnavailableError } from '../../errors.js';
+
+/**
+ * A connection leasefence can send commands on. `fromIoredis` and `fromNodeRedis` build one from your
+ * client; implement it yourself for another client.
+ *
+ * `send` must reject with a `RedisReplyError` when the server answered with an error, with a
+ * `StoreUnavailableError` when it knows the command was NOT sent, and with anything else when the command
+ * may have reached the server (leasefence then reports `OutcomeUnknownError`).
+ */
+export interface RedisConnection {
+  /** Sends one command (name first, then its arguments) and resolves with the server's reply. */
+  send(args: readonly string[]): Promise<unknown>;
+}
+
+/** The parts of an ioredis client (`new Redis(...)`, v5) that leasefence uses. */
+export interface IoredisClient {
+  call(command: string, ...args: string[]): Promise<unknown>;
+  /** ioredis' connection status: `wait`, `connecting`, `connect`, `ready`, `reconnecting`, `close`, `end`. */
+  readonly status: string;
+  connect(): Promise<void>;
+  once(event: string, listener: () => void): unknown;
+  removeListener(event: string, listener: () => void): unknown;
+}
+
+/** The parts of a node-redis client (`createClient()` from `redis`, v5) that leasefence uses. */
+export interface NodeRedisClient {
+  sendCommand(args: string[]): Promise<unknown>;
+  /** `false` before `connect()` and after `quit()` / `destroy()`. */
+  readonly isOpen: boolean;
+}
+
+/** A client leasefence accepts: an ioredis or node-redis client, or a `RedisConnection`. */
+export type RedisClient = IoredisClient | NodeRedisClient | RedisConnection;
+
+/** An error reply from the Redis server (the command was received and refused or failed there). */
+export class RedisReplyError extends Error {
+  override name = 'RedisReplyError' as const;
+  /** The error code: the reply's first word (`NOSCRIPT`, `WRONGTYPE`, `ERR`, ...). */
+  readonly code: string;
+  constructor(message: string, options?: { cause?: unknown }) {
+    super(message, options);
+    this.code = /^[A-Z][A-Z_-]*/.exec(message)?.[0] ?? 'ERR';
+  }
+}
+
+const isError = (error: unknown): error is Error => error instanceof Error;
+
+function prototypeNames(error: object): string[] {
+  const names: string[] = [];
+  for (let proto = Object.getPrototypeOf(error) as object | null; proto !== null; proto = Object.getPrototypeOf(proto) as object | null) {
+    const name = (proto as { constructor?: { name?: unknown } }).constructor?.name;
+    if (typeof name === 'string') names.push(name);
+  }
+  return names;
+}
+
+/** node-redis' `ErrorReply` (by class name, or by an error-code first word should a bundler rename classes). */
+function isNodeRedisReply(error: Error): boolean {
+  return prototypeNames(error).includes('ErrorReply') || /^[A-Z]{2,}[A-Z_-]* /.test(error.message);
+}
+
+/** Options of `fromIoredis`. */
+export interface IoredisOptions {
+  /**
+   * How long a command waits for a connection that is not ready yet (connecting or reconnecting) before
+   * it fails with `StoreUnavailableError`. leasefence sends only on a ready connection, so a command that
+   * fails later is known to have been sent (`OutcomeUnknownError`).
+   * @default 5_000
+   */
+  readonly readyTimeoutMs?: number;
+}
+
+/** Waits until an ioredis client is `ready`; `StoreUnavailableError` when it ends or the wait times out. */
+function whenReady(client: IoredisClient, timeoutMs: number): Promise<void> {
+  if (client.status === 'ready') return Promise.resolve();
+  if (client.status === 'end') return Promise.reject(new StoreUnavailableError('redis client is closed (ioredis status "end")'));
+  return new Promise((resolve, reject) => {
+    const settle = (error: Error | null): void => {
+      clearTimeout(timer);
+      client.removeListener('ready', onReady);
+      client.removeListener('end', onEnd);
+      if (error === null) resolve();
+      else reject(error);
+    };
+    const onReady = (): void => settle(null);
+    const onEnd = (): void => settle(new StoreUnavailableError('redis client closed before it was ready'));
+    const timer = setTimeout(
+      () => settle(new StoreUnavailableError(`redis connection not ready within ${timeoutMs} ms (ioredis status "${client.status}")`)),
+      timeoutMs,
+    );
+    client.once('ready', onReady);
+    client.once('end', onEnd);
+    if (client.status === 'wait') client.connect().catch(() => undefined);
+  });
+}
+
+/**
+ * Wraps an ioredis client. Commands are sent only once the connection is `ready`, so a failure before that
+ * is a `StoreUnavailableError` and a failure after it an unknown outcome.
+ *
+ * ```ts
+ * const store = createRedisStore({ client: fromIoredis(new Redis(url), { readyTimeoutMs: 2_000 }) });
+ * ```
+ */
+export function fromIoredis(client: IoredisClient, options: IoredisOptions = {}): RedisConnection {
+  const readyTimeoutMs = options.readyTimeoutMs ?? 5_000;
+  return {
+    send(args) {
+      const [command = '', ...rest] = args;
+      const call = (): Promise<unknown> =>
+        client.call(command, ...rest).catch((error: unknown) => {
+          if (isError(error) && error.name === 'ReplyError') throw new RedisReplyError(error.message, { cause: error });
+          // NOTE: ioredis checks writability synchronously: this message means nothing was written.
+          if (isError(error) && error.message.startsWith("Stream isn't writeable")) throw new StoreUnavailableError(error.message, { cause: error });
+          throw error;
+        });
+      // NOTE: the common case (ready) sends at once, without waiting a microtask.
+      return client.status === 'ready' ? call() : whenReady(client, readyTimeoutMs).then(call);
+    },
+  };
+}
+
+/**
+ * Wraps a node-redis v5 client (connect it first). node-redis never re-sends a command that was written,
+ * and keeps unsent commands queued while it reconnects.
+ *
+ * ```ts
+ * const client = await createClient({ url }).connect();
+ * const store = createRedisStore({ client: fromNodeRedis(client) });
+ * ```
+ */
+export function fromNodeRedis(client: NodeRedisClient): RedisConnection {
+  return {
+    async send(args) {
+      if (!client.isOpen) throw new StoreUnavailableError('redis client is not open (call connect() first, or it was closed)');
+      try {
+        return await client.sendCommand([...args]);
+      } catch (error) {
+        if (isError(error) && isNodeRedisReply(error)) throw new RedisReplyError(error.message, { cause: error });
+        // NOTE: both are thrown before anything is queued for writing.
+        if (isError(error) && (error.message === 'The client is closed' || error.message === 'The client is offline')) {
+          throw new StoreUnavailableError(error.message, { cause: error });
+        }
+        throw error;
+      }
+    },
+  };
+}
+
+/** Picks the wrapper for `client`: a `RedisConnection` as is, else ioredis or node-redis by shape. */
+export function toConnection(client: RedisClient): RedisConnection {
+  const shape = client as Partial<IoredisClient & NodeRedisClient & RedisConnection>;
+  if (typeof shape.call === 'function' && typeof shape.status === 'string') return fromIoredis(client as IoredisClient);
+  if (typeof shape.sendCommand === 'function' && typeof shape.isOpen === 'boolean') return fromNodeRedis(client as NodeRedisClient);
+  if (typeof shape.send === 'function') return client as RedisConnection;
+  throw new InvalidArgumentError('`client` must be an ioredis client, a node-redis v5 client, or a RedisConnection');
+}

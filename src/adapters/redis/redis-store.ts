@@ -1,0 +1,187 @@
+/**
+ * The Redis lease store: each Store method is one script (`scripts.ts`) whose reply, the record's
+ * pre-image, is judged by the pure transition of the same name, so Redis and the core decide alike.
+ */
+import { InvalidArgumentError } from '../../errors.js';
+import type { FencedWriteOutcome } from '../../fence/operations.js';
+import * as transitions from '../../fence/transitions.js';
+import type { Transition } from '../../fence/transitions.js';
+import type { Fence } from '../../fence/types.js';
+import { checkFence } from '../../fence/verdict.js';
+import { newSecret } from '../../secret.js';
+import type { Store } from '../../store.js';
+import { toConnection, type RedisClient } from './connection.js';
+import { DEFAULT_PREFIX, keyNames } from './keys.js';
+import { assertStorable, attributesArg, fenceArgs, optionalArg, parseLeaseReply, ttlArg, type LeaseReply } from './record.js';
+import { CommandRecorder, type RedisWriteContext } from './recorder.js';
+import { defineScript, runScript, type Script } from './runner.js';
+import * as lua from './scripts.js';
+
+/** Options of `createRedisStore`. */
+export interface RedisStoreOptions {
+  /** Your ioredis or node-redis (v5) client, or a `RedisConnection` (see `fromIoredis`, `fromNodeRedis`). */
+  readonly client: RedisClient;
+  /**
+   * Namespace of the adapter's keys (no braces: the lease key provides the hash tag).
+   * @default 'leasefence:'
+   */
+  readonly prefix?: string;
+  /**
+   * How long the first reply of a fenced write or revoke is kept under its request id, so that a
+   * re-delivery of the same request (ioredis re-sends unanswered commands after a reconnect) returns it
+   * instead of applying twice. A re-delivery later than this could apply a fenced write again.
+   * @default 300_000
+   */
+  readonly replayWindowMs?: number;
+}
+
+const SCRIPTS = {
+  claim: defineScript('claim', lua.CLAIM_SCRIPT),
+  renew: defineScript('renew', lua.RENEW_SCRIPT),
+  checkpoint: defineScript('checkpoint', lua.CHECKPOINT_SCRIPT),
+  release: defineScript('release', lua.RELEASE_SCRIPT),
+  revoke: defineScript('revoke', lua.REVOKE_SCRIPT),
+  recover: defineScript('recover', lua.RECOVER_SCRIPT),
+  inspect: defineScript('inspect', lua.INSPECT_SCRIPT),
+  fencedWrite: defineScript('fenced write', lua.FENCED_WRITE_SCRIPT),
+} as const;
+
+/**
+ * Checks that the script changed the record exactly when the pure core says the transition changes it.
+ * A mismatch is a bug in a script: report it loudly rather than return an outcome the store may not hold.
+ */
+function agree<O>(script: Script, reply: LeaseReply, transition: Transition<O>): O {
+  if (transition.changed !== reply.applied) {
+    throw new Error(
+      `leasefence redis: the ${script.name} script ${reply.applied ? 'applied' : 'refused'} a change that the pure core ` +
+        `${transition.changed ? 'makes' : 'refuses'} (outcome ${JSON.stringify(transition.outcome, (_, v: unknown) => (typeof v === 'bigint' ? `${v}n` : v))}); this is a bug`,
+    );
+  }
+  return transition.outcome;
+}
+
+/**
+ * Creates a lease store on Redis (5 or newer; tested on 7.0). Each operation is one Lua script, one round
+ * trip (EVALSHA; plus one EVAL after the server lost its script cache), judged on the server's clock
+ * (`TIME`); fenced writes run your Redis commands inside the script that checks the fence.
+ *
+ * **Tokens** are `max(last token + 1, TIME in microseconds)`, exact decimal strings in Redis and bigints
+ * here. So they keep increasing even when redis-server restarts without persistence (or evicts the
+ * record, or fails over to a replica that missed it): the next token still exceeds every earlier one,
+ * ASSUMING the server clock never goes back and a key is not granted more than once per microsecond (a
+ * script takes longer than that). With AOF (`appendfsync always`) the record itself survives restarts.
+ *
+ * **Redis Cluster**: a lease's keys share the slot of its hash tag; put your fenced-write keys there
+ * too with `hashTagOf(key)` (see `keys.ts`).
+ *
+ * **Lost replies**: every operation is safe to deliver twice (ioredis re-sends unanswered commands after
+ * a reconnect): a re-delivered claim is recognised by its secret, fenced writes and revokes by a request
+ * id memoised for `replayWindowMs`, the rest compare before they change anything. A reply lost for good
+ * is an `OutcomeUnknownError`; a command that could not be sent, a `StoreUnavailableError`.
+ *
+ * ```ts
+ * import { Redis } from 'ioredis';
+ * import { createLeases } from 'leasefence';
+ * import { createRedisStore, hashTagOf } from 'leasefence/redis';
+ *
+ * const leases = createLeases(createRedisStore({ client: new Redis(url) }), { holder: 'worker-1' });
+ * const lease = await leases.claimOrThrow('job:42');
+ * await leases.fencedWriteOrThrow(lease, (tx) => tx.call('SET', `${hashTagOf('job:42')}:result`, 'done'));
+ * ```
+ */
+export function createRedisStore(options: RedisStoreOptions): Store<RedisWriteContext> {
+  const connection = toConnection(options.client);
+  const prefix = options.prefix ?? DEFAULT_PREFIX;
+  const names = keyNames(prefix);
+  const replayWindowMs = options.replayWindowMs ?? 300_000;
+  if (!Number.isInteger(replayWindowMs) || replayWindowMs <= 0) throw new InvalidArgumentError(`replayWindowMs must be a positive integer, got ${String(replayWindowMs)}`);
+
+  const run = async (script: Script, key: string, secret: string, keys: string[], args: string[]): Promise<LeaseReply> =>
+    parseLeaseReply(await runScript(connection, script, keys, args), key, secret);
+
+  /** Runs a fenced operation's script and judges its pre-image with the pure transition. */
+  const fenced = async <O>(script: Script, fence: Fence, extra: string[], step: (reply: LeaseReply) => Transition<O>): Promise<O> => {
+    const args = [...fenceArgs(fence), ...extra];
+    const reply = await run(script, fence.key, fence.secret, [names.record(fence.key, 'lease')], args);
+    return agree(script, reply, step(reply));
+  };
+
+  return {
+    id: `redis:${prefix}`,
+
+    async claim(command) {
+      const { key, secret } = command;
+      const attributes = attributesArg(command.attributes);
+      assertStorable('claim', key, command.holder, command.runId, secret, attributes);
+      const args = [command.holder, optionalArg(command.runId), secret, ttlArg(command.ttlMs), command.recovering ? '1' : '0', attributes];
+      const reply = await run(SCRIPTS.claim, key, secret, [names.record(key, 'lease')], args);
+      const { record, now } = reply;
+      const grant = record?.grant;
+      if (record !== null && grant !== undefined && grant !== null && grant.secret === secret && !reply.applied) {
+        // NOTE: a re-delivery of this very claim (same secret) after its reply was lost: report the grant it made.
+        const { token, acquiredAt, expiresAt } = grant;
+        return { ok: true, key, token, acquiredAt, expiresAt, previous: record.ending, checkpoint: record.checkpoint, now };
+      }
+      return agree(SCRIPTS.claim, reply, transitions.claim(record, command, now, reply.floor));
+    },
+
+    renew: (command) =>
+      fenced(SCRIPTS.renew, command.fence, [ttlArg(command.ttlMs)], (reply) => transitions.renew(reply.record, command, reply.now)),
+
+    checkpoint: (command) =>
+      fenced(SCRIPTS.checkpoint, command.fence, [command.json], (reply) => transitions.checkpoint(reply.record, command, reply.now)),
+
+    release(command) {
+      const json = command.checkpointJson;
+      const mode = json === undefined ? ['keep', ''] : json === null ? ['clear', ''] : ['set', json];
+      return fenced(SCRIPTS.release, command.fence, mode, (reply) => transitions.release(reply.record, command, reply.now));
+    },
+
+    recover: (command) =>
+      fenced(SCRIPTS.recover, command.fence, [command.action], (reply) => transitions.recover(reply.record, command, reply.now)),
+
+    async revoke(command) {
+      const { key } = command;
+      assertStorable('revoke', key, command.reason, command.by);
+      const memo = names.memo(key, newSecret());
+      const args = [command.reason, command.by, command.requireRecovery ? '1' : '0', command.expectedToken?.toString() ?? '', String(replayWindowMs)];
+      const reply = await run(SCRIPTS.revoke, key, '', [names.record(key, 'lease'), memo], args);
+      return agree(SCRIPTS.revoke, reply, transitions.revoke(reply.record, command, reply.now));
+    },
+
+    async inspect(key) {
+      assertStorable('key', key);
+      const reply = await run(SCRIPTS.inspect, key, '', [names.record(key, 'lease')], []);
+      return transitions.inspect(reply.record, key, reply.now);
+    },
+
+    async fencedWrite<T>(fence: Fence, write: (context: RedisWriteContext) => T | Promise<T>): Promise<FencedWriteOutcome<T>> {
+      const recorder = new CommandRecorder(2);
+      const fenceArguments = fenceArgs(fence);
+      const value = write(recorder.context(fence.token));
+      const commands = recorder.seal();
+      // NOTE: the callback's own promise may reject once the script's verdict is known; never leave it unhandled.
+      if (value instanceof Promise) value.catch(() => undefined);
+      const keys = [names.record(fence.key, 'lease'), names.memo(fence.key, newSecret()), ...commands.keys];
+      let reply: LeaseReply;
+      try {
+        reply = await run(SCRIPTS.fencedWrite, fence.key, fence.secret, keys, [...fenceArguments, String(replayWindowMs), ...commands.args]);
+      } catch (error) {
+        recorder.fail(error);
+        throw error;
+      }
+      const verdict = checkFence(reply.record, fence, reply.now);
+      if (verdict.ok !== reply.applied) {
+        throw new Error(`leasefence redis: the fenced write script ${reply.applied ? 'passed' : 'refused'} a fence the pure core ${verdict.ok ? 'accepts' : 'refuses'}; this is a bug`);
+      }
+      if (!verdict.ok) {
+        recorder.refuse(verdict);
+        return verdict;
+      }
+      const [replies, failed, message] = reply.rest;
+      const failure = recorder.settle(replies, failed, message);
+      if (failure !== null) throw failure;
+      return { ok: true, value: await value, token: fence.token, now: reply.now };
+    },
+  };
+}

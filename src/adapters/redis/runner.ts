@@ -1,0 +1,54 @@
+/**
+ * Sends a script in one round trip: EVALSHA, and EVAL only when the server answers NOSCRIPT (its script
+ * cache was flushed or it restarted). EVAL also caches the script, so the next call is one EVALSHA again.
+ */
+import { createHash } from 'node:crypto';
+import { isLeaseError, OutcomeUnknownError, StoreUnavailableError } from '../../errors.js';
+import { RedisReplyError, type RedisConnection } from './connection.js';
+
+/** A Lua script and its SHA1 digest (its name in the server's script cache). */
+export interface Script {
+  readonly name: string;
+  readonly source: string;
+  readonly sha: string;
+}
+
+/** Names a script and computes its digest once. */
+export function defineScript(name: string, source: string): Script {
+  return { name, source, sha: createHash('sha1').update(source).digest('hex') };
+}
+
+/**
+ * Error codes with which the server refuses to run a command at all (so nothing was applied): loading
+ * its data, busy with another script, a replica, out of memory, a cluster or persistence problem.
+ */
+const NOT_APPLIED_CODES = new Set(['LOADING', 'BUSY', 'MASTERDOWN', 'READONLY', 'OOM', 'CLUSTERDOWN', 'TRYAGAIN', 'NOREPLICAS', 'MISCONF']);
+
+/** Maps a failed send to leasefence's errors: not sent / refused by the server, or outcome unknown. */
+function classify(script: Script, error: unknown): unknown {
+  if (isLeaseError(error)) return error;
+  if (error instanceof RedisReplyError) {
+    if (NOT_APPLIED_CODES.has(error.code)) return new StoreUnavailableError(`redis refused the ${script.name} script: ${error.message}`, { cause: error });
+    return error;
+  }
+  const reason = error instanceof Error ? error.message : String(error);
+  return new OutcomeUnknownError(`the ${script.name} script was sent to redis but its reply was lost (${reason}): it may or may not have been applied`, {
+    cause: error,
+  });
+}
+
+/** Runs `script` with `keys` as KEYS and `args` as ARGV; one EVALSHA, plus one EVAL after a NOSCRIPT. */
+export async function runScript(connection: RedisConnection, script: Script, keys: readonly string[], args: readonly string[]): Promise<unknown> {
+  const tail = [String(keys.length), ...keys, ...args];
+  try {
+    return await connection.send(['EVALSHA', script.sha, ...tail]);
+  } catch (error) {
+    // NOTE: NOSCRIPT means the script did not run at all, so sending its source is safe.
+    if (!(error instanceof RedisReplyError && error.code === 'NOSCRIPT')) throw classify(script, error);
+  }
+  try {
+    return await connection.send(['EVAL', script.source, ...tail]);
+  } catch (error) {
+    throw classify(script, error);
+  }
+}

@@ -1,0 +1,85 @@
+/**
+ * The Redis store's harness for the shared suites, for both clients (ioredis and node-redis), on a real
+ * redis-server: the run's shared server (`LEASEFENCE_REDIS_URL`, from the global setup) or, when a file
+ * runs alone, one this worker starts. Each harness works under its own key prefix; `connect()` opens a
+ * new client (a real connection of its own); the ledger is a Redis list RPUSHed inside the fence script;
+ * `expireNow` rewrites the stored expires-at to the server's `TIME`.
+ */
+import { Redis } from 'ioredis';
+import { createClient } from 'redis';
+import { randomBytes } from 'node:crypto';
+import { createRedisStore, hashTagOf, type RedisClient, type RedisWriteContext } from '../../src/adapters/redis/index.js';
+import { keyNames } from '../../src/adapters/redis/keys.js';
+import { toConnection } from '../../src/adapters/redis/connection.js';
+import type { Store } from '../../src/store.js';
+import type { StoreHarness } from '../conformance/harness.js';
+import { startRedis, type RedisServer } from '../support/redis-server.js';
+
+/** The two Redis clients leasefence supports. */
+export type RedisClientKind = 'ioredis' | 'node-redis';
+
+export type RedisStore = Store<RedisWriteContext>;
+
+let ownServer: Promise<RedisServer> | null = null;
+
+/** The URL of the run's shared redis-server, or of one started for this test worker (stopped at exit). */
+export async function sharedRedisUrl(): Promise<string> {
+  const url = process.env['LEASEFENCE_REDIS_URL'];
+  if (url !== undefined && url !== '') return url;
+  ownServer ??= startRedis({ persistence: 'aof' });
+  return (await ownServer).url;
+}
+
+/** A connected client of `kind` with its `close()`. Errors are observed (node-redis would throw them otherwise). */
+export async function openClient(kind: RedisClientKind, url: string, ioredisOptions: Record<string, unknown> = {}): Promise<{ client: RedisClient; close: () => Promise<void> }> {
+  if (kind === 'ioredis') {
+    const client = new Redis(url, { lazyConnect: true, ...ioredisOptions });
+    client.on('error', () => undefined);
+    await client.connect();
+    return { client, close: async () => void client.disconnect() };
+  }
+  const client = createClient({ url });
+  client.on('error', () => undefined);
+  await client.connect();
+  return { client, close: async () => void (client.isOpen ? await client.close() : undefined) };
+}
+
+/** A prefix no other test uses. */
+export const freshPrefix = (label = 'lf'): string => `${label}:${randomBytes(6).toString('hex')}:`;
+
+/** Rewrites a grant's stored expires-at to the server's now (strict expiry: expired from that instant). */
+const EXPIRE_NOW = `
+if redis.call('HEXISTS', KEYS[1], 'holder') == 0 then return 0 end
+local t = redis.call('TIME')
+redis.call('HSET', KEYS[1], 'expires', t[1] .. string.sub(string.rep('0', 6 - #t[2]) .. t[2], 1, 3))
+return 1
+`;
+
+/** Builds a harness factory for one client kind. */
+export function makeRedisHarness(kind: RedisClientKind): () => Promise<StoreHarness<RedisStore>> {
+  return async () => {
+    const url = await sharedRedisUrl();
+    const prefix = freshPrefix(`lf-${kind}`);
+    const names = keyNames(prefix);
+    const closers: Array<() => Promise<void>> = [];
+    const open = async (): Promise<{ client: RedisClient; store: RedisStore }> => {
+      const { client, close } = await openClient(kind, url);
+      closers.push(close);
+      return { client, store: createRedisStore({ client, prefix }) };
+    };
+    const main = await open();
+    const raw = toConnection(main.client);
+    const ledgerKey = (key: string): string => `${prefix}ledger:${hashTagOf(key)}`;
+    let keys = 0;
+    return {
+      store: main.store,
+      connect: async () => (await open()).store,
+      appendUnderFence: (leases, lease, entry) => leases.fencedWrite(lease, (tx) => tx.call('RPUSH', ledgerKey(lease.key), entry)),
+      readLedger: async (key) => (await raw.send(['LRANGE', ledgerKey(key), '0', '-1'])) as string[],
+      expireNow: async (key) => void (await raw.send(['EVAL', EXPIRE_NOW, '1', names.record(key, 'lease')])),
+      advanceClock: null,
+      freshKey: (label = 'key') => `${label}:${++keys}:${randomBytes(4).toString('hex')}`,
+      close: async () => void (await Promise.all(closers.map((close) => close()))),
+    };
+  };
+}

@@ -1,0 +1,239 @@
+/**
+ * Redis-only specs, run once per client (ioredis, node-redis) by the tiny test files: round trips per
+ * operation as the server counts them, the script cache being flushed, tokens past 2^53, fenced writes of
+ * Redis commands, keys full of Lua/RESP metacharacters, hash tags, and input refused before I/O.
+ */
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createLeases, type Leases } from '../../src/leases.js';
+import type { Lease } from '../../src/lease.js';
+import { InvalidArgumentError } from '../../src/errors.js';
+import { toConnection, type RedisConnection } from '../../src/adapters/redis/connection.js';
+import { createRedisStore, createRedisTokenGate, hashTagOf, RedisCommandError, type RedisClient } from '../../src/adapters/redis/index.js';
+import { keyNames } from '../../src/adapters/redis/keys.js';
+import { startRedis, type RedisServer } from '../support/redis-server.js';
+import { freshPrefix, openClient, type RedisClientKind, type RedisStore } from './redis-harness.js';
+import { watchCommands, type CommandWatch } from './redis-monitor.js';
+import { clusterSlot } from './redis-slot.js';
+
+export function describeRedisAdapterSpecs(kind: RedisClientKind): void {
+  describe(`redis adapter (${kind})`, () => {
+    let server: RedisServer;
+    let client: RedisClient;
+    let closeClient: () => Promise<void>;
+    let raw: RedisConnection;
+    let prefix = '';
+    let store: RedisStore;
+    let watch: CommandWatch;
+    let keyCount = 0;
+    const fresh = (label: string): string => `${label}:${++keyCount}`;
+    const leasesFor = (holder: string, ttlMs: number | null = 60_000): Leases<RedisStore> => createLeases(store, { holder, ttlMs });
+
+    beforeAll(async () => {
+      // NOTE: a server of its own: these specs flush the script cache, which would disturb other files' counts.
+      server = await startRedis({ persistence: 'none' });
+      const { url } = server;
+      ({ client, close: closeClient } = await openClient(kind, url));
+      raw = toConnection(client);
+      prefix = freshPrefix(`lf-${kind}-specs`);
+      store = createRedisStore({ client, prefix });
+      watch = await watchCommands(url, client);
+    });
+    afterAll(async () => {
+      await watch.close();
+      await closeClient();
+      await server.stop();
+    });
+
+    /** Runs every operation once on a fresh key, each through `step(name, run)`. */
+    const everyOperation = async (step: (name: string, run: () => Promise<unknown>) => Promise<void>): Promise<void> => {
+      const key = fresh('ops');
+      const a = leasesFor('a');
+      const b = leasesFor('b');
+      const gate = createRedisTokenGate({ client, prefix });
+      let lease = null as unknown as Lease;
+      await step('claim', async () => (lease = await a.claimOrThrow(key)));
+      await step('renew', () => a.renewOrThrow(lease));
+      await step('checkpoint', () => a.checkpointOrThrow(lease, { step: 1 }));
+      await step('fenced write', () => a.fencedWriteOrThrow(lease, (tx) => tx.call('SET', `${prefix}${hashTagOf(key)}:out`, 'x')));
+      await step('token gate write', () => a.gateWriteOrThrow(gate, key, lease, (tx) => tx.call('SET', `${prefix}${hashTagOf(key)}:gated`, 'x')));
+      await step('inspect', () => a.inspect(key));
+      await step('revoke', () => a.revoke(key, { reason: 'count', requireRecovery: true }));
+      await step('claim', async () => (lease = await b.claimOrThrow(key, { recovering: true })));
+      await step('recover', () => b.recover(lease, 'resume'));
+      await step('release', () => b.release(lease));
+    };
+
+    it('sends exactly one EVALSHA per operation once its script is cached', async () => {
+      await everyOperation(async (_, run) => void (await run()));
+      const counted: Array<[string, string[]]> = [];
+      await everyOperation(async (name, run) => void counted.push([name, await watch.commandsDuring(run)]));
+      for (const [name, commands] of counted) expect({ name, commands }).toEqual({ name, commands: ['EVALSHA'] });
+    });
+
+    it('after SCRIPT FLUSH an operation costs one EVALSHA (NOSCRIPT) and one EVAL, which caches it: one EVALSHA again', async () => {
+      await raw.send(['SCRIPT', 'FLUSH']);
+      const seen = new Set<string>();
+      await everyOperation(async (name, run) => {
+        const expected = seen.has(name) ? ['EVALSHA'] : ['EVALSHA', 'EVAL'];
+        seen.add(name);
+        expect({ name, commands: await watch.commandsDuring(run) }).toEqual({ name, commands: expected });
+      });
+      await everyOperation(async (name, run) => expect({ name, commands: await watch.commandsDuring(run) }).toEqual({ name, commands: ['EVALSHA'] }));
+    });
+
+    it('a SCRIPT FLUSH in the middle of a busy run breaks nothing: every operation completes and tokens increase', async () => {
+      const key = fresh('flush');
+      const workers = ['w1', 'w2', 'w3', 'w4'].map((holder) => leasesFor(holder, 5_000));
+      let flushing = true;
+      const flusher = (async () => {
+        while (flushing) {
+          await raw.send(['SCRIPT', 'FLUSH']);
+          await new Promise((resolve) => setTimeout(resolve, 2));
+        }
+      })();
+      const tokens: bigint[] = [];
+      await Promise.all(
+        workers.map(async (leases) => {
+          for (let round = 0; round < 25; round += 1) {
+            const claimed = await leases.claim(key);
+            if (!claimed.ok) continue;
+            tokens.push(claimed.lease.token);
+            await leases.fencedWriteOrThrow(claimed.lease, (tx) => tx.call('RPUSH', `${prefix}${hashTagOf(key)}:log`, String(claimed.lease.token)));
+            await leases.checkpointOrThrow(claimed.lease, { round });
+            expect(await leases.release(claimed.lease)).toMatchObject({ ok: true, alreadyReleased: false });
+          }
+        }),
+      );
+      flushing = false;
+      await flusher;
+      expect(tokens.length).toBeGreaterThan(0);
+      expect([...tokens].sort((x, y) => (x < y ? -1 : 1))).toEqual(tokens);
+      expect(new Set(tokens).size).toBe(tokens.length);
+      const log = (await raw.send(['LRANGE', `${prefix}${hashTagOf(key)}:log`, '0', '-1'])) as string[];
+      expect(log).toEqual(tokens.map(String));
+    });
+
+    it('the first token of a key is the server clock in microseconds (the floor that survives data loss)', async () => {
+      const claimed = await leasesFor('a').claimOrThrow(fresh('floor'));
+      expect(claimed.token / 1000n).toBe(BigInt(claimed.acquiredAt!));
+    });
+
+    it('tokens stay exact beyond 2^53: claims and revokes count up by one across 2^53, 2^63 and 10^20', async () => {
+      const names = keyNames(prefix);
+      // NOTE: a token above the clock floor (same digit count) counts up by one; 2^53 is where doubles stop.
+      const aboveFloor = BigInt(Date.now()) * 1000n + 10n ** 12n;
+      for (const [seed, next] of [
+        [aboveFloor, aboveFloor + 1n],
+        [2n ** 53n - 2n, 2n ** 53n - 1n],
+        [2n ** 53n - 1n, 2n ** 53n],
+        [2n ** 63n - 2n, 2n ** 63n - 1n],
+        [10n ** 20n - 1n, 10n ** 20n],
+      ] as const) {
+        const key = fresh('big');
+        await raw.send(['HSET', names.record(key, 'lease'), 'token', seed.toString()]);
+        const a = leasesFor('a');
+        const lease = await a.claimOrThrow(key);
+        expect(lease.token).toBe(next);
+        expect(await a.fencedWrite(lease, () => 'ok')).toMatchObject({ ok: true, token: next });
+        expect(await a.revoke(key, { reason: 'big' })).toMatchObject({ ok: true, token: next + 1n, revoked: { token: next } });
+        expect((await a.claimOrThrow(key)).token).toBe(next + 2n);
+        expect((await a.inspect(key)).token).toBe(next + 2n);
+      }
+    });
+
+    it('the token gate compares tokens past 2^53 exactly and refuses an older token or another key, applying nothing', async () => {
+      const gate = createRedisTokenGate({ client, prefix });
+      const resource = fresh('resource');
+      const target = `${prefix}${hashTagOf(resource)}:value`;
+      const big = 2n ** 60n;
+      const write = (key: string, token: bigint, value: string) => gate.write(resource, { key, token }, (tx) => tx.call('SET', target, value));
+      expect(await write('job', big + 1n, 'newer')).toEqual({ ok: true, value: 'OK', token: big + 1n });
+      expect(await write('job', big, 'older')).toEqual({ ok: false, reason: 'stale-token', resource, expected: { key: 'job', token: big }, found: { key: 'job', token: big + 1n } });
+      expect(await write('other', big + 5n, 'other')).toMatchObject({ ok: false, reason: 'key-mismatch', found: { key: 'job', token: big + 1n } });
+      expect(await raw.send(['GET', target])).toBe('newer');
+      expect(await write('job', big + 1n, 'same token again')).toMatchObject({ ok: true });
+      expect(await raw.send(['GET', target])).toBe('same token again');
+    });
+
+    it('keys, holders, run ids, attributes and reasons full of Lua and RESP metacharacters round-trip exactly', async () => {
+      const nasty = ["a'b\"c]]--[[", '\r\n*3\r\n$4\r\nPING\r\n', '%s%d\\0', '{tag}x}', '}{', 'ünïcødé ✓ 🎉', 'KEYS[1]..ARGV[1]', ' '];
+      for (const text of nasty) {
+        const key = `${text}:${fresh('meta')}`;
+        const a = createLeases(store, { holder: text, ttlMs: 60_000 });
+        const lease = await a.claimOrThrow(key, { runId: text, attributes: { [text]: text } });
+        expect(await a.fencedWrite(lease, (tx) => tx.call('SET', `${prefix}${hashTagOf(key)}:${text}`, text), { attributes: { [text]: text } })).toMatchObject({ ok: true, value: 'OK' });
+        expect(await raw.send(['GET', `${prefix}${hashTagOf(key)}:${text}`])).toBe(text);
+        expect(await a.checkpoint(lease, { text })).toMatchObject({ ok: true });
+        expect(await a.inspect(key)).toMatchObject({ key, grant: { holder: text, runId: text, attributes: { [text]: text } }, checkpoint: { value: { text } } });
+        expect(await a.revoke(key, { reason: text, by: text })).toMatchObject({ ok: true, revoked: { reason: text, by: text, holder: text, runId: text } });
+      }
+    });
+
+    it('a fenced write runs its commands in the fence script, replies per command; refused, it applies none of them', async () => {
+      const key = fresh('write');
+      const a = leasesFor('a');
+      const lease = await a.claimOrThrow(key);
+      const [hash, counter] = [`${prefix}${hashTagOf(key)}:hash`, `${prefix}${hashTagOf(key)}:n`];
+      const replies: unknown[] = [];
+      const outcome = await a.fencedWrite(lease, (tx) => {
+        void tx.call('HSET', hash, 'f', 'v', 'g', 42).then((reply) => replies.push(reply));
+        void tx.call('GET', 'missing-key').then((reply) => replies.push(reply));
+        void tx.call('RENAME', hash, tx.key(`${hash}:renamed`)).then((reply) => replies.push(reply));
+        return tx.call('INCRBY', counter, 5n);
+      });
+      expect(outcome).toMatchObject({ ok: true, value: 5, token: lease.token });
+      expect(replies).toEqual([2, null, 'OK']);
+      await a.revoke(key, { reason: 'fence it' });
+      let ran = false;
+      const refused = await a.fencedWrite(lease, (tx) => {
+        ran = true;
+        return tx.call('INCRBY', counter, 100);
+      });
+      expect(ran).toBe(true);
+      expect(refused).toMatchObject({ ok: false, reason: 'revoked' });
+      expect(await raw.send(['GET', counter])).toBe('5');
+    });
+
+    it('a command failing inside a fenced write rejects with RedisCommandError; Redis keeps the commands before it', async () => {
+      const key = fresh('fails');
+      const a = leasesFor('a');
+      const lease = await a.claimOrThrow(key);
+      const [text, after] = [`${prefix}${hashTagOf(key)}:text`, `${prefix}${hashTagOf(key)}:after`];
+      const failed = a.fencedWrite(lease, (tx) => {
+        void tx.call('SET', text, 'not a number');
+        void tx.call('INCR', text);
+        void tx.call('SET', after, 'never');
+      });
+      await expect(failed).rejects.toMatchObject({ name: 'RedisCommandError', commandIndex: 1, applied: 1 });
+      await expect(failed).rejects.toBeInstanceOf(RedisCommandError);
+      expect(await raw.send(['GET', text])).toBe('not a number');
+      expect(await raw.send(['GET', after])).toBeNull();
+    });
+
+    it('refuses bad input before sending anything: an over-size checkpoint, a lone surrogate, a late tx.call', async () => {
+      const leases = createLeases(store, { holder: 'a', ttlMs: 60_000, maxCheckpointBytes: 64 });
+      const lease = await leases.claimOrThrow(fresh('input'));
+      const sent = await watch.commandsDuring(async () => {
+        await expect(leases.checkpoint(lease, { big: 'x'.repeat(100) })).rejects.toBeInstanceOf(InvalidArgumentError);
+        await expect(leases.release(lease, { checkpoint: { big: 'x'.repeat(100) } })).rejects.toBeInstanceOf(InvalidArgumentError);
+        await expect(leases.claim('lone \ud800 surrogate')).rejects.toBeInstanceOf(InvalidArgumentError);
+        await expect(leases.fencedWrite(lease, (tx) => tx.call('SET', '\udfff', 'x'))).rejects.toBeInstanceOf(InvalidArgumentError);
+        await expect(leases.fencedWrite(lease, (tx) => tx.call('SET k', 'x'))).rejects.toBeInstanceOf(InvalidArgumentError);
+      });
+      expect(sent).toEqual([]);
+      let late: (() => unknown) | null = null;
+      await leases.fencedWrite(lease, (tx) => void (late = () => tx.call('SET', 'late', 'x')));
+      expect(() => late?.()).toThrow(InvalidArgumentError);
+    });
+
+    it("hash tags: a lease's record, its request memos and keys named with hashTagOf(key) share one cluster slot", () => {
+      const names = keyNames(prefix);
+      for (const key of ['job:42', 'order:{42}:ship', '{a}', 'a{b', 'a}b', '{}x}', 'x{}', '{{nested}}']) {
+        const slot = clusterSlot(names.record(key, 'lease'));
+        expect([clusterSlot(names.memo(key, 'ab12')), clusterSlot(`${prefix}${hashTagOf(key)}:mine`), clusterSlot(names.record(key, 'gate'))]).toEqual([slot, slot, slot]);
+        // Where Redis can place the lease key itself, the adapter's keys follow it.
+        if (!key.includes('}') || /\{[^}]+\}/.test(key)) expect(slot).toBe(clusterSlot(key));
+      }
+    });
+  });
+}
