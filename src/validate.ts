@@ -21,13 +21,24 @@ function describe(value: unknown): string {
   return String(value);
 }
 
-/** A non-empty string of at most `MAX_NAME_LENGTH` code units, without NUL (which Postgres text refuses). */
+const LONE_SURROGATE = /[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/;
+
+/**
+ * Text every store can keep exactly: no NUL (Postgres text refuses it) and no lone UTF-16 surrogate (stores
+ * keep UTF-8, where it becomes U+FFFD, so two different keys could land on one record).
+ */
+export function assertStorableText(what: string, value: string): void {
+  if (value.includes('\u0000')) throw new InvalidArgumentError(`${what} must not contain NUL characters`);
+  if (LONE_SURROGATE.test(value)) throw new InvalidArgumentError(`${what} contains a lone UTF-16 surrogate, which a store cannot keep exactly`);
+}
+
+/** A non-empty string of at most `MAX_NAME_LENGTH` code units that every store can keep exactly. */
 export function assertName(what: string, value: unknown): asserts value is string {
   if (typeof value !== 'string' || value.length === 0) {
     throw new InvalidArgumentError(`${what} must be a non-empty string, got ${describe(value)}`);
   }
   if (value.length > MAX_NAME_LENGTH) throw new InvalidArgumentError(`${what} must be at most ${MAX_NAME_LENGTH} characters, got ${value.length}`);
-  if (value.includes('\u0000')) throw new InvalidArgumentError(`${what} must not contain NUL characters`);
+  assertStorableText(what, value);
 }
 
 /** A lease key. */
@@ -117,4 +128,5 @@ export function assertText(what: string, value: unknown): asserts value is strin
   if (typeof value !== 'string' || value.length === 0 || value.length > 4096) {
     throw new InvalidArgumentError(`${what} must be a non-empty string of at most 4096 characters, got ${describe(value)}`);
   }
+  assertStorableText(what, value);
 }

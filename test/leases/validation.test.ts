@@ -36,7 +36,7 @@ class Progress {
   step = 1;
 }
 
-const badKeys: readonly unknown[] = ['', 42, null, undefined, {}, 'a\u0000b', 'k'.repeat(1025)];
+const badKeys: readonly unknown[] = ['', 42, null, undefined, {}, 'a\u0000b', 'k'.repeat(1025), 'job:\uD800', 'job:\uDC00x'];
 const badTtls: readonly unknown[] = [0, -1, Number.NaN, Number.POSITIVE_INFINITY, Number.NEGATIVE_INFINITY, 1.5, MAX_TTL_MS + 1, '1000'];
 const badCheckpoints: readonly [string, unknown][] = [
   ['undefined', undefined],
@@ -90,6 +90,10 @@ const cases: Case[] = [
   ['revoke with an empty reason', (env) => env.leases.revoke(KEY, { reason: '' })],
   ['revoke with a 4097-character reason', (env) => env.leases.revoke(KEY, { reason: 'r'.repeat(4097) })],
   ['revoke with an empty by', (env) => env.leases.revoke(KEY, { reason: 'x', by: '' })],
+  ['revoke with NUL in the reason', (env) => env.leases.revoke(KEY, { reason: 'stuck\u0000' })],
+  ['revoke with a lone surrogate in the reason', (env) => env.leases.revoke(KEY, { reason: 'stuck \uD83D' })],
+  ['claim with a lone surrogate in the runId', (env) => env.leases.claim('job:2', { runId: 'r\uDFFF' })],
+  ['claim with a lone surrogate in an attribute value', (env) => env.leases.claim('job:2', { attributes: { model: 'v\uD800' } })],
   ['revoke with expectedToken 0n', (env) => env.leases.revoke(KEY, { reason: 'x', expectedToken: 0n })],
   ['revoke with a negative expectedToken', (env) => env.leases.revoke(KEY, { reason: 'x', expectedToken: -1n })],
   ['revoke with a numeric expectedToken', (env) => env.leases.revoke(KEY, { reason: 'x', expectedToken: 1 as unknown as bigint })],
