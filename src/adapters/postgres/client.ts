@@ -1,0 +1,122 @@
+/**
+ * Bring your own client. leasefence never imports a Postgres driver: it talks to whatever you pass through
+ * this tiny structural interface. A pg `Pool` and a PGlite instance fit it as they are; postgres.js and a
+ * single pg `Client` fit through `fromPostgresJs(sql)` and `fromPgClient(client)`.
+ */
+
+/** Anything that runs one parameterised statement and returns its rows. */
+export interface PostgresQueryable {
+  query(text: string, params?: unknown[]): Promise<{ rows: unknown[] }>;
+}
+
+/**
+ * A connection checked out of a pool (pg `PoolClient`): `release(error)` destroys a broken connection.
+ * While leasefence holds it, it listens for `error` events (a pg connection that dies while checked out
+ * emits one, which would crash the process without a listener).
+ */
+export interface PostgresPooledConnection extends PostgresQueryable {
+  release(error?: Error | boolean): void;
+  on?(event: 'error', listener: (error: Error) => void): unknown;
+  removeListener?(event: 'error', listener: (error: Error) => void): unknown;
+}
+
+/**
+ * The client a Postgres store and token gate take. `query` runs single statements (each one round trip).
+ * Fenced writes in a transaction need one of:
+ * - `connect()`, returning a dedicated connection with `release()` (pg `Pool`), or
+ * - `transaction(fn)`, running `fn` inside BEGIN ... COMMIT, rolling back when it throws (PGlite,
+ *   `fromPostgresJs(sql)`, `fromPgClient(client)`).
+ */
+export interface PostgresClient extends PostgresQueryable {
+  /**
+   * Whether `query` (and `connect()`'s connections) also take pg's `{ name, text, values }`, so that
+   * leasefence's statements are prepared once per connection. Detected for a pg Pool; set by `fromPgClient`.
+   */
+  readonly acceptsNamedStatements?: boolean;
+  connect?(): Promise<PostgresPooledConnection>;
+  transaction?<T>(run: (tx: PostgresQueryable) => Promise<T>): Promise<T>;
+}
+
+/** The subset of a postgres.js `sql` instance (or transaction) leasefence uses. */
+export interface PostgresJsSql {
+  unsafe(text: string, params?: unknown[]): PromiseLike<ArrayLike<unknown>>;
+}
+
+/** A postgres.js `sql` instance: `unsafe` plus `begin`. */
+export interface PostgresJsRoot extends PostgresJsSql {
+  begin<T>(run: (tx: PostgresJsSql) => Promise<T>): Promise<unknown>;
+}
+
+/** A query result of postgres.js (an array of rows) as `{ rows }`. */
+function queryVia(sql: PostgresJsSql): PostgresQueryable['query'] {
+  return async (text, params = []) => {
+    const result = await sql.unsafe(text, params);
+    return { rows: Array.from(result) };
+  };
+}
+
+/**
+ * Adapts a postgres.js `sql` instance: statements go through `sql.unsafe(text, params)` (bind parameters,
+ * never interpolated), transactions through `sql.begin`.
+ *
+ * ```ts
+ * import postgres from 'postgres';
+ * const store = createPostgresStore({ client: fromPostgresJs(postgres(url)) });
+ * ```
+ */
+export function fromPostgresJs(sql: PostgresJsRoot): PostgresClient {
+  // NOTE: leasefence reads its rows by column name and value; an instance that renames columns or rewrites
+  // values or rows (e.g. `transform: postgres.camel`) would garble them, so it is refused up front.
+  const transform = (sql as { options?: { transform?: Record<string, { from?: unknown } | undefined> } }).options?.transform;
+  if (['column', 'value', 'row'].some((part) => typeof transform?.[part]?.from === 'function')) {
+    throw new TypeError('fromPostgresJs needs an sql instance without result transforms (transform.column/value/row); create a separate postgres() instance for leasefence');
+  }
+  return {
+    query: queryVia(sql),
+    // NOTE: the transaction handle also carries postgres.js's own `sql` (tagged templates inside a fenced write).
+    transaction: async <T>(run: (tx: PostgresQueryable) => Promise<T>): Promise<T> =>
+      (await sql.begin((tx) => run({ query: queryVia(tx), sql: tx } as PostgresQueryable))) as T,
+  };
+}
+
+/**
+ * Adapts ONE connection (a connected pg `Client`, or any single-connection queryable): statements and
+ * transactions take turns, so that no statement of another operation lands inside a fenced transaction.
+ * Prefer a pool in production: a single connection serialises every lease operation of the process.
+ *
+ * ```ts
+ * const client = new pg.Client(url);
+ * await client.connect();
+ * const store = createPostgresStore({ client: fromPgClient(client) });
+ * ```
+ */
+export function fromPgClient(connection: PostgresQueryable): PostgresClient {
+  // NOTE: a pg Client takes `{ name, text, values }` configs too; `query` passes its first argument through.
+  const pgClient = typeof connection === 'object' && connection !== null && 'connectionParameters' in connection;
+  let tail: Promise<unknown> = Promise.resolve();
+  const exclusive = <T>(task: () => Promise<T>): Promise<T> => {
+    const result = tail.then(task, task);
+    tail = result.then(
+      () => undefined,
+      () => undefined,
+    );
+    return result;
+  };
+  return {
+    acceptsNamedStatements: pgClient,
+    query: (text, params) => exclusive(() => connection.query(text, params)),
+    transaction: <T>(run: (tx: PostgresQueryable) => Promise<T>): Promise<T> =>
+      exclusive(async () => {
+        await connection.query('BEGIN');
+        let value: T;
+        try {
+          value = await run(connection);
+        } catch (error) {
+          await connection.query('ROLLBACK').catch(() => undefined);
+          throw error;
+        }
+        await connection.query('COMMIT');
+        return value;
+      }),
+  };
+}

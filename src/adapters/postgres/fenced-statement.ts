@@ -1,0 +1,125 @@
+/**
+ * The one-statement fenced write: your INSERT / UPDATE / DELETE runs as a CTE of a statement that first
+ * locks the lease row and checks the fence, so write and check are one round trip and one transaction.
+ */
+import { InvalidArgumentError } from '../../errors.js';
+import type { Fence, FenceRefusal, LeaseAttributes, StoreTime } from '../../fence/types.js';
+import { checkFence } from '../../fence/verdict.js';
+import { assertLease, type Lease } from '../../lease.js';
+import { toAttributes } from '../../validate.js';
+import { classifyFailure } from './failures.js';
+import type { TableName } from './identifier.js';
+import { nowOf, toBoolean, toRecord, type PreImageRow } from './rows.js';
+import type { Session } from './session.js';
+import { epochMs, fenceHolds, fenceParams, NOW, recordColumns } from './statements.js';
+
+export interface FencedStatementOptions {
+  /** Attributes the grant must have been bound with, checked in the same statement. */
+  readonly attributes?: LeaseAttributes;
+}
+
+/** The statement ran with the fence holding (`rowCount` may be 0), or the fence refused and nothing was written. */
+export type FencedStatementOutcome<Row> =
+  | { readonly ok: true; readonly rows: Row[]; readonly rowCount: number; readonly token: bigint; readonly now: StoreTime }
+  | FenceRefusal;
+
+const META = ['leasefence_lease', 'leasefence_written', 'leasefence_guard'] as const;
+const GUARD_MESSAGE = 'leasefence: rows written although the fence did not hold';
+
+/**
+ * Wraps `write` (which uses $1..$offset) with the fence check, whose parameters follow at $offset+1..+6.
+ * ATOMICITY: `leasefence_pre` locks the lease row FOR SHARE (a takeover waits until this statement's
+ * transaction ends), `leasefence_clock` reads now after the lock, `fence` has one row iff the fence holds,
+ * and `leasefence_written` is your statement, which reads `fence`. The guard column makes the whole statement fail (so nothing is
+ * applied) if your statement wrote rows although `fence` was empty, e.g. because it forgot to read it.
+ */
+export function fencedStatementSql(table: TableName, write: string, offset: number): string {
+  const param = (index: number) => `$${offset + index}`;
+  // NOTE: every relation but `fence` has a leasefence_ name, so that none shadows a table your statement uses.
+  return `WITH leasefence_pre AS MATERIALIZED (
+  SELECT * FROM ${table.quoted} WHERE key = ${param(1)}::text FOR SHARE
+),
+leasefence_clock AS MATERIALIZED (
+  SELECT ${NOW} AS now, count(*) AS locked FROM leasefence_pre
+),
+fence AS MATERIALIZED (
+  SELECT pre.key AS key, pre.token AS token, clock.now AS now FROM leasefence_pre AS pre, leasefence_clock AS clock
+  WHERE ${fenceHolds(param)}
+),
+leasefence_written AS (
+${write}
+)
+SELECT
+  (SELECT row_to_json(lease)::text FROM (SELECT ${recordColumns('pre.')}, ${epochMs('clock.now')} AS now_ms, EXISTS (SELECT 1 FROM fence) AS applied) AS lease) AS leasefence_lease,
+  (SELECT count(*) FROM leasefence_written)::text AS leasefence_written,
+  CASE WHEN NOT EXISTS (SELECT 1 FROM fence) AND EXISTS (SELECT 1 FROM leasefence_written)
+    THEN ('${GUARD_MESSAGE}: ' || (SELECT count(*) FROM leasefence_written))::int END AS leasefence_guard,
+  written.*
+FROM leasefence_clock AS clock LEFT JOIN leasefence_pre AS pre ON true LEFT JOIN leasefence_written AS written ON true`;
+}
+
+/** Checks a user statement before any I/O. */
+function checkStatement(text: unknown, params: unknown): string {
+  if (typeof text !== 'string' || text.trim() === '') throw new InvalidArgumentError('fencedStatement needs the SQL text of one statement');
+  if (!Array.isArray(params)) throw new InvalidArgumentError('fencedStatement params must be an array');
+  const statement = text.trim().replace(/;\s*$/, '');
+  if (!/\bfence\b/i.test(statement)) {
+    throw new InvalidArgumentError('fencedStatement: the statement must read the relation "fence" (e.g. UPDATE t SET ... FROM fence WHERE ...), or it would not be fenced');
+  }
+  if (!/\breturning\b/i.test(statement) && !/^\s*select\b/i.test(statement)) {
+    throw new InvalidArgumentError('fencedStatement: the statement needs a RETURNING clause (RETURNING 1 will do) so that its rows can be counted');
+  }
+  for (const match of statement.matchAll(/\$(\d+)/g)) {
+    const index = Number(match[1]);
+    if (index < 1 || index > params.length) {
+      throw new InvalidArgumentError(`fencedStatement: the statement uses $${index} but only ${params.length} parameter(s) were given`);
+    }
+  }
+  return statement;
+}
+
+export interface FencedStatementRun {
+  readonly session: Session;
+  readonly table: TableName;
+  readonly storeId: string;
+  readonly lease: Lease;
+  readonly text: string;
+  readonly params: unknown[];
+  readonly options: FencedStatementOptions;
+  readonly checkFenceInput: (fence: Fence) => void;
+}
+
+/** Runs a fenced statement and decides its outcome with `checkFence` on the returned pre-image. */
+export async function runFencedStatement<Row>(run: FencedStatementRun): Promise<FencedStatementOutcome<Row>> {
+  assertLease(run.lease, run.storeId);
+  const statement = checkStatement(run.text, run.params);
+  const fence = run.lease.fence(run.options.attributes === undefined ? undefined : toAttributes(run.options.attributes));
+  run.checkFenceInput(fence);
+  let rows: Record<string, unknown>[];
+  try {
+    const sql = fencedStatementSql(run.table, statement, run.params.length);
+    rows = (await run.session.statement(sql, [...run.params, ...fenceParams(fence)], 'fencedStatement')) as Record<string, unknown>[];
+  } catch (error) {
+    const message = (error as { message?: unknown } | null)?.message;
+    if (typeof message === 'string' && message.includes(GUARD_MESSAGE)) {
+      throw new InvalidArgumentError('fencedStatement: the statement wrote rows without reading "fence"; it was rolled back (nothing applied)');
+    }
+    throw classifyFailure(error, 'statement', 'fencedStatement');
+  }
+  const first = rows[0];
+  if (first === undefined) throw new Error('leasefence/postgres: fencedStatement returned no rows');
+  const lease = JSON.parse(String(first['leasefence_lease'])) as PreImageRow;
+  const now = nowOf(lease);
+  const verdict = checkFence(toRecord(lease), fence, now);
+  if (verdict.ok !== toBoolean(lease.applied)) {
+    throw new Error(`leasefence/postgres: fencedStatement disagrees with the core (core ok=${verdict.ok}, SQL fence=${toBoolean(lease.applied)})`);
+  }
+  if (!verdict.ok) return verdict;
+  const rowCount = Number(first['leasefence_written']);
+  const written = rowCount === 0 ? [] : rows.map((row) => {
+    const copy = { ...row };
+    for (const name of META) delete copy[name];
+    return copy as Row;
+  });
+  return { ok: true, rows: written, rowCount, token: fence.token, now };
+}

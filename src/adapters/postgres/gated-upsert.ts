@@ -1,0 +1,103 @@
+/**
+ * A token-gated upsert into a table you own: each row records the lease key and token that last wrote it
+ * (two columns you add, `fence_key text` and `fence_token bigint` by default), and a write carrying an older
+ * token, or another key's token, is refused atomically in the same statement.
+ */
+import { InvalidArgumentError } from '../../errors.js';
+import type { GateOutcome } from '../../fence/operations.js';
+import type { PostgresQueryable } from './client.js';
+import { assertEncodable } from './encodable.js';
+import { classifyFailure } from './failures.js';
+import { columnName, tableName } from './identifier.js';
+
+/** One gated upsert. Column names are validated and quoted; values travel as bind parameters. */
+export interface GatedUpsert {
+  /** Your table, optionally schema-qualified. */
+  readonly table: string;
+  /** The row's identity: the columns of a primary key or unique constraint, and their values. */
+  readonly identity: Readonly<Record<string, unknown>>;
+  /** The columns to write and their values. */
+  readonly values: Readonly<Record<string, unknown>>;
+  /** The writer's lease (a `Lease`, or its key and token). */
+  readonly lease: { readonly key: string; readonly token: bigint };
+  /** @default 'fence_key' */
+  readonly keyColumn?: string;
+  /** @default 'fence_token' */
+  readonly tokenColumn?: string;
+}
+
+/** Written (inserted or updated), or refused with the key and token that wrote the row before. */
+export type GatedUpsertOutcome = GateOutcome<{ readonly inserted: boolean }>;
+
+function columnsOf(what: string, record: Readonly<Record<string, unknown>>): [string, unknown][] {
+  if (typeof record !== 'object' || record === null) throw new InvalidArgumentError(`gatedUpsert ${what} must be an object of column values`);
+  return Object.entries(record).map(([name, value]) => [columnName(name, `gatedUpsert ${what} column`), value]);
+}
+
+/**
+ * Upserts one row of your table if the lease's token is at least the one recorded on the row (and the row
+ * was written under the same lease key, or never under any), and records the lease's key and token on it.
+ * One statement, one round trip.
+ *
+ * ATOMICITY: `pre` locks the existing row (FOR UPDATE) to report what a refusal found; the upsert's
+ * `ON CONFLICT ... DO UPDATE ... WHERE` judges the conflicting row's newest version, which is the one `pre`
+ * locked. A refused write changes nothing (no row version, no trigger).
+ *
+ * ```ts
+ * // ALTER TABLE reports ADD COLUMN fence_key text, ADD COLUMN fence_token bigint;
+ * const outcome = await gatedUpsert(pool, { table: 'reports', identity: { id: 42 }, values: { body }, lease });
+ * if (!outcome.ok) console.warn(`stale writer: row was written by token ${outcome.found.token}`);
+ * ```
+ */
+export async function gatedUpsert(client: PostgresQueryable, upsert: GatedUpsert): Promise<GatedUpsertOutcome> {
+  const table = tableName(upsert.table);
+  const identity = columnsOf('identity', upsert.identity);
+  const values = columnsOf('values', upsert.values);
+  if (identity.length === 0) throw new InvalidArgumentError('gatedUpsert needs at least one identity column');
+  const keyColumn = columnName(upsert.keyColumn ?? 'fence_key', 'gatedUpsert keyColumn');
+  const tokenColumn = columnName(upsert.tokenColumn ?? 'fence_token', 'gatedUpsert tokenColumn');
+  const { key, token } = upsert.lease;
+  if (typeof key !== 'string' || typeof token !== 'bigint') throw new InvalidArgumentError('gatedUpsert needs a lease with a key and a bigint token');
+  assertEncodable('key', key);
+
+  const params = [...identity.map(([, value]) => value), ...values.map(([, value]) => value), key, token.toString()];
+  const p = (index: number) => `$${index + 1}`;
+  const keyParam = p(identity.length + values.length);
+  const tokenParam = p(identity.length + values.length + 1);
+  const where = identity.map(([column], index) => `t.${column} = ${p(index)}`).join(' AND ');
+  const insertColumns = [...identity, ...values].map(([column]) => column);
+  const set = [...values.map(([column]) => column), keyColumn, tokenColumn].map((column) => `${column} = EXCLUDED.${column}`).join(', ');
+  const sql = `WITH pre AS MATERIALIZED (
+  SELECT t.${keyColumn} AS lease_key, t.${tokenColumn}::text AS token FROM ${table.quoted} AS t WHERE ${where} FOR UPDATE
+),
+upserted AS (
+  INSERT INTO ${table.quoted} AS t (${[...insertColumns, keyColumn, tokenColumn].join(', ')})
+  VALUES (${[...insertColumns.map((_, index) => p(index)), `${keyParam}::text`, `${tokenParam}::bigint`].join(', ')})
+  ON CONFLICT (${identity.map(([column]) => column).join(', ')}) DO UPDATE SET ${set}
+  WHERE (t.${keyColumn} IS NULL OR t.${keyColumn} = EXCLUDED.${keyColumn})
+    AND (t.${tokenColumn} IS NULL OR t.${tokenColumn} <= EXCLUDED.${tokenColumn})
+  RETURNING 1
+)
+SELECT (SELECT count(*) FROM upserted)::int AS written, (SELECT count(*) FROM pre)::int AS existed, pre.lease_key, pre.token
+FROM (SELECT 1) AS one LEFT JOIN pre ON true`;
+
+  let row: { written: number; existed: number; lease_key: string | null; token: string | null };
+  try {
+    row = (await client.query(sql, params)).rows[0] as typeof row;
+  } catch (error) {
+    throw classifyFailure(error, 'statement', 'gatedUpsert');
+  }
+  const resource = `${table.name}(${identity.map(([column], index) => `${column.slice(1, -1)}=${String(params[index])}`).join(', ')})`;
+  const expected = { key, token };
+  if (Number(row.written) === 1) return { ok: true, value: { inserted: Number(row.existed) === 0 }, token };
+  let found = row.lease_key === null && row.token === null ? null : { key: row.lease_key, token: row.token };
+  if (Number(row.existed) === 0) {
+    // NOTE: the row appeared after this statement's snapshot (a concurrent first write): the refusal was
+    // decided atomically by the upsert; this read only describes what refused it.
+    const read = await client.query(`SELECT t.${keyColumn} AS lease_key, t.${tokenColumn}::text AS token FROM ${table.quoted} AS t WHERE ${where}`, params.slice(0, identity.length));
+    found = (read.rows[0] as typeof found) ?? null;
+  }
+  const foundKey = found?.key ?? key;
+  const foundToken = found?.token === null || found?.token === undefined ? 0n : BigInt(found.token);
+  return { ok: false, reason: foundKey !== key ? 'key-mismatch' : 'stale-token', resource, expected, found: { key: foundKey, token: foundToken } };
+}

@@ -1,0 +1,41 @@
+/**
+ * Named prepared statements for pg. leasefence's statements are long (the lock, the decision and the
+ * pre-image in one CTE); parsing and planning them on every call costs more than the round trip on a
+ * local network. pg prepares a statement once per connection when `query` gets `{ name, text, values }`.
+ * postgres.js prepares on its own; PGlite runs in-process.
+ */
+import type { PostgresClient, PostgresQueryable } from './client.js';
+
+/** How many distinct statement texts get a name (fixed operations plus wrapped fenced statements). */
+const MAX_NAMED = 256;
+const names = new Map<string, string>();
+
+/** The name of `text` as a prepared statement, or `null` when too many texts were named already. */
+export function statementName(text: string): string | null {
+  let name = names.get(text);
+  if (name === undefined) {
+    if (names.size >= MAX_NAMED) return null;
+    // NOTE: process-wide, so one text always has one name and one name one text (pg refuses a name reused
+    // for another text on a connection).
+    name = `leasefence_${names.size + 1}`;
+    names.set(text, name);
+  }
+  return name;
+}
+
+/** Whether `client` is a pg Pool (pg-pool's documented counters) or says it takes pg's query configs. */
+export function acceptsNamedStatements(client: PostgresClient): boolean {
+  if (client.acceptsNamedStatements === true) return true;
+  const pool = client as unknown as { totalCount?: unknown; idleCount?: unknown; waitingCount?: unknown };
+  return typeof pool.totalCount === 'number' && typeof pool.idleCount === 'number' && typeof pool.waitingCount === 'number';
+}
+
+type QueryConfig = { readonly name: string; readonly text: string; readonly values: unknown[] };
+
+/** Sends `text` on `queryable`, as a named statement when `named` and a name is available. */
+export function send(queryable: PostgresQueryable, text: string, params: unknown[], named: boolean): Promise<{ rows: unknown[] }> {
+  const name = named ? statementName(text) : null;
+  if (name === null) return queryable.query(text, params);
+  const query = queryable.query as unknown as (config: QueryConfig) => Promise<{ rows: unknown[] }>;
+  return query.call(queryable, { name, text, values: params });
+}

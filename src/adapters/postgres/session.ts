@@ -1,0 +1,171 @@
+/**
+ * Runs leasefence's statements and transactions on the user's client, turning driver errors into typed
+ * failures according to the phase they happened in (see `failures.ts`).
+ */
+import { InvalidArgumentError } from '../../errors.js';
+import type { PostgresClient, PostgresPooledConnection, PostgresQueryable } from './client.js';
+import { classifyFailure, isConnectionFailure, isServerError } from './failures.js';
+import { acceptsNamedStatements, send } from './prepared.js';
+
+/** Raised inside a transaction body to roll it back without an error reaching the caller. */
+class Rollback<T> {
+  constructor(readonly value: T) {}
+}
+
+/** What a transaction body can do besides querying: end the transaction with ROLLBACK and a value. */
+export interface TransactionControl {
+  rollbackWith<T>(value: T): never;
+}
+
+/** Statement and transaction runner over one client. */
+export interface Session {
+  /** One autocommit statement: one round trip. */
+  statement(text: string, params: unknown[], operation: string): Promise<unknown[]>;
+  /**
+   * Runs `body` inside BEGIN ... COMMIT on a dedicated connection. Errors of leasefence's own statements
+   * are classified by the body; an error the body throws rolls back and propagates unchanged; failures of
+   * BEGIN / connecting are `StoreUnavailableError`, connection loss during COMMIT `OutcomeUnknownError`.
+   */
+  transaction<T>(body: (tx: PostgresQueryable, control: TransactionControl) => Promise<T>, operation: string): Promise<T>;
+  /** Sends one of leasefence's own statements on `queryable` (a transaction's connection), prepared where possible. */
+  run(queryable: PostgresQueryable, text: string, params: unknown[]): Promise<{ rows: unknown[] }>;
+  /** Whether the client can run transactions. */
+  readonly transactional: boolean;
+}
+
+/**
+ * Checks a connection out of the pool with an `error` listener attached until it is released: a pg
+ * connection that dies while checked out emits `error`, which would otherwise be an uncaught exception.
+ */
+async function checkOut(client: PostgresClient, operation: string): Promise<{ connection: PostgresPooledConnection; release(broken: boolean): void }> {
+  let connection: PostgresPooledConnection;
+  try {
+    connection = await (client.connect as NonNullable<PostgresClient['connect']>).call(client);
+  } catch (error) {
+    throw classifyFailure(error, 'connect', operation);
+  }
+  let dead = false;
+  const onError = (): void => {
+    dead = true;
+  };
+  connection.on?.('error', onError);
+  return {
+    connection,
+    release(broken) {
+      connection.removeListener?.('error', onError);
+      connection.release(broken || dead ? true : undefined);
+    },
+  };
+}
+
+const control: TransactionControl = {
+  rollbackWith(value) {
+    throw new Rollback(value);
+  },
+};
+
+/** Creates the session of a client. */
+export function createSession(client: PostgresClient, options: { readonly prepare?: boolean } = {}): Session {
+  if (typeof client !== 'object' || client === null || typeof client.query !== 'function') {
+    throw new TypeError('leasefence/postgres needs a client with query(text, params): a pg Pool, PGlite, fromPostgresJs(sql) or fromPgClient(client)');
+  }
+  // NOTE: a single pg Client (or a PoolClient) also has connect(), with another meaning (open this
+  // connection); treating it as a pool would fail on first use, so it is refused here with the fix.
+  if (typeof client.connect === 'function' && ('connectionParameters' in client || typeof (client as { release?: unknown }).release === 'function')) {
+    throw new TypeError('a single pg Client or PoolClient cannot be used as a pool: pass the Pool, or wrap the client with fromPgClient(client)');
+  }
+  const { connect, transaction } = client;
+  const named = options.prepare !== false && acceptsNamedStatements(client);
+  const run = (queryable: PostgresQueryable, text: string, params: unknown[]) => send(queryable, text, params, named);
+
+  const statement = async (text: string, params: unknown[], operation: string): Promise<unknown[]> => {
+    if (connect === undefined) {
+      try {
+        return (await run(client, text, params)).rows;
+      } catch (error) {
+        throw classifyFailure(error, 'statement', operation);
+      }
+    }
+    const checkedOut = await checkOut(client, operation);
+    try {
+      const { rows } = await run(checkedOut.connection, text, params);
+      checkedOut.release(false);
+      return rows;
+    } catch (error) {
+      checkedOut.release(!isServerError(error) || isConnectionFailure(error));
+      throw classifyFailure(error, 'statement', operation);
+    }
+  };
+
+  const viaPool = async <T>(body: (tx: PostgresQueryable, control: TransactionControl) => Promise<T>, operation: string): Promise<T> => {
+    const checkedOut = await checkOut(client, operation);
+    const { connection } = checkedOut;
+    let broken = false;
+    try {
+      try {
+        await connection.query('BEGIN');
+      } catch (error) {
+        broken = isConnectionFailure(error);
+        throw classifyFailure(error, 'before-commit', operation);
+      }
+      let value: T;
+      try {
+        value = await body(connection, control);
+      } catch (error) {
+        // NOTE: a failed ROLLBACK means the connection is gone, and the server rolls back on its own.
+        await connection.query('ROLLBACK').catch(() => {
+          broken = true;
+        });
+        if (error instanceof Rollback) return error.value as T;
+        if (isConnectionFailure(error)) broken = true;
+        throw error;
+      }
+      try {
+        await connection.query('COMMIT');
+      } catch (error) {
+        if (isConnectionFailure(error)) broken = true;
+        throw classifyFailure(error, 'commit', operation);
+      }
+      return value;
+    } finally {
+      checkedOut.release(broken);
+    }
+  };
+
+  const viaCallback = async <T>(body: (tx: PostgresQueryable, control: TransactionControl) => Promise<T>, operation: string): Promise<T> => {
+    let bodyReturned = false;
+    let thrownByBody: { error: unknown } | null = null;
+    try {
+      return await (transaction as NonNullable<typeof transaction>).call<PostgresClient, [(tx: PostgresQueryable) => Promise<T>], Promise<T>>(client, async (tx) => {
+        try {
+          const value = await body(tx, control);
+          bodyReturned = true;
+          return value;
+        } catch (error) {
+          thrownByBody = { error };
+          throw error;
+        }
+      });
+    } catch (error) {
+      if (error instanceof Rollback) return error.value as T;
+      if (thrownByBody !== null && error === (thrownByBody as { error: unknown }).error) throw error;
+      // NOTE: only an error after the body returned can come from COMMIT; anything earlier rolled back.
+      throw classifyFailure(error, bodyReturned ? 'commit' : 'before-commit', operation);
+    }
+  };
+
+  return {
+    statement,
+    run,
+    transactional: connect !== undefined || transaction !== undefined,
+    transaction(body, operation) {
+      if (connect !== undefined) return viaPool(body, operation);
+      if (transaction !== undefined) return viaCallback(body, operation);
+      return Promise.reject(
+        new InvalidArgumentError(
+          `${operation} needs a transaction: pass a client with connect() (pg Pool) or transaction() (PGlite, fromPostgresJs(sql), fromPgClient(client))`,
+        ),
+      );
+    },
+  };
+}

@@ -1,0 +1,164 @@
+/**
+ * Postgres specs that need several real connections at once (pg and postgres.js on a real server): the
+ * first-claim race, the row lock that holds a takeover off while a fenced write runs, concurrent
+ * migrations and gated upserts, and connections that die while a request waits.
+ */
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createPostgresStore, gatedUpsert, type PostgresStore } from '../../src/adapters/postgres/index.js';
+import { OutcomeUnknownError } from '../../src/errors.js';
+import { createLeases, type Leases } from '../../src/leases.js';
+import { freshTable, openPostgresClient, sharedPostgresUrl, type OpenedClient, type PostgresClientKind } from './postgres-harness.js';
+
+const CONNECTIONS = 16;
+const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+
+export function describePostgresConcurrencySpecs(kind: Exclude<PostgresClientKind, 'pglite'>): void {
+  describe(`postgres adapter (${kind}) on ${CONNECTIONS} real connections`, () => {
+    const table = freshTable(`lf_race_${kind.replace('-', '_')}`);
+    let clients: OpenedClient[] = [];
+    let stores: PostgresStore[] = [];
+    let keyCount = 0;
+    const fresh = (label: string) => `${label}:${++keyCount}`;
+    const leasesOn = (index: number, holder: string, ttlMs = 60_000): Leases<PostgresStore> => createLeases(stores[index]!, { holder, ttlMs });
+    const admin = () => clients[0]!.client;
+    const out = `"${table}_out"`;
+
+    beforeAll(async () => {
+      const url = await sharedPostgresUrl();
+      clients = await Promise.all(Array.from({ length: CONNECTIONS }, () => openPostgresClient(kind, url, 1)));
+      stores = clients.map(({ client }) => createPostgresStore({ client, table }));
+      await stores[0]!.migrate();
+      await admin().query(`CREATE TABLE ${out} (key text, token bigint, at timestamptz DEFAULT clock_timestamp())`);
+      // NOTE: open every connection before the races, so that the claims leave at the same time.
+      await Promise.all(stores.map((store) => store.inspect('warm-up')));
+    });
+    afterAll(async () => {
+      await Promise.all(clients.map((opened) => opened.close()));
+    });
+
+    it(`exactly one of ${CONNECTIONS} racing first claims of a new key is granted, and exactly one of ${CONNECTIONS} racing takeovers`, async () => {
+      for (let round = 0; round < 15; round += 1) {
+        const key = fresh('race');
+        const first = await Promise.all(stores.map((_, i) => leasesOn(i, `w${i}`).claim(key)));
+        const winners = first.filter((outcome) => outcome.ok);
+        expect(winners).toHaveLength(1);
+        const winner = winners[0]!;
+        expect(winner.ok && winner.lease.token).toBe(1n);
+        for (const loser of first.filter((outcome) => !outcome.ok)) {
+          expect(loser).toMatchObject({ ok: false, reason: 'held', token: 1n, holder: winner.ok ? winner.lease.holder : '' });
+        }
+        await admin().query(`UPDATE "${table}" SET expires_at = date_trunc('milliseconds', clock_timestamp()) WHERE key = $1`, [key]);
+        const takeovers = await Promise.all(stores.map((_, i) => leasesOn(i, `t${i}`).claim(key)));
+        expect(takeovers.filter((outcome) => outcome.ok).map((outcome) => outcome.ok && outcome.lease.token)).toEqual([2n]);
+      }
+    });
+
+    /** Resolves once the server's clock has passed `expiresAt` (read without touching the lease row's locks). */
+    const untilServerPast = async (expiresAt: number | null): Promise<void> => {
+      for (;;) {
+        const { rows } = await admin().query(`SELECT floor(extract(epoch FROM clock_timestamp()) * 1000)::bigint::text AS now`);
+        if (Number((rows[0] as { now: string }).now) > (expiresAt ?? Number.POSITIVE_INFINITY)) return;
+        await sleep(20);
+      }
+    };
+
+    it('a fenced write holds off a takeover of its grant that expires meanwhile until it commits; the stale write after the takeover is refused', async () => {
+      const key = fresh('hold');
+      const a = leasesOn(1, 'a', 1_000);
+      const b = leasesOn(2, 'b');
+      const lease = await a.claimOrThrow(key);
+      const events: string[] = [];
+      let takeover: ReturnType<typeof b.claim> | null = null;
+      const write = await a.fencedWrite(lease, async (tx) => {
+        await untilServerPast(lease.expiresAt); // the grant expires while the write is under way
+        takeover = b.claim(key).then((outcome) => (events.push('takeover done'), outcome));
+        await sleep(300);
+        await tx.query(`INSERT INTO ${out} (key, token) VALUES ($1, $2)`, [key, tx.token.toString()]);
+        events.push('write done');
+      });
+      expect(write).toMatchObject({ ok: true, token: lease.token });
+      const claimed = await takeover!;
+      expect(events).toEqual(['write done', 'takeover done']);
+      expect(claimed).toMatchObject({ ok: true, previous: { kind: 'expired', token: lease.token } });
+      const { rows } = await admin().query(`SELECT floor(extract(epoch FROM at) * 1000)::bigint::text AS at FROM ${out} WHERE key = $1`, [key]);
+      expect(claimed.ok && claimed.lease.acquiredAt).toBeGreaterThanOrEqual(Number((rows[0] as { at: string }).at));
+      const stale = await a.fencedWrite(lease, (tx) => tx.query(`INSERT INTO ${out} (key, token) VALUES ($1, $2)`, [key, tx.token.toString()]));
+      expect(stale).toMatchObject({ ok: false, reason: 'superseded', expected: { token: lease.token }, found: { token: lease.token + 1n, holder: 'b' } });
+      expect((await admin().query(`SELECT count(*)::int AS n FROM ${out} WHERE key = $1`, [key])).rows).toEqual([{ n: 1 }]);
+    });
+
+    it("a fenced statement holds off an operator's revoke while it runs; the revoked grant's next statement is refused", async () => {
+      const key = fresh('statement-hold');
+      const a = leasesOn(3, 'a');
+      const lease = await a.claimOrThrow(key);
+      const slow = `INSERT INTO ${out} (key, token) SELECT fence.key, fence.token FROM fence, pg_sleep(0.4) RETURNING floor(extract(epoch FROM clock_timestamp()) * 1000)::bigint::text AS at`;
+      const write = stores[3]!.fencedStatement<{ at: string }>(lease, slow);
+      for (let sleeping = false; !sleeping; await sleep(10)) {
+        const { rows } = await admin().query(`SELECT count(*)::int AS n FROM pg_stat_activity WHERE wait_event = 'PgSleep' AND query LIKE $1`, [`%${out}%`]);
+        sleeping = (rows[0] as { n: number }).n > 0;
+      }
+      const revoked = await leasesOn(4, 'ops').revoke(key, { reason: 'maintenance' });
+      const written = await write;
+      expect(written).toMatchObject({ ok: true, rowCount: 1 });
+      expect(revoked.ok && revoked.now).toBeGreaterThanOrEqual(Number(written.ok && written.rows[0]!.at));
+      const refused = await stores[3]!.fencedStatement(lease, `INSERT INTO ${out} (key, token) SELECT fence.key, fence.token FROM fence RETURNING 1`);
+      expect(refused).toMatchObject({ ok: false, reason: 'revoked', found: { ending: { kind: 'revoked', reason: 'maintenance' } } });
+    });
+
+    it('migrate is safe when many processes run it at once', async () => {
+      const concurrent = freshTable('lf_migrate');
+      const migrating = clients.map(({ client }) => createPostgresStore({ client, table: concurrent }));
+      await Promise.all(migrating.map((store) => store.migrate()));
+      await Promise.all(migrating.map((store) => store.migrate()));
+      expect((await createLeases(migrating[5]!, { holder: 'm' }).claimOrThrow('k')).token).toBe(1n);
+    });
+
+    it('concurrent gated upserts leave the highest token on the row; every refused write carried a lower one', async () => {
+      const reports = freshTable('lf_gated');
+      await admin().query(`CREATE TABLE "${reports}" (id int PRIMARY KEY, body text, fence_key text, fence_token bigint)`);
+      const tokens = clients.map((_, i) => BigInt(((i * 7) % CONNECTIONS) + 1));
+      const outcomes = await Promise.all(
+        clients.map(({ client }, i) => gatedUpsert(client, { table: reports, identity: { id: 1 }, values: { body: `t${tokens[i]}` }, lease: { key: 'r', token: tokens[i]! } })),
+      );
+      const highest = tokens.reduce((a, b) => (a > b ? a : b));
+      expect((await admin().query(`SELECT body, fence_token::text AS token FROM "${reports}"`)).rows).toEqual([{ body: `t${highest}`, token: String(highest) }]);
+      for (const outcome of outcomes) if (!outcome.ok) expect(outcome.expected.token < outcome.found.token).toBe(true);
+    });
+
+    it('a claim whose connection is terminated while it waits for the lease row fails with OutcomeUnknownError and leaves the lease whole', async () => {
+      const key = fresh('terminated');
+      const a = leasesOn(5, 'a', 500);
+      const lease = await a.claimOrThrow(key);
+      let entered!: () => void;
+      let finish!: () => void;
+      const inCallback = new Promise<void>((resolve) => (entered = resolve));
+      const finished = new Promise<void>((resolve) => (finish = resolve));
+      const write = a.fencedWrite(lease, async () => {
+        entered();
+        await finished;
+      });
+      try {
+        await inCallback;
+        await untilServerPast(lease.expiresAt);
+        // NOTE: the claimer's connection is found by its pid (pg_stat_activity truncates long statement texts).
+        const { rows: pids } = await clients[6]!.client.query('SELECT pg_backend_pid() AS pid');
+        const pid = (pids[0] as { pid: number }).pid;
+        const failure = createLeases(stores[6]!, { holder: 'b' })
+          .claim(key)
+          .then(() => null, (error: unknown) => error);
+        let killed = 0;
+        for (let attempt = 0; attempt < 400 && killed === 0; attempt += 1) {
+          await sleep(20);
+          const { rows } = await admin().query(`SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND pid = $1`, [pid]);
+          killed = rows.length;
+        }
+        expect(killed).toBe(1);
+        expect(await failure).toBeInstanceOf(OutcomeUnknownError);
+      } finally {
+        finish();
+      }
+      expect(await write).toMatchObject({ ok: true });
+      expect(await a.inspect(key)).toMatchObject({ token: lease.token, grant: { holder: 'a', token: lease.token } });
+    });
+  });
+}

@@ -1,0 +1,80 @@
+/**
+ * Token gates in Postgres, per client: the gate table (`createPostgresTokenGate`, the TokenGate contract)
+ * and the one-statement `gatedUpsert` on a table the user owns.
+ */
+import { describe, expect, it } from 'vitest';
+import { createPostgresTokenGate, gatedUpsert } from '../../src/adapters/postgres/index.js';
+import { InvalidArgumentError } from '../../src/errors.js';
+import { freshTable } from './postgres-harness.js';
+import type { PostgresSpecContext } from './postgres-specs.js';
+
+export function describePostgresGateSpecs(ctx: () => PostgresSpecContext): void {
+  describe('token gates', () => {
+    it('the gate table refuses an older token and another key atomically, and runs the callback only when it passes', async () => {
+      const { opened } = ctx();
+      const gateTable = freshTable('lf_gate');
+      const gate = createPostgresTokenGate({ client: opened.client, table: gateTable });
+      await gate.migrate();
+      await gate.migrate();
+      const notes = `"${gateTable}_notes"`;
+      await opened.client.query(`CREATE TABLE ${notes} (token bigint NOT NULL, note text NOT NULL)`);
+      const write = (key: string, token: bigint, note: string) =>
+        gate.write('report', { key, token }, async (tx) => {
+          await tx.query(`INSERT INTO ${notes} (token, note) VALUES ($1, $2)`, [tx.token.toString(), note]);
+          return note;
+        });
+      expect(await write('job', 5n, 'five')).toEqual({ ok: true, value: 'five', token: 5n });
+      expect(await write('job', 5n, 'five again')).toEqual({ ok: true, value: 'five again', token: 5n });
+      expect(await write('job', 4n, 'four')).toEqual({
+        ok: false,
+        reason: 'stale-token',
+        resource: 'report',
+        expected: { key: 'job', token: 4n },
+        found: { key: 'job', token: 5n },
+      });
+      expect(await write('other', 9n, 'other')).toMatchObject({ ok: false, reason: 'key-mismatch', found: { key: 'job', token: 5n } });
+      expect(await write('job', 7n, 'seven')).toMatchObject({ ok: true, token: 7n });
+      await expect(write('job', 8n, 'x'.repeat(10)).then(() => gate.write('report', { key: 'job', token: 9n }, () => Promise.reject(new Error('boom'))))).rejects.toThrow('boom');
+      // NOTE: the failed write's transaction rolled back, so the gate still records token 8, not 9.
+      expect(await write('job', 8n, 'eight again')).toMatchObject({ ok: true, token: 8n });
+      const { rows } = await opened.client.query(`SELECT note FROM ${notes} ORDER BY token, note`);
+      expect((rows as Array<{ note: string }>).map((row) => row.note)).toEqual(['five', 'five again', 'seven', 'eight again', 'xxxxxxxxxx']);
+    });
+
+    it('gatedUpsert records the lease key and token on the row and refuses an older token without touching the row', async () => {
+      const { opened } = ctx();
+      const table = freshTable('lf_reports');
+      await opened.client.query(`CREATE TABLE "${table}" (id int, part text, body text, fence_key text, fence_token bigint, PRIMARY KEY (id, part))`);
+      const upsert = (token: bigint, body: string, key = 'report:1') =>
+        gatedUpsert(opened.client, { table, identity: { id: 1, part: 'a' }, values: { body }, lease: { key, token } });
+      expect(await upsert(3n, 'three')).toEqual({ ok: true, value: { inserted: true }, token: 3n });
+      expect(await upsert(3n, 'three again')).toEqual({ ok: true, value: { inserted: false }, token: 3n });
+      expect(await upsert(2n, 'two')).toEqual({
+        ok: false,
+        reason: 'stale-token',
+        resource: `${table}(id=1, part=a)`,
+        expected: { key: 'report:1', token: 2n },
+        found: { key: 'report:1', token: 3n },
+      });
+      expect(await upsert(9n, 'other key', 'report:2')).toMatchObject({ ok: false, reason: 'key-mismatch', found: { key: 'report:1', token: 3n } });
+      expect(await upsert(4n, 'four')).toMatchObject({ ok: true, value: { inserted: false } });
+      const { rows } = await opened.client.query(`SELECT body, fence_key, fence_token::text AS token, xmin::text AS version FROM "${table}"`);
+      expect(rows).toEqual([{ body: 'four', fence_key: 'report:1', token: '4', version: expect.any(String) }]);
+      const version = (rows[0] as { version: string }).version;
+      await upsert(1n, 'stale');
+      const after = await opened.client.query(`SELECT xmin::text AS version FROM "${table}"`);
+      expect((after.rows[0] as { version: string }).version).toBe(version);
+    });
+
+    it('gatedUpsert refuses names that are not identifiers before any I/O', async () => {
+      const { counting } = ctx();
+      const before = counting.sent.length;
+      const lease = { key: 'k', token: 1n };
+      await expect(gatedUpsert(counting.client, { table: 'r; DROP TABLE x', identity: { id: 1 }, values: {}, lease })).rejects.toThrow(InvalidArgumentError);
+      await expect(gatedUpsert(counting.client, { table: 'r', identity: { 'id" = 1 OR "1': 1 }, values: {}, lease })).rejects.toThrow(InvalidArgumentError);
+      await expect(gatedUpsert(counting.client, { table: 'r', identity: { id: 1 }, values: { 'body"': 1 }, lease })).rejects.toThrow(InvalidArgumentError);
+      await expect(gatedUpsert(counting.client, { table: 'r', identity: { id: 1 }, values: {}, lease, tokenColumn: 'x y' })).rejects.toThrow(InvalidArgumentError);
+      expect(counting.sent.length).toBe(before);
+    });
+  });
+}

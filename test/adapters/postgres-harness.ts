@@ -1,0 +1,118 @@
+/**
+ * The Postgres store's harness for the shared suites, for every client leasefence supports: pg Pool, a
+ * single pg Client (through `fromPgClient`), postgres.js (through `fromPostgresJs`) and PGlite. On a real
+ * server it uses the run's shared cluster (`LEASEFENCE_PG_URL`, from the global setup) or, when a file runs
+ * alone, one this worker starts. Each harness works on its own lease table; `connect()` opens a new pool or
+ * client (real connections of its own; PGlite has only one, so it returns the same store); the ledger is a
+ * table written inside the fenced write; `expireNow` sets `expires_at` to the server's clock.
+ *
+ * Half the clients append to the ledger with the transaction form (`fencedWrite`), the other half with the
+ * one-statement form (`fencedStatement`), so the shared suites cover both.
+ */
+import { randomBytes } from 'node:crypto';
+import { PGlite } from '@electric-sql/pglite';
+import pg from 'pg';
+import postgres from 'postgres';
+import { createPostgresStore, fromPgClient, fromPostgresJs, type PostgresClient, type PostgresStore } from '../../src/adapters/postgres/index.js';
+import type { FencedWriteOutcome } from '../../src/fence/operations.js';
+import type { StoreHarness } from '../conformance/harness.js';
+import { startPostgres, type PostgresServer } from '../support/postgres-server.js';
+
+/** The clients leasefence/postgres supports. */
+export type PostgresClientKind = 'pg-pool' | 'pg-client' | 'postgresjs' | 'pglite';
+
+let ownServer: Promise<PostgresServer> | null = null;
+let sharedLite: Promise<PGlite> | null = null;
+
+/** The URL of the run's shared cluster, or of one started for this test worker (stopped at exit). */
+export async function sharedPostgresUrl(): Promise<string> {
+  const url = process.env['LEASEFENCE_PG_URL'];
+  if (url !== undefined && url !== '') return url;
+  ownServer ??= startPostgres();
+  return (await ownServer).url;
+}
+
+/** A table name no other test uses. */
+export const freshTable = (label = 'lf'): string => `${label}_${randomBytes(5).toString('hex')}`;
+
+/** An opened client of `kind` and how to close it. */
+export interface OpenedClient {
+  readonly client: PostgresClient;
+  close(): Promise<void>;
+}
+
+/** Opens a client of `kind` on `url` (PGlite ignores the URL: it is an in-process database). */
+export async function openPostgresClient(kind: PostgresClientKind, url: string, poolSize = 4): Promise<OpenedClient> {
+  switch (kind) {
+    case 'pg-pool': {
+      const pool = new pg.Pool({ connectionString: url, max: poolSize });
+      pool.on('error', () => undefined);
+      return { client: pool, close: () => pool.end() };
+    }
+    case 'pg-client': {
+      const client = new pg.Client({ connectionString: url });
+      client.on('error', () => undefined);
+      await client.connect();
+      return { client: fromPgClient(client), close: () => client.end() };
+    }
+    case 'postgresjs': {
+      const sql = postgres(url, { max: poolSize, onnotice: () => undefined });
+      return { client: fromPostgresJs(sql), close: () => sql.end({ timeout: 1 }) };
+    }
+    case 'pglite': {
+      // NOTE: one PGlite per test worker (starting one costs seconds); every harness uses its own tables.
+      sharedLite ??= PGlite.create();
+      return { client: await sharedLite, close: async () => undefined };
+    }
+  }
+}
+
+const usesStatementForm = (kind: PostgresClientKind): boolean => kind === 'pg-client' || kind === 'postgresjs';
+
+/** Builds a harness factory for one client kind. */
+export function makePostgresHarness(kind: PostgresClientKind): () => Promise<StoreHarness<PostgresStore>> {
+  return async () => {
+    const url = kind === 'pglite' ? '' : await sharedPostgresUrl();
+    const table = freshTable(`lf_${kind.replace('-', '_')}`);
+    const ledger = `"${table}_ledger"`;
+    const closers: Array<() => Promise<void>> = [];
+    const main = await openPostgresClient(kind, url);
+    closers.push(() => main.close());
+    const store = createPostgresStore({ client: main.client, table });
+    await store.migrate();
+    await main.client.query(`CREATE TABLE ${ledger} (seq bigserial PRIMARY KEY, key text NOT NULL, entry text NOT NULL, token bigint NOT NULL)`);
+    let keys = 0;
+    return {
+      store,
+      connect: async () => {
+        if (kind === 'pglite') return store;
+        const opened = await openPostgresClient(kind, url, 2);
+        closers.push(() => opened.close());
+        return createPostgresStore({ client: opened.client, table });
+      },
+      appendUnderFence: async (leases, lease, entry): Promise<FencedWriteOutcome<unknown>> => {
+        if (!usesStatementForm(kind)) {
+          return leases.fencedWrite(lease, (tx) =>
+            tx.query(`INSERT INTO ${ledger} (key, entry, token) VALUES ($1, $2, $3) RETURNING seq`, [lease.key, entry, tx.token.toString()]),
+          );
+        }
+        const outcome = await leases.store.fencedStatement(lease, `INSERT INTO ${ledger} (key, entry, token) SELECT fence.key, $1, fence.token FROM fence RETURNING seq`, [entry]);
+        return outcome.ok ? { ok: true, value: outcome.rows, token: outcome.token, now: outcome.now } : outcome;
+      },
+      readLedger: async (key) => {
+        const { rows } = await main.client.query(`SELECT entry FROM ${ledger} WHERE key = $1 ORDER BY seq`, [key]);
+        return (rows as Array<{ entry: string }>).map((row) => row.entry);
+      },
+      expireNow: async (key) => {
+        await main.client.query(
+          `UPDATE "${table}" SET expires_at = date_trunc('milliseconds', clock_timestamp())
+           WHERE key = $1 AND holder IS NOT NULL AND expires_at > clock_timestamp()`,
+          [key],
+        );
+      },
+      advanceClock: null,
+      freshKey: (label = 'key') => `${label}:${++keys}:${randomBytes(4).toString('hex')}`,
+      close: async () => void (await Promise.all(closers.map((close) => close()))),
+    };
+  };
+}

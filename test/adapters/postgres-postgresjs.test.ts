@@ -1,0 +1,9 @@
+import { describeStoreSuites } from '../conformance/index.js';
+import { makePostgresHarness } from './postgres-harness.js';
+import { describePostgresConcurrencySpecs } from './postgres-concurrency.js';
+import { describePostgresAdapterSpecs } from './postgres-specs.js';
+
+const options = { modelRuns: 200, raceRuns: 300, workers: 4 };
+describeStoreSuites('postgres (postgres.js)', makePostgresHarness('postgresjs'), options);
+describePostgresAdapterSpecs('postgresjs');
+describePostgresConcurrencySpecs('postgresjs');
