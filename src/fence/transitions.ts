@@ -96,15 +96,18 @@ export function checkpoint(record: LeaseRecord | null, command: CheckpointComman
 }
 
 /**
- * Release: ends the current live grant. Idempotent for the same grant; a stale or expired grant changes
- * nothing (an expired grant's fate is recorded as `expired` by whoever takes over).
+ * Release: ends the current live grant. Idempotent for the same grant (also once a newer grant holds the key,
+ * as long as the last ending is this grant's release); a stale or expired grant changes nothing (an expired
+ * grant's fate is recorded as `expired` by whoever takes over).
  */
 export function release(record: LeaseRecord | null, command: ReleaseCommand, now: StoreTime): Transition<ReleaseOutcome> {
   const { fence } = command;
   const verdict = checkFence(record, fence, now);
   if (!verdict.ok) {
+    // NOTE: a release delivered again (its first reply lost) may arrive after a newer grant took the key;
+    // the ending still names this grant as released, and saying so is the truth the caller needs.
     const ending = record?.ending;
-    const repeated = record !== null && record.grant === null && ending?.kind === 'released' && ending.token === fence.token;
+    const repeated = ending?.kind === 'released' && ending.token === fence.token;
     if (repeated) return unchanged(record, { ok: true, key: fence.key, token: fence.token, alreadyReleased: true, now });
     return unchanged(record, verdict);
   }

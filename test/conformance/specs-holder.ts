@@ -167,6 +167,18 @@ export function describeHolderSpecs<S extends Store>(context: SuiteContext<S>): 
       expect(await context.harness.readLedger(key)).toEqual([]);
     });
 
+    it('a release delivered again after a newer grant took the key says it was released and leaves the newer grant alone', async () => {
+      const key = context.harness.freshKey('release-replay');
+      const a = context.leasesFor('a');
+      const b = context.leasesFor('b');
+      const first = await mustClaim(a, key);
+      expect(await a.release(first)).toMatchObject({ ok: true, alreadyReleased: false });
+      const second = await mustClaim(b, key);
+      expect(await a.release(first)).toMatchObject({ ok: true, token: first.token, alreadyReleased: true });
+      expect(await b.inspect(key)).toMatchObject({ grant: { token: second.token, holder: 'b', live: true } });
+      expect(await context.harness.appendUnderFence(a, first, 'stale')).toMatchObject({ ok: false, reason: 'superseded' });
+    });
+
     it('a stale grant cannot release a newer one', async () => {
       const key = context.harness.freshKey('release-stale');
       const a = context.leasesFor('a');
