@@ -84,8 +84,12 @@ export class Lease {
     this.previous = init.previous;
     this.inherited = init.inherited;
     this.localDeadline = init.localDeadline;
-    // NOTE: a symbol brand (not instanceof) so a handle from the ESM build is accepted by the CJS build.
-    Object.defineProperty(this, LEASE_BRAND, { value: true });
+  }
+
+  static {
+    // NOTE: a symbol brand (not instanceof) so a handle from the ESM build is accepted by the CJS build; on
+    // the prototype, so that making a handle (claim is the hot path) defines no property of its own.
+    Object.defineProperty(Lease.prototype, LEASE_BRAND, { value: true });
   }
 
   /** The fence this handle presents; `attributes` are the ones the operation requires to match. */

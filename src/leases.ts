@@ -135,6 +135,9 @@ export interface Leases<S extends Store = Store> {
   restore(json: LeaseJson): Lease;
 }
 
+/** The attributes of a claim that binds none (frozen, so one object serves every lease). */
+const NO_ATTRIBUTES: LeaseAttributes = Object.freeze({});
+
 function parseCheckpoint(record: CheckpointRecord | null): Checkpoint | null {
   return record === null ? null : { value: JSON.parse(record.json) as unknown, token: record.token, writtenAt: record.writtenAt };
 }
@@ -179,6 +182,9 @@ export function createLeases<S extends Store>(store: S, options: LeasesOptions):
   const fenceOf = (lease: Lease, fenceOptions?: FenceOptions) =>
     lease.fence(fenceOptions?.attributes === undefined ? undefined : toAttributes(fenceOptions.attributes));
 
+  // NOTE: one disposer for every handle (not a closure per claim): claim is the hot path.
+  const dispose = (handle: Lease): Promise<ReleaseOutcome> => leases.release(handle);
+
   const leases: Leases<S> = {
     store,
     holder,
@@ -188,7 +194,7 @@ export function createLeases<S extends Store>(store: S, options: LeasesOptions):
       const ttlMs = ttlOf(claimOptions.ttlMs);
       const runId = claimOptions.runId ?? null;
       assertRunId(runId);
-      const attributes = toAttributes(claimOptions.attributes);
+      const attributes = claimOptions.attributes === undefined ? NO_ATTRIBUTES : toAttributes(claimOptions.attributes);
       const secret = newSecret();
       const sentAt = monotonic();
       const outcome = await store.claim({ key, holder, runId, secret, ttlMs, attributes, recovering: claimOptions.recovering === true });
@@ -208,7 +214,7 @@ export function createLeases<S extends Store>(store: S, options: LeasesOptions):
         inherited,
         localDeadline: deadlineFrom(sentAt, outcome.expiresAt, outcome.now),
       });
-      lease.disposer = (handle) => leases.release(handle);
+      lease.disposer = dispose;
       return { ok: true, lease, previous: outcome.previous, checkpoint: inherited };
     },
 
@@ -324,7 +330,7 @@ export function createLeases<S extends Store>(store: S, options: LeasesOptions):
         // NOTE: a restored handle has no round trip to measure from; its deadline is unknown until it renews.
         localDeadline: parsed.expiresAt === null ? Number.POSITIVE_INFINITY : Number.NEGATIVE_INFINITY,
       });
-      lease.disposer = (handle) => leases.release(handle);
+      lease.disposer = dispose;
       return lease;
     },
   };

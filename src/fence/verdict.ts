@@ -29,7 +29,42 @@ const OK: FenceVerdict = { ok: true };
  * holder, run), then bound attributes, then time. So a refusal names the most fundamental failure.
  */
 export function checkFence(record: LeaseRecord | null, fence: Fence, now: StoreTime): FenceVerdict {
-  const refuse = (reason: FenceReason, found: FenceFinding, attribute: AttributeMismatchOrNull = null): FenceVerdict => ({
+  if (record === null) {
+    return refusal(fence, now, 'missing', { token: null, holder: null, runId: null, expiresAt: null, ending: null });
+  }
+  const { grant } = record;
+  if (grant === null || grant.token !== fence.token) {
+    return refusal(fence, now, reasonWithoutCurrentGrant(record, fence), findingOf(record));
+  }
+  if (grant.secret !== fence.secret) return refusal(fence, now, 'wrong-secret', findingOf(record));
+  if (grant.holder !== fence.holder || grant.runId !== fence.runId) return refusal(fence, now, 'holder-mismatch', findingOf(record));
+  const required = fence.attributes;
+  // NOTE: the common case (no required attributes, a live grant) allocates nothing.
+  if (required !== undefined) {
+    for (const name of Object.keys(required)) {
+      const expected = required[name] as string;
+      const actual = grant.attributes[name] ?? null;
+      if (actual !== expected) return refusal(fence, now, 'attribute-mismatch', findingOf(record), { name, expected, found: actual });
+    }
+  }
+  if (!isLive(grant, now)) return refusal(fence, now, 'expired', findingOf(record));
+  return OK;
+}
+
+/** What the store held: the key's token and its grant's holder, run and expiry, and the last ending. */
+function findingOf(record: LeaseRecord): FenceFinding {
+  const { grant } = record;
+  return {
+    token: record.token,
+    holder: grant?.holder ?? null,
+    runId: grant?.runId ?? null,
+    expiresAt: grant?.expiresAt ?? null,
+    ending: record.ending,
+  };
+}
+
+function refusal(fence: Fence, now: StoreTime, reason: FenceReason, found: FenceFinding, attribute: AttributeMismatchOrNull = null): FenceVerdict {
+  return {
     ok: false,
     reason,
     key: fence.key,
@@ -37,29 +72,7 @@ export function checkFence(record: LeaseRecord | null, fence: Fence, now: StoreT
     found,
     attribute,
     now,
-  });
-  if (record === null) {
-    return refuse('missing', { token: null, holder: null, runId: null, expiresAt: null, ending: null });
-  }
-  const { grant } = record;
-  const found: FenceFinding = {
-    token: record.token,
-    holder: grant?.holder ?? null,
-    runId: grant?.runId ?? null,
-    expiresAt: grant?.expiresAt ?? null,
-    ending: record.ending,
   };
-  if (grant === null || grant.token !== fence.token) {
-    return refuse(reasonWithoutCurrentGrant(record, fence), found);
-  }
-  if (grant.secret !== fence.secret) return refuse('wrong-secret', found);
-  if (grant.holder !== fence.holder || grant.runId !== fence.runId) return refuse('holder-mismatch', found);
-  for (const [name, expected] of Object.entries(fence.attributes ?? {})) {
-    const actual = grant.attributes[name] ?? null;
-    if (actual !== expected) return refuse('attribute-mismatch', found, { name, expected, found: actual });
-  }
-  if (!isLive(grant, now)) return refuse('expired', found);
-  return OK;
 }
 
 type AttributeMismatchOrNull = { name: string; expected: string; found: string | null } | null;

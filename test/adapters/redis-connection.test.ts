@@ -145,6 +145,20 @@ describe.each([
   });
 });
 
+describe('operations sent before the ioredis client is ready', () => {
+  it('wait together for readiness (one listener pair on the client, not one per operation) and all complete', async () => {
+    const client = new Redis(server.url, { lazyConnect: true });
+    client.on('error', () => undefined);
+    closers.push(() => client.disconnect());
+    const leases = createLeases(createRedisStore({ client, prefix: freshPrefix('burst') }), { holder: 'a', ttlMs: 60_000 });
+    const [ready, end] = [client.listenerCount('ready'), client.listenerCount('end')];
+    const burst = Array.from({ length: 40 }, (_, index) => leases.claim(`job:burst:${index}`));
+    expect([client.listenerCount('ready') - ready, client.listenerCount('end') - end]).toEqual([1, 1]);
+    expect((await Promise.all(burst)).every((claimed) => claimed.ok)).toBe(true);
+    expect([client.listenerCount('ready'), client.listenerCount('end')]).toEqual([ready, end]);
+  });
+});
+
 describe('a command that cannot be sent is StoreUnavailableError', () => {
   const deadPort = async (): Promise<number> => {
     const spare = await startTcpProxy({ port: 1 });

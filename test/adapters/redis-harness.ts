@@ -3,7 +3,7 @@
  * redis-server: the run's shared server (`LEASEFENCE_REDIS_URL`, from the global setup) or, when a file
  * runs alone, one this worker starts. Each harness works under its own key prefix; `connect()` opens a
  * new client (a real connection of its own); the ledger is a Redis list RPUSHed inside the fence script;
- * `expireNow` rewrites the stored expires-at to the server's `TIME`.
+ * `expireNow` rewrites the grant's stored expires-at (in the `lease` field, see scripts.ts) to the server's `TIME`.
  */
 import { Redis } from 'ioredis';
 import { createClient } from 'redis';
@@ -49,9 +49,13 @@ export const freshPrefix = (label = 'lf'): string => `${label}:${randomBytes(6).
 
 /** Rewrites a grant's stored expires-at to the server's now (strict expiry: expired from that instant). */
 const EXPIRE_NOW = `
-if redis.call('HEXISTS', KEYS[1], 'holder') == 0 then return 0 end
+local lease = redis.call('HGET', KEYS[1], 'lease')
+local s1 = lease and string.find(lease, '\\0', 1, true)
+if not s1 then return 0 end
+local s4 = string.find(lease, '\\0', string.find(lease, '\\0', string.find(lease, '\\0', s1 + 1, true) + 1, true) + 1, true)
+local s5 = string.find(lease, '\\0', s4 + 1, true)
 local t = redis.call('TIME')
-redis.call('HSET', KEYS[1], 'expires', t[1] .. string.sub(string.rep('0', 6 - #t[2]) .. t[2], 1, 3))
+redis.call('HSET', KEYS[1], 'lease', string.sub(lease, 1, s4) .. t[1] .. string.sub(string.rep('0', 6 - #t[2]) .. t[2], 1, 3) .. string.sub(lease, s5))
 return 1
 `;
 

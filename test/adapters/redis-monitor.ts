@@ -9,6 +9,11 @@ import type { RedisClient } from '../../src/adapters/redis/index.js';
 export interface CommandWatch {
   /** Runs `action` and returns the names (upper case) of the commands the watched client sent meanwhile. */
   commandsDuring(action: () => Promise<unknown>): Promise<string[]>;
+  /**
+   * Runs `action` and returns the names (upper case) of the commands scripts ran meanwhile (`redis.call`,
+   * any client's: run it while no other client sends scripts).
+   */
+  scriptCommandsDuring(action: () => Promise<unknown>): Promise<string[]>;
   close(): Promise<void>;
 }
 
@@ -21,8 +26,10 @@ export async function watchCommands(url: string, client: RedisClient): Promise<C
   const admin = new Redis(url);
   const monitor = await admin.monitor();
   let seen: string[] | null = null;
+  let scripted: string[] | null = null;
   const markers = new Map<string, () => void>();
   monitor.on('monitor', (_time: string, args: string[], source: string) => {
+    if (source === 'lua') scripted?.push((args[0] ?? '').toUpperCase());
     if (source !== address) return;
     const [name = '', first] = args;
     const waiting = name.toUpperCase() === 'ECHO' && first !== undefined ? markers.get(first) : undefined;
@@ -30,15 +37,15 @@ export async function watchCommands(url: string, client: RedisClient): Promise<C
     else seen?.push(name.toUpperCase());
   });
   let count = 0;
+  // NOTE: a marker makes sure MONITOR is attached and drained up to this point.
+  const fence = async (): Promise<void> => {
+    const marker = `marker-${++count}`;
+    const arrived = new Promise<void>((resolve) => markers.set(marker, resolve));
+    await connection.send(['ECHO', marker]);
+    await arrived;
+  };
   return {
     async commandsDuring(action) {
-      // NOTE: a first marker makes sure MONITOR is attached and drained before the action starts.
-      const fence = async (): Promise<void> => {
-        const marker = `marker-${++count}`;
-        const arrived = new Promise<void>((resolve) => markers.set(marker, resolve));
-        await connection.send(['ECHO', marker]);
-        await arrived;
-      };
       await fence();
       const during: string[] = [];
       seen = during;
@@ -47,6 +54,18 @@ export async function watchCommands(url: string, client: RedisClient): Promise<C
         await fence();
       } finally {
         seen = null;
+      }
+      return during;
+    },
+    async scriptCommandsDuring(action) {
+      await fence();
+      const during: string[] = [];
+      scripted = during;
+      try {
+        await action();
+        await fence();
+      } finally {
+        scripted = null;
       }
       return during;
     },

@@ -70,6 +70,47 @@ export function describeRedisAdapterSpecs(kind: RedisClientKind): void {
       for (const [name, commands] of counted) expect({ name, commands }).toEqual({ name, commands: ['EVALSHA'] });
     });
 
+    it('on the hot path each script runs TIME once, one read of the record and one HSET (no HDEL, no second read)', async () => {
+      const a = leasesFor('a');
+      const key = fresh('lean');
+      await a.release(await a.claimOrThrow(key));
+      let lease = null as unknown as Lease;
+      expect(await watch.scriptCommandsDuring(async () => (lease = await a.claimOrThrow(key)))).toEqual(['TIME', 'HMGET', 'HSET']);
+      expect(await watch.scriptCommandsDuring(() => a.renewOrThrow(lease))).toEqual(['TIME', 'HGET', 'HSET']);
+      expect(await watch.scriptCommandsDuring(() => a.checkpointOrThrow(lease, { step: 1 }))).toEqual(['TIME', 'HGET', 'HSET']);
+      expect(await watch.scriptCommandsDuring(() => a.release(lease))).toEqual(['TIME', 'HGET', 'HSET']);
+    });
+
+    it('judges every reply with the pure core: a reply whose applied flag contradicts the core is reported as a bug', async () => {
+      const flip = (status: unknown): unknown => (typeof status === 'string' ? `${status[0] === '+' ? '-' : '+'}${status.slice(1)}` : status);
+      const lying: RedisConnection = {
+        send: async (args) => {
+          const reply = await raw.send(args);
+          return Array.isArray(reply) ? [flip(reply[0]), ...reply.slice(1)] : flip(reply);
+        },
+      };
+      const liar = createLeases(createRedisStore({ client: lying, prefix }), { holder: 'a', ttlMs: 60_000 });
+      const honest = leasesFor('a');
+      await expect(liar.claim(fresh('liar'))).rejects.toThrow(/this is a bug/);
+      const lease = await honest.claimOrThrow(fresh('liar'));
+      await expect(liar.renew(lease)).rejects.toThrow(/this is a bug/);
+      await expect(liar.release(lease)).rejects.toThrow(/this is a bug/);
+      expect(await honest.release(lease)).toMatchObject({ ok: true, alreadyReleased: true });
+      await expect(liar.renew(lease)).rejects.toThrow(/this is a bug/);
+    });
+
+    it('refuses NUL in a holder, run id, secret or revoker given to the store directly, before any I/O (the record joins them with NUL)', async () => {
+      const key = fresh('nul');
+      const claim = { key, holder: 'a', runId: null, secret: 'f'.repeat(32), ttlMs: 60_000, attributes: {}, recovering: false };
+      const sent = await watch.commandsDuring(async () => {
+        await expect(store.claim({ ...claim, holder: 'a\u0000b' })).rejects.toBeInstanceOf(InvalidArgumentError);
+        await expect(store.claim({ ...claim, runId: '\u0000' })).rejects.toBeInstanceOf(InvalidArgumentError);
+        await expect(store.claim({ ...claim, secret: 'f\u0000' })).rejects.toBeInstanceOf(InvalidArgumentError);
+        await expect(store.revoke({ key, reason: 'r', by: 'op\u0000', requireRecovery: false, expectedToken: null })).rejects.toBeInstanceOf(InvalidArgumentError);
+      });
+      expect(sent).toEqual([]);
+    });
+
     it('after SCRIPT FLUSH an operation costs one EVALSHA (NOSCRIPT) and one EVAL, which caches it: one EVALSHA again', async () => {
       await raw.send(['SCRIPT', 'FLUSH']);
       const seen = new Set<string>();
@@ -130,7 +171,7 @@ export function describeRedisAdapterSpecs(kind: RedisClientKind): void {
         [10n ** 20n - 1n, 10n ** 20n],
       ] as const) {
         const key = fresh('big');
-        await raw.send(['HSET', names.record(key, 'lease'), 'token', seed.toString()]);
+        await raw.send(['HSET', names.record(key, 'lease'), 'lease', seed.toString()]);
         const a = leasesFor('a');
         const lease = await a.claimOrThrow(key);
         expect(lease.token).toBe(next);

@@ -75,28 +75,59 @@ export interface IoredisOptions {
   readonly readyTimeoutMs?: number;
 }
 
-/** Waits until an ioredis client is `ready`; `StoreUnavailableError` when it ends or the wait times out. */
-function whenReady(client: IoredisClient, timeoutMs: number): Promise<void> {
-  if (client.status === 'ready') return Promise.resolve();
-  if (client.status === 'end') return Promise.reject(new StoreUnavailableError('redis client is closed (ioredis status "end")'));
-  return new Promise((resolve, reject) => {
-    const settle = (error: Error | null): void => {
-      clearTimeout(timer);
-      client.removeListener('ready', onReady);
-      client.removeListener('end', onEnd);
-      if (error === null) resolve();
-      else reject(error);
-    };
-    const onReady = (): void => settle(null);
-    const onEnd = (): void => settle(new StoreUnavailableError('redis client closed before it was ready'));
-    const timer = setTimeout(
-      () => settle(new StoreUnavailableError(`redis connection not ready within ${timeoutMs} ms (ioredis status "${client.status}")`)),
-      timeoutMs,
-    );
-    client.once('ready', onReady);
-    client.once('end', onEnd);
-    if (client.status === 'wait') client.connect().catch(() => undefined);
-  });
+/** Maps an ioredis failure: an error reply, or a command refused before anything was written. */
+function ioredisFailure(error: unknown): never {
+  if (isError(error) && error.name === 'ReplyError') throw new RedisReplyError(error.message, { cause: error });
+  // NOTE: ioredis checks writability synchronously: this message means nothing was written.
+  if (isError(error) && error.message.startsWith("Stream isn't writeable")) throw new StoreUnavailableError(error.message, { cause: error });
+  throw error;
+}
+
+interface Waiter {
+  readonly resolve: () => void;
+  readonly reject: (error: Error) => void;
+  readonly timer: ReturnType<typeof setTimeout>;
+}
+
+/**
+ * Waits until an ioredis client is `ready`, each caller at most `timeoutMs` (`StoreUnavailableError` when
+ * the client ends or the wait times out). All callers share one pair of listeners on the client, however
+ * many commands wait (so a burst of commands at start-up adds no listener per command).
+ */
+function readiness(client: IoredisClient, timeoutMs: number): () => Promise<void> {
+  const waiting = new Set<Waiter>();
+  const settle = (error: Error | null): void => {
+    client.removeListener('ready', onReady);
+    client.removeListener('end', onEnd);
+    for (const waiter of waiting) {
+      clearTimeout(waiter.timer);
+      if (error === null) waiter.resolve();
+      else waiter.reject(error);
+    }
+    waiting.clear();
+  };
+  const onReady = (): void => settle(null);
+  const onEnd = (): void => settle(new StoreUnavailableError('redis client closed before it was ready'));
+  return () => {
+    if (client.status === 'ready') return Promise.resolve();
+    if (client.status === 'end') return Promise.reject(new StoreUnavailableError('redis client is closed (ioredis status "end")'));
+    return new Promise((resolve, reject) => {
+      const waiter: Waiter = {
+        resolve,
+        reject,
+        timer: setTimeout(() => {
+          waiting.delete(waiter);
+          if (waiting.size === 0) settle(null);
+          reject(new StoreUnavailableError(`redis connection not ready within ${timeoutMs} ms (ioredis status "${client.status}")`));
+        }, timeoutMs),
+      };
+      waiting.add(waiter);
+      if (waiting.size > 1) return;
+      client.once('ready', onReady);
+      client.once('end', onEnd);
+      if (client.status === 'wait') client.connect().catch(() => undefined);
+    });
+  };
 }
 
 /**
@@ -108,19 +139,12 @@ function whenReady(client: IoredisClient, timeoutMs: number): Promise<void> {
  * ```
  */
 export function fromIoredis(client: IoredisClient, options: IoredisOptions = {}): RedisConnection {
-  const readyTimeoutMs = options.readyTimeoutMs ?? 5_000;
+  const whenReady = readiness(client, options.readyTimeoutMs ?? 5_000);
+  const sendNow = (args: readonly string[]): Promise<unknown> => (Reflect.apply(client.call, client, args) as Promise<unknown>).catch(ioredisFailure);
   return {
     send(args) {
-      const [command = '', ...rest] = args;
-      const call = (): Promise<unknown> =>
-        client.call(command, ...rest).catch((error: unknown) => {
-          if (isError(error) && error.name === 'ReplyError') throw new RedisReplyError(error.message, { cause: error });
-          // NOTE: ioredis checks writability synchronously: this message means nothing was written.
-          if (isError(error) && error.message.startsWith("Stream isn't writeable")) throw new StoreUnavailableError(error.message, { cause: error });
-          throw error;
-        });
       // NOTE: the common case (ready) sends at once, without waiting a microtask.
-      return client.status === 'ready' ? call() : whenReady(client, readyTimeoutMs).then(call);
+      return client.status === 'ready' ? sendNow(args) : whenReady().then(() => sendNow(args));
     },
   };
 }

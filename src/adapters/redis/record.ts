@@ -1,11 +1,11 @@
 /**
  * Between Redis and the pure core: fences and claims as script arguments, and a script reply (the record's
- * pre-image, the server's now and token floor) as a `LeaseRecord` the pure transitions can judge.
+ * pre-image and the server's clock) as a `LeaseRecord` the pure transitions can judge. The record layout
+ * and the reply shape are described in `scripts.ts`.
  */
 import { InvalidArgumentError } from '../../errors.js';
 import type { CheckpointRecord, Ending, EndingKind, Fence, GrantState, LeaseAttributes, LeaseRecord, StoreTime } from '../../fence/types.js';
-import { isWellFormed } from './keys.js';
-import { RECORD_FIELDS, STATUS_OFFSET } from './scripts.js';
+import { REPLY } from './scripts.js';
 
 /** A lease script's reply, decoded. */
 export interface LeaseReply {
@@ -13,104 +13,183 @@ export interface LeaseReply {
   readonly applied: boolean;
   /** The server's clock (`TIME`) when the script ran, in epoch ms. */
   readonly now: StoreTime;
-  /** The token floor: `TIME` in epoch microseconds. */
-  readonly floor: bigint;
-  /** The record as it was before the script (its secret replaced, see `toRecord`). */
+  /** The same clock in epoch µs, as decimal text: the token floor (see `floorOf`). */
+  readonly clock: string;
+  /**
+   * The record as it was before the script, as far as the script replied it (see `scripts.ts`): parts it
+   * did not reply read as absent, and the grant's secret is replaced (see `recordOf`).
+   */
   readonly record: LeaseRecord | null;
-  /** Whatever the script appended after the record fields. */
-  readonly rest: readonly unknown[];
+  /** The whole reply, for what a script appends after the record (`REPLY.extras`). */
+  readonly raw: readonly unknown[];
 }
+
+/** The field separator inside stored values (NUL: no name contains it, see `assertNoSeparator`). */
+export const SEP = '\u0000';
 
 /** Stands for a stored secret that differs from the presented one (no valid secret contains NUL). */
 const OTHER_SECRET = '\u0000other';
 
-/** An optional string as a script argument: `''` for null, else `'='` + value. */
-export const optionalArg = (value: string | null): string => (value === null ? '' : `=${value}`);
+const EMPTY: LeaseAttributes = Object.freeze({});
+
+/** Text Redis would not store exactly (a lone surrogate becomes U+FFFD). */
+const UNSTORABLE = /\p{Surrogate}/u;
+
+/** Refuses text Redis would not store exactly (a lone surrogate becomes U+FFFD), before any I/O. */
+export function assertStorable(what: string, text: string | null): void {
+  if (text !== null && UNSTORABLE.test(text)) throw new InvalidArgumentError(`${what} contains a lone UTF-16 surrogate, which Redis cannot store exactly`);
+}
+
+/**
+ * Refuses NUL in a text the record joins with others by `SEP`, before any I/O. `leases.ts` refuses NUL
+ * and lone surrogates in every name already; this keeps a direct `Store` caller from corrupting a record.
+ */
+export function assertNoSeparator(what: string, text: string | null): void {
+  if (text !== null && text.includes(SEP)) throw new InvalidArgumentError(`${what} must not contain NUL characters`);
+}
 
 /** A TTL as a script argument: `''` for no expiry. */
 export const ttlArg = (ttlMs: number | null): string => (ttlMs === null ? '' : String(ttlMs));
 
 /** Attributes as stored: JSON text, `''` when there are none. */
-export const attributesArg = (attributes: LeaseAttributes): string => (Object.keys(attributes).length === 0 ? '' : JSON.stringify(attributes));
-
-/** Refuses text Redis would not store exactly (a lone surrogate becomes U+FFFD), before any I/O. */
-export function assertStorable(what: string, ...texts: ReadonlyArray<string | null | undefined>): void {
-  for (const text of texts) {
-    if (typeof text === 'string' && !isWellFormed(text)) throw new InvalidArgumentError(`${what} contains a lone UTF-16 surrogate, which Redis cannot store exactly`);
-  }
+export function attributesArg(attributes: LeaseAttributes): string {
+  // NOTE: JSON text escapes NUL, so attributes need no separator check.
+  for (const _ in attributes) return JSON.stringify(attributes);
+  return '';
 }
 
-/** A fence as script arguments: token, secret, holder, run, attribute count, name/value pairs. */
-export function fenceArgs(fence: Fence): string[] {
-  const attributes = Object.entries(fence.attributes ?? {});
-  assertStorable('fence', fence.key, fence.secret, fence.holder, fence.runId, ...attributes.flat());
-  return [fence.token.toString(), fence.secret, fence.holder, optionalArg(fence.runId), String(attributes.length), ...attributes.flat()];
+/** Who holds a grant, as stored in the lease field after token and secret: holder SEP run SEP. */
+export function whoArg(holder: string, runId: string | null): string {
+  assertNoSeparator('holder', holder);
+  assertNoSeparator('run id', runId);
+  return runId === null ? `${holder}${SEP}${SEP}` : `${holder}${SEP}=${runId}${SEP}`;
 }
 
-type Fields = Readonly<Partial<Record<(typeof RECORD_FIELDS)[number], string>>>;
-
-const text = (value: unknown): string | undefined => (value === null || value === undefined || value === false ? undefined : String(value));
-
-function grantOf(fields: Fields, presentedSecret: string): GrantState | null {
-  const { holder, token } = fields;
-  if (holder === undefined || token === undefined) return null;
-  return {
-    token: BigInt(token),
-    holder,
-    runId: fields.run ?? null,
-    secret: fields.secret === '1' ? presentedSecret : OTHER_SECRET,
-    acquiredAt: Number(fields.acquired),
-    expiresAt: fields.expires === undefined ? null : Number(fields.expires),
-    attributes: Object.freeze(fields.attrs === undefined ? {} : (JSON.parse(fields.attrs) as Record<string, string>)),
-  };
-}
-
-function endingOf(fields: Fields): Ending | null {
-  if (fields.ending === undefined) return null;
-  return {
-    kind: fields.ending as EndingKind,
-    token: BigInt(fields.ending_token ?? '0'),
-    holder: fields.ending_holder ?? '',
-    runId: fields.ending_run ?? null,
-    at: Number(fields.ending_at),
-    reason: fields.ending_reason ?? null,
-    by: fields.ending_by ?? null,
-  };
-}
-
-function checkpointOf(fields: Fields): CheckpointRecord | null {
-  if (fields.checkpoint === undefined) return null;
-  return { json: fields.checkpoint, token: BigInt(fields.checkpoint_token ?? '0'), writtenAt: Number(fields.checkpoint_at) };
-}
+const NO_NAMES: readonly string[] = [];
 
 /**
- * Rebuilds the record from its hash fields. The grant's `secret` is the presented secret when the script
- * reported a match, else a value no fence can present: the core only ever compares secrets.
+ * A fence as script arguments: token, secret, who, then the number of required attributes and their
+ * name/value pairs (left out when there are none and nothing follows), then `extra`.
  */
-export function toRecord(key: string, fields: Fields, presentedSecret: string): LeaseRecord | null {
-  if (fields.token === undefined) return null;
+export function fenceArgs(fence: Fence, extra?: readonly string[]): string[] {
+  assertNoSeparator('secret', fence.secret);
+  const args = [fence.token.toString(), fence.secret, whoArg(fence.holder, fence.runId)];
+  const { attributes } = fence;
+  const names = attributes === undefined ? NO_NAMES : Object.keys(attributes);
+  if (names.length > 0 || extra !== undefined) args.push(String(names.length));
+  for (const name of names) args.push(name, attributes?.[name] ?? '');
+  if (extra !== undefined) for (const arg of extra) args.push(arg);
+  return args;
+}
+
+/** A claim as script arguments: secret, who, ttl, then attributes JSON and recovering, left out when empty / false. */
+export function claimArgs(secret: string, holder: string, runId: string | null, ttlMs: number | null, attributes: LeaseAttributes, recovering: boolean): string[] {
+  assertNoSeparator('secret', secret);
+  const args = [secret, whoArg(holder, runId), ttlArg(ttlMs)];
+  const json = attributesArg(attributes);
+  if (json !== '' || recovering) args.push(json);
+  if (recovering) args.push('1');
+  return args;
+}
+
+/** The token floor of a reply: its clock, in epoch µs. */
+export const floorOf = (reply: LeaseReply): bigint => BigInt(reply.clock);
+
+const isSet = (value: unknown): value is string => typeof value === 'string' && value !== '';
+
+/** A stored run id: `''` for none, else `'='` + run. */
+const runOf = (text: string | undefined): string | null => (text === undefined || text === '' ? null : text.slice(1));
+
+/** The grant in a lease field split at SEP, from `from`: token, secret, holder, run, expires, acquired, attributes. */
+function grantOf(token: bigint, parts: readonly string[], from: number, presentedSecret: string): GrantState {
+  const expires = parts[from + 4] ?? '';
+  const attributes = parts[from + 6] ?? '';
   return {
-    key,
-    token: BigInt(fields.token),
-    grant: grantOf(fields, presentedSecret),
-    ending: endingOf(fields),
-    checkpoint: checkpointOf(fields),
-    recoveryRequired: fields.recovery === '1',
+    token,
+    holder: parts[from + 2] ?? '',
+    runId: runOf(parts[from + 3]),
+    secret: parts[from + 1] === presentedSecret ? presentedSecret : OTHER_SECRET,
+    acquiredAt: Number(parts[from + 5]),
+    expiresAt: expires === '' ? null : Number(expires),
+    // NOTE: JSON text never contains a raw NUL, so the attributes are the whole last part.
+    attributes: attributes === '' ? EMPTY : Object.freeze(JSON.parse(attributes) as Record<string, string>),
   };
 }
 
-/** Decodes a lease script's reply: the record fields, then applied, now, floor, then the script's extras. */
-export function parseLeaseReply(reply: unknown, key: string, presentedSecret: string): LeaseReply {
-  if (!Array.isArray(reply) || reply.length < STATUS_OFFSET + 3) {
+/** An ending split at SEP from `from`: kind, token, holder, run, at, by, reason (which may contain SEP: the rest). */
+function endingOf(parts: readonly string[], from: number): Ending | null {
+  const kind = parts[from];
+  if (kind === undefined || kind === '') return null;
+  const reason = parts.length > from + 7 ? parts.slice(from + 6).join(SEP) : (parts[from + 6] ?? '');
+  const by = parts[from + 5] ?? '';
+  return {
+    kind: kind as EndingKind,
+    token: BigInt(parts[from + 1] ?? '0'),
+    holder: parts[from + 2] ?? '',
+    runId: runOf(parts[from + 3]),
+    at: Number(parts[from + 4]),
+    reason: reason === '' ? null : reason,
+    by: by === '' ? null : by,
+  };
+}
+
+/** A checkpoint from its token, writtenAt and JSON text (`null` when the token is empty: none). */
+const checkpointOf = (token: string | undefined, writtenAt: string | undefined, json: string | undefined): CheckpointRecord | null =>
+  token === undefined || token === '' ? null : { json: json ?? '', token: BigInt(token), writtenAt: Number(writtenAt) };
+
+/**
+ * Builds the record from a lease field split at SEP (from `from`; a grant follows the token when `held`).
+ * The grant's `secret` is the presented secret when the reply carries it (it does only when they are
+ * equal), else a value no fence can present: the core only ever compares secrets.
+ */
+function recordOf(key: string, parts: readonly string[], from: number, held: boolean, ending: Ending | null, checkpoint: CheckpointRecord | null, recovery: unknown, secret: string): LeaseRecord | null {
+  const stored = parts[from];
+  if (stored === undefined || stored === '') return null;
+  const token = BigInt(stored);
+  const grant = held ? grantOf(token, parts, from, secret) : null;
+  return { key, token, grant, ending, checkpoint, recoveryRequired: recovery === '1' };
+}
+
+/** The record in a table reply `{ status, lease, ending, checkpoint, recovery }`. */
+function fromTable(key: string, reply: readonly unknown[], secret: string): LeaseRecord | null {
+  const lease = reply[REPLY.lease];
+  if (typeof lease !== 'string') return null;
+  const ending = reply[REPLY.ending];
+  const checkpoint = reply[REPLY.checkpoint];
+  let stored: CheckpointRecord | null = null;
+  if (isSet(checkpoint)) {
+    // token SEP writtenAt SEP json
+    const first = checkpoint.indexOf(SEP);
+    const second = checkpoint.indexOf(SEP, first + 1);
+    stored = checkpointOf(checkpoint.slice(0, first), checkpoint.slice(first + 1, second), checkpoint.slice(second + 1));
+  }
+  const parts = lease.split(SEP);
+  return recordOf(key, parts, 0, parts.length > 1, isSet(ending) ? endingOf(ending.split(SEP), 0) : null, stored, reply[REPLY.recovery], secret);
+}
+
+/** Which string shape a script replies when it replies a string (see `scripts.ts`). */
+export type StringShape = 'held' | 'free';
+
+/** Decodes a lease script's reply (see `scripts.ts`): a table, or a string of the script's `shape`. */
+export function parseLeaseReply(reply: unknown, key: string, presentedSecret: string, shape: StringShape = 'held'): LeaseReply {
+  let status: unknown;
+  let record: LeaseRecord | null = null;
+  if (typeof reply === 'string') {
+    const parts = reply.split(SEP);
+    status = parts[0];
+    record =
+      shape === 'held'
+        ? // status SEP lease (with its grant)
+          recordOf(key, parts, 1, true, null, null, '', presentedSecret)
+        : // status SEP recovery SEP checkpoint (token SEP writtenAt SEP json) SEP token SEP ending
+          recordOf(key, parts, 5, false, endingOf(parts, 6), checkpointOf(parts[2], parts[3], parts[4]), parts[1], presentedSecret);
+  } else if (Array.isArray(reply)) {
+    status = reply[REPLY.status];
+    record = fromTable(key, reply, presentedSecret);
+  }
+  if (typeof status !== 'string' || (status[0] !== '+' && status[0] !== '-')) {
     throw new Error(`leasefence redis: unexpected script reply ${JSON.stringify(reply)}`);
   }
-  const fields: Record<string, string | undefined> = {};
-  RECORD_FIELDS.forEach((name, index) => (fields[name] = text(reply[index])));
-  return {
-    applied: Number(reply[STATUS_OFFSET]) === 1,
-    now: Number(reply[STATUS_OFFSET + 1]),
-    floor: BigInt(String(reply[STATUS_OFFSET + 2])),
-    record: toRecord(key, fields, presentedSecret),
-    rest: reply.slice(STATUS_OFFSET + 3),
-  };
+  const clock = status.slice(1);
+  return { applied: status[0] === '+', now: Number(clock.slice(0, -3)), clock, record, raw: Array.isArray(reply) ? reply : [] };
 }

@@ -11,7 +11,7 @@ import { DEFAULT_PREFIX, keyNames } from './keys.js';
 import { assertStorable } from './record.js';
 import { CommandRecorder, type RedisWriteContext } from './recorder.js';
 import { defineScript, runScript } from './runner.js';
-import { GATE_WRITE_SCRIPT } from './scripts.js';
+import { GATE_WRITE_SCRIPT } from './write-scripts.js';
 
 /** Options of `createRedisTokenGate`. */
 export interface RedisTokenGateOptions {
@@ -50,7 +50,8 @@ export function createRedisTokenGate(options: RedisTokenGateOptions): TokenGate<
 
   return {
     async write<T>(resource: string, lease: { readonly key: string; readonly token: bigint }, write: (context: RedisWriteContext) => T | Promise<T>): Promise<GateOutcome<T>> {
-      assertStorable('token gate write', resource, lease.key);
+      assertStorable('resource', resource);
+      assertStorable('lease key', lease.key);
       const recorder = new CommandRecorder(2);
       const value = write(recorder.context(lease.token));
       const commands = recorder.seal();

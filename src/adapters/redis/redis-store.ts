@@ -6,16 +6,17 @@ import { InvalidArgumentError } from '../../errors.js';
 import type { FencedWriteOutcome } from '../../fence/operations.js';
 import * as transitions from '../../fence/transitions.js';
 import type { Transition } from '../../fence/transitions.js';
-import type { Fence } from '../../fence/types.js';
+import type { Fence, LeaseRecord, StoreTime } from '../../fence/types.js';
 import { checkFence } from '../../fence/verdict.js';
 import { newSecret } from '../../secret.js';
 import type { Store } from '../../store.js';
 import { toConnection, type RedisClient } from './connection.js';
 import { DEFAULT_PREFIX, keyNames } from './keys.js';
-import { assertStorable, attributesArg, fenceArgs, optionalArg, parseLeaseReply, ttlArg, type LeaseReply } from './record.js';
+import { assertNoSeparator, claimArgs, fenceArgs, floorOf, parseLeaseReply, ttlArg, type LeaseReply } from './record.js';
 import { CommandRecorder, type RedisWriteContext } from './recorder.js';
 import { defineScript, runScript, type Script } from './runner.js';
 import * as lua from './scripts.js';
+import { FENCED_WRITE_SCRIPT } from './write-scripts.js';
 
 /** Options of `createRedisStore`. */
 export interface RedisStoreOptions {
@@ -43,8 +44,11 @@ const SCRIPTS = {
   revoke: defineScript('revoke', lua.REVOKE_SCRIPT),
   recover: defineScript('recover', lua.RECOVER_SCRIPT),
   inspect: defineScript('inspect', lua.INSPECT_SCRIPT),
-  fencedWrite: defineScript('fenced write', lua.FENCED_WRITE_SCRIPT),
+  fencedWrite: defineScript('fenced write', FENCED_WRITE_SCRIPT),
 } as const;
+
+const CLEAR: readonly string[] = ['clear'];
+const NO_ARGS: string[] = [];
 
 /**
  * Checks that the script changed the record exactly when the pure core says the transition changes it.
@@ -96,14 +100,19 @@ export function createRedisStore(options: RedisStoreOptions): Store<RedisWriteCo
   const replayWindowMs = options.replayWindowMs ?? 300_000;
   if (!Number.isInteger(replayWindowMs) || replayWindowMs <= 0) throw new InvalidArgumentError(`replayWindowMs must be a positive integer, got ${String(replayWindowMs)}`);
 
-  const run = async (script: Script, key: string, secret: string, keys: string[], args: string[]): Promise<LeaseReply> =>
-    parseLeaseReply(await runScript(connection, script, keys, args), key, secret);
-
-  /** Runs a fenced operation's script and judges its pre-image with the pure transition. */
-  const fenced = async <O>(script: Script, fence: Fence, extra: string[], step: (reply: LeaseReply) => Transition<O>): Promise<O> => {
-    const args = [...fenceArgs(fence), ...extra];
-    const reply = await run(script, fence.key, fence.secret, [names.record(fence.key, 'lease')], args);
-    return agree(script, reply, step(reply));
+  /**
+   * Runs a fenced operation's script (ARGV: the fence, then `extra`) and judges its pre-image with the
+   * operation's pure transition.
+   */
+  const fenced = async <C extends { readonly fence: Fence }, O>(
+    script: Script,
+    command: C,
+    extra: readonly string[] | undefined,
+    transition: (record: LeaseRecord | null, command: C, now: StoreTime) => Transition<O>,
+  ): Promise<O> => {
+    const { fence } = command;
+    const reply = parseLeaseReply(await runScript(connection, script, [names.record(fence.key, 'lease')], fenceArgs(fence, extra)), fence.key, fence.secret);
+    return agree(script, reply, transition(reply.record, command, reply.now));
   };
 
   return {
@@ -111,10 +120,8 @@ export function createRedisStore(options: RedisStoreOptions): Store<RedisWriteCo
 
     async claim(command) {
       const { key, secret } = command;
-      const attributes = attributesArg(command.attributes);
-      assertStorable('claim', key, command.holder, command.runId, secret, attributes);
-      const args = [command.holder, optionalArg(command.runId), secret, ttlArg(command.ttlMs), command.recovering ? '1' : '0', attributes];
-      const reply = await run(SCRIPTS.claim, key, secret, [names.record(key, 'lease')], args);
+      const args = claimArgs(secret, command.holder, command.runId, command.ttlMs, command.attributes, command.recovering);
+      const reply = parseLeaseReply(await runScript(connection, SCRIPTS.claim, [names.record(key, 'lease')], args), key, secret, 'free');
       const { record, now } = reply;
       const grant = record?.grant;
       if (record !== null && grant !== undefined && grant !== null && grant.secret === secret && !reply.applied) {
@@ -122,42 +129,37 @@ export function createRedisStore(options: RedisStoreOptions): Store<RedisWriteCo
         const { token, acquiredAt, expiresAt } = grant;
         return { ok: true, key, token, acquiredAt, expiresAt, previous: record.ending, checkpoint: record.checkpoint, now };
       }
-      return agree(SCRIPTS.claim, reply, transitions.claim(record, command, now, reply.floor));
+      return agree(SCRIPTS.claim, reply, transitions.claim(record, command, now, floorOf(reply)));
     },
 
-    renew: (command) =>
-      fenced(SCRIPTS.renew, command.fence, [ttlArg(command.ttlMs)], (reply) => transitions.renew(reply.record, command, reply.now)),
+    renew: (command) => fenced(SCRIPTS.renew, command, [ttlArg(command.ttlMs)], transitions.renew),
 
-    checkpoint: (command) =>
-      fenced(SCRIPTS.checkpoint, command.fence, [command.json], (reply) => transitions.checkpoint(reply.record, command, reply.now)),
+    checkpoint: (command) => fenced(SCRIPTS.checkpoint, command, [command.json], transitions.checkpoint),
 
     release(command) {
       const json = command.checkpointJson;
-      const mode = json === undefined ? ['keep', ''] : json === null ? ['clear', ''] : ['set', json];
-      return fenced(SCRIPTS.release, command.fence, mode, (reply) => transitions.release(reply.record, command, reply.now));
+      return fenced(SCRIPTS.release, command, json === undefined ? undefined : json === null ? CLEAR : ['set', json], transitions.release);
     },
 
-    recover: (command) =>
-      fenced(SCRIPTS.recover, command.fence, [command.action], (reply) => transitions.recover(reply.record, command, reply.now)),
+    recover: (command) => fenced(SCRIPTS.recover, command, [command.action], transitions.recover),
 
     async revoke(command) {
       const { key } = command;
-      assertStorable('revoke', key, command.reason, command.by);
+      assertNoSeparator('revoked by', command.by);
       const memo = names.memo(key, newSecret());
       const args = [command.reason, command.by, command.requireRecovery ? '1' : '0', command.expectedToken?.toString() ?? '', String(replayWindowMs)];
-      const reply = await run(SCRIPTS.revoke, key, '', [names.record(key, 'lease'), memo], args);
+      const reply = parseLeaseReply(await runScript(connection, SCRIPTS.revoke, [names.record(key, 'lease'), memo], args), key, '');
       return agree(SCRIPTS.revoke, reply, transitions.revoke(reply.record, command, reply.now));
     },
 
     async inspect(key) {
-      assertStorable('key', key);
-      const reply = await run(SCRIPTS.inspect, key, '', [names.record(key, 'lease')], []);
+      const reply = parseLeaseReply(await runScript(connection, SCRIPTS.inspect, [names.record(key, 'lease')], NO_ARGS), key, '');
       return transitions.inspect(reply.record, key, reply.now);
     },
 
     async fencedWrite<T>(fence: Fence, write: (context: RedisWriteContext) => T | Promise<T>): Promise<FencedWriteOutcome<T>> {
       const recorder = new CommandRecorder(2);
-      const fenceArguments = fenceArgs(fence);
+      const fenceArguments = fenceArgs(fence, [String(replayWindowMs)]);
       const value = write(recorder.context(fence.token));
       const commands = recorder.seal();
       // NOTE: the callback's own promise may reject once the script's verdict is known; never leave it unhandled.
@@ -165,7 +167,8 @@ export function createRedisStore(options: RedisStoreOptions): Store<RedisWriteCo
       const keys = [names.record(fence.key, 'lease'), names.memo(fence.key, newSecret()), ...commands.keys];
       let reply: LeaseReply;
       try {
-        reply = await run(SCRIPTS.fencedWrite, fence.key, fence.secret, keys, [...fenceArguments, String(replayWindowMs), ...commands.args]);
+        for (const arg of commands.args) fenceArguments.push(arg);
+        reply = parseLeaseReply(await runScript(connection, SCRIPTS.fencedWrite, keys, fenceArguments), fence.key, fence.secret);
       } catch (error) {
         recorder.fail(error);
         throw error;
@@ -178,7 +181,7 @@ export function createRedisStore(options: RedisStoreOptions): Store<RedisWriteCo
         recorder.refuse(verdict);
         return verdict;
       }
-      const [replies, failed, message] = reply.rest;
+      const [replies, failed, message] = reply.raw.slice(lua.REPLY.extras);
       const failure = recorder.settle(replies, failed, message);
       if (failure !== null) throw failure;
       return { ok: true, value: await value, token: fence.token, now: reply.now };

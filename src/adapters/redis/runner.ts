@@ -39,15 +39,20 @@ function classify(script: Script, error: unknown): unknown {
 
 /** Runs `script` with `keys` as KEYS and `args` as ARGV; one EVALSHA, plus one EVAL after a NOSCRIPT. */
 export async function runScript(connection: RedisConnection, script: Script, keys: readonly string[], args: readonly string[]): Promise<unknown> {
-  const tail = [String(keys.length), ...keys, ...args];
+  const command = ['EVALSHA', script.sha, String(keys.length)];
+  for (const key of keys) command.push(key);
+  for (const arg of args) command.push(arg);
   try {
-    return await connection.send(['EVALSHA', script.sha, ...tail]);
+    return await connection.send(command);
   } catch (error) {
     // NOTE: NOSCRIPT means the script did not run at all, so sending its source is safe.
     if (!(error instanceof RedisReplyError && error.code === 'NOSCRIPT')) throw classify(script, error);
   }
+  const evalCommand = command.slice();
+  evalCommand[0] = 'EVAL';
+  evalCommand[1] = script.source;
   try {
-    return await connection.send(['EVAL', script.source, ...tail]);
+    return await connection.send(evalCommand);
   } catch (error) {
     throw classify(script, error);
   }

@@ -1,0 +1,73 @@
+/**
+ * Lua fragments the scripts in `scripts.ts` and `write-scripts.ts` are built from: straight-line code
+ * spliced into each script (no per-call closures), reading and naming the parts of the record described
+ * in `scripts.ts`.
+ */
+
+/**
+ * Reads the clock once: `clock` is epoch µs as decimal text (the token floor), `now_ms` epoch ms as text,
+ * `now` the same as a number. Built from `TIME`'s two parts as text: no number-to-text conversion.
+ */
+export const CLOCK: string = `
+local t = redis.call('TIME')
+local clock = t[1] .. string.sub('00000', #t[2]) .. t[2]
+local now_ms = string.sub(clock, 1, -4)
+local now = tonumber(now_ms)
+`;
+
+/** The locals `GRANT_PARTS` sets, declared where the script needs them. */
+export const GRANT_LOCALS: string = 'local s2, s4, s5, expires';
+
+/**
+ * Given `lease` holding a grant and `s1`, the position of its first SEP: sets the positions `s2` (after
+ * the secret), `s4` (after the run) and `s5` (after expires), and `expires` (see `GRANT_LOCALS`).
+ */
+export const GRANT_PARTS: string = `
+s2 = string.find(lease, '\\0', s1 + 1, true)
+s4 = string.find(lease, '\\0', string.find(lease, '\\0', s2 + 1, true) + 1, true)
+s5 = string.find(lease, '\\0', s4 + 1, true)
+expires = string.sub(lease, s4 + 1, s5 - 1)
+`;
+
+/** After `GRANT_PARTS`: the lease field with the grant's secret replaced by `''` (an expression). */
+export const MASKED: string = `string.sub(lease, 1, s1) .. string.sub(lease, s2)`;
+
+/** After `GRANT_PARTS`: the ending of the expired grant that a claim takes over (an expression). */
+export const TAKE_OVER: string = `'expired\\0' .. string.sub(lease, 1, s1) .. string.sub(lease, s2 + 1, s4) .. expires .. '\\0\\0'`;
+
+/**
+ * The fence check and refusal of every fenced script. ARGV: token, secret, who (holder SEP run SEP), then
+ * n and n attribute name/value pairs (n may be left out when it is 0 and nothing follows); `at` is the
+ * first ARGV index after them. The fence holds (exactly
+ * when fence/verdict.ts#checkFence returns ok) when token SEP secret SEP who (`prefix`) starts the lease
+ * field, the required attributes match and the grant has not expired; `e` is then the position of the SEP
+ * after expires. When it does not hold, the script returns the lease (its secret replied only if it is the
+ * presented one) and the ending, which explain the refusal, and changes nothing.
+ */
+export const FENCED: string = `${CLOCK}
+local lease = redis.call('HGET', KEYS[1], 'lease')
+local n = tonumber(ARGV[4]) or 0
+local at = 5 + 2 * n
+local prefix = ARGV[1] .. '\\0' .. ARGV[2] .. '\\0' .. ARGV[3]
+local e = lease and string.find(lease, prefix, 1, true) == 1 and string.find(lease, '\\0', #prefix + 1, true)
+local holds = false
+if e then
+  local expires = string.sub(lease, #prefix + 1, e - 1)
+  holds = expires == '' or now < tonumber(expires)
+  if holds and n > 0 then
+    local attrs = string.sub(lease, string.find(lease, '\\0', e + 1, true) + 1)
+    attrs = attrs ~= '' and cjson.decode(attrs) or {}
+    for i = 5, at - 1, 2 do
+      if attrs[ARGV[i]] ~= ARGV[i + 1] then holds = false; break end
+    end
+  end
+end
+if not holds then
+  local s1 = lease and string.find(lease, '\\0', 1, true)
+  if s1 then
+    local s2 = string.find(lease, '\\0', s1 + 1, true)
+    if string.sub(lease, s1 + 1, s2 - 1) ~= ARGV[2] then lease = string.sub(lease, 1, s1) .. string.sub(lease, s2) end
+  end
+  return {'-' .. clock, lease, redis.call('HGET', KEYS[1], 'ending')}
+end
+`;
