@@ -28,7 +28,7 @@ export interface RedisStoreOptions {
    */
   readonly prefix?: string;
   /**
-   * How long the first reply of a fenced write or revoke is kept under its request id, so that a
+   * How long the first reply of a fenced write, revoke, checkpoint or recover is kept under its request id, so that a
    * re-delivery of the same request (ioredis re-sends unanswered commands after a reconnect) returns it
    * instead of applying twice. A re-delivery later than this could apply a fenced write again.
    * @default 300_000
@@ -79,7 +79,7 @@ function agree<O>(script: Script, reply: LeaseReply, transition: Transition<O>):
  * too with `hashTagOf(key)` (see `keys.ts`).
  *
  * **Lost replies**: every operation is safe to deliver twice (ioredis re-sends unanswered commands after
- * a reconnect): a re-delivered claim is recognised by its secret, fenced writes and revokes by a request
+ * a reconnect): a re-delivered claim is recognised by its secret, fenced writes, revokes, checkpoints and recovers by a request
  * id memoised for `replayWindowMs`, the rest compare before they change anything. A reply lost for good
  * is an `OutcomeUnknownError`; a command that could not be sent, a `StoreUnavailableError`.
  *
@@ -109,9 +109,12 @@ export function createRedisStore(options: RedisStoreOptions): Store<RedisWriteCo
     command: C,
     extra: readonly string[] | undefined,
     transition: (record: LeaseRecord | null, command: C, now: StoreTime) => Transition<O>,
+    memoised = false,
   ): Promise<O> => {
     const { fence } = command;
-    const reply = parseLeaseReply(await runScript(connection, script, [names.record(fence.key, 'lease')], fenceArgs(fence, extra)), fence.key, fence.secret);
+    const record = names.record(fence.key, 'lease');
+    const keys = memoised ? [record, names.memo(fence.key, newSecret())] : [record];
+    const reply = parseLeaseReply(await runScript(connection, script, keys, fenceArgs(fence, extra)), fence.key, fence.secret);
     return agree(script, reply, transition(reply.record, command, reply.now));
   };
 
@@ -134,14 +137,15 @@ export function createRedisStore(options: RedisStoreOptions): Store<RedisWriteCo
 
     renew: (command) => fenced(SCRIPTS.renew, command, [ttlArg(command.ttlMs)], transitions.renew),
 
-    checkpoint: (command) => fenced(SCRIPTS.checkpoint, command, [command.json], transitions.checkpoint),
+    // NOTE: checkpoint and recover are memoised per request: see CHECKPOINT_SCRIPT.
+    checkpoint: (command) => fenced(SCRIPTS.checkpoint, command, [command.json, String(replayWindowMs)], transitions.checkpoint, true),
 
     release(command) {
       const json = command.checkpointJson;
       return fenced(SCRIPTS.release, command, json === undefined ? undefined : json === null ? CLEAR : ['set', json], transitions.release);
     },
 
-    recover: (command) => fenced(SCRIPTS.recover, command, [command.action], transitions.recover),
+    recover: (command) => fenced(SCRIPTS.recover, command, [command.action, String(replayWindowMs)], transitions.recover, true),
 
     async revoke(command) {
       const { key } = command;

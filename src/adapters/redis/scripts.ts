@@ -105,10 +105,26 @@ redis.call('HSET', KEYS[1], 'lease', prefix .. (ARGV[at] == '' and '' or ((now +
 return '+' .. clock .. '\\0' .. lease
 `;
 
-/** checkpoint. KEYS: record. ARGV: fence, then the checkpoint JSON. Writing one resolves a pending recovery. */
-export const CHECKPOINT_SCRIPT: string = `${FENCED}
+/**
+ * Memoised operations (checkpoint, recover) start with this: a re-delivery of the same request (same request
+ * id in KEYS[2]) returns the first reply. Only an applied reply is memoised: a refusal stays a refusal when
+ * re-evaluated, since a grant never becomes current again.
+ */
+const REPLAYED = `
+local memo = redis.call('GET', KEYS[2])
+if memo then return cmsgpack.unpack(memo) end
+`;
+
+/**
+ * checkpoint. KEYS: record, request memo. ARGV: fence, then the checkpoint JSON and the memo TTL ms.
+ * Writing one resolves a pending recovery. Memoised: ioredis re-sends a script whose reply was lost, and
+ * by then a newer grant may hold the key; the re-delivery must report the checkpoint it stored.
+ */
+export const CHECKPOINT_SCRIPT: string = `${REPLAYED}${FENCED}
 redis.call('HSET', KEYS[1], 'checkpoint', ARGV[1] .. '\\0' .. now_ms .. '\\0' .. ARGV[at], 'recovery', '')
-return '+' .. clock .. '\\0' .. lease
+local reply = '+' .. clock .. '\\0' .. lease
+redis.call('SET', KEYS[2], cmsgpack.pack(reply), 'PX', ARGV[at + 1])
+return reply
 `;
 
 /**
@@ -158,8 +174,11 @@ redis.call('SET', KEYS[2], cmsgpack.pack(reply), 'PX', ARGV[5])
 return reply
 `;
 
-/** recover. KEYS: record. ARGV: fence, then action ('resume' | 'discard'). Reads the checkpoint once it holds. */
-export const RECOVER_SCRIPT: string = `${FENCED}
+/**
+ * recover. KEYS: record, request memo. ARGV: fence, then action ('resume' | 'discard') and the memo TTL ms.
+ * Reads the checkpoint once it holds. Memoised like checkpoint.
+ */
+export const RECOVER_SCRIPT: string = `${REPLAYED}${FENCED}
 local checkpoint = redis.call('HGET', KEYS[1], 'checkpoint')
 if ARGV[at] == 'discard' or not checkpoint or checkpoint == '' then
   redis.call('HSET', KEYS[1], 'checkpoint', '', 'recovery', '')
@@ -167,7 +186,9 @@ else
   local json = string.sub(checkpoint, string.find(checkpoint, '\\0', string.find(checkpoint, '\\0', 1, true) + 1, true) + 1)
   redis.call('HSET', KEYS[1], 'checkpoint', ARGV[1] .. '\\0' .. now_ms .. '\\0' .. json, 'recovery', '')
 end
-return {'+' .. clock, lease, false, checkpoint}
+local reply = {'+' .. clock, lease, false, checkpoint}
+redis.call('SET', KEYS[2], cmsgpack.pack(reply), 'PX', ARGV[at + 1])
+return reply
 `;
 
 /** inspect. KEYS: record. Reads the record and the clock together; changes nothing. */
