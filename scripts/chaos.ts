@@ -1,0 +1,103 @@
+/**
+ * The long chaos run: `npm run chaos -- --duration 600`.
+ *
+ * Repeats every scenario (both stores, one after the other) with a fresh derived seed per round until the
+ * total duration is spent, then prints the summary table and exits non-zero on any violation. Failing runs
+ * keep their JSONL histories (the path is printed); `CHAOS_SEED=<seed>` replays the fault schedule.
+ *
+ * Options: --duration <s> (total, default 600), --scenario-duration <s> (default 30), --stores postgres,redis,
+ * --scenarios kleppmann,crash,... , --seed <n> (same as CHAOS_SEED), --keep (keep every history),
+ * --variant unfenced-write|blind-renew|racy-claim (run a planted bug: the run must report violations).
+ */
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { parseArgs } from 'node:util';
+import type { StoreKind } from '../test/chaos/backend.js';
+import { formatViolations } from '../test/chaos/checker.js';
+import { MUTANTS, type MutantName } from '../test/chaos/mutants.js';
+import { chaosSeed, createRandom } from '../test/chaos/prng.js';
+import { runScenario, type RunResult } from '../test/chaos/run.js';
+import { scenariosFor } from '../test/chaos/scenarios.js';
+import { formatSummary } from '../test/chaos/summary.js';
+import { startPostgres } from '../test/support/postgres-server.js';
+import { startRedis } from '../test/support/redis-server.js';
+
+const { values } = parseArgs({
+  options: {
+    duration: { type: 'string', default: '600' },
+    'scenario-duration': { type: 'string', default: '30' },
+    stores: { type: 'string', default: 'postgres,redis' },
+    scenarios: { type: 'string' },
+    seed: { type: 'string' },
+    keep: { type: 'boolean', default: false },
+    variant: { type: 'string' },
+  },
+});
+
+const totalMs = Number(values.duration) * 1000;
+const scenarioMs = Number(values['scenario-duration']) * 1000;
+const stores = values.stores.split(',') as StoreKind[];
+const only = values.scenarios?.split(',') ?? null;
+const seed = values.seed === undefined ? chaosSeed() : chaosSeed({ CHAOS_SEED: values.seed });
+const variant = (values.variant ?? null) as MutantName | null;
+if (variant !== null && !MUTANTS.includes(variant)) throw new Error(`--variant must be one of ${MUTANTS.join(', ')}`);
+const dir = mkdtempSync(join(tmpdir(), 'leasefence-chaos-'));
+const log = (line: string): void => console.log(line);
+
+log(`leasefence chaos: total ${totalMs / 1000} s, ${scenarioMs / 1000} s per scenario, stores ${stores.join(', ')}, seed ${seed} (replay: CHAOS_SEED=${seed})`);
+const started = performance.now();
+const results: RunResult[] = [];
+const shared = new Map<StoreKind, { url: string; stop(): Promise<void> }>();
+const startShared = async (store: StoreKind): Promise<void> => {
+  await shared.get(store)?.stop().catch(() => undefined);
+  shared.set(store, store === 'postgres' ? await startPostgres() : await startRedis({ persistence: 'aof' }));
+};
+/** Runs that could not complete (a server gone from under the harness, say): reported, and they fail the run. */
+const harnessErrors: string[] = [];
+let round = 0;
+try {
+  for (const store of stores) await startShared(store);
+  const seeds = createRandom(seed).fork('rounds');
+  // NOTE: the first round always runs whole; later rounds stop when the duration is spent.
+  while (round === 0 || performance.now() - started < totalMs) {
+    round += 1;
+    const roundSeed = round === 1 ? seed : seeds.int(0, 2 ** 32 - 1);
+    log(`round ${round} (seed ${roundSeed})`);
+    for (const store of stores) {
+      for (const scenario of scenariosFor(store)) {
+        if (only !== null && !only.includes(scenario.name)) continue;
+        if (round > 1 && performance.now() - started >= totalMs) break;
+        let result: RunResult;
+        try {
+          result = await runScenario({ store, scenario, seed: roundSeed, durationMs: scenarioMs, variant, dir, sharedUrl: shared.get(store)?.url ?? null, log });
+        } catch (error) {
+          const message = `${store} ${scenario.name} (seed ${roundSeed}): ${error instanceof Error ? error.message : String(error)}`;
+          harnessErrors.push(message);
+          log(`    HARNESS ERROR ${message}; restarting the shared ${store} server`);
+          await startShared(store);
+          continue;
+        }
+        results.push(result);
+        const { violations, figures } = result.report;
+        const faults = Object.entries(figures.faults).map(([name, count]) => `${name} ${count}`).join(', ');
+        log(`    ${figures.operations} ops, ${figures.grants} grants, ${figures.unknown} unknown; faults: ${faults || 'none'}; ${violations.length} violations`);
+        if (violations.length > 0) log(`    history kept in ${result.historyDir}\n${formatViolations(violations)}`);
+        for (const crash of result.crashes) log(`    WORKER CRASH ${crash.proc} (exit ${crash.code ?? crash.signal}):\n${crash.stderr}`);
+      }
+    }
+    // NOTE: the table so far after every round, so an interrupted long run still leaves its figures.
+    log(`after round ${round}, ${((performance.now() - started) / 1000).toFixed(0)} s:\n${formatSummary(results)}`);
+  }
+} finally {
+  for (const server of shared.values()) await server.stop().catch(() => undefined);
+}
+
+const violations = results.reduce((sum, result) => sum + result.report.violations.length + result.crashes.length, 0) + harnessErrors.length;
+log(`\n${formatSummary(results)}`);
+log(`\n${results.length} scenario runs in ${((performance.now() - started) / 1000).toFixed(0)} s, seed ${seed}, ${violations} violations, worker crashes and harness errors`);
+for (const error of harnessErrors) log(`harness error: ${error}`);
+if (violations === 0 && !values.keep) rmSync(dir, { recursive: true, force: true });
+else log(`histories in ${dir}`);
+// NOTE: with a planted bug, finding violations is the success.
+process.exit((violations === 0) === (variant === null) ? 0 : 1);

@@ -1,0 +1,107 @@
+/**
+ * The Redis adapter as a chaos backend. Workers use ioredis as a user would (default re-send of unanswered
+ * commands after a reconnect, plus a command timeout), the ledger is an RPUSH recorded inside the fenced
+ * write's script, the gated resource an RPUSH inside the token gate's script.
+ */
+import { Redis } from 'ioredis';
+import { createRedisStore, createRedisTokenGate, hashTagOf, type RedisWriteContext } from '../../src/adapters/redis/index.js';
+import type { Lease } from '../../src/lease.js';
+import { createLeases } from '../../src/leases.js';
+import type { Leases } from '../../src/leases.js';
+import type { Store } from '../../src/store.js';
+import { resourceOf, type StoreAdmin, type WorkerBackend } from './backend.js';
+import { decodeEntry, type FinalKeyState } from './history.js';
+
+/** The adapter's default key prefix (see src/adapters/redis/keys.ts). */
+export const REDIS_PREFIX = 'leasefence:';
+/** The Redis hash holding a lease record, for keys without braces (the chaos keys have none). */
+export const redisRecordKey = (key: string): string => `${REDIS_PREFIX}{${key}}:lease`;
+const ledgerKey = (key: string): string => `${hashTagOf(key)}:chaos-ledger`;
+const gateLedgerKey = (resource: string): string => `${hashTagOf(resource)}:chaos-gate`;
+
+/** A worker's ioredis client: the library's documented setup, with a bound on every command. */
+export function workerRedisClient(url: string, name: string): Redis {
+  const client = new Redis(url, { connectionName: name, commandTimeout: 1500, maxRetriesPerRequest: 1, retryStrategy: () => 50, lazyConnect: false });
+  client.on('error', () => undefined);
+  return client;
+}
+
+/** Builds the worker's backend; `wrap` swaps in a planted bug (mutants.ts). */
+export function createRedisBackend(url: string, proc: string, wrap: (store: Store<RedisWriteContext>, client: Redis) => Store<RedisWriteContext> = (s) => s): WorkerBackend {
+  const client = workerRedisClient(url, `chaos-${proc.replace('.', '-')}`);
+  const store = wrap(createRedisStore({ client }), client);
+  const gate = createRedisTokenGate({ client });
+  return {
+    store: store as Store,
+    gate: gate as WorkerBackend['gate'],
+    appendUnderFence: (leases: Leases, lease: Lease, entry: string) =>
+      leases.fencedWrite(lease, (tx) => {
+        void (tx as RedisWriteContext).call('RPUSH', ledgerKey(lease.key), entry);
+      }),
+    appendThroughGate: (leases: Leases, lease: Lease, resource: string, entry: string) =>
+      leases.gateWrite(gate, resource, lease, (tx) => {
+        void tx.call('RPUSH', gateLedgerKey(resource), entry);
+      }),
+    close: async () => {
+      client.disconnect();
+    },
+  };
+}
+
+/**
+ * Makes the current grant expire at the server's now: rewrites expires, the fifth NUL-separated part of the
+ * record's `lease` field (see src/adapters/redis/scripts.ts), which holds just the token when nothing is held.
+ */
+const FORCE_EXPIRE_SCRIPT = `
+local lease = redis.call('HGET', KEYS[1], 'lease')
+local s1 = lease and string.find(lease, '\\0', 1, true)
+if not s1 then return 0 end
+local s4 = string.find(lease, '\\0', string.find(lease, '\\0', string.find(lease, '\\0', s1 + 1, true) + 1, true) + 1, true)
+local s5 = string.find(lease, '\\0', s4 + 1, true)
+local t = redis.call('TIME')
+local micros = string.rep('0', 6 - #t[2]) .. t[2]
+redis.call('HSET', KEYS[1], 'lease', string.sub(lease, 1, s4) .. t[1] .. string.sub(micros, 1, 3) .. string.sub(lease, s5))
+return 1`;
+
+/** The harness's admin connection. */
+export function createRedisAdmin(url: string): StoreAdmin & { scriptFlush(): Promise<void>; client: Redis } {
+  const client = new Redis(url, { connectionName: 'chaos-admin', maxRetriesPerRequest: 20, retryStrategy: () => 50 });
+  client.on('error', () => undefined);
+  const store = createRedisStore({ client });
+  const operator = createLeases(store, { holder: 'chaos-operator' });
+  return {
+    client,
+    revoke: async (key) => (await operator.revoke(key, { reason: 'chaos: operator revoke', by: 'chaos-operator' })).ok,
+    forceExpire: async (key) => {
+      await client.eval(FORCE_EXPIRE_SCRIPT, 1, redisRecordKey(key));
+    },
+    killConnections: async () => {
+      // NOTE: only the chaos workers' connections (by name), so tests sharing this server are not hit.
+      const list = String(await client.call('CLIENT', 'LIST', 'TYPE', 'normal'));
+      const ids = [...list.matchAll(/^id=(\d+) .*\bname=chaos-w\S*/gm)].map((match) => match[1] as string);
+      let killed = 0;
+      for (const id of ids) killed += Number(await client.call('CLIENT', 'KILL', 'ID', id, 'TYPE', 'normal'));
+      return killed;
+    },
+    scriptFlush: async () => {
+      await client.call('SCRIPT', 'FLUSH');
+    },
+    readFinal: (keys) =>
+      Promise.all(
+        keys.map(async (key): Promise<FinalKeyState> => {
+          const inspection = await store.inspect(key);
+          const checkpoint = inspection.checkpoint;
+          return {
+            key,
+            token: inspection.token.toString(),
+            ledger: (await client.lrange(ledgerKey(key), 0, -1)).map(decodeEntry),
+            gateLedger: (await client.lrange(gateLedgerKey(resourceOf(key)), 0, -1)).map(decodeEntry),
+            checkpoint: checkpoint === null ? null : { id: (JSON.parse(checkpoint.json) as { id: string }).id, token: checkpoint.token.toString() },
+          };
+        }),
+      ),
+    close: async () => {
+      client.disconnect();
+    },
+  };
+}

@@ -1,0 +1,45 @@
+/**
+ * What the chaos harness needs from a store, on both sides: a worker uses a `WorkerBackend` exactly as a
+ * user would (a store, a token gate, and a ledger written inside the fenced write); the harness uses a
+ * `StoreAdmin` to prepare the ledger, force expiries, cut connections and read the final state.
+ */
+import type { FencedWriteOutcome, GateOutcome } from '../../src/fence/operations.js';
+import type { TokenGate } from '../../src/gate.js';
+import type { Lease } from '../../src/lease.js';
+import type { Leases } from '../../src/leases.js';
+import type { Store } from '../../src/store.js';
+import type { FinalKeyState } from './history.js';
+
+/** Which store a run targets. */
+export type StoreKind = 'postgres' | 'redis';
+
+/** A worker's view of the store. */
+export interface WorkerBackend {
+  readonly store: Store;
+  readonly gate: TokenGate;
+  /** Appends `entry` to the key's ledger inside `leases.fencedWrite` (applied only under a current grant). */
+  appendUnderFence(leases: Leases, lease: Lease, entry: string): Promise<FencedWriteOutcome<unknown>>;
+  /** Appends `entry` to `resource`'s ledger through the token gate with the lease's token. */
+  appendThroughGate(leases: Leases, lease: Lease, resource: string, entry: string): Promise<GateOutcome<unknown>>;
+  close(): Promise<void>;
+}
+
+/** The harness's view of the store. */
+export interface StoreAdmin {
+  /** Makes the current grant of `key` expire now on the store's clock. */
+  forceExpire(key: string): Promise<void>;
+  /** Cuts every worker connection (pg_terminate_backend / CLIENT KILL TYPE normal); returns how many. */
+  killConnections(): Promise<number>;
+  /** An operator's force-release of `key` (moves the token on); `true` when something was revoked. */
+  revoke(key: string): Promise<boolean>;
+  /** Redis only: SCRIPT FLUSH, so every worker's next EVALSHA meets NOSCRIPT. */
+  scriptFlush?(): Promise<void>;
+  /** Reads token, ledgers and checkpoint of each key. */
+  readFinal(keys: readonly string[]): Promise<FinalKeyState[]>;
+  close(): Promise<void>;
+}
+
+/** The gated resource of a key. */
+export function resourceOf(key: string): string {
+  return `res:${key}`;
+}

@@ -1,0 +1,167 @@
+/**
+ * Planted bugs: variants of the real Postgres and Redis adapters, each broken in one classic way, run
+ * against the real servers. The chaos checker must fail every one of them (mutants.test.ts):
+ *
+ * - `unfenced-write`: the fenced write runs the user's write without checking the grant (the store trusts
+ *   the client's belief that it still holds the lease);
+ * - `blind-renew`: renew writes the caller's grant back with a new expiry without comparing it with the
+ *   current one (`SET key me PX ttl`), resurrecting a grant that expired or was taken over;
+ * - `racy-claim`: claim reads the record, decides in the client, then writes token + 1 in a second round
+ *   trip, so two claimers can both win.
+ *
+ * Everything else is the real adapter.
+ */
+import type pg from 'pg';
+import type { Redis } from 'ioredis';
+import type { PostgresWriteContext } from '../../src/adapters/postgres/index.js';
+import { RedisKey, type RedisWriteContext } from '../../src/adapters/redis/index.js';
+import type { ClaimCommand, ClaimOutcome, Inspection } from '../../src/fence/operations.js';
+import type { Store } from '../../src/store.js';
+import { LEASE_TABLE } from './backend-postgres.js';
+import { redisRecordKey } from './backend-redis.js';
+
+/** The planted bugs. */
+export type MutantName = 'unfenced-write' | 'blind-renew' | 'racy-claim';
+
+/** Every planted bug, in the order the tests run them. */
+export const MUTANTS: readonly MutantName[] = ['unfenced-write', 'blind-renew', 'racy-claim'];
+
+const sleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms));
+
+/** What the racy claim decides in the client from an inspection made one round trip earlier. */
+function decideFromInspection(inspection: Inspection, command: ClaimCommand): ClaimOutcome | null {
+  const grant = inspection.grant;
+  if (grant === null || !grant.live) return null;
+  return { ok: false, reason: 'held', key: command.key, token: grant.token, holder: grant.holder, runId: grant.runId, acquiredAt: grant.acquiredAt, expiresAt: grant.expiresAt, now: inspection.now };
+}
+
+function granted(inspection: Inspection, command: ClaimCommand, token: bigint, now: number): ClaimOutcome {
+  const expiresAt = command.ttlMs === null ? null : now + command.ttlMs;
+  const grant = inspection.grant;
+  const previous = grant === null ? inspection.ending : { kind: 'expired' as const, token: grant.token, holder: grant.holder, runId: grant.runId, at: grant.expiresAt ?? now, reason: null, by: null };
+  return { ok: true, key: command.key, token, acquiredAt: now, expiresAt, previous, checkpoint: inspection.checkpoint, now };
+}
+
+// ---------------------------------------------------------------------------------------------- Postgres
+
+const PG_NOW = `(extract(epoch FROM date_trunc('milliseconds', clock_timestamp())) * 1000)::bigint::text`;
+
+/** Wraps the real Postgres store with the planted bug `name`. */
+export function postgresMutant(name: MutantName, store: Store<PostgresWriteContext>, pool: pg.Pool): Store<PostgresWriteContext> {
+  const mutant: Store<PostgresWriteContext> = {
+    id: store.id,
+    claim: (c) => store.claim(c),
+    renew: (c) => store.renew(c),
+    checkpoint: (c) => store.checkpoint(c),
+    release: (c) => store.release(c),
+    revoke: (c) => store.revoke(c),
+    recover: (c) => store.recover(c),
+    inspect: (k) => store.inspect(k),
+    fencedWrite: (f, w) => store.fencedWrite(f, w),
+  };
+  if (name === 'unfenced-write') {
+    mutant.fencedWrite = async (fence, write) => {
+      const connection = await pool.connect();
+      try {
+        await connection.query('BEGIN');
+        const { rows } = await connection.query<{ now: string }>(`SELECT ${PG_NOW} AS now`);
+        const now = Number(rows[0]?.now);
+        const query = connection.query.bind(connection) as unknown as PostgresWriteContext['query'];
+        const value = await write({ query, connection, key: fence.key, token: fence.token, now });
+        await connection.query('COMMIT');
+        return { ok: true, value, token: fence.token, now };
+      } finally {
+        connection.release();
+      }
+    };
+  } else if (name === 'blind-renew') {
+    mutant.renew = async ({ fence, ttlMs }) => {
+      const { rows } = await pool.query<{ now: string; expires: string }>(
+        `UPDATE ${LEASE_TABLE} SET token = $2, holder = $3, secret = $4, run_id = $5,
+           expires_at = date_trunc('milliseconds', clock_timestamp()) + $6 * interval '1 millisecond'
+         WHERE key = $1 RETURNING ${PG_NOW} AS now, (extract(epoch FROM expires_at) * 1000)::bigint::text AS expires`,
+        [fence.key, fence.token.toString(), fence.holder, fence.secret, fence.runId, ttlMs],
+      );
+      const row = rows[0];
+      return { ok: true, key: fence.key, token: fence.token, expiresAt: Number(row?.expires), now: Number(row?.now) };
+    };
+  } else {
+    mutant.claim = async (command) => {
+      const inspection = await store.inspect(command.key);
+      const held = decideFromInspection(inspection, command);
+      if (held !== null) return held;
+      await sleep(10); // NOTE: the second round trip of a read-then-write claim, widened a little.
+      const token = inspection.token + 1n;
+      const { rows } = await pool.query<{ now: string }>(
+        `INSERT INTO ${LEASE_TABLE} AS l (key, token, holder, run_id, secret, acquired_at, expires_at, attributes)
+         VALUES ($1, $2, $3, $4, $5, date_trunc('milliseconds', clock_timestamp()), date_trunc('milliseconds', clock_timestamp()) + $6 * interval '1 millisecond', '{}')
+         ON CONFLICT (key) DO UPDATE SET token = EXCLUDED.token, holder = EXCLUDED.holder, run_id = EXCLUDED.run_id, secret = EXCLUDED.secret,
+           acquired_at = EXCLUDED.acquired_at, expires_at = EXCLUDED.expires_at, attributes = EXCLUDED.attributes
+         RETURNING (extract(epoch FROM acquired_at) * 1000)::bigint::text AS now`,
+        [command.key, token.toString(), command.holder, command.runId, command.secret, command.ttlMs],
+      );
+      return granted(inspection, command, token, Number(rows[0]?.now));
+    };
+  }
+  return mutant;
+}
+
+// ------------------------------------------------------------------------------------------------- Redis
+
+const REDIS_NOW = `local t = redis.call('TIME') local micros = string.rep('0', 6 - #t[2]) .. t[2] local now = tonumber(t[1] .. string.sub(micros, 1, 3))`;
+// NOTE: the record's `lease` field is token NUL secret NUL holder NUL run NUL expires NUL acquired NUL attributes
+// (run '' for none, else '=' .. run; see src/adapters/redis/scripts.ts).
+const BLIND_GRANT_SCRIPT = `${REDIS_NOW}
+local run = ARGV[4] == '' and '' or ('=' .. ARGV[4])
+redis.call('HSET', KEYS[1], 'lease', ARGV[1] .. '\\0' .. ARGV[3] .. '\\0' .. ARGV[2] .. '\\0' .. run .. '\\0' .. tostring(now + tonumber(ARGV[5])) .. '\\0' .. tostring(now) .. '\\0')
+return tostring(now)`;
+
+/** Wraps the real Redis store with the planted bug `name`. */
+export function redisMutant(name: MutantName, store: Store<RedisWriteContext>, client: Redis): Store<RedisWriteContext> {
+  const mutant: Store<RedisWriteContext> = {
+    id: store.id,
+    claim: (c) => store.claim(c),
+    renew: (c) => store.renew(c),
+    checkpoint: (c) => store.checkpoint(c),
+    release: (c) => store.release(c),
+    revoke: (c) => store.revoke(c),
+    recover: (c) => store.recover(c),
+    inspect: (k) => store.inspect(k),
+    fencedWrite: (f, w) => store.fencedWrite(f, w),
+  };
+  const blindGrant = async (key: string, token: bigint, holder: string, secret: string, runId: string | null, ttlMs: number | null): Promise<number> =>
+    Number(await client.eval(BLIND_GRANT_SCRIPT, 1, redisRecordKey(key), token.toString(), holder, secret, runId ?? '', String(ttlMs ?? 86_400_000)));
+  if (name === 'unfenced-write') {
+    mutant.fencedWrite = async (fence, write) => {
+      const pending: Array<Promise<unknown>> = [];
+      const context: RedisWriteContext = {
+        token: fence.token,
+        key: (keyName) => new RedisKey(keyName),
+        call: (command, key, ...args) => {
+          const reply = client.call(command, typeof key === 'string' ? key : key.name, ...args.map((arg) => (arg instanceof RedisKey ? arg.name : String(arg))));
+          pending.push(reply);
+          return reply;
+        },
+      };
+      const value = await write(context);
+      await Promise.all(pending);
+      return { ok: true, value, token: fence.token, now: Date.now() };
+    };
+  } else if (name === 'blind-renew') {
+    mutant.renew = async ({ fence, ttlMs }) => {
+      const now = await blindGrant(fence.key, fence.token, fence.holder, fence.secret, fence.runId, ttlMs);
+      return { ok: true, key: fence.key, token: fence.token, expiresAt: ttlMs === null ? null : now + ttlMs, now };
+    };
+  } else {
+    mutant.claim = async (command) => {
+      const inspection = await store.inspect(command.key);
+      const held = decideFromInspection(inspection, command);
+      if (held !== null) return held;
+      await sleep(10);
+      const token = inspection.token + 1n;
+      const now = await blindGrant(command.key, token, command.holder, command.secret, command.runId, command.ttlMs);
+      return granted(inspection, command, token, now);
+    };
+  }
+  return mutant;
+}

@@ -1,0 +1,182 @@
+/**
+ * Runs one chaos scenario against one store: start (or reuse) the server, put a fault proxy in front of
+ * each worker, fork the workers, let the nemesis inject faults for the duration, heal everything, stop the
+ * workers, read the store's final state and check the merged history.
+ */
+import { mkdirSync, readdirSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { startPostgres } from '../support/postgres-server.js';
+import { startRedis } from '../support/redis-server.js';
+import type { StoreAdmin, StoreKind } from './backend.js';
+import { createAdmin } from './backends.js';
+import { checkHistory, type CheckReport } from './checker.js';
+import { startFaultProxy, type FaultProxy } from './fault-proxy.js';
+import { Fleet, type WorkerCrash } from './fleet.js';
+import { HistoryWriter, readHistory, type HistoryEvent } from './history.js';
+import type { MutantName } from './mutants.js';
+import { inject, type KleppmannTally, type NemesisContext, type RestartableServer } from './nemesis.js';
+import { createRandom } from './prng.js';
+import { Recorder } from './recorder.js';
+import { TTL_MS, type Scenario } from './scenarios.js';
+import { randomSkew } from './skew.js';
+
+/** One scenario run: which store, which faults, how long, with which seed. */
+export interface RunOptions {
+  readonly store: StoreKind;
+  readonly scenario: Scenario;
+  readonly seed: number;
+  readonly durationMs: number;
+  /** A planted bug in every worker (`null`: the real adapter). */
+  readonly variant?: MutantName | null;
+  /** Where the JSONL histories go (one sub-directory per run). */
+  readonly dir: string;
+  /** A running server to use when the scenario does not need its own. */
+  readonly sharedUrl?: string | null;
+  readonly log?: (line: string) => void;
+}
+
+/** What a run produced: the checker's verdict and figures, the pauses, the crashes. */
+export interface RunResult {
+  readonly store: StoreKind;
+  readonly scenario: string;
+  readonly variant: MutantName | null;
+  readonly seed: number;
+  readonly durationMs: number;
+  readonly historyDir: string;
+  readonly report: CheckReport;
+  readonly kleppmann: KleppmannTally;
+  /** Worker processes that died on their own (each one fails the run). */
+  readonly crashes: readonly WorkerCrash[];
+}
+
+const sleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms));
+
+interface ServerHandle {
+  readonly url: string;
+  readonly restartable: RestartableServer | null;
+  stop(): Promise<void>;
+}
+
+async function openServer(options: RunOptions): Promise<ServerHandle> {
+  const { scenario, store } = options;
+  if (!scenario.ownServer && options.sharedUrl !== undefined && options.sharedUrl !== null) {
+    return { url: options.sharedUrl, restartable: null, stop: async () => undefined };
+  }
+  if (store === 'postgres') {
+    const server = await startPostgres();
+    return { url: server.url, restartable: { losesData: false, crashAndRestart: () => server.restart('immediate') }, stop: () => server.stop() };
+  }
+  const server = await startRedis({ persistence: scenario.redisPersistence });
+  return {
+    url: server.url,
+    restartable: {
+      losesData: scenario.redisPersistence === 'none',
+      crashAndRestart: async () => {
+        await server.kill();
+        await server.restart();
+      },
+    },
+    stop: () => server.stop(),
+  };
+}
+
+const withPort = (url: string, port: number): string => {
+  const parsed = new URL(url);
+  parsed.port = String(port);
+  return parsed.toString();
+};
+
+/** Runs one scenario; never leaves a process, proxy or server behind. */
+export async function runScenario(options: RunOptions): Promise<RunResult> {
+  const { store, scenario, seed, durationMs } = options;
+  const variant = options.variant ?? null;
+  const random = createRandom(seed).fork(`${store}:${scenario.name}:${variant ?? 'real'}`);
+  const runName = `${store}-${scenario.name}${variant === null ? '' : `-${variant}`}-${seed}-${Date.now().toString(36)}`;
+  const historyDir = join(options.dir, runName);
+  mkdirSync(historyDir, { recursive: true });
+  const keys = Array.from({ length: scenario.keys }, (_, i) => `chaos:${runName}:k${i}`);
+  const server = await openServer(options);
+  const proxies: FaultProxy[] = [];
+  let admin: StoreAdmin | null = null;
+  let fleet: Fleet | null = null;
+  const writer = new HistoryWriter(join(historyDir, 'nemesis.jsonl'));
+  try {
+    admin = await createAdmin(store, server.url);
+    const port = Number(new URL(server.url).port);
+    if (scenario.proxies) for (let i = 0; i < scenario.workers; i += 1) proxies.push(await startFaultProxy(port));
+    const workerRandom = random.fork('workers');
+    fleet = new Fleet((slot, proc) => ({
+      store,
+      url: scenario.proxies ? withPort(server.url, (proxies[slot] as FaultProxy).port) : server.url,
+      variant,
+      historyPath: join(historyDir, `${proc}.jsonl`),
+      workload: {
+        proc,
+        keys,
+        ttlMs: TTL_MS,
+        seed: workerRandom.int(0, 2 ** 31),
+        writesPerGrant: [2, 8],
+        thinkMs: [10, 80],
+        idleMs: [20, 120],
+        skew: scenario.skewedClocks ? randomSkew(workerRandom.fork(proc), durationMs) : null,
+        badInputChance: 0.05,
+      },
+    }));
+    await fleet.start(scenario.workers);
+    options.log?.(`  ${store} ${scenario.name}${variant === null ? '' : ` [${variant}]`}: ${scenario.workers} workers up, faults for ${durationMs} ms (seed ${seed})`);
+    const kleppmann: KleppmannTally = { rounds: 0, refused: 0, accepted: 0, unknown: 0, noTakeover: 0 };
+    const context: NemesisContext = {
+      store,
+      fleet,
+      proxies: scenario.proxies ? proxies : null,
+      admin,
+      server: server.restartable,
+      keys,
+      random: random.fork('nemesis'),
+      recorder: new Recorder('nemesis', writer),
+      ttlMs: TTL_MS,
+      kleppmann,
+      respawns: [],
+    };
+    const faults = scenario.faults.filter((fault) => fault !== 'script-flush' || store === 'redis');
+    const until = performance.now() + durationMs;
+    let crashesSeen = 0;
+    while (performance.now() < until) {
+      await sleep(context.random.int(...scenario.faultGapMs));
+      if (performance.now() >= until) break;
+      await inject(context, context.random.pick(faults));
+      // NOTE: a crashed worker is reported, and respawned like a supervisor would, so the run goes on.
+      for (const crash of fleet.crashes.slice(crashesSeen)) {
+        const slot = fleet.slots.find((worker) => worker.proc === crash.proc);
+        if (slot !== undefined) context.respawns.push(fleet.respawn(slot).catch(() => undefined));
+      }
+      crashesSeen = fleet.crashes.length;
+    }
+    await Promise.allSettled(context.respawns);
+    for (const proxy of proxies) {
+      proxy.heal();
+      proxy.latency(0);
+    }
+    await fleet.stop();
+    // NOTE: let held bytes and aborted sessions settle before the final read.
+    await sleep(300);
+    const final = await admin.readFinal(keys);
+    writeFileSync(join(historyDir, 'final.json'), JSON.stringify(final));
+    const history = readHistories(historyDir);
+    const report = checkHistory(history, final, { takeoverBoundMs: scenario.takeoverBoundMs });
+    return { store, scenario: scenario.name, variant, seed, durationMs, historyDir, report, kleppmann, crashes: [...fleet.crashes] };
+  } finally {
+    await fleet?.stop(1000).catch(() => undefined);
+    writer.close();
+    for (const proxy of proxies) await proxy.close().catch(() => undefined);
+    await admin?.close().catch(() => undefined);
+    await server.stop().catch(() => undefined);
+  }
+}
+
+/** Merges every JSONL file of a run. */
+export function readHistories(dir: string): HistoryEvent[] {
+  return readdirSync(dir)
+    .filter((name) => name.endsWith('.jsonl'))
+    .flatMap((name) => readHistory(join(dir, name)));
+}

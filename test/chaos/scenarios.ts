@@ -1,0 +1,125 @@
+/**
+ * The chaos scenarios: which faults a run injects, against which stores, with which worker settings.
+ * RELIABILITY.md describes each one.
+ */
+import type { StoreKind } from './backend.js';
+
+/** A fault the nemesis can inject (see nemesis.ts). */
+export type FaultName =
+  | 'kleppmann'
+  | 'kill'
+  | 'pause'
+  | 'kill-connections'
+  | 'reset'
+  | 'lost-reply'
+  | 'latency'
+  | 'partition'
+  | 'restart'
+  | 'force-expire'
+  | 'revoke'
+  | 'script-flush';
+
+/** A chaos scenario. */
+export interface Scenario {
+  readonly name: string;
+  /** One line for the summary and RELIABILITY.md. */
+  readonly summary: string;
+  readonly stores: readonly StoreKind[];
+  /** Faults drawn (uniformly, seeded) by the nemesis loop. */
+  readonly faults: readonly FaultName[];
+  /** Pause between faults, ms. */
+  readonly faultGapMs: readonly [number, number];
+  readonly workers: number;
+  readonly keys: number;
+  /** Workers reach the server through their own fault proxy. */
+  readonly proxies: boolean;
+  /** Workers get skewed, jumping monotonic clocks. */
+  readonly skewedClocks: boolean;
+  /** The scenario restarts the server or touches all of it: it needs a server of its own. */
+  readonly ownServer: boolean;
+  /** Redis persistence for an own server. */
+  readonly redisPersistence: 'aof' | 'none';
+  /** Liveness bound on takeover after a kill or pause (ms), or null to only report it. */
+  readonly takeoverBoundMs: number | null;
+}
+
+/** Lease TTL of every worker, ms. */
+export const TTL_MS = 500;
+
+const base = {
+  stores: ['postgres', 'redis'] as const,
+  faultGapMs: [300, 900] as const,
+  workers: 4,
+  keys: 3,
+  proxies: false,
+  skewedClocks: false,
+  ownServer: false,
+  redisPersistence: 'aof' as const,
+  takeoverBoundMs: null,
+};
+
+/** Every scenario, in the order a run goes through them. */
+export const SCENARIOS: readonly Scenario[] = [
+  {
+    ...base,
+    name: 'kleppmann',
+    summary: 'deterministic pause: a worker passes its validity check, is SIGSTOPped past its TTL, another takes over and writes, SIGCONT; its write must be refused',
+    faults: ['kleppmann'],
+    faultGapMs: [100, 300],
+    keys: 2,
+  },
+  {
+    ...base,
+    name: 'crash',
+    summary: 'SIGKILL of workers mid-operation with respawn, and SIGSTOP/SIGCONT pauses of 1.5-3 TTL',
+    faults: ['kill', 'pause'],
+    // NOTE: generous (10 TTL): liveness under CPU starvation on 2 cores is noise, not a safety signal.
+    takeoverBoundMs: 10 * TTL_MS,
+  },
+  {
+    ...base,
+    name: 'connections',
+    summary: 'killed connections (pg_terminate_backend / CLIENT KILL TYPE normal), connection resets, and lost replies followed by a reset',
+    faults: ['kill-connections', 'reset', 'lost-reply'],
+    proxies: true,
+  },
+  {
+    ...base,
+    name: 'network',
+    summary: 'per-worker latency (50-400 ms), partitions of 1-3 TTL then heal (held bytes delivered late), lost replies',
+    faults: ['latency', 'partition', 'lost-reply'],
+    proxies: true,
+  },
+  {
+    ...base,
+    name: 'restart',
+    summary: 'server restarts: Postgres immediate (crash) restart; redis-server kill -9 and restart with AOF (appendfsync always)',
+    faults: ['restart'],
+    faultGapMs: [1500, 3000],
+    ownServer: true,
+  },
+  {
+    ...base,
+    name: 'amnesia',
+    summary: 'redis-server WITHOUT persistence, kill -9 and restart: every record is lost; tokens must still grow (clock floor)',
+    stores: ['redis'],
+    faults: ['restart'],
+    faultGapMs: [1500, 3000],
+    ownServer: true,
+    redisPersistence: 'none',
+  },
+  {
+    ...base,
+    name: 'expiry-skew',
+    summary: 'forced early expiry, operator revokes, SCRIPT FLUSH (Redis), worker pauses, and every worker clock skewed (rate 0.25-3x, jumps of up to 8 s)',
+    faults: ['force-expire', 'revoke', 'script-flush', 'pause'],
+    skewedClocks: true,
+    // NOTE: SCRIPT FLUSH empties the whole server's script cache: keep it away from tests sharing a server.
+    ownServer: true,
+  },
+];
+
+/** The scenarios that apply to `store`. */
+export function scenariosFor(store: StoreKind): Scenario[] {
+  return SCENARIOS.filter((scenario) => scenario.stores.includes(store));
+}
