@@ -172,6 +172,63 @@ export function describePostgresAdapterSpecs(kind: PostgresClientKind): void {
       expect((await outRows()).filter((row) => row.id === 30 || row.id === 31)).toEqual([]);
     });
 
+    it('a wrapped statement text is checked again when it comes with another number of parameters', async () => {
+      const { store, table, counting } = ctx();
+      const lease = await ctx().leasesFor('a').claimOrThrow(ctx().fresh('rewrap'));
+      const update = `UPDATE "${table}_out" SET note = $1 FROM fence WHERE id = $2 RETURNING id`;
+      expect(await store.fencedStatement(lease, update, ['x', 404])).toMatchObject({ ok: true, rowCount: 0 });
+      const before = counting.sent.length;
+      await expect(store.fencedStatement(lease, update, ['x'])).rejects.toThrow(/\$2/);
+      expect(counting.sent.length).toBe(before);
+      expect(await store.fencedStatement(lease, update, ['y', 405])).toMatchObject({ ok: true, rowCount: 0 });
+    });
+
+    /** A fresh lease table whose claim function, once `sabotage()` ran, fails every call of it. */
+    const sabotagedTable = async (): Promise<{ table: string; sabotage(): Promise<void> }> => {
+      const table = freshTable('lf_claim_path');
+      await createPostgresStore({ client: ctx().opened.client, table }).migrate();
+      return {
+        table,
+        sabotage: async () =>
+          void (await ctx().opened.client.query(
+            `CREATE OR REPLACE FUNCTION "${table}_try_claim"(p_key text, p_holder text, p_run_id text, p_secret text, p_ttl_ms bigint, p_attributes jsonb, p_recovering boolean)
+             RETURNS text LANGUAGE plpgsql AS $$ BEGIN RAISE EXCEPTION 'claim function called'; END $$`,
+          )),
+      };
+    };
+
+    it.runIf(kind !== 'pglite')('with prepared statements, a claim of a key whose row exists never enters plpgsql: only a first claim calls the claim function', async () => {
+      const { table, sabotage } = await sabotagedTable();
+      const store = createPostgresStore({ client: ctx().opened.client, table });
+      const a = createLeases(store, { holder: 'a', ttlMs: 60_000 });
+      const b = createLeases(store, { holder: 'b', ttlMs: 60_000 });
+      const key = 'existing';
+      const first = await a.claimOrThrow(key, { runId: 'r1' });
+      await a.checkpointOrThrow(first, { step: 1 });
+      await sabotage();
+      expect(await b.claim(key)).toMatchObject({ ok: false, reason: 'held', token: 1n, holder: 'a', runId: 'r1' });
+      expect(await a.claim(key, { runId: 'r1' })).toMatchObject({ ok: false, reason: 'held' });
+      await a.revoke(key, { reason: 'fast path', requireRecovery: true });
+      expect(await b.claim(key)).toMatchObject({ ok: false, reason: 'recovery-required', token: 2n });
+      const recovered = await b.claimOrThrow(key, { recovering: true });
+      expect(recovered.token).toBe(3n);
+      await b.recover(recovered, 'resume');
+      await b.release(recovered);
+      const next = await a.claim(key);
+      expect(next).toMatchObject({ ok: true, previous: { kind: 'released', token: 3n, holder: 'b' }, checkpoint: { value: { step: 1 }, token: 3n } });
+      await expect(a.claim('new key')).rejects.toThrow(/claim function called/);
+    });
+
+    it('without prepared statements, every claim is one call of the claim function (plpgsql keeps its plans)', async () => {
+      const { table, sabotage } = await sabotagedTable();
+      const store = createPostgresStore({ client: ctx().opened.client, table, prepare: false });
+      const a = createLeases(store, { holder: 'a', ttlMs: 60_000 });
+      const lease = await a.claimOrThrow('existing');
+      await a.release(lease);
+      await sabotage();
+      await expect(a.claim('existing')).rejects.toThrow(/claim function called/);
+    });
+
     it('keys, holders, runs, attributes and reasons full of SQL metacharacters are stored verbatim and inject nothing', async () => {
       const nasty = [`'); DROP TABLE "${ctx().table}"; --`, `$1 $2 \\'\\\\`, `" OR 1=1 --`, `key\nwith\tcontrol\u0001chars`, `ключ 🔑 ${'x'.repeat(1000)}`];
       for (const [index, key] of nasty.entries()) {

@@ -29,8 +29,9 @@ export interface PostgresPooledConnection extends PostgresQueryable {
  */
 export interface PostgresClient extends PostgresQueryable {
   /**
-   * Whether `query` (and `connect()`'s connections) also take pg's `{ name, text, values }`, so that
-   * leasefence's statements are prepared once per connection. Detected for a pg Pool; set by `fromPgClient`.
+   * Whether `query` (and `connect()`'s connections, and `transaction()`'s handle) also take pg's
+   * `{ name, text, values }`, so that leasefence's statements are prepared once per connection. Detected
+   * for a pg Pool; set by `fromPgClient` and `fromPostgresJs`.
    */
   readonly acceptsNamedStatements?: boolean;
   connect?(): Promise<PostgresPooledConnection>;
@@ -39,7 +40,7 @@ export interface PostgresClient extends PostgresQueryable {
 
 /** The subset of a postgres.js `sql` instance (or transaction) leasefence uses. */
 export interface PostgresJsSql {
-  unsafe(text: string, params?: unknown[]): PromiseLike<ArrayLike<unknown>>;
+  unsafe(text: string, params?: unknown[], options?: { readonly prepare?: boolean }): PromiseLike<ArrayLike<unknown>>;
 }
 
 /** A postgres.js `sql` instance: `unsafe` plus `begin`. */
@@ -47,17 +48,34 @@ export interface PostgresJsRoot extends PostgresJsSql {
   begin<T>(run: (tx: PostgresJsSql) => Promise<T>): Promise<unknown>;
 }
 
-/** A query result of postgres.js (an array of rows) as `{ rows }`. */
+/** pg's query config, which `send` (prepared.ts) passes for a statement to prepare. */
+interface NamedQuery {
+  readonly name: string;
+  readonly text: string;
+  readonly values: unknown[];
+}
+
+const PREPARE = { prepare: true } as const;
+
+/**
+ * A query result of postgres.js (an array of rows) as `{ rows }`. A pg query config (from leasefence's own
+ * statements) is sent prepared. NOTE: postgres.js sends a parameterised `unsafe` query that is not
+ * prepared as Parse + Describe, waits for the parameter types, then Bind + Execute: two round trips. A
+ * prepared one is described once per connection, then takes one. The instance's own `prepare: false`
+ * (for pgbouncer in transaction mode) still wins.
+ */
 function queryVia(sql: PostgresJsSql): PostgresQueryable['query'] {
   return async (text, params = []) => {
-    const result = await sql.unsafe(text, params);
+    const named = text as unknown as NamedQuery | string;
+    const result = typeof named === 'string' ? await sql.unsafe(named, params) : await sql.unsafe(named.text, named.values, PREPARE);
     return { rows: Array.from(result) };
   };
 }
 
 /**
  * Adapts a postgres.js `sql` instance: statements go through `sql.unsafe(text, params)` (bind parameters,
- * never interpolated), transactions through `sql.begin`.
+ * never interpolated; leasefence's own statements prepared, unless the store says `prepare: false`),
+ * transactions through `sql.begin`.
  *
  * ```ts
  * import postgres from 'postgres';
@@ -72,6 +90,7 @@ export function fromPostgresJs(sql: PostgresJsRoot): PostgresClient {
     throw new TypeError('fromPostgresJs needs an sql instance without result transforms (transform.column/value/row); create a separate postgres() instance for leasefence');
   }
   return {
+    acceptsNamedStatements: true,
     query: queryVia(sql),
     // NOTE: the transaction handle also carries postgres.js's own `sql` (tagged templates inside a fenced write).
     transaction: async <T>(run: (tx: PostgresQueryable) => Promise<T>): Promise<T> =>

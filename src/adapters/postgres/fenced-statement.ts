@@ -9,9 +9,9 @@ import { assertLease, type Lease } from '../../lease.js';
 import { toAttributes } from '../../validate.js';
 import { classifyFailure } from './failures.js';
 import type { TableName } from './identifier.js';
-import { nowOf, toBoolean, toRecord, type PreImageRow } from './rows.js';
+import { decodePreImage, NOW, preImageColumns, preImageJson } from './rows.js';
 import type { Session } from './session.js';
-import { epochMs, fenceHolds, fenceParams, NOW, recordColumns } from './statements.js';
+import { fenceHolds, fenceParams, PRE_IMAGE_WIDTH } from './statements.js';
 
 export interface FencedStatementOptions {
   /** Attributes the grant must have been bound with, checked in the same statement. */
@@ -30,14 +30,15 @@ const GUARD_MESSAGE = 'leasefence: rows written although the fence did not hold'
  * Wraps `write` (which uses $1..$offset) with the fence check, whose parameters follow at $offset+1..+6.
  * ATOMICITY: `leasefence_pre` locks the lease row FOR SHARE (a takeover waits until this statement's
  * transaction ends), `leasefence_clock` reads now after the lock, `fence` has one row iff the fence holds,
- * and `leasefence_written` is your statement, which reads `fence`. The guard column makes the whole statement fail (so nothing is
- * applied) if your statement wrote rows although `fence` was empty, e.g. because it forgot to read it.
+ * and `leasefence_written` is your statement, which reads `fence`. The guard column makes the whole statement
+ * fail (so nothing is applied) if your statement wrote rows although `fence` was empty, e.g. because it forgot
+ * to read it. The pre-image is built once (an uncorrelated subquery) and repeated on each written row.
  */
 export function fencedStatementSql(table: TableName, write: string, offset: number): string {
   const param = (index: number) => `$${offset + index}`;
   // NOTE: every relation but `fence` has a leasefence_ name, so that none shadows a table your statement uses.
   return `WITH leasefence_pre AS MATERIALIZED (
-  SELECT * FROM ${table.quoted} WHERE key = ${param(1)}::text FOR SHARE
+  SELECT ${preImageColumns(PRE_IMAGE_WIDTH.lockShared)} FROM ${table.quoted} WHERE key = ${param(1)}::text FOR SHARE
 ),
 leasefence_clock AS MATERIALIZED (
   SELECT ${NOW} AS now, count(*) AS locked FROM leasefence_pre
@@ -50,15 +51,16 @@ leasefence_written AS (
 ${write}
 )
 SELECT
-  (SELECT row_to_json(lease)::text FROM (SELECT ${recordColumns('pre.')}, ${epochMs('clock.now')} AS now_ms, EXISTS (SELECT 1 FROM fence) AS applied) AS lease) AS leasefence_lease,
+  (SELECT ${preImageJson(PRE_IMAGE_WIDTH.lockShared, 'pre.', 'clock.now', 'EXISTS (SELECT 1 FROM fence)')}
+    FROM leasefence_clock AS clock LEFT JOIN leasefence_pre AS pre ON true) AS leasefence_lease,
   (SELECT count(*) FROM leasefence_written)::text AS leasefence_written,
   CASE WHEN NOT EXISTS (SELECT 1 FROM fence) AND EXISTS (SELECT 1 FROM leasefence_written)
     THEN ('${GUARD_MESSAGE}: ' || (SELECT count(*) FROM leasefence_written))::int END AS leasefence_guard,
   written.*
-FROM leasefence_clock AS clock LEFT JOIN leasefence_pre AS pre ON true LEFT JOIN leasefence_written AS written ON true`;
+FROM (SELECT) AS leasefence_one LEFT JOIN leasefence_written AS written ON true`;
 }
 
-/** Checks a user statement before any I/O. */
+/** Checks a user statement before any I/O; returns it without a trailing semicolon. */
 function checkStatement(text: unknown, params: unknown): string {
   if (typeof text !== 'string' || text.trim() === '') throw new InvalidArgumentError('fencedStatement needs the SQL text of one statement');
   if (!Array.isArray(params)) throw new InvalidArgumentError('fencedStatement params must be an array');
@@ -78,26 +80,53 @@ function checkStatement(text: unknown, params: unknown): string {
   return statement;
 }
 
+/** A checked and wrapped user statement, for one number of parameters. */
+interface Wrapped {
+  readonly paramCount: number;
+  readonly sql: string;
+}
+
+/** How many user statement texts a store keeps wrapped (applications send a handful of fixed texts). */
+const MAX_WRAPPED = 256;
+
+/**
+ * Checks and wraps user statements once per text: an application sends the same few texts again and
+ * again, and the wrapped text, one object per user text, also keeps its prepared statement name.
+ */
+export function createStatementCache(table: TableName): (text: unknown, params: unknown) => string {
+  const wrapped = new Map<unknown, Wrapped>();
+  return (text, params) => {
+    const cached = wrapped.get(text);
+    if (cached !== undefined && Array.isArray(params) && cached.paramCount === params.length) return cached.sql;
+    const statement = checkStatement(text, params);
+    const paramCount = (params as unknown[]).length;
+    const sql = fencedStatementSql(table, statement, paramCount);
+    if (wrapped.size >= MAX_WRAPPED) wrapped.clear();
+    wrapped.set(text, { paramCount, sql });
+    return sql;
+  };
+}
+
 export interface FencedStatementRun {
   readonly session: Session;
-  readonly table: TableName;
   readonly storeId: string;
   readonly lease: Lease;
   readonly text: string;
   readonly params: unknown[];
   readonly options: FencedStatementOptions;
   readonly checkFenceInput: (fence: Fence) => void;
+  /** The store's `createStatementCache`. */
+  readonly wrap: (text: unknown, params: unknown) => string;
 }
 
 /** Runs a fenced statement and decides its outcome with `checkFence` on the returned pre-image. */
 export async function runFencedStatement<Row>(run: FencedStatementRun): Promise<FencedStatementOutcome<Row>> {
   assertLease(run.lease, run.storeId);
-  const statement = checkStatement(run.text, run.params);
+  const sql = run.wrap(run.text, run.params);
   const fence = run.lease.fence(run.options.attributes === undefined ? undefined : toAttributes(run.options.attributes));
   run.checkFenceInput(fence);
   let rows: Record<string, unknown>[];
   try {
-    const sql = fencedStatementSql(run.table, statement, run.params.length);
     rows = (await run.session.statement(sql, [...run.params, ...fenceParams(fence)], 'fencedStatement')) as Record<string, unknown>[];
   } catch (error) {
     const message = (error as { message?: unknown } | null)?.message;
@@ -108,11 +137,10 @@ export async function runFencedStatement<Row>(run: FencedStatementRun): Promise<
   }
   const first = rows[0];
   if (first === undefined) throw new Error('leasefence/postgres: fencedStatement returned no rows');
-  const lease = JSON.parse(String(first['leasefence_lease'])) as PreImageRow;
-  const now = nowOf(lease);
-  const verdict = checkFence(toRecord(lease), fence, now);
-  if (verdict.ok !== toBoolean(lease.applied)) {
-    throw new Error(`leasefence/postgres: fencedStatement disagrees with the core (core ok=${verdict.ok}, SQL fence=${toBoolean(lease.applied)})`);
+  const { now, applied, record } = decodePreImage(first['leasefence_lease']);
+  const verdict = checkFence(record, fence, now);
+  if (verdict.ok !== applied) {
+    throw new Error(`leasefence/postgres: fencedStatement disagrees with the core (core ok=${verdict.ok}, SQL fence=${applied})`);
   }
   if (!verdict.ok) return verdict;
   const rowCount = Number(first['leasefence_written']);

@@ -6,7 +6,7 @@ import { InvalidArgumentError } from '../../errors.js';
 
 /**
  * One identifier part: a letter or underscore, then letters, digits or underscores; at most 48 characters,
- * so that derived names (`<table>_claim`) stay within Postgres's 63-byte limit.
+ * so that derived names (`<table>_try_claim`) stay within Postgres's 63-byte limit.
  */
 const PART = /^[A-Za-z_][A-Za-z0-9_]{0,47}$/;
 
@@ -16,7 +16,7 @@ export interface TableName {
   readonly name: string;
   /** Quoted and qualified, ready to splice into SQL: `"app"."leases"`. */
   readonly quoted: string;
-  /** A derived object in the same schema, quoted: `derive('claim')` is `"app"."leases_claim"`. */
+  /** A derived object in the same schema, quoted: `derive('try_claim')` is `"app"."leases_try_claim"`. */
   derive(suffix: string): string;
 }
 

@@ -12,9 +12,9 @@ import type { Store } from '../../store.js';
 import type { PostgresClient, PostgresQueryable } from './client.js';
 import { assertEncodable, assertEncodableAttributes } from './encodable.js';
 import { classifyFailure } from './failures.js';
-import { runFencedStatement, type FencedStatementOptions, type FencedStatementOutcome } from './fenced-statement.js';
+import { createStatementCache, runFencedStatement, type FencedStatementOptions, type FencedStatementOutcome } from './fenced-statement.js';
 import { tableName, type TableName } from './identifier.js';
-import { nowOf, toBoolean, toRecord, type PreImageRow } from './rows.js';
+import { decodePreImage, type PreImage } from './rows.js';
 import { DEFAULT_LEASE_TABLE, MIGRATION_LOCK_SQL, schemaStatements } from './schema.js';
 import { createSession, type Session } from './session.js';
 import { fenceParams, leaseStatements } from './statements.js';
@@ -39,15 +39,16 @@ export interface PostgresStoreOptions {
   /** Your pool or client: a pg `Pool`, a PGlite instance, `fromPostgresJs(sql)` or `fromPgClient(client)`. */
   readonly client: PostgresClient;
   /**
-   * With pg, send leasefence's statements as named prepared statements (parsed and planned once per
-   * connection). Turn off behind a pooler that cannot keep prepared statements (pgbouncer in transaction
-   * mode before 1.21). postgres.js prepares by its own `prepare` option; PGlite is in-process.
+   * Send leasefence's statements as prepared statements, parsed and planned once per connection (pg:
+   * named statements; postgres.js: `unsafe(..., { prepare: true })`, which also saves postgres.js's extra
+   * round trip per unprepared parameterised query). Turn off behind a pooler that cannot keep prepared
+   * statements (pgbouncer in transaction mode before 1.21). PGlite runs in-process and ignores it.
    * @default true
    */
   readonly prepare?: boolean;
   /**
    * The lease table, optionally schema-qualified (`app.leases`). Validated as an identifier and always
-   * quoted. Its claim function is `<table>_claim` in the same schema.
+   * quoted. Its claim function is `<table>_try_claim` in the same schema.
    * @default 'leasefence_leases'
    */
   readonly table?: string;
@@ -85,13 +86,13 @@ function checkFenceInput(fence: Fence): void {
   assertEncodableAttributes(fence.attributes);
 }
 
-/** The single row a lease statement returns. */
-function singleRow(rows: unknown[], operation: string): PreImageRow {
-  const row = rows[0];
+/** The pre-image in the single row a lease statement returns. */
+function preImageOf(rows: unknown[], operation: string): PreImage {
+  const row = rows[0] as { r?: unknown } | undefined;
   if (rows.length !== 1 || typeof row !== 'object' || row === null) {
     throw new Error(`leasefence/postgres: ${operation} returned ${rows.length} rows, expected exactly 1`);
   }
-  return row as PreImageRow;
+  return decodePreImage(row.r);
 }
 
 /**
@@ -116,7 +117,11 @@ export function createPostgresStore(options: PostgresStoreOptions): PostgresStor
   const table: TableName = tableName(options.table ?? DEFAULT_LEASE_TABLE);
   const session: Session = createSession(options.client, options.prepare === undefined ? {} : { prepare: options.prepare });
   const sql = leaseStatements(table);
+  // NOTE: unprepared, the claim statement would be planned at every call (more than it costs to run); the
+  // claim function's plpgsql keeps its plans for the session (schema.ts).
+  const claimText = session.prepared ? sql.claim : sql.claimCall;
   const id = `postgres:${table.name}`;
+  const wrap = createStatementCache(table);
 
   /** Sends one statement and decides its outcome with the pure transition on the returned pre-image. */
   const apply = async <O>(
@@ -125,11 +130,11 @@ export function createPostgresStore(options: PostgresStoreOptions): PostgresStor
     params: unknown[],
     decide: (record: LeaseRecord | null, now: StoreTime) => Transition<O>,
   ): Promise<O> => {
-    const row = singleRow(await session.statement(text, params, operation), operation);
-    const { changed, outcome } = decide(toRecord(row), nowOf(row));
-    if (changed !== toBoolean(row.applied)) {
+    const { now, applied, record } = preImageOf(await session.statement(text, params, operation), operation);
+    const { changed, outcome } = decide(record, now);
+    if (changed !== applied) {
       // NOTE: unreachable while the SQL mirrors the pure transitions; the conformance and model suites check it.
-      throw new Error(`leasefence/postgres: ${operation} disagrees with the core (core changed=${changed}, SQL applied=${toBoolean(row.applied)})`);
+      throw new Error(`leasefence/postgres: ${operation} disagrees with the core (core changed=${changed}, SQL applied=${applied})`);
     }
     return outcome;
   };
@@ -155,7 +160,7 @@ export function createPostgresStore(options: PostgresStoreOptions): PostgresStor
       assertEncodable('runId', command.runId);
       assertEncodableAttributes(command.attributes);
       const params = [command.key, command.holder, command.runId, command.secret, command.ttlMs, JSON.stringify(command.attributes), command.recovering];
-      return apply('claim', sql.claim, params, (record, now) => transitions.claim(record, command, now));
+      return apply('claim', claimText, params, (record, now) => transitions.claim(record, command, now));
     },
 
     renew(command) {
@@ -193,8 +198,8 @@ export function createPostgresStore(options: PostgresStoreOptions): PostgresStor
 
     async inspect(key) {
       assertEncodable('key', key);
-      const row = singleRow(await session.statement(sql.inspect, [key], 'inspect'), 'inspect');
-      return transitions.inspect(toRecord(row), key, nowOf(row));
+      const { now, record } = preImageOf(await session.statement(sql.inspect, [key], 'inspect'), 'inspect');
+      return transitions.inspect(record, key, now);
     },
 
     async fencedWrite<T>(fence: Fence, write: (context: PostgresWriteContext) => T | Promise<T>): Promise<FencedWriteOutcome<T>> {
@@ -208,9 +213,8 @@ export function createPostgresStore(options: PostgresStoreOptions): PostgresStor
         } catch (error) {
           throw classifyFailure(error, 'before-commit', 'fencedWrite');
         }
-        const row = singleRow(rows, 'fencedWrite');
-        const now = nowOf(row);
-        const verdict = checkFence(toRecord(row), fence, now);
+        const { now, record } = preImageOf(rows, 'fencedWrite');
+        const verdict = checkFence(record, fence, now);
         if (!verdict.ok) return control.rollbackWith(verdict);
         const context: PostgresWriteContext = {
           query: tx.query.bind(tx) as PostgresWriteContext['query'],
@@ -225,7 +229,7 @@ export function createPostgresStore(options: PostgresStoreOptions): PostgresStor
     },
 
     fencedStatement(lease, text, params = [], statementOptions = {}) {
-      return runFencedStatement({ session, table, storeId: id, lease, text, params, options: statementOptions, checkFenceInput });
+      return runFencedStatement({ session, storeId: id, lease, text, params, options: statementOptions, checkFenceInput, wrap });
     },
   };
 }

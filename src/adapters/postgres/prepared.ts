@@ -1,8 +1,8 @@
 /**
- * Named prepared statements for pg. leasefence's statements are long (the lock, the decision and the
- * pre-image in one CTE); parsing and planning them on every call costs more than the round trip on a
- * local network. pg prepares a statement once per connection when `query` gets `{ name, text, values }`.
- * postgres.js prepares on its own; PGlite runs in-process.
+ * Prepared statements. leasefence's statements are long (the lock, the decision and the pre-image in one
+ * CTE); parsing and planning them on every call costs more than the round trip on a local network. pg
+ * prepares a statement once per connection when `query` gets `{ name, text, values }`; `fromPostgresJs`
+ * turns that config into a prepared postgres.js query; PGlite runs in-process.
  */
 import type { PostgresClient, PostgresQueryable } from './client.js';
 
@@ -10,14 +10,30 @@ import type { PostgresClient, PostgresQueryable } from './client.js';
 const MAX_NAMED = 256;
 const names = new Map<string, string>();
 
+/**
+ * 64 bits of FNV-1a over the UTF-16 code units of `text`, as 16 hex digits (two 32-bit lanes with
+ * different offsets, so that a collision needs both to collide).
+ */
+function textHash(text: string): string {
+  let a = 0x811c9dc5;
+  let b = 0x050c5d1f;
+  for (let index = 0; index < text.length; index += 1) {
+    const unit = text.charCodeAt(index);
+    a = Math.imul(a ^ unit, 0x01000193);
+    b = Math.imul(b ^ unit, 0x01000193) ^ (a >>> 15);
+  }
+  return (a >>> 0).toString(16).padStart(8, '0') + (b >>> 0).toString(16).padStart(8, '0');
+}
+
 /** The name of `text` as a prepared statement, or `null` when too many texts were named already. */
 export function statementName(text: string): string | null {
   let name = names.get(text);
   if (name === undefined) {
     if (names.size >= MAX_NAMED) return null;
-    // NOTE: process-wide, so one text always has one name and one name one text (pg refuses a name reused
-    // for another text on a connection).
-    name = `leasefence_${names.size + 1}`;
+    // NOTE: derived from the text, so one text always has one name, in this copy of leasefence and in any
+    // other loaded in the same process (a CJS and an ESM copy, two versions) that shares a connection: pg
+    // refuses a name reused for another text on a connection.
+    name = `leasefence_${textHash(text)}`;
     names.set(text, name);
   }
   return name;

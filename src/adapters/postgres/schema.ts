@@ -1,8 +1,11 @@
 /**
- * The lease table and the claim function, as DDL text you can run in your own migrations, plus the
+ * The lease table and its claim function, as DDL text you can run in your own migrations, plus the
  * statements `migrate()` runs under an advisory lock (safe when several processes start at once).
  */
+import { claimable, claimFunction, claimSet, firstGrant, type ClaimTerms } from './claim-rule.js';
 import { tableName, type TableName } from './identifier.js';
+import { NOW, preImageJson } from './rows.js';
+import { PRE_IMAGE_WIDTH } from './statements.js';
 
 /** The default lease table. */
 export const DEFAULT_LEASE_TABLE = 'leasefence_leases';
@@ -10,18 +13,26 @@ export const DEFAULT_LEASE_TABLE = 'leasefence_leases';
 /**
  * One row per key, never deleted: `token` is the floor of every later grant. Times are `timestamptz(3)`
  * on the server's clock, truncated to milliseconds so that SQL and the pure core compare the same values.
+ *
+ * NOTE: no CHECK constraints. Postgres deserialises and compiles a table's CHECK expressions on every
+ * statement that writes it, which cost a lease operation about a fifth of its server time; the only writers
+ * are leasefence's statements, which keep `holder` and `secret` NULL together, tokens positive and endings
+ * one of three kinds, and the conformance and model suites check what they write. Updates are HOT (no
+ * index entry written): the only indexed column, `key`, never changes, and page pruning makes room (a
+ * lower fillfactor was measured and did not pay: only the first update of rows on freshly filled pages
+ * missed, about 1%).
  */
 function tableDdl(table: TableName): string {
   return `CREATE TABLE IF NOT EXISTS ${table.quoted} (
   key text PRIMARY KEY,
-  token bigint NOT NULL CHECK (token >= 0),
+  token bigint NOT NULL,
   holder text,
   run_id text,
   secret text,
   acquired_at timestamptz(3),
   expires_at timestamptz(3),
   attributes jsonb,
-  ending_kind text CHECK (ending_kind IN ('released', 'expired', 'revoked')),
+  ending_kind text,
   ending_token bigint,
   ending_holder text,
   ending_run_id text,
@@ -31,66 +42,65 @@ function tableDdl(table: TableName): string {
   checkpoint_json text,
   checkpoint_token bigint,
   checkpoint_written_at timestamptz(3),
-  recovery_required boolean NOT NULL DEFAULT false,
-  CHECK ((holder IS NULL) = (secret IS NULL))
+  recovery_required boolean NOT NULL DEFAULT false
 )`;
 }
 
+/** The claim function's arguments, as `claim-rule.ts` terms. */
+const FUNCTION_TERMS: ClaimTerms = {
+  now: 'now_at',
+  holder: 'p_holder',
+  runId: 'p_run_id',
+  secret: 'p_secret',
+  ttlMs: 'p_ttl_ms',
+  attributes: 'p_attributes',
+  recovering: 'p_recovering',
+};
+
 /**
- * The claim, as one function call (one statement, one round trip). ATOMICITY: the row is locked
- * (`FOR NO KEY UPDATE`, which a fenced write's `FOR SHARE` holds off) before the decision, and `now` is
- * read after the lock, so the decision sees the latest committed version at the time it applies. A key's
- * first claim inserts the row; when a concurrent first claim inserted it first, `ON CONFLICT DO NOTHING`
+ * The claim as one plpgsql function, in two roles: the claim statement calls it (in the same statement, one
+ * round trip) when its snapshot has no row for the key; and a store whose statements are not prepared
+ * (`prepare: false`, PGlite) sends every claim as a call of it, because plpgsql keeps the plans of its
+ * statements for the session while a statement sent as text is planned at every call (the claim statement
+ * costs more to plan than to run). ATOMICITY: it locks the row (`FOR NO KEY UPDATE`) or, for a key's first
+ * claim, inserts it with token 1; when a concurrent first claim inserted it first, `ON CONFLICT DO NOTHING`
  * waits for that transaction, and the next `SELECT ... FOR NO KEY UPDATE` (a fresh snapshot: the function
- * is VOLATILE, at READ COMMITTED) locks the winner's row. It applies the grant under exactly the
- * conditions of `transitions.claim` and returns the PRE-IMAGE (`pre`, NULL for a first claim), the store's
- * `now_at` and whether it `applied`: the adapter decides the outcome with the pure transition on that
- * pre-image.
+ * is VOLATILE, at READ COMMITTED) locks the winner's row; `now` is read after the lock, and the grant is
+ * applied under the claim rule (claim-rule.ts, the same fragments as the claim statement's). It returns the
+ * pre-image (`rows.ts`; all NULL for an insert).
  */
 function claimFunctionDdl(table: TableName): string {
   const t = table.quoted;
-  return `CREATE OR REPLACE FUNCTION ${table.derive('claim')}(
-  p_key text, p_holder text, p_run_id text, p_secret text, p_ttl_ms bigint, p_attributes jsonb, p_recovering boolean,
-  OUT applied boolean, OUT now_at timestamptz, OUT pre ${t})
+  return `CREATE OR REPLACE FUNCTION ${claimFunction(table)}(
+  p_key text, p_holder text, p_run_id text, p_secret text, p_ttl_ms bigint, p_attributes jsonb, p_recovering boolean)
+RETURNS text
 LANGUAGE plpgsql VOLATILE
 AS $leasefence$
+DECLARE
+  pre ${t};
+  now_at timestamptz;
+  applied boolean := false;
 BEGIN
-  applied := false;
   FOR attempt IN 1..3 LOOP
     SELECT * INTO pre FROM ${t} AS l WHERE l.key = p_key FOR NO KEY UPDATE;
     IF FOUND THEN
       EXIT;
     END IF;
-    now_at := date_trunc('milliseconds', clock_timestamp());
-    INSERT INTO ${t} AS l (key, token, holder, run_id, secret, acquired_at, expires_at, attributes)
-    VALUES (p_key, 1, p_holder, p_run_id, p_secret, now_at, now_at + p_ttl_ms * interval '1 millisecond', p_attributes)
+    now_at := ${NOW};
+    ${firstGrant(t, 'p_key', FUNCTION_TERMS)}
     ON CONFLICT (key) DO NOTHING;
     IF FOUND THEN
-      pre := NULL;
-      applied := true;
-      RETURN;
+      RETURN ${preImageJson(PRE_IMAGE_WIDTH.claim, 'pre.', 'now_at', 'true')};
     END IF;
   END LOOP;
   IF pre.key IS NULL THEN
     RAISE EXCEPTION 'leasefence: could not lock or create the lease row of %', p_key;
   END IF;
-  now_at := date_trunc('milliseconds', clock_timestamp());
-  IF (pre.holder IS NULL OR (pre.expires_at IS NOT NULL AND now_at >= pre.expires_at))
-     AND (NOT pre.recovery_required OR p_recovering) THEN
-    UPDATE ${t} AS l SET
-      token = pre.token + 1,
-      holder = p_holder, run_id = p_run_id, secret = p_secret, acquired_at = now_at,
-      expires_at = now_at + p_ttl_ms * interval '1 millisecond', attributes = p_attributes,
-      ending_kind = CASE WHEN pre.holder IS NULL THEN pre.ending_kind ELSE 'expired' END,
-      ending_token = CASE WHEN pre.holder IS NULL THEN pre.ending_token ELSE pre.token END,
-      ending_holder = CASE WHEN pre.holder IS NULL THEN pre.ending_holder ELSE pre.holder END,
-      ending_run_id = CASE WHEN pre.holder IS NULL THEN pre.ending_run_id ELSE pre.run_id END,
-      ending_at = CASE WHEN pre.holder IS NULL THEN pre.ending_at ELSE pre.expires_at END,
-      ending_reason = CASE WHEN pre.holder IS NULL THEN pre.ending_reason END,
-      ending_by = CASE WHEN pre.holder IS NULL THEN pre.ending_by END
-    WHERE l.key = p_key;
-    applied := true;
-  END IF;
+  now_at := ${NOW};
+  UPDATE ${t} AS l SET ${claimSet(FUNCTION_TERMS)}
+  WHERE l.key = p_key AND ${claimable(FUNCTION_TERMS)};
+  applied := FOUND;
+  RETURN ${preImageJson(PRE_IMAGE_WIDTH.claim, 'pre.', 'now_at', 'applied')};
 END
 $leasefence$`;
 }

@@ -31,6 +31,8 @@ export interface Session {
   run(queryable: PostgresQueryable, text: string, params: unknown[]): Promise<{ rows: unknown[] }>;
   /** Whether the client can run transactions. */
   readonly transactional: boolean;
+  /** Whether leasefence's statements are sent prepared (planned once per connection). */
+  readonly prepared: boolean;
 }
 
 /**
@@ -158,6 +160,7 @@ export function createSession(client: PostgresClient, options: { readonly prepar
     statement,
     run,
     transactional: connect !== undefined || transaction !== undefined,
+    prepared: named,
     transaction(body, operation) {
       if (connect !== undefined) return viaPool(body, operation);
       if (transaction !== undefined) return viaCallback(body, operation);

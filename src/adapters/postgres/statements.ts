@@ -1,58 +1,25 @@
 /**
- * Every statement the lease store sends, one per operation. Each returns exactly one row: the PRE-IMAGE of
- * the lease row (all NULL when there is none), the store's `now_ms` and whether the statement `applied`
- * its change. The adapter then runs the pure transition on the pre-image (so it never re-decides) and
- * checks that SQL applied the change iff the core says it changed.
+ * Every statement the lease store sends, one per operation. Each returns exactly one row whose column `r`
+ * holds the store's now, whether the statement `applied` its change, and the PRE-IMAGE of the lease row
+ * (rows.ts). The adapter then runs the pure transition on the pre-image (so it never re-decides) and checks
+ * that SQL applied the change iff the core says it changed.
  *
  * ATOMICITY of the CTE statements: `pre` locks the row (`FOR NO KEY UPDATE`, the lock their UPDATE takes
- * anyway, or `FOR SHARE` for fenced writes, which conflicts with it) and
- * returns its newest committed version; `clock` reads `clock_timestamp()` only after `pre` is fully read
- * (it aggregates over it), so `now` is taken after any lock wait; `applied` updates that same row under
- * exactly the conditions of the pure transition. At READ COMMITTED, if the row changed after the
- * statement's snapshot, the UPDATE re-checks its WHERE on the newest version (EvalPlanQual), which is the
- * version `pre` holds locked, so the decision and the change concern the same version.
+ * anyway, or `FOR SHARE` for fenced writes, which conflicts with it) and returns its newest committed
+ * version; `clock` reads `clock_timestamp()` only after `pre` is fully read (it aggregates over it), so
+ * `now` is taken after any lock wait; `applied` updates that same row under exactly the conditions of the
+ * pure transition. At READ COMMITTED, if the row changed after the statement's snapshot, the UPDATE
+ * re-checks its WHERE on the newest version (EvalPlanQual), which is the version `pre` holds locked, so the
+ * decision and the change concern the same version. NOTE: the UPDATE finds its row by key, not by `pre`'s
+ * ctid: a version newer than the snapshot is invisible to a TID scan, and would not be updated.
  *
  * Bind parameters of fence-checking statements: $1 key, $2 token, $3 secret, $4 holder, $5 run id,
  * $6 required attributes (JSON text); operation parameters follow from $7.
  */
 import type { Fence } from '../../fence/types.js';
+import { claimable, claimFunction, claimSet, type ClaimTerms } from './claim-rule.js';
 import type { TableName } from './identifier.js';
-
-/**
- * Epoch milliseconds of a `timestamptz(3)`, as decimal text. NOTE: `date_part` (float8) is measurably cheaper
- * than `extract` (numeric) and exact here: stored times are whole milliseconds, so the product is within a
- * rounding error of an integer far below 0.5, and `round` recovers it.
- */
-export const epochMs = (expression: string): string => `round(date_part('epoch', ${expression}) * 1000)::bigint::text`;
-
-/** The store's now, truncated to milliseconds like every stored time. */
-export const NOW = `date_trunc('milliseconds', clock_timestamp())`;
-
-/** The pre-image columns, read from `source` (`pre.` or `(c.pre).`), as text, JSON text and booleans. */
-export function recordColumns(source: string): string {
-  const c = (column: string) => `${source}${column}`;
-  return [
-    `${c('key')} AS key`,
-    `${c('token')}::text AS token`,
-    `${c('holder')} AS holder`,
-    `${c('run_id')} AS run_id`,
-    `${c('secret')} AS secret`,
-    `${epochMs(c('acquired_at'))} AS acquired_at`,
-    `${epochMs(c('expires_at'))} AS expires_at`,
-    `${c('attributes')}::text AS attributes`,
-    `${c('ending_kind')} AS ending_kind`,
-    `${c('ending_token')}::text AS ending_token`,
-    `${c('ending_holder')} AS ending_holder`,
-    `${c('ending_run_id')} AS ending_run_id`,
-    `${epochMs(c('ending_at'))} AS ending_at`,
-    `${c('ending_reason')} AS ending_reason`,
-    `${c('ending_by')} AS ending_by`,
-    `${c('checkpoint_json')} AS checkpoint_json`,
-    `${c('checkpoint_token')}::text AS checkpoint_token`,
-    `${epochMs(c('checkpoint_written_at'))} AS checkpoint_written_at`,
-    `${c('recovery_required')} AS recovery_required`,
-  ].join(', ');
-}
+import { NOW, preImageColumns, preImageJson, type PreImageWidth } from './rows.js';
 
 /**
  * The fence check of `verdict.ts#checkFence`, as SQL over `pre` at `clock.now`: true iff the verdict is ok.
@@ -69,19 +36,24 @@ export function fenceHolds(param: (index: number) => string): string {
     AND (pre.expires_at IS NULL OR clock.now < pre.expires_at)`;
 }
 
+const NO_ATTRIBUTES = '{}';
+
 /** The bind parameters of a fence, in the order `fenceHolds` numbers them. */
 export function fenceParams(fence: Fence): unknown[] {
-  return [fence.key, fence.token.toString(), fence.secret, fence.holder, fence.runId, JSON.stringify(fence.attributes ?? {})];
+  const { attributes } = fence;
+  // NOTE: most fences require no attributes; skip JSON.stringify for them (this runs on every operation).
+  const required = attributes === undefined ? NO_ATTRIBUTES : JSON.stringify(attributes);
+  return [fence.key, fence.token.toString(), fence.secret, fence.holder, fence.runId, required];
 }
 
 /** `fenceHolds` with the fence parameters at $1..$6. */
-export const FENCE_HOLDS: string = fenceHolds((index) => `$${index}`);
+const FENCE_HOLDS: string = fenceHolds((index) => `$${index}`);
 
 /** The columns an ending grant clears. */
 const CLEAR_GRANT = `holder = NULL, run_id = NULL, secret = NULL, acquired_at = NULL, expires_at = NULL, attributes = NULL`;
 
 /** Locks the row (`lock`), reads now after the lock, applies `set` where `condition`, returns the pre-image. */
-function lockedUpdate(table: TableName, lock: 'NO KEY UPDATE' | 'SHARE', set: string | null, condition: string): string {
+function lockedUpdate(table: TableName, width: PreImageWidth, lock: 'NO KEY UPDATE' | 'SHARE', set: string | null, condition: string): string {
   const applied =
     set === null
       ? ''
@@ -93,19 +65,80 @@ applied AS (
   RETURNING 1
 )`;
   return `WITH pre AS MATERIALIZED (
-  SELECT * FROM ${table.quoted} WHERE key = $1::text FOR ${lock}
+  SELECT ${preImageColumns(width)} FROM ${table.quoted} WHERE key = $1::text FOR ${lock}
 ),
 clock AS MATERIALIZED (
   SELECT ${NOW} AS now, count(*) AS locked FROM pre
 )${applied}
-SELECT ${recordColumns('pre.')}, ${epochMs('clock.now')} AS now_ms, ${set === null ? 'false' : 'EXISTS (SELECT 1 FROM applied)'} AS applied
+SELECT ${preImageJson(width, 'pre.', 'clock.now', set === null ? 'false' : 'EXISTS (SELECT 1 FROM applied)')} AS r
 FROM clock LEFT JOIN pre ON true`;
 }
+
+/** The claim statement's parameters, as `claim-rule.ts` terms. */
+const STATEMENT_TERMS: ClaimTerms = {
+  now: 'clock.now',
+  holder: '$2::text',
+  runId: '$3::text',
+  secret: '$4::text',
+  ttlMs: '$5::bigint',
+  attributes: '$6::text::jsonb',
+  recovering: '$7::boolean',
+};
+
+/**
+ * The claim: for a row that exists, a locked update under the claim rule, in plain SQL. When the snapshot
+ * has no row for the key, the same statement calls the claim function instead (schema.ts), which
+ * inserts the row or, when a concurrent first claim won, locks and decides on the winner's row. NOTE: the
+ * function is called in a CASE branch, which Postgres evaluates only when taken, so a claim of an existing
+ * row never enters plpgsql; and its UPDATE CTE matches no row then (`pre` is empty).
+ */
+function claimStatement(table: TableName): string {
+  return `WITH pre AS MATERIALIZED (
+  SELECT ${preImageColumns(PRE_IMAGE_WIDTH.claim)} FROM ${table.quoted} WHERE key = $1::text FOR NO KEY UPDATE
+),
+clock AS MATERIALIZED (
+  SELECT ${NOW} AS now, count(*) AS locked FROM pre
+),
+applied AS (
+  UPDATE ${table.quoted} AS l SET ${claimSet(STATEMENT_TERMS)}
+  FROM pre, clock
+  WHERE l.key = pre.key AND ${claimable(STATEMENT_TERMS)}
+  RETURNING 1
+)
+SELECT CASE WHEN clock.locked = 0
+  THEN ${claimFunction(table)}(${CLAIM_ARGUMENTS})
+  ELSE ${preImageJson(PRE_IMAGE_WIDTH.claim, 'pre.', 'clock.now', 'EXISTS (SELECT 1 FROM applied)')}
+END AS r
+FROM clock LEFT JOIN pre ON true`;
+}
+
+/**
+ * How much of the row each statement returns: all of it where the outcome reads the acquired-at or the
+ * checkpoint (claim, revoke, recover, inspect), what a fence check reads elsewhere. NOTE: a renew, release
+ * or checkpoint then never carries the checkpoint (up to the size limit) back to the client; a property
+ * test checks that each transition decides the same on the narrow pre-image as on the whole row.
+ */
+export const PRE_IMAGE_WIDTH: Readonly<Record<keyof LeaseStatements, PreImageWidth>> = {
+  claim: 'record',
+  claimCall: 'record',
+  renew: 'fence',
+  checkpoint: 'fence',
+  release: 'fence',
+  revoke: 'record',
+  recover: 'record',
+  inspect: 'record',
+  lockShared: 'fence',
+};
+
+/** The claim function's arguments, from the claim's bind parameters. */
+const CLAIM_ARGUMENTS = '$1::text, $2::text, $3::text, $4::text, $5::bigint, $6::text::jsonb, $7::boolean';
 
 /** The statements of one lease table. */
 export interface LeaseStatements {
   /** $1 key, $2 holder, $3 run id, $4 secret, $5 ttl ms (NULL: no expiry), $6 attributes JSON, $7 recovering. */
   readonly claim: string;
+  /** The claim as a call of the claim function (same parameters), for stores whose statements are not prepared. */
+  readonly claimCall: string;
   /** Fence params, $7 ttl ms (NULL: no expiry). */
   readonly renew: string;
   /** Fence params, $7 checkpoint JSON text. */
@@ -125,32 +158,38 @@ export interface LeaseStatements {
 /** Builds the statements of a (validated, quoted) lease table. */
 export function leaseStatements(table: TableName): LeaseStatements {
   return {
-    claim: `SELECT ${recordColumns('(c.pre).')}, ${epochMs('c.now_at')} AS now_ms, c.applied AS applied
-FROM ${table.derive('claim')}($1::text, $2::text, $3::text, $4::text, $5::bigint, $6::text::jsonb, $7::boolean) AS c`,
+    claim: claimStatement(table),
 
-    renew: lockedUpdate(table, 'NO KEY UPDATE', `expires_at = clock.now + $7::bigint * interval '1 millisecond'`, FENCE_HOLDS),
+    claimCall: `SELECT ${claimFunction(table)}(${CLAIM_ARGUMENTS}) AS r`,
+
+    renew: lockedUpdate(table, PRE_IMAGE_WIDTH.renew, 'NO KEY UPDATE', `expires_at = clock.now + $7::bigint * interval '1 millisecond'`, FENCE_HOLDS),
 
     checkpoint: lockedUpdate(
       table,
+      PRE_IMAGE_WIDTH.checkpoint,
       'NO KEY UPDATE',
       `checkpoint_json = $7::text, checkpoint_token = pre.token, checkpoint_written_at = clock.now, recovery_required = false`,
       FENCE_HOLDS,
     ),
 
+    // NOTE: the kept checkpoint is read from `l`, the row being updated (the version `pre` locked), so that
+    // the pre-image need not carry it back to the client.
     release: lockedUpdate(
       table,
+      PRE_IMAGE_WIDTH.release,
       'NO KEY UPDATE',
       `${CLEAR_GRANT},
     ending_kind = 'released', ending_token = pre.token, ending_holder = pre.holder, ending_run_id = pre.run_id,
     ending_at = clock.now, ending_reason = NULL, ending_by = NULL,
-    checkpoint_json = CASE $7::text WHEN 'keep' THEN pre.checkpoint_json WHEN 'clear' THEN NULL ELSE $8::text END,
-    checkpoint_token = CASE $7::text WHEN 'keep' THEN pre.checkpoint_token WHEN 'clear' THEN NULL ELSE pre.token END,
-    checkpoint_written_at = CASE $7::text WHEN 'keep' THEN pre.checkpoint_written_at WHEN 'clear' THEN NULL ELSE clock.now END`,
+    checkpoint_json = CASE $7::text WHEN 'keep' THEN l.checkpoint_json WHEN 'clear' THEN NULL ELSE $8::text END,
+    checkpoint_token = CASE $7::text WHEN 'keep' THEN l.checkpoint_token WHEN 'clear' THEN NULL ELSE pre.token END,
+    checkpoint_written_at = CASE $7::text WHEN 'keep' THEN l.checkpoint_written_at WHEN 'clear' THEN NULL ELSE clock.now END`,
       FENCE_HOLDS,
     ),
 
     revoke: lockedUpdate(
       table,
+      PRE_IMAGE_WIDTH.revoke,
       'NO KEY UPDATE',
       `token = pre.token + 1, ${CLEAR_GRANT},
     ending_kind = 'revoked', ending_token = pre.token, ending_holder = pre.holder, ending_run_id = pre.run_id,
@@ -161,6 +200,7 @@ FROM ${table.derive('claim')}($1::text, $2::text, $3::text, $4::text, $5::bigint
 
     recover: lockedUpdate(
       table,
+      PRE_IMAGE_WIDTH.recover,
       'NO KEY UPDATE',
       `recovery_required = false,
     checkpoint_json = CASE WHEN $7::text = 'discard' THEN NULL ELSE pre.checkpoint_json END,
@@ -170,9 +210,9 @@ FROM ${table.derive('claim')}($1::text, $2::text, $3::text, $4::text, $5::bigint
     ),
 
     // NOTE: a plain read (no lock): an inspection is linearised at its snapshot and judges liveness at its now.
-    inspect: `SELECT ${recordColumns('pre.')}, ${epochMs('clock.now')} AS now_ms, false AS applied
+    inspect: `SELECT ${preImageJson(PRE_IMAGE_WIDTH.inspect, 'pre.', 'clock.now', 'false')} AS r
 FROM (SELECT ${NOW} AS now) AS clock LEFT JOIN ${table.quoted} AS pre ON pre.key = $1::text`,
 
-    lockShared: lockedUpdate(table, 'SHARE', null, 'false'),
+    lockShared: lockedUpdate(table, PRE_IMAGE_WIDTH.lockShared, 'SHARE', null, 'false'),
   };
 }

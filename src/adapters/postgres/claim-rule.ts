@@ -1,0 +1,60 @@
+/**
+ * The claim's rule as SQL, stated once: when a lease row may be granted and what a grant writes, mirroring
+ * `transitions.claim`. Both places that claim are generated from these fragments: the claim statement
+ * (statements.ts, for rows that exist, in plain SQL) and the claim function (schema.ts, in plpgsql: for a
+ * key whose row does not exist yet, and for every claim of a store whose statements are not prepared). Each fragment reads the locked row as `pre` and writes the
+ * table aliased `l`; `ClaimTerms` names the store's now and the claim's parameters in the caller's scope.
+ */
+
+import type { TableName } from './identifier.js';
+
+/** The claim function of a lease table, quoted: `<table>_try_claim` in the table's schema. */
+export function claimFunction(table: TableName): string {
+  return table.derive('try_claim');
+}
+
+/** How the caller names the store's now and the claim's parameters (bind parameters or plpgsql arguments). */
+export interface ClaimTerms {
+  /** The store's now, read after the row was locked. */
+  readonly now: string;
+  readonly holder: string;
+  readonly runId: string;
+  readonly secret: string;
+  /** The time to live in ms, NULL for no expiry. */
+  readonly ttlMs: string;
+  /** The bound attributes, as jsonb. */
+  readonly attributes: string;
+  readonly recovering: string;
+}
+
+/** The expiry of a grant made at `now` with `ttlMs` (NULL: never). */
+const expiresAfter = (terms: ClaimTerms): string => `${terms.now} + ${terms.ttlMs} * interval '1 millisecond'`;
+
+/**
+ * `pre` may be granted: nothing is held or the grant has expired (strictly: at now = expires_at it has),
+ * and no recovery is pending unless the claimer is recovering.
+ */
+export function claimable(terms: ClaimTerms): string {
+  return `(pre.holder IS NULL OR (pre.expires_at IS NOT NULL AND ${terms.now} >= pre.expires_at))
+    AND (NOT pre.recovery_required OR ${terms.recovering})`;
+}
+
+/**
+ * The grant, as an UPDATE's SET list: the next token, the new holder, and an expired holder recorded as
+ * the ending (a released or revoked one already is); the checkpoint and a pending recovery are kept.
+ */
+export function claimSet(terms: ClaimTerms): string {
+  const kept = (column: string, expired: string) => `${column} = CASE WHEN pre.holder IS NULL THEN pre.${column} ELSE ${expired} END`;
+  return `token = pre.token + 1,
+    holder = ${terms.holder}, run_id = ${terms.runId}, secret = ${terms.secret}, acquired_at = ${terms.now},
+    expires_at = ${expiresAfter(terms)}, attributes = ${terms.attributes},
+    ${kept('ending_kind', `'expired'`)}, ${kept('ending_token', 'pre.token')}, ${kept('ending_holder', 'pre.holder')},
+    ${kept('ending_run_id', 'pre.run_id')}, ${kept('ending_at', 'pre.expires_at')},
+    ${kept('ending_reason', 'NULL')}, ${kept('ending_by', 'NULL')}`;
+}
+
+/** A key's first grant: token 1, nothing inherited. */
+export function firstGrant(table: string, key: string, terms: ClaimTerms): string {
+  return `INSERT INTO ${table} AS l (key, token, holder, run_id, secret, acquired_at, expires_at, attributes)
+    VALUES (${key}, 1, ${terms.holder}, ${terms.runId}, ${terms.secret}, ${terms.now}, ${expiresAfter(terms)}, ${terms.attributes})`;
+}

@@ -1,0 +1,135 @@
+/**
+ * The Postgres adapter decides every outcome with the pure core on the pre-image its statement returns.
+ * Renew, checkpoint, release and fenced writes return a narrow one (no acquired-at, checkpoint or pending
+ * recovery); these properties hold them to it: every transition decides exactly as on the whole row, and
+ * the whole-row pre-image of the other operations decodes to the row itself.
+ */
+import { fc, test } from '@fast-check/vitest';
+import { describe, expect } from 'vitest';
+import { decodePreImage, preImageColumnNames, type PreImageWidth } from '../../src/adapters/postgres/rows.js';
+import { PRE_IMAGE_WIDTH } from '../../src/adapters/postgres/statements.js';
+import * as transitions from '../../src/fence/transitions.js';
+import type { LeaseRecord } from '../../src/fence/types.js';
+import { checkFence } from '../../src/fence/verdict.js';
+import {
+  checkpointCommandArb,
+  claimCommandArb,
+  pendingRecoveryArb,
+  presentedArb,
+  reachedArb,
+  recordArb,
+  recoverCommandArb,
+  releaseCommandArb,
+  renewCommandArb,
+  revokeCommandArb,
+} from '../fence/arbitraries.js';
+
+/** What the statement's `json_build_array` holds for `record`'s column `name` (tokens as text, times as ms). */
+function cell(record: LeaseRecord, name: string): unknown {
+  const { grant, ending, checkpoint } = record;
+  const text = (value: bigint | undefined) => (value === undefined ? null : value.toString());
+  const cells: Record<string, unknown> = {
+    key: record.key,
+    token: record.token.toString(),
+    holder: grant?.holder ?? null,
+    run_id: grant?.runId ?? null,
+    secret: grant?.secret ?? null,
+    expires_at: grant?.expiresAt ?? null,
+    attributes: grant?.attributes ?? null,
+    ending_kind: ending?.kind ?? null,
+    ending_token: text(ending?.token),
+    ending_holder: ending?.holder ?? null,
+    ending_run_id: ending?.runId ?? null,
+    ending_at: ending?.at ?? null,
+    ending_reason: ending?.reason ?? null,
+    ending_by: ending?.by ?? null,
+    acquired_at: grant?.acquiredAt ?? null,
+    checkpoint_json: checkpoint?.json ?? null,
+    checkpoint_token: text(checkpoint?.token),
+    checkpoint_written_at: checkpoint?.writtenAt ?? null,
+    recovery_required: record.recoveryRequired,
+  };
+  if (!(name in cells)) throw new Error(`the test does not know column ${name}`);
+  return cells[name];
+}
+
+/** The record as a statement of `width` returns it, decoded as the adapter decodes it. */
+function through(width: PreImageWidth, record: LeaseRecord | null, now: number): LeaseRecord | null {
+  const columns = preImageColumnNames(width);
+  const cells = record === null ? columns.map(() => null) : columns.map((name) => cell(record, name));
+  const decoded = decodePreImage(JSON.stringify([now, false, ...cells]));
+  expect(decoded.now).toBe(now);
+  return decoded.record;
+}
+
+/** Both the outcome and whether the row changes agree between the whole row and the statement's pre-image. */
+function decidesAlike<O>(width: PreImageWidth, record: LeaseRecord | null, now: number, decide: (record: LeaseRecord | null) => transitions.Transition<O>): void {
+  const whole = decide(record);
+  const narrow = decide(through(width, record, now));
+  expect({ changed: narrow.changed, outcome: narrow.outcome }).toEqual({ changed: whole.changed, outcome: whole.outcome });
+}
+
+describe('postgres pre-image', () => {
+  test.prop([recordArb, fc.integer({ min: 0, max: 2_000_000 })])('a whole-row pre-image decodes to the row itself, every field and bigint token exact', (record, now) => {
+    expect(through('record', record, now)).toEqual(record);
+    expect(through('record', null, now)).toBeNull();
+  });
+
+  test.prop([presentedArb.chain((presented) => fc.tuple(fc.constant(presented), renewCommandArb(fc.constant(presented.fence))))])(
+    'renew decides on its statement pre-image as on the whole row',
+    ([{ reached, now }, command]) => decidesAlike(PRE_IMAGE_WIDTH.renew, reached.record, now, (record) => transitions.renew(record, command, now)),
+  );
+
+  test.prop([presentedArb.chain((presented) => fc.tuple(fc.constant(presented), checkpointCommandArb(fc.constant(presented.fence))))])(
+    'checkpoint decides on its statement pre-image as on the whole row',
+    ([{ reached, now }, command]) => decidesAlike(PRE_IMAGE_WIDTH.checkpoint, reached.record, now, (record) => transitions.checkpoint(record, command, now)),
+  );
+
+  test.prop([presentedArb.chain((presented) => fc.tuple(fc.constant(presented), releaseCommandArb(fc.constant(presented.fence))))])(
+    'release (first or repeated) decides on its statement pre-image as on the whole row',
+    ([{ reached, now }, command]) => {
+      decidesAlike(PRE_IMAGE_WIDTH.release, reached.record, now, (record) => transitions.release(record, command, now));
+      const released = transitions.release(reached.record, command, now).record;
+      decidesAlike(PRE_IMAGE_WIDTH.release, released, now + 1, (record) => transitions.release(record, command, now + 1));
+    },
+  );
+
+  test.prop([presentedArb, fc.option(fc.dictionary(fc.constantFrom('model', 'region'), fc.constantFrom('v1', 'v2'), { maxKeys: 2 }), { nil: undefined })])(
+    'a fenced write checks its fence on its statement pre-image as on the whole row (with and without required attributes)',
+    ({ reached, fence, now }, attributes) => {
+      const required = attributes === undefined ? fence : { ...fence, attributes };
+      const whole = checkFence(reached.record, required, now);
+      expect(checkFence(through(PRE_IMAGE_WIDTH.lockShared, reached.record, now), required, now)).toEqual(whole);
+    },
+  );
+
+  test.prop([fc.oneof(reachedArb, pendingRecoveryArb), claimCommandArb, fc.nat({ max: 2_000 })])(
+    'claim, revoke and inspect decide on their statement pre-image as on the whole row',
+    (reached, claim, dt) => {
+      const now = reached.now + dt;
+      decidesAlike(PRE_IMAGE_WIDTH.claim, reached.record, now, (record) => transitions.claim(record, claim, now));
+      fc.assert(
+        fc.property(revokeCommandArb, (revoke) => decidesAlike(PRE_IMAGE_WIDTH.revoke, reached.record, now, (record) => transitions.revoke(record, revoke, now))),
+        { numRuns: 5 },
+      );
+      const inspected = transitions.inspect(through(PRE_IMAGE_WIDTH.inspect, reached.record, now), claim.key, now);
+      expect(inspected).toEqual(transitions.inspect(reached.record, claim.key, now));
+    },
+  );
+
+  test.prop([pendingRecoveryArb, claimCommandArb, fc.constantFrom('resume' as const, 'discard' as const), fc.nat({ max: 3 })])(
+    'recover (by the recovering grant or a stale one) decides on its statement pre-image as on the whole row',
+    (reached, claim, action, pick) => {
+      const claimed = transitions.claim(reached.record, { ...claim, recovering: true }, reached.now);
+      const recovering = claimed.outcome.ok ? [{ key: claim.key, token: claimed.outcome.token, secret: claim.secret, holder: claim.holder, runId: claim.runId }] : [];
+      const fences = [...recovering, ...reached.fences];
+      const fence = fences[pick % fences.length]!;
+      decidesAlike(PRE_IMAGE_WIDTH.recover, claimed.record, reached.now, (record) => transitions.recover(record, { fence, action }, reached.now));
+    },
+  );
+
+  test.prop([presentedArb.chain((presented) => fc.tuple(fc.constant(presented), recoverCommandArb(fc.constant(presented.fence))))])(
+    'recover in any reachable state decides on its statement pre-image as on the whole row',
+    ([{ reached, now }, command]) => decidesAlike(PRE_IMAGE_WIDTH.recover, reached.record, now, (record) => transitions.recover(record, command, now)),
+  );
+});
