@@ -17,7 +17,7 @@
  */
 import { execFile, execFileSync, spawn, spawnSync } from 'node:child_process';
 import { chownSync, existsSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
-import { createServer } from 'node:net';
+import { findOrInstall, freePort, isRoot } from './provision.js';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
@@ -49,24 +49,16 @@ export interface StartPostgresOptions {
 }
 
 const BIN_ROOT = '/usr/lib/postgresql';
-const isRoot = typeof process.getuid === 'function' && process.getuid() === 0;
 
 /** The newest installed PostgreSQL bin dir, installing the OS package as root when none is present. */
 function findBinDir(): string {
-  const found = installedBinDir();
-  if (found !== null) return found;
-  if (!isRoot) {
-    throw new Error(
-      'PostgreSQL server binaries not found under /usr/lib/postgresql/*/bin. Install them with ' +
-        '`sudo apt-get update && sudo apt-get install -y postgresql` (Debian/Ubuntu), or set LEASEFENCE_PG_URL ' +
-        'to a disposable database (tests create and use their own tables in it).',
-    );
-  }
-  execFileSync('apt-get', ['update'], { stdio: 'inherit' });
-  execFileSync('apt-get', ['install', '-y', 'postgresql'], { stdio: 'inherit', env: { ...process.env, DEBIAN_FRONTEND: 'noninteractive' } });
-  const installed = installedBinDir();
-  if (installed === null) throw new Error('apt-get install postgresql finished but no /usr/lib/postgresql/*/bin/initdb exists');
-  return installed;
+  return findOrInstall(
+    'postgresql',
+    installedBinDir,
+    'PostgreSQL server binaries not found under /usr/lib/postgresql/*/bin. Install them with ' +
+      '`sudo apt-get update && sudo apt-get install -y postgresql` (Debian/Ubuntu), or set LEASEFENCE_PG_URL ' +
+      'to a disposable database (tests create and use their own tables in it).',
+  );
 }
 
 function installedBinDir(): string | null {
@@ -75,18 +67,6 @@ function installedBinDir(): string | null {
     .filter((version) => existsSync(join(BIN_ROOT, version, 'bin', 'initdb')))
     .sort((a, b) => Number(b) - Number(a));
   return versions[0] === undefined ? null : join(BIN_ROOT, versions[0], 'bin');
-}
-
-/** A loopback port that was free a moment ago (the OS picks it). */
-function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const probe = createServer();
-    probe.once('error', reject);
-    probe.listen(0, '127.0.0.1', () => {
-      const address = probe.address();
-      probe.close(() => (typeof address === 'object' && address !== null ? resolve(address.port) : reject(new Error('no port'))));
-    });
-  });
 }
 
 /** Runs a PostgreSQL binary, as the `postgres` OS user when we are root. */

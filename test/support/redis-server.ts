@@ -14,9 +14,10 @@
  * await server.stop();
  * ```
  */
-import { execFileSync, spawn, spawnSync, type ChildProcess } from 'node:child_process';
+import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { existsSync, mkdtempSync, rmSync } from 'node:fs';
-import { connect, createServer } from 'node:net';
+import { connect } from 'node:net';
+import { findOrInstall, freePort } from './provision.js';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 
@@ -47,24 +48,15 @@ export interface StartRedisOptions {
   readonly persistence?: 'aof' | 'none';
 }
 
-const isRoot = typeof process.getuid === 'function' && process.getuid() === 0;
-
 /** The redis-server binary, installing the OS package as root when none is present. */
 function findBinary(): string {
-  const found = installedBinary();
-  if (found !== null) return found;
-  if (!isRoot) {
-    throw new Error(
-      'redis-server not found on PATH. Install it with `sudo apt-get update && sudo apt-get install -y redis-server` ' +
-        '(Debian/Ubuntu) or `brew install redis` (macOS), or set LEASEFENCE_REDIS_URL to a disposable redis-server ' +
-        '(tests only use fresh keys under their own prefixes).',
-    );
-  }
-  execFileSync('apt-get', ['update'], { stdio: 'inherit' });
-  execFileSync('apt-get', ['install', '-y', 'redis-server'], { stdio: 'inherit', env: { ...process.env, DEBIAN_FRONTEND: 'noninteractive' } });
-  const installed = installedBinary();
-  if (installed === null) throw new Error('apt-get install redis-server finished but no redis-server is on PATH');
-  return installed;
+  return findOrInstall(
+    'redis-server',
+    installedBinary,
+    'redis-server not found on PATH. Install it with `sudo apt-get update && sudo apt-get install -y redis-server` ' +
+      '(Debian/Ubuntu) or `brew install redis` (macOS), or set LEASEFENCE_REDIS_URL to a disposable redis-server ' +
+      '(tests only use fresh keys under their own prefixes).',
+  );
 }
 
 function installedBinary(): string | null {
@@ -72,18 +64,6 @@ function installedBinary(): string | null {
   const which = spawnSync('which', ['redis-server'], { encoding: 'utf8' });
   const path = which.status === 0 ? which.stdout.trim() : '';
   return path === '' ? null : path;
-}
-
-/** A loopback port that was free a moment ago (the OS picks it). */
-function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const probe = createServer();
-    probe.once('error', reject);
-    probe.listen(0, '127.0.0.1', () => {
-      const address = probe.address();
-      probe.close(() => (typeof address === 'object' && address !== null ? resolve(address.port) : reject(new Error('no port'))));
-    });
-  });
 }
 
 /** One raw `PING` over RESP: `true` when the server answers `+PONG` (not `-LOADING`, not refused). */
