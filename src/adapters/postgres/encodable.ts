@@ -1,17 +1,13 @@
 /**
- * Postgres text is UTF-8: a JavaScript string with a lone surrogate cannot be stored as given (drivers
- * replace it with U+FFFD, so two different keys could land on one row, and jsonb refuses it). Such strings
- * are refused before any I/O.
+ * Postgres text is UTF-8 without NUL: a JavaScript string with a lone surrogate cannot be stored as given
+ * (drivers replace it with U+FFFD, so two different keys could land on one row, and jsonb refuses it).
+ * `createLeases` already refuses such input; these checks keep the store safe when it is called directly.
  */
-import { InvalidArgumentError } from '../../errors.js';
+import { assertStorableText } from '../../validate.js';
 
-const LONE_SURROGATE = /[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/;
-
-/** Throws `InvalidArgumentError` when `value` (a string) is not well-formed UTF-16. */
+/** Throws `InvalidArgumentError` when `value` (a string) cannot be stored exactly. */
 export function assertEncodable(what: string, value: string | null | undefined): void {
-  if (typeof value === 'string' && LONE_SURROGATE.test(value)) {
-    throw new InvalidArgumentError(`${what} contains a lone UTF-16 surrogate, which Postgres text cannot store`);
-  }
+  if (typeof value === 'string') assertStorableText(what, value);
 }
 
 /** Checks every name and value of an attribute map. */
