@@ -14,6 +14,7 @@ import { toConnection } from '../../src/adapters/redis/connection.js';
 import type { Store } from '../../src/store.js';
 import type { StoreHarness } from '../conformance/harness.js';
 import { startRedis, type RedisServer } from '../support/redis-server.js';
+import { EXPIRE_NOW_SCRIPT } from '../support/redis-expire.js';
 
 /** The two Redis clients leasefence supports. */
 export type RedisClientKind = 'ioredis' | 'node-redis';
@@ -47,18 +48,6 @@ export async function openClient(kind: RedisClientKind, url: string, ioredisOpti
 /** A prefix no other test uses. */
 export const freshPrefix = (label = 'lf'): string => `${label}:${randomBytes(6).toString('hex')}:`;
 
-/** Rewrites a grant's stored expires-at to the server's now (strict expiry: expired from that instant). */
-const EXPIRE_NOW = `
-local lease = redis.call('HGET', KEYS[1], 'lease')
-local s1 = lease and string.find(lease, '\\0', 1, true)
-if not s1 then return 0 end
-local s4 = string.find(lease, '\\0', string.find(lease, '\\0', string.find(lease, '\\0', s1 + 1, true) + 1, true) + 1, true)
-local s5 = string.find(lease, '\\0', s4 + 1, true)
-local t = redis.call('TIME')
-redis.call('HSET', KEYS[1], 'lease', string.sub(lease, 1, s4) .. t[1] .. string.sub(string.rep('0', 6 - #t[2]) .. t[2], 1, 3) .. string.sub(lease, s5))
-return 1
-`;
-
 /** Builds a harness factory for one client kind. */
 export function makeRedisHarness(kind: RedisClientKind): () => Promise<StoreHarness<RedisStore>> {
   return async () => {
@@ -80,7 +69,7 @@ export function makeRedisHarness(kind: RedisClientKind): () => Promise<StoreHarn
       connect: async () => (await open()).store,
       appendUnderFence: (leases, lease, entry) => leases.fencedWrite(lease, (tx) => tx.call('RPUSH', ledgerKey(lease.key), entry)),
       readLedger: async (key) => (await raw.send(['LRANGE', ledgerKey(key), '0', '-1'])) as string[],
-      expireNow: async (key) => void (await raw.send(['EVAL', EXPIRE_NOW, '1', names.record(key, 'lease')])),
+      expireNow: async (key) => void (await raw.send(['EVAL', EXPIRE_NOW_SCRIPT, '1', names.record(key, 'lease')])),
       advanceClock: null,
       freshKey: (label = 'key') => `${label}:${++keys}:${randomBytes(4).toString('hex')}`,
       close: async () => void (await Promise.all(closers.map((close) => close()))),

@@ -11,6 +11,7 @@ import type { Leases } from '../../src/leases.js';
 import type { Store } from '../../src/store.js';
 import { resourceOf, type StoreAdmin, type WorkerBackend } from './backend.js';
 import { decodeEntry, type FinalKeyState } from './history.js';
+import { EXPIRE_NOW_SCRIPT } from '../support/redis-expire.js';
 
 /** The adapter's default key prefix (see src/adapters/redis/keys.ts). */
 export const REDIS_PREFIX = 'leasefence:';
@@ -48,20 +49,6 @@ export function createRedisBackend(url: string, proc: string, wrap: (store: Stor
   };
 }
 
-/**
- * Makes the current grant expire at the server's now: rewrites expires, the fifth NUL-separated part of the
- * record's `lease` field (see src/adapters/redis/scripts.ts), which holds just the token when nothing is held.
- */
-const FORCE_EXPIRE_SCRIPT = `
-local lease = redis.call('HGET', KEYS[1], 'lease')
-local s1 = lease and string.find(lease, '\\0', 1, true)
-if not s1 then return 0 end
-local s4 = string.find(lease, '\\0', string.find(lease, '\\0', string.find(lease, '\\0', s1 + 1, true) + 1, true) + 1, true)
-local s5 = string.find(lease, '\\0', s4 + 1, true)
-local t = redis.call('TIME')
-local micros = string.rep('0', 6 - #t[2]) .. t[2]
-redis.call('HSET', KEYS[1], 'lease', string.sub(lease, 1, s4) .. t[1] .. string.sub(micros, 1, 3) .. string.sub(lease, s5))
-return 1`;
 
 /** The harness's admin connection. */
 export function createRedisAdmin(url: string): StoreAdmin & { scriptFlush(): Promise<void>; client: Redis } {
@@ -73,7 +60,7 @@ export function createRedisAdmin(url: string): StoreAdmin & { scriptFlush(): Pro
     client,
     revoke: async (key) => (await operator.revoke(key, { reason: 'chaos: operator revoke', by: 'chaos-operator' })).ok,
     forceExpire: async (key) => {
-      await client.eval(FORCE_EXPIRE_SCRIPT, 1, redisRecordKey(key));
+      await client.eval(EXPIRE_NOW_SCRIPT, 1, redisRecordKey(key));
     },
     killConnections: async () => {
       // NOTE: only the chaos workers' connections (by name), so tests sharing this server are not hit.
