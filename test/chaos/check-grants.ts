@@ -127,7 +127,8 @@ export function checkStaleAccepted(index: OpIndex, key: string, appliedWrites: R
         found.push(violation('stale-accepted', key, `${describeOp(op)} was accepted although ${describeOp(newer)} completed before it was invoked`, [newer, op]));
         continue;
       }
-      const appliedAt = op.status === 'ok' ? op.done?.storeNow : undefined;
+      // NOTE: a release answered `alreadyReleased` (a re-delivery) took effect earlier, not at its reply's store time.
+      const appliedAt = op.status === 'ok' && op.done?.alreadyReleased !== true ? op.done?.storeNow : undefined;
       if (typeof appliedAt === 'number') {
         const overtaken = grants.find((grant) => (grant.token ?? 0n) > (op.token ?? 0n) && typeof grant.done?.acquiredAt === 'number' && grant.done.acquiredAt < appliedAt);
         if (overtaken !== undefined) {

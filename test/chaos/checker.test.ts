@@ -129,6 +129,20 @@ describe('chaos history checker', () => {
     expect(checksFired(expired, finalOf([entry(w, 1)], { token: '1' }))).toEqual(['expired-accepted']);
   });
 
+  it('accepts a release re-delivered after a newer grant (answered alreadyReleased), but flags a release that applied after it', () => {
+    const redelivered = new Story();
+    // a's grant would live until 2000: b's grant at 1110 is legal only because a's release applied first.
+    redelivered.claim('a', 1, [0, 2], 1000, 1000);
+    redelivered.claim('b', 2, [110, 112], 1110, 100, { previousToken: '1', reason: 'released' });
+    redelivered.op({ proc: 'a', op: 'release', token: 1, at: [100, 200], done: { storeNow: 1150, alreadyReleased: true } });
+    expect(checksFired(redelivered, finalOf([], { token: '2' }))).toEqual([]);
+    const applied = new Story();
+    applied.claim('a', 1, [0, 2], 1000, 1000);
+    applied.claim('b', 2, [110, 112], 1110);
+    applied.op({ proc: 'a', op: 'release', token: 1, at: [100, 200], done: { storeNow: 1150 } });
+    expect(checksFired(applied, finalOf([], { token: '2' }))).toContain('stale-accepted');
+  });
+
   it('flags a renewal that resurrects a superseded or released grant', () => {
     const story = new Story();
     story.claim('a', 1, [0, 2], 1000);

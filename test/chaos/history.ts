@@ -49,6 +49,11 @@ export interface HistoryEvent {
   readonly expiresAt?: number | null;
   /** Why a refusal happened (fence reason, `held`, `stale-token`, ...), or which fault. */
   readonly reason?: string;
+  /**
+   * Release ok: `true` when the store answered that this grant had already been released (a re-delivery
+   * after a lost reply): its effect happened earlier, not at `storeNow`.
+   */
+  readonly alreadyReleased?: boolean;
   /** Claim ok: the token of the previous grant's ending, if any. */
   readonly previousToken?: string;
   /** Claim ok: the inherited checkpoint's id and token; checkpoint invoke: the id written. */

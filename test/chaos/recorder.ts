@@ -89,7 +89,10 @@ export function recordingStore<C>(store: Store<C>, recorder: Recorder): Store<C>
       const id = checkpointId(command.json);
       return recorder.run('checkpoint', command.fence.key, { token: command.fence.token.toString(), ...(id === undefined ? {} : { reqId: id }) }, () => store.checkpoint(command), refusalOf);
     },
-    release: (command) => recorder.run('release', command.fence.key, { token: command.fence.token.toString() }, () => store.release(command), refusalOf),
+    release: (command) =>
+      recorder.run('release', command.fence.key, { token: command.fence.token.toString() }, () => store.release(command), (outcome) =>
+        outcome.ok && outcome.alreadyReleased ? { type: 'ok', storeNow: outcome.now, alreadyReleased: true } : refusalOf(outcome),
+      ),
     fencedWrite: (fence, write) => store.fencedWrite(fence, write),
     revoke: (command) => store.revoke(command),
     recover: (command) => store.recover(command),
