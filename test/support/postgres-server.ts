@@ -17,7 +17,7 @@
  */
 import { execFile, execFileSync, spawn, spawnSync } from 'node:child_process';
 import { chownSync, existsSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
-import { findOrInstall, freePort, isRoot } from './provision.js';
+import { findOrInstall, freePort, isRoot, watchForOrphan } from './provision.js';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
@@ -86,18 +86,6 @@ function postgresUid(): { uid: number; gid: number } {
   return { uid, gid };
 }
 
-/**
- * A detached shell that stops the server and removes its temp dir once this process is gone, however it
- * ended (an `exit` hook does not run on SIGKILL or an unhandled SIGTERM). It exits on its own once `stop()`
- * has removed the dir.
- */
-function startWatchdog(bin: string, dir: string): void {
-  const stop = isRoot ? `runuser -u postgres -- "${bin}/pg_ctl"` : `"${bin}/pg_ctl"`;
-  const script = `while kill -0 "$1" 2>/dev/null && [ -d "$2" ]; do sleep 1; done
-if [ -d "$2" ]; then ${stop} stop -D "$2/data" -m immediate -w >/dev/null 2>&1; rm -rf "$2"; fi`;
-  spawn('sh', ['-c', script, 'leasefence-pg-watchdog', String(process.pid), dir], { detached: true, stdio: 'ignore' }).unref();
-}
-
 /** Starts a throwaway cluster. See the module comment. */
 export async function startPostgres(options: StartPostgresOptions = {}): Promise<PostgresServer> {
   const bin = findBinDir();
@@ -116,7 +104,8 @@ export async function startPostgres(options: StartPostgresOptions = {}): Promise
     rmSync(dir, { recursive: true, force: true });
   };
   process.once('exit', cleanupOnExit);
-  startWatchdog(bin, dir);
+  const pgCtl = isRoot ? `runuser -u postgres -- "${bin}/pg_ctl"` : `"${bin}/pg_ctl"`;
+  watchForOrphan('leasefence-pg-watchdog', dir, `${pgCtl} stop -D "${dataDir}" -m immediate -w`);
   try {
     await asPostgres(join(bin, 'initdb'), ['-D', dataDir, '-A', 'trust', '-U', 'postgres', '--no-sync', '-E', 'UTF8', '--locale=C']);
   } catch (error) {

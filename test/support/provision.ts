@@ -2,7 +2,7 @@
  * What the throwaway servers of the test suite share: a free loopback port, and installing a missing
  * server from the OS packages (as root) or saying how.
  */
-import { execFileSync } from 'node:child_process';
+import { execFileSync, spawn } from 'node:child_process';
 import { createServer } from 'node:net';
 
 /** Whether this process runs as root (then it may install packages and must run postgres as its own user). */
@@ -33,4 +33,15 @@ export function findOrInstall<T>(pkg: string, find: () => T | null, howToInstall
   const installed = find();
   if (installed === null) throw new Error(`apt-get install ${pkg} finished but the server binary is still missing`);
   return installed;
+}
+
+/**
+ * A detached shell that runs `stopServer` (a shell command) and removes `dir` once this process is gone,
+ * however it ended (an `exit` hook does not run on SIGKILL or an unhandled SIGTERM). It exits on its own
+ * once the server's own `stop()` has removed the dir.
+ */
+export function watchForOrphan(name: string, dir: string, stopServer: string): void {
+  const script = `while kill -0 "$1" 2>/dev/null && [ -d "$2" ]; do sleep 1; done
+if [ -d "$2" ]; then ${stopServer} >/dev/null 2>&1; rm -rf "$2"; fi`;
+  spawn('sh', ['-c', script, name, String(process.pid), dir], { detached: true, stdio: 'ignore' }).unref();
 }

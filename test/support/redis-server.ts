@@ -17,7 +17,7 @@
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { existsSync, mkdtempSync, rmSync } from 'node:fs';
 import { connect } from 'node:net';
-import { findOrInstall, freePort } from './provision.js';
+import { findOrInstall, freePort, watchForOrphan } from './provision.js';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 
@@ -153,6 +153,8 @@ export async function startRedis(options: StartRedisOptions = {}): Promise<Redis
     port = await freePort();
     try {
       await launch();
+      // NOTE: redis-server renames its process to `redis-server 127.0.0.1:<port>`; the port stays across restart().
+      watchForOrphan('leasefence-redis-watchdog', dir, `pkill -KILL -f "redis-server 127.0.0.1:${port}"`);
       break;
     } catch (error) {
       // NOTE: another process may take the port between probing and binding; try another one.
