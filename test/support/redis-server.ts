@@ -119,6 +119,7 @@ export async function startRedis(options: StartRedisOptions = {}): Promise<Redis
     ...(persistence === 'aof' ? ['--appendfsync', 'always'] : []),
     '--enable-debug-command', 'local',
     '--daemonize', 'no',
+    '--pidfile', join(dir, 'redis.pid'),
     '--logfile', '',
     '--loglevel', 'warning',
   ];
@@ -153,8 +154,8 @@ export async function startRedis(options: StartRedisOptions = {}): Promise<Redis
     port = await freePort();
     try {
       await launch();
-      // NOTE: redis-server renames its process to `redis-server 127.0.0.1:<port>`; the port stays across restart().
-      watchForOrphan('leasefence-redis-watchdog', dir, `pkill -KILL -f "redis-server 127.0.0.1:${port}"`);
+      // NOTE: redis-server keeps its pid file in the dir, so the watchdog finds it across restart().
+      watchForOrphan('leasefence-redis-watchdog', dir, `kill -KILL "$(cat '${join(dir, 'redis.pid')}')"`);
       break;
     } catch (error) {
       // NOTE: another process may take the port between probing and binding; try another one.
