@@ -13,6 +13,7 @@ import { checkHistory, formatViolations } from './checker.js';
 import { HistoryWriter, readHistory } from './history.js';
 import { Recorder } from './recorder.js';
 import { Workload } from './workload.js';
+import { delegatingStore } from './mutants.js';
 
 const dir = mkdtempSync(join(tmpdir(), 'leasefence-chaos-'));
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
@@ -60,14 +61,7 @@ const lateRenewals = (store: Store): Store => {
 
 /** A planted bug: the fenced write runs the user's write without checking the fence. */
 const unfencedWrite = (store: Store): Store => ({
-  id: store.id,
-  claim: (c) => store.claim(c),
-  renew: (c) => store.renew(c),
-  checkpoint: (c) => store.checkpoint(c),
-  release: (c) => store.release(c),
-  revoke: (c) => store.revoke(c),
-  recover: (c) => store.recover(c),
-  inspect: (k) => store.inspect(k),
+  ...delegatingStore(store),
   fencedWrite: async (fence, write) => {
     const now = Date.now();
     return { ok: true, value: await write({ token: fence.token, now } as never), token: fence.token, now };

@@ -42,13 +42,9 @@ function granted(inspection: Inspection, command: ClaimCommand, token: bigint, n
   return { ok: true, key: command.key, token, acquiredAt: now, expiresAt, previous, checkpoint: inspection.checkpoint, now };
 }
 
-// ---------------------------------------------------------------------------------------------- Postgres
-
-const PG_NOW = `(extract(epoch FROM date_trunc('milliseconds', clock_timestamp())) * 1000)::bigint::text`;
-
-/** Wraps the real Postgres store with the planted bug `name`. */
-export function postgresMutant(name: MutantName, store: Store<PostgresWriteContext>, pool: pg.Pool): Store<PostgresWriteContext> {
-  const mutant: Store<PostgresWriteContext> = {
+/** A store that forwards every method to `store`: a mutant replaces the one method it breaks. */
+export function delegatingStore<C>(store: Store<C>): { -readonly [M in keyof Store<C>]: Store<C>[M] } {
+  return {
     id: store.id,
     claim: (c) => store.claim(c),
     renew: (c) => store.renew(c),
@@ -59,6 +55,15 @@ export function postgresMutant(name: MutantName, store: Store<PostgresWriteConte
     inspect: (k) => store.inspect(k),
     fencedWrite: (f, w) => store.fencedWrite(f, w),
   };
+}
+
+// ---------------------------------------------------------------------------------------------- Postgres
+
+const PG_NOW = `(extract(epoch FROM date_trunc('milliseconds', clock_timestamp())) * 1000)::bigint::text`;
+
+/** Wraps the real Postgres store with the planted bug `name`. */
+export function postgresMutant(name: MutantName, store: Store<PostgresWriteContext>, pool: pg.Pool): Store<PostgresWriteContext> {
+  const mutant = delegatingStore(store);
   if (name === 'unfenced-write') {
     mutant.fencedWrite = async (fence, write) => {
       const connection = await pool.connect();
@@ -118,17 +123,7 @@ return tostring(now)`;
 
 /** Wraps the real Redis store with the planted bug `name`. */
 export function redisMutant(name: MutantName, store: Store<RedisWriteContext>, client: Redis): Store<RedisWriteContext> {
-  const mutant: Store<RedisWriteContext> = {
-    id: store.id,
-    claim: (c) => store.claim(c),
-    renew: (c) => store.renew(c),
-    checkpoint: (c) => store.checkpoint(c),
-    release: (c) => store.release(c),
-    revoke: (c) => store.revoke(c),
-    recover: (c) => store.recover(c),
-    inspect: (k) => store.inspect(k),
-    fencedWrite: (f, w) => store.fencedWrite(f, w),
-  };
+  const mutant = delegatingStore(store);
   const blindGrant = async (key: string, token: bigint, holder: string, secret: string, runId: string | null, ttlMs: number | null): Promise<number> =>
     Number(await client.eval(BLIND_GRANT_SCRIPT, 1, redisRecordKey(key), token.toString(), holder, secret, runId ?? '', String(ttlMs ?? 86_400_000)));
   if (name === 'unfenced-write') {
