@@ -3,6 +3,7 @@ export type {
   ClaimOptions,
   ClaimResult,
   FenceOptions,
+  FencedWriteOptions,
   Granted,
   LeaseInspection,
   Leases,

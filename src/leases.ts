@@ -89,6 +89,15 @@ export interface FenceOptions {
   readonly attributes?: LeaseAttributes;
 }
 
+export interface FencedWriteOptions extends FenceOptions {
+  /**
+   * The lease's progress after this write (any JSON value), saved in the same atomic step as the write:
+   * both apply or neither does, so a worker that crashes can never leave its data written and its
+   * checkpoint behind (the next holder would repeat the step). Omitted: the checkpoint is left as it is.
+   */
+  readonly checkpoint?: unknown;
+}
+
 export interface ReleaseOptions {
   /** Leave a final checkpoint (any JSON), or `null` to clear the checkpoint. Omitted: keep it. */
   readonly checkpoint?: unknown;
@@ -120,8 +129,8 @@ export interface Leases<S extends Store = Store> {
   renewOrThrow(lease: Lease, options?: { readonly ttlMs?: number | null }): Promise<void>;
   checkpoint(lease: Lease, value: unknown, options?: FenceOptions): Promise<CheckpointOutcome>;
   checkpointOrThrow(lease: Lease, value: unknown, options?: FenceOptions): Promise<void>;
-  fencedWrite<T>(lease: Lease, write: (context: WriteContextOf<S>) => T | Promise<T>, options?: FenceOptions): Promise<FencedWriteOutcome<T>>;
-  fencedWriteOrThrow<T>(lease: Lease, write: (context: WriteContextOf<S>) => T | Promise<T>, options?: FenceOptions): Promise<T>;
+  fencedWrite<T>(lease: Lease, write: (context: WriteContextOf<S>) => T | Promise<T>, options?: FencedWriteOptions): Promise<FencedWriteOutcome<T>>;
+  fencedWriteOrThrow<T>(lease: Lease, write: (context: WriteContextOf<S>) => T | Promise<T>, options?: FencedWriteOptions): Promise<T>;
   release(lease: Lease, options?: ReleaseOptions): Promise<ReleaseOutcome>;
   revoke(key: string, options: RevokeOptions): Promise<RevokeOutcome>;
   recover(lease: Lease, action: RecoveryAction): Promise<RecoverOutcome>;
@@ -255,7 +264,10 @@ export function createLeases<S extends Store>(store: S, options: LeasesOptions):
     async fencedWrite(lease, write, fenceOptions) {
       requireLease(lease);
       if (typeof write !== 'function') throw new InvalidArgumentError('fencedWrite needs a write callback');
-      return store.fencedWrite(fenceOf(lease, fenceOptions), write as (context: unknown) => never);
+      const fence = fenceOf(lease, fenceOptions);
+      const callback = write as (context: unknown) => never;
+      if (fenceOptions === undefined || fenceOptions.checkpoint === undefined) return store.fencedWrite(fence, callback);
+      return store.fencedWrite(fence, callback, { checkpointJson: serializeCheckpoint(fenceOptions.checkpoint, maxCheckpointBytes) });
     },
 
     async fencedWriteOrThrow(lease, write, fenceOptions) {

@@ -29,6 +29,7 @@ import type {
   CheckpointOutcome,
   ClaimCommand,
   ClaimOutcome,
+  StoreFencedWriteOptions,
   FencedWriteOutcome,
   Inspection,
   RecoverCommand,
@@ -66,9 +67,11 @@ export interface Store<WriteContext = unknown> {
   /**
    * Runs `write` under the fence: the write is applied only if the grant is current at the store's
    * clock, atomically with that check. When the fence does not hold, nothing is applied and (where the
-   * adapter can tell before running it) `write` is not called.
+   * adapter can tell before running it) `write` is not called. With `options.checkpointJson`, the
+   * checkpoint is saved (as `checkpoint` would, resolving a pending recovery) in the same atomic step:
+   * the write and the checkpoint both apply or neither does.
    */
-  fencedWrite<T>(fence: Fence, write: (context: WriteContext) => T | Promise<T>): Promise<FencedWriteOutcome<T>>;
+  fencedWrite<T>(fence: Fence, write: (context: WriteContext) => T | Promise<T>, options?: StoreFencedWriteOptions): Promise<FencedWriteOutcome<T>>;
 
   /** Ends the current grant; idempotent for the same grant; a stale grant cannot release a newer one. */
   release(command: ReleaseCommand): Promise<ReleaseOutcome>;

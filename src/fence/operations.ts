@@ -171,9 +171,26 @@ export interface Inspection {
   readonly now: StoreTime;
 }
 
+/** What a fenced write may apply together with the user's write, in the same atomic step. */
+export interface StoreFencedWriteOptions {
+  /**
+   * The grant's progress after this write (validated JSON text): saved exactly as `checkpoint` saves it,
+   * atomically with the write, so a crash can never leave the write applied and the checkpoint old (or
+   * the other way round). `undefined`: the checkpoint is left as it is.
+   */
+  readonly checkpointJson?: string;
+}
+
 /** The outcome of a fenced write: the write's value when the fence held, the refusal otherwise. */
 export type FencedWriteOutcome<T> =
-  | { readonly ok: true; readonly value: T; readonly token: bigint; readonly now: StoreTime }
+  | {
+      readonly ok: true;
+      readonly value: T;
+      readonly token: bigint;
+      /** The checkpoint saved with the write (`null` when the command carried none). */
+      readonly checkpoint: CheckpointRecord | null;
+      readonly now: StoreTime;
+    }
   | FenceRefusal;
 
 /** Why a token gate refused a write. */

@@ -96,7 +96,8 @@ export function checkpoint(record: LeaseRecord | null, command: CheckpointComman
 }
 
 /**
- * Release: ends the current live grant. Idempotent for the same grant (also once a newer grant holds the key,
+ * Release: ends the current live grant; releasing with a checkpoint decision (set or clear) resolves a
+ * pending recovery. Idempotent for the same grant (also once a newer grant holds the key,
  * as long as the last ending is this grant's release); a stale or expired grant changes nothing (an expired
  * grant's fate is recorded as `expired` by whoever takes over).
  */
@@ -124,6 +125,9 @@ export function release(record: LeaseRecord | null, command: ReleaseCommand, now
     grant: null,
     ending: { kind: 'released', token: grant.token, holder: grant.holder, runId: grant.runId, at: now, reason: null, by: null },
     checkpoint: checkpointAfter,
+    // NOTE: an explicit checkpoint decision (set or clear) resolves a pending recovery, as checkpoint and
+    // recover do; keeping the inherited checkpoint untouched leaves the recovery pending.
+    recoveryRequired: command.checkpointJson === undefined ? record.recoveryRequired : false,
   };
   return changedTo(next, { ok: true, key: record.key, token: grant.token, alreadyReleased: false, now });
 }

@@ -97,7 +97,7 @@ export function makePostgresHarness(kind: PostgresClientKind): () => Promise<Sto
           );
         }
         const outcome = await leases.store.fencedStatement(lease, `INSERT INTO ${ledger} (key, entry, token) SELECT fence.key, $1, fence.token FROM fence RETURNING seq`, [entry]);
-        return outcome.ok ? { ok: true, value: outcome.rows, token: outcome.token, now: outcome.now } : outcome;
+        return outcome.ok ? { ok: true, value: outcome.rows, token: outcome.token, checkpoint: null, now: outcome.now } : outcome;
       },
       readLedger: async (key) => {
         const { rows } = await main.client.query(`SELECT entry FROM ${ledger} WHERE key = $1 ORDER BY seq`, [key]);

@@ -64,7 +64,7 @@ const unfencedWrite = (store: Store): Store => ({
   ...delegatingStore(store),
   fencedWrite: async (fence, write) => {
     const now = Date.now();
-    return { ok: true, value: await write({ token: fence.token, now } as never), token: fence.token, now };
+    return { ok: true, value: await write({ token: fence.token, now } as never), token: fence.token, checkpoint: null, now };
   },
 });
 

@@ -74,7 +74,7 @@ export function postgresMutant(name: MutantName, store: Store<PostgresWriteConte
         const query = connection.query.bind(connection) as unknown as PostgresWriteContext['query'];
         const value = await write({ query, connection, key: fence.key, token: fence.token, now });
         await connection.query('COMMIT');
-        return { ok: true, value, token: fence.token, now };
+        return { ok: true, value, token: fence.token, checkpoint: null, now };
       } finally {
         connection.release();
       }
@@ -140,7 +140,7 @@ export function redisMutant(name: MutantName, store: Store<RedisWriteContext>, c
       };
       const value = await write(context);
       await Promise.all(pending);
-      return { ok: true, value, token: fence.token, now: Date.now() };
+      return { ok: true, value, token: fence.token, checkpoint: null, now: Date.now() };
     };
   } else if (name === 'blind-renew') {
     mutant.renew = async ({ fence, ttlMs }) => {

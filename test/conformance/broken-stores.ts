@@ -54,7 +54,7 @@ export function createBrokenMemoryStore(clock: ManualClock, bug: PlantedBug, rou
         const verdict = checkFence(records.get(fence.key) ?? null, fence, bug === 'lenient-expiry' ? now - 1 : now);
         if (!verdict.ok && bug !== 'unfenced-write') return verdict;
         const value = await write({ token: fence.token, now });
-        return { ok: true, value, token: fence.token, now };
+        return { ok: true, value, token: fence.token, checkpoint: null, now };
       }),
     record: (key) => records.get(key) ?? null,
   };
@@ -85,7 +85,7 @@ export function createBrokenMemoryStore(clock: ManualClock, bug: PlantedBug, rou
       if (!verdict.ok) return verdict;
       await roundTrip();
       const value = await write({ token: fence.token, now });
-      return { ok: true, value, token: fence.token, now };
+      return { ok: true, value, token: fence.token, checkpoint: null, now };
     };
   }
   return store;

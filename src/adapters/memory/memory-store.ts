@@ -1,5 +1,5 @@
 import { systemClock, type Clock } from '../../clock.js';
-import type { FencedWriteOutcome } from '../../fence/operations.js';
+import type { StoreFencedWriteOptions, FencedWriteOutcome } from '../../fence/operations.js';
 import * as transitions from '../../fence/transitions.js';
 import type { Transition } from '../../fence/transitions.js';
 import type { Fence, LeaseRecord, StoreTime } from '../../fence/types.js';
@@ -70,15 +70,22 @@ export function createMemoryStore(options: MemoryStoreOptions = {}): MemoryStore
     revoke: (command) => apply(command.key, (record, now) => transitions.revoke(record, command, now)),
     recover: (command) => apply(command.fence.key, (record, now) => transitions.recover(record, command, now)),
     inspect: (key) => lock.run(key, () => transitions.inspect(records.get(key) ?? null, key, clock())),
-    fencedWrite: <T>(fence: Fence, write: (context: MemoryWriteContext) => T | Promise<T>) =>
+    fencedWrite: <T>(fence: Fence, write: (context: MemoryWriteContext) => T | Promise<T>, writeOptions: StoreFencedWriteOptions = {}) =>
       // NOTE: the key stays locked while the callback runs, so no claim, renew or revoke can interleave
       // with it: the write is linearised at the moment the fence was checked.
       lock.run(fence.key, async (): Promise<FencedWriteOutcome<T>> => {
         const now = clock();
-        const verdict = checkFence(records.get(fence.key) ?? null, fence, now);
+        const record = records.get(fence.key) ?? null;
+        const verdict = checkFence(record, fence, now);
         if (!verdict.ok) return verdict;
         const value = await write({ token: fence.token, now });
-        return { ok: true, value, token: fence.token, now };
+        const { checkpointJson } = writeOptions;
+        if (checkpointJson === undefined) return { ok: true, value, token: fence.token, checkpoint: null, now };
+        // NOTE: the same checkpoint transition at the same now: the key is still locked, the record unchanged.
+        const { record: next, outcome } = transitions.checkpoint(record, { fence, json: checkpointJson }, now);
+        if (!outcome.ok || next === null) return outcome as FencedWriteOutcome<T>;
+        records.set(fence.key, next);
+        return { ok: true, value, token: fence.token, checkpoint: outcome.checkpoint, now };
       }),
     record: (key) => records.get(key) ?? null,
   };

@@ -2,7 +2,8 @@
  * The Postgres lease store: each operation is one statement whose returned pre-image is decided by the pure
  * transitions of `fence/`; fenced writes run in a transaction that holds the lease row FOR SHARE.
  */
-import type { FencedWriteOutcome } from '../../fence/operations.js';
+import { InvalidArgumentError } from '../../errors.js';
+import type { FencedWriteOutcome, StoreFencedWriteOptions } from '../../fence/operations.js';
 import * as transitions from '../../fence/transitions.js';
 import type { Transition } from '../../fence/transitions.js';
 import type { Fence, LeaseRecord, StoreTime } from '../../fence/types.js';
@@ -202,8 +203,10 @@ export function createPostgresStore(options: PostgresStoreOptions): PostgresStor
       return transitions.inspect(record, key, now);
     },
 
-    async fencedWrite<T>(fence: Fence, write: (context: PostgresWriteContext) => T | Promise<T>): Promise<FencedWriteOutcome<T>> {
+    async fencedWrite<T>(fence: Fence, write: (context: PostgresWriteContext) => T | Promise<T>, writeOptions: StoreFencedWriteOptions = {}): Promise<FencedWriteOutcome<T>> {
       checkFenceInput(fence);
+      // TODO(issue 8): save writeOptions.checkpointJson in the same atomic step (being built on this adapter).
+      if (writeOptions.checkpointJson !== undefined) throw new InvalidArgumentError('fencedWrite with a checkpoint is not supported by this store yet');
       return session.transaction(async (tx, control): Promise<FencedWriteOutcome<T>> => {
         let rows: unknown[];
         try {
@@ -224,7 +227,7 @@ export function createPostgresStore(options: PostgresStoreOptions): PostgresStor
           now,
         };
         const value = await write(context);
-        return { ok: true, value, token: fence.token, now };
+        return { ok: true, value, token: fence.token, checkpoint: null, now };
       }, 'fencedWrite');
     },
 

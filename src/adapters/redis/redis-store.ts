@@ -3,7 +3,7 @@
  * pre-image, is judged by the pure transition of the same name, so Redis and the core decide alike.
  */
 import { InvalidArgumentError } from '../../errors.js';
-import type { FencedWriteOutcome } from '../../fence/operations.js';
+import type { FencedWriteOutcome, StoreFencedWriteOptions } from '../../fence/operations.js';
 import * as transitions from '../../fence/transitions.js';
 import type { Transition } from '../../fence/transitions.js';
 import type { Fence, LeaseRecord, StoreTime } from '../../fence/types.js';
@@ -161,7 +161,9 @@ export function createRedisStore(options: RedisStoreOptions): Store<RedisWriteCo
       return transitions.inspect(reply.record, key, reply.now);
     },
 
-    async fencedWrite<T>(fence: Fence, write: (context: RedisWriteContext) => T | Promise<T>): Promise<FencedWriteOutcome<T>> {
+    async fencedWrite<T>(fence: Fence, write: (context: RedisWriteContext) => T | Promise<T>, writeOptions: StoreFencedWriteOptions = {}): Promise<FencedWriteOutcome<T>> {
+      // TODO(issue 8): save writeOptions.checkpointJson in the same atomic step (being built on this adapter).
+      if (writeOptions.checkpointJson !== undefined) throw new InvalidArgumentError('fencedWrite with a checkpoint is not supported by this store yet');
       const recorder = new CommandRecorder(2);
       const fenceArguments = fenceArgs(fence, [String(replayWindowMs)]);
       const value = write(recorder.context(fence.token));
@@ -188,7 +190,7 @@ export function createRedisStore(options: RedisStoreOptions): Store<RedisWriteCo
       const [replies, failed, message] = reply.raw.slice(lua.REPLY.extras);
       const failure = recorder.settle(replies, failed, message);
       if (failure !== null) throw failure;
-      return { ok: true, value: await value, token: fence.token, now: reply.now };
+      return { ok: true, value: await value, token: fence.token, checkpoint: null, now: reply.now };
     },
   };
 }
