@@ -7,7 +7,10 @@
  */
 import { describeRefusal } from './fence/describe.js';
 import type { ClaimHeld, ClaimRecoveryRequired, GateRefusal } from './fence/operations.js';
+import { printable } from './fence/printable.js';
 import type { FenceRefusal } from './fence/types.js';
+import { toLoggable } from './loggable.js';
+import { loggableCause, redactText } from './redact.js';
 
 /** Stable error codes. */
 export type LeaseErrorCode =
@@ -22,17 +25,55 @@ export type LeaseErrorCode =
 
 const BRAND = Symbol.for('leasefence.LeaseError');
 
-/** Base class of every error leasefence throws. */
+/** The JSON of a leasefence error: what `JSON.stringify(error)` writes (tokens as decimal strings, no secret). */
+export interface LeaseErrorJson {
+  readonly name: string;
+  readonly code: LeaseErrorCode;
+  readonly message: string;
+  /** The error's structured detail (`held`, `refusal`, `key`, `token`, ...), tokens as decimal strings. */
+  readonly [detail: string]: unknown;
+}
+
+/** How deep `toJSON` follows a `cause` chain. */
+const MAX_CAUSE_DEPTH = 4;
+
+/**
+ * Base class of every error leasefence throws. Safe to log as it is: the message has control characters
+ * escaped and secret-like text redacted; a `cause` that is not a leasefence error is kept only as its
+ * `loggableCause` copy (name, message, code), never as the driver's error with its command arguments;
+ * `JSON.stringify(error)` gives `toJSON()`.
+ */
 export class LeaseError extends Error {
   override name = 'LeaseError';
   readonly code: LeaseErrorCode;
 
   constructor(code: LeaseErrorCode, message: string, options?: { cause?: unknown }) {
-    super(message, options);
+    const cause = options?.cause;
+    // NOTE: one gate for every message and cause: keys, holders and reasons are caller text (log injection),
+    // and driver errors quote the commands they failed on (the secret among their arguments).
+    super(printable(redactText(message)), cause === undefined ? undefined : { cause: isLeaseError(cause) ? cause : loggableCause(cause) });
     this.code = code;
     // NOTE: a symbol brand (not instanceof) so guards work across the ESM and CJS copies of this class.
     Object.defineProperty(this, BRAND, { value: true });
   }
+
+  /** The error as log-safe JSON: name, code, message, structured detail (tokens as decimal strings), cause. */
+  toJSON(): LeaseErrorJson {
+    return errorJson(this, 0) as LeaseErrorJson;
+  }
+}
+
+function errorJson(error: Error, depth: number): Record<string, unknown> {
+  const json = Object.create(null) as Record<string, unknown>;
+  json['name'] = error.name;
+  if ('code' in error) json['code'] = toLoggable(error.code);
+  json['message'] = error.message;
+  for (const name of Object.keys(error)) {
+    if (!(name in json) && name !== 'stack') json[name] = toLoggable((error as unknown as Record<string, unknown>)[name]);
+  }
+  const { cause } = error;
+  if (cause instanceof Error && depth < MAX_CAUSE_DEPTH) json['cause'] = errorJson(cause, depth + 1);
+  return json;
 }
 
 /** Bad input, rejected before any store access; no lease was touched. */
@@ -88,8 +129,9 @@ export class LeaseUnconfirmedError extends LeaseError {
   readonly key: string;
   readonly token: bigint;
   constructor(key: string, token: bigint, options?: { cause?: unknown }) {
-    const cause = options?.cause instanceof Error ? `: ${options.cause.message}` : '';
-    super('LEASE_UNCONFIRMED', `lease on ${key} (token ${token}) could not be renewed before its safe deadline${cause}`, options);
+    const cause = options?.cause === undefined ? undefined : isLeaseError(options.cause) ? options.cause : loggableCause(options.cause);
+    const why = cause === undefined ? '' : `: ${cause.message}`;
+    super('LEASE_UNCONFIRMED', `lease on ${key} (token ${token}) could not be renewed before its safe deadline${why}`, cause === undefined ? undefined : { cause });
     this.key = key;
     this.token = token;
   }

@@ -3,14 +3,37 @@
  * an object in a bucket). It remembers, per resource, the lease key and the highest token that wrote it,
  * and refuses a write carrying an older token: Kleppmann's storage-side check. Equal tokens pass (one
  * grant may write many times). Check and write are atomic in the gate's backend.
+ *
+ * What a gate can check depends on where it lives:
+ * - **In the lease store's backend** (a memory gate bound to the memory store, the Postgres gate with the
+ *   Postgres store, the Redis gate with the Redis store), it checks the full fence (token, secret, holder,
+ *   run, live grant at the store's clock) in the same atomic step as the gate check and the write. A
+ *   forged handle (a guessed token, a wrong secret) is refused with the fence's refusal.
+ * - **Anywhere else**, it sees only the key and token: it orders writers but cannot tell a real grant
+ *   from a handle restored with a forged token. Such a token, higher than any real one, would lock every
+ *   real holder out of the resource (`stale-token`) until an operator `reset`s it. Keep lease handles
+ *   (and `lease.export()`) away from untrusted code, or put the gate next to the lease store.
  */
-import type { GateOutcome } from './fence/operations.js';
+import type { GateOutcome, GateRecord } from './fence/operations.js';
+import type { Fence } from './fence/types.js';
 
 export interface TokenGate<WriteContext = unknown> {
   /**
-   * Applies `write` only if `token` is at least the highest token that wrote `resource` for `key`, and
-   * records `token` as the new highest, atomically. A token of another lease key is refused
-   * (`key-mismatch`): tokens only order grants of the same key.
+   * Applies `write` only if the fence's token is at least the highest token that wrote `resource` for its
+   * key (and, for a gate in the lease store's backend, the fence holds), and records the token as the new
+   * highest, atomically. A token of another lease key is refused (`key-mismatch`): tokens only order
+   * grants of the same key.
    */
-  write<T>(resource: string, lease: { readonly key: string; readonly token: bigint }, write: (context: WriteContext) => T | Promise<T>): Promise<GateOutcome<T>>;
+  write<T>(resource: string, lease: Fence, write: (context: WriteContext) => T | Promise<T>): Promise<GateOutcome<T>>;
+
+  // NOTE: `inspect` and `reset` are optional only until the Postgres and Redis gates land theirs (issue 9).
+  /** What the gate remembers of `resource`: the key and highest token that wrote it, or `null`. For operators. */
+  inspect?(resource: string): Promise<GateRecord>;
+
+  /**
+   * Forgets `resource` (returns what it forgot), so the next write by any key's current grant binds it
+   * again: for operators, to re-key a resource or clear a forged token. Unsafe while an older grant may
+   * still write: use it when the resource's writers are stopped or fenced by their lease store.
+   */
+  reset?(resource: string): Promise<GateRecord>;
 }

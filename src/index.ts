@@ -11,7 +11,7 @@ export type {
   ReleaseOptions,
   RevokeOptions,
 } from './leases.js';
-export { Lease, type Checkpoint, type LeaseJson } from './lease.js';
+export { Lease, type Checkpoint, type LeaseJson, type LoggableLease } from './lease.js';
 export type { Timers, WithLeaseCompleted, WithLeaseOptions, WithLeaseOutcome } from './with-lease.js';
 export type { Store, WriteContextOf } from './store.js';
 export type { TokenGate } from './gate.js';
@@ -29,7 +29,9 @@ export {
   RecoveryRequiredError,
   StoreUnavailableError,
   type LeaseErrorCode,
+  type LeaseErrorJson,
 } from './errors.js';
 export { createManualClock, systemClock, type Clock, type ManualClock } from './clock.js';
-export { DEFAULT_MAX_CHECKPOINT_BYTES, MAX_TTL_MS } from './validate.js';
+export { DEFAULT_MAX_CHECKPOINT_BYTES, MAX_ATTRIBUTES, MAX_NAME_BYTES, MAX_TOKEN, MAX_TTL_MS } from './validate.js';
+export { toLoggable } from './loggable.js';
 export * from './fence/index.js';

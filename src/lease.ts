@@ -1,10 +1,15 @@
 /**
  * The handle a holder gets from a granted claim: the fence it presents on every operation, what it
  * inherited from the previous holder, and what it knows about its own expiry.
+ *
+ * The handle holds the grant's secret, a credential: whoever has it can act as the holder. So the secret is
+ * no property of the handle: `JSON.stringify(lease)`, `console.log(lease)` and `{ ...lease }` leave it out,
+ * and it leaves the handle only through `fence()` (for stores) and `export()` (for another process).
  */
-import { InvalidArgumentError } from './errors.js';
+import { InvalidArgumentError, isLeaseError } from './errors.js';
 import type { Ending, Fence, LeaseAttributes, StoreTime } from './fence/types.js';
-import { assertKey, assertName, assertRunId, toAttributes } from './validate.js';
+import { REDACTED } from './redact.js';
+import { assertKey, assertName, assertRunId, assertToken, SECRET_PATTERN, toAttributes } from './validate.js';
 
 /** A checkpoint as a holder sees it: the parsed value and the token of the grant that wrote it. */
 export interface Checkpoint<T = unknown> {
@@ -13,7 +18,10 @@ export interface Checkpoint<T = unknown> {
   readonly writtenAt: StoreTime;
 }
 
-/** A lease handle in plain JSON, to pass to another process (see `Leases.restore`). */
+/**
+ * A lease handle in plain JSON, with its secret: what `lease.export()` returns and `Leases.restore`
+ * accepts. It is a credential: pass it to the process that takes the lease over, never to a log.
+ */
 export interface LeaseJson {
   readonly storeId: string;
   readonly key: string;
@@ -24,6 +32,9 @@ export interface LeaseJson {
   readonly attributes: LeaseAttributes;
   readonly expiresAt: StoreTime | null;
 }
+
+/** What `JSON.stringify(lease)` writes: the handle for logs, without its secret, the token as a decimal string. */
+export type LoggableLease = Omit<LeaseJson, 'secret'> & { readonly acquiredAt: StoreTime | null };
 
 /** Fields a lease is built from. */
 export interface LeaseInit {
@@ -43,8 +54,8 @@ export interface LeaseInit {
 }
 
 const LEASE_BRAND = Symbol.for('leasefence.Lease');
-const SECRET_PATTERN = /^[0-9a-f]{32,128}$/;
-const TOKEN_PATTERN = /^[1-9][0-9]{0,38}$/;
+const INSPECT = Symbol.for('nodejs.util.inspect.custom');
+const TOKEN_TEXT = /^[1-9][0-9]{0,18}$/;
 
 /** A granted lease. Release it with `leases.release(lease)` or `await using lease = ...`. */
 export class Lease {
@@ -53,8 +64,6 @@ export class Lease {
   readonly key: string;
   /** The fencing token: larger than every earlier grant's for this key. */
   readonly token: bigint;
-  /** Proof of this grant. Keep it private: whoever has it can act as the holder. */
-  readonly secret: string;
   readonly holder: string;
   readonly runId: string | null;
   readonly attributes: LeaseAttributes;
@@ -70,12 +79,15 @@ export class Lease {
   localDeadline: number;
   /** Set by `Leases` so `await using` can release. */
   disposer: ((lease: Lease) => Promise<unknown>) | null = null;
+  // NOTE: a private field: not enumerable, not copied by spread, not seen by JSON or util.inspect, and as
+  // cheap to set as a plain property (claim is the hot path).
+  readonly #secret: string;
 
   constructor(init: LeaseInit) {
     this.storeId = init.storeId;
     this.key = init.key;
     this.token = init.token;
-    this.secret = init.secret;
+    this.#secret = init.secret;
     this.holder = init.holder;
     this.runId = init.runId;
     this.attributes = init.attributes;
@@ -90,24 +102,51 @@ export class Lease {
     // NOTE: a symbol brand (not instanceof) so a handle from the ESM build is accepted by the CJS build; on
     // the prototype, so that making a handle (claim is the hot path) defines no property of its own.
     Object.defineProperty(Lease.prototype, LEASE_BRAND, { value: true });
+    // NOTE: `util.inspect` / `console.log` look this symbol up; defined here so no node module is imported.
+    Object.defineProperty(Lease.prototype, INSPECT, {
+      value: function inspectLease(this: Lease, depth: number, options: unknown, inspect?: (value: unknown, options: unknown) => string): unknown {
+        if (depth < 0) return '[Lease]';
+        const view = { ...this.toJSON(), token: this.token, secret: REDACTED, previous: this.previous, inherited: this.inherited, localDeadline: this.localDeadline };
+        return typeof inspect === 'function' ? `Lease ${inspect(view, options)}` : view;
+      },
+    });
   }
 
-  /** The fence this handle presents; `attributes` are the ones the operation requires to match. */
+  /** The fence this handle presents (with its secret); `attributes` are the ones the operation requires to match. */
   fence(attributes?: LeaseAttributes): Fence {
-    const base = { key: this.key, token: this.token, secret: this.secret, holder: this.holder, runId: this.runId };
+    const base = { key: this.key, token: this.token, secret: this.#secret, holder: this.holder, runId: this.runId };
     return attributes === undefined ? base : { ...base, attributes };
   }
 
-  /** JSON for another process; restore it with `leases.restore(json)`. Contains the secret. */
-  toJSON(): LeaseJson {
+  /**
+   * The handle as JSON WITH ITS SECRET, to hand the lease to another process (`leases.restore(json)` there).
+   * This is a credential: whoever has it can write, renew and release as this holder until the grant ends.
+   * Send it over a channel you would trust with a password; never log it. (`JSON.stringify(lease)` leaves
+   * the secret out, so a restore of that is refused.)
+   */
+  export(): LeaseJson {
     return {
       storeId: this.storeId,
       key: this.key,
       token: this.token.toString(),
-      secret: this.secret,
+      secret: this.#secret,
       holder: this.holder,
       runId: this.runId,
       attributes: this.attributes,
+      expiresAt: this.expiresAt,
+    };
+  }
+
+  /** The handle for logs: no secret, the token as a decimal string. To hand the lease over, use `export()`. */
+  toJSON(): LoggableLease {
+    return {
+      storeId: this.storeId,
+      key: this.key,
+      token: this.token.toString(),
+      holder: this.holder,
+      runId: this.runId,
+      attributes: this.attributes,
+      acquiredAt: this.acquiredAt,
       expiresAt: this.expiresAt,
     };
   }
@@ -118,32 +157,71 @@ export class Lease {
   }
 }
 
-/** Checks that `lease` is a well-formed handle of the store `storeId`, before any I/O. */
-export function assertLease(lease: unknown, storeId: string): asserts lease is Lease {
-  if (typeof lease !== 'object' || lease === null || (lease as Record<symbol, unknown>)[LEASE_BRAND] !== true) throw new InvalidArgumentError('lease must be a Lease handle from claim() or restore()');
-  if ((lease as Lease).storeId !== storeId) {
-    const { key, token, storeId: other } = lease as Lease;
-    throw new InvalidArgumentError(`lease ${key} token ${token} belongs to store ${other}, not ${storeId}`);
+/**
+ * The fence of `lease`, checked field by field before any I/O: a handle of the store `storeId` (by brand,
+ * so a handle of another copy of the package is accepted), with a well-formed key, token, secret, holder,
+ * run id and attributes. A forged or tampered object, a Proxy or a throwing getter gets
+ * `InvalidArgumentError`. The fence returned is a fresh copy: the handle cannot change it afterwards.
+ */
+export function leaseFence(lease: unknown, storeId: string): Fence {
+  let fence: Fence;
+  let owner: unknown;
+  try {
+    if (typeof lease !== 'object' || lease === null || (lease as Record<symbol, unknown>)[LEASE_BRAND] !== true) {
+      throw new InvalidArgumentError('lease must be a Lease handle from claim() or restore()');
+    }
+    owner = (lease as Lease).storeId;
+    fence = (lease as Lease).fence();
+  } catch (error) {
+    if (isLeaseError(error)) throw error;
+    throw new InvalidArgumentError('lease must be a Lease handle from claim() or restore(); this object is not one (forged, proxied or tampered with)');
   }
+  if (typeof fence !== 'object' || fence === null) throw new InvalidArgumentError('lease must be a Lease handle from claim() or restore()');
+  const { key, token, secret, holder, runId } = fence;
+  assertKey(key);
+  if (owner !== storeId) throw new InvalidArgumentError(`lease ${key} belongs to store ${String(owner)}, not ${storeId}`);
+  assertToken('lease token', token);
+  if (typeof secret !== 'string' || !SECRET_PATTERN.test(secret)) throw new InvalidArgumentError(`lease ${key} has a malformed secret (tampered with?)`);
+  assertName('holder', holder);
+  assertRunId(runId);
+  return { key, token, secret, holder, runId };
+}
+
+/** Checks that `lease` is a well-formed handle of the store `storeId`, before any I/O (see `leaseFence`). */
+export function assertLease(lease: unknown, storeId: string): asserts lease is Lease {
+  leaseFence(lease, storeId);
 }
 
 /** Parses a `LeaseJson` from another process into fields for a handle, refusing anything malformed. */
 export function parseLeaseJson(json: unknown, storeId: string): LeaseJson & { tokenValue: bigint } {
-  if (typeof json !== 'object' || json === null) throw new InvalidArgumentError('a lease JSON must be an object');
-  const candidate = json as Record<string, unknown>;
-  if (candidate['storeId'] !== storeId) throw new InvalidArgumentError(`lease JSON belongs to store ${String(candidate['storeId'])}, not ${storeId}`);
-  const { key, token, secret, holder, runId, attributes, expiresAt } = candidate;
+  if (typeof json !== 'object' || json === null) throw new InvalidArgumentError('a lease JSON must be an object (from lease.export())');
+  let fields: Record<string, unknown>;
+  try {
+    const { storeId: owner, key, token, secret, holder, runId, attributes, expiresAt } = json as Record<string, unknown>;
+    fields = { owner, key, token, secret, holder, runId, attributes, expiresAt };
+  } catch {
+    throw new InvalidArgumentError('a lease JSON must be a plain object (from lease.export()); this one could not be read');
+  }
+  const { owner, key, token, secret, holder, runId, attributes, expiresAt } = fields;
+  if (owner !== storeId) throw new InvalidArgumentError(`lease JSON belongs to store ${typeof owner === 'string' ? owner : String(typeof owner)}, not ${storeId}`);
   assertKey(key);
-  if (typeof token !== 'string' || !TOKEN_PATTERN.test(token)) throw new InvalidArgumentError(`lease token must be a positive decimal string, got ${String(token)}`);
+  if (typeof token !== 'string' || !TOKEN_TEXT.test(token)) throw new InvalidArgumentError(`lease token must be a positive decimal string, got ${typeof token === 'string' ? JSON.stringify(token.slice(0, 40)) : typeof token}`);
+  const tokenValue = BigInt(token);
+  assertToken('lease token', tokenValue);
+  if (secret === undefined) {
+    throw new InvalidArgumentError('lease JSON has no secret: JSON.stringify(lease) leaves the secret out; hand a lease to another process with lease.export()');
+  }
   if (typeof secret !== 'string' || !SECRET_PATTERN.test(secret)) throw new InvalidArgumentError('lease secret must be 32 to 128 lowercase hex digits');
   assertName('holder', holder);
   assertRunId(runId ?? null);
-  if (expiresAt !== null && (typeof expiresAt !== 'number' || !Number.isFinite(expiresAt))) throw new InvalidArgumentError('lease expiresAt must be a number or null');
+  if (expiresAt !== null && (typeof expiresAt !== 'number' || !Number.isFinite(expiresAt))) {
+    throw new InvalidArgumentError('lease expiresAt must be a finite number (store epoch ms) or null');
+  }
   return {
     storeId,
     key,
     token,
-    tokenValue: BigInt(token),
+    tokenValue,
     secret,
     holder,
     runId: (runId ?? null) as string | null,

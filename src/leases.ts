@@ -23,9 +23,10 @@ import type {
   RenewOutcome,
   RevokeOutcome,
 } from './fence/operations.js';
-import type { CheckpointRecord, Ending, LeaseAttributes, StoreTime } from './fence/types.js';
+import type { CheckpointRecord, Ending, Fence, LeaseAttributes, StoreTime } from './fence/types.js';
 import type { TokenGate } from './gate.js';
-import { assertLease, Lease, parseLeaseJson, type Checkpoint, type LeaseJson } from './lease.js';
+import { Lease, leaseFence, parseLeaseJson, type Checkpoint, type LeaseJson } from './lease.js';
+import { loggable } from './loggable.js';
 import { newSecret } from './secret.js';
 import type { Store, WriteContextOf } from './store.js';
 import {
@@ -34,10 +35,14 @@ import {
   assertName,
   assertRunId,
   assertText,
+  assertToken,
   assertTtl,
   DEFAULT_MAX_CHECKPOINT_BYTES,
+  NO_ATTRIBUTES,
+  readOptions,
   serializeCheckpoint,
   toAttributes,
+  describe,
 } from './validate.js';
 import { runWithLease, type WithLeaseOptions, type WithLeaseOutcome } from './with-lease.js';
 
@@ -140,16 +145,18 @@ export interface Leases<S extends Store = Store> {
   gateWriteOrThrow<C, T>(gate: TokenGate<C>, resource: string, lease: Lease, write: (context: C) => T | Promise<T>): Promise<T>;
   /** Claims, renews in the background, runs `fn`, always releases. See `WithLeaseOptions`. */
   withLease<T>(key: string, fn: (lease: Lease, signal: AbortSignal) => Promise<T>, options?: WithLeaseOptions): Promise<WithLeaseOutcome<T>>;
-  /** Rebuilds a handle from `lease.toJSON()` (for example in another process). */
+  /**
+   * Rebuilds a handle from `lease.export()` (for example in another process). The JSON must carry the
+   * secret: `JSON.stringify(lease)` leaves it out, so restoring that is refused.
+   */
   restore(json: LeaseJson): Lease;
 }
-
-/** The attributes of a claim that binds none (frozen, so one object serves every lease). */
-const NO_ATTRIBUTES: LeaseAttributes = Object.freeze({});
 
 function parseCheckpoint(record: CheckpointRecord | null): Checkpoint | null {
   return record === null ? null : { value: JSON.parse(record.json) as unknown, token: record.token, writtenAt: record.writtenAt };
 }
+
+const CLAIM_OPTIONS = ['ttlMs', 'runId', 'attributes', 'recovering'] as const;
 
 /**
  * Creates the lease API for one holder on one store.
@@ -165,31 +172,32 @@ function parseCheckpoint(record: CheckpointRecord | null): Checkpoint | null {
  * ```
  */
 export function createLeases<S extends Store>(store: S, options: LeasesOptions): Leases<S> {
-  assertName('holder', options.holder);
-  const defaultTtl = options.ttlMs === undefined ? 30_000 : options.ttlMs;
+  if (options === undefined) throw new InvalidArgumentError('createLeases needs options with a holder');
+  const given = readOptions('createLeases options', options, ['holder', 'ttlMs', 'maxCheckpointBytes', 'monotonicClock']);
+  const { holder } = given;
+  assertName('holder', holder);
+  const defaultTtl = given.ttlMs === undefined ? 30_000 : given.ttlMs;
   assertTtl(defaultTtl);
-  const maxCheckpointBytes = options.maxCheckpointBytes ?? DEFAULT_MAX_CHECKPOINT_BYTES;
+  const maxCheckpointBytes = given.maxCheckpointBytes ?? DEFAULT_MAX_CHECKPOINT_BYTES;
   assertMaxBytes(maxCheckpointBytes);
-  const monotonic = options.monotonicClock ?? monotonicClock;
-  const { holder } = options;
+  const monotonic = (given.monotonicClock ?? monotonicClock) as Clock;
+  if (typeof monotonic !== 'function') throw new InvalidArgumentError('monotonicClock must be a function returning milliseconds');
 
   /** The local deadline: the grant lasts `expiresAt - now` of store time from no earlier than `sentAt`. */
   const deadlineFrom = (sentAt: number, expiresAt: StoreTime | null, now: StoreTime): number =>
     expiresAt === null ? Number.POSITIVE_INFINITY : sentAt + (expiresAt - now);
 
-  const ttlOf = (ttlMs: number | null | undefined): number | null => {
+  const ttlOf = (ttlMs: unknown): number | null => {
     const ttl = ttlMs === undefined ? defaultTtl : ttlMs;
     assertTtl(ttl);
     return ttl;
   };
 
-  const requireLease = (lease: unknown): Lease => {
-    assertLease(lease, store.id);
-    return lease;
-  };
+  /** The handle's fence, every field checked before any I/O (a fresh copy the handle cannot change). */
+  const requireLease = (lease: unknown): Fence => leaseFence(lease, store.id);
 
-  const fenceOf = (lease: Lease, fenceOptions?: FenceOptions) =>
-    lease.fence(fenceOptions?.attributes === undefined ? undefined : toAttributes(fenceOptions.attributes));
+  /** The fence with the attributes an operation requires, from options read once and checked. */
+  const fenceOf = (fence: Fence, attributes: unknown): Fence => (attributes === undefined ? fence : { ...fence, attributes: toAttributes(attributes) });
 
   // NOTE: one disposer for every handle (not a closure per claim): claim is the hot path.
   const dispose = (handle: Lease): Promise<ReleaseOutcome> => leases.release(handle);
@@ -198,16 +206,19 @@ export function createLeases<S extends Store>(store: S, options: LeasesOptions):
     store,
     holder,
 
-    async claim(key, claimOptions = {}) {
+    async claim(key, claimOptions) {
       assertKey(key);
-      const ttlMs = ttlOf(claimOptions.ttlMs);
-      const runId = claimOptions.runId ?? null;
+      const given = readOptions('claim options', claimOptions, CLAIM_OPTIONS);
+      const ttlMs = ttlOf(given.ttlMs);
+      const runId = given.runId ?? null;
       assertRunId(runId);
-      const attributes = claimOptions.attributes === undefined ? NO_ATTRIBUTES : toAttributes(claimOptions.attributes);
+      const attributes = toAttributes(given.attributes);
+      const { recovering } = given;
+      if (recovering !== undefined && typeof recovering !== 'boolean') throw new InvalidArgumentError('recovering must be a boolean');
       const secret = newSecret();
       const sentAt = monotonic();
-      const outcome = await store.claim({ key, holder, runId, secret, ttlMs, attributes, recovering: claimOptions.recovering === true });
-      if (!outcome.ok) return outcome;
+      const outcome = await store.claim({ key, holder, runId, secret, ttlMs, attributes, recovering: recovering === true });
+      if (!outcome.ok) return loggable(outcome);
       const inherited = parseCheckpoint(outcome.checkpoint);
       const lease = new Lease({
         storeId: store.id,
@@ -224,7 +235,7 @@ export function createLeases<S extends Store>(store: S, options: LeasesOptions):
         localDeadline: deadlineFrom(sentAt, outcome.expiresAt, outcome.now),
       });
       lease.disposer = dispose;
-      return { ok: true, lease, previous: outcome.previous, checkpoint: inherited };
+      return loggable({ ok: true, lease, previous: outcome.previous, checkpoint: inherited });
     },
 
     async claimOrThrow(key, claimOptions) {
@@ -233,16 +244,20 @@ export function createLeases<S extends Store>(store: S, options: LeasesOptions):
       throw result.reason === 'held' ? new LeaseBusyError(result) : new RecoveryRequiredError(result);
     },
 
-    async renew(lease, renewOptions = {}) {
-      requireLease(lease);
-      const ttlMs = ttlOf(renewOptions.ttlMs);
+    async renew(lease, renewOptions) {
+      const fence = requireLease(lease);
+      const ttlMs = ttlOf(readOptions('renew options', renewOptions, ['ttlMs']).ttlMs);
       const sentAt = monotonic();
-      const outcome = await store.renew({ fence: lease.fence(), ttlMs });
+      const outcome = await store.renew({ fence, ttlMs });
       if (outcome.ok) {
-        lease.expiresAt = outcome.expiresAt;
-        lease.localDeadline = deadlineFrom(sentAt, outcome.expiresAt, outcome.now);
+        try {
+          lease.expiresAt = outcome.expiresAt;
+          lease.localDeadline = deadlineFrom(sentAt, outcome.expiresAt, outcome.now);
+        } catch {
+          // NOTE: a handle its owner froze keeps the expiry it knew; the renewal itself holds in the store.
+        }
       }
-      return outcome;
+      return loggable(outcome);
     },
 
     async renewOrThrow(lease, renewOptions) {
@@ -251,9 +266,10 @@ export function createLeases<S extends Store>(store: S, options: LeasesOptions):
     },
 
     async checkpoint(lease, value, fenceOptions) {
-      requireLease(lease);
+      const given = readOptions('checkpoint options', fenceOptions, ['attributes']);
+      const fence = fenceOf(requireLease(lease), given.attributes);
       const json = serializeCheckpoint(value, maxCheckpointBytes);
-      return store.checkpoint({ fence: fenceOf(lease, fenceOptions), json });
+      return loggable(await store.checkpoint({ fence, json }));
     },
 
     async checkpointOrThrow(lease, value, fenceOptions) {
@@ -262,12 +278,13 @@ export function createLeases<S extends Store>(store: S, options: LeasesOptions):
     },
 
     async fencedWrite(lease, write, fenceOptions) {
-      requireLease(lease);
+      const leaseFenceOnly = requireLease(lease);
       if (typeof write !== 'function') throw new InvalidArgumentError('fencedWrite needs a write callback');
-      const fence = fenceOf(lease, fenceOptions);
+      const given = readOptions('fencedWrite options', fenceOptions, ['attributes', 'checkpoint']);
+      const fence = fenceOf(leaseFenceOnly, given.attributes);
       const callback = write as (context: unknown) => never;
-      if (fenceOptions === undefined || fenceOptions.checkpoint === undefined) return store.fencedWrite(fence, callback);
-      return store.fencedWrite(fence, callback, { checkpointJson: serializeCheckpoint(fenceOptions.checkpoint, maxCheckpointBytes) });
+      if (given.checkpoint === undefined) return loggable(await store.fencedWrite(fence, callback));
+      return loggable(await store.fencedWrite(fence, callback, { checkpointJson: serializeCheckpoint(given.checkpoint, maxCheckpointBytes) }));
     },
 
     async fencedWriteOrThrow(lease, write, fenceOptions) {
@@ -276,49 +293,62 @@ export function createLeases<S extends Store>(store: S, options: LeasesOptions):
       return outcome.value;
     },
 
-    async release(lease, releaseOptions = {}) {
-      requireLease(lease);
-      const fence = lease.fence();
-      if (!('checkpoint' in releaseOptions) || releaseOptions.checkpoint === undefined) return store.release({ fence });
-      const checkpointJson = releaseOptions.checkpoint === null ? null : serializeCheckpoint(releaseOptions.checkpoint, maxCheckpointBytes);
-      return store.release({ fence, checkpointJson });
+    async release(lease, releaseOptions) {
+      const fence = requireLease(lease);
+      const { checkpoint } = readOptions('release options', releaseOptions, ['checkpoint']);
+      if (checkpoint === undefined) return loggable(await store.release({ fence }));
+      const checkpointJson = checkpoint === null ? null : serializeCheckpoint(checkpoint, maxCheckpointBytes);
+      return loggable(await store.release({ fence, checkpointJson }));
     },
 
     async revoke(key, revokeOptions) {
       assertKey(key);
-      if (typeof revokeOptions !== 'object' || revokeOptions === null) throw new InvalidArgumentError('revoke needs options with a reason');
-      assertText('revoke reason', revokeOptions.reason);
-      const by = revokeOptions.by ?? 'operator';
+      if (revokeOptions === undefined) throw new InvalidArgumentError('revoke needs options with a reason');
+      const given = readOptions('revoke options', revokeOptions, ['reason', 'by', 'requireRecovery', 'expectedToken']);
+      const { reason, requireRecovery } = given;
+      assertText('revoke reason', reason);
+      const by = given.by ?? 'operator';
       assertName('revoked by', by);
-      const expectedToken = revokeOptions.expectedToken ?? null;
-      if (expectedToken !== null && (typeof expectedToken !== 'bigint' || expectedToken <= 0n)) {
-        throw new InvalidArgumentError(`expectedToken must be a positive bigint, got ${String(expectedToken)}`);
-      }
-      return store.revoke({ key, reason: revokeOptions.reason, by, requireRecovery: revokeOptions.requireRecovery === true, expectedToken });
+      const expectedToken = given.expectedToken ?? null;
+      if (expectedToken !== null) assertToken('expectedToken', expectedToken);
+      if (requireRecovery !== undefined && typeof requireRecovery !== 'boolean') throw new InvalidArgumentError('requireRecovery must be a boolean');
+      return loggable(await store.revoke({ key, reason, by, requireRecovery: requireRecovery === true, expectedToken }));
     },
 
     async recover(lease, action) {
-      requireLease(lease);
-      if (action !== 'resume' && action !== 'discard') throw new InvalidArgumentError(`recover action must be 'resume' or 'discard', got ${String(action)}`);
-      return store.recover({ fence: lease.fence(), action });
+      const fence = requireLease(lease);
+      if (action !== 'resume' && action !== 'discard') throw new InvalidArgumentError(`recover action must be 'resume' or 'discard', got ${describe(action)}`);
+      return loggable(await store.recover({ fence, action }));
     },
 
     async inspect(key) {
       assertKey(key);
       const inspection = await store.inspect(key);
-      return { ...inspection, checkpoint: parseCheckpoint(inspection.checkpoint) };
+      return loggable({ ...inspection, checkpoint: parseCheckpoint(inspection.checkpoint) });
     },
 
     async gateWrite(gate, resource, lease, write) {
-      requireLease(lease);
+      const fence = requireLease(lease);
       assertName('resource', resource);
-      return gate.write(resource, { key: lease.key, token: lease.token }, write);
+      if (typeof write !== 'function') throw new InvalidArgumentError('gateWrite needs a write callback');
+      let gateWriteMethod: unknown;
+      try {
+        gateWriteMethod = typeof gate === 'object' && gate !== null ? gate.write : undefined;
+      } catch {
+        gateWriteMethod = undefined;
+      }
+      if (typeof gateWriteMethod !== 'function') throw new InvalidArgumentError('gateWrite needs a TokenGate (an object with a write method)');
+      // NOTE: the full fence (with the secret): a gate in the lease store's backend checks the grant itself.
+      const gateWriteOf = gateWriteMethod as (resource: string, lease: Fence, write: typeof callback) => Promise<GateOutcome<never>>;
+      const callback = write as (context: unknown) => never;
+      return loggable(await gateWriteOf.call(gate, resource, fence, callback));
     },
 
     async gateWriteOrThrow(gate, resource, lease, write) {
       const outcome = await leases.gateWrite(gate, resource, lease, write);
-      if (!outcome.ok) throw new GateRefusedError(outcome);
-      return outcome.value;
+      if (outcome.ok) return outcome.value;
+      if ('resource' in outcome) throw new GateRefusedError(outcome);
+      throw new LeaseLostError(outcome);
     },
 
     withLease(key, fn, withOptions = {}) {

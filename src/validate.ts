@@ -5,8 +5,20 @@
 import { InvalidArgumentError } from './errors.js';
 import type { LeaseAttributes } from './fence/types.js';
 
-/** The longest key, holder, run id, attribute name or value accepted, in UTF-16 code units. */
-export const MAX_NAME_LENGTH = 1024;
+/**
+ * The longest key, gate resource, holder, run id, attribute name or value accepted, in UTF-8 bytes: every
+ * store keeps it exactly and indexes it (a Postgres btree entry holds at most ~2,700 bytes).
+ */
+export const MAX_NAME_BYTES = 1024;
+
+/** The largest fencing token accepted from a caller (a restored handle, `expectedToken`): 2^63 - 1, a Postgres `bigint`. */
+export const MAX_TOKEN: bigint = 2n ** 63n - 1n;
+
+/** A lease secret: 32 to 128 lowercase hex digits (`newSecret` makes 32). */
+export const SECRET_PATTERN: RegExp = /^[0-9a-f]{32,128}$/;
+
+/** How deep a checkpoint may nest (JSON of deeper values is refused before it can overflow the stack). */
+export const MAX_CHECKPOINT_DEPTH = 64;
 
 /** The longest TTL accepted: one year. Leases that must outlive that take `ttlMs: null` (no expiry). */
 export const MAX_TTL_MS: number = 365 * 24 * 60 * 60 * 1000;
@@ -14,11 +26,29 @@ export const MAX_TTL_MS: number = 365 * 24 * 60 * 60 * 1000;
 /** The default checkpoint size limit in UTF-8 bytes of its JSON text. */
 export const DEFAULT_MAX_CHECKPOINT_BYTES: number = 64 * 1024;
 
-function describe(value: unknown): string {
+/** A short, safe description of a caller's value for an error message (never calls the value's own code). */
+export function describe(value: unknown): string {
   if (typeof value === 'string') return JSON.stringify(value.length > 40 ? `${value.slice(0, 40)}…` : value);
   if (typeof value === 'bigint') return `${value}n`;
   if (typeof value === 'function') return 'a function';
+  if (typeof value === 'symbol') return 'a symbol';
+  if (typeof value === 'object' && value !== null) return Array.isArray(value) ? 'an array' : 'an object';
   return String(value);
+}
+
+/** The UTF-8 length of `text` (a lone surrogate counts 3, as its replacement would). */
+export function utf8Length(text: string): number {
+  let bytes = 0;
+  for (let index = 0; index < text.length; index += 1) {
+    const unit = text.charCodeAt(index);
+    if (unit < 0x80) bytes += 1;
+    else if (unit < 0x800) bytes += 2;
+    else if (unit >= 0xd800 && unit <= 0xdbff && index + 1 < text.length && (text.charCodeAt(index + 1) & 0xfc00) === 0xdc00) {
+      bytes += 4;
+      index += 1;
+    } else bytes += 3;
+  }
+  return bytes;
 }
 
 const LONE_SURROGATE = /[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/;
@@ -32,13 +62,50 @@ export function assertStorableText(what: string, value: string): void {
   if (LONE_SURROGATE.test(value)) throw new InvalidArgumentError(`${what} contains a lone UTF-16 surrogate, which a store cannot keep exactly`);
 }
 
-/** A non-empty string of at most `MAX_NAME_LENGTH` code units that every store can keep exactly. */
+/** A non-empty string of at most `MAX_NAME_BYTES` UTF-8 bytes that every store can keep exactly. */
 export function assertName(what: string, value: unknown): asserts value is string {
   if (typeof value !== 'string' || value.length === 0) {
     throw new InvalidArgumentError(`${what} must be a non-empty string, got ${describe(value)}`);
   }
-  if (value.length > MAX_NAME_LENGTH) throw new InvalidArgumentError(`${what} must be at most ${MAX_NAME_LENGTH} characters, got ${value.length}`);
+  // NOTE: a UTF-16 unit is at most 3 UTF-8 bytes, so short names (nearly all) skip the count.
+  if (value.length > MAX_NAME_BYTES / 3 && utf8Length(value) > MAX_NAME_BYTES) {
+    throw new InvalidArgumentError(`${what} must be at most ${MAX_NAME_BYTES} bytes of UTF-8, got ${utf8Length(value)}`);
+  }
   assertStorableText(what, value);
+}
+
+/** A fencing token: a bigint from 1 to `MAX_TOKEN`. */
+export function assertToken(what: string, token: unknown): asserts token is bigint {
+  if (typeof token !== 'bigint' || token <= 0n || token > MAX_TOKEN) {
+    throw new InvalidArgumentError(`${what} must be a bigint from 1 to 2^63-1, got ${describe(token)}`);
+  }
+}
+
+/**
+ * A snapshot of the named fields of a caller's options object (`undefined`: no options), read once, so a
+ * getter or Proxy cannot show validation one value and the store another, and a throwing one gets
+ * `InvalidArgumentError` instead of escaping raw.
+ */
+export function readOptions<K extends string>(what: string, options: unknown, names: readonly K[]): Partial<Record<K, unknown>> {
+  const snapshot = Object.create(null) as Partial<Record<K, unknown>>;
+  if (options === undefined) return snapshot;
+  if (typeof options !== 'object' || options === null || Array.isArray(options)) {
+    throw new InvalidArgumentError(`${what} must be an object, got ${describe(options)}`);
+  }
+  try {
+    for (const name of names) snapshot[name] = (options as Record<string, unknown>)[name];
+  } catch (error) {
+    throw new InvalidArgumentError(`${what} could not be read (${errorName(error)} from a getter or Proxy)`);
+  }
+  return snapshot;
+}
+
+function errorName(error: unknown): string {
+  try {
+    return error instanceof Error ? error.name : typeof error;
+  } catch {
+    return 'an error';
+  }
 }
 
 /** A lease key. */
@@ -59,15 +126,32 @@ export function assertRunId(runId: unknown): asserts runId is string | null {
   if (runId !== null) assertName('runId', runId);
 }
 
-/** Attributes: a plain object of string values with valid names. Returns a frozen copy. */
+/** The most attributes one grant may bind. */
+export const MAX_ATTRIBUTES = 64;
+
+/** Attributes bound to no grant: frozen, with a null prototype (so `toString` is no attribute). */
+export const NO_ATTRIBUTES: LeaseAttributes = Object.freeze(Object.create(null) as LeaseAttributes);
+
+/**
+ * Attributes: a plain object of at most `MAX_ATTRIBUTES` string values with valid names. Returns a frozen
+ * copy with a null prototype, so every name (`__proto__`, `constructor`) is kept as an attribute.
+ */
 export function toAttributes(attributes: unknown): LeaseAttributes {
-  if (attributes === undefined) return Object.freeze({});
-  if (!isPlainObject(attributes)) throw new InvalidArgumentError(`attributes must be a plain object of strings, got ${describe(attributes)}`);
-  const copy: Record<string, string> = {};
-  for (const [name, value] of Object.entries(attributes)) {
+  if (attributes === undefined) return NO_ATTRIBUTES;
+  let entries: [string, unknown][];
+  try {
+    if (!isPlainObject(attributes)) throw new InvalidArgumentError(`attributes must be a plain object of strings, got ${describe(attributes)}`);
+    entries = Object.entries(attributes);
+  } catch (error) {
+    if (error instanceof InvalidArgumentError) throw error;
+    throw new InvalidArgumentError(`attributes could not be read (${errorName(error)} from a getter or Proxy)`);
+  }
+  if (entries.length > MAX_ATTRIBUTES) throw new InvalidArgumentError(`at most ${MAX_ATTRIBUTES} attributes, got ${entries.length}`);
+  const copy = Object.create(null) as Record<string, string>;
+  for (const [name, value] of entries) {
     assertName('attribute name', name);
-    if (typeof value !== 'string') throw new InvalidArgumentError(`attribute ${name} must be a string, got ${describe(value)}`);
-    assertName(`attribute ${name}`, value);
+    if (typeof value !== 'string') throw new InvalidArgumentError(`attribute ${describe(name)} must be a string, got ${describe(value)}`);
+    assertName(`attribute ${describe(name)}`, value);
     copy[name] = value;
   }
   return Object.freeze(copy);
@@ -81,45 +165,69 @@ function isPlainObject(value: unknown): value is Record<string, unknown> {
 
 /**
  * Serialises a checkpoint to JSON text, refusing anything JSON would silently change or drop: undefined,
- * functions, symbols, bigint, non-finite numbers, class instances (Date, Map, ...), cycles. Then checks
- * the size of the text in UTF-8 bytes.
+ * functions, symbols, bigint, non-finite numbers, class instances (Date, Map, ...), cycles, sparse arrays
+ * and arrays with extra properties, nesting deeper than `MAX_CHECKPOINT_DEPTH`. Then checks the size of the
+ * text in UTF-8 bytes. The value is read once, into a copy that is then serialised, so getters, Proxies and
+ * `toJSON` methods cannot make the text differ from what was checked; if reading throws, the caller gets
+ * `InvalidArgumentError`.
  */
 export function serializeCheckpoint(value: unknown, maxBytes: number): string {
-  assertJson(value, '$', new Set());
-  const json = JSON.stringify(value);
-  const bytes = Buffer.byteLength(json, 'utf8');
+  let copy: unknown;
+  try {
+    copy = jsonCopy(value, '$', new Set(), 0);
+  } catch (error) {
+    if (error instanceof InvalidArgumentError) throw error;
+    throw new InvalidArgumentError(`checkpoint could not be read (${errorName(error)} from a getter or Proxy)`);
+  }
+  const json = JSON.stringify(copy);
+  const bytes = utf8Length(json);
   if (bytes > maxBytes) throw new InvalidArgumentError(`checkpoint is ${bytes} bytes of JSON, over the limit of ${maxBytes}`);
   return json;
 }
 
-function assertJson(value: unknown, path: string, ancestors: Set<object>): void {
+/** A copy of `value` made only of JSON values (null-prototype objects, dense arrays), or a refusal. */
+function jsonCopy(value: unknown, path: string, ancestors: Set<object>, depth: number): unknown {
   switch (typeof value) {
     case 'string':
     case 'boolean':
-      return;
+      return value;
     case 'number':
       if (!Number.isFinite(value)) throw new InvalidArgumentError(`checkpoint is not JSON: ${path} is ${value}`);
-      return;
+      return value;
     case 'object':
       break;
     default:
       throw new InvalidArgumentError(`checkpoint is not JSON: ${path} is ${describe(value)} (${typeof value})`);
   }
-  if (value === null) return;
+  if (value === null) return null;
+  if (depth >= MAX_CHECKPOINT_DEPTH) throw new InvalidArgumentError(`checkpoint nests deeper than ${MAX_CHECKPOINT_DEPTH} levels at ${path}`);
   if (ancestors.has(value)) throw new InvalidArgumentError(`checkpoint is not JSON: ${path} is a cycle`);
-  if (!Array.isArray(value) && !isPlainObject(value)) {
-    throw new InvalidArgumentError(`checkpoint is not JSON: ${path} is a ${value.constructor?.name ?? 'non-plain'} object`);
-  }
   ancestors.add(value);
-  if (Array.isArray(value)) value.forEach((item, index) => assertJson(item, `${path}[${index}]`, ancestors));
-  else for (const [name, item] of Object.entries(value)) assertJson(item, `${path}.${name}`, ancestors);
+  let copy: unknown;
+  if (Array.isArray(value)) {
+    if (Object.getPrototypeOf(value) !== Array.prototype) throw new InvalidArgumentError(`checkpoint is not JSON: ${path} is an array subclass`);
+    const { length } = value;
+    if (Object.keys(value).length !== length) throw new InvalidArgumentError(`checkpoint is not JSON: ${path} is a sparse array or has extra properties`);
+    const items: unknown[] = [];
+    for (let index = 0; index < length; index += 1) items.push(jsonCopy(value[index], `${path}[${index}]`, ancestors, depth + 1));
+    copy = items;
+  } else {
+    if (!isPlainObject(value)) throw new InvalidArgumentError(`checkpoint is not JSON: ${path} is not a plain object`);
+    const fields = Object.create(null) as Record<string, unknown>;
+    for (const name of Object.keys(value)) fields[name] = jsonCopy(value[name], `${path}.${name}`, ancestors, depth + 1);
+    copy = fields;
+  }
   ancestors.delete(value);
+  return copy;
 }
 
-/** A checkpoint size limit: a positive integer. */
+/** The largest `maxCheckpointBytes` accepted: 64 MiB (a checkpoint travels in every claim's reply). */
+export const MAX_CHECKPOINT_BYTES_LIMIT: number = 64 * 1024 * 1024;
+
+/** A checkpoint size limit: a positive integer up to `MAX_CHECKPOINT_BYTES_LIMIT`. */
 export function assertMaxBytes(maxBytes: unknown): asserts maxBytes is number {
-  if (typeof maxBytes !== 'number' || !Number.isInteger(maxBytes) || maxBytes <= 0) {
-    throw new InvalidArgumentError(`maxCheckpointBytes must be a positive integer, got ${describe(maxBytes)}`);
+  if (typeof maxBytes !== 'number' || !Number.isInteger(maxBytes) || maxBytes <= 0 || maxBytes > MAX_CHECKPOINT_BYTES_LIMIT) {
+    throw new InvalidArgumentError(`maxCheckpointBytes must be a positive integer up to ${MAX_CHECKPOINT_BYTES_LIMIT}, got ${describe(maxBytes)}`);
   }
 }
 

@@ -1,3 +1,4 @@
+import { printable } from './printable.js';
 import type { FenceRefusal } from './types.js';
 
 function grantLabel(token: bigint | null, holder: string | null, runId: string | null): string {
@@ -21,6 +22,7 @@ const WHY: Record<FenceRefusal['reason'], string> = {
 /**
  * One line saying exactly which condition failed, for logs and error messages:
  * `lease lost on ramp:current (superseded: a newer grant took over): expected token 7 (run r1), found token 8 (run r2)`.
+ * Control characters in keys, holders, runs, reasons and `by` are escaped (see `printable`): one line, always.
  */
 export function describeRefusal(refusal: FenceRefusal): string {
   const { key, reason, expected, found, attribute, now } = refusal;
@@ -33,5 +35,5 @@ export function describeRefusal(refusal: FenceRefusal): string {
     if (ending.by !== null) line += ` by ${ending.by}`;
     if (ending.reason !== null) line += `: ${ending.reason}`;
   }
-  return line;
+  return printable(line);
 }

@@ -204,4 +204,14 @@ export interface GateRefusal {
   readonly found: { readonly key: string; readonly token: bigint };
 }
 
-export type GateOutcome<T> = { readonly ok: true; readonly value: T; readonly token: bigint } | GateRefusal;
+/**
+ * The outcome of a gate write: the write's value, the gate's refusal (an older token or another key), or,
+ * for a gate that checks the full fence in the lease store's backend, the fence's refusal.
+ */
+export type GateOutcome<T> = { readonly ok: true; readonly value: T; readonly token: bigint } | GateRefusal | FenceRefusal;
+
+/** What a token gate remembers of a resource: the lease key and highest token that wrote it (`null`: nothing). */
+export interface GateRecord {
+  readonly resource: string;
+  readonly found: { readonly key: string; readonly token: bigint } | null;
+}

@@ -19,7 +19,7 @@ export function describePostgresGateSpecs(ctx: () => PostgresSpecContext): void 
       const notes = `"${gateTable}_notes"`;
       await opened.client.query(`CREATE TABLE ${notes} (token bigint NOT NULL, note text NOT NULL)`);
       const write = (key: string, token: bigint, note: string) =>
-        gate.write('report', { key, token }, async (tx) => {
+        gate.write('report', { key, token } as never, async (tx) => {
           await tx.query(`INSERT INTO ${notes} (token, note) VALUES ($1, $2)`, [tx.token.toString(), note]);
           return note;
         });
@@ -34,7 +34,7 @@ export function describePostgresGateSpecs(ctx: () => PostgresSpecContext): void 
       });
       expect(await write('other', 9n, 'other')).toMatchObject({ ok: false, reason: 'key-mismatch', found: { key: 'job', token: 5n } });
       expect(await write('job', 7n, 'seven')).toMatchObject({ ok: true, token: 7n });
-      await expect(write('job', 8n, 'x'.repeat(10)).then(() => gate.write('report', { key: 'job', token: 9n }, () => Promise.reject(new Error('boom'))))).rejects.toThrow('boom');
+      await expect(write('job', 8n, 'x'.repeat(10)).then(() => gate.write('report', { key: 'job', token: 9n } as never, () => Promise.reject(new Error('boom'))))).rejects.toThrow('boom');
       // NOTE: the failed write's transaction rolled back, so the gate still records token 8, not 9.
       expect(await write('job', 8n, 'eight again')).toMatchObject({ ok: true, token: 8n });
       const { rows } = await opened.client.query(`SELECT note FROM ${notes} ORDER BY token, note`);

@@ -129,7 +129,7 @@ describe('postgres adapter on its own server', () => {
         const store = createPostgresStore({ client });
         const leases = createLeases(store, { holder: 'w' });
         try {
-          await expect(attempt(store, leases, leases.restore(lease.toJSON()))).rejects.toThrow(StoreUnavailableError);
+          await expect(attempt(store, leases, leases.restore(lease.export()))).rejects.toThrow(StoreUnavailableError);
         } finally {
           await close();
         }

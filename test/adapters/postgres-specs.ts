@@ -279,7 +279,7 @@ export function describePostgresAdapterSpecs(kind: PostgresClientKind): void {
       expect(lease.token).toBe(high + 1n);
       await leases.checkpointOrThrow(lease, { step: 1 });
       expect(await leases.inspect(key)).toMatchObject({ token: high + 1n, checkpoint: { token: high + 1n }, ending: { token: high } });
-      const forged = leases.restore({ ...lease.toJSON(), token: (2n ** 70n).toString() });
+      const forged = leases.restore({ ...lease.export(), token: (2n ** 63n - 1n).toString() });
       expect(await leases.renew(forged)).toMatchObject({ ok: false, reason: 'not-held' });
     });
 

@@ -188,7 +188,7 @@ export function describeRedisAdapterSpecs(kind: RedisClientKind): void {
       const resource = fresh('resource');
       const target = `${prefix}${hashTagOf(resource)}:value`;
       const big = 2n ** 60n;
-      const write = (key: string, token: bigint, value: string) => gate.write(resource, { key, token }, (tx) => tx.call('SET', target, value));
+      const write = (key: string, token: bigint, value: string) => gate.write(resource, { key, token } as never, (tx) => tx.call('SET', target, value));
       expect(await write('job', big + 1n, 'newer')).toEqual({ ok: true, value: 'OK', token: big + 1n });
       expect(await write('job', big, 'older')).toEqual({ ok: false, reason: 'stale-token', resource, expected: { key: 'job', token: big }, found: { key: 'job', token: big + 1n } });
       expect(await write('other', big + 5n, 'other')).toMatchObject({ ok: false, reason: 'key-mismatch', found: { key: 'job', token: big + 1n } });

@@ -96,7 +96,7 @@ export function describeOperatorSpecs<S extends Store>(context: SuiteContext<S>)
       const lease = await mustClaim(a, key, { runId: 'r1', attributes: { model: 'v1' } });
       const seen = await context.leasesFor('ops').inspect(key);
       expect(seen.grant).toMatchObject({ token: lease.token, holder: 'a', runId: 'r1', attributes: { model: 'v1' }, live: true, acquiredAt: lease.acquiredAt, expiresAt: lease.expiresAt });
-      expect(textOf(seen)).not.toContain(lease.secret);
+      expect(textOf(seen)).not.toContain(lease.export().secret);
       expect(seen.grant).not.toHaveProperty('secret');
       await context.harness.expireNow(key);
       expect((await a.inspect(key)).grant).toMatchObject({ token: lease.token, live: false });
@@ -128,7 +128,7 @@ export function describeOperatorSpecs<S extends Store>(context: SuiteContext<S>)
       const key = context.harness.freshKey('missing');
       const a = context.leasesFor('a');
       const elsewhere = await mustClaim(a, context.harness.freshKey('source'));
-      const ghost = a.restore({ ...elsewhere.toJSON(), key });
+      const ghost = a.restore({ ...elsewhere.export(), key });
       expect(await a.fencedWrite(ghost, () => 1)).toMatchObject({ ok: false, reason: 'missing', key, expected: { token: elsewhere.token }, found: { token: null, holder: null } });
     });
 
@@ -136,7 +136,7 @@ export function describeOperatorSpecs<S extends Store>(context: SuiteContext<S>)
       const key = context.harness.freshKey('not-held');
       const a = context.leasesFor('a');
       const lease = await mustClaim(a, key);
-      const forged = a.restore({ ...lease.toJSON(), token: String(lease.token + 5n) });
+      const forged = a.restore({ ...lease.export(), token: String(lease.token + 5n) });
       expect(await a.fencedWrite(forged, () => 1)).toMatchObject({ ok: false, reason: 'not-held', expected: { token: lease.token + 5n }, found: { token: lease.token, holder: 'a' } });
     });
 
@@ -144,9 +144,9 @@ export function describeOperatorSpecs<S extends Store>(context: SuiteContext<S>)
       const key = context.harness.freshKey('identity');
       const a = context.leasesFor('a');
       const lease = await mustClaim(a, key, { runId: 'r1', attributes: { model: 'v1' } });
-      const wrongSecret = a.restore({ ...lease.toJSON(), secret: lease.secret.replace(/^./, (c) => (c === '0' ? '1' : '0')) });
+      const wrongSecret = a.restore({ ...lease.export(), secret: lease.export().secret.replace(/^./, (c) => (c === '0' ? '1' : '0')) });
       expect(await a.fencedWrite(wrongSecret, () => 1)).toMatchObject({ ok: false, reason: 'wrong-secret', expected: { token: lease.token }, found: { token: lease.token, holder: 'a' } });
-      const otherRun = a.restore({ ...lease.toJSON(), runId: 'r2' });
+      const otherRun = a.restore({ ...lease.export(), runId: 'r2' });
       expect(await a.fencedWrite(otherRun, () => 1)).toMatchObject({ ok: false, reason: 'holder-mismatch', expected: { runId: 'r2' }, found: { runId: 'r1' } });
       expect(await a.fencedWrite(lease, () => 1, { attributes: { model: 'v2' } })).toMatchObject({ ok: false, reason: 'attribute-mismatch', attribute: { name: 'model', expected: 'v2', found: 'v1' } });
       expect(await a.checkpoint(lease, { x: 1 }, { attributes: { region: 'eu' } })).toMatchObject({ ok: false, reason: 'attribute-mismatch', attribute: { name: 'region', expected: 'eu', found: null } });

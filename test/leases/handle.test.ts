@@ -1,5 +1,5 @@
 /**
- * The lease handle: `restore()` round-trips `toJSON()`, `await using` releases, and the token gate lets
+ * The lease handle: `restore()` round-trips `export()`, `await using` releases, and the token gate lets
  * only the newest grant of a key write a resource.
  */
 import { describe, expect, it } from 'vitest';
@@ -18,15 +18,15 @@ function setup() {
 }
 
 describe('restore', () => {
-  it('round-trips toJSON (through JSON text, in another Leases instance): the same grant, able to write and release', async () => {
+  it('round-trips export() (through JSON text, in another Leases instance): the same grant, able to write and release', async () => {
     const { store, a } = setup();
     const lease = await a.claimOrThrow(KEY, { runId: 'r1', attributes: { model: 'v1' } });
-    const json = JSON.parse(JSON.stringify(lease)) as ReturnType<Lease['toJSON']>;
-    expect(json).toEqual(lease.toJSON());
+    const json = JSON.parse(JSON.stringify(lease.export())) as ReturnType<Lease['export']>;
+    expect(json).toEqual(lease.export());
     const elsewhere = createLeases(store, { holder: 'another-process' });
     const restored = elsewhere.restore(json);
     expect(restored).toBeInstanceOf(Lease);
-    expect(restored.toJSON()).toEqual(lease.toJSON());
+    expect(restored.export()).toEqual(lease.export());
     expect(restored.fence()).toEqual(lease.fence());
     expect(await elsewhere.fencedWrite(restored, () => 'from elsewhere', { attributes: { model: 'v1' } })).toMatchObject({ ok: true, value: 'from elsewhere', token: lease.token });
     expect(await elsewhere.release(restored)).toMatchObject({ ok: true, alreadyReleased: false });
@@ -36,20 +36,20 @@ describe('restore', () => {
   it('a restored handle knows no local deadline until it renews (its expiry is unknown to this process)', async () => {
     const { a } = setup();
     const lease = await a.claimOrThrow(KEY);
-    const restored = a.restore(lease.toJSON());
+    const restored = a.restore(lease.export());
     expect(restored.localDeadline).toBe(Number.NEGATIVE_INFINITY);
     await a.renewOrThrow(restored);
     expect(Number.isFinite(restored.localDeadline)).toBe(true);
     const forever = await a.claimOrThrow('job:forever', { ttlMs: null });
-    expect(a.restore(forever.toJSON()).localDeadline).toBe(Number.POSITIVE_INFINITY);
+    expect(a.restore(forever.export()).localDeadline).toBe(Number.POSITIVE_INFINITY);
   });
 
-  it('a restored token of 2^64 keeps full precision', async () => {
+  it('a restored token of 2^63 - 1 (the largest a store keeps) keeps full precision', async () => {
     const { a } = setup();
     const lease = await a.claimOrThrow(KEY);
-    const big = a.restore({ ...lease.toJSON(), token: '18446744073709551617' });
-    expect(big.token).toBe(18446744073709551617n);
-    expect(await a.fencedWrite(big, () => 1)).toMatchObject({ ok: false, reason: 'not-held', expected: { token: 18446744073709551617n } });
+    const big = a.restore({ ...lease.export(), token: '9223372036854775807' });
+    expect(big.token).toBe(9223372036854775807n);
+    expect(await a.fencedWrite(big, () => 1)).toMatchObject({ ok: false, reason: 'not-held', expected: { token: 9223372036854775807n } });
   });
 });
 

@@ -165,7 +165,7 @@ export class WriteCommand extends HandleCommand {
   private presented(real: ModelReal, leases: Leases<Store>): Lease {
     const lease = this.realHandle(real);
     if (this.forged === null) return lease;
-    const json = lease.toJSON();
+    const json = lease.export();
     if (this.forged === 'run') return leases.restore({ ...json, runId: json.runId === 'forged' ? null : 'forged' });
     return leases.restore({ ...json, secret: json.secret.replace(/^./, (c) => (c === '0' ? '1' : '0')) });
   }
