@@ -37,6 +37,7 @@ import {
   assertText,
   assertToken,
   assertTtl,
+  copyOptions,
   DEFAULT_MAX_CHECKPOINT_BYTES,
   NO_ATTRIBUTES,
   readOptions,
@@ -351,8 +352,8 @@ export function createLeases<S extends Store>(store: S, options: LeasesOptions):
       throw new LeaseLostError(outcome);
     },
 
-    withLease(key, fn, withOptions = {}) {
-      return runWithLease(leases, monotonic, key, fn, withOptions);
+    async withLease(key, fn, withOptions) {
+      return runWithLease(leases, monotonic, key, fn, copyOptions('withLease options', withOptions) as WithLeaseOptions);
     },
 
     restore(json) {

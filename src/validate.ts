@@ -100,6 +100,23 @@ export function readOptions<K extends string>(what: string, options: unknown, na
   return snapshot;
 }
 
+/**
+ * A plain copy of every own enumerable field of a caller's options object (`undefined`: none), read once;
+ * for options passed on to code that reads them itself (`withLease`). A throwing getter or Proxy gets
+ * `InvalidArgumentError`.
+ */
+export function copyOptions(what: string, options: unknown): Record<string, unknown> {
+  if (options === undefined) return {};
+  if (typeof options !== 'object' || options === null || Array.isArray(options)) {
+    throw new InvalidArgumentError(`${what} must be an object, got ${describe(options)}`);
+  }
+  try {
+    return { ...options };
+  } catch (error) {
+    throw new InvalidArgumentError(`${what} could not be read (${errorName(error)} from a getter or Proxy)`);
+  }
+}
+
 function errorName(error: unknown): string {
   try {
     return error instanceof Error ? error.name : typeof error;

@@ -1,0 +1,304 @@
+/**
+ * The fuzz property of issue 9 over every public method of `Leases` (and `withLease`'s arguments), for any
+ * store: each call gets adversarial arguments (wrong types, NaN, ±Infinity, huge and fractional numbers,
+ * forged and tampered handles, handles of another store, hostile objects, hostile strings) mixed with valid
+ * ones, and must either throw INVALID_ARGUMENT with no I/O and every lease unchanged, or give a normal
+ * result: an outcome (log-safe JSON without a secret) or, for the `...OrThrow` variants, their typed error.
+ */
+import fc from 'fast-check';
+import { expect } from 'vitest';
+import { isLeaseError } from '../../src/errors.js';
+import type { TokenGate } from '../../src/gate.js';
+import { Lease } from '../../src/lease.js';
+import { toLoggable } from '../../src/loggable.js';
+import type { Leases } from '../../src/leases.js';
+import type { Store } from '../../src/store.js';
+
+/** One store under fuzz: a counted API, an uncounted view, and how to count I/O. */
+export interface FuzzTarget {
+  /** Leases on the counted store. */
+  readonly leases: Leases<Store>;
+  /** Leases on an uncounted path to the same data (claims set up each run, state snapshots). */
+  readonly setup: Leases<Store>;
+  /** A handle granted by another store. */
+  readonly foreign: Lease;
+  /** A token gate in the same backend. */
+  readonly gate: TokenGate<unknown>;
+  /** How many I/O operations (store calls, statements, commands) `run` caused. */
+  ioDuring(run: () => Promise<void>): Promise<number>;
+  freshKey(): string;
+  /** Whether `fencedWrite(..., { checkpoint })` is implemented (Postgres and Redis: TODO(issue 8)). */
+  readonly checkpointWithWrite: boolean;
+}
+
+const deep = (levels: number): unknown => {
+  let value: unknown = 'bottom';
+  for (let level = 0; level < levels; level += 1) value = { next: value };
+  return value;
+};
+
+const throwingGetter = (name: string): object =>
+  Object.defineProperty({}, name, {
+    enumerable: true,
+    get: () => {
+      throw new TypeError(`getter ${name}`);
+    },
+  });
+
+const throwingProxy = (): object =>
+  new Proxy(
+    {},
+    {
+      get: () => {
+        throw new TypeError('proxy get');
+      },
+      ownKeys: () => {
+        throw new TypeError('proxy ownKeys');
+      },
+      getPrototypeOf: () => {
+        throw new TypeError('proxy getPrototypeOf');
+      },
+      has: () => {
+        throw new TypeError('proxy has');
+      },
+    },
+  );
+
+// NOTE: Proxies and throwing getters are made when a call runs, not by fast-check (which probes and prints
+// its values); a lazy recipe is recognised by identity (WeakSet.has runs no trap).
+const LAZY = new WeakMap<object, () => unknown>();
+const lazy = (make: () => unknown): object => {
+  const recipe = { lazy: make.name || 'hostile' };
+  LAZY.set(recipe, make);
+  return recipe;
+};
+/** `value` with lazy recipes made, at the top level and one level into plain objects (options records). */
+const made = (value: unknown, depth = 0): unknown => {
+  if (typeof value !== 'object' || value === null) return value;
+  const make = LAZY.get(value);
+  if (make !== undefined) return make();
+  if (depth > 0 || Object.getPrototypeOf(value) !== Object.prototype) return value;
+  const copy: Record<string, unknown> = {};
+  for (const [name, field] of Object.entries(value)) copy[name] = made(field, depth + 1);
+  return copy;
+};
+
+/** Values no parameter accepts, or that only some do. */
+const hostileValue: fc.Arbitrary<unknown> = fc.oneof(
+  fc.constantFrom<unknown>(
+    undefined,
+    null,
+    Number.NaN,
+    Number.POSITIVE_INFINITY,
+    Number.NEGATIVE_INFINITY,
+    -0,
+    0,
+    -1,
+    1.5,
+    2 ** 31,
+    2 ** 53 + 2,
+    1e19,
+    Number.MAX_VALUE,
+    0n,
+    -1n,
+    10n,
+    2n ** 63n,
+    2n ** 64n + 1n,
+    '',
+    ' ',
+    'a\u0000b',
+    'job:\uD800',
+    '\uDC00x',
+    'k'.repeat(1025),
+    '鍵'.repeat(342),
+    '😀'.repeat(257),
+    '__proto__',
+    'constructor',
+    'line\nforged\u001b[2J',
+    'f'.repeat(32),
+    true,
+    false,
+    Symbol('s'),
+    () => 1,
+    [],
+    [1, , 3], // eslint-disable-line no-sparse-arrays
+    Object.assign([1], { extra: 1 }),
+    {},
+    Object.create(null),
+    new Date(0),
+    new Map([[1, 2]]),
+    { toJSON: () => 1n },
+    deep(200),
+  ),
+  fc.constant(null).map(() => lazy(throwingProxy)),
+  fc.constantFrom('ttlMs', 'runId', 'attributes', 'checkpoint', 'reason', 'by', 'expectedToken', 'recovering', 'key', 'token', 'secret').map((name) => lazy(() => throwingGetter(name))),
+  fc.anything({ withBigInt: true, withNullPrototype: true, withSparseArray: true, withBoxedValues: true, withMap: true, withSet: true, withDate: true, withTypedArray: true, maxDepth: 3 }),
+  fc.constant(null).map(() => lazy(() => ({ toString: () => { throw new Error('toString'); } }))), // prettier-ignore
+  fc.string({ unit: 'binary', maxLength: 40 }),
+  fc.double(),
+  fc.bigInt(),
+);
+
+/** Sometimes valid, often not. */
+const mix = <T>(valid: fc.Arbitrary<T>): fc.Arbitrary<unknown> => fc.oneof({ weight: 2, arbitrary: valid as fc.Arbitrary<unknown> }, { weight: 1, arbitrary: hostileValue });
+
+const ttl = mix(fc.oneof(fc.integer({ min: 1, max: 120_000 }), fc.constant(null)));
+const name = mix(fc.oneof(fc.constantFrom('r1', 'r2', 'v1'), fc.string({ minLength: 1, maxLength: 12 })));
+const attributes = mix(fc.oneof(fc.constant({ model: 'v1' }), fc.dictionary(fc.string({ minLength: 1, maxLength: 8 }), fc.string({ minLength: 1, maxLength: 8 }), { maxKeys: 3 })));
+const checkpointValue = mix(fc.jsonValue({ maxDepth: 3 }));
+const optionsOf = (fields: Record<string, fc.Arbitrary<unknown>>): fc.Arbitrary<unknown> =>
+  fc.oneof({ weight: 3, arbitrary: fc.record(fields, { requiredKeys: [] }) }, { weight: 1, arbitrary: hostileValue });
+
+// NOTE: recipes are recognised by identity (WeakSet.has runs no trap), never by `in`, which a Proxy intercepts.
+const HOSTILE_HANDLES = new WeakSet<object>();
+const PATCHES = new WeakSet<object>();
+const marked = <T extends object>(set: WeakSet<object>, value: T): T => {
+  set.add(value);
+  return value;
+};
+
+/** Which handle a call presents, resolved against the run's setup. */
+type HandleChoice = 'real' | 'restored' | 'forgedToken' | 'wrongSecret' | 'foreign' | 'protoForged' | 'proxy' | 'spread' | 'tamperedToken' | 'frozen' | 'released';
+const handle: fc.Arbitrary<HandleChoice | { readonly hostile: unknown }> = fc.oneof(
+  { weight: 4, arbitrary: fc.constantFrom<HandleChoice>('real', 'restored', 'forgedToken', 'wrongSecret', 'foreign', 'protoForged', 'proxy', 'spread', 'tamperedToken', 'frozen', 'released') },
+  { weight: 1, arbitrary: hostileValue.map((hostile) => marked(HOSTILE_HANDLES, { hostile })) },
+);
+const key = fc.oneof(fc.constantFrom<unknown>('$lease', '$fresh'), hostileValue);
+const write = fc.oneof({ weight: 3, arbitrary: fc.constant<unknown>('$write') }, { weight: 1, arbitrary: hostileValue });
+
+/** A call: a method name and the argument recipes. */
+export type Call = { readonly method: string; readonly args: readonly unknown[] };
+
+const call = (method: string, ...args: fc.Arbitrary<unknown>[]): fc.Arbitrary<Call> => fc.tuple(...args).map((values) => ({ method, args: values }));
+
+export const calls = (checkpointWithWrite: boolean): fc.Arbitrary<Call> => {
+  const fenceOptions = optionsOf({ attributes });
+  const writeOptions = checkpointWithWrite ? optionsOf({ attributes, checkpoint: checkpointValue }) : fenceOptions;
+  const claimOptions = optionsOf({ ttlMs: ttl, runId: name, attributes, recovering: mix(fc.boolean()) });
+  return fc.oneof(
+    call('claim', key, claimOptions),
+    call('claimOrThrow', key, claimOptions),
+    call('renew', handle, optionsOf({ ttlMs: ttl })),
+    call('renewOrThrow', handle, optionsOf({ ttlMs: ttl })),
+    call('checkpoint', handle, checkpointValue, fenceOptions),
+    call('checkpointOrThrow', handle, checkpointValue, fenceOptions),
+    call('fencedWrite', handle, write, writeOptions),
+    call('fencedWriteOrThrow', handle, write, writeOptions),
+    call('release', handle, optionsOf({ checkpoint: fc.oneof(checkpointValue, fc.constant(null)) })),
+    call('revoke', key, optionsOf({ reason: name, by: name, requireRecovery: mix(fc.boolean()), expectedToken: mix(fc.bigInt({ min: 1n, max: 5n })) })),
+    call('recover', handle, mix(fc.constantFrom('resume', 'discard'))),
+    call('inspect', key),
+    call('gateWrite', fc.constantFrom<unknown>('$gate', '$gate', null, {}, { write: 1 }), key, handle, write),
+    call('gateWriteOrThrow', fc.constant<unknown>('$gate'), key, handle, write),
+    call('restore', fc.oneof(fc.constant<unknown>('$export'), fc.constant<unknown>('$json'), hostileValue, fc.record({ token: hostileValue }).map((patch) => marked(PATCHES, { $patch: patch })))),
+    call('withLease', key, fc.oneof(fc.constant<unknown>('$fn'), hostileValue), claimOptions),
+  );
+};
+
+/** What the store holds for `keys`, without `now` (so time passing is no change). */
+async function snapshot(setup: Leases<Store>, keys: readonly string[]): Promise<unknown[]> {
+  return Promise.all(keys.map(async (one) => {
+    const { now: _now, ...rest } = await setup.inspect(one);
+    return toLoggable(rest);
+  }));
+}
+
+/** Thrown by the `...OrThrow` variants (and `withLease`'s claim) after I/O: normal results. */
+const TYPED_OUTCOMES = new Set(['LEASE_BUSY', 'LEASE_LOST', 'RECOVERY_REQUIRED', 'GATE_REFUSED']);
+
+/** Runs one call against a fresh lease and checks the property; returns how the call ended. */
+export async function runCall(target: FuzzTarget, recipe: Call): Promise<'invalid' | 'result' | 'typed'> {
+  const { leases, setup } = target;
+  const leaseKey = target.freshKey();
+  const claimed = await setup.claimOrThrow(leaseKey, { runId: 'r1', attributes: { model: 'v1' }, ttlMs: 60_000 });
+  await setup.checkpoint(claimed, { step: 1 });
+  const exported = claimed.export();
+  const real = leases.restore(exported);
+  const freshKey = target.freshKey();
+  // NOTE: values travel boxed: an async function returning a Proxy would make the promise read its `then`.
+  const resolveHandle = async (choice: unknown): Promise<[unknown]> => [await handleOf(choice)];
+  const handleOf = async (choice: unknown): Promise<unknown> => {
+    if (typeof choice === 'object' && choice !== null && HOSTILE_HANDLES.has(choice)) return null;
+    switch (choice as HandleChoice) {
+      case 'real':
+        return real;
+      case 'restored':
+        return leases.restore(exported);
+      case 'forgedToken':
+        return leases.restore({ ...exported, token: String(claimed.token + 5n) });
+      case 'wrongSecret':
+        return leases.restore({ ...exported, secret: 'f'.repeat(32) });
+      case 'foreign':
+        return target.foreign;
+      case 'protoForged':
+        return Object.create(Lease.prototype) as unknown;
+      case 'proxy':
+        return new Proxy(real, {});
+      case 'spread':
+        return { ...real };
+      case 'tamperedToken':
+        return Object.defineProperty(leases.restore(exported), 'token', { value: 2n ** 64n });
+      case 'frozen':
+        return Object.freeze(leases.restore(exported));
+      case 'released': {
+        const other = await setup.claimOrThrow(target.freshKey());
+        await setup.release(other);
+        return leases.restore(other.export());
+      }
+    }
+  };
+  const resolve = (arg: unknown): unknown => {
+    if (arg === '$lease') return leaseKey;
+    if (arg === '$fresh') return freshKey;
+    if (arg === '$write') return () => 'written';
+    if (arg === '$fn') return async () => 'done';
+    if (arg === '$gate') return target.gate;
+    if (arg === '$export') return exported;
+    if (arg === '$json') return JSON.parse(JSON.stringify(claimed)) as unknown;
+    if (typeof arg === 'object' && arg !== null && PATCHES.has(arg)) return { ...exported, ...(made((arg as { $patch: object }).$patch) as object) };
+    return made(arg);
+  };
+  const handleAt = new Set(['renew', 'renewOrThrow', 'checkpoint', 'checkpointOrThrow', 'fencedWrite', 'fencedWriteOrThrow', 'release', 'recover']);
+  const args: unknown[] = [];
+  for (const [index, arg] of recipe.args.entries()) {
+    const isHandle = (handleAt.has(recipe.method) && index === 0) || (recipe.method.startsWith('gateWrite') && index === 2);
+    if (!isHandle) args.push(resolve(arg));
+    else if (typeof arg === 'object' && arg !== null && HOSTILE_HANDLES.has(arg)) args.push(made((arg as { hostile: unknown }).hostile));
+    else args.push((await resolveHandle(arg))[0]);
+  }
+  const keys = [leaseKey, freshKey];
+  const before = await snapshot(setup, keys);
+  let result: unknown;
+  let error: unknown;
+  let threw = false;
+  const io = await target.ioDuring(async () => {
+    try {
+      result = await (leases as unknown as Record<string, (...params: unknown[]) => unknown>)[recipe.method]!(...args);
+    } catch (caught) {
+      threw = true;
+      error = caught;
+    }
+  });
+  const after = await snapshot(setup, keys);
+  if (threw) {
+    if (isLeaseError(error, 'INVALID_ARGUMENT')) {
+      expect(io, `${recipe.method} refused its input after ${io} I/O operations`).toBe(0);
+      expect(after, `${recipe.method} refused its input but changed a lease`).toEqual(before);
+      return 'invalid';
+    }
+    if (isLeaseError(error) && TYPED_OUTCOMES.has(error.code) && (recipe.method.endsWith('OrThrow') || recipe.method === 'withLease')) {
+      expect(JSON.stringify(error)).not.toContain(exported.secret);
+      return 'typed';
+    }
+    throw new Error(`${recipe.method} threw ${isLeaseError(error) ? error.code : 'an untyped'} error: ${String(error)}`, { cause: error });
+  }
+  if (recipe.method === 'restore') {
+    expect(io).toBe(0);
+    expect(result).toBeInstanceOf(Lease);
+    return 'result';
+  }
+  const json = JSON.stringify(result);
+  if (json !== undefined) expect(json).not.toContain(exported.secret);
+  if (typeof result === 'object' && result !== null && 'ok' in result) expect(typeof result.ok).toBe('boolean');
+  return 'result';
+}
