@@ -1,0 +1,42 @@
+/**
+ * A census of the fuzz property on the memory store: runs `FUZZ_RUNS` sampled calls (default 3,000) without
+ * stopping at the first failure and prints how many violate the property, by method and kind. For reports
+ * (`npx tsx test/security/fuzz-census.ts`), not part of `npm test`.
+ */
+import fc from 'fast-check';
+import { createMemoryStore, createMemoryTokenGate } from '../../src/adapters/memory/index.js';
+import { createLeases } from '../../src/leases.js';
+import { spyOn } from '../leases/spy-store.js';
+import { calls, runCall, type FuzzTarget } from './fuzz-property.js';
+
+const runs = Number(process.env['FUZZ_RUNS'] ?? 3_000);
+const memory = createMemoryStore();
+const spy = spyOn(memory);
+let keys = 0;
+const target: FuzzTarget = {
+  leases: createLeases(spy.store, { holder: 'fuzz' }),
+  setup: createLeases(memory, { holder: 'setup' }),
+  foreign: await createLeases(createMemoryStore(), { holder: 'elsewhere' }).claimOrThrow('job:foreign'),
+  gate: createMemoryTokenGate({ store: spy.store } as never),
+  ioDuring: async (run) => {
+    const before = spy.calls.length;
+    await run();
+    return spy.calls.length - before;
+  },
+  freshKey: () => `fuzz:${++keys}`,
+  checkpointWithWrite: true,
+};
+const failures = new Map<string, number>();
+let failed = 0;
+for (const recipe of fc.sample(calls(true), { numRuns: runs, seed: 42 })) {
+  try {
+    await runCall(target, recipe);
+  } catch (error) {
+    failed += 1;
+    const text = String(error instanceof Error ? error.message : error).split('\n')[0]?.replace(/\d+/g, 'N').slice(0, 110);
+    const label = `${recipe.method}: ${text}`;
+    failures.set(label, (failures.get(label) ?? 0) + 1);
+  }
+}
+console.log(`${failed} of ${runs} runs violate the property (${failures.size} kinds)`);
+for (const [label, count] of [...failures].sort((a, b) => b[1] - a[1])) console.log(`${String(count).padStart(5)}  ${label}`);
