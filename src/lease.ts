@@ -9,7 +9,7 @@
 import { InvalidArgumentError, isLeaseError } from './errors.js';
 import type { Ending, Fence, LeaseAttributes, StoreTime } from './fence/types.js';
 import { REDACTED } from './redact.js';
-import { assertKey, assertName, assertRunId, assertToken, SECRET_PATTERN, toAttributes } from './validate.js';
+import { assertKey, assertName, assertRunId, assertToken, toAttributes } from './validate.js';
 
 /** A checkpoint as a holder sees it: the parsed value and the token of the grant that wrote it. */
 export interface Checkpoint<T = unknown> {
@@ -56,6 +56,15 @@ export interface LeaseInit {
 const LEASE_BRAND = Symbol.for('leasefence.Lease');
 const INSPECT = Symbol.for('nodejs.util.inspect.custom');
 const TOKEN_TEXT = /^[1-9][0-9]{0,18}$/;
+const LOWER_HEX = /^[0-9a-f]*$/;
+
+/** A lease secret's format: 32 to 128 lowercase hex digits (as `SECRET_PATTERN`, without its slow quantifier). */
+function isSecret(secret: unknown): secret is string {
+  return typeof secret === 'string' && secret.length >= 32 && secret.length <= 128 && LOWER_HEX.test(secret);
+}
+
+/** The fence a handle of this copy of the package was built with (`undefined`: not such a handle). */
+let builtFence: (lease: unknown) => Fence | undefined;
 
 /** A granted lease. Release it with `leases.release(lease)` or `await using lease = ...`. */
 export class Lease {
@@ -79,15 +88,15 @@ export class Lease {
   localDeadline: number;
   /** Set by `Leases` so `await using` can release. */
   disposer: ((lease: Lease) => Promise<unknown>) | null = null;
-  // NOTE: a private field: not enumerable, not copied by spread, not seen by JSON or util.inspect, and as
-  // cheap to set as a plain property (claim is the hot path).
-  readonly #secret: string;
+  // NOTE: the fence lives in a private field (frozen, made once): not enumerable, not copied by spread, not
+  // seen by JSON or util.inspect; the public fields are a view of it, so tampering with them changes nothing.
+  readonly #fence: Fence;
 
   constructor(init: LeaseInit) {
     this.storeId = init.storeId;
     this.key = init.key;
     this.token = init.token;
-    this.#secret = init.secret;
+    this.#fence = Object.freeze({ key: init.key, token: init.token, secret: init.secret, holder: init.holder, runId: init.runId });
     this.holder = init.holder;
     this.runId = init.runId;
     this.attributes = init.attributes;
@@ -99,6 +108,7 @@ export class Lease {
   }
 
   static {
+    builtFence = (lease) => (typeof lease === 'object' && lease !== null && #fence in lease ? lease.#fence : undefined);
     // NOTE: a symbol brand (not instanceof) so a handle from the ESM build is accepted by the CJS build; on
     // the prototype, so that making a handle (claim is the hot path) defines no property of its own.
     Object.defineProperty(Lease.prototype, LEASE_BRAND, { value: true });
@@ -114,8 +124,7 @@ export class Lease {
 
   /** The fence this handle presents (with its secret); `attributes` are the ones the operation requires to match. */
   fence(attributes?: LeaseAttributes): Fence {
-    const base = { key: this.key, token: this.token, secret: this.#secret, holder: this.holder, runId: this.runId };
-    return attributes === undefined ? base : { ...base, attributes };
+    return attributes === undefined ? this.#fence : { ...this.#fence, attributes };
   }
 
   /**
@@ -129,7 +138,7 @@ export class Lease {
       storeId: this.storeId,
       key: this.key,
       token: this.token.toString(),
-      secret: this.#secret,
+      secret: this.#fence.secret,
       holder: this.holder,
       runId: this.runId,
       attributes: this.attributes,
@@ -164,6 +173,16 @@ export class Lease {
  * `InvalidArgumentError`. The fence returned is a fresh copy: the handle cannot change it afterwards.
  */
 export function leaseFence(lease: unknown, storeId: string): Fence {
+  const built = builtFence(lease);
+  if (built !== undefined) {
+    // NOTE: a handle of this copy: its fence was checked when it was made; only its public view can differ.
+    const handle = lease as Lease;
+    if (handle.key !== built.key || handle.token !== built.token || handle.holder !== built.holder || handle.runId !== built.runId) {
+      throw new InvalidArgumentError(`lease ${built.key} was tampered with: its key, token, holder or run id differs from its grant`);
+    }
+    if (handle.storeId !== storeId) throw new InvalidArgumentError(`lease ${built.key} belongs to store ${String(handle.storeId)}, not ${storeId}`);
+    return built;
+  }
   let fence: Fence;
   let owner: unknown;
   try {
@@ -181,7 +200,7 @@ export function leaseFence(lease: unknown, storeId: string): Fence {
   assertKey(key);
   if (owner !== storeId) throw new InvalidArgumentError(`lease ${key} belongs to store ${String(owner)}, not ${storeId}`);
   assertToken('lease token', token);
-  if (typeof secret !== 'string' || !SECRET_PATTERN.test(secret)) throw new InvalidArgumentError(`lease ${key} has a malformed secret (tampered with?)`);
+  if (!isSecret(secret)) throw new InvalidArgumentError(`lease ${key} has a malformed secret (tampered with?)`);
   assertName('holder', holder);
   assertRunId(runId);
   return { key, token, secret, holder, runId };
@@ -211,7 +230,7 @@ export function parseLeaseJson(json: unknown, storeId: string): LeaseJson & { to
   if (secret === undefined) {
     throw new InvalidArgumentError('lease JSON has no secret: JSON.stringify(lease) leaves the secret out; hand a lease to another process with lease.export()');
   }
-  if (typeof secret !== 'string' || !SECRET_PATTERN.test(secret)) throw new InvalidArgumentError('lease secret must be 32 to 128 lowercase hex digits');
+  if (!isSecret(secret)) throw new InvalidArgumentError('lease secret must be 32 to 128 lowercase hex digits');
   assertName('holder', holder);
   assertRunId(runId ?? null);
   if (expiresAt !== null && (typeof expiresAt !== 'number' || !Number.isFinite(expiresAt))) {

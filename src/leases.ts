@@ -26,7 +26,7 @@ import type {
 import type { CheckpointRecord, Ending, Fence, LeaseAttributes, StoreTime } from './fence/types.js';
 import type { TokenGate } from './gate.js';
 import { Lease, leaseFence, parseLeaseJson, type Checkpoint, type LeaseJson } from './lease.js';
-import { loggable } from './loggable.js';
+import { loggable, loggableFields } from './loggable.js';
 import { newSecret } from './secret.js';
 import type { Store, WriteContextOf } from './store.js';
 import {
@@ -89,6 +89,21 @@ export interface Granted {
 }
 
 export type ClaimResult = Granted | ClaimHeld | ClaimRecoveryRequired;
+
+/** A granted claim as the shell returns it: a fixed shape (claim is the hot path) with log-safe JSON. */
+class GrantedClaim implements Granted {
+  readonly ok = true as const;
+  constructor(
+    readonly lease: Lease,
+    readonly previous: Ending | null,
+    readonly checkpoint: Checkpoint | null,
+  ) {}
+
+  /** Log-safe JSON: tokens as decimal strings, the lease without its secret. */
+  toJSON(): unknown {
+    return loggableFields(this);
+  }
+}
 
 export interface FenceOptions {
   /** Attributes the grant must have been bound with, checked atomically with the operation. */
@@ -236,7 +251,7 @@ export function createLeases<S extends Store>(store: S, options: LeasesOptions):
         localDeadline: deadlineFrom(sentAt, outcome.expiresAt, outcome.now),
       });
       lease.disposer = dispose;
-      return loggable({ ok: true, lease, previous: outcome.previous, checkpoint: inherited });
+      return new GrantedClaim(lease, outcome.previous, inherited);
     },
 
     async claimOrThrow(key, claimOptions) {

@@ -13,14 +13,19 @@ const MAX_DEPTH = 16;
 /**
  * A copy of `value` that `JSON.stringify` accepts and that carries no secret: bigints as decimal strings,
  * any property named `secret` replaced by `[redacted]`, values with their own `toJSON` (lease handles,
- * errors, dates) left for it.
+ * results, errors, dates) left for it.
  */
 export function toLoggable(value: unknown, depth = 0): unknown {
   if (typeof value === 'bigint') return value.toString();
   if (typeof value !== 'object' || value === null) return value;
   if (depth >= MAX_DEPTH) return '[deep]';
   if (Array.isArray(value)) return value.map((item) => toLoggable(item, depth + 1));
-  if (typeof (value as { toJSON?: unknown }).toJSON === 'function' && Object.getPrototypeOf(value) !== LOGGABLE) return value;
+  if (typeof (value as { toJSON?: unknown }).toJSON === 'function') return value;
+  return loggableFields(value, depth);
+}
+
+/** The own enumerable fields of `value`, each made loggable (see `toLoggable`). */
+export function loggableFields(value: object, depth = 0): Record<string, unknown> {
   // NOTE: a null prototype, so a property named `__proto__` is copied like any other.
   const copy = Object.create(null) as Record<string, unknown>;
   for (const name of Object.keys(value)) {
@@ -33,8 +38,8 @@ export function toLoggable(value: unknown, depth = 0): unknown {
 export const LOGGABLE: object = Object.freeze(
   Object.create(Object.prototype, {
     toJSON: {
-      value: function toJSON(this: unknown): unknown {
-        return toLoggable(this);
+      value: function toJSON(this: object): unknown {
+        return loggableFields(this);
       },
     },
   }) as object,

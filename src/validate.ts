@@ -81,14 +81,17 @@ export function assertToken(what: string, token: unknown): asserts token is bigi
   }
 }
 
+const NO_OPTIONS: Partial<Record<string, unknown>> = Object.freeze({});
+
 /**
  * A snapshot of the named fields of a caller's options object (`undefined`: no options), read once, so a
  * getter or Proxy cannot show validation one value and the store another, and a throwing one gets
  * `InvalidArgumentError` instead of escaping raw.
  */
 export function readOptions<K extends string>(what: string, options: unknown, names: readonly K[]): Partial<Record<K, unknown>> {
-  const snapshot = Object.create(null) as Partial<Record<K, unknown>>;
-  if (options === undefined) return snapshot;
+  if (options === undefined) return NO_OPTIONS;
+  // NOTE: a plain object (the names are leasefence's own): a null-prototype one costs ~300 ns on the hot path.
+  const snapshot: Partial<Record<K, unknown>> = {};
   if (typeof options !== 'object' || options === null || Array.isArray(options)) {
     throw new InvalidArgumentError(`${what} must be an object, got ${describe(options)}`);
   }
