@@ -156,7 +156,11 @@ export interface Leases<S extends Store = Store> {
   revoke(key: string, options: RevokeOptions): Promise<RevokeOutcome>;
   recover(lease: Lease, action: RecoveryAction): Promise<RecoverOutcome>;
   inspect(key: string): Promise<LeaseInspection>;
-  /** Writes through a token gate with the lease's token; throws `GateRefusedError` on refusal via `gateWriteOrThrow`. */
+  /**
+   * Writes through a token gate, handing it the lease's full fence (a gate in the lease store's backend checks
+   * the grant itself). `gateWriteOrThrow` throws `GateRefusedError` for a gate's refusal, `LeaseLostError` for
+   * the fence's.
+   */
   gateWrite<C, T>(gate: TokenGate<C>, resource: string, lease: Lease, write: (context: C) => T | Promise<T>): Promise<GateOutcome<T>>;
   gateWriteOrThrow<C, T>(gate: TokenGate<C>, resource: string, lease: Lease, write: (context: C) => T | Promise<T>): Promise<T>;
   /** Claims, renews in the background, runs `fn`, always releases. See `WithLeaseOptions`. */

@@ -51,6 +51,12 @@ describe('a forged or tampered handle is refused before any I/O', () => {
     await refusedBeforeIo(env, () => a.release(secretless));
   });
 
+  it('a frozen handle renews (the store answers ok) instead of throwing a TypeError after the renewal applied', async () => {
+    const env = await setup();
+    const frozen = Object.freeze(env.a.restore(env.lease.export()));
+    expect(await env.a.renew(frozen)).toMatchObject({ ok: true, token: env.lease.token });
+  });
+
   it('restore() refuses tokens past 2^63 - 1, hostile JSON objects and a missing secret', async () => {
     const env = await setup();
     const { a, lease } = env;
