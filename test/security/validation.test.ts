@@ -54,7 +54,7 @@ describe('a forged or tampered handle is refused before any I/O', () => {
   it('a frozen handle renews (the store answers ok) instead of throwing a TypeError after the renewal applied', async () => {
     const env = await setup();
     const frozen = Object.freeze(env.a.restore(env.lease.export()));
-    expect(await env.a.renew(frozen)).toMatchObject({ ok: true, token: env.lease.token });
+    expect(await env.a.renew(frozen as Lease)).toMatchObject({ ok: true, token: env.lease.token });
   });
 
   it('restore() refuses tokens past 2^63 - 1, hostile JSON objects and a missing secret', async () => {
