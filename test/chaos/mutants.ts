@@ -53,7 +53,7 @@ export function delegatingStore<C>(store: Store<C>): { -readonly [M in keyof Sto
     revoke: (c) => store.revoke(c),
     recover: (c) => store.recover(c),
     inspect: (k) => store.inspect(k),
-    fencedWrite: (f, w) => store.fencedWrite(f, w),
+    fencedWrite: (f, w, options) => store.fencedWrite(f, w, options),
   };
 }
 
