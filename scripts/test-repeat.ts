@@ -56,6 +56,11 @@ interface RunOutcome {
 const root = process.cwd();
 const reportDir = mkdtempSync(join(tmpdir(), 'leasefence-test-repeat-'));
 
+/** A test's name without the seed of its run (`(seed 123)`, `(with seed=-45)`), so runs can be compared. */
+export function withoutSeed(name: string): string {
+  return name.replace(/ ?\((?:with )?seed[ =]-?\d+\)/g, '');
+}
+
 function failedTests(report: JsonReport): string[] {
   const failed: string[] = [];
   for (const file of report.testResults) {
@@ -63,7 +68,7 @@ function failedTests(report: JsonReport): string[] {
     const failedInFile = file.assertionResults.filter((test) => test.status === 'failed');
     for (const test of failedInFile) failed.push(`${relative} > ${test.fullName}`);
     // NOTE: a file whose import or hook failed has no failed test in it; it still must not read as green.
-    if (failedInFile.length === 0 && file.status === 'failed') failed.push(`${relative} (file: ${(file.message ?? '').split('\n')[0]})`);
+    if (failedInFile.length === 0 && file.status === 'failed') failed.push(`${relative} (failed outside a test: import or hook${file.message ? `: ${file.message.split('\n')[0]}` : ''})`);
   }
   return failed;
 }
@@ -109,7 +114,9 @@ for (let run = 1; run <= runs; run += 1) {
 }
 
 const byTest = new Map<string, number[]>();
-for (const outcome of outcomes) for (const test of outcome.failed) byTest.set(test, [...(byTest.get(test) ?? []), outcome.run]);
+for (const outcome of outcomes) {
+  for (const test of new Set(outcome.failed.map(withoutSeed))) byTest.set(test, [...(byTest.get(test) ?? []), outcome.run]);
+}
 
 console.log(`\n[test:repeat] ${runs} run(s)${values.load ? ` under load (${availableParallelism()} CPU hogs)` : ''}`);
 console.log(`[test:repeat] durations (s): ${outcomes.map((outcome) => outcome.seconds.toFixed(1)).join(', ')}`);

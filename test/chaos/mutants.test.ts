@@ -53,7 +53,7 @@ const EXPECTED: Record<MutantName, readonly string[]> = {
 describe.sequential(`planted bugs are caught by the chaos checker (seed ${seed})`, () => {
   for (const store of ['postgres', 'redis'] as const) {
     for (const variant of MUTANTS) {
-      it(`${store} with ${variant}: the checker reports ${EXPECTED[variant].join(' / ')}`, { timeout: durationMs + 60_000, repeats: mutantRepeats() }, async () => {
+      it(`${store} with ${variant}: the checker reports ${EXPECTED[variant].join(' / ')}`, { timeout: durationMs + 180_000, repeats: mutantRepeats() }, async () => {
         if (kleppmann === undefined) throw new Error('no kleppmann scenario');
         const started = performance.now();
         const stopWhen = (progress: RunProgress) => exposed(progress, EXPECTED[variant]);
