@@ -57,7 +57,10 @@ describe.sequential(`planted bugs are caught by the chaos checker (seed ${seed})
         if (kleppmann === undefined) throw new Error('no kleppmann scenario');
         const started = performance.now();
         const stopWhen = (progress: RunProgress) => exposed(progress, EXPECTED[variant]);
-        const result = await runScenario({ store, scenario: kleppmann, seed, durationMs, variant, dir, sharedUrl: sharedUrl[store], stopWhen });
+        const result = await runScenario({ store, scenario: kleppmann, seed, durationMs, variant, dir, sharedUrl: sharedUrl[store], stopWhen }).catch((error: unknown) => {
+          console.log(`${store} ${variant}: the run failed: ${String(error)}`);
+          throw error;
+        });
         const fired = new Set(result.report.violations.map((violation) => violation.check));
         const { rounds, accepted } = result.kleppmann;
         console.log(`${store} ${variant}: ${result.report.violations.length} violations (${[...fired].join(', ')}) after ${((performance.now() - started) / 1000).toFixed(1)} s, ${rounds} pause round(s), ${accepted} stale write(s) accepted`);
