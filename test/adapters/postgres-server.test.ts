@@ -5,7 +5,7 @@
  */
 import pg from 'pg';
 import postgres from 'postgres';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { createPostgresStore, fromPostgresJs, type PostgresStore } from '../../src/adapters/postgres/index.js';
 import { isStoreFailure, StoreUnavailableError } from '../../src/errors.js';
 import type { Lease } from '../../src/lease.js';
@@ -80,9 +80,11 @@ describe('postgres adapter on its own server', () => {
           }
         }
       })();
-      await new Promise((resolve) => setTimeout(resolve, 100));
+      // NOTE: conditions, not durations: grants before the crash, then grants again after it, however slow the machine.
+      await vi.waitUntil(() => granted.length >= 2, { timeout: 30_000, interval: 10 });
       await server.restart('immediate');
-      await new Promise((resolve) => setTimeout(resolve, 300));
+      const grantedBeforeRecovery = granted.length;
+      await vi.waitUntil(() => granted.length > grantedBeforeRecovery, { timeout: 30_000, interval: 10 });
       stop = true;
       await loop;
       expect(failures.length).toBeGreaterThan(0);

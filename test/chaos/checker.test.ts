@@ -227,11 +227,23 @@ describe('chaos history checker', () => {
     const story = new Story();
     story.claim('a', 1, [0, 2], 1000, 100);
     story.op({ proc: 'nemesis', op: 'kill', key: '', at: [10, 11], invoke: { target: 'a' } });
+    story.op({ proc: 'b', op: 'claim', at: [20, 21], status: 'fail', done: { reason: 'held' } });
     story.claim('b', 2, [100, 115], 1110, 100, { reason: 'expired' });
     const report = check(story, finalOf([], { token: '2' }), 1000);
     expect(report.figures.takeoverLatencies).toEqual([105]);
     expect(report.ok).toBe(true);
     expect(checksFired(story, finalOf([], { token: '2' }), 50)).toEqual(['slow-takeover']);
+  });
+
+  it('bounds the takeover from the first claim of the key after the kill: a key nobody asked for is not slow', () => {
+    const story = new Story();
+    story.claim('a', 1, [0, 2], 1000, 100);
+    story.op({ proc: 'nemesis', op: 'kill', key: '', at: [10, 11], invoke: { target: 'a' } });
+    story.claim('b', 2, [5000, 5010], 6000, 100, { reason: 'expired' });
+    expect(check(story, finalOf([], { token: '2' }), 1000).figures.takeoverLatencies).toEqual([5000]);
+    expect(checksFired(story, finalOf([], { token: '2' }), 1000)).toEqual([]);
+    story.op({ proc: 'c', op: 'claim', at: [20, 21], status: 'fail', done: { reason: 'held' } });
+    expect(checksFired(story, finalOf([], { token: '2' }), 1000)).toEqual(['slow-takeover']);
   });
 
   it('computes percentiles by nearest rank', () => {

@@ -18,8 +18,11 @@ export interface FaultProxy {
   heal(): void;
   /** Resets every open connection (the client sees ECONNRESET). */
   resetAll(): void;
-  /** Swallows replies from the server for `ms`, then resets every connection. Resolves after the reset. */
-  loseRepliesThenReset(ms: number): Promise<void>;
+  /**
+   * Swallows replies from the server for `until` ms (or until the promise `until` settles), then resets every
+   * connection. Resolves after the reset.
+   */
+  loseRepliesThenReset(until: number | Promise<unknown>): Promise<void>;
   /** Open connections. */
   connections(): number;
   close(): Promise<void>;
@@ -93,9 +96,9 @@ export async function startFaultProxy(targetPort: number, host = '127.0.0.1'): P
       for (const deliver of held.splice(0)) deliver();
     },
     resetAll,
-    loseRepliesThenReset: async (ms) => {
+    loseRepliesThenReset: async (until) => {
       state.swallowReplies = true;
-      await new Promise((resolve) => setTimeout(resolve, ms));
+      await (typeof until === 'number' ? new Promise((resolve) => setTimeout(resolve, until)) : until.catch(() => undefined));
       resetAll();
       state.swallowReplies = false;
     },

@@ -44,6 +44,9 @@ export function workerEntry(): Promise<{ script: string; execArgv: string[] }> {
   return entry;
 }
 
+/** How long a worker may take to load and report ready. */
+const WORKER_START_MS = 120_000;
+
 /** One worker slot; its process changes on every respawn. */
 export interface WorkerSlot {
   readonly slot: number;
@@ -175,7 +178,8 @@ export class Fleet {
   #ready(worker: WorkerSlot): Promise<void> {
     const child = worker.process;
     return new Promise<void>((resolve, reject) => {
-      const timer = setTimeout(() => reject(new Error(`worker ${worker.proc} did not start within 20 s`)), 20_000);
+      // NOTE: only a bound on a hung start: starting a tsx worker took over 20 s on a loaded 2-core machine.
+      const timer = setTimeout(() => reject(new Error(`worker ${worker.proc} did not start within ${WORKER_START_MS / 1000} s`)), WORKER_START_MS);
       const onMessage = (message: WorkerMessage): void => {
         if (message.type !== 'ready') return;
         clearTimeout(timer);

@@ -9,53 +9,122 @@ import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import type { Store } from '../../src/store.js';
 import { createMemoryChaos } from './backend-memory.js';
-import { checkHistory, formatViolations } from './checker.js';
+import { checkHistory, formatViolations, type RunFigures } from './checker.js';
 import { HistoryWriter, readHistory } from './history.js';
 import { Recorder } from './recorder.js';
-import { Workload } from './workload.js';
+import { Workload, type WorkloadHooks } from './workload.js';
 import { delegatingStore } from './mutants.js';
+import { mutantRepeats } from '../support/repeats.js';
 
 const dir = mkdtempSync(join(tmpdir(), 'leasefence-chaos-'));
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
 
-async function runInProcess(name: string, options: { wrap?: (store: Store) => Store; rate: number; durationMs: number }) {
+/** What the forced Kleppmann pause of a run did. */
+interface PauseRound {
+  readonly key: string;
+  /** The paused worker's token, and the token the rescuer took the key over with. */
+  readonly heldToken: bigint;
+  readonly rescuerToken: bigint | null;
+  /** Whether the store accepted the paused worker's write (`null`: unknown). */
+  readonly accepted: boolean | null;
+}
+
+let runs = 0;
+
+/** Ceiling on a run's wall-clock time: reaching it means the machine starved the run, and the test says so. */
+const RUN_CEILING_MS = 60_000;
+
+/**
+ * Runs four workers for at least `minMs` over the memory store, and until one forced Kleppmann pause has
+ * completed and `enough` holds for the figures so far. The pause is made deterministic in-process: worker
+ * w1 passes its own validity check, then every request it sends (its renewals too, as in a stopped process)
+ * is held until a rescuer has taken the key over and written under a newer token; then w1 sends its write.
+ */
+async function runInProcess(name: string, options: { wrap?: (store: Store) => Store; rate: number; minMs: number; enough: (figures: RunFigures) => boolean }) {
   const chaos = createMemoryChaos();
-  const path = join(dir, `${name}.jsonl`);
+  // NOTE: one history file per run, so that a repeated test never checks an earlier run's history.
+  const path = join(dir, `${name}-${(runs += 1)}.jsonl`);
   const writer = new HistoryWriter(path);
   const keys = ['k1', 'k2'];
+  const victim = pausable();
+  const wrap = (store: Store): Store => lateRenewals(options.wrap === undefined ? store : options.wrap(store));
+  const config = (n: number) => ({ proc: `w${n}`, keys, ttlMs: 120, seed: 7, writesPerGrant: [2, 8] as const, thinkMs: [5, 40] as const, idleMs: [5, 30] as const, skew: { rate: options.rate, jumps: [{ atMs: 100 * n, offsetMs: -3000 }, { atMs: 700 + 50 * n, offsetMs: -6000 }] }, badInputChance: 0.2 });
+  const rescuer = new Workload(config(5), chaos.backend(wrap), new Recorder('w5', writer));
+  let round = null as PauseRound | null;
+  let paused = false;
+  const hooks: WorkloadHooks = {
+    beforeWrite: async (key, heldToken) => {
+      if (paused) return false;
+      paused = true;
+      victim.pause();
+      // NOTE: no sleep decides this: the rescuer retries its claim until the store's clock has expired w1's grant.
+      const rescuerToken = await rescuer.takeover(key, RUN_CEILING_MS);
+      round = { key, heldToken, rescuerToken, accepted: null };
+      victim.resume();
+      return true;
+    },
+    afterHeldWrite: (_key, _token, accepted) => {
+      if (round !== null) round = { ...round, accepted };
+    },
+  };
   const workloads = [1, 2, 3, 4].map(
-    (n) =>
-      new Workload(
-        { proc: `w${n}`, keys, ttlMs: 120, seed: 7, writesPerGrant: [2, 8], thinkMs: [5, 40], idleMs: [5, 30], skew: { rate: options.rate, jumps: [{ atMs: 100 * n, offsetMs: -3000 }, { atMs: 700 + 50 * n, offsetMs: -6000 }] }, badInputChance: 0.2 },
-        chaos.backend((store) => lateRenewals(options.wrap === undefined ? store : options.wrap(store))),
-        new Recorder(`w${n}`, writer),
-      ),
+    (n) => new Workload(config(n), chaos.backend((store) => (n === 1 ? victim.wrap(wrap(store)) : wrap(store))), new Recorder(`w${n}`, writer), n === 1 ? hooks : undefined),
   );
+  const started = performance.now();
   const running = workloads.map((workload) => workload.run());
-  await new Promise((resolve) => setTimeout(resolve, options.durationMs));
+  const figures = () => checkHistory(readHistory(path), [], { takeoverBoundMs: null }).figures;
+  while (performance.now() - started < RUN_CEILING_MS) {
+    await new Promise((resolve) => setTimeout(resolve, 100));
+    if (performance.now() - started >= options.minMs && round !== null && round.accepted !== null && options.enough(figures())) break;
+  }
   for (const workload of workloads) workload.stop();
   await Promise.all(running);
   writer.close();
-  return checkHistory(readHistory(path), await chaos.admin.readFinal(keys), { takeoverBoundMs: null });
+  const report = checkHistory(readHistory(path), await chaos.admin.readFinal(keys), { takeoverBoundMs: null });
+  return { report, round };
+}
+
+/** A worker's link to the store that can be stopped like a paused process: requests wait until it resumes. */
+function pausable() {
+  let gate: Promise<void> | null = null;
+  let open = (): void => undefined;
+  const pass = async (): Promise<void> => {
+    while (gate !== null) await gate;
+  };
+  return {
+    pause: () => {
+      gate = new Promise((resolve) => {
+        open = resolve;
+      });
+    },
+    resume: () => {
+      gate = null;
+      open();
+    },
+    wrap: (store: Store): Store => ({
+      id: store.id,
+      claim: async (c) => (await pass(), store.claim(c)),
+      renew: async (c) => (await pass(), store.renew(c)),
+      checkpoint: async (c) => (await pass(), store.checkpoint(c)),
+      release: async (c) => (await pass(), store.release(c)),
+      revoke: async (c) => (await pass(), store.revoke(c)),
+      recover: async (c) => (await pass(), store.recover(c)),
+      inspect: async (k) => (await pass(), store.inspect(k)),
+      fencedWrite: async (fence, write, options) => (await pass(), store.fencedWrite(fence, write, options)),
+    }),
+  };
 }
 
 /** Network trouble in-process: now and then a renewal reaches the store late, after the grant ran out. */
 const lateRenewals = (store: Store): Store => {
   let n = 0;
   return {
-    id: store.id,
-    claim: (c) => store.claim(c),
+    ...delegatingStore(store),
     renew: async (c) => {
       n += 1;
       if (n % 3 === 0) await new Promise((resolve) => setTimeout(resolve, 200));
       return store.renew(c);
     },
-    checkpoint: (c) => store.checkpoint(c),
-    release: (c) => store.release(c),
-    revoke: (c) => store.revoke(c),
-    recover: (c) => store.recover(c),
-    inspect: (k) => store.inspect(k),
-    fencedWrite: (fence, write) => store.fencedWrite(fence, write),
   };
 };
 
@@ -69,16 +138,27 @@ const unfencedWrite = (store: Store): Store => ({
 });
 
 describe('chaos harness, in-process over the memory store', () => {
-  it('a correct store passes every check, with grants, takeovers, refusals and bad input exercised', async () => {
-    const report = await runInProcess('correct', { rate: 0.3, durationMs: 1500 });
+  it('a correct store passes every check, with grants, takeovers, refusals and bad input exercised', { timeout: RUN_CEILING_MS + 30_000 }, async () => {
+    const { report, round } = await runInProcess('correct', {
+      rate: 0.3,
+      minMs: 1500,
+      enough: (figures) => figures.grants > 5 && figures.writesAcked > 10,
+    });
     expect(report.violations, formatViolations(report.violations)).toEqual([]);
+    // NOTE: the forced pause guarantees one takeover and one refused write, whatever the machine's speed.
+    expect(round?.rescuerToken).toBeGreaterThan(round?.heldToken ?? Number.POSITIVE_INFINITY);
+    expect(round?.accepted).toBe(false);
     expect(report.figures.grants).toBeGreaterThan(5);
     expect(report.figures.writesAcked).toBeGreaterThan(10);
+    expect(report.figures.takeovers).toBeGreaterThan(0);
     expect(Object.keys(report.figures.refusals).length).toBeGreaterThan(0);
   });
 
-  it('the checker catches a fenced write without the fence check when slow worker clocks overstay their grant', async () => {
-    const report = await runInProcess('unfenced', { wrap: unfencedWrite, rate: 0.3, durationMs: 1500 });
+  it('the checker catches a fenced write without the fence check when a paused worker writes after its grant was taken over', { timeout: RUN_CEILING_MS + 30_000, repeats: mutantRepeats() }, async () => {
+    const { report, round } = await runInProcess('unfenced', { wrap: unfencedWrite, rate: 0.3, minMs: 0, enough: () => true });
+    // NOTE: the exposing event happened by construction: a newer grant was returned, then the older write landed.
+    expect(round?.rescuerToken).toBeGreaterThan(round?.heldToken ?? Number.POSITIVE_INFINITY);
+    expect(round?.accepted).toBe(true);
     expect(report.ok).toBe(false);
     const fired = report.violations.map((v) => v.check);
     expect(fired.filter((check) => check === 'stale-accepted' || check === 'expired-accepted').length).toBeGreaterThan(0);

@@ -7,10 +7,15 @@
  * - `blind-renew`: renew writes the caller's grant back with a new expiry without comparing it with the
  *   current one (`SET key me PX ttl`), resurrecting a grant that expired or was taken over;
  * - `racy-claim`: claim reads the record, decides in the client, then writes token + 1 in a second round
- *   trip, so two claimers can both win.
+ *   trip, so two claimers can both win. Between its read and its write the racy claim waits (bounded) for a
+ *   second claimer of the same key to have read too (see `meetPartner`): the exposing interleaving is
+ *   scripted, not left to a 10 ms window.
  *
  * Everything else is the real adapter.
  */
+import { appendFileSync, mkdirSync, readFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import type pg from 'pg';
 import type { Redis } from 'ioredis';
 import type { PostgresWriteContext } from '../../src/adapters/postgres/index.js';
@@ -27,6 +32,28 @@ export type MutantName = 'unfenced-write' | 'blind-renew' | 'racy-claim';
 export const MUTANTS: readonly MutantName[] = ['unfenced-write', 'blind-renew', 'racy-claim'];
 
 const sleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms));
+
+/** How long a racy claim waits inside its read-write gap for a second claimer. */
+const PARTNER_WAIT_MS = 3000;
+
+/**
+ * The rendezvous of racy claims (across worker processes, through a file per key in
+ * `LEASEFENCE_RACY_CLAIM_DIR`): claimers that read the key as free pair up in arrival order; the first of a
+ * pair waits, after its read, until the second has read too, so both write the same token. A claimer without
+ * a partner goes on after `PARTNER_WAIT_MS`, as a plain read-then-write claim.
+ */
+async function meetPartner(key: string): Promise<void> {
+  const dir = process.env['LEASEFENCE_RACY_CLAIM_DIR'] ?? join(tmpdir(), 'leasefence-racy-claim');
+  mkdirSync(dir, { recursive: true });
+  const path = join(dir, `${Buffer.from(key).toString('hex')}.arrivals`);
+  const arrivalsOf = (): number => readFileSync(path, 'utf8').length;
+  // NOTE: one byte per arrival; an append of one byte is atomic, so arrival numbers are unique.
+  appendFileSync(path, '.');
+  const arrival = arrivalsOf();
+  if (arrival % 2 === 0) return;
+  const until = performance.now() + PARTNER_WAIT_MS;
+  while (performance.now() < until && arrivalsOf() <= arrival) await sleep(5);
+}
 
 /** What the racy claim decides in the client from an inspection made one round trip earlier. */
 function decideFromInspection(inspection: Inspection, command: ClaimCommand): ClaimOutcome | null {
@@ -53,7 +80,7 @@ export function delegatingStore<C>(store: Store<C>): { -readonly [M in keyof Sto
     revoke: (c) => store.revoke(c),
     recover: (c) => store.recover(c),
     inspect: (k) => store.inspect(k),
-    fencedWrite: (f, w) => store.fencedWrite(f, w),
+    fencedWrite: (f, w, options) => store.fencedWrite(f, w, options),
   };
 }
 
@@ -95,7 +122,7 @@ export function postgresMutant(name: MutantName, store: Store<PostgresWriteConte
       const inspection = await store.inspect(command.key);
       const held = decideFromInspection(inspection, command);
       if (held !== null) return held;
-      await sleep(10); // NOTE: the second round trip of a read-then-write claim, widened a little.
+      await meetPartner(command.key);
       const token = inspection.token + 1n;
       const { rows } = await pool.query<{ now: string }>(
         `INSERT INTO ${LEASE_TABLE} AS l (key, token, holder, run_id, secret, acquired_at, expires_at, attributes)
@@ -152,7 +179,7 @@ export function redisMutant(name: MutantName, store: Store<RedisWriteContext>, c
       const inspection = await store.inspect(command.key);
       const held = decideFromInspection(inspection, command);
       if (held !== null) return held;
-      await sleep(10);
+      await meetPartner(command.key);
       const token = inspection.token + 1n;
       const now = await blindGrant(command.key, token, command.holder, command.secret, command.runId, command.ttlMs);
       return granted(inspection, command, token, now);

@@ -7,7 +7,7 @@
  * report their first reply; these operations must be too, or report an unknown outcome.)
  */
 import { Redis } from 'ioredis';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { createRedisStore } from '../../src/adapters/redis/index.js';
 import { isLeaseError } from '../../src/errors.js';
 import { createLeases } from '../../src/leases.js';
@@ -18,7 +18,18 @@ let own: RedisServer | null = null;
 let url = '';
 let proxy: FaultProxy;
 const clients: Redis[] = [];
-const sleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms));
+
+/** Waits for a condition on the server (read past the proxy), not for a duration. */
+const untilServer = (condition: () => Promise<boolean>): Promise<boolean> => vi.waitUntil(condition, { timeout: 20_000, interval: 10 });
+
+/** A cue the test gives when the lost-reply window may end. */
+function cue(): { readonly given: Promise<void>; give(): void } {
+  let give = (): void => undefined;
+  const given = new Promise<void>((resolve) => {
+    give = resolve;
+  });
+  return { given, give };
+}
 
 beforeAll(async () => {
   url = process.env['LEASEFENCE_REDIS_URL'] ?? '';
@@ -66,11 +77,14 @@ describe('redis adapter: an operation re-sent after a lost reply', () => {
     const b = createLeases(createRedisStore({ client: client(url) }), { holder: 'b', ttlMs: 10_000 });
     await warmUp(a);
     const lease = await a.claimOrThrow(key);
-    const lost = proxy.loseRepliesThenReset(400);
+    const window = cue();
+    // NOTE: the reset (and the re-send after it) waits until b holds the key, however slow the machine.
+    const lost = proxy.loseRepliesThenReset(window.given);
     const releasing = settle(a.release(lease));
-    await sleep(150);
+    await untilServer(async () => (await b.inspect(key)).grant === null);
     const next = await b.claim(key);
     expect(next, JSON.stringify(next, (_, v: unknown) => (typeof v === "bigint" ? String(v) : v))).toMatchObject({ ok: true }); // the release was applied: b got the key
+    window.give();
     await lost;
     const outcome = await releasing;
     expect('ok' in outcome && outcome.ok === false ? `refused: ${outcome.reason}` : 'applied or unknown').toBe('applied or unknown');
@@ -82,10 +96,12 @@ describe('redis adapter: an operation re-sent after a lost reply', () => {
     const operator = createLeases(createRedisStore({ client: client(url) }), { holder: 'operator' });
     await warmUp(a);
     const lease = await a.claimOrThrow(key);
-    const lost = proxy.loseRepliesThenReset(400);
+    const window = cue();
+    const lost = proxy.loseRepliesThenReset(window.given);
     const checkpointing = settle(a.checkpoint(lease, { step: 1 }));
-    await sleep(150);
+    await untilServer(async () => (await operator.inspect(key)).checkpoint !== null);
     expect((await operator.revoke(key, { reason: 'test' })).ok).toBe(true);
+    window.give();
     await lost;
     const outcome = await checkpointing;
     const stored = (await operator.inspect(key)).checkpoint;

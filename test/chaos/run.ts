@@ -12,7 +12,7 @@ import { createAdmin } from './backends.js';
 import { checkHistory, type CheckReport } from './checker.js';
 import { startFaultProxy, type FaultProxy } from './fault-proxy.js';
 import { Fleet, type WorkerCrash } from './fleet.js';
-import { HistoryWriter, readHistory, type HistoryEvent } from './history.js';
+import { HistoryWriter, readHistory, type FinalKeyState, type HistoryEvent } from './history.js';
 import type { MutantName } from './mutants.js';
 import { inject, type KleppmannTally, type NemesisContext, type RestartableServer } from './nemesis.js';
 import { createRandom } from './prng.js';
@@ -33,6 +33,19 @@ export interface RunOptions {
   /** A running server to use when the scenario does not need its own. */
   readonly sharedUrl?: string | null;
   readonly log?: (line: string) => void;
+  /**
+   * Checked after each fault: once it holds, the run stops early (`durationMs` is then a ceiling). Planted-bug
+   * tests stop as soon as the exposing event is in the history, instead of hoping a fixed window holds it.
+   */
+  readonly stopWhen?: (progress: RunProgress) => Promise<boolean>;
+}
+
+/** What `stopWhen` sees of a run in progress. */
+export interface RunProgress {
+  readonly kleppmann: KleppmannTally;
+  readonly historyDir: string;
+  /** Reads the store's state of the run's keys now (as at the end of a run). */
+  readFinal(): Promise<FinalKeyState[]>;
 }
 
 /** What a run produced: the checker's verdict and figures, the pauses, the crashes. */
@@ -145,6 +158,8 @@ export async function runScenario(options: RunOptions): Promise<RunResult> {
       await sleep(context.random.int(...scenario.faultGapMs));
       if (performance.now() >= until) break;
       await inject(context, context.random.pick(faults));
+      const storeAdmin = admin;
+      if (options.stopWhen !== undefined && (await options.stopWhen({ kleppmann, historyDir, readFinal: () => storeAdmin.readFinal(keys) }))) break;
       // NOTE: a crashed worker is reported, and respawned like a supervisor would, so the run goes on.
       for (const crash of fleet.crashes.slice(crashesSeen)) {
         const slot = fleet.slots.find((worker) => worker.proc === crash.proc);
