@@ -125,6 +125,7 @@ export interface Leases<S extends Store = Store> {
   readonly holder: string;
   claim(key: string, options?: ClaimOptions): Promise<ClaimResult>;
   claimOrThrow(key: string, options?: ClaimOptions): Promise<Lease>;
+  /** Extends the grant by `options.ttlMs`, by default the lease's own TTL (`lease.ttlMs`), from the store's now. */
   renew(lease: Lease, options?: { readonly ttlMs?: number | null }): Promise<RenewOutcome>;
   renewOrThrow(lease: Lease, options?: { readonly ttlMs?: number | null }): Promise<void>;
   checkpoint(lease: Lease, value: unknown, options?: FenceOptions): Promise<CheckpointOutcome>;
@@ -143,6 +144,9 @@ export interface Leases<S extends Store = Store> {
   /** Rebuilds a handle from `lease.toJSON()` (for example in another process). */
   restore(json: LeaseJson): Lease;
 }
+
+/** The TTL of a claim when neither the claim nor `createLeases` sets one. */
+const DEFAULT_TTL_MS = 30_000;
 
 /** The attributes of a claim that binds none (frozen, so one object serves every lease). */
 const NO_ATTRIBUTES: LeaseAttributes = Object.freeze({});
@@ -166,7 +170,7 @@ function parseCheckpoint(record: CheckpointRecord | null): Checkpoint | null {
  */
 export function createLeases<S extends Store>(store: S, options: LeasesOptions): Leases<S> {
   assertName('holder', options.holder);
-  const defaultTtl = options.ttlMs === undefined ? 30_000 : options.ttlMs;
+  const defaultTtl = options.ttlMs === undefined ? DEFAULT_TTL_MS : options.ttlMs;
   assertTtl(defaultTtl);
   const maxCheckpointBytes = options.maxCheckpointBytes ?? DEFAULT_MAX_CHECKPOINT_BYTES;
   assertMaxBytes(maxCheckpointBytes);
@@ -219,6 +223,7 @@ export function createLeases<S extends Store>(store: S, options: LeasesOptions):
         attributes,
         acquiredAt: outcome.acquiredAt,
         expiresAt: outcome.expiresAt,
+        ttlMs,
         previous: outcome.previous,
         inherited,
         localDeadline: deadlineFrom(sentAt, outcome.expiresAt, outcome.now),
@@ -235,11 +240,13 @@ export function createLeases<S extends Store>(store: S, options: LeasesOptions):
 
     async renew(lease, renewOptions = {}) {
       requireLease(lease);
-      const ttlMs = ttlOf(renewOptions.ttlMs);
+      // NOTE: a bare renew keeps the lease's own TTL (a `ttlMs: null` lease stays unexpiring), not the default.
+      const ttlMs = ttlOf(renewOptions.ttlMs === undefined ? lease.ttlMs : renewOptions.ttlMs);
       const sentAt = monotonic();
       const outcome = await store.renew({ fence: lease.fence(), ttlMs });
       if (outcome.ok) {
         lease.expiresAt = outcome.expiresAt;
+        lease.ttlMs = ttlMs;
         lease.localDeadline = deadlineFrom(sentAt, outcome.expiresAt, outcome.now);
       }
       return outcome;
@@ -337,6 +344,9 @@ export function createLeases<S extends Store>(store: S, options: LeasesOptions):
         attributes: parsed.attributes,
         acquiredAt: null,
         expiresAt: parsed.expiresAt,
+        // NOTE: the JSON carries no TTL: an unexpiring grant stays unexpiring, an expiring one renews by the
+        // default TTL (or the library's 30 s when this instance's default is "no expiry").
+        ttlMs: parsed.expiresAt === null ? null : (defaultTtl ?? DEFAULT_TTL_MS),
         previous: null,
         inherited: null,
         // NOTE: a restored handle has no round trip to measure from; its deadline is unknown until it renews.
