@@ -28,9 +28,11 @@ export async function rampRunner(fleet: Fleet, holder: string): Promise<void> {
       recovering,
       timers: sim.timers,
     });
-    if (outcome.ok) {
+    if (outcome.ok || outcome.reason === 'stopped') {
       recovering = false;
-      if (outcome.lost !== null) tally.aborted(holder, outcome.lost);
+    } else if (outcome.reason === 'lost') {
+      recovering = false;
+      tally.aborted(holder, outcome.lost);
     } else {
       tally.claimRefused(outcome, holder);
       // NOTE: a revoke with requireRecovery refuses plain claims until someone promises to look at the

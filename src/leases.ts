@@ -39,7 +39,7 @@ import {
   serializeCheckpoint,
   toAttributes,
 } from './validate.js';
-import { runWithLease, type WithLeaseOptions, type WithLeaseOutcome } from './with-lease.js';
+import { noticeRefusal, runWithLease, type WithLeaseOptions, type WithLeaseOutcome } from './with-lease.js';
 
 export interface LeasesOptions {
   /** This worker's holder id, recorded on every grant it takes. */
@@ -248,6 +248,8 @@ export function createLeases<S extends Store>(store: S, options: LeasesOptions):
         lease.expiresAt = outcome.expiresAt;
         lease.ttlMs = ttlMs;
         lease.localDeadline = deadlineFrom(sentAt, outcome.expiresAt, outcome.now);
+      } else {
+        noticeRefusal(lease, outcome);
       }
       return outcome;
     },
@@ -260,7 +262,9 @@ export function createLeases<S extends Store>(store: S, options: LeasesOptions):
     async checkpoint(lease, value, fenceOptions) {
       requireLease(lease);
       const json = serializeCheckpoint(value, maxCheckpointBytes);
-      return store.checkpoint({ fence: fenceOf(lease, fenceOptions), json });
+      const outcome = await store.checkpoint({ fence: fenceOf(lease, fenceOptions), json });
+      if (!outcome.ok) noticeRefusal(lease, outcome);
+      return outcome;
     },
 
     async checkpointOrThrow(lease, value, fenceOptions) {
@@ -273,8 +277,13 @@ export function createLeases<S extends Store>(store: S, options: LeasesOptions):
       if (typeof write !== 'function') throw new InvalidArgumentError('fencedWrite needs a write callback');
       const fence = fenceOf(lease, fenceOptions);
       const callback = write as (context: unknown) => never;
-      if (fenceOptions === undefined || fenceOptions.checkpoint === undefined) return store.fencedWrite(fence, callback);
-      return store.fencedWrite(fence, callback, { checkpointJson: serializeCheckpoint(fenceOptions.checkpoint, maxCheckpointBytes) });
+      const outcome =
+        fenceOptions === undefined || fenceOptions.checkpoint === undefined
+          ? await store.fencedWrite(fence, callback)
+          : await store.fencedWrite(fence, callback, { checkpointJson: serializeCheckpoint(fenceOptions.checkpoint, maxCheckpointBytes) });
+      // NOTE: a refusal inside a running withLease is its loss: the work's signal aborts at once.
+      if (!outcome.ok) noticeRefusal(lease, outcome);
+      return outcome;
     },
 
     async fencedWriteOrThrow(lease, write, fenceOptions) {
@@ -329,7 +338,7 @@ export function createLeases<S extends Store>(store: S, options: LeasesOptions):
     },
 
     withLease(key, fn, withOptions = {}) {
-      return runWithLease(leases, monotonic, key, fn, withOptions);
+      return runWithLease(withLeaseHost, key, fn, withOptions);
     },
 
     restore(json) {
@@ -356,5 +365,6 @@ export function createLeases<S extends Store>(store: S, options: LeasesOptions):
       return lease;
     },
   };
+  const withLeaseHost = { leases: leases as unknown as Leases, monotonic, maxCheckpointBytes };
   return leases;
 }
