@@ -20,10 +20,13 @@ function withCheckpoint<S extends Store>(leases: Leases<S>, checkpoint: unknown,
     fencedWrite: (lease, write, options) =>
       leases.fencedWrite(
         lease,
-        async (context) => {
-          const value = await write(context);
-          if (failAfterWrite) throw new Error('the write callback failed after writing');
-          return value;
+        // NOTE: synchronous, so a Redis recorder's reply promise is passed through untouched (awaiting it
+        // inside the callback is refused); Postgres has already queued the write when the callback throws.
+        (context) => {
+          const value = write(context);
+          if (!failAfterWrite) return value;
+          void Promise.resolve(value).catch(() => undefined);
+          throw new Error('the write callback failed after writing');
         },
         { ...options, checkpoint },
       ),
