@@ -145,9 +145,6 @@ export interface Leases<S extends Store = Store> {
   restore(json: LeaseJson): Lease;
 }
 
-/** The TTL of a claim when neither the claim nor `createLeases` sets one. */
-const DEFAULT_TTL_MS = 30_000;
-
 /** The attributes of a claim that binds none (frozen, so one object serves every lease). */
 const NO_ATTRIBUTES: LeaseAttributes = Object.freeze({});
 
@@ -170,7 +167,7 @@ function parseCheckpoint(record: CheckpointRecord | null): Checkpoint | null {
  */
 export function createLeases<S extends Store>(store: S, options: LeasesOptions): Leases<S> {
   assertName('holder', options.holder);
-  const defaultTtl = options.ttlMs === undefined ? DEFAULT_TTL_MS : options.ttlMs;
+  const defaultTtl = options.ttlMs === undefined ? 30_000 : options.ttlMs;
   assertTtl(defaultTtl);
   const maxCheckpointBytes = options.maxCheckpointBytes ?? DEFAULT_MAX_CHECKPOINT_BYTES;
   assertMaxBytes(maxCheckpointBytes);
@@ -338,7 +335,7 @@ export function createLeases<S extends Store>(store: S, options: LeasesOptions):
     },
 
     withLease(key, fn, withOptions = {}) {
-      return runWithLease(withLeaseHost, key, fn, withOptions);
+      return runWithLease(leases, monotonic, key, fn, withOptions, maxCheckpointBytes);
     },
 
     restore(json) {
@@ -355,7 +352,7 @@ export function createLeases<S extends Store>(store: S, options: LeasesOptions):
         expiresAt: parsed.expiresAt,
         // NOTE: the JSON carries no TTL: an unexpiring grant stays unexpiring, an expiring one renews by the
         // default TTL (or the library's 30 s when this instance's default is "no expiry").
-        ttlMs: parsed.expiresAt === null ? null : (defaultTtl ?? DEFAULT_TTL_MS),
+        ttlMs: parsed.expiresAt === null ? null : (defaultTtl ?? 30_000),
         previous: null,
         inherited: null,
         // NOTE: a restored handle has no round trip to measure from; its deadline is unknown until it renews.
@@ -365,6 +362,5 @@ export function createLeases<S extends Store>(store: S, options: LeasesOptions):
       return lease;
     },
   };
-  const withLeaseHost = { leases: leases as unknown as Leases, monotonic, maxCheckpointBytes };
   return leases;
 }

@@ -11,7 +11,7 @@ import type { FenceRefusal } from './fence/types.js';
 import type { Lease } from './lease.js';
 import type { ClaimOptions, Leases } from './leases.js';
 import { Renewal, type Timers } from './renewal.js';
-import { serializeCheckpoint } from './validate.js';
+import { DEFAULT_MAX_CHECKPOINT_BYTES, serializeCheckpoint } from './validate.js';
 
 export type { Timers } from './renewal.js';
 
@@ -110,13 +110,6 @@ export function noticeRefusal(lease: Lease, refusal: FenceRefusal): void {
   running.get(lease)?.lose(new LeaseLostError(refusal));
 }
 
-/** What `runWithLease` needs of the `Leases` that calls it. */
-export interface WithLeaseHost {
-  readonly leases: Leases;
-  readonly monotonic: Clock;
-  readonly maxCheckpointBytes: number;
-}
-
 const SYSTEM_TIMERS: Timers = {
   setTimeout: (callback, ms) => globalThis.setTimeout(callback, ms),
   clearTimeout: (handle) => globalThis.clearTimeout(handle as ReturnType<typeof setTimeout>),
@@ -124,13 +117,14 @@ const SYSTEM_TIMERS: Timers = {
 
 /** Implements `Leases.withLease`. */
 export async function runWithLease<T>(
-  host: WithLeaseHost,
+  leases: Leases,
+  monotonic: Clock,
   key: string,
   fn: (lease: Lease, signal: AbortSignal) => Promise<T>,
   options: WithLeaseOptions,
+  maxCheckpointBytes: number = DEFAULT_MAX_CHECKPOINT_BYTES,
 ): Promise<WithLeaseOutcome<T>> {
-  const { leases } = host;
-  const settings = checkOptions(fn, options, host.maxCheckpointBytes);
+  const settings = checkOptions(fn, options, maxCheckpointBytes);
   const external = options.signal;
   if (isAborted(external)) return { ok: false, reason: 'stopped', key, lease: null, cause: external?.reason, lost: null, returned: null, released: false };
   const claimed = await leases.claim(key, options);
@@ -146,7 +140,7 @@ export async function runWithLease<T>(
           safetyMarginMs: options.safetyMarginMs ?? Math.min(1000, ttlMs / 10),
           retryDelayMs: options.retryDelayMs ?? Math.min(250, ttlMs / 10),
         };
-  const renewal = new Renewal(leases, lease, host.monotonic, options.timers ?? SYSTEM_TIMERS, schedule);
+  const renewal = new Renewal(leases, lease, monotonic, options.timers ?? SYSTEM_TIMERS, schedule);
   const { signal } = renewal.controller;
   const stop = (): void => renewal.lose(external?.reason);
   external?.addEventListener('abort', stop, { once: true });
