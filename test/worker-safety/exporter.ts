@@ -121,6 +121,7 @@ async function exportUnder(leases: Leases, exporting: Exporting, lease: Lease, f
       await point('after-checkpoint', next, lease.token);
     }
     next += 1;
+    if (!(await leases.renew(lease)).ok) return next;
   }
   return next;
 }
