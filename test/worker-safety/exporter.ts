@@ -40,6 +40,9 @@ interface Exporting {
 }
 
 async function afterSend<T>(reply: Promise<T>): Promise<T> {
+  // NOTE: the reply may fail while the exporter waits at the point (a NOSCRIPT the store then retries with
+  // EVAL); handled here so it is not an unhandled rejection, and still returned to the store as it is.
+  reply.catch(() => undefined);
   if (current !== null) {
     const { batch, token } = current;
     current = null;
