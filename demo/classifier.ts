@@ -67,7 +67,7 @@ async function classify(fleet: Fleet, leases: Leases<MemoryStore>, lease: Lease)
   }
   const decision = sim.random.chance(0.5) ? 'publish' : 'reject';
   // The seeds' nine-way FENCED check, as one fence: this grant, still live, claimed for this model version.
-  if (!(await writeLedger(fleet, leases, lease, `decision ${decision} (${model})`, { requestedModelVersion: model }))) return 'lost';
+  if (!(await writeLedger(fleet, leases, lease, `decision ${decision} (${model})`, { attributes: { requestedModelVersion: model } }))) return 'lost';
   fleet.jobs.decided.add(lease.key);
   tally.log(`${lease.holder} decided ${lease.key}: ${decision} (token ${lease.token})`);
   return 'decided';

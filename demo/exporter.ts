@@ -1,11 +1,12 @@
 /**
- * Exporters (plain API): claim `export:daily`, resume from the inherited checkpoint, and export batches:
- * upload through the token gate, append to the ledger under the fence, checkpoint, renew. Faults: a crash
- * (the lease is left to expire) or a pause past the lease's expiry (Kleppmann's pause).
+ * Exporters (plain API, the README's exactly-once pattern): claim `export:daily`, resume from the inherited
+ * checkpoint, and export batches: upload through the token gate, append to the ledger and save the
+ * checkpoint in one fenced write, renew. Faults: a crash (the lease is left to expire) or a pause past the
+ * lease's expiry (Kleppmann's pause).
  */
 import type { Granted, Leases } from '../src/index.js';
 import type { MemoryStore } from '../src/adapters/memory/index.js';
-import { adopt, HORIZON, leasesFor, pausePastExpiry, release, renew, saveCheckpoint, writeLedger, writeThroughGate, type Fleet } from './workers.js';
+import { adopt, HORIZON, leasesFor, pausePastExpiry, release, renew, writeLedger, writeThroughGate, type Fleet } from './workers.js';
 
 export const EXPORT_KEY = 'export:daily';
 export const EXPORT_FILE = 'bucket:exports/daily.csv';
@@ -48,9 +49,9 @@ async function exportBatches(fleet: Fleet, leases: Leases<MemoryStore>, { lease,
     if (sim.random.chance(0.1)) await pausePastExpiry(fleet, lease, `batch ${batch}`);
     // The export file lives in a bucket, outside the lease store: the token gate orders its writers.
     if (!(await writeThroughGate(fleet, leases, lease, EXPORT_FILE, `upload batch ${batch}`))) return 'lost';
-    if (!(await writeLedger(fleet, leases, lease, `batch ${batch}`))) return 'lost';
+    // The batch and the checkpoint that records it, in one fenced step: a crash leaves both or neither.
+    if (!(await writeLedger(fleet, leases, lease, `batch ${batch}`, { checkpoint: { nextBatch: batch + 1 } }))) return 'lost';
     fleet.jobs.exportedBatches = Math.max(fleet.jobs.exportedBatches, batch);
-    if (!(await saveCheckpoint(fleet, leases, lease, { nextBatch: batch + 1 }))) return 'lost';
     if (!(await renew(fleet, leases, lease))) return 'lost';
   }
   tally.log(`${lease.holder} finished ${lease.key} (${EXPORT_BATCHES} batches) under token ${lease.token}`);

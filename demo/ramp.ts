@@ -28,9 +28,11 @@ export async function rampRunner(fleet: Fleet, holder: string): Promise<void> {
       recovering,
       timers: sim.timers,
     });
-    if (outcome.ok) {
+    if (outcome.ok || outcome.reason === 'stopped') {
       recovering = false;
-      if (outcome.lost !== null) tally.aborted(holder, outcome.lost);
+    } else if (outcome.reason === 'lost') {
+      recovering = false;
+      tally.aborted(holder, outcome.lost);
     } else {
       tally.claimRefused(outcome, holder);
       // NOTE: a revoke with requireRecovery refuses plain claims until someone promises to look at the
@@ -62,9 +64,9 @@ async function sendWaves(fleet: Fleet, leases: Leases<MemoryStore>, lease: Lease
     await sim.sleep(sim.random.int(4_000, 9_000)); // create the broadcast: a slow external call
     if (signal.aborted) return;
     // The seeds' `_recordWaveSent`, fenced: it lands only while this grant is current.
-    if (!(await writeLedger(fleet, leases, lease, `wave ${wave} sent`))) return;
+    // NOTE: with its checkpoint in the same step, so a crash cannot leave the wave recorded and unmarked.
+    if (!(await writeLedger(fleet, leases, lease, `wave ${wave} sent`, { checkpoint: { wave, phase: 'sent' } }))) return;
     fleet.jobs.sentWaves = Math.max(fleet.jobs.sentWaves, wave);
-    if (!(await saveCheckpoint(fleet, leases, lease, { wave, phase: 'sent' }))) return;
   }
   tally.log(`${lease.holder} finished ${lease.key} (${RAMP_WAVES} waves) under token ${lease.token}`);
 }

@@ -33,10 +33,17 @@ export const leasesFor = (fleet: Fleet, holder: string, ttlMs: number | null): L
   // NOTE: the monotonic clock is the simulation's too, so withLease schedules renewals in simulated time.
   createLeases(fleet.store, { holder, ttlMs, monotonicClock: fleet.sim.clock });
 
-/** Appends one row to the lease key's ledger, under the lease's fence. */
-export async function writeLedger(fleet: Fleet, leases: Leases<MemoryStore>, lease: Lease, what: string, attributes?: LeaseAttributes): Promise<boolean> {
+/** What a ledger write may carry: bound attributes to match, and the progress saved in the same step. */
+export interface LedgerWriteOptions {
+  readonly attributes?: LeaseAttributes;
+  /** The holder's progress after this write: saved atomically with it (the exactly-once pattern). */
+  readonly checkpoint?: unknown;
+}
+
+/** Appends one row to the lease key's ledger, under the lease's fence (with its checkpoint, in one step). */
+export async function writeLedger(fleet: Fleet, leases: Leases<MemoryStore>, lease: Lease, what: string, options: LedgerWriteOptions = {}): Promise<boolean> {
   const attempt = fleet.journal.propose({ target: lease.key, via: 'fenced write', token: lease.token, holder: lease.holder, runId: lease.runId, what });
-  const outcome = await leases.fencedWrite(lease, () => fleet.data.append(attempt), attributes === undefined ? {} : { attributes });
+  const outcome = await leases.fencedWrite(lease, () => fleet.data.append(attempt), options);
   attempt.verdict = outcome.ok ? 'accepted' : outcome.reason;
   if (outcome.ok) return true;
   fleet.tally.refused('fenced write', outcome, lease.holder);

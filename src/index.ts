@@ -12,7 +12,7 @@ export type {
   RevokeOptions,
 } from './leases.js';
 export { Lease, type Checkpoint, type LeaseJson, type LoggableLease } from './lease.js';
-export type { Timers, WithLeaseCompleted, WithLeaseOptions, WithLeaseOutcome } from './with-lease.js';
+export type { Timers, WithLeaseCompleted, WithLeaseLost, WithLeaseOptions, WithLeaseOutcome, WithLeaseStopped } from './with-lease.js';
 export type { Store, WriteContextOf } from './store.js';
 export type { TokenGate } from './gate.js';
 export {

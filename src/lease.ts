@@ -47,6 +47,8 @@ export interface LeaseInit {
   readonly attributes: LeaseAttributes;
   readonly acquiredAt: StoreTime | null;
   readonly expiresAt: StoreTime | null;
+  /** The TTL a bare `renew(lease)` extends by: the claim's, or the last explicit renew's (`null`: no expiry). */
+  readonly ttlMs: number | null;
   readonly previous: Ending | null;
   readonly inherited: Checkpoint | null;
   /** Monotonic ms at which this handle's expiry is no longer guaranteed (`Infinity`: never expires). */
@@ -80,6 +82,8 @@ export class Lease {
   readonly acquiredAt: StoreTime | null;
   /** The latest expires-at this handle knows, on the store's clock (`null`: never expires). */
   expiresAt: StoreTime | null;
+  /** The TTL a bare `renew(lease)` extends by: the claim's, updated by a renew with an explicit `ttlMs`. */
+  ttlMs: number | null;
   /** How the previous grant of this key ended (`null`: first grant, or a restored handle). */
   readonly previous: Ending | null;
   /** The checkpoint this grant inherited (`null`: none). Resume it, or discard it with `leases.recover`. */
@@ -102,6 +106,7 @@ export class Lease {
     this.attributes = init.attributes;
     this.acquiredAt = init.acquiredAt;
     this.expiresAt = init.expiresAt;
+    this.ttlMs = init.ttlMs;
     this.previous = init.previous;
     this.inherited = init.inherited;
     this.localDeadline = init.localDeadline;

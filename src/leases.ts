@@ -45,7 +45,7 @@ import {
   toAttributes,
   describe,
 } from './validate.js';
-import { runWithLease, type WithLeaseOptions, type WithLeaseOutcome } from './with-lease.js';
+import { noticeRefusal, runWithLease, type WithLeaseOptions, type WithLeaseOutcome } from './with-lease.js';
 
 export interface LeasesOptions {
   /** This worker's holder id, recorded on every grant it takes. */
@@ -146,6 +146,7 @@ export interface Leases<S extends Store = Store> {
   readonly holder: string;
   claim(key: string, options?: ClaimOptions): Promise<ClaimResult>;
   claimOrThrow(key: string, options?: ClaimOptions): Promise<Lease>;
+  /** Extends the grant by `options.ttlMs`, by default the lease's own TTL (`lease.ttlMs`), from the store's now. */
   renew(lease: Lease, options?: { readonly ttlMs?: number | null }): Promise<RenewOutcome>;
   renewOrThrow(lease: Lease, options?: { readonly ttlMs?: number | null }): Promise<void>;
   checkpoint(lease: Lease, value: unknown, options?: FenceOptions): Promise<CheckpointOutcome>;
@@ -250,6 +251,7 @@ export function createLeases<S extends Store>(store: S, options: LeasesOptions):
         attributes,
         acquiredAt: outcome.acquiredAt,
         expiresAt: outcome.expiresAt,
+        ttlMs,
         previous: outcome.previous,
         inherited,
         localDeadline: deadlineFrom(sentAt, outcome.expiresAt, outcome.now),
@@ -266,16 +268,21 @@ export function createLeases<S extends Store>(store: S, options: LeasesOptions):
 
     async renew(lease, renewOptions) {
       const fence = requireLease(lease);
-      const ttlMs = ttlOf(readOptions('renew options', renewOptions, ['ttlMs']).ttlMs);
+      const given = readOptions('renew options', renewOptions, ['ttlMs']);
+      // NOTE: a bare renew keeps the lease's own TTL (a `ttlMs: null` lease stays unexpiring), not the default.
+      const ttlMs = ttlOf(given.ttlMs === undefined ? lease.ttlMs : given.ttlMs);
       const sentAt = monotonic();
       const outcome = await store.renew({ fence, ttlMs });
       if (outcome.ok) {
         try {
           lease.expiresAt = outcome.expiresAt;
+          lease.ttlMs = ttlMs;
           lease.localDeadline = deadlineFrom(sentAt, outcome.expiresAt, outcome.now);
         } catch {
           // NOTE: a handle its owner froze keeps the expiry it knew; the renewal itself holds in the store.
         }
+      } else {
+        noticeRefusal(lease, outcome);
       }
       return loggable(outcome);
     },
@@ -289,7 +296,9 @@ export function createLeases<S extends Store>(store: S, options: LeasesOptions):
       const given = readOptions('checkpoint options', fenceOptions, ['attributes']);
       const fence = fenceOf(requireLease(lease), given.attributes);
       const json = serializeCheckpoint(value, maxCheckpointBytes);
-      return loggable(await store.checkpoint({ fence, json }));
+      const outcome = await store.checkpoint({ fence, json });
+      if (!outcome.ok) noticeRefusal(lease, outcome);
+      return loggable(outcome);
     },
 
     async checkpointOrThrow(lease, value, fenceOptions) {
@@ -303,8 +312,13 @@ export function createLeases<S extends Store>(store: S, options: LeasesOptions):
       const given = readOptions('fencedWrite options', fenceOptions, ['attributes', 'checkpoint']);
       const fence = fenceOf(leaseFenceOnly, given.attributes);
       const callback = write as (context: unknown) => never;
-      if (given.checkpoint === undefined) return loggable(await store.fencedWrite(fence, callback));
-      return loggable(await store.fencedWrite(fence, callback, { checkpointJson: serializeCheckpoint(given.checkpoint, maxCheckpointBytes) }));
+      const outcome =
+        given.checkpoint === undefined
+          ? await store.fencedWrite(fence, callback)
+          : await store.fencedWrite(fence, callback, { checkpointJson: serializeCheckpoint(given.checkpoint, maxCheckpointBytes) });
+      // NOTE: a refusal inside a running withLease is its loss: the work's signal aborts at once.
+      if (!outcome.ok) noticeRefusal(lease, outcome);
+      return loggable(outcome);
     },
 
     async fencedWriteOrThrow(lease, write, fenceOptions) {
@@ -372,7 +386,7 @@ export function createLeases<S extends Store>(store: S, options: LeasesOptions):
     },
 
     async withLease(key, fn, withOptions) {
-      return runWithLease(leases, monotonic, key, fn, copyOptions('withLease options', withOptions) as WithLeaseOptions);
+      return runWithLease(leases, monotonic, key, fn, copyOptions('withLease options', withOptions) as WithLeaseOptions, maxCheckpointBytes);
     },
 
     restore(json) {
@@ -387,6 +401,9 @@ export function createLeases<S extends Store>(store: S, options: LeasesOptions):
         attributes: parsed.attributes,
         acquiredAt: null,
         expiresAt: parsed.expiresAt,
+        // NOTE: the JSON carries no TTL: an unexpiring grant stays unexpiring, an expiring one renews by the
+        // default TTL (or the library's 30 s when this instance's default is "no expiry").
+        ttlMs: parsed.expiresAt === null ? null : (defaultTtl ?? 30_000),
         previous: null,
         inherited: null,
         // NOTE: a restored handle has no round trip to measure from; its deadline is unknown until it renews.

@@ -1,18 +1,19 @@
 /**
  * `withLease`: claim, renew in the background on a schedule derived from the store's expires-at, hand the
- * work an AbortSignal that fires as soon as loss is known, and always release at the end.
+ * work an AbortSignal that fires as soon as loss is known (from the renewal, or from a renew, checkpoint or
+ * fenced write of the lease refused while `fn` runs), always release at the end, and say truthfully how it
+ * ended: completed, lost, or stopped by the caller's signal.
  */
 import type { Clock } from './clock.js';
-import { InvalidArgumentError, isStoreFailure, LeaseLostError, LeaseUnconfirmedError, type LeaseError } from './errors.js';
+import { InvalidArgumentError, isLeaseLostError, LeaseLostError, type LeaseError } from './errors.js';
 import type { ClaimHeld, ClaimRecoveryRequired } from './fence/operations.js';
+import type { FenceRefusal } from './fence/types.js';
 import type { Lease } from './lease.js';
 import type { ClaimOptions, Leases } from './leases.js';
+import { Renewal, type Timers } from './renewal.js';
+import { DEFAULT_MAX_CHECKPOINT_BYTES, serializeCheckpoint } from './validate.js';
 
-/** Timer functions, injectable for tests. */
-export interface Timers {
-  setTimeout(callback: () => void, ms: number): unknown;
-  clearTimeout(handle: unknown): void;
-}
+export type { Timers } from './renewal.js';
 
 export interface WithLeaseOptions extends ClaimOptions {
   /**
@@ -33,120 +34,86 @@ export interface WithLeaseOptions extends ClaimOptions {
   readonly retryDelayMs?: number;
   /** Timer functions. @default globalThis.setTimeout / clearTimeout */
   readonly timers?: Timers;
+  /**
+   * Stops the work from outside (for example on SIGTERM): `fn`'s signal aborts with this signal's reason,
+   * the lease is released once `fn` settles, and the outcome is `stopped`. Already aborted: nothing is claimed.
+   * @default none
+   */
+  readonly signal?: AbortSignal;
+  /**
+   * The checkpoint decision of the final release when `fn` completed with the lease held: `undefined` keeps
+   * the checkpoint, `null` clears it, any other JSON value replaces it. When `fn` threw, was stopped or lost
+   * the lease, the checkpoint is always kept (it is the progress the next holder resumes from).
+   * @default undefined (keep)
+   */
+  readonly finalCheckpoint?: unknown;
 }
 
-/** How `withLease` ended when it got the lease. */
+/** `fn` returned with the lease held to the end. */
 export interface WithLeaseCompleted<T> {
   readonly ok: true;
   readonly value: T;
   readonly lease: Lease;
-  /** Why the lease was lost while `fn` ran (the signal's reason), or `null` if it held to the end. */
-  readonly lost: LeaseError | null;
+  /** Always `null` here; set on `WithLeaseLost`. */
+  readonly lost: null;
   /** Whether the final release was confirmed by the store. */
   readonly released: boolean;
 }
 
-export type WithLeaseOutcome<T> = WithLeaseCompleted<T> | ClaimHeld | ClaimRecoveryRequired;
-
-/** The background renewal of one lease, feeding an AbortController. */
-class Renewal {
-  readonly controller: AbortController = new AbortController();
-  #renewTimer: unknown = null;
-  #deadlineTimer: unknown = null;
-  #inFlight: Promise<void> = Promise.resolve();
-  #stopped = false;
-  #lastFailure: unknown = undefined;
-
-  constructor(
-    private readonly leases: Leases,
-    private readonly lease: Lease,
-    private readonly monotonic: Clock,
-    private readonly timers: Timers,
-    private readonly ttlMs: number,
-    private readonly renewAfterFraction: number,
-    private readonly safetyMarginMs: number,
-    private readonly retryDelayMs: number,
-  ) {}
-
-  start(): void {
-    this.#armDeadline();
-    this.#scheduleRenew();
-  }
-
-  /** Stops renewing and waits for a renewal in flight, so no renew can land after the release that follows. */
-  async stop(): Promise<void> {
-    this.#stopped = true;
-    this.#clear();
-    await this.#inFlight;
-  }
-
-  #clear(): void {
-    if (this.#renewTimer !== null) this.timers.clearTimeout(this.#renewTimer);
-    if (this.#deadlineTimer !== null) this.timers.clearTimeout(this.#deadlineTimer);
-    this.#renewTimer = null;
-    this.#deadlineTimer = null;
-  }
-
-  #lose(reason: LeaseError): void {
-    if (this.controller.signal.aborted) return;
-    this.#stopped = true;
-    this.#clear();
-    this.controller.abort(reason);
-  }
-
-  #safeDeadline(): number {
-    return this.lease.localDeadline - this.safetyMarginMs;
-  }
-
-  /** Fires at the safe deadline unless a renewal moves it first. */
-  #armDeadline(): void {
-    if (this.#deadlineTimer !== null) this.timers.clearTimeout(this.#deadlineTimer);
-    const delay = Math.max(0, this.#safeDeadline() - this.monotonic());
-    this.#deadlineTimer = this.timers.setTimeout(() => {
-      this.#deadlineTimer = null;
-      if (!this.#stopped && this.monotonic() >= this.#safeDeadline()) {
-        this.#lose(new LeaseUnconfirmedError(this.lease.key, this.lease.token, { cause: this.#lastFailure }));
-      } else if (!this.#stopped) {
-        this.#armDeadline();
-      }
-    }, delay);
-  }
-
-  #scheduleRenew(delay?: number): void {
-    if (this.#stopped) return;
-    const remaining = this.lease.localDeadline - this.monotonic();
-    const wait = delay ?? Math.max(0, remaining - this.ttlMs * (1 - this.renewAfterFraction));
-    this.#renewTimer = this.timers.setTimeout(() => {
-      this.#renewTimer = null;
-      this.#inFlight = this.#renewOnce();
-    }, wait);
-  }
-
-  async #renewOnce(): Promise<void> {
-    if (this.#stopped) return;
-    try {
-      const outcome = await this.leases.renew(this.lease, { ttlMs: this.ttlMs });
-      if (this.#stopped) return;
-      if (!outcome.ok) {
-        this.#lose(new LeaseLostError(outcome));
-        return;
-      }
-      this.#lastFailure = undefined;
-      this.#armDeadline();
-      this.#scheduleRenew();
-    } catch (error) {
-      if (this.#stopped) return;
-      if (!isStoreFailure(error)) {
-        this.#lose(new LeaseUnconfirmedError(this.lease.key, this.lease.token, { cause: error }));
-        return;
-      }
-      this.#lastFailure = error;
-      const left = this.#safeDeadline() - this.monotonic();
-      if (left <= 0) this.#lose(new LeaseUnconfirmedError(this.lease.key, this.lease.token, { cause: error }));
-      else this.#scheduleRenew(Math.min(this.retryDelayMs, left));
-    }
-  }
+/**
+ * The lease was lost while `fn` ran: a renew was refused, no renewal was confirmed before the safe deadline,
+ * or a renew, checkpoint or fenced write of the lease inside `fn` was refused. Writes `fn` made through
+ * `fencedWrite` before the loss landed; none after it did.
+ */
+export interface WithLeaseLost<T> {
+  readonly ok: false;
+  readonly reason: 'lost';
+  readonly key: string;
+  readonly lease: Lease;
+  /** Why: a `LeaseLostError` (with the store's refusal) or a `LeaseUnconfirmedError`; also the signal's reason. */
+  readonly lost: LeaseError;
+  /** What `fn` returned if it still returned after the loss; `null` when it rejected because of it. */
+  readonly returned: { readonly value: T } | null;
+  /** Whether the final release was confirmed (normally `false`: the grant is gone). */
+  readonly released: boolean;
 }
+
+/** The caller's `signal` aborted: `fn` was told to stop (or never started) and the lease was released. */
+export interface WithLeaseStopped<T> {
+  readonly ok: false;
+  readonly reason: 'stopped';
+  readonly key: string;
+  /** The lease `fn` ran under; `null` when the signal had aborted before the claim (nothing was claimed). */
+  readonly lease: Lease | null;
+  /** The caller's signal's reason. */
+  readonly cause: unknown;
+  readonly lost: null;
+  /** What `fn` returned if it returned after the stop; `null` when it rejected because of it, or never ran. */
+  readonly returned: { readonly value: T } | null;
+  /** Whether the final release was confirmed. */
+  readonly released: boolean;
+}
+
+/** How `withLease` ended: the claim's refusal, or what happened to the work under the lease. */
+export type WithLeaseOutcome<T> = WithLeaseCompleted<T> | WithLeaseLost<T> | WithLeaseStopped<T> | ClaimHeld | ClaimRecoveryRequired;
+
+/** The renewals of the `withLease` runs in progress, by lease handle. */
+const running = new Map<Lease, Renewal>();
+
+/**
+ * Tells a `withLease` running `lease` (if any) that an operation on it was refused: its signal aborts at
+ * once with a `LeaseLostError`. Called by `leases.ts` on refusals only, so it costs nothing on success.
+ * An attribute mismatch is not a loss: the grant is still current.
+ */
+export function noticeRefusal(lease: Lease, refusal: FenceRefusal): void {
+  if (running.size === 0 || refusal.reason === 'attribute-mismatch') return;
+  running.get(lease)?.lose(new LeaseLostError(refusal));
+}
+
+const SYSTEM_TIMERS: Timers = {
+  setTimeout: (callback, ms) => globalThis.setTimeout(callback, ms),
+  clearTimeout: (handle) => globalThis.clearTimeout(handle as ReturnType<typeof setTimeout>),
+};
 
 /** Implements `Leases.withLease`. */
 export async function runWithLease<T>(
@@ -155,57 +122,100 @@ export async function runWithLease<T>(
   key: string,
   fn: (lease: Lease, signal: AbortSignal) => Promise<T>,
   options: WithLeaseOptions,
+  maxCheckpointBytes: number = DEFAULT_MAX_CHECKPOINT_BYTES,
 ): Promise<WithLeaseOutcome<T>> {
-  // NOTE: bad input is refused before the claim (invariant 7), with the same error as every other bad input.
-  if (typeof fn !== 'function') throw new InvalidArgumentError('withLease needs a function to run under the lease');
-  const fraction = options.renewAfterFraction ?? 1 / 3;
-  if (!(fraction > 0 && fraction < 1)) throw new InvalidArgumentError(`renewAfterFraction must be between 0 and 1, got ${fraction}`);
-  const { safetyMarginMs, retryDelayMs } = options;
-  if (safetyMarginMs !== undefined && !(Number.isFinite(safetyMarginMs) && safetyMarginMs >= 0)) {
-    throw new InvalidArgumentError(`safetyMarginMs must be a finite number of ms >= 0, got ${safetyMarginMs}`);
-  }
-  if (retryDelayMs !== undefined && !(Number.isFinite(retryDelayMs) && retryDelayMs > 0)) {
-    throw new InvalidArgumentError(`retryDelayMs must be a finite number of ms > 0, got ${retryDelayMs}`);
-  }
+  const settings = checkOptions(fn, options, maxCheckpointBytes);
+  const external = options.signal;
+  if (isAborted(external)) return { ok: false, reason: 'stopped', key, lease: null, cause: external?.reason, lost: null, returned: null, released: false };
   const claimed = await leases.claim(key, options);
   if (!claimed.ok) return claimed;
   const { lease } = claimed;
-  const ttlMs = lease.expiresAt === null ? null : lease.expiresAt - (lease.acquiredAt ?? lease.expiresAt);
-  const timers: Timers = options.timers ?? {
-    setTimeout: (callback, ms) => globalThis.setTimeout(callback, ms),
-    clearTimeout: (handle) => globalThis.clearTimeout(handle as ReturnType<typeof setTimeout>),
-  };
-  const renewal =
+  const ttlMs = lease.expiresAt === null ? null : lease.ttlMs;
+  const schedule =
     ttlMs === null
       ? null
-      : new Renewal(
-          leases,
-          lease,
-          monotonic,
-          timers,
+      : {
           ttlMs,
-          fraction,
-          options.safetyMarginMs ?? Math.min(1000, ttlMs / 10),
-          options.retryDelayMs ?? Math.min(250, ttlMs / 10),
-        );
-  const signal = renewal?.controller.signal ?? new AbortController().signal;
-  renewal?.start();
+          renewAfterFraction: settings.renewAfterFraction,
+          safetyMarginMs: options.safetyMarginMs ?? Math.min(1000, ttlMs / 10),
+          retryDelayMs: options.retryDelayMs ?? Math.min(250, ttlMs / 10),
+        };
+  const renewal = new Renewal(leases, lease, monotonic, options.timers ?? SYSTEM_TIMERS, schedule);
+  const { signal } = renewal.controller;
+  const stop = (): void => renewal.lose(external?.reason);
+  external?.addEventListener('abort', stop, { once: true });
+  running.set(lease, renewal);
+  // NOTE: the caller's signal may have aborted while the claim was in flight: stop before running fn.
+  if (isAborted(external)) stop();
+  renewal.start();
+  let settled: { readonly value: T } | null = null;
   try {
-    const value = await fn(lease, signal);
-    await renewal?.stop();
-    const released = await releaseQuietly(leases, lease);
-    return { ok: true, value, lease, lost: signal.aborted ? (signal.reason as LeaseError) : null, released };
+    if (!signal.aborted) settled = { value: await fn(lease, signal) };
   } catch (error) {
-    await renewal?.stop();
-    await releaseQuietly(leases, lease);
-    throw error;
+    // NOTE: after the signal aborted, a rejection is the work stopping because of it (an AbortError, the
+    // reason itself, a LeaseLostError from an ...OrThrow call); any other error is the work's own.
+    if (!signal.aborted || !causedByAbort(error, signal.reason)) {
+      await finish(renewal, external, stop, lease);
+      await releaseQuietly(leases, lease, undefined);
+      throw error;
+    }
   }
+  await finish(renewal, external, stop, lease);
+  if (!signal.aborted) {
+    const released = await releaseQuietly(leases, lease, settings.finalCheckpoint);
+    return { ok: true, value: (settled as { value: T }).value, lease, lost: null, released };
+  }
+  const released = await releaseQuietly(leases, lease, undefined);
+  if (isLeaseLostError(signal.reason)) return { ok: false, reason: 'lost', key, lease, lost: signal.reason, returned: settled, released };
+  return { ok: false, reason: 'stopped', key, lease, cause: signal.reason, lost: null, returned: settled, released };
+}
+
+const isAborted = (signal: AbortSignal | undefined): boolean => signal?.aborted === true;
+
+/** Stops the renewal and forgets the run, so nothing renews or aborts after the release. */
+async function finish(renewal: Renewal, external: AbortSignal | undefined, stop: () => void, lease: Lease): Promise<void> {
+  external?.removeEventListener('abort', stop);
+  running.delete(lease);
+  await renewal.stop();
+}
+
+/** Whether `error`, thrown by `fn` after its signal aborted with `reason`, is the work stopping because of it. */
+function causedByAbort(error: unknown, reason: unknown): boolean {
+  if (error === reason || isLeaseLostError(error)) return true;
+  if (error instanceof Error && error.name === 'AbortError') return true;
+  for (let cause = error instanceof Error ? error.cause : undefined, depth = 0; cause !== undefined && depth < 8; depth += 1) {
+    if (cause === reason) return true;
+    cause = cause instanceof Error ? cause.cause : undefined;
+  }
+  return false;
+}
+
+/** Validates `fn` and the options before the claim (invariant 7), with the same error as every other bad input. */
+function checkOptions(fn: unknown, options: WithLeaseOptions, maxCheckpointBytes: number): { renewAfterFraction: number; finalCheckpoint: unknown } {
+  if (typeof fn !== 'function') throw new InvalidArgumentError('withLease needs a function to run under the lease');
+  if (typeof options !== 'object' || options === null) throw new InvalidArgumentError('withLease options must be an object');
+  const fraction = options.renewAfterFraction ?? 1 / 3;
+  if (!(fraction > 0 && fraction < 1)) throw new InvalidArgumentError(`renewAfterFraction must be between 0 and 1, got ${String(fraction)}`);
+  const { safetyMarginMs, retryDelayMs, timers, signal, finalCheckpoint } = options;
+  if (safetyMarginMs !== undefined && !(typeof safetyMarginMs === 'number' && Number.isFinite(safetyMarginMs) && safetyMarginMs >= 0)) {
+    throw new InvalidArgumentError(`safetyMarginMs must be a finite number of ms >= 0, got ${String(safetyMarginMs)}`);
+  }
+  if (retryDelayMs !== undefined && !(typeof retryDelayMs === 'number' && Number.isFinite(retryDelayMs) && retryDelayMs > 0)) {
+    throw new InvalidArgumentError(`retryDelayMs must be a finite number of ms > 0, got ${String(retryDelayMs)}`);
+  }
+  if (timers !== undefined && (typeof timers !== 'object' || timers === null || typeof timers.setTimeout !== 'function' || typeof timers.clearTimeout !== 'function')) {
+    throw new InvalidArgumentError('timers must be an object with setTimeout and clearTimeout functions');
+  }
+  if (signal !== undefined && !(signal instanceof AbortSignal)) throw new InvalidArgumentError('signal must be an AbortSignal');
+  // NOTE: serialized now only to refuse a bad value before the claim; the release serializes it again.
+  if (finalCheckpoint !== undefined && finalCheckpoint !== null) serializeCheckpoint(finalCheckpoint, maxCheckpointBytes);
+  return { renewAfterFraction: fraction, finalCheckpoint };
 }
 
 /** Releases at the end of `withLease`; a lost lease or an unreachable store must not mask the work's result. */
-async function releaseQuietly(leases: Leases, lease: Lease): Promise<boolean> {
+async function releaseQuietly(leases: Leases, lease: Lease, checkpoint: unknown): Promise<boolean> {
   try {
-    const outcome = await leases.release(lease);
+    const outcome = await leases.release(lease, checkpoint === undefined ? {} : { checkpoint });
     return outcome.ok;
   } catch {
     return false;

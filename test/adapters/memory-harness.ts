@@ -31,7 +31,7 @@ export function createMemoryHarness<S extends MemoryLikeStore = MemoryStore>(
     clock,
     connect: async () => store,
     // NOTE: the push runs inside the store's fenced write, under the key's lock: applied iff the fence held.
-    appendUnderFence: (leases, lease, entry) => leases.fencedWrite(lease, () => void ledgerOf(lease.key).push(entry)),
+    appendUnderFence: (leases, lease, entry, options) => leases.fencedWrite(lease, () => void ledgerOf(lease.key).push(entry), options),
     readLedger: async (key) => [...ledgerOf(key)],
     expireNow: async (key) => {
       const expiresAt = store.record(key)?.grant?.expiresAt ?? null;

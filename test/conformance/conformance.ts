@@ -11,6 +11,7 @@ import { useHarness } from './context.js';
 import type { MakeStoreHarness, SuiteOptions } from './harness.js';
 import { describeHolderSpecs } from './specs-holder.js';
 import { describeOperatorSpecs } from './specs-operator.js';
+import { describeProgressSpecs } from './specs-progress.js';
 
 /** Registers the Store contract's example-based specs for one adapter. */
 export function describeStoreConformance<S extends Store>(name: string, makeHarness: MakeStoreHarness<S>, _options: SuiteOptions): void {
@@ -18,5 +19,6 @@ export function describeStoreConformance<S extends Store>(name: string, makeHarn
     const context = useHarness(makeHarness);
     describeHolderSpecs(context);
     describeOperatorSpecs(context);
+    describeProgressSpecs(context);
   });
 }

@@ -5,7 +5,7 @@
  */
 import type { FencedWriteOutcome } from '../../src/fence/operations.js';
 import type { Lease } from '../../src/lease.js';
-import type { Leases } from '../../src/leases.js';
+import type { FencedWriteOptions, Leases } from '../../src/leases.js';
 import type { Store } from '../../src/store.js';
 
 export interface StoreHarness<S extends Store = Store> {
@@ -20,8 +20,10 @@ export interface StoreHarness<S extends Store = Store> {
    * Appends `entry` to the ledger of `lease.key` inside the store, as a fenced write: applied only if the
    * lease is current, atomically with the check (Postgres: a row inserted in the fenced transaction; Redis:
    * an RPUSH inside the fence script; memory: an array push in the callback).
+   * With `options` (a checkpoint), it goes through `leases.fencedWrite(lease, write, options)`, so the entry
+   * and the checkpoint are saved in the same atomic step (a statement-only form must not drop the checkpoint).
    */
-  appendUnderFence(leases: Leases<S>, lease: Lease, entry: string): Promise<FencedWriteOutcome<unknown>>;
+  appendUnderFence(leases: Leases<S>, lease: Lease, entry: string, options?: FencedWriteOptions): Promise<FencedWriteOutcome<unknown>>;
   /** The ledger of `key` in append order (entries applied by `appendUnderFence`). */
   readLedger(key: string): Promise<string[]>;
   /**

@@ -7,6 +7,7 @@ import { vi } from 'vitest';
 import { createMemoryStore, type MemoryStore } from '../../src/adapters/memory/index.js';
 import { StoreUnavailableError } from '../../src/errors.js';
 import { createLeases, type Leases } from '../../src/leases.js';
+import type { Timers } from '../../src/with-lease.js';
 import { MEMORY_EPOCH } from '../adapters/memory-harness.js';
 
 export const TTL_MS = 3_000;
@@ -76,3 +77,52 @@ export function abortedAt(rig: Rig, signal: AbortSignal): Promise<number> {
 
 /** Sleeps `ms` of fake time. */
 export const sleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms));
+
+/** Timers on a clock of their own, fired in order by `advance`; every delay asked for is recorded. */
+export interface QueueTimers {
+  readonly timers: Timers;
+  /** The clock these timers run on (ms since start). */
+  now(): number;
+  /** Moves the clock `ms` ahead, firing every timer due on the way (letting promises settle after each). */
+  advance(ms: number): Promise<void>;
+  /** Every `ms` passed to `setTimeout`, in order. */
+  readonly delays: number[];
+  /** Timers armed and not yet fired or cleared. */
+  pending(): number;
+}
+
+/** Builds `QueueTimers` starting at 0. */
+export function createQueueTimers(): QueueTimers {
+  let now = 0;
+  let ids = 0;
+  const queue: { at: number; id: number; callback: () => void }[] = [];
+  const delays: number[] = [];
+  const next = () => queue.sort((a, b) => a.at - b.at || a.id - b.id)[0];
+  return {
+    timers: {
+      setTimeout: (callback, ms) => {
+        delays.push(ms);
+        queue.push({ at: now + ms, id: ++ids, callback });
+        return ids;
+      },
+      clearTimeout: (id) => {
+        const index = queue.findIndex((timer) => timer.id === id);
+        if (index >= 0) queue.splice(index, 1);
+      },
+    },
+    now: () => now,
+    async advance(ms) {
+      const end = now + ms;
+      for (let timer = next(); timer !== undefined && timer.at <= end; timer = next()) {
+        queue.splice(queue.indexOf(timer), 1);
+        now = timer.at;
+        timer.callback();
+        await new Promise((resolve) => setImmediate(resolve));
+      }
+      now = end;
+      await new Promise((resolve) => setImmediate(resolve));
+    },
+    delays,
+    pending: () => queue.length,
+  };
+}

@@ -59,8 +59,8 @@ describe('withLease', () => {
     expect(await rig.rival.revoke(KEY, { reason: 'operator abort', by: 'alice' })).toMatchObject({ ok: true });
     await vi.advanceTimersByTimeAsync(1_000);
     const result = await outcome;
-    if (!result.ok) throw new Error('expected the claim to succeed');
-    const { at, reason } = result.value;
+    if (result.ok || result.reason !== 'lost' || result.returned === null) throw new Error('expected the lease to be lost after fn ran');
+    const { at, reason } = result.returned.value;
     expect(at).toBe(callTimes(rig, 'renew').at(-1));
     expect(at).toBeLessThanOrEqual(2_000);
     expect(reason).toBeInstanceOf(LeaseLostError);
@@ -82,9 +82,10 @@ describe('withLease', () => {
     expect(taken.ok).toBe(true);
     await vi.advanceTimersByTimeAsync(1_000);
     const result = await outcome;
-    if (!result.ok) throw new Error('expected the claim to succeed');
-    expect(result.value).toBeInstanceOf(LeaseLostError);
-    expect((result.value as LeaseLostError).refusal).toMatchObject({ reason: 'superseded', found: { holder: 'rival' } });
+    if (result.ok || result.reason !== 'lost' || result.returned === null) throw new Error('expected the lease to be lost after fn ran');
+    expect(result.returned.value).toBe(result.lost);
+    expect(result.lost).toBeInstanceOf(LeaseLostError);
+    expect((result.lost as LeaseLostError).refusal).toMatchObject({ reason: 'superseded', found: { holder: 'rival' } });
     expect((await rig.worker.inspect(KEY)).grant).toMatchObject({ holder: 'rival', live: true });
     expect(vi.getTimerCount()).toBe(0);
   });
@@ -96,8 +97,9 @@ describe('withLease', () => {
     rig.down = true;
     await vi.advanceTimersByTimeAsync(3_000);
     const result = await outcome;
-    if (!result.ok) throw new Error('expected the claim to succeed');
-    const { at, reason } = result.value;
+    if (result.ok || result.reason !== 'lost' || result.returned === null) throw new Error('expected the lease to be lost after fn ran');
+    const { at, reason } = result.returned.value;
+    expect(result.lost).toBe(reason);
     const safeDeadline = TTL_MS - Math.min(1_000, TTL_MS / 10);
     expect(at).toBe(safeDeadline);
     expect(at < TTL_MS).toBe(true);

@@ -105,7 +105,9 @@ export class RenewCommand extends HandleCommand {
     }
     expect(outcome).toMatchObject({ ok: true, token: handle.token });
     if (!outcome.ok) return;
-    expect(outcome.expiresAt).toBeCloseTo(outcome.now + real.ttlMs, 3);
+    // NOTE: a bare renew keeps the grant's own TTL: a grant claimed without expiry stays without expiry.
+    if (model.grant!.expiresAt === null) expect(outcome.expiresAt).toBeNull();
+    else expect(outcome.expiresAt).toBeCloseTo(outcome.now + real.ttlMs, 3);
     if (model.clocked) expect(outcome.now).toBe(model.now);
     model.grant!.expiresAt = outcome.expiresAt;
   }
@@ -201,6 +203,8 @@ export class ReleaseCommand extends HandleCommand {
     model.ending = { kind: 'released', token: handle.token };
     if (this.final === 'clear') model.checkpoint = null;
     else if (this.final !== 'keep') model.checkpoint = { value: this.final, token: handle.token };
+    // NOTE: an explicit checkpoint decision resolves a pending recovery (issue 8, item 5).
+    if (this.final !== 'keep') model.recoveryRequired = false;
   }
   override toString(): string {
     return `release(${this.who}, ${JSON.stringify(this.final)})`;
