@@ -117,11 +117,14 @@ export interface FencedStatementRun {
   readonly checkFenceInput: (fence: Fence) => void;
   /** The store's `createStatementCache`. */
   readonly wrap: (text: unknown, params: unknown) => string;
+  /** Refuses a statement that would wait forever for an enclosing fenced write (fenced-transaction.ts). */
+  readonly guard: (key: string) => void;
 }
 
 /** Runs a fenced statement and decides its outcome with `checkFence` on the returned pre-image. */
 export async function runFencedStatement<Row>(run: FencedStatementRun): Promise<FencedStatementOutcome<Row>> {
   assertLease(run.lease, run.storeId);
+  run.guard(run.lease.key);
   const sql = run.wrap(run.text, run.params);
   const fence = run.lease.fence(run.options.attributes === undefined ? undefined : toAttributes(run.options.attributes));
   run.checkFenceInput(fence);

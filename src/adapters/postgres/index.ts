@@ -17,8 +17,8 @@ export {
   createPostgresStore,
   type PostgresStore,
   type PostgresStoreOptions,
-  type PostgresWriteContext,
 } from './postgres-store.js';
+export type { PostgresWriteContext } from './fenced-transaction.js';
 export type { FencedStatementOptions, FencedStatementOutcome } from './fenced-statement.js';
 export {
   fromPgClient,

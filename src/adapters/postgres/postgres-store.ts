@@ -7,34 +7,18 @@ import type { FencedWriteOutcome, StoreFencedWriteOptions } from '../../fence/op
 import * as transitions from '../../fence/transitions.js';
 import type { Transition } from '../../fence/transitions.js';
 import type { Fence, LeaseRecord, StoreTime } from '../../fence/types.js';
-import { checkFence } from '../../fence/verdict.js';
 import type { Lease } from '../../lease.js';
 import type { Store } from '../../store.js';
-import type { PostgresClient, PostgresQueryable } from './client.js';
+import { sharesOneConnection, type PostgresClient } from './client.js';
 import { assertEncodable, assertEncodableAttributes } from './encodable.js';
 import { classifyFailure } from './failures.js';
+import { refuseInsideFencedWrite, runFencedTransaction, type PostgresWriteContext } from './fenced-transaction.js';
 import { createStatementCache, runFencedStatement, type FencedStatementOptions, type FencedStatementOutcome } from './fenced-statement.js';
 import { tableName, type TableName } from './identifier.js';
 import { decodePreImage, type PreImage } from './rows.js';
 import { DEFAULT_LEASE_TABLE, MIGRATION_LOCK_SQL, schemaStatements } from './schema.js';
 import { createSession, type Session } from './session.js';
 import { fenceParams, leaseStatements } from './statements.js';
-
-/** What a Postgres fenced write's callback receives: a client bound to the fenced transaction. */
-export interface PostgresWriteContext {
-  /** Runs a statement inside the fenced transaction (bind parameters `$1`, `$2`, ...). */
-  query<Row = Record<string, unknown>>(text: string, params?: unknown[]): Promise<{ rows: Row[] }>;
-  /**
-   * The transaction's connection as the driver gave it: a pg `PoolClient`, a PGlite `Transaction`, the pg
-   * `Client` of `fromPgClient`, or for `fromPostgresJs` a wrapper whose `sql` is postgres.js's transaction.
-   */
-  readonly connection: PostgresQueryable;
-  readonly key: string;
-  /** The token of the grant the write runs under. */
-  readonly token: bigint;
-  /** The store's now when the fence was checked (the lease row stays locked until COMMIT). */
-  readonly now: StoreTime;
-}
 
 export interface PostgresStoreOptions {
   /** Your pool or client: a pg `Pool`, a PGlite instance, `fromPostgresJs(sql)` or `fromPgClient(client)`. */
@@ -53,6 +37,14 @@ export interface PostgresStoreOptions {
    * @default 'leasefence_leases'
    */
   readonly table?: string;
+  /**
+   * How long a fenced transaction may outlive its grant on the server, in ms: its first statement sets the
+   * transaction's `statement_timeout` and `idle_in_transaction_session_timeout` to the grant's remaining
+   * time plus this margin, so a holder frozen mid-transaction releases the lease row (its session ends)
+   * soon after the grant expires. A lower timeout your pool already sets is kept.
+   * @default 500
+   */
+  readonly fencedTransactionMarginMs?: number;
 }
 
 /** The Postgres lease store. */
@@ -79,6 +71,9 @@ export interface PostgresStore extends Store<PostgresWriteContext> {
     options?: FencedStatementOptions,
   ): Promise<FencedStatementOutcome<Row>>;
 }
+
+const DEFAULT_MARGIN_MS = 500;
+const MAX_MARGIN_MS = 60_000;
 
 function checkFenceInput(fence: Fence): void {
   assertEncodable('key', fence.key);
@@ -123,6 +118,13 @@ export function createPostgresStore(options: PostgresStoreOptions): PostgresStor
   const claimText = session.prepared ? sql.claim : sql.claimCall;
   const id = `postgres:${table.name}`;
   const wrap = createStatementCache(table);
+  const { client } = options;
+  const exclusive = sharesOneConnection(client);
+  const marginMs = options.fencedTransactionMarginMs ?? DEFAULT_MARGIN_MS;
+  if (typeof marginMs !== 'number' || !Number.isInteger(marginMs) || marginMs < 0 || marginMs > MAX_MARGIN_MS) {
+    throw new InvalidArgumentError(`fencedTransactionMarginMs must be an integer number of milliseconds from 0 to ${MAX_MARGIN_MS}`);
+  }
+  const guard = (key: string | null, operation: string): void => refuseInsideFencedWrite(client, table.quoted, key, operation);
 
   /** Sends one statement and decides its outcome with the pure transition on the returned pre-image. */
   const apply = async <O>(
@@ -145,6 +147,7 @@ export function createPostgresStore(options: PostgresStoreOptions): PostgresStor
     table: table.name,
 
     async migrate() {
+      guard(null, 'migrate');
       await session.transaction(async (tx) => {
         try {
           await tx.query(MIGRATION_LOCK_SQL, [`leasefence:${table.quoted}`]);
@@ -161,17 +164,20 @@ export function createPostgresStore(options: PostgresStoreOptions): PostgresStor
       assertEncodable('runId', command.runId);
       assertEncodableAttributes(command.attributes);
       const params = [command.key, command.holder, command.runId, command.secret, command.ttlMs, JSON.stringify(command.attributes), command.recovering];
+      guard(command.key, 'claim');
       return apply('claim', claimText, params, (record, now) => transitions.claim(record, command, now));
     },
 
     renew(command) {
       checkFenceInput(command.fence);
+      guard(command.fence.key, 'renew');
       return apply('renew', sql.renew, [...fenceParams(command.fence), command.ttlMs], (record, now) => transitions.renew(record, command, now));
     },
 
     checkpoint(command) {
       checkFenceInput(command.fence);
       const params = [...fenceParams(command.fence), command.json];
+      guard(command.fence.key, 'checkpoint');
       return apply('checkpoint', sql.checkpoint, params, (record, now) => transitions.checkpoint(record, command, now));
     },
 
@@ -180,6 +186,7 @@ export function createPostgresStore(options: PostgresStoreOptions): PostgresStor
       const json = command.checkpointJson;
       const mode = json === undefined ? 'keep' : json === null ? 'clear' : 'replace';
       const params = [...fenceParams(command.fence), mode, typeof json === 'string' ? json : null];
+      guard(command.fence.key, 'release');
       return apply('release', sql.release, params, (record, now) => transitions.release(record, command, now));
     },
 
@@ -188,51 +195,32 @@ export function createPostgresStore(options: PostgresStoreOptions): PostgresStor
       assertEncodable('revoke reason', command.reason);
       assertEncodable('revoked by', command.by);
       const params = [command.key, command.reason, command.by, command.requireRecovery, command.expectedToken?.toString() ?? null];
+      guard(command.key, 'revoke');
       return apply('revoke', sql.revoke, params, (record, now) => transitions.revoke(record, command, now));
     },
 
     recover(command) {
       checkFenceInput(command.fence);
       const params = [...fenceParams(command.fence), command.action];
+      guard(command.fence.key, 'recover');
       return apply('recover', sql.recover, params, (record, now) => transitions.recover(record, command, now));
     },
 
     async inspect(key) {
       assertEncodable('key', key);
+      guard(null, 'inspect');
       const { now, record } = preImageOf(await session.statement(sql.inspect, [key], 'inspect'), 'inspect');
       return transitions.inspect(record, key, now);
     },
 
-    async fencedWrite<T>(fence: Fence, write: (context: PostgresWriteContext) => T | Promise<T>, writeOptions: StoreFencedWriteOptions = {}): Promise<FencedWriteOutcome<T>> {
+    fencedWrite<T>(fence: Fence, write: (context: PostgresWriteContext) => T | Promise<T>, writeOptions: StoreFencedWriteOptions = {}): Promise<FencedWriteOutcome<T>> {
       checkFenceInput(fence);
-      // TODO(issue 8): save writeOptions.checkpointJson in the same atomic step (being built on this adapter).
-      if (writeOptions.checkpointJson !== undefined) throw new InvalidArgumentError('fencedWrite with a checkpoint is not supported by this store yet');
-      return session.transaction(async (tx, control): Promise<FencedWriteOutcome<T>> => {
-        let rows: unknown[];
-        try {
-          // NOTE: FOR SHARE holds off every takeover (claim, revoke: FOR NO KEY UPDATE) until this transaction ends,
-          // so the write commits before any newer grant exists; without it a stale write could commit after one.
-          rows = (await session.run(tx, sql.lockShared, [fence.key])).rows;
-        } catch (error) {
-          throw classifyFailure(error, 'before-commit', 'fencedWrite');
-        }
-        const { now, record } = preImageOf(rows, 'fencedWrite');
-        const verdict = checkFence(record, fence, now);
-        if (!verdict.ok) return control.rollbackWith(verdict);
-        const context: PostgresWriteContext = {
-          query: tx.query.bind(tx) as PostgresWriteContext['query'],
-          connection: tx,
-          key: fence.key,
-          token: fence.token,
-          now,
-        };
-        const value = await write(context);
-        return { ok: true, value, token: fence.token, checkpoint: null, now };
-      }, 'fencedWrite');
+      guard(fence.key, 'fencedWrite');
+      return runFencedTransaction({ session, client, exclusive, table: table.quoted, statements: sql, marginMs, fence, write, options: writeOptions });
     },
 
     fencedStatement(lease, text, params = [], statementOptions = {}) {
-      return runFencedStatement({ session, storeId: id, lease, text, params, options: statementOptions, checkFenceInput, wrap });
+      return runFencedStatement({ session, storeId: id, lease, text, params, options: statementOptions, checkFenceInput, wrap, guard: (key) => guard(key, 'fencedStatement') });
     },
   };
 }

@@ -67,7 +67,8 @@ const FUNCTION_TERMS: ClaimTerms = {
  * waits for that transaction, and the next `SELECT ... FOR NO KEY UPDATE` (a fresh snapshot: the function
  * is VOLATILE, at READ COMMITTED) locks the winner's row; `now` is read after the lock, and the grant is
  * applied under the claim rule (claim-rule.ts, the same fragments as the claim statement's). It returns the
- * pre-image (`rows.ts`; all NULL for an insert).
+ * pre-image (`rows.ts`; all NULL for an insert). A row that another transaction holds locked and whose
+ * committed version shows a live grant is answered without waiting: `held` (see the NOTE in the body).
  */
 function claimFunctionDdl(table: TableName): string {
   const t = table.quoted;
@@ -81,6 +82,17 @@ DECLARE
   now_at timestamptz;
   applied boolean := false;
 BEGIN
+  -- NOTE: a row another transaction holds (a fenced write in progress, a renew) whose last committed version
+  -- shows a live grant is answered from that version without waiting for the lock: the claim changes
+  -- nothing and is linearised before that transaction (read after the snapshot, now proves it was live).
+  SELECT * INTO pre FROM ${t} AS l WHERE l.key = p_key FOR NO KEY UPDATE SKIP LOCKED;
+  IF NOT FOUND THEN
+    SELECT * INTO pre FROM ${t} AS l WHERE l.key = p_key;
+    now_at := ${NOW};
+    IF FOUND AND pre.holder IS NOT NULL AND (pre.expires_at IS NULL OR now_at < pre.expires_at) THEN
+      RETURN ${preImageJson(PRE_IMAGE_WIDTH.claim, 'pre.', 'now_at', 'false')};
+    END IF;
+  END IF;
   FOR attempt IN 1..3 LOOP
     SELECT * INTO pre FROM ${t} AS l WHERE l.key = p_key FOR NO KEY UPDATE;
     IF FOUND THEN

@@ -19,7 +19,7 @@
 import type { Fence } from '../../fence/types.js';
 import { claimable, claimFunction, claimSet, type ClaimTerms } from './claim-rule.js';
 import type { TableName } from './identifier.js';
-import { NOW, preImageColumns, preImageJson, type PreImageWidth } from './rows.js';
+import { epochMs, NOW, preImageColumns, preImageJson, type PreImageWidth } from './rows.js';
 
 /**
  * The fence check of `verdict.ts#checkFence`, as SQL over `pre` at `clock.now`: true iff the verdict is ok.
@@ -86,15 +86,17 @@ const STATEMENT_TERMS: ClaimTerms = {
 };
 
 /**
- * The claim: for a row that exists, a locked update under the claim rule, in plain SQL. When the snapshot
- * has no row for the key, the same statement calls the claim function instead (schema.ts), which
- * inserts the row or, when a concurrent first claim won, locks and decides on the winner's row. NOTE: the
+ * The claim: for a row that exists and is not locked, a locked update under the claim rule, in plain SQL.
+ * When the snapshot has no row for the key, or another transaction holds it locked (`SKIP LOCKED`: a
+ * fenced write in progress, or a concurrent claim or renew), the same statement calls the claim function
+ * instead (schema.ts), which answers from the row as committed when it shows a live grant (`held`, with no
+ * lock wait), and otherwise inserts the row or locks and decides on the newest version. NOTE: the
  * function is called in a CASE branch, which Postgres evaluates only when taken, so a claim of an existing
  * row never enters plpgsql; and its UPDATE CTE matches no row then (`pre` is empty).
  */
 function claimStatement(table: TableName): string {
   return `WITH pre AS MATERIALIZED (
-  SELECT ${preImageColumns(PRE_IMAGE_WIDTH.claim)} FROM ${table.quoted} WHERE key = $1::text FOR NO KEY UPDATE
+  SELECT ${preImageColumns(PRE_IMAGE_WIDTH.claim)} FROM ${table.quoted} WHERE key = $1::text FOR NO KEY UPDATE SKIP LOCKED
 ),
 clock AS MATERIALIZED (
   SELECT ${NOW} AS now, count(*) AS locked FROM pre
@@ -128,6 +130,8 @@ export const PRE_IMAGE_WIDTH: Readonly<Record<keyof LeaseStatements, PreImageWid
   recover: 'record',
   inspect: 'record',
   lockShared: 'fence',
+  lockForCheckpoint: 'fence',
+  saveCheckpoint: 'fence',
 };
 
 /** The claim function's arguments, from the claim's bind parameters. */
@@ -151,8 +155,51 @@ export interface LeaseStatements {
   readonly recover: string;
   /** $1 key. */
   readonly inspect: string;
-  /** $1 key: locks the row FOR SHARE (a fenced write's first statement) and returns it with now. */
+  /**
+   * $1 key, $2 margin ms: a fenced write's first statement. Locks the row FOR SHARE, returns it with now,
+   * and bounds the transaction by the grant (`transactionBound`).
+   */
   readonly lockShared: string;
+  /** As `lockShared`, but FOR NO KEY UPDATE: the first statement of a fenced write that saves a checkpoint. */
+  readonly lockForCheckpoint: string;
+  /**
+   * $1 key, $2 token, $3 checkpoint JSON text, $4 written-at (epoch ms): the last statement of a fenced
+   * write with a checkpoint, on the row `lockForCheckpoint` locked; returns one row iff it saved.
+   */
+  readonly saveCheckpoint: string;
+}
+
+/**
+ * Bounds the fenced transaction by the grant, on the server: when the locked row has a live expiry, sets
+ * the transaction's `statement_timeout` and `idle_in_transaction_session_timeout` (`set_config(..., true)`
+ * is SET LOCAL) to the grant's remaining time on the store clock plus $2 ms, or leaves a lower one the
+ * session already has. A holder that freezes (GC, SIGSTOP) mid-transaction then loses its session when the
+ * bound runs out, which ends the transaction and unlocks the row, instead of blocking takeover until the
+ * pool's own timeouts (if any). NOTE: the idle timeout restarts after each statement; a holder that froze
+ * after statements it sent later than the fence check is bounded from its last statement (see
+ * RELIABILITY.md); a live one is stopped by the write context, which refuses statements after the grant's
+ * local deadline.
+ */
+function transactionBound(setting: string): string {
+  const remaining = `(${epochMs('pre.expires_at')} OPERATOR(pg_catalog.-) ${epochMs('clock.now')} OPERATOR(pg_catalog.+) $2::bigint)`;
+  const current = `round(pg_catalog.date_part('epoch', pg_catalog.current_setting('${setting}')::interval) OPERATOR(pg_catalog.*) 1000::float8)::bigint`;
+  return `pg_catalog.set_config('${setting}', (CASE WHEN ${current} OPERATOR(pg_catalog.>) 0::bigint
+      THEN LEAST(${remaining}, ${current}) ELSE ${remaining} END)::text, true)`;
+}
+
+/** A fenced write's first statement: locks the row (`lock`), returns its pre-image, bounds the transaction. */
+function fencedWriteBegin(table: TableName, lock: 'NO KEY UPDATE' | 'SHARE'): string {
+  return `WITH pre AS MATERIALIZED (
+  SELECT ${preImageColumns(PRE_IMAGE_WIDTH.lockShared)} FROM ${table.quoted} WHERE key = $1::text FOR ${lock}
+),
+clock AS MATERIALIZED (
+  SELECT ${NOW} AS now, count(*) AS locked FROM pre
+)
+SELECT ${preImageJson(PRE_IMAGE_WIDTH.lockShared, 'pre.', 'clock.now', 'false')} AS r,
+  CASE WHEN pre.holder IS NOT NULL AND pre.expires_at OPERATOR(pg_catalog.>) clock.now
+    THEN ${transactionBound('statement_timeout')} OPERATOR(pg_catalog.||) ${transactionBound('idle_in_transaction_session_timeout')}
+  END AS bounded
+FROM clock LEFT JOIN pre ON true`;
 }
 
 /** Builds the statements of a (validated, quoted) lease table. */
@@ -173,7 +220,8 @@ export function leaseStatements(table: TableName): LeaseStatements {
     ),
 
     // NOTE: the kept checkpoint is read from `l`, the row being updated (the version `pre` locked), so that
-    // the pre-image need not carry it back to the client.
+    // the pre-image need not carry it back to the client. An explicit checkpoint decision (clear or replace)
+    // resolves a pending recovery, as `transitions.release` does; keep leaves it pending.
     release: lockedUpdate(
       table,
       PRE_IMAGE_WIDTH.release,
@@ -183,7 +231,8 @@ export function leaseStatements(table: TableName): LeaseStatements {
     ending_at = clock.now, ending_reason = NULL, ending_by = NULL,
     checkpoint_json = CASE $7::text WHEN 'keep' THEN l.checkpoint_json WHEN 'clear' THEN NULL ELSE $8::text END,
     checkpoint_token = CASE $7::text WHEN 'keep' THEN l.checkpoint_token WHEN 'clear' THEN NULL ELSE pre.token END,
-    checkpoint_written_at = CASE $7::text WHEN 'keep' THEN l.checkpoint_written_at WHEN 'clear' THEN NULL ELSE clock.now END`,
+    checkpoint_written_at = CASE $7::text WHEN 'keep' THEN l.checkpoint_written_at WHEN 'clear' THEN NULL ELSE clock.now END,
+    recovery_required = CASE $7::text WHEN 'keep' THEN l.recovery_required ELSE false END`,
       FENCE_HOLDS,
     ),
 
@@ -213,6 +262,15 @@ export function leaseStatements(table: TableName): LeaseStatements {
     inspect: `SELECT ${preImageJson(PRE_IMAGE_WIDTH.inspect, 'pre.', 'clock.now', 'false')} AS r
 FROM (SELECT ${NOW} AS now) AS clock LEFT JOIN ${table.quoted} AS pre ON pre.key = $1::text`,
 
-    lockShared: lockedUpdate(table, PRE_IMAGE_WIDTH.lockShared, 'SHARE', null, 'false'),
+    lockShared: fencedWriteBegin(table, 'SHARE'),
+
+    lockForCheckpoint: fencedWriteBegin(table, 'NO KEY UPDATE'),
+
+    // NOTE: the row is locked FOR NO KEY UPDATE by this transaction since the fence check, so it is the
+    // version the check read; the token condition only guards against a misuse of the statement.
+    saveCheckpoint: `UPDATE ${table.quoted} SET checkpoint_json = $3::text, checkpoint_token = token,
+  checkpoint_written_at = pg_catalog.to_timestamp($4::float8 OPERATOR(pg_catalog./) 1000::float8), recovery_required = false
+WHERE key = $1::text AND token = $2::bigint AND holder IS NOT NULL
+RETURNING 1 AS saved`,
   };
 }
