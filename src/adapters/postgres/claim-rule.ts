@@ -28,14 +28,14 @@ export interface ClaimTerms {
 }
 
 /** The expiry of a grant made at `now` with `ttlMs` (NULL: never). */
-const expiresAfter = (terms: ClaimTerms): string => `${terms.now} + ${terms.ttlMs} * interval '1 millisecond'`;
+const expiresAfter = (terms: ClaimTerms): string => `${terms.now} OPERATOR(pg_catalog.+) (${terms.ttlMs}::float8 OPERATOR(pg_catalog.*) '1 millisecond'::interval)`;
 
 /**
  * `pre` may be granted: nothing is held or the grant has expired (strictly: at now = expires_at it has),
  * and no recovery is pending unless the claimer is recovering.
  */
 export function claimable(terms: ClaimTerms): string {
-  return `(pre.holder IS NULL OR (pre.expires_at IS NOT NULL AND ${terms.now} >= pre.expires_at))
+  return `(pre.holder IS NULL OR (pre.expires_at IS NOT NULL AND ${terms.now} OPERATOR(pg_catalog.>=) pre.expires_at))
     AND (NOT pre.recovery_required OR ${terms.recovering})`;
 }
 
@@ -45,7 +45,7 @@ export function claimable(terms: ClaimTerms): string {
  */
 export function claimSet(terms: ClaimTerms): string {
   const kept = (column: string, expired: string) => `${column} = CASE WHEN pre.holder IS NULL THEN pre.${column} ELSE ${expired} END`;
-  return `token = pre.token + 1,
+  return `token = pre.token OPERATOR(pg_catalog.+) 1::bigint,
     holder = ${terms.holder}, run_id = ${terms.runId}, secret = ${terms.secret}, acquired_at = ${terms.now},
     expires_at = ${expiresAfter(terms)}, attributes = ${terms.attributes},
     ${kept('ending_kind', `'expired'`)}, ${kept('ending_token', 'pre.token')}, ${kept('ending_holder', 'pre.holder')},

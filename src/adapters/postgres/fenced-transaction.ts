@@ -16,7 +16,7 @@ import * as transitions from '../../fence/transitions.js';
 import type { Fence, FenceRefusal, LeaseRecord, StoreTime } from '../../fence/types.js';
 import { checkFence } from '../../fence/verdict.js';
 import type { PostgresClient, PostgresQueryable } from './client.js';
-import { classifyFailure } from './failures.js';
+import { classifyFailure, ownStatementFailure } from './failures.js';
 import { decodePreImage } from './rows.js';
 import type { Session } from './session.js';
 import type { LeaseStatements } from './statements.js';
@@ -114,7 +114,7 @@ export function runFencedTransaction<T>(run: FencedTransactionRun<T>): Promise<F
     try {
       rows = (await session.run(tx, lock, [fence.key, run.marginMs.toString()])).rows;
     } catch (error) {
-      throw classifyFailure(error, 'before-commit', 'fencedWrite');
+      throw ownStatementFailure(session.classifyFailure(error, 'before-commit', 'fencedWrite'), 'fencedWrite');
     }
     const { now, record } = recordOf(rows);
     const verdict = checkFence(record, fence, now);
@@ -146,7 +146,7 @@ export function runFencedTransaction<T>(run: FencedTransactionRun<T>): Promise<F
     try {
       saved = (await session.run(tx, statements.saveCheckpoint, [fence.key, fence.token.toString(), checkpointJson, now])).rows;
     } catch (error) {
-      throw classifyFailure(error, 'before-commit', 'fencedWrite');
+      throw ownStatementFailure(session.classifyFailure(error, 'before-commit', 'fencedWrite'), 'fencedWrite');
     }
     if (saved.length !== 1) throw new Error('leasefence/postgres: the fenced write could not save its checkpoint on the row it locked');
     return { ok: true, value, token: fence.token, checkpoint: outcome.checkpoint, now };

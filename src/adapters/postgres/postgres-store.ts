@@ -11,7 +11,7 @@ import type { Lease } from '../../lease.js';
 import type { Store } from '../../store.js';
 import { sharesOneConnection, type PostgresClient } from './client.js';
 import { assertEncodable, assertEncodableAttributes } from './encodable.js';
-import { classifyFailure } from './failures.js';
+import { ownStatementFailure } from './failures.js';
 import { refuseInsideFencedWrite, runFencedTransaction, type PostgresWriteContext } from './fenced-transaction.js';
 import { createStatementCache, runFencedStatement, type FencedStatementOptions, type FencedStatementOutcome } from './fenced-statement.js';
 import { tableName, type TableName } from './identifier.js';
@@ -111,7 +111,8 @@ function preImageOf(rows: unknown[], operation: string): PreImage {
  */
 export function createPostgresStore(options: PostgresStoreOptions): PostgresStore {
   const table: TableName = tableName(options.table ?? DEFAULT_LEASE_TABLE);
-  const session: Session = createSession(options.client, options.prepare === undefined ? {} : { prepare: options.prepare });
+  const schema = { names: [table.bare, `${table.bare}_try_claim`], fix: 'await store.migrate()' };
+  const session: Session = createSession(options.client, options.prepare === undefined ? { schema } : { prepare: options.prepare, schema });
   const sql = leaseStatements(table);
   // NOTE: unprepared, the claim statement would be planned at every call (more than it costs to run); the
   // claim function's plpgsql keeps its plans for the session (schema.ts).
@@ -126,6 +127,15 @@ export function createPostgresStore(options: PostgresStoreOptions): PostgresStor
   }
   const guard = (key: string | null, operation: string): void => refuseInsideFencedWrite(client, table.quoted, key, operation);
 
+  /** Sends one of leasefence's statements; an SQL error it raises never carries the driver's error. */
+  const ownStatement = async (operation: string, text: string, params: unknown[]): Promise<unknown[]> => {
+    try {
+      return await session.statement(text, params, operation);
+    } catch (error) {
+      throw ownStatementFailure(error, operation);
+    }
+  };
+
   /** Sends one statement and decides its outcome with the pure transition on the returned pre-image. */
   const apply = async <O>(
     operation: string,
@@ -133,7 +143,7 @@ export function createPostgresStore(options: PostgresStoreOptions): PostgresStor
     params: unknown[],
     decide: (record: LeaseRecord | null, now: StoreTime) => Transition<O>,
   ): Promise<O> => {
-    const { now, applied, record } = preImageOf(await session.statement(text, params, operation), operation);
+    const { now, applied, record } = preImageOf(await ownStatement(operation, text, params), operation);
     const { changed, outcome } = decide(record, now);
     if (changed !== applied) {
       // NOTE: unreachable while the SQL mirrors the pure transitions; the conformance and model suites check it.
@@ -153,7 +163,7 @@ export function createPostgresStore(options: PostgresStoreOptions): PostgresStor
           await tx.query(MIGRATION_LOCK_SQL, [`leasefence:${table.quoted}`]);
           for (const statement of schemaStatements(table)) await tx.query(statement);
         } catch (error) {
-          throw classifyFailure(error, 'before-commit', 'migrate');
+          throw ownStatementFailure(session.classifyFailure(error, 'before-commit', 'migrate'), 'migrate');
         }
       }, 'migrate');
     },
@@ -209,7 +219,7 @@ export function createPostgresStore(options: PostgresStoreOptions): PostgresStor
     async inspect(key) {
       assertEncodable('key', key);
       guard(null, 'inspect');
-      const { now, record } = preImageOf(await session.statement(sql.inspect, [key], 'inspect'), 'inspect');
+      const { now, record } = preImageOf(await ownStatement('inspect', sql.inspect, [key]), 'inspect');
       return transitions.inspect(record, key, now);
     },
 

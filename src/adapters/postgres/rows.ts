@@ -16,10 +16,10 @@ import type { EndingKind, LeaseAttributes, LeaseRecord, StoreTime } from '../../
  * (numeric) and exact here: stored times are whole milliseconds, so the product is within a rounding error
  * of an integer far below 0.5, and `round` recovers it.
  */
-export const epochMs = (expression: string): string => `round(date_part('epoch', ${expression}) * 1000)::bigint`;
+export const epochMs = (expression: string): string => `pg_catalog.round(pg_catalog.date_part('epoch', ${expression}) OPERATOR(pg_catalog.*) 1000::float8)::bigint`;
 
 /** The store's now, truncated to milliseconds like every stored time. */
-export const NOW = `date_trunc('milliseconds', clock_timestamp())`;
+export const NOW = `pg_catalog.date_trunc('milliseconds', pg_catalog.clock_timestamp())`;
 
 /**
  * What a fence check reads (`verdict.ts#checkFence`: the grant, the token, and the ending its refusals
@@ -76,7 +76,7 @@ export function preImageColumns(width: PreImageWidth): string {
 export function preImageJson(width: PreImageWidth, source: string, now: string, applied: string): string {
   const columns = width === 'fence' ? FENCE_COLUMNS : [...FENCE_COLUMNS, ...RECORD_COLUMNS];
   const values = columns.map(([name, expression]) => (TIME_COLUMNS.has(name) ? epochMs(`${source}${name}`) : `${source}${expression}`));
-  return `json_build_array(${epochMs(now)}, ${applied}, ${values.join(', ')})::text`;
+  return `pg_catalog.json_build_array(${epochMs(now)}, ${applied}, ${values.join(', ')})::text`;
 }
 
 /** A decoded statement result: the store's now, whether SQL applied the change, and the pre-image. */

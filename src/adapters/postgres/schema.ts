@@ -2,7 +2,7 @@
  * The lease table and its claim function, as DDL text you can run in your own migrations, plus the
  * statements `migrate()` runs under an advisory lock (safe when several processes start at once).
  */
-import { claimable, claimFunction, claimSet, firstGrant, type ClaimTerms } from './claim-rule.js';
+import { claimable, claimSet, firstGrant, type ClaimTerms } from './claim-rule.js';
 import { tableName, type TableName } from './identifier.js';
 import { NOW, preImageJson } from './rows.js';
 import { PRE_IMAGE_WIDTH } from './statements.js';
@@ -70,12 +70,13 @@ const FUNCTION_TERMS: ClaimTerms = {
  * pre-image (`rows.ts`; all NULL for an insert). A row that another transaction holds locked and whose
  * committed version shows a live grant is answered without waiting: `held` (see the NOTE in the body).
  */
-function claimFunctionDdl(table: TableName): string {
-  const t = table.quoted;
-  return `CREATE OR REPLACE FUNCTION ${claimFunction(table)}(
+function claimFunctionDdl(table: TableName, schemaPrefix: string): string {
+  const t = `${schemaPrefix}"${table.bare}"`;
+  return `CREATE OR REPLACE FUNCTION ${schemaPrefix}"${table.bare}_try_claim"(
   p_key text, p_holder text, p_run_id text, p_secret text, p_ttl_ms bigint, p_attributes jsonb, p_recovering boolean)
 RETURNS text
 LANGUAGE plpgsql VOLATILE
+SET search_path = pg_catalog, pg_temp
 AS $leasefence$
 DECLARE
   pre ${t};
@@ -117,9 +118,24 @@ END
 $leasefence$`;
 }
 
+/**
+ * The claim function's DDL with its table and its own name schema-qualified, because its `search_path` is
+ * pinned to `pg_catalog, pg_temp` (no object of another schema can stand in for an operator or function
+ * it uses). For a table named without a schema, the schema is the one the table is created in, the
+ * session's `current_schema()`, filled in on the server by a DO block.
+ */
+function qualifiedClaimFunctionDdl(table: TableName): string {
+  if (table.schema !== null) return claimFunctionDdl(table, `"${table.schema}".`);
+  // NOTE: format() reads % as a placeholder: the body's RAISE placeholder is doubled.
+  const template = claimFunctionDdl(table, '%1$I.').replace("row of %'", "row of %%'");
+  return `DO $leasefence_ddl$ BEGIN
+  EXECUTE pg_catalog.format($leasefence_fn$${template}$leasefence_fn$, pg_catalog.current_schema());
+END $leasefence_ddl$`;
+}
+
 /** The DDL statements of a lease table, in order. */
 export function schemaStatements(table: TableName): string[] {
-  return [tableDdl(table), claimFunctionDdl(table)];
+  return [tableDdl(table), qualifiedClaimFunctionDdl(table)];
 }
 
 /**
@@ -139,4 +155,4 @@ export function postgresSchemaSql(table: string = DEFAULT_LEASE_TABLE): string {
  * on the catalog's unique index and concurrent `CREATE OR REPLACE FUNCTION` with "tuple concurrently
  * updated", so each migration takes a transaction-scoped advisory lock first.
  */
-export const MIGRATION_LOCK_SQL = `SELECT pg_advisory_xact_lock(1818588518, hashtext($1::text))`;
+export const MIGRATION_LOCK_SQL = `SELECT pg_catalog.pg_advisory_xact_lock(1818588518, pg_catalog.hashtext($1::text))`;

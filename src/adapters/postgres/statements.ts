@@ -28,12 +28,12 @@ import { epochMs, NOW, preImageColumns, preImageJson, type PreImageWidth } from 
  */
 export function fenceHolds(param: (index: number) => string): string {
   return `pre.holder IS NOT NULL
-    AND pre.token = ${param(2)}::numeric
+    AND pre.token::numeric OPERATOR(pg_catalog.=) ${param(2)}::numeric
     AND pre.secret = ${param(3)}::text
     AND pre.holder = ${param(4)}::text
     AND pre.run_id IS NOT DISTINCT FROM ${param(5)}::text
-    AND pre.attributes @> ${param(6)}::text::jsonb
-    AND (pre.expires_at IS NULL OR clock.now < pre.expires_at)`;
+    AND pre.attributes OPERATOR(pg_catalog.@>) ${param(6)}::text::jsonb
+    AND (pre.expires_at IS NULL OR clock.now OPERATOR(pg_catalog.<) pre.expires_at)`;
 }
 
 const NO_ATTRIBUTES = '{}';
@@ -68,7 +68,7 @@ applied AS (
   SELECT ${preImageColumns(width)} FROM ${table.quoted} WHERE key = $1::text FOR ${lock}
 ),
 clock AS MATERIALIZED (
-  SELECT ${NOW} AS now, count(*) AS locked FROM pre
+  SELECT ${NOW} AS now, pg_catalog.count(*) AS locked FROM pre
 )${applied}
 SELECT ${preImageJson(width, 'pre.', 'clock.now', set === null ? 'false' : 'EXISTS (SELECT 1 FROM applied)')} AS r
 FROM clock LEFT JOIN pre ON true`;
@@ -99,7 +99,7 @@ function claimStatement(table: TableName): string {
   SELECT ${preImageColumns(PRE_IMAGE_WIDTH.claim)} FROM ${table.quoted} WHERE key = $1::text FOR NO KEY UPDATE SKIP LOCKED
 ),
 clock AS MATERIALIZED (
-  SELECT ${NOW} AS now, count(*) AS locked FROM pre
+  SELECT ${NOW} AS now, pg_catalog.count(*) AS locked FROM pre
 ),
 applied AS (
   UPDATE ${table.quoted} AS l SET ${claimSet(STATEMENT_TERMS)}
@@ -107,7 +107,7 @@ applied AS (
   WHERE l.key = pre.key AND ${claimable(STATEMENT_TERMS)}
   RETURNING 1
 )
-SELECT CASE WHEN clock.locked = 0
+SELECT CASE WHEN clock.locked OPERATOR(pg_catalog.=) 0::bigint
   THEN ${claimFunction(table)}(${CLAIM_ARGUMENTS})
   ELSE ${preImageJson(PRE_IMAGE_WIDTH.claim, 'pre.', 'clock.now', 'EXISTS (SELECT 1 FROM applied)')}
 END AS r
@@ -182,7 +182,7 @@ export interface LeaseStatements {
  */
 function transactionBound(setting: string): string {
   const remaining = `(${epochMs('pre.expires_at')} OPERATOR(pg_catalog.-) ${epochMs('clock.now')} OPERATOR(pg_catalog.+) $2::bigint)`;
-  const current = `round(pg_catalog.date_part('epoch', pg_catalog.current_setting('${setting}')::interval) OPERATOR(pg_catalog.*) 1000::float8)::bigint`;
+  const current = `pg_catalog.round(pg_catalog.date_part('epoch', pg_catalog.current_setting('${setting}')::interval) OPERATOR(pg_catalog.*) 1000::float8)::bigint`;
   return `pg_catalog.set_config('${setting}', (CASE WHEN ${current} OPERATOR(pg_catalog.>) 0::bigint
       THEN LEAST(${remaining}, ${current}) ELSE ${remaining} END)::text, true)`;
 }
@@ -193,7 +193,7 @@ function fencedWriteBegin(table: TableName, lock: 'NO KEY UPDATE' | 'SHARE'): st
   SELECT ${preImageColumns(PRE_IMAGE_WIDTH.lockShared)} FROM ${table.quoted} WHERE key = $1::text FOR ${lock}
 ),
 clock AS MATERIALIZED (
-  SELECT ${NOW} AS now, count(*) AS locked FROM pre
+  SELECT ${NOW} AS now, pg_catalog.count(*) AS locked FROM pre
 )
 SELECT ${preImageJson(PRE_IMAGE_WIDTH.lockShared, 'pre.', 'clock.now', 'false')} AS r,
   CASE WHEN pre.holder IS NOT NULL AND pre.expires_at OPERATOR(pg_catalog.>) clock.now
@@ -209,7 +209,7 @@ export function leaseStatements(table: TableName): LeaseStatements {
 
     claimCall: `SELECT ${claimFunction(table)}(${CLAIM_ARGUMENTS}) AS r`,
 
-    renew: lockedUpdate(table, PRE_IMAGE_WIDTH.renew, 'NO KEY UPDATE', `expires_at = clock.now + $7::bigint * interval '1 millisecond'`, FENCE_HOLDS),
+    renew: lockedUpdate(table, PRE_IMAGE_WIDTH.renew, 'NO KEY UPDATE', `expires_at = clock.now OPERATOR(pg_catalog.+) ($7::bigint::float8 OPERATOR(pg_catalog.*) '1 millisecond'::interval)`, FENCE_HOLDS),
 
     checkpoint: lockedUpdate(
       table,
@@ -240,11 +240,11 @@ export function leaseStatements(table: TableName): LeaseStatements {
       table,
       PRE_IMAGE_WIDTH.revoke,
       'NO KEY UPDATE',
-      `token = pre.token + 1, ${CLEAR_GRANT},
+      `token = pre.token OPERATOR(pg_catalog.+) 1::bigint, ${CLEAR_GRANT},
     ending_kind = 'revoked', ending_token = pre.token, ending_holder = pre.holder, ending_run_id = pre.run_id,
     ending_at = clock.now, ending_reason = $2::text, ending_by = $3::text,
     recovery_required = ($4::boolean AND pre.checkpoint_json IS NOT NULL)`,
-      `pre.holder IS NOT NULL AND ($5::numeric IS NULL OR pre.token = $5::numeric)`,
+      `pre.holder IS NOT NULL AND ($5::numeric IS NULL OR pre.token::numeric OPERATOR(pg_catalog.=) $5::numeric)`,
     ),
 
     recover: lockedUpdate(
