@@ -50,7 +50,7 @@ leasefence_written AS (
 ${write}
 )
 SELECT
-  (SELECT ${preImageJson(PRE_IMAGE_WIDTH.lockShared, 'pre.', 'clock.now', 'EXISTS (SELECT 1 FROM fence)')}
+  (SELECT ${preImageJson(PRE_IMAGE_WIDTH.lockShared, 'pre.', 'clock.now', 'EXISTS (SELECT 1 FROM fence)', `${param(3)}::text`)}
     FROM leasefence_clock AS clock LEFT JOIN leasefence_pre AS pre ON true) AS leasefence_lease,
   (SELECT pg_catalog.count(*) FROM leasefence_written)::text AS leasefence_written,
   CASE WHEN NOT EXISTS (SELECT 1 FROM fence) AND EXISTS (SELECT 1 FROM leasefence_written)
@@ -139,7 +139,7 @@ export async function runFencedStatement<Row>(run: FencedStatementRun): Promise<
   }
   const first = rows[0];
   if (first === undefined) throw new Error('leasefence/postgres: fencedStatement returned no rows');
-  const { now, applied, record } = decodePreImage(first['leasefence_lease']);
+  const { now, applied, record } = decodePreImage(first['leasefence_lease'], fence.secret);
   const verdict = checkFence(record, fence, now);
   if (verdict.ok !== applied) {
     throw new Error(`leasefence/postgres: fencedStatement disagrees with the core (core ok=${verdict.ok}, SQL fence=${applied})`);

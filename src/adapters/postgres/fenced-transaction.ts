@@ -18,6 +18,7 @@ import { checkFence } from '../../fence/verdict.js';
 import type { PostgresClient, PostgresQueryable } from './client.js';
 import { classifyFailure, ownStatementFailure } from './failures.js';
 import { decodePreImage } from './rows.js';
+import { secretHash } from './secret-hash.js';
 import type { Session } from './session.js';
 import type { LeaseStatements } from './statements.js';
 
@@ -90,10 +91,10 @@ export interface FencedTransactionRun<T> {
 }
 
 /** The pre-image in the single row a lease statement returns. */
-function recordOf(rows: unknown[]): { now: StoreTime; record: LeaseRecord | null } {
+function recordOf(rows: unknown[], presented: string): { now: StoreTime; record: LeaseRecord | null } {
   const row = rows[0] as { r?: unknown } | undefined;
   if (rows.length !== 1 || typeof row !== 'object' || row === null) throw new Error(`leasefence/postgres: fencedWrite returned ${rows.length} rows, expected exactly 1`);
-  return decodePreImage(row.r);
+  return decodePreImage(row.r, presented);
 }
 
 /** The refusal of a grant that ran out of time during its fenced transaction: `expired` at its expiry. */
@@ -112,11 +113,11 @@ export function runFencedTransaction<T>(run: FencedTransactionRun<T>): Promise<F
     const sentAt = monotonicClock();
     let rows: unknown[];
     try {
-      rows = (await session.run(tx, lock, [fence.key, run.marginMs.toString()])).rows;
+      rows = (await session.run(tx, lock, [fence.key, run.marginMs.toString(), secretHash(fence.secret)])).rows;
     } catch (error) {
       throw ownStatementFailure(session.classifyFailure(error, 'before-commit', 'fencedWrite'), 'fencedWrite');
     }
-    const { now, record } = recordOf(rows);
+    const { now, record } = recordOf(rows, fence.secret);
     const verdict = checkFence(record, fence, now);
     if (!verdict.ok) return control.rollbackWith(verdict);
     const granted = record as LeaseRecord;

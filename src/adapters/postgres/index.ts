@@ -10,8 +10,20 @@
  * lock_timeout: 2000, idle_in_transaction_session_timeout: 10000 })`; with postgres.js:
  * `postgres(url, { connection: { statement_timeout: 5000, lock_timeout: 2000 } })`.
  *
- * Inside a fenced write's callback, do not await another operation on the same lease (a renew waits for
- * the row lock the fenced write holds until it commits); a background renewal simply waits its turn.
+ * Inside a fenced write's callback, an operation on the same lease (checkpoint, renew, release, claim, a
+ * nested fenced write) is refused with INVALID_ARGUMENT before any I/O: it would wait for the row lock the
+ * fenced write holds until it commits. Save progress with the write instead:
+ * `leases.fencedWrite(lease, write, { checkpoint })`. A background renewal simply waits its turn.
+ *
+ * Secrets: the table keeps `secret_hash` (SHA-256), never the secret, and the secret is hashed before it is
+ * sent. Tables created by earlier versions (a `secret` column) are converted by `await store.migrate()`
+ * (hashes held grants in place, drops the column); until then operations fail with STORE_UNAVAILABLE
+ * naming `store.migrate()`.
+ *
+ * Search path: every operator and function leasefence's SQL uses resolves to `pg_catalog`, and the claim
+ * function pins `search_path = pg_catalog, pg_temp`. The table (and the claim function next to it) is found
+ * through your search_path unless you name its schema: when other roles can create objects in a schema on
+ * your search_path, configure `table: 'app.leasefence_leases'`.
  */
 export {
   createPostgresStore,

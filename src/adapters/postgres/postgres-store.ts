@@ -17,6 +17,7 @@ import { createStatementCache, runFencedStatement, type FencedStatementOptions, 
 import { tableName, type TableName } from './identifier.js';
 import { decodePreImage, type PreImage } from './rows.js';
 import { DEFAULT_LEASE_TABLE, MIGRATION_LOCK_SQL, schemaStatements } from './schema.js';
+import { secretHash } from './secret-hash.js';
 import { createSession, type Session } from './session.js';
 import { fenceParams, leaseStatements } from './statements.js';
 
@@ -83,12 +84,12 @@ function checkFenceInput(fence: Fence): void {
 }
 
 /** The pre-image in the single row a lease statement returns. */
-function preImageOf(rows: unknown[], operation: string): PreImage {
+function preImageOf(rows: unknown[], operation: string, presented: string | null): PreImage {
   const row = rows[0] as { r?: unknown } | undefined;
   if (rows.length !== 1 || typeof row !== 'object' || row === null) {
     throw new Error(`leasefence/postgres: ${operation} returned ${rows.length} rows, expected exactly 1`);
   }
-  return decodePreImage(row.r);
+  return decodePreImage(row.r, presented);
 }
 
 /**
@@ -111,7 +112,7 @@ function preImageOf(rows: unknown[], operation: string): PreImage {
  */
 export function createPostgresStore(options: PostgresStoreOptions): PostgresStore {
   const table: TableName = tableName(options.table ?? DEFAULT_LEASE_TABLE);
-  const schema = { names: [table.bare, `${table.bare}_try_claim`], fix: 'await store.migrate()' };
+  const schema = { names: [table.bare, `${table.bare}_try_claim`, 'secret_hash'], fix: 'await store.migrate()' };
   const session: Session = createSession(options.client, options.prepare === undefined ? { schema } : { prepare: options.prepare, schema });
   const sql = leaseStatements(table);
   // NOTE: unprepared, the claim statement would be planned at every call (more than it costs to run); the
@@ -141,9 +142,10 @@ export function createPostgresStore(options: PostgresStoreOptions): PostgresStor
     operation: string,
     text: string,
     params: unknown[],
+    presented: string | null,
     decide: (record: LeaseRecord | null, now: StoreTime) => Transition<O>,
   ): Promise<O> => {
-    const { now, applied, record } = preImageOf(await ownStatement(operation, text, params), operation);
+    const { now, applied, record } = preImageOf(await ownStatement(operation, text, params), operation, presented);
     const { changed, outcome } = decide(record, now);
     if (changed !== applied) {
       // NOTE: unreachable while the SQL mirrors the pure transitions; the conformance and model suites check it.
@@ -173,22 +175,22 @@ export function createPostgresStore(options: PostgresStoreOptions): PostgresStor
       assertEncodable('holder', command.holder);
       assertEncodable('runId', command.runId);
       assertEncodableAttributes(command.attributes);
-      const params = [command.key, command.holder, command.runId, command.secret, command.ttlMs, JSON.stringify(command.attributes), command.recovering];
+      const params = [command.key, command.holder, command.runId, secretHash(command.secret), command.ttlMs, JSON.stringify(command.attributes), command.recovering];
       guard(command.key, 'claim');
-      return apply('claim', claimText, params, (record, now) => transitions.claim(record, command, now));
+      return apply('claim', claimText, params, command.secret, (record, now) => transitions.claim(record, command, now));
     },
 
     renew(command) {
       checkFenceInput(command.fence);
       guard(command.fence.key, 'renew');
-      return apply('renew', sql.renew, [...fenceParams(command.fence), command.ttlMs], (record, now) => transitions.renew(record, command, now));
+      return apply('renew', sql.renew, [...fenceParams(command.fence), command.ttlMs], command.fence.secret, (record, now) => transitions.renew(record, command, now));
     },
 
     checkpoint(command) {
       checkFenceInput(command.fence);
       const params = [...fenceParams(command.fence), command.json];
       guard(command.fence.key, 'checkpoint');
-      return apply('checkpoint', sql.checkpoint, params, (record, now) => transitions.checkpoint(record, command, now));
+      return apply('checkpoint', sql.checkpoint, params, command.fence.secret, (record, now) => transitions.checkpoint(record, command, now));
     },
 
     release(command) {
@@ -197,7 +199,7 @@ export function createPostgresStore(options: PostgresStoreOptions): PostgresStor
       const mode = json === undefined ? 'keep' : json === null ? 'clear' : 'replace';
       const params = [...fenceParams(command.fence), mode, typeof json === 'string' ? json : null];
       guard(command.fence.key, 'release');
-      return apply('release', sql.release, params, (record, now) => transitions.release(record, command, now));
+      return apply('release', sql.release, params, command.fence.secret, (record, now) => transitions.release(record, command, now));
     },
 
     revoke(command) {
@@ -206,20 +208,20 @@ export function createPostgresStore(options: PostgresStoreOptions): PostgresStor
       assertEncodable('revoked by', command.by);
       const params = [command.key, command.reason, command.by, command.requireRecovery, command.expectedToken?.toString() ?? null];
       guard(command.key, 'revoke');
-      return apply('revoke', sql.revoke, params, (record, now) => transitions.revoke(record, command, now));
+      return apply('revoke', sql.revoke, params, null, (record, now) => transitions.revoke(record, command, now));
     },
 
     recover(command) {
       checkFenceInput(command.fence);
       const params = [...fenceParams(command.fence), command.action];
       guard(command.fence.key, 'recover');
-      return apply('recover', sql.recover, params, (record, now) => transitions.recover(record, command, now));
+      return apply('recover', sql.recover, params, command.fence.secret, (record, now) => transitions.recover(record, command, now));
     },
 
     async inspect(key) {
       assertEncodable('key', key);
       guard(null, 'inspect');
-      const { now, record } = preImageOf(await ownStatement('inspect', sql.inspect, [key]), 'inspect');
+      const { now, record } = preImageOf(await ownStatement('inspect', sql.inspect, [key]), 'inspect', null);
       return transitions.inspect(record, key, now);
     },
 

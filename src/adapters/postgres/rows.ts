@@ -30,7 +30,7 @@ const FENCE_COLUMNS = [
   ['token', 'token::text'],
   ['holder', 'holder'],
   ['run_id', 'run_id'],
-  ['secret', 'secret'],
+  ['secret_matches', 'secret_hash'],
   ['expires_at', 'expires_at'],
   ['attributes', 'attributes'],
   ['ending_kind', 'ending_kind'],
@@ -66,16 +66,23 @@ export function preImageColumnNames(width: PreImageWidth): readonly string[] {
 
 /** The table columns a statement of `width` must read (its `pre` CTE selects these). */
 export function preImageColumns(width: PreImageWidth): string {
-  return preImageColumnNames(width).join(', ');
+  return preImageColumnNames(width)
+    .map((name) => (name === 'secret_matches' ? 'secret_hash' : name))
+    .join(', ');
 }
 
 /**
  * The `r` column: `json_build_array(now_ms, applied, ...columns of source)::text`, where `source` is the
  * pre-image's qualifier (`pre.`, or a plpgsql row variable), `now` the store's now and `applied` a boolean.
+ * `presented` is the SQL of the presented secret's hash (`null`: none presented); the row's secret hash is
+ * never returned, only whether it equals the presented one (`secret_matches`).
  */
-export function preImageJson(width: PreImageWidth, source: string, now: string, applied: string): string {
+export function preImageJson(width: PreImageWidth, source: string, now: string, applied: string, presented: string | null): string {
   const columns = width === 'fence' ? FENCE_COLUMNS : [...FENCE_COLUMNS, ...RECORD_COLUMNS];
-  const values = columns.map(([name, expression]) => (TIME_COLUMNS.has(name) ? epochMs(`${source}${name}`) : `${source}${expression}`));
+  const matches = presented === null ? 'false' : `(${source}secret_hash OPERATOR(pg_catalog.=) ${presented})`;
+  const values = columns.map(([name, expression]) =>
+    name === 'secret_matches' ? matches : TIME_COLUMNS.has(name) ? epochMs(`${source}${name}`) : `${source}${expression}`,
+  );
   return `pg_catalog.json_build_array(${epochMs(now)}, ${applied}, ${values.join(', ')})::text`;
 }
 
@@ -100,8 +107,10 @@ const timeOf = (cell: Cell | undefined): StoreTime | null => (typeof cell === 'n
 /**
  * Decodes the `r` column. A `fence`-width pre-image has no acquired-at (0), checkpoint (null) or pending
  * recovery (false): the operations that send one never read them (a property test holds them to it).
+ * The grant's secret is `presented` when the server said the hashes matched, and otherwise a string that
+ * differs from it (so the pure core's `checkFence` decides `wrong-secret` exactly as on the whole row).
  */
-export function decodePreImage(r: unknown): PreImage {
+export function decodePreImage(r: unknown, presented: string | null = null): PreImage {
   if (typeof r !== 'string') throw new Error(`leasefence/postgres: expected the pre-image as JSON text, got ${typeof r}`);
   const cells = JSON.parse(r) as Cell[];
   const [now, applied] = cells;
@@ -110,9 +119,10 @@ export function decodePreImage(r: unknown): PreImage {
   const token = bigintOf(cells[AT.token]);
   if (typeof key !== 'string' || token === null) return { now, applied, record: null };
   const holder = cells[AT.holder];
-  const secret = cells[AT.secret];
+  // NOTE: a NUL never occurs in a stored or presented secret (Postgres text has none), so this never matches.
+  const secret = cells[AT.secret_matches] === true && presented !== null ? presented : `${presented ?? ''}\u0000not-presented`;
   const grant =
-    typeof holder !== 'string' || typeof secret !== 'string'
+    typeof holder !== 'string'
       ? null
       : {
           token,

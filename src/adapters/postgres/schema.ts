@@ -5,6 +5,7 @@
 import { claimable, claimSet, firstGrant, type ClaimTerms } from './claim-rule.js';
 import { tableName, type TableName } from './identifier.js';
 import { NOW, preImageJson } from './rows.js';
+import { SQL_SECRET_HASH } from './secret-hash.js';
 import { PRE_IMAGE_WIDTH } from './statements.js';
 
 /** The default lease table. */
@@ -16,7 +17,7 @@ export const DEFAULT_LEASE_TABLE = 'leasefence_leases';
  *
  * NOTE: no CHECK constraints. Postgres deserialises and compiles a table's CHECK expressions on every
  * statement that writes it, which cost a lease operation about a fifth of its server time; the only writers
- * are leasefence's statements, which keep `holder` and `secret` NULL together, tokens positive and endings
+ * are leasefence's statements, which keep `holder` and `secret_hash` NULL together, tokens positive and endings
  * one of three kinds, and the conformance and model suites check what they write. Updates are HOT (no
  * index entry written): the only indexed column, `key`, never changes, and page pruning makes room (a
  * lower fillfactor was measured and did not pay: only the first update of rows on freshly filled pages
@@ -28,7 +29,7 @@ function tableDdl(table: TableName): string {
   token bigint NOT NULL,
   holder text,
   run_id text,
-  secret text,
+  secret_hash text,
   acquired_at timestamptz(3),
   expires_at timestamptz(3),
   attributes jsonb,
@@ -91,7 +92,7 @@ BEGIN
     SELECT * INTO pre FROM ${t} AS l WHERE l.key = p_key;
     now_at := ${NOW};
     IF FOUND AND pre.holder IS NOT NULL AND (pre.expires_at IS NULL OR now_at < pre.expires_at) THEN
-      RETURN ${preImageJson(PRE_IMAGE_WIDTH.claim, 'pre.', 'now_at', 'false')};
+      RETURN ${preImageJson(PRE_IMAGE_WIDTH.claim, 'pre.', 'now_at', 'false', 'p_secret')};
     END IF;
   END IF;
   FOR attempt IN 1..3 LOOP
@@ -103,7 +104,7 @@ BEGIN
     ${firstGrant(t, 'p_key', FUNCTION_TERMS)}
     ON CONFLICT (key) DO NOTHING;
     IF FOUND THEN
-      RETURN ${preImageJson(PRE_IMAGE_WIDTH.claim, 'pre.', 'now_at', 'true')};
+      RETURN ${preImageJson(PRE_IMAGE_WIDTH.claim, 'pre.', 'now_at', 'true', 'p_secret')};
     END IF;
   END LOOP;
   IF pre.key IS NULL THEN
@@ -113,7 +114,7 @@ BEGIN
   UPDATE ${t} AS l SET ${claimSet(FUNCTION_TERMS)}
   WHERE l.key = p_key AND ${claimable(FUNCTION_TERMS)};
   applied := FOUND;
-  RETURN ${preImageJson(PRE_IMAGE_WIDTH.claim, 'pre.', 'now_at', 'applied')};
+  RETURN ${preImageJson(PRE_IMAGE_WIDTH.claim, 'pre.', 'now_at', 'applied', 'p_secret')};
 END
 $leasefence$`;
 }
@@ -133,9 +134,26 @@ function qualifiedClaimFunctionDdl(table: TableName): string {
 END $leasefence_ddl$`;
 }
 
+/**
+ * Upgrades a table created before leasefence kept secret hashes: hashes every held grant's secret into
+ * `secret_hash` and drops the `secret` column, in the migration's transaction (a held grant stays valid:
+ * its holder presents the same secret, which the adapter hashes). Does nothing on a current table.
+ */
+function secretHashMigration(table: TableName): string {
+  const t = table.quoted;
+  return `DO $leasefence_migrate$ BEGIN
+  ALTER TABLE ${t} ADD COLUMN IF NOT EXISTS secret_hash text;
+  IF EXISTS (SELECT 1 FROM pg_catalog.pg_attribute
+      WHERE attrelid OPERATOR(pg_catalog.=) pg_catalog.to_regclass('${t}')::oid AND attname OPERATOR(pg_catalog.=) 'secret'::name AND NOT attisdropped) THEN
+    UPDATE ${t} SET secret_hash = ${SQL_SECRET_HASH('secret')} WHERE secret IS NOT NULL;
+    ALTER TABLE ${t} DROP COLUMN secret;
+  END IF;
+END $leasefence_migrate$`;
+}
+
 /** The DDL statements of a lease table, in order. */
 export function schemaStatements(table: TableName): string[] {
-  return [tableDdl(table), qualifiedClaimFunctionDdl(table)];
+  return [tableDdl(table), secretHashMigration(table), qualifiedClaimFunctionDdl(table)];
 }
 
 /**

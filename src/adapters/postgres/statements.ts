@@ -14,10 +14,12 @@
  * ctid: a version newer than the snapshot is invisible to a TID scan, and would not be updated.
  *
  * Bind parameters of fence-checking statements: $1 key, $2 token, $3 secret, $4 holder, $5 run id,
- * $6 required attributes (JSON text); operation parameters follow from $7.
+ * $6 required attributes (JSON text); operation parameters follow from $7. The secret travels as its hash
+ * (secret-hash.ts); the pre-image says only whether it matched.
  */
 import type { Fence } from '../../fence/types.js';
 import { claimable, claimFunction, claimSet, type ClaimTerms } from './claim-rule.js';
+import { secretHash } from './secret-hash.js';
 import type { TableName } from './identifier.js';
 import { epochMs, NOW, preImageColumns, preImageJson, type PreImageWidth } from './rows.js';
 
@@ -29,7 +31,7 @@ import { epochMs, NOW, preImageColumns, preImageJson, type PreImageWidth } from 
 export function fenceHolds(param: (index: number) => string): string {
   return `pre.holder IS NOT NULL
     AND pre.token::numeric OPERATOR(pg_catalog.=) ${param(2)}::numeric
-    AND pre.secret = ${param(3)}::text
+    AND pre.secret_hash OPERATOR(pg_catalog.=) ${param(3)}::text
     AND pre.holder = ${param(4)}::text
     AND pre.run_id IS NOT DISTINCT FROM ${param(5)}::text
     AND pre.attributes OPERATOR(pg_catalog.@>) ${param(6)}::text::jsonb
@@ -38,22 +40,25 @@ export function fenceHolds(param: (index: number) => string): string {
 
 const NO_ATTRIBUTES = '{}';
 
-/** The bind parameters of a fence, in the order `fenceHolds` numbers them. */
+/** The bind parameters of a fence, in the order `fenceHolds` numbers them (the secret as its hash). */
 export function fenceParams(fence: Fence): unknown[] {
   const { attributes } = fence;
   // NOTE: most fences require no attributes; skip JSON.stringify for them (this runs on every operation).
   const required = attributes === undefined ? NO_ATTRIBUTES : JSON.stringify(attributes);
-  return [fence.key, fence.token.toString(), fence.secret, fence.holder, fence.runId, required];
+  return [fence.key, fence.token.toString(), secretHash(fence.secret), fence.holder, fence.runId, required];
 }
 
 /** `fenceHolds` with the fence parameters at $1..$6. */
 const FENCE_HOLDS: string = fenceHolds((index) => `$${index}`);
 
 /** The columns an ending grant clears. */
-const CLEAR_GRANT = `holder = NULL, run_id = NULL, secret = NULL, acquired_at = NULL, expires_at = NULL, attributes = NULL`;
+const CLEAR_GRANT = `holder = NULL, run_id = NULL, secret_hash = NULL, acquired_at = NULL, expires_at = NULL, attributes = NULL`;
 
-/** Locks the row (`lock`), reads now after the lock, applies `set` where `condition`, returns the pre-image. */
-function lockedUpdate(table: TableName, width: PreImageWidth, lock: 'NO KEY UPDATE' | 'SHARE', set: string | null, condition: string): string {
+/**
+ * Locks the row (`lock`), reads now after the lock, applies `set` where `condition`, returns the pre-image
+ * (`presented`: the SQL of the presented secret's hash, `null` when the operation presents none).
+ */
+function lockedUpdate(table: TableName, width: PreImageWidth, lock: 'NO KEY UPDATE' | 'SHARE', set: string | null, condition: string, presented: string | null = '$3::text'): string {
   const applied =
     set === null
       ? ''
@@ -70,7 +75,7 @@ applied AS (
 clock AS MATERIALIZED (
   SELECT ${NOW} AS now, pg_catalog.count(*) AS locked FROM pre
 )${applied}
-SELECT ${preImageJson(width, 'pre.', 'clock.now', set === null ? 'false' : 'EXISTS (SELECT 1 FROM applied)')} AS r
+SELECT ${preImageJson(width, 'pre.', 'clock.now', set === null ? 'false' : 'EXISTS (SELECT 1 FROM applied)', presented)} AS r
 FROM clock LEFT JOIN pre ON true`;
 }
 
@@ -109,7 +114,7 @@ applied AS (
 )
 SELECT CASE WHEN clock.locked OPERATOR(pg_catalog.=) 0::bigint
   THEN ${claimFunction(table)}(${CLAIM_ARGUMENTS})
-  ELSE ${preImageJson(PRE_IMAGE_WIDTH.claim, 'pre.', 'clock.now', 'EXISTS (SELECT 1 FROM applied)')}
+  ELSE ${preImageJson(PRE_IMAGE_WIDTH.claim, 'pre.', 'clock.now', 'EXISTS (SELECT 1 FROM applied)', '$4::text')}
 END AS r
 FROM clock LEFT JOIN pre ON true`;
 }
@@ -139,7 +144,7 @@ const CLAIM_ARGUMENTS = '$1::text, $2::text, $3::text, $4::text, $5::bigint, $6:
 
 /** The statements of one lease table. */
 export interface LeaseStatements {
-  /** $1 key, $2 holder, $3 run id, $4 secret, $5 ttl ms (NULL: no expiry), $6 attributes JSON, $7 recovering. */
+  /** $1 key, $2 holder, $3 run id, $4 secret hash, $5 ttl ms (NULL: no expiry), $6 attributes JSON, $7 recovering. */
   readonly claim: string;
   /** The claim as a call of the claim function (same parameters), for stores whose statements are not prepared. */
   readonly claimCall: string;
@@ -156,7 +161,7 @@ export interface LeaseStatements {
   /** $1 key. */
   readonly inspect: string;
   /**
-   * $1 key, $2 margin ms: a fenced write's first statement. Locks the row FOR SHARE, returns it with now,
+   * $1 key, $2 margin ms, $3 the presented secret's hash: a fenced write's first statement. Locks the row FOR SHARE, returns it with now,
    * and bounds the transaction by the grant (`transactionBound`).
    */
   readonly lockShared: string;
@@ -195,7 +200,7 @@ function fencedWriteBegin(table: TableName, lock: 'NO KEY UPDATE' | 'SHARE'): st
 clock AS MATERIALIZED (
   SELECT ${NOW} AS now, pg_catalog.count(*) AS locked FROM pre
 )
-SELECT ${preImageJson(PRE_IMAGE_WIDTH.lockShared, 'pre.', 'clock.now', 'false')} AS r,
+SELECT ${preImageJson(PRE_IMAGE_WIDTH.lockShared, 'pre.', 'clock.now', 'false', '$3::text')} AS r,
   CASE WHEN pre.holder IS NOT NULL AND pre.expires_at OPERATOR(pg_catalog.>) clock.now
     THEN ${transactionBound('statement_timeout')} OPERATOR(pg_catalog.||) ${transactionBound('idle_in_transaction_session_timeout')}
   END AS bounded
@@ -245,6 +250,7 @@ export function leaseStatements(table: TableName): LeaseStatements {
     ending_at = clock.now, ending_reason = $2::text, ending_by = $3::text,
     recovery_required = ($4::boolean AND pre.checkpoint_json IS NOT NULL)`,
       `pre.holder IS NOT NULL AND ($5::numeric IS NULL OR pre.token::numeric OPERATOR(pg_catalog.=) $5::numeric)`,
+      null,
     ),
 
     recover: lockedUpdate(
@@ -259,7 +265,7 @@ export function leaseStatements(table: TableName): LeaseStatements {
     ),
 
     // NOTE: a plain read (no lock): an inspection is linearised at its snapshot and judges liveness at its now.
-    inspect: `SELECT ${preImageJson(PRE_IMAGE_WIDTH.inspect, 'pre.', 'clock.now', 'false')} AS r
+    inspect: `SELECT ${preImageJson(PRE_IMAGE_WIDTH.inspect, 'pre.', 'clock.now', 'false', null)} AS r
 FROM (SELECT ${NOW} AS now) AS clock LEFT JOIN ${table.quoted} AS pre ON pre.key = $1::text`,
 
     lockShared: fencedWriteBegin(table, 'SHARE'),
