@@ -86,10 +86,10 @@ describe('postgres: a hostile schema first on the search_path', () => {
     await b.recover(recovering, 'resume');
     expect((await b.release(recovering)).ok).toBe(true);
     expect((await a.claim('k2')).ok).toBe(true);
-    const gate = createPostgresTokenGate({ client: hostile, table: `public.${freshTable('lf_hijack_gate')}` });
+    const gate = createPostgresTokenGate({ client: hostile, table: `public.${freshTable('lf_hijack_gate')}`, leaseTable: table });
     await gate.migrate();
     const fresh = await a.claimOrThrow('k3');
-    expect((await a.gateWrite(gate, 'report', fresh, () => 1)).ok).toBe(true);
+    expect((await gate.write('report', fresh.fence(), () => 1)).ok).toBe(true);
     expect((await admin.query(`SELECT what FROM ${HOSTILE}.calls`)).rows).toEqual([]);
   });
 });

@@ -47,6 +47,8 @@ export {
   DEFAULT_GATE_TABLE,
   gateTableSql,
   type PostgresGateContext,
+  type PostgresGateRecord,
   type PostgresTokenGate,
+  type PostgresTokenGateOptions,
 } from './token-gate.js';
 export { gatedUpsert, type GatedUpsert, type GatedUpsertOutcome } from './gated-upsert.js';

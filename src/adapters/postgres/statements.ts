@@ -185,8 +185,8 @@ export interface LeaseStatements {
  * RELIABILITY.md); a live one is stopped by the write context, which refuses statements after the grant's
  * local deadline.
  */
-function transactionBound(setting: string): string {
-  const remaining = `(${epochMs('pre.expires_at')} OPERATOR(pg_catalog.-) ${epochMs('clock.now')} OPERATOR(pg_catalog.+) $2::bigint)`;
+export function transactionBound(setting: string, margin = '$2::bigint'): string {
+  const remaining = `(${epochMs('pre.expires_at')} OPERATOR(pg_catalog.-) ${epochMs('clock.now')} OPERATOR(pg_catalog.+) ${margin})`;
   const current = `pg_catalog.round(pg_catalog.date_part('epoch', pg_catalog.current_setting('${setting}')::interval) OPERATOR(pg_catalog.*) 1000::float8)::bigint`;
   return `pg_catalog.set_config('${setting}', (CASE WHEN ${current} OPERATOR(pg_catalog.>) 0::bigint
       THEN LEAST(${remaining}, ${current}) ELSE ${remaining} END)::text, true)`;
