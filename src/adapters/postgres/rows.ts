@@ -86,6 +86,24 @@ export function preImageJson(width: PreImageWidth, source: string, now: string, 
   return `pg_catalog.json_build_array(${epochMs(now)}, ${applied}, ${values.join(', ')})::text`;
 }
 
+/**
+ * The claim's pre-image: as `preImageJson` (record width), except that the checkpoint is left out (NULL)
+ * while a live grant of another secret holds the row. NOTE: such a claim is refused `held`, whose outcome
+ * carries no checkpoint; without this every poller of a held key would fetch the whole checkpoint (up to
+ * its size limit) at every attempt. A re-delivered claim (same secret) and every other outcome get it.
+ */
+export function claimPreImageJson(source: string, now: string, applied: string, presented: string): string {
+  const live = `${source}holder IS NOT NULL AND (${source}expires_at IS NULL OR ${now} OPERATOR(pg_catalog.<) ${source}expires_at)`;
+  const needed = `(NOT (${live}) OR ${source}secret_hash OPERATOR(pg_catalog.=) ${presented})`;
+  const columns = [...FENCE_COLUMNS, ...RECORD_COLUMNS];
+  const values = columns.map(([name, expression]) => {
+    if (name === 'secret_matches') return `(${source}secret_hash OPERATOR(pg_catalog.=) ${presented})`;
+    const value = TIME_COLUMNS.has(name) ? epochMs(`${source}${name}`) : `${source}${expression}`;
+    return name.startsWith('checkpoint_') ? `CASE WHEN ${needed} THEN ${value} END` : value;
+  });
+  return `pg_catalog.json_build_array(${epochMs(now)}, ${applied}, ${values.join(', ')})::text`;
+}
+
 /** A decoded statement result: the store's now, whether SQL applied the change, and the pre-image. */
 export interface PreImage {
   readonly now: StoreTime;
@@ -103,6 +121,24 @@ const AT = Object.fromEntries([...FENCE_COLUMNS, ...RECORD_COLUMNS].map(([name],
 const bigintOf = (cell: Cell | undefined): bigint | null => (typeof cell === 'string' ? BigInt(cell) : null);
 const textOf = (cell: Cell | undefined): string | null => (typeof cell === 'string' ? cell : null);
 const timeOf = (cell: Cell | undefined): StoreTime | null => (typeof cell === 'number' ? cell : null);
+
+/**
+ * What a stored checkpoint that is not valid JSON (written around leasefence, or damaged) reads as: a JSON
+ * object that says so, instead of an error at every claim and inspect of the key. The key stays usable;
+ * an operator sees it in `inspect` and clears it (`recover(lease, 'discard')` by a recovering holder, or a
+ * release or fenced write that sets a new checkpoint).
+ */
+export const UNREADABLE_CHECKPOINT = 'leasefence:unreadable-checkpoint';
+
+/** `json` if it parses, otherwise a description of the unreadable checkpoint (valid JSON). */
+function readableCheckpoint(json: string): string {
+  try {
+    JSON.parse(json);
+    return json;
+  } catch {
+    return JSON.stringify({ [UNREADABLE_CHECKPOINT]: true, reason: 'the stored checkpoint is not valid JSON', length: json.length });
+  }
+}
 
 /**
  * Decodes the `r` column. A `fence`-width pre-image has no acquired-at (0), checkpoint (null) or pending
@@ -153,6 +189,6 @@ export function decodePreImage(r: unknown, presented: string | null = null): Pre
   const checkpoint =
     typeof checkpointJson !== 'string' || checkpointToken === null
       ? null
-      : { json: checkpointJson, token: checkpointToken, writtenAt: timeOf(cells[AT.checkpoint_written_at]) ?? 0 };
+      : { json: readableCheckpoint(checkpointJson), token: checkpointToken, writtenAt: timeOf(cells[AT.checkpoint_written_at]) ?? 0 };
   return { now, applied, record: { key, token, grant, ending, checkpoint, recoveryRequired: cells[AT.recovery_required] === true } };
 }

@@ -4,9 +4,8 @@
  */
 import { claimable, claimSet, firstGrant, type ClaimTerms } from './claim-rule.js';
 import { tableName, type TableName } from './identifier.js';
-import { NOW, preImageJson } from './rows.js';
+import { claimPreImageJson, NOW } from './rows.js';
 import { SQL_SECRET_HASH } from './secret-hash.js';
-import { PRE_IMAGE_WIDTH } from './statements.js';
 
 /** The default lease table. */
 export const DEFAULT_LEASE_TABLE = 'leasefence_leases';
@@ -92,7 +91,7 @@ BEGIN
     SELECT * INTO pre FROM ${t} AS l WHERE l.key = p_key;
     now_at := ${NOW};
     IF FOUND AND pre.holder IS NOT NULL AND (pre.expires_at IS NULL OR now_at < pre.expires_at) THEN
-      RETURN ${preImageJson(PRE_IMAGE_WIDTH.claim, 'pre.', 'now_at', 'false', 'p_secret')};
+      RETURN ${claimPreImageJson('pre.', 'now_at', 'false', 'p_secret')};
     END IF;
   END IF;
   FOR attempt IN 1..3 LOOP
@@ -104,7 +103,7 @@ BEGIN
     ${firstGrant(t, 'p_key', FUNCTION_TERMS)}
     ON CONFLICT (key) DO NOTHING;
     IF FOUND THEN
-      RETURN ${preImageJson(PRE_IMAGE_WIDTH.claim, 'pre.', 'now_at', 'true', 'p_secret')};
+      RETURN ${claimPreImageJson('pre.', 'now_at', 'true', 'p_secret')};
     END IF;
   END LOOP;
   IF pre.key IS NULL THEN
@@ -114,7 +113,7 @@ BEGIN
   UPDATE ${t} AS l SET ${claimSet(FUNCTION_TERMS)}
   WHERE l.key = p_key AND ${claimable(FUNCTION_TERMS)};
   applied := FOUND;
-  RETURN ${preImageJson(PRE_IMAGE_WIDTH.claim, 'pre.', 'now_at', 'applied', 'p_secret')};
+  RETURN ${claimPreImageJson('pre.', 'now_at', 'applied', 'p_secret')};
 END
 $leasefence$`;
 }

@@ -21,7 +21,7 @@ import type { Fence } from '../../fence/types.js';
 import { claimable, claimFunction, claimSet, type ClaimTerms } from './claim-rule.js';
 import { secretHash } from './secret-hash.js';
 import type { TableName } from './identifier.js';
-import { epochMs, NOW, preImageColumns, preImageJson, type PreImageWidth } from './rows.js';
+import { claimPreImageJson, epochMs, NOW, preImageColumns, preImageJson, type PreImageWidth } from './rows.js';
 
 /**
  * The fence check of `verdict.ts#checkFence`, as SQL over `pre` at `clock.now`: true iff the verdict is ok.
@@ -114,7 +114,7 @@ applied AS (
 )
 SELECT CASE WHEN clock.locked OPERATOR(pg_catalog.=) 0::bigint
   THEN ${claimFunction(table)}(${CLAIM_ARGUMENTS})
-  ELSE ${preImageJson(PRE_IMAGE_WIDTH.claim, 'pre.', 'clock.now', 'EXISTS (SELECT 1 FROM applied)', '$4::text')}
+  ELSE ${claimPreImageJson('pre.', 'clock.now', 'EXISTS (SELECT 1 FROM applied)', '$4::text')}
 END AS r
 FROM clock LEFT JOIN pre ON true`;
 }
