@@ -78,7 +78,7 @@ export function describePostgresGateSpecs(ctx: () => PostgresSpecContext): void 
       const table = freshTable('lf_reports');
       await opened.client.query(`CREATE TABLE "${table}" (id int, part text, body text, fence_key text, fence_token bigint, PRIMARY KEY (id, part))`);
       const upsert = (token: bigint, body: string, key = 'report:1') =>
-        gatedUpsert(opened.client, { table, identity: { id: 1, part: 'a' }, values: { body }, lease: { key, token } });
+        gatedUpsert(opened.client, { table, identity: { id: 1, part: 'a' }, values: { body }, lease: { key, token }, leaseTable: null });
       expect(await upsert(3n, 'three')).toEqual({ ok: true, value: { inserted: true }, token: 3n });
       expect(await upsert(3n, 'three again')).toEqual({ ok: true, value: { inserted: false }, token: 3n });
       expect(await upsert(2n, 'two')).toEqual({
@@ -96,6 +96,24 @@ export function describePostgresGateSpecs(ctx: () => PostgresSpecContext): void 
       await upsert(1n, 'stale');
       const after = await opened.client.query(`SELECT xmin::text AS version FROM "${table}"`);
       expect((after.rows[0] as { version: string }).version).toBe(version);
+    });
+
+    it('gatedUpsert with the lease table (the default) checks the full fence in the same statement: a forged or released handle writes nothing', async () => {
+      const { opened, table: leaseTable } = ctx();
+      const table = freshTable('lf_freports');
+      await opened.client.query(`CREATE TABLE "${table}" (id int PRIMARY KEY, body text, fence_key text, fence_token bigint)`);
+      const a = ctx().leasesFor('a');
+      const lease = await a.claimOrThrow(ctx().fresh('upsert'));
+      const upsert = (body: string, handle: Parameters<typeof gatedUpsert>[1]['lease']) => gatedUpsert(opened.client, { table, identity: { id: 1 }, values: { body }, lease: handle, leaseTable });
+      expect(await upsert('real', lease)).toEqual({ ok: true, value: { inserted: true }, token: lease.token });
+      const forged = { ...lease.fence(), token: 2n ** 62n, secret: 'f'.repeat(32) };
+      expect((await upsert('forged', forged)).ok).toBe(false);
+      expect(await upsert('wrong secret', { ...lease.fence(), secret: 'f'.repeat(32) })).toMatchObject({ ok: false, reason: 'wrong-secret' });
+      await expect(upsert('token only', { key: lease.key, token: lease.token })).rejects.toThrow(InvalidArgumentError);
+      await a.release(lease);
+      expect(await upsert('released', lease)).toMatchObject({ ok: false, reason: 'released' });
+      const { rows } = await opened.client.query(`SELECT body, fence_token::text AS token FROM "${table}"`);
+      expect(rows).toEqual([{ body: 'real', token: String(lease.token) }]);
     });
 
     it('gatedUpsert refuses names that are not identifiers before any I/O', async () => {
