@@ -92,9 +92,12 @@ export function describePostgresConcurrencySpecs(kind: Exclude<PostgresClientKin
       const a = leasesOn(3, 'a');
       const lease = await a.claimOrThrow(key);
       const slow = `INSERT INTO ${out} (key, token) SELECT fence.key, fence.token FROM fence, pg_sleep(0.4) RETURNING floor(extract(epoch FROM clock_timestamp()) * 1000)::bigint::text AS at`;
+      // NOTE: the writer's connection is found by its pid: pg_stat_activity truncates the long wrapped statement.
+      const { rows: pids } = await clients[3]!.client.query('SELECT pg_backend_pid() AS pid');
+      const pid = (pids[0] as { pid: number }).pid;
       const write = stores[3]!.fencedStatement<{ at: string }>(lease, slow);
       for (let sleeping = false; !sleeping; await sleep(10)) {
-        const { rows } = await admin().query(`SELECT count(*)::int AS n FROM pg_stat_activity WHERE wait_event = 'PgSleep' AND query LIKE $1`, [`%${out}%`]);
+        const { rows } = await admin().query(`SELECT count(*)::int AS n FROM pg_stat_activity WHERE wait_event = 'PgSleep' AND pid = $1`, [pid]);
         sleeping = (rows[0] as { n: number }).n > 0;
       }
       const revoked = await leasesOn(4, 'ops').revoke(key, { reason: 'maintenance' });
