@@ -13,7 +13,7 @@ export function describePostgresGateSpecs(ctx: () => PostgresSpecContext): void 
     it('the gate table refuses an older token and another key atomically, and runs the callback only when it passes', async () => {
       const { opened } = ctx();
       const gateTable = freshTable('lf_gate');
-      const gate = createPostgresTokenGate({ client: opened.client, table: gateTable });
+      const gate = createPostgresTokenGate({ client: opened.client, table: gateTable, leaseTable: null });
       await gate.migrate();
       await gate.migrate();
       const notes = `"${gateTable}_notes"`;
@@ -41,12 +41,44 @@ export function describePostgresGateSpecs(ctx: () => PostgresSpecContext): void 
       expect((rows as Array<{ note: string }>).map((row) => row.note)).toEqual(['five', 'five again', 'seven', 'eight again', 'xxxxxxxxxx']);
     });
 
+    it('with the lease table (the default), a forged handle (huge token, wrong secret) is refused by the fence and leaves the gate as it was; inspect and reset re-key a resource', async () => {
+      const { opened, table } = ctx();
+      const gate = createPostgresTokenGate({ client: opened.client, table: freshTable('lf_fgate'), leaseTable: table });
+      await gate.migrate();
+      const key = ctx().fresh('gated');
+      const a = ctx().leasesFor('a');
+      const lease = await a.claimOrThrow(key);
+      const real = lease.fence();
+      expect(await gate.write('report', real, (tx) => tx.token)).toEqual({ ok: true, value: lease.token, token: lease.token });
+      let ran = false;
+      const forged = { ...real, token: 2n ** 62n, secret: 'f'.repeat(32) };
+      const refused = await gate.write('report', forged, () => (ran = true));
+      // NOTE: the core's verdict on a token the store never issued; what matters is the fence refused it.
+      expect(refused.ok).toBe(false);
+      expect('resource' in refused).toBe(false);
+      const wrongSecret = await gate.write('report', { ...real, secret: 'f'.repeat(32) }, () => (ran = true));
+      expect(wrongSecret).toMatchObject({ ok: false, reason: 'wrong-secret' });
+      expect(ran).toBe(false);
+      expect(await gate.inspect('report')).toEqual({ resource: 'report', found: { key, token: lease.token } });
+      expect(await gate.write('report', real, () => 'still')).toMatchObject({ ok: true, value: 'still' });
+      await expect(gate.write('report', { key, token: lease.token }, () => 1)).rejects.toThrow(InvalidArgumentError);
+      await a.release(lease);
+      expect(await gate.write('report', real, () => 'released')).toMatchObject({ ok: false, reason: 'released' });
+      const other = ctx().fresh('gated-other');
+      const otherLease = await a.claimOrThrow(other);
+      expect(await gate.write('report', otherLease.fence(), () => 1)).toMatchObject({ ok: false, reason: 'key-mismatch' });
+      expect(await gate.reset('report')).toEqual({ resource: 'report', found: { key, token: lease.token } });
+      expect(await gate.inspect('report')).toEqual({ resource: 'report', found: null });
+      expect(await gate.write('report', otherLease.fence(), () => 'rekeyed')).toMatchObject({ ok: true, value: 'rekeyed' });
+      expect(await gate.inspect('report')).toEqual({ resource: 'report', found: { key: other, token: otherLease.token } });
+    });
+
     it('gatedUpsert records the lease key and token on the row and refuses an older token without touching the row', async () => {
       const { opened } = ctx();
       const table = freshTable('lf_reports');
       await opened.client.query(`CREATE TABLE "${table}" (id int, part text, body text, fence_key text, fence_token bigint, PRIMARY KEY (id, part))`);
       const upsert = (token: bigint, body: string, key = 'report:1') =>
-        gatedUpsert(opened.client, { table, identity: { id: 1, part: 'a' }, values: { body }, lease: { key, token } });
+        gatedUpsert(opened.client, { table, identity: { id: 1, part: 'a' }, values: { body }, lease: { key, token }, leaseTable: null });
       expect(await upsert(3n, 'three')).toEqual({ ok: true, value: { inserted: true }, token: 3n });
       expect(await upsert(3n, 'three again')).toEqual({ ok: true, value: { inserted: false }, token: 3n });
       expect(await upsert(2n, 'two')).toEqual({
@@ -64,6 +96,24 @@ export function describePostgresGateSpecs(ctx: () => PostgresSpecContext): void 
       await upsert(1n, 'stale');
       const after = await opened.client.query(`SELECT xmin::text AS version FROM "${table}"`);
       expect((after.rows[0] as { version: string }).version).toBe(version);
+    });
+
+    it('gatedUpsert with the lease table (the default) checks the full fence in the same statement: a forged or released handle writes nothing', async () => {
+      const { opened, table: leaseTable } = ctx();
+      const table = freshTable('lf_freports');
+      await opened.client.query(`CREATE TABLE "${table}" (id int PRIMARY KEY, body text, fence_key text, fence_token bigint)`);
+      const a = ctx().leasesFor('a');
+      const lease = await a.claimOrThrow(ctx().fresh('upsert'));
+      const upsert = (body: string, handle: Parameters<typeof gatedUpsert>[1]['lease']) => gatedUpsert(opened.client, { table, identity: { id: 1 }, values: { body }, lease: handle, leaseTable });
+      expect(await upsert('real', lease)).toEqual({ ok: true, value: { inserted: true }, token: lease.token });
+      const forged = { ...lease.fence(), token: 2n ** 62n, secret: 'f'.repeat(32) };
+      expect((await upsert('forged', forged)).ok).toBe(false);
+      expect(await upsert('wrong secret', { ...lease.fence(), secret: 'f'.repeat(32) })).toMatchObject({ ok: false, reason: 'wrong-secret' });
+      await expect(upsert('token only', { key: lease.key, token: lease.token })).rejects.toThrow(InvalidArgumentError);
+      await a.release(lease);
+      expect(await upsert('released', lease)).toMatchObject({ ok: false, reason: 'released' });
+      const { rows } = await opened.client.query(`SELECT body, fence_token::text AS token FROM "${table}"`);
+      expect(rows).toEqual([{ body: 'real', token: String(lease.token) }]);
     });
 
     it('gatedUpsert refuses names that are not identifiers before any I/O', async () => {

@@ -25,7 +25,7 @@ import {
 } from '../fence/arbitraries.js';
 
 /** What the statement's `json_build_array` holds for `record`'s column `name` (tokens as text, times as ms). */
-function cell(record: LeaseRecord, name: string): unknown {
+function cell(record: LeaseRecord, name: string, presented: string | null): unknown {
   const { grant, ending, checkpoint } = record;
   const text = (value: bigint | undefined) => (value === undefined ? null : value.toString());
   const cells: Record<string, unknown> = {
@@ -33,7 +33,7 @@ function cell(record: LeaseRecord, name: string): unknown {
     token: record.token.toString(),
     holder: grant?.holder ?? null,
     run_id: grant?.runId ?? null,
-    secret: grant?.secret ?? null,
+    secret_matches: grant !== null && grant.secret === presented,
     expires_at: grant?.expiresAt ?? null,
     attributes: grant?.attributes ?? null,
     ending_kind: ending?.kind ?? null,
@@ -53,44 +53,53 @@ function cell(record: LeaseRecord, name: string): unknown {
   return cells[name];
 }
 
-/** The record as a statement of `width` returns it, decoded as the adapter decodes it. */
-function through(width: PreImageWidth, record: LeaseRecord | null, now: number): LeaseRecord | null {
+/**
+ * The record as a statement of `width` returns it when `presented` is the secret the operation presents
+ * (the row's secret hash is never returned, only whether it matched), decoded as the adapter decodes it.
+ */
+function through(width: PreImageWidth, record: LeaseRecord | null, now: number, presented: string | null): LeaseRecord | null {
   const columns = preImageColumnNames(width);
-  const cells = record === null ? columns.map(() => null) : columns.map((name) => cell(record, name));
-  const decoded = decodePreImage(JSON.stringify([now, false, ...cells]));
+  const cells = record === null ? columns.map(() => null) : columns.map((name) => cell(record, name, presented));
+  const decoded = decodePreImage(JSON.stringify([now, false, ...cells]), presented);
   expect(decoded.now).toBe(now);
   return decoded.record;
 }
 
 /** Both the outcome and whether the row changes agree between the whole row and the statement's pre-image. */
-function decidesAlike<O>(width: PreImageWidth, record: LeaseRecord | null, now: number, decide: (record: LeaseRecord | null) => transitions.Transition<O>): void {
+function decidesAlike<O>(
+  width: PreImageWidth,
+  record: LeaseRecord | null,
+  now: number,
+  presented: string | null,
+  decide: (record: LeaseRecord | null) => transitions.Transition<O>,
+): void {
   const whole = decide(record);
-  const narrow = decide(through(width, record, now));
+  const narrow = decide(through(width, record, now, presented));
   expect({ changed: narrow.changed, outcome: narrow.outcome }).toEqual({ changed: whole.changed, outcome: whole.outcome });
 }
 
 describe('postgres pre-image', () => {
   test.prop([recordArb, fc.integer({ min: 0, max: 2_000_000 })])('a whole-row pre-image decodes to the row itself, every field and bigint token exact', (record, now) => {
-    expect(through('record', record, now)).toEqual(record);
-    expect(through('record', null, now)).toBeNull();
+    expect(through('record', record, now, record.grant?.secret ?? null)).toEqual(record);
+    expect(through('record', null, now, null)).toBeNull();
   });
 
   test.prop([presentedArb.chain((presented) => fc.tuple(fc.constant(presented), renewCommandArb(fc.constant(presented.fence))))])(
     'renew decides on its statement pre-image as on the whole row',
-    ([{ reached, now }, command]) => decidesAlike(PRE_IMAGE_WIDTH.renew, reached.record, now, (record) => transitions.renew(record, command, now)),
+    ([{ reached, now }, command]) => decidesAlike(PRE_IMAGE_WIDTH.renew, reached.record, now, command.fence.secret, (record) => transitions.renew(record, command, now)),
   );
 
   test.prop([presentedArb.chain((presented) => fc.tuple(fc.constant(presented), checkpointCommandArb(fc.constant(presented.fence))))])(
     'checkpoint decides on its statement pre-image as on the whole row',
-    ([{ reached, now }, command]) => decidesAlike(PRE_IMAGE_WIDTH.checkpoint, reached.record, now, (record) => transitions.checkpoint(record, command, now)),
+    ([{ reached, now }, command]) => decidesAlike(PRE_IMAGE_WIDTH.checkpoint, reached.record, now, command.fence.secret, (record) => transitions.checkpoint(record, command, now)),
   );
 
   test.prop([presentedArb.chain((presented) => fc.tuple(fc.constant(presented), releaseCommandArb(fc.constant(presented.fence))))])(
     'release (first or repeated) decides on its statement pre-image as on the whole row',
     ([{ reached, now }, command]) => {
-      decidesAlike(PRE_IMAGE_WIDTH.release, reached.record, now, (record) => transitions.release(record, command, now));
+      decidesAlike(PRE_IMAGE_WIDTH.release, reached.record, now, command.fence.secret, (record) => transitions.release(record, command, now));
       const released = transitions.release(reached.record, command, now).record;
-      decidesAlike(PRE_IMAGE_WIDTH.release, released, now + 1, (record) => transitions.release(record, command, now + 1));
+      decidesAlike(PRE_IMAGE_WIDTH.release, released, now + 1, command.fence.secret, (record) => transitions.release(record, command, now + 1));
     },
   );
 
@@ -99,7 +108,7 @@ describe('postgres pre-image', () => {
     ({ reached, fence, now }, attributes) => {
       const required = attributes === undefined ? fence : { ...fence, attributes };
       const whole = checkFence(reached.record, required, now);
-      expect(checkFence(through(PRE_IMAGE_WIDTH.lockShared, reached.record, now), required, now)).toEqual(whole);
+      expect(checkFence(through(PRE_IMAGE_WIDTH.lockShared, reached.record, now, fence.secret), required, now)).toEqual(whole);
     },
   );
 
@@ -107,12 +116,12 @@ describe('postgres pre-image', () => {
     'claim, revoke and inspect decide on their statement pre-image as on the whole row',
     (reached, claim, dt) => {
       const now = reached.now + dt;
-      decidesAlike(PRE_IMAGE_WIDTH.claim, reached.record, now, (record) => transitions.claim(record, claim, now));
+      decidesAlike(PRE_IMAGE_WIDTH.claim, reached.record, now, claim.secret, (record) => transitions.claim(record, claim, now));
       fc.assert(
-        fc.property(revokeCommandArb, (revoke) => decidesAlike(PRE_IMAGE_WIDTH.revoke, reached.record, now, (record) => transitions.revoke(record, revoke, now))),
+        fc.property(revokeCommandArb, (revoke) => decidesAlike(PRE_IMAGE_WIDTH.revoke, reached.record, now, null, (record) => transitions.revoke(record, revoke, now))),
         { numRuns: 5 },
       );
-      const inspected = transitions.inspect(through(PRE_IMAGE_WIDTH.inspect, reached.record, now), claim.key, now);
+      const inspected = transitions.inspect(through(PRE_IMAGE_WIDTH.inspect, reached.record, now, null), claim.key, now);
       expect(inspected).toEqual(transitions.inspect(reached.record, claim.key, now));
     },
   );
@@ -124,12 +133,12 @@ describe('postgres pre-image', () => {
       const recovering = claimed.outcome.ok ? [{ key: claim.key, token: claimed.outcome.token, secret: claim.secret, holder: claim.holder, runId: claim.runId }] : [];
       const fences = [...recovering, ...reached.fences];
       const fence = fences[pick % fences.length]!;
-      decidesAlike(PRE_IMAGE_WIDTH.recover, claimed.record, reached.now, (record) => transitions.recover(record, { fence, action }, reached.now));
+      decidesAlike(PRE_IMAGE_WIDTH.recover, claimed.record, reached.now, fence.secret, (record) => transitions.recover(record, { fence, action }, reached.now));
     },
   );
 
   test.prop([presentedArb.chain((presented) => fc.tuple(fc.constant(presented), recoverCommandArb(fc.constant(presented.fence))))])(
     'recover in any reachable state decides on its statement pre-image as on the whole row',
-    ([{ reached, now }, command]) => decidesAlike(PRE_IMAGE_WIDTH.recover, reached.record, now, (record) => transitions.recover(record, command, now)),
+    ([{ reached, now }, command]) => decidesAlike(PRE_IMAGE_WIDTH.recover, reached.record, now, command.fence.secret, (record) => transitions.recover(record, command, now)),
   );
 });

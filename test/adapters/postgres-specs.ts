@@ -90,6 +90,11 @@ export function describePostgresAdapterSpecs(kind: PostgresClientKind): void {
       const pooled = ctx().kind === 'pg-pool';
       expect(statements).toEqual([...(pooled ? ['BEGIN'] : []), 'WITH pre AS', `INSERT INTO "${ctx().table}_out"`, ...(pooled ? ['COMMIT'] : [])]);
       expect(await outRows()).toContainEqual({ id: 1, note: 'tx' });
+      const withCheckpoint = await ctx().counting.statementsDuring(() =>
+        leases.fencedWriteOrThrow(lease, (tx) => tx.query(`INSERT INTO "${ctx().table}_out" (id, note) VALUES (2, 'tx')`), { checkpoint: { id: 2 } }),
+      );
+      // NOTE: the checkpoint is one more statement in the same transaction, after the callback's.
+      expect(withCheckpoint).toEqual([...(pooled ? ['BEGIN'] : []), 'WITH pre AS', `INSERT INTO "${ctx().table}_out"`, `UPDATE "${ctx().table}" SET`, ...(pooled ? ['COMMIT'] : [])]);
     });
 
     it('a refused fenced write never runs its callback; a throwing callback rolls back all it wrote and its error propagates', async () => {

@@ -19,6 +19,7 @@ export interface ClaimTerms {
   readonly now: string;
   readonly holder: string;
   readonly runId: string;
+  /** The claim's secret hash (secret-hash.ts). */
   readonly secret: string;
   /** The time to live in ms, NULL for no expiry. */
   readonly ttlMs: string;
@@ -28,14 +29,14 @@ export interface ClaimTerms {
 }
 
 /** The expiry of a grant made at `now` with `ttlMs` (NULL: never). */
-const expiresAfter = (terms: ClaimTerms): string => `${terms.now} + ${terms.ttlMs} * interval '1 millisecond'`;
+const expiresAfter = (terms: ClaimTerms): string => `${terms.now} OPERATOR(pg_catalog.+) (${terms.ttlMs}::float8 OPERATOR(pg_catalog.*) '1 millisecond'::interval)`;
 
 /**
  * `pre` may be granted: nothing is held or the grant has expired (strictly: at now = expires_at it has),
  * and no recovery is pending unless the claimer is recovering.
  */
 export function claimable(terms: ClaimTerms): string {
-  return `(pre.holder IS NULL OR (pre.expires_at IS NOT NULL AND ${terms.now} >= pre.expires_at))
+  return `(pre.holder IS NULL OR (pre.expires_at IS NOT NULL AND ${terms.now} OPERATOR(pg_catalog.>=) pre.expires_at))
     AND (NOT pre.recovery_required OR ${terms.recovering})`;
 }
 
@@ -45,8 +46,8 @@ export function claimable(terms: ClaimTerms): string {
  */
 export function claimSet(terms: ClaimTerms): string {
   const kept = (column: string, expired: string) => `${column} = CASE WHEN pre.holder IS NULL THEN pre.${column} ELSE ${expired} END`;
-  return `token = pre.token + 1,
-    holder = ${terms.holder}, run_id = ${terms.runId}, secret = ${terms.secret}, acquired_at = ${terms.now},
+  return `token = pre.token OPERATOR(pg_catalog.+) 1::bigint,
+    holder = ${terms.holder}, run_id = ${terms.runId}, secret_hash = ${terms.secret}, acquired_at = ${terms.now},
     expires_at = ${expiresAfter(terms)}, attributes = ${terms.attributes},
     ${kept('ending_kind', `'expired'`)}, ${kept('ending_token', 'pre.token')}, ${kept('ending_holder', 'pre.holder')},
     ${kept('ending_run_id', 'pre.run_id')}, ${kept('ending_at', 'pre.expires_at')},
@@ -55,6 +56,6 @@ export function claimSet(terms: ClaimTerms): string {
 
 /** A key's first grant: token 1, nothing inherited. */
 export function firstGrant(table: string, key: string, terms: ClaimTerms): string {
-  return `INSERT INTO ${table} AS l (key, token, holder, run_id, secret, acquired_at, expires_at, attributes)
+  return `INSERT INTO ${table} AS l (key, token, holder, run_id, secret_hash, acquired_at, expires_at, attributes)
     VALUES (${key}, 1, ${terms.holder}, ${terms.runId}, ${terms.secret}, ${terms.now}, ${expiresAfter(terms)}, ${terms.attributes})`;
 }

@@ -98,6 +98,20 @@ export function fromPostgresJs(sql: PostgresJsRoot): PostgresClient {
   };
 }
 
+/** Clients made by `fromPgClient`: one connection, which a transaction holds until it ends. */
+const oneConnection = new WeakSet<object>();
+
+/**
+ * Whether every statement of `client` shares one connection (`fromPgClient`, PGlite), so that a statement
+ * sent while a transaction is open queues behind it.
+ */
+export function sharesOneConnection(client: PostgresClient): boolean {
+  if (oneConnection.has(client)) return true;
+  // NOTE: PGlite is one in-process backend; its instances have `exec` and `waitReady`, which no pool has.
+  const candidate = client as { exec?: unknown; waitReady?: unknown };
+  return client.connect === undefined && typeof candidate.exec === 'function' && 'waitReady' in candidate;
+}
+
 /**
  * Adapts ONE connection (a connected pg `Client`, or any single-connection queryable): statements and
  * transactions take turns, so that no statement of another operation lands inside a fenced transaction.
@@ -121,7 +135,7 @@ export function fromPgClient(connection: PostgresQueryable): PostgresClient {
     );
     return result;
   };
-  return {
+  const adapted: PostgresClient = {
     acceptsNamedStatements: pgClient,
     query: (text, params) => exclusive(() => connection.query(text, params)),
     transaction: <T>(run: (tx: PostgresQueryable) => Promise<T>): Promise<T> =>
@@ -138,4 +152,6 @@ export function fromPgClient(connection: PostgresQueryable): PostgresClient {
         return value;
       }),
   };
+  oneConnection.add(adapted);
+  return adapted;
 }

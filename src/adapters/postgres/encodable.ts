@@ -3,7 +3,14 @@
  * (drivers replace it with U+FFFD, so two different keys could land on one row, and jsonb refuses it).
  * `createLeases` already refuses such input; these checks keep the store safe when it is called directly.
  */
+import { InvalidArgumentError } from '../../errors.js';
 import { assertStorableText } from '../../validate.js';
+
+/**
+ * The most attributes a grant's row keeps (its `attributes` jsonb is read by every fenced operation).
+ * NOTE: the same bound as `createLeases`' validation; repeated so a store called directly keeps it too.
+ */
+export const MAX_STORED_ATTRIBUTES = 64;
 
 /** Throws `InvalidArgumentError` when `value` (a string) cannot be stored exactly. */
 export function assertEncodable(what: string, value: string | null | undefined): void {
@@ -12,7 +19,9 @@ export function assertEncodable(what: string, value: string | null | undefined):
 
 /** Checks every name and value of an attribute map. */
 export function assertEncodableAttributes(attributes: Readonly<Record<string, string>> | undefined): void {
-  for (const [name, value] of Object.entries(attributes ?? {})) {
+  const entries = Object.entries(attributes ?? {});
+  if (entries.length > MAX_STORED_ATTRIBUTES) throw new InvalidArgumentError(`at most ${MAX_STORED_ATTRIBUTES} attributes per grant, got ${entries.length}`);
+  for (const [name, value] of entries) {
     assertEncodable('attribute name', name);
     assertEncodable(`attribute ${name}`, value);
   }

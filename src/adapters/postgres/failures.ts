@@ -5,15 +5,37 @@
  *   connection lost before COMMIT) -> `StoreUnavailableError`: nothing was applied;
  * - sent, and the reply lost (connection terminated mid-statement or mid-COMMIT, `57P01` admin shutdown)
  *   -> `OutcomeUnknownError`: it may or may not have been applied;
- * - any other SQL error (a bug, a missing table) propagates unchanged.
+ * - a lease table or function that is missing or out of date (never migrated) -> `StoreUnavailableError`
+ *   naming the fix (`store.migrate()`);
+ * - any other SQL error (a bug, a constraint of your own table) propagates unchanged.
+ * A typed failure's `cause` is `loggableCause(error)` (src/redact.ts), never the driver's error, which may
+ * carry the statement and its parameters.
  */
 import { isLeaseError, OutcomeUnknownError, StoreUnavailableError } from '../../errors.js';
+import { loggableCause, redactText } from '../../redact.js';
 
 /**
  * Where an error happened: while getting a connection (nothing sent), during a single autocommit statement,
  * inside a transaction before COMMIT was sent (so it rolled back), or during COMMIT.
  */
 export type FailurePhase = 'connect' | 'statement' | 'before-commit' | 'commit';
+
+/** SQLSTATEs of a missing relation, column or function: the schema was never migrated, or is out of date. */
+const MISSING_SCHEMA = new Set(['42P01', '42703', '42883']);
+
+/** SQLSTATEs of a lock that could not be had in time or a deadlock: contention with another transaction. */
+const CONTENTION = new Set(['55P03', '40P01']);
+
+/**
+ * leasefence's own schema objects, to tell a never-migrated table from a missing table of yours: a
+ * missing-object error whose message names one of `names` is answered with `fix`.
+ */
+export interface SchemaCheck {
+  /** Unquoted object names (the table, its functions, columns added by later versions). */
+  readonly names: readonly string[];
+  /** What to run, e.g. `await store.migrate()`. */
+  readonly fix: string;
+}
 
 /** SQLSTATEs of a lost session: the server ended the connection while the request was in flight. */
 const SESSION_LOST = new Set(['57P01', '57P02', '57P05']);
@@ -41,10 +63,24 @@ export function isServerError(error: unknown): boolean {
   return typeof code === 'string' && /^[0-9A-Z]{5}$/.test(code) && typeof severity === 'string';
 }
 
+/** The driver error's message and code, with anything that looks like a secret redacted. */
 function describe(error: unknown): string {
   const { code, message } = (error ?? {}) as DriverError;
-  const text = typeof message === 'string' ? message : String(error);
-  return typeof code === 'string' ? `${text} (${code})` : text;
+  let text: string;
+  try {
+    text = typeof message === 'string' ? message : String(error);
+  } catch {
+    text = 'an error that could not be read';
+  }
+  return redactText(typeof code === 'string' ? `${text} (${code})` : text);
+}
+
+/** Whether `error` is a missing-object error about one of leasefence's own objects. */
+function isMissingSchema(error: unknown, schema: SchemaCheck | undefined): boolean {
+  if (schema === undefined || !isServerError(error)) return false;
+  const { code, message } = error as DriverError;
+  // NOTE: Postgres quotes relation and column names and writes a function as name(argument types).
+  return MISSING_SCHEMA.has(code as string) && typeof message === 'string' && schema.names.some((name) => message.includes(`"${name}"`) || message.includes(`${name}(`));
 }
 
 /** Whether `error` says the connection is gone (so a pooled connection must be destroyed, not reused). */
@@ -55,17 +91,30 @@ export function isConnectionFailure(error: unknown): boolean {
   return typeof message === 'string' && (LOST_MESSAGE.test(message) || NOT_SENT_MESSAGE.test(message));
 }
 
-/** The error to throw for `error`, raised by `operation` in `phase`. */
-export function classifyFailure(error: unknown, phase: FailurePhase, operation: string): unknown {
+/** The error to throw for `error`, raised by `operation` in `phase` (`schema`: leasefence's own objects). */
+export function classifyFailure(error: unknown, phase: FailurePhase, operation: string, schema?: SchemaCheck): unknown {
   if (isLeaseError(error)) return error;
-  const unavailable = () => new StoreUnavailableError(`Postgres unavailable for ${operation}, nothing applied: ${describe(error)}`, { cause: error });
-  const unknown = () => new OutcomeUnknownError(`Postgres connection lost during ${operation}, outcome unknown: ${describe(error)}`, { cause: error });
+  const cause = () => ({ cause: loggableCause(error) });
+  const unavailable = () => new StoreUnavailableError(`Postgres unavailable for ${operation}, nothing applied: ${describe(error)}`, cause());
+  const unknown = () => new OutcomeUnknownError(`Postgres connection lost during ${operation}, outcome unknown: ${describe(error)}`, cause());
   if (phase === 'connect') return unavailable();
   const { code, message } = (error ?? {}) as DriverError;
   if (isServerError(error)) {
     const state = code as string;
     const lost = SESSION_LOST.has(state) || state.startsWith('08');
     if (lost) return phase === 'before-commit' ? unavailable() : unknown();
+    if (isMissingSchema(error, schema)) {
+      return new StoreUnavailableError(
+        `${operation}: leasefence's table or function is missing or out of date (${describe(error)}): run ${(schema as SchemaCheck).fix} once (or apply the DDL in your migrations); nothing applied`,
+        cause(),
+      );
+    }
+    if (phase !== 'commit' && CONTENTION.has(state)) {
+      return new StoreUnavailableError(
+        `${operation} waited too long for a row lock another transaction holds (contention, e.g. a fenced write in progress on the same lease; not an outage): nothing applied, retry (${describe(error)})`,
+        cause(),
+      );
+    }
     if (phase !== 'commit' && (TRANSIENT.has(state) || state.startsWith('53'))) return unavailable();
     return error;
   }
@@ -74,4 +123,16 @@ export function classifyFailure(error: unknown, phase: FailurePhase, operation: 
   const lost = (typeof code === 'string' && LOST_CODES.has(code)) || (typeof message === 'string' && LOST_MESSAGE.test(message));
   if (lost) return phase === 'before-commit' ? unavailable() : unknown();
   return error;
+}
+
+/**
+ * An SQL error of one of leasefence's own statements that is not a typed failure (a bug, a value the
+ * server refused): a plain Error with its message (redacted), SQLSTATE `code` and a loggable cause, so
+ * that the driver's error, which may carry the statement's parameters, never reaches the caller.
+ */
+export function ownStatementFailure(error: unknown, operation: string): unknown {
+  if (isLeaseError(error) || !isServerError(error)) return error;
+  const copy = new Error(`leasefence/postgres: ${operation} failed: ${describe(error)}`, { cause: loggableCause(error) });
+  Object.defineProperty(copy, 'code', { value: (error as DriverError).code, enumerable: true });
+  return copy;
 }

@@ -7,7 +7,6 @@ import type { Fence, FenceRefusal, LeaseAttributes, StoreTime } from '../../fenc
 import { checkFence } from '../../fence/verdict.js';
 import { assertLease, type Lease } from '../../lease.js';
 import { toAttributes } from '../../validate.js';
-import { classifyFailure } from './failures.js';
 import type { TableName } from './identifier.js';
 import { decodePreImage, NOW, preImageColumns, preImageJson } from './rows.js';
 import type { Session } from './session.js';
@@ -41,7 +40,7 @@ export function fencedStatementSql(table: TableName, write: string, offset: numb
   SELECT ${preImageColumns(PRE_IMAGE_WIDTH.lockShared)} FROM ${table.quoted} WHERE key = ${param(1)}::text FOR SHARE
 ),
 leasefence_clock AS MATERIALIZED (
-  SELECT ${NOW} AS now, count(*) AS locked FROM leasefence_pre
+  SELECT ${NOW} AS now, pg_catalog.count(*) AS locked FROM leasefence_pre
 ),
 fence AS MATERIALIZED (
   SELECT pre.key AS key, pre.token AS token, clock.now AS now FROM leasefence_pre AS pre, leasefence_clock AS clock
@@ -51,11 +50,11 @@ leasefence_written AS (
 ${write}
 )
 SELECT
-  (SELECT ${preImageJson(PRE_IMAGE_WIDTH.lockShared, 'pre.', 'clock.now', 'EXISTS (SELECT 1 FROM fence)')}
+  (SELECT ${preImageJson(PRE_IMAGE_WIDTH.lockShared, 'pre.', 'clock.now', 'EXISTS (SELECT 1 FROM fence)', `${param(3)}::text`)}
     FROM leasefence_clock AS clock LEFT JOIN leasefence_pre AS pre ON true) AS leasefence_lease,
-  (SELECT count(*) FROM leasefence_written)::text AS leasefence_written,
+  (SELECT pg_catalog.count(*) FROM leasefence_written)::text AS leasefence_written,
   CASE WHEN NOT EXISTS (SELECT 1 FROM fence) AND EXISTS (SELECT 1 FROM leasefence_written)
-    THEN ('${GUARD_MESSAGE}: ' || (SELECT count(*) FROM leasefence_written))::int END AS leasefence_guard,
+    THEN ('${GUARD_MESSAGE}: ' OPERATOR(pg_catalog.||) (SELECT pg_catalog.count(*) FROM leasefence_written)::text)::int END AS leasefence_guard,
   written.*
 FROM (SELECT) AS leasefence_one LEFT JOIN leasefence_written AS written ON true`;
 }
@@ -117,11 +116,14 @@ export interface FencedStatementRun {
   readonly checkFenceInput: (fence: Fence) => void;
   /** The store's `createStatementCache`. */
   readonly wrap: (text: unknown, params: unknown) => string;
+  /** Refuses a statement that would wait forever for an enclosing fenced write (fenced-transaction.ts). */
+  readonly guard: (key: string) => void;
 }
 
 /** Runs a fenced statement and decides its outcome with `checkFence` on the returned pre-image. */
 export async function runFencedStatement<Row>(run: FencedStatementRun): Promise<FencedStatementOutcome<Row>> {
   assertLease(run.lease, run.storeId);
+  run.guard(run.lease.key);
   const sql = run.wrap(run.text, run.params);
   const fence = run.lease.fence(run.options.attributes === undefined ? undefined : toAttributes(run.options.attributes));
   run.checkFenceInput(fence);
@@ -133,11 +135,11 @@ export async function runFencedStatement<Row>(run: FencedStatementRun): Promise<
     if (typeof message === 'string' && message.includes(GUARD_MESSAGE)) {
       throw new InvalidArgumentError('fencedStatement: the statement wrote rows without reading "fence"; it was rolled back (nothing applied)');
     }
-    throw classifyFailure(error, 'statement', 'fencedStatement');
+    throw run.session.classifyFailure(error, 'statement', 'fencedStatement');
   }
   const first = rows[0];
   if (first === undefined) throw new Error('leasefence/postgres: fencedStatement returned no rows');
-  const { now, applied, record } = decodePreImage(first['leasefence_lease']);
+  const { now, applied, record } = decodePreImage(first['leasefence_lease'], fence.secret);
   const verdict = checkFence(record, fence, now);
   if (verdict.ok !== applied) {
     throw new Error(`leasefence/postgres: fencedStatement disagrees with the core (core ok=${verdict.ok}, SQL fence=${applied})`);

@@ -1,14 +1,20 @@
 /**
  * A token-gated upsert into a table you own: each row records the lease key and token that last wrote it
  * (two columns you add, `fence_key text` and `fence_token bigint` by default), and a write carrying an older
- * token, or another key's token, is refused atomically in the same statement.
+ * token, or another key's token, is refused atomically in the same statement. By default the writer's full
+ * fence is also checked against the lease table in the same statement.
  */
 import { InvalidArgumentError } from '../../errors.js';
 import type { GateOutcome } from '../../fence/operations.js';
+import type { Fence, FenceRefusal } from '../../fence/types.js';
+import { checkFence } from '../../fence/verdict.js';
 import type { PostgresQueryable } from './client.js';
 import { assertEncodable } from './encodable.js';
-import { classifyFailure } from './failures.js';
-import { columnName, tableName } from './identifier.js';
+import { classifyFailure, ownStatementFailure } from './failures.js';
+import { columnName, tableName, type TableName } from './identifier.js';
+import { decodePreImage, NOW, preImageColumns, preImageJson } from './rows.js';
+import { DEFAULT_LEASE_TABLE } from './schema.js';
+import { fenceHolds, fenceParams, PRE_IMAGE_WIDTH } from './statements.js';
 
 /** One gated upsert. Column names are validated and quoted; values travel as bind parameters. */
 export interface GatedUpsert {
@@ -18,16 +24,55 @@ export interface GatedUpsert {
   readonly identity: Readonly<Record<string, unknown>>;
   /** The columns to write and their values. */
   readonly values: Readonly<Record<string, unknown>>;
-  /** The writer's lease (a `Lease`, or its key and token). */
-  readonly lease: { readonly key: string; readonly token: bigint };
+  /**
+   * The writer's lease: a `Lease` handle or its fence (`lease.fence()`); with `leaseTable: null`, its key
+   * and token are enough.
+   */
+  readonly lease: { readonly key: string; readonly token: bigint; fence?(): Fence } | Fence;
+  /**
+   * The lease table, in the same database: the writer's full fence (token, secret hash, holder, run, live
+   * grant at `clock_timestamp()`) is checked in the same statement, and a fence that does not hold is
+   * refused with the core's `FenceRefusal` (nothing written). `null`: tokens only (a handle restored with a
+   * forged token higher than any real one would then pass and lock real holders out of the row).
+   * @default 'leasefence_leases'
+   */
+  readonly leaseTable?: string | null;
   /** @default 'fence_key' */
   readonly keyColumn?: string;
   /** @default 'fence_token' */
   readonly tokenColumn?: string;
 }
 
-/** Written (inserted or updated), or refused with the key and token that wrote the row before. */
-export type GatedUpsertOutcome = GateOutcome<{ readonly inserted: boolean }>;
+/** Written (inserted or updated), refused with the key and token that wrote the row before, or fenced. */
+export type GatedUpsertOutcome = GateOutcome<{ readonly inserted: boolean }> | FenceRefusal;
+
+/** The fence of `lease` when it carries one (a `Lease` handle or a `Fence`), else `null`. */
+function fenceOf(lease: GatedUpsert['lease']): Fence | null {
+  if (typeof (lease as { fence?: unknown }).fence === 'function') return (lease as { fence(): Fence }).fence();
+  const candidate = lease as Partial<Fence>;
+  return typeof candidate.secret === 'string' && typeof candidate.holder === 'string' ? (lease as Fence) : null;
+}
+
+/**
+ * The CTEs that check the writer's fence against the lease table (`lf_fence` has one row iff it holds),
+ * with the fence parameters after `offset`; `lf_lease` is the lease row's pre-image for the decision.
+ */
+function fenceCtes(leaseTable: TableName, offset: number): { ctes: string; preImage: string } {
+  const param = (index: number) => `$${offset + index}`;
+  return {
+    ctes: `lf_pre AS MATERIALIZED (
+  SELECT ${preImageColumns(PRE_IMAGE_WIDTH.lockShared)} FROM ${leaseTable.quoted} WHERE key = ${param(1)}::text FOR SHARE
+),
+lf_clock AS MATERIALIZED (
+  SELECT ${NOW} AS now, pg_catalog.count(*) AS locked FROM lf_pre
+),
+lf_fence AS MATERIALIZED (
+  SELECT 1 AS holds FROM lf_pre AS pre, lf_clock AS clock WHERE ${fenceHolds(param)}
+),`,
+    preImage: `(SELECT ${preImageJson(PRE_IMAGE_WIDTH.lockShared, 'pre.', 'clock.now', 'EXISTS (SELECT 1 FROM lf_fence)', `${param(3)}::text`)}
+    FROM lf_clock AS clock LEFT JOIN lf_pre AS pre ON true)`,
+  };
+}
 
 function columnsOf(what: string, record: Readonly<Record<string, unknown>>): [string, unknown][] {
   if (typeof record !== 'object' || record === null) throw new InvalidArgumentError(`gatedUpsert ${what} must be an object of column values`);
@@ -56,36 +101,53 @@ export async function gatedUpsert(client: PostgresQueryable, upsert: GatedUpsert
   if (identity.length === 0) throw new InvalidArgumentError('gatedUpsert needs at least one identity column');
   const keyColumn = columnName(upsert.keyColumn ?? 'fence_key', 'gatedUpsert keyColumn');
   const tokenColumn = columnName(upsert.tokenColumn ?? 'fence_token', 'gatedUpsert tokenColumn');
+  if (typeof upsert.lease !== 'object' || upsert.lease === null) throw new InvalidArgumentError('gatedUpsert needs a lease');
   const { key, token } = upsert.lease;
   if (typeof key !== 'string' || typeof token !== 'bigint') throw new InvalidArgumentError('gatedUpsert needs a lease with a key and a bigint token');
   assertEncodable('key', key);
+  const leaseTable = upsert.leaseTable === null ? null : tableName(upsert.leaseTable ?? DEFAULT_LEASE_TABLE, 'lease table');
+  const fence = leaseTable === null ? null : fenceOf(upsert.lease);
+  if (leaseTable !== null && fence === null) {
+    throw new InvalidArgumentError('gatedUpsert checks the full fence: pass the Lease (or lease.fence()), or leaseTable: null for a token-only check');
+  }
 
-  const params = [...identity.map(([, value]) => value), ...values.map(([, value]) => value), key, token.toString()];
+  const userParams = [...identity.map(([, value]) => value), ...values.map(([, value]) => value), key, token.toString()];
+  const params = fence === null ? userParams : [...userParams, ...fenceParams(fence)];
+  const fenced = leaseTable === null ? null : fenceCtes(leaseTable, userParams.length);
   const p = (index: number) => `$${index + 1}`;
   const keyParam = p(identity.length + values.length);
   const tokenParam = p(identity.length + values.length + 1);
   const where = identity.map(([column], index) => `t.${column} = ${p(index)}`).join(' AND ');
   const insertColumns = [...identity, ...values].map(([column]) => column);
   const set = [...values.map(([column]) => column), keyColumn, tokenColumn].map((column) => `${column} = EXCLUDED.${column}`).join(', ');
-  const sql = `WITH pre AS MATERIALIZED (
+  const insertValues = [...insertColumns.map((_, index) => p(index)), `${keyParam}::text`, `${tokenParam}::bigint`].join(', ');
+  const sql = `WITH ${fenced === null ? '' : fenced.ctes}
+pre AS MATERIALIZED (
   SELECT t.${keyColumn} AS lease_key, t.${tokenColumn}::text AS token FROM ${table.quoted} AS t WHERE ${where} FOR UPDATE
 ),
 upserted AS (
   INSERT INTO ${table.quoted} AS t (${[...insertColumns, keyColumn, tokenColumn].join(', ')})
-  VALUES (${[...insertColumns.map((_, index) => p(index)), `${keyParam}::text`, `${tokenParam}::bigint`].join(', ')})
+  ${fenced === null ? `VALUES (${insertValues})` : `SELECT ${insertValues} FROM lf_fence`}
   ON CONFLICT (${identity.map(([column]) => column).join(', ')}) DO UPDATE SET ${set}
   WHERE (t.${keyColumn} IS NULL OR t.${keyColumn} = EXCLUDED.${keyColumn})
     AND (t.${tokenColumn} IS NULL OR t.${tokenColumn} <= EXCLUDED.${tokenColumn})
   RETURNING 1
 )
-SELECT (SELECT count(*) FROM upserted)::int AS written, (SELECT count(*) FROM pre)::int AS existed, pre.lease_key, pre.token
+SELECT (SELECT pg_catalog.count(*) FROM upserted)::int AS written, (SELECT pg_catalog.count(*) FROM pre)::int AS existed, pre.lease_key, pre.token${fenced === null ? '' : `,
+  ${fenced.preImage} AS r`}
 FROM (SELECT 1) AS one LEFT JOIN pre ON true`;
 
-  let row: { written: number; existed: number; lease_key: string | null; token: string | null };
+  let row: { written: number; existed: number; lease_key: string | null; token: string | null; r?: unknown };
   try {
     row = (await client.query(sql, params)).rows[0] as typeof row;
   } catch (error) {
-    throw classifyFailure(error, 'statement', 'gatedUpsert');
+    throw ownStatementFailure(classifyFailure(error, 'statement', 'gatedUpsert'), 'gatedUpsert');
+  }
+  if (fence !== null) {
+    const { now, applied, record } = decodePreImage(row.r, fence.secret);
+    const verdict = checkFence(record, fence, now);
+    if (verdict.ok !== applied) throw new Error(`leasefence/postgres: gatedUpsert disagrees with the core (core ok=${verdict.ok}, SQL fence=${applied})`);
+    if (!verdict.ok) return verdict;
   }
   const resource = `${table.name}(${identity.map(([column], index) => `${column.slice(1, -1)}=${String(params[index])}`).join(', ')})`;
   const expected = { key, token };

@@ -14,6 +14,10 @@ const PART = /^[A-Za-z_][A-Za-z0-9_]{0,47}$/;
 export interface TableName {
   /** As configured: `leases` or `app.leases`. */
   readonly name: string;
+  /** The schema as configured (`app`), or `null` when the name has none (the search_path decides). */
+  readonly schema: string | null;
+  /** The table's own name, without its schema: `leases`. */
+  readonly bare: string;
   /** Quoted and qualified, ready to splice into SQL: `"app"."leases"`. */
   readonly quoted: string;
   /** A derived object in the same schema, quoted: `derive('try_claim')` is `"app"."leases_try_claim"`. */
@@ -40,7 +44,7 @@ export function tableName(name: unknown, what = 'table'): TableName {
   const quoted = parts.map(quote).join('.');
   const schemaPrefix = parts.length === 2 ? `${quote(parts[0] as string)}.` : '';
   const table = parts[parts.length - 1] as string;
-  return { name, quoted, derive: (suffix) => `${schemaPrefix}${quote(`${table}_${suffix}`)}` };
+  return { name, schema: parts.length === 2 ? (parts[0] as string) : null, bare: table, quoted, derive: (suffix) => `${schemaPrefix}${quote(`${table}_${suffix}`)}` };
 }
 
 /** Validates a column name of a user's table and quotes it. */

@@ -10,15 +10,33 @@
  * lock_timeout: 2000, idle_in_transaction_session_timeout: 10000 })`; with postgres.js:
  * `postgres(url, { connection: { statement_timeout: 5000, lock_timeout: 2000 } })`.
  *
- * Inside a fenced write's callback, do not await another operation on the same lease (a renew waits for
- * the row lock the fenced write holds until it commits); a background renewal simply waits its turn.
+ * Inside a fenced write's callback, an operation on the same lease (checkpoint, renew, release, claim, a
+ * nested fenced write) is refused with INVALID_ARGUMENT before any I/O: it would wait for the row lock the
+ * fenced write holds until it commits. Save progress with the write instead:
+ * `leases.fencedWrite(lease, write, { checkpoint })`. A background renewal simply waits its turn.
+ *
+ * Secrets: the table keeps `secret_hash` (SHA-256), never the secret, and the secret is hashed before it is
+ * sent. Tables created by earlier versions (a `secret` column) are converted by `await store.migrate()`
+ * (hashes held grants in place, drops the column); until then operations fail with STORE_UNAVAILABLE
+ * naming `store.migrate()`.
+ *
+ * What the table keeps, per key, for ever: one row (never deleted: its token is the floor of every later
+ * grant), with the current grant (holder, run, secret hash, times, at most 64 attributes), how the last
+ * grant ended, and the checkpoint (up to `maxCheckpointBytes` of JSON text). Nothing per request. A claim
+ * refused because the key is held does not return the checkpoint; a checkpoint that is not valid JSON
+ * reads as `{ "leasefence:unreadable-checkpoint": true, ... }` until a holder replaces or clears it.
+ *
+ * Search path: every operator and function leasefence's SQL uses resolves to `pg_catalog`, and the claim
+ * function pins `search_path = pg_catalog, pg_temp`. The table (and the claim function next to it) is found
+ * through your search_path unless you name its schema: when other roles can create objects in a schema on
+ * your search_path, configure `table: 'app.leasefence_leases'`.
  */
 export {
   createPostgresStore,
   type PostgresStore,
   type PostgresStoreOptions,
-  type PostgresWriteContext,
 } from './postgres-store.js';
+export type { PostgresWriteContext } from './fenced-transaction.js';
 export type { FencedStatementOptions, FencedStatementOutcome } from './fenced-statement.js';
 export {
   fromPgClient,
@@ -35,6 +53,8 @@ export {
   DEFAULT_GATE_TABLE,
   gateTableSql,
   type PostgresGateContext,
+  type PostgresGateRecord,
   type PostgresTokenGate,
+  type PostgresTokenGateOptions,
 } from './token-gate.js';
 export { gatedUpsert, type GatedUpsert, type GatedUpsertOutcome } from './gated-upsert.js';

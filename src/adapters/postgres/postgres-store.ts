@@ -7,34 +7,19 @@ import type { FencedWriteOutcome, StoreFencedWriteOptions } from '../../fence/op
 import * as transitions from '../../fence/transitions.js';
 import type { Transition } from '../../fence/transitions.js';
 import type { Fence, LeaseRecord, StoreTime } from '../../fence/types.js';
-import { checkFence } from '../../fence/verdict.js';
 import type { Lease } from '../../lease.js';
 import type { Store } from '../../store.js';
-import type { PostgresClient, PostgresQueryable } from './client.js';
+import { sharesOneConnection, type PostgresClient } from './client.js';
 import { assertEncodable, assertEncodableAttributes } from './encodable.js';
-import { classifyFailure } from './failures.js';
+import { ownStatementFailure } from './failures.js';
+import { refuseInsideFencedWrite, runFencedTransaction, type PostgresWriteContext } from './fenced-transaction.js';
 import { createStatementCache, runFencedStatement, type FencedStatementOptions, type FencedStatementOutcome } from './fenced-statement.js';
 import { tableName, type TableName } from './identifier.js';
 import { decodePreImage, type PreImage } from './rows.js';
 import { DEFAULT_LEASE_TABLE, MIGRATION_LOCK_SQL, schemaStatements } from './schema.js';
+import { secretHash } from './secret-hash.js';
 import { createSession, type Session } from './session.js';
 import { fenceParams, leaseStatements } from './statements.js';
-
-/** What a Postgres fenced write's callback receives: a client bound to the fenced transaction. */
-export interface PostgresWriteContext {
-  /** Runs a statement inside the fenced transaction (bind parameters `$1`, `$2`, ...). */
-  query<Row = Record<string, unknown>>(text: string, params?: unknown[]): Promise<{ rows: Row[] }>;
-  /**
-   * The transaction's connection as the driver gave it: a pg `PoolClient`, a PGlite `Transaction`, the pg
-   * `Client` of `fromPgClient`, or for `fromPostgresJs` a wrapper whose `sql` is postgres.js's transaction.
-   */
-  readonly connection: PostgresQueryable;
-  readonly key: string;
-  /** The token of the grant the write runs under. */
-  readonly token: bigint;
-  /** The store's now when the fence was checked (the lease row stays locked until COMMIT). */
-  readonly now: StoreTime;
-}
 
 export interface PostgresStoreOptions {
   /** Your pool or client: a pg `Pool`, a PGlite instance, `fromPostgresJs(sql)` or `fromPgClient(client)`. */
@@ -53,6 +38,14 @@ export interface PostgresStoreOptions {
    * @default 'leasefence_leases'
    */
   readonly table?: string;
+  /**
+   * How long a fenced transaction may outlive its grant on the server, in ms: its first statement sets the
+   * transaction's `statement_timeout` and `idle_in_transaction_session_timeout` to the grant's remaining
+   * time plus this margin, so a holder frozen mid-transaction releases the lease row (its session ends)
+   * soon after the grant expires. A lower timeout your pool already sets is kept.
+   * @default 500
+   */
+  readonly fencedTransactionMarginMs?: number;
 }
 
 /** The Postgres lease store. */
@@ -80,6 +73,9 @@ export interface PostgresStore extends Store<PostgresWriteContext> {
   ): Promise<FencedStatementOutcome<Row>>;
 }
 
+const DEFAULT_MARGIN_MS = 500;
+const MAX_MARGIN_MS = 60_000;
+
 function checkFenceInput(fence: Fence): void {
   assertEncodable('key', fence.key);
   assertEncodable('holder', fence.holder);
@@ -88,12 +84,12 @@ function checkFenceInput(fence: Fence): void {
 }
 
 /** The pre-image in the single row a lease statement returns. */
-function preImageOf(rows: unknown[], operation: string): PreImage {
+function preImageOf(rows: unknown[], operation: string, presented: string | null): PreImage {
   const row = rows[0] as { r?: unknown } | undefined;
   if (rows.length !== 1 || typeof row !== 'object' || row === null) {
     throw new Error(`leasefence/postgres: ${operation} returned ${rows.length} rows, expected exactly 1`);
   }
-  return decodePreImage(row.r);
+  return decodePreImage(row.r, presented);
 }
 
 /**
@@ -116,22 +112,40 @@ function preImageOf(rows: unknown[], operation: string): PreImage {
  */
 export function createPostgresStore(options: PostgresStoreOptions): PostgresStore {
   const table: TableName = tableName(options.table ?? DEFAULT_LEASE_TABLE);
-  const session: Session = createSession(options.client, options.prepare === undefined ? {} : { prepare: options.prepare });
+  const schema = { names: [table.bare, `${table.bare}_try_claim`, 'secret_hash'], fix: 'await store.migrate()' };
+  const session: Session = createSession(options.client, options.prepare === undefined ? { schema } : { prepare: options.prepare, schema });
   const sql = leaseStatements(table);
   // NOTE: unprepared, the claim statement would be planned at every call (more than it costs to run); the
   // claim function's plpgsql keeps its plans for the session (schema.ts).
   const claimText = session.prepared ? sql.claim : sql.claimCall;
   const id = `postgres:${table.name}`;
   const wrap = createStatementCache(table);
+  const { client } = options;
+  const exclusive = sharesOneConnection(client);
+  const marginMs = options.fencedTransactionMarginMs ?? DEFAULT_MARGIN_MS;
+  if (typeof marginMs !== 'number' || !Number.isInteger(marginMs) || marginMs < 0 || marginMs > MAX_MARGIN_MS) {
+    throw new InvalidArgumentError(`fencedTransactionMarginMs must be an integer number of milliseconds from 0 to ${MAX_MARGIN_MS}`);
+  }
+  const guard = (key: string | null, operation: string): void => refuseInsideFencedWrite(client, table.quoted, key, operation);
+
+  /** Sends one of leasefence's statements; an SQL error it raises never carries the driver's error. */
+  const ownStatement = async (operation: string, text: string, params: unknown[]): Promise<unknown[]> => {
+    try {
+      return await session.statement(text, params, operation);
+    } catch (error) {
+      throw ownStatementFailure(error, operation);
+    }
+  };
 
   /** Sends one statement and decides its outcome with the pure transition on the returned pre-image. */
   const apply = async <O>(
     operation: string,
     text: string,
     params: unknown[],
+    presented: string | null,
     decide: (record: LeaseRecord | null, now: StoreTime) => Transition<O>,
   ): Promise<O> => {
-    const { now, applied, record } = preImageOf(await session.statement(text, params, operation), operation);
+    const { now, applied, record } = preImageOf(await ownStatement(operation, text, params), operation, presented);
     const { changed, outcome } = decide(record, now);
     if (changed !== applied) {
       // NOTE: unreachable while the SQL mirrors the pure transitions; the conformance and model suites check it.
@@ -145,12 +159,13 @@ export function createPostgresStore(options: PostgresStoreOptions): PostgresStor
     table: table.name,
 
     async migrate() {
+      guard(null, 'migrate');
       await session.transaction(async (tx) => {
         try {
           await tx.query(MIGRATION_LOCK_SQL, [`leasefence:${table.quoted}`]);
           for (const statement of schemaStatements(table)) await tx.query(statement);
         } catch (error) {
-          throw classifyFailure(error, 'before-commit', 'migrate');
+          throw ownStatementFailure(session.classifyFailure(error, 'before-commit', 'migrate'), 'migrate');
         }
       }, 'migrate');
     },
@@ -160,19 +175,22 @@ export function createPostgresStore(options: PostgresStoreOptions): PostgresStor
       assertEncodable('holder', command.holder);
       assertEncodable('runId', command.runId);
       assertEncodableAttributes(command.attributes);
-      const params = [command.key, command.holder, command.runId, command.secret, command.ttlMs, JSON.stringify(command.attributes), command.recovering];
-      return apply('claim', claimText, params, (record, now) => transitions.claim(record, command, now));
+      const params = [command.key, command.holder, command.runId, secretHash(command.secret), command.ttlMs, JSON.stringify(command.attributes), command.recovering];
+      guard(command.key, 'claim');
+      return apply('claim', claimText, params, command.secret, (record, now) => transitions.claim(record, command, now));
     },
 
     renew(command) {
       checkFenceInput(command.fence);
-      return apply('renew', sql.renew, [...fenceParams(command.fence), command.ttlMs], (record, now) => transitions.renew(record, command, now));
+      guard(command.fence.key, 'renew');
+      return apply('renew', sql.renew, [...fenceParams(command.fence), command.ttlMs], command.fence.secret, (record, now) => transitions.renew(record, command, now));
     },
 
     checkpoint(command) {
       checkFenceInput(command.fence);
       const params = [...fenceParams(command.fence), command.json];
-      return apply('checkpoint', sql.checkpoint, params, (record, now) => transitions.checkpoint(record, command, now));
+      guard(command.fence.key, 'checkpoint');
+      return apply('checkpoint', sql.checkpoint, params, command.fence.secret, (record, now) => transitions.checkpoint(record, command, now));
     },
 
     release(command) {
@@ -180,7 +198,8 @@ export function createPostgresStore(options: PostgresStoreOptions): PostgresStor
       const json = command.checkpointJson;
       const mode = json === undefined ? 'keep' : json === null ? 'clear' : 'replace';
       const params = [...fenceParams(command.fence), mode, typeof json === 'string' ? json : null];
-      return apply('release', sql.release, params, (record, now) => transitions.release(record, command, now));
+      guard(command.fence.key, 'release');
+      return apply('release', sql.release, params, command.fence.secret, (record, now) => transitions.release(record, command, now));
     },
 
     revoke(command) {
@@ -188,51 +207,32 @@ export function createPostgresStore(options: PostgresStoreOptions): PostgresStor
       assertEncodable('revoke reason', command.reason);
       assertEncodable('revoked by', command.by);
       const params = [command.key, command.reason, command.by, command.requireRecovery, command.expectedToken?.toString() ?? null];
-      return apply('revoke', sql.revoke, params, (record, now) => transitions.revoke(record, command, now));
+      guard(command.key, 'revoke');
+      return apply('revoke', sql.revoke, params, null, (record, now) => transitions.revoke(record, command, now));
     },
 
     recover(command) {
       checkFenceInput(command.fence);
       const params = [...fenceParams(command.fence), command.action];
-      return apply('recover', sql.recover, params, (record, now) => transitions.recover(record, command, now));
+      guard(command.fence.key, 'recover');
+      return apply('recover', sql.recover, params, command.fence.secret, (record, now) => transitions.recover(record, command, now));
     },
 
     async inspect(key) {
       assertEncodable('key', key);
-      const { now, record } = preImageOf(await session.statement(sql.inspect, [key], 'inspect'), 'inspect');
+      guard(null, 'inspect');
+      const { now, record } = preImageOf(await ownStatement('inspect', sql.inspect, [key]), 'inspect', null);
       return transitions.inspect(record, key, now);
     },
 
-    async fencedWrite<T>(fence: Fence, write: (context: PostgresWriteContext) => T | Promise<T>, writeOptions: StoreFencedWriteOptions = {}): Promise<FencedWriteOutcome<T>> {
+    fencedWrite<T>(fence: Fence, write: (context: PostgresWriteContext) => T | Promise<T>, writeOptions: StoreFencedWriteOptions = {}): Promise<FencedWriteOutcome<T>> {
       checkFenceInput(fence);
-      // TODO(issue 8): save writeOptions.checkpointJson in the same atomic step (being built on this adapter).
-      if (writeOptions.checkpointJson !== undefined) throw new InvalidArgumentError('fencedWrite with a checkpoint is not supported by this store yet');
-      return session.transaction(async (tx, control): Promise<FencedWriteOutcome<T>> => {
-        let rows: unknown[];
-        try {
-          // NOTE: FOR SHARE holds off every takeover (claim, revoke: FOR NO KEY UPDATE) until this transaction ends,
-          // so the write commits before any newer grant exists; without it a stale write could commit after one.
-          rows = (await session.run(tx, sql.lockShared, [fence.key])).rows;
-        } catch (error) {
-          throw classifyFailure(error, 'before-commit', 'fencedWrite');
-        }
-        const { now, record } = preImageOf(rows, 'fencedWrite');
-        const verdict = checkFence(record, fence, now);
-        if (!verdict.ok) return control.rollbackWith(verdict);
-        const context: PostgresWriteContext = {
-          query: tx.query.bind(tx) as PostgresWriteContext['query'],
-          connection: tx,
-          key: fence.key,
-          token: fence.token,
-          now,
-        };
-        const value = await write(context);
-        return { ok: true, value, token: fence.token, checkpoint: null, now };
-      }, 'fencedWrite');
+      guard(fence.key, 'fencedWrite');
+      return runFencedTransaction({ session, client, exclusive, table: table.quoted, statements: sql, marginMs, fence, write, options: writeOptions });
     },
 
     fencedStatement(lease, text, params = [], statementOptions = {}) {
-      return runFencedStatement({ session, storeId: id, lease, text, params, options: statementOptions, checkFenceInput, wrap });
+      return runFencedStatement({ session, storeId: id, lease, text, params, options: statementOptions, checkFenceInput, wrap, guard: (key) => guard(key, 'fencedStatement') });
     },
   };
 }

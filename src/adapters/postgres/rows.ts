@@ -16,10 +16,10 @@ import type { EndingKind, LeaseAttributes, LeaseRecord, StoreTime } from '../../
  * (numeric) and exact here: stored times are whole milliseconds, so the product is within a rounding error
  * of an integer far below 0.5, and `round` recovers it.
  */
-export const epochMs = (expression: string): string => `round(date_part('epoch', ${expression}) * 1000)::bigint`;
+export const epochMs = (expression: string): string => `pg_catalog.round(pg_catalog.date_part('epoch', ${expression}) OPERATOR(pg_catalog.*) 1000::float8)::bigint`;
 
 /** The store's now, truncated to milliseconds like every stored time. */
-export const NOW = `date_trunc('milliseconds', clock_timestamp())`;
+export const NOW = `pg_catalog.date_trunc('milliseconds', pg_catalog.clock_timestamp())`;
 
 /**
  * What a fence check reads (`verdict.ts#checkFence`: the grant, the token, and the ending its refusals
@@ -30,7 +30,7 @@ const FENCE_COLUMNS = [
   ['token', 'token::text'],
   ['holder', 'holder'],
   ['run_id', 'run_id'],
-  ['secret', 'secret'],
+  ['secret_matches', 'secret_hash'],
   ['expires_at', 'expires_at'],
   ['attributes', 'attributes'],
   ['ending_kind', 'ending_kind'],
@@ -66,17 +66,42 @@ export function preImageColumnNames(width: PreImageWidth): readonly string[] {
 
 /** The table columns a statement of `width` must read (its `pre` CTE selects these). */
 export function preImageColumns(width: PreImageWidth): string {
-  return preImageColumnNames(width).join(', ');
+  return preImageColumnNames(width)
+    .map((name) => (name === 'secret_matches' ? 'secret_hash' : name))
+    .join(', ');
 }
 
 /**
  * The `r` column: `json_build_array(now_ms, applied, ...columns of source)::text`, where `source` is the
  * pre-image's qualifier (`pre.`, or a plpgsql row variable), `now` the store's now and `applied` a boolean.
+ * `presented` is the SQL of the presented secret's hash (`null`: none presented); the row's secret hash is
+ * never returned, only whether it equals the presented one (`secret_matches`).
  */
-export function preImageJson(width: PreImageWidth, source: string, now: string, applied: string): string {
+export function preImageJson(width: PreImageWidth, source: string, now: string, applied: string, presented: string | null): string {
   const columns = width === 'fence' ? FENCE_COLUMNS : [...FENCE_COLUMNS, ...RECORD_COLUMNS];
-  const values = columns.map(([name, expression]) => (TIME_COLUMNS.has(name) ? epochMs(`${source}${name}`) : `${source}${expression}`));
-  return `json_build_array(${epochMs(now)}, ${applied}, ${values.join(', ')})::text`;
+  const matches = presented === null ? 'false' : `(${source}secret_hash OPERATOR(pg_catalog.=) ${presented})`;
+  const values = columns.map(([name, expression]) =>
+    name === 'secret_matches' ? matches : TIME_COLUMNS.has(name) ? epochMs(`${source}${name}`) : `${source}${expression}`,
+  );
+  return `pg_catalog.json_build_array(${epochMs(now)}, ${applied}, ${values.join(', ')})::text`;
+}
+
+/**
+ * The claim's pre-image: as `preImageJson` (record width), except that the checkpoint is left out (NULL)
+ * while a live grant of another secret holds the row. NOTE: such a claim is refused `held`, whose outcome
+ * carries no checkpoint; without this every poller of a held key would fetch the whole checkpoint (up to
+ * its size limit) at every attempt. A re-delivered claim (same secret) and every other outcome get it.
+ */
+export function claimPreImageJson(source: string, now: string, applied: string, presented: string): string {
+  const live = `${source}holder IS NOT NULL AND (${source}expires_at IS NULL OR ${now} OPERATOR(pg_catalog.<) ${source}expires_at)`;
+  const needed = `(NOT (${live}) OR ${source}secret_hash OPERATOR(pg_catalog.=) ${presented})`;
+  const columns = [...FENCE_COLUMNS, ...RECORD_COLUMNS];
+  const values = columns.map(([name, expression]) => {
+    if (name === 'secret_matches') return `(${source}secret_hash OPERATOR(pg_catalog.=) ${presented})`;
+    const value = TIME_COLUMNS.has(name) ? epochMs(`${source}${name}`) : `${source}${expression}`;
+    return name.startsWith('checkpoint_') ? `CASE WHEN ${needed} THEN ${value} END` : value;
+  });
+  return `pg_catalog.json_build_array(${epochMs(now)}, ${applied}, ${values.join(', ')})::text`;
 }
 
 /** A decoded statement result: the store's now, whether SQL applied the change, and the pre-image. */
@@ -98,10 +123,30 @@ const textOf = (cell: Cell | undefined): string | null => (typeof cell === 'stri
 const timeOf = (cell: Cell | undefined): StoreTime | null => (typeof cell === 'number' ? cell : null);
 
 /**
+ * What a stored checkpoint that is not valid JSON (written around leasefence, or damaged) reads as: a JSON
+ * object that says so, instead of an error at every claim and inspect of the key. The key stays usable;
+ * an operator sees it in `inspect` and clears it (`recover(lease, 'discard')` by a recovering holder, or a
+ * release or fenced write that sets a new checkpoint).
+ */
+export const UNREADABLE_CHECKPOINT = 'leasefence:unreadable-checkpoint';
+
+/** `json` if it parses, otherwise a description of the unreadable checkpoint (valid JSON). */
+function readableCheckpoint(json: string): string {
+  try {
+    JSON.parse(json);
+    return json;
+  } catch {
+    return JSON.stringify({ [UNREADABLE_CHECKPOINT]: true, reason: 'the stored checkpoint is not valid JSON', length: json.length });
+  }
+}
+
+/**
  * Decodes the `r` column. A `fence`-width pre-image has no acquired-at (0), checkpoint (null) or pending
  * recovery (false): the operations that send one never read them (a property test holds them to it).
+ * The grant's secret is `presented` when the server said the hashes matched, and otherwise a string that
+ * differs from it (so the pure core's `checkFence` decides `wrong-secret` exactly as on the whole row).
  */
-export function decodePreImage(r: unknown): PreImage {
+export function decodePreImage(r: unknown, presented: string | null = null): PreImage {
   if (typeof r !== 'string') throw new Error(`leasefence/postgres: expected the pre-image as JSON text, got ${typeof r}`);
   const cells = JSON.parse(r) as Cell[];
   const [now, applied] = cells;
@@ -110,9 +155,10 @@ export function decodePreImage(r: unknown): PreImage {
   const token = bigintOf(cells[AT.token]);
   if (typeof key !== 'string' || token === null) return { now, applied, record: null };
   const holder = cells[AT.holder];
-  const secret = cells[AT.secret];
+  // NOTE: a NUL never occurs in a stored or presented secret (Postgres text has none), so this never matches.
+  const secret = cells[AT.secret_matches] === true && presented !== null ? presented : `${presented ?? ''}\u0000not-presented`;
   const grant =
-    typeof holder !== 'string' || typeof secret !== 'string'
+    typeof holder !== 'string'
       ? null
       : {
           token,
@@ -143,6 +189,6 @@ export function decodePreImage(r: unknown): PreImage {
   const checkpoint =
     typeof checkpointJson !== 'string' || checkpointToken === null
       ? null
-      : { json: checkpointJson, token: checkpointToken, writtenAt: timeOf(cells[AT.checkpoint_written_at]) ?? 0 };
+      : { json: readableCheckpoint(checkpointJson), token: checkpointToken, writtenAt: timeOf(cells[AT.checkpoint_written_at]) ?? 0 };
   return { now, applied, record: { key, token, grant, ending, checkpoint, recoveryRequired: cells[AT.recovery_required] === true } };
 }

@@ -2,10 +2,10 @@
  * The lease table and its claim function, as DDL text you can run in your own migrations, plus the
  * statements `migrate()` runs under an advisory lock (safe when several processes start at once).
  */
-import { claimable, claimFunction, claimSet, firstGrant, type ClaimTerms } from './claim-rule.js';
+import { claimable, claimSet, firstGrant, type ClaimTerms } from './claim-rule.js';
 import { tableName, type TableName } from './identifier.js';
-import { NOW, preImageJson } from './rows.js';
-import { PRE_IMAGE_WIDTH } from './statements.js';
+import { claimPreImageJson, NOW } from './rows.js';
+import { SQL_SECRET_HASH } from './secret-hash.js';
 
 /** The default lease table. */
 export const DEFAULT_LEASE_TABLE = 'leasefence_leases';
@@ -16,7 +16,7 @@ export const DEFAULT_LEASE_TABLE = 'leasefence_leases';
  *
  * NOTE: no CHECK constraints. Postgres deserialises and compiles a table's CHECK expressions on every
  * statement that writes it, which cost a lease operation about a fifth of its server time; the only writers
- * are leasefence's statements, which keep `holder` and `secret` NULL together, tokens positive and endings
+ * are leasefence's statements, which keep `holder` and `secret_hash` NULL together, tokens positive and endings
  * one of three kinds, and the conformance and model suites check what they write. Updates are HOT (no
  * index entry written): the only indexed column, `key`, never changes, and page pruning makes room (a
  * lower fillfactor was measured and did not pay: only the first update of rows on freshly filled pages
@@ -28,7 +28,7 @@ function tableDdl(table: TableName): string {
   token bigint NOT NULL,
   holder text,
   run_id text,
-  secret text,
+  secret_hash text,
   acquired_at timestamptz(3),
   expires_at timestamptz(3),
   attributes jsonb,
@@ -67,20 +67,33 @@ const FUNCTION_TERMS: ClaimTerms = {
  * waits for that transaction, and the next `SELECT ... FOR NO KEY UPDATE` (a fresh snapshot: the function
  * is VOLATILE, at READ COMMITTED) locks the winner's row; `now` is read after the lock, and the grant is
  * applied under the claim rule (claim-rule.ts, the same fragments as the claim statement's). It returns the
- * pre-image (`rows.ts`; all NULL for an insert).
+ * pre-image (`rows.ts`; all NULL for an insert). A row that another transaction holds locked and whose
+ * committed version shows a live grant is answered without waiting: `held` (see the NOTE in the body).
  */
-function claimFunctionDdl(table: TableName): string {
-  const t = table.quoted;
-  return `CREATE OR REPLACE FUNCTION ${claimFunction(table)}(
+function claimFunctionDdl(table: TableName, schemaPrefix: string): string {
+  const t = `${schemaPrefix}"${table.bare}"`;
+  return `CREATE OR REPLACE FUNCTION ${schemaPrefix}"${table.bare}_try_claim"(
   p_key text, p_holder text, p_run_id text, p_secret text, p_ttl_ms bigint, p_attributes jsonb, p_recovering boolean)
 RETURNS text
 LANGUAGE plpgsql VOLATILE
+SET search_path = pg_catalog, pg_temp
 AS $leasefence$
 DECLARE
   pre ${t};
   now_at timestamptz;
   applied boolean := false;
 BEGIN
+  -- NOTE: a row another transaction holds (a fenced write in progress, a renew) whose last committed version
+  -- shows a live grant is answered from that version without waiting for the lock: the claim changes
+  -- nothing and is linearised before that transaction (read after the snapshot, now proves it was live).
+  SELECT * INTO pre FROM ${t} AS l WHERE l.key = p_key FOR NO KEY UPDATE SKIP LOCKED;
+  IF NOT FOUND THEN
+    SELECT * INTO pre FROM ${t} AS l WHERE l.key = p_key;
+    now_at := ${NOW};
+    IF FOUND AND pre.holder IS NOT NULL AND (pre.expires_at IS NULL OR now_at < pre.expires_at) THEN
+      RETURN ${claimPreImageJson('pre.', 'now_at', 'false', 'p_secret')};
+    END IF;
+  END IF;
   FOR attempt IN 1..3 LOOP
     SELECT * INTO pre FROM ${t} AS l WHERE l.key = p_key FOR NO KEY UPDATE;
     IF FOUND THEN
@@ -90,7 +103,7 @@ BEGIN
     ${firstGrant(t, 'p_key', FUNCTION_TERMS)}
     ON CONFLICT (key) DO NOTHING;
     IF FOUND THEN
-      RETURN ${preImageJson(PRE_IMAGE_WIDTH.claim, 'pre.', 'now_at', 'true')};
+      RETURN ${claimPreImageJson('pre.', 'now_at', 'true', 'p_secret')};
     END IF;
   END LOOP;
   IF pre.key IS NULL THEN
@@ -100,14 +113,46 @@ BEGIN
   UPDATE ${t} AS l SET ${claimSet(FUNCTION_TERMS)}
   WHERE l.key = p_key AND ${claimable(FUNCTION_TERMS)};
   applied := FOUND;
-  RETURN ${preImageJson(PRE_IMAGE_WIDTH.claim, 'pre.', 'now_at', 'applied')};
+  RETURN ${claimPreImageJson('pre.', 'now_at', 'applied', 'p_secret')};
 END
 $leasefence$`;
 }
 
+/**
+ * The claim function's DDL with its table and its own name schema-qualified, because its `search_path` is
+ * pinned to `pg_catalog, pg_temp` (no object of another schema can stand in for an operator or function
+ * it uses). For a table named without a schema, the schema is the one the table is created in, the
+ * session's `current_schema()`, filled in on the server by a DO block.
+ */
+function qualifiedClaimFunctionDdl(table: TableName): string {
+  if (table.schema !== null) return claimFunctionDdl(table, `"${table.schema}".`);
+  // NOTE: format() reads % as a placeholder: the body's RAISE placeholder is doubled.
+  const template = claimFunctionDdl(table, '%1$I.').replace("row of %'", "row of %%'");
+  return `DO $leasefence_ddl$ BEGIN
+  EXECUTE pg_catalog.format($leasefence_fn$${template}$leasefence_fn$, pg_catalog.current_schema());
+END $leasefence_ddl$`;
+}
+
+/**
+ * Upgrades a table created before leasefence kept secret hashes: hashes every held grant's secret into
+ * `secret_hash` and drops the `secret` column, in the migration's transaction (a held grant stays valid:
+ * its holder presents the same secret, which the adapter hashes). Does nothing on a current table.
+ */
+function secretHashMigration(table: TableName): string {
+  const t = table.quoted;
+  return `DO $leasefence_migrate$ BEGIN
+  ALTER TABLE ${t} ADD COLUMN IF NOT EXISTS secret_hash text;
+  IF EXISTS (SELECT 1 FROM pg_catalog.pg_attribute
+      WHERE attrelid OPERATOR(pg_catalog.=) pg_catalog.to_regclass('${t}')::oid AND attname OPERATOR(pg_catalog.=) 'secret'::name AND NOT attisdropped) THEN
+    UPDATE ${t} SET secret_hash = ${SQL_SECRET_HASH('secret')} WHERE secret IS NOT NULL;
+    ALTER TABLE ${t} DROP COLUMN secret;
+  END IF;
+END $leasefence_migrate$`;
+}
+
 /** The DDL statements of a lease table, in order. */
 export function schemaStatements(table: TableName): string[] {
-  return [tableDdl(table), claimFunctionDdl(table)];
+  return [tableDdl(table), secretHashMigration(table), qualifiedClaimFunctionDdl(table)];
 }
 
 /**
@@ -127,4 +172,4 @@ export function postgresSchemaSql(table: string = DEFAULT_LEASE_TABLE): string {
  * on the catalog's unique index and concurrent `CREATE OR REPLACE FUNCTION` with "tuple concurrently
  * updated", so each migration takes a transaction-scoped advisory lock first.
  */
-export const MIGRATION_LOCK_SQL = `SELECT pg_advisory_xact_lock(1818588518, hashtext($1::text))`;
+export const MIGRATION_LOCK_SQL = `SELECT pg_catalog.pg_advisory_xact_lock(1818588518, pg_catalog.hashtext($1::text))`;

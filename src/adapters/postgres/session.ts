@@ -4,7 +4,7 @@
  */
 import { InvalidArgumentError } from '../../errors.js';
 import type { PostgresClient, PostgresPooledConnection, PostgresQueryable } from './client.js';
-import { classifyFailure, isConnectionFailure, isServerError } from './failures.js';
+import { classifyFailure as classify, isConnectionFailure, isServerError, type FailurePhase, type SchemaCheck } from './failures.js';
 import { acceptsNamedStatements, send } from './prepared.js';
 
 /** Raised inside a transaction body to roll it back without an error reaching the caller. */
@@ -33,13 +33,15 @@ export interface Session {
   readonly transactional: boolean;
   /** Whether leasefence's statements are sent prepared (planned once per connection). */
   readonly prepared: boolean;
+  /** `classifyFailure` with this session's schema check (a never-migrated table names its fix). */
+  classifyFailure(error: unknown, phase: FailurePhase, operation: string): unknown;
 }
 
 /**
  * Checks a connection out of the pool with an `error` listener attached until it is released: a pg
  * connection that dies while checked out emits `error`, which would otherwise be an uncaught exception.
  */
-async function checkOut(client: PostgresClient, operation: string): Promise<{ connection: PostgresPooledConnection; release(broken: boolean): void }> {
+async function checkOut(client: PostgresClient, operation: string, classifyFailure: Session['classifyFailure']): Promise<{ connection: PostgresPooledConnection; release(broken: boolean): void }> {
   let connection: PostgresPooledConnection;
   try {
     connection = await (client.connect as NonNullable<PostgresClient['connect']>).call(client);
@@ -67,7 +69,7 @@ const control: TransactionControl = {
 };
 
 /** Creates the session of a client. */
-export function createSession(client: PostgresClient, options: { readonly prepare?: boolean } = {}): Session {
+export function createSession(client: PostgresClient, options: { readonly prepare?: boolean; readonly schema?: SchemaCheck } = {}): Session {
   if (typeof client !== 'object' || client === null || typeof client.query !== 'function') {
     throw new TypeError('leasefence/postgres needs a client with query(text, params): a pg Pool, PGlite, fromPostgresJs(sql) or fromPgClient(client)');
   }
@@ -77,6 +79,7 @@ export function createSession(client: PostgresClient, options: { readonly prepar
     throw new TypeError('a single pg Client or PoolClient cannot be used as a pool: pass the Pool, or wrap the client with fromPgClient(client)');
   }
   const { connect, transaction } = client;
+  const classifyFailure = (error: unknown, phase: FailurePhase, operation: string): unknown => classify(error, phase, operation, options.schema);
   const named = options.prepare !== false && acceptsNamedStatements(client);
   const run = (queryable: PostgresQueryable, text: string, params: unknown[]) => send(queryable, text, params, named);
 
@@ -88,7 +91,7 @@ export function createSession(client: PostgresClient, options: { readonly prepar
         throw classifyFailure(error, 'statement', operation);
       }
     }
-    const checkedOut = await checkOut(client, operation);
+    const checkedOut = await checkOut(client, operation, classifyFailure);
     try {
       const { rows } = await run(checkedOut.connection, text, params);
       checkedOut.release(false);
@@ -100,7 +103,7 @@ export function createSession(client: PostgresClient, options: { readonly prepar
   };
 
   const viaPool = async <T>(body: (tx: PostgresQueryable, control: TransactionControl) => Promise<T>, operation: string): Promise<T> => {
-    const checkedOut = await checkOut(client, operation);
+    const checkedOut = await checkOut(client, operation, classifyFailure);
     const { connection } = checkedOut;
     let broken = false;
     try {
@@ -161,6 +164,7 @@ export function createSession(client: PostgresClient, options: { readonly prepar
     run,
     transactional: connect !== undefined || transaction !== undefined,
     prepared: named,
+    classifyFailure,
     transaction(body, operation) {
       if (connect !== undefined) return viaPool(body, operation);
       if (transaction !== undefined) return viaCallback(body, operation);

@@ -14,12 +14,14 @@
  * ctid: a version newer than the snapshot is invisible to a TID scan, and would not be updated.
  *
  * Bind parameters of fence-checking statements: $1 key, $2 token, $3 secret, $4 holder, $5 run id,
- * $6 required attributes (JSON text); operation parameters follow from $7.
+ * $6 required attributes (JSON text); operation parameters follow from $7. The secret travels as its hash
+ * (secret-hash.ts); the pre-image says only whether it matched.
  */
 import type { Fence } from '../../fence/types.js';
 import { claimable, claimFunction, claimSet, type ClaimTerms } from './claim-rule.js';
+import { secretHash } from './secret-hash.js';
 import type { TableName } from './identifier.js';
-import { NOW, preImageColumns, preImageJson, type PreImageWidth } from './rows.js';
+import { claimPreImageJson, epochMs, NOW, preImageColumns, preImageJson, type PreImageWidth } from './rows.js';
 
 /**
  * The fence check of `verdict.ts#checkFence`, as SQL over `pre` at `clock.now`: true iff the verdict is ok.
@@ -28,32 +30,35 @@ import { NOW, preImageColumns, preImageJson, type PreImageWidth } from './rows.j
  */
 export function fenceHolds(param: (index: number) => string): string {
   return `pre.holder IS NOT NULL
-    AND pre.token = ${param(2)}::numeric
-    AND pre.secret = ${param(3)}::text
+    AND pre.token::numeric OPERATOR(pg_catalog.=) ${param(2)}::numeric
+    AND pre.secret_hash OPERATOR(pg_catalog.=) ${param(3)}::text
     AND pre.holder = ${param(4)}::text
     AND pre.run_id IS NOT DISTINCT FROM ${param(5)}::text
-    AND pre.attributes @> ${param(6)}::text::jsonb
-    AND (pre.expires_at IS NULL OR clock.now < pre.expires_at)`;
+    AND pre.attributes OPERATOR(pg_catalog.@>) ${param(6)}::text::jsonb
+    AND (pre.expires_at IS NULL OR clock.now OPERATOR(pg_catalog.<) pre.expires_at)`;
 }
 
 const NO_ATTRIBUTES = '{}';
 
-/** The bind parameters of a fence, in the order `fenceHolds` numbers them. */
+/** The bind parameters of a fence, in the order `fenceHolds` numbers them (the secret as its hash). */
 export function fenceParams(fence: Fence): unknown[] {
   const { attributes } = fence;
   // NOTE: most fences require no attributes; skip JSON.stringify for them (this runs on every operation).
   const required = attributes === undefined ? NO_ATTRIBUTES : JSON.stringify(attributes);
-  return [fence.key, fence.token.toString(), fence.secret, fence.holder, fence.runId, required];
+  return [fence.key, fence.token.toString(), secretHash(fence.secret), fence.holder, fence.runId, required];
 }
 
 /** `fenceHolds` with the fence parameters at $1..$6. */
 const FENCE_HOLDS: string = fenceHolds((index) => `$${index}`);
 
 /** The columns an ending grant clears. */
-const CLEAR_GRANT = `holder = NULL, run_id = NULL, secret = NULL, acquired_at = NULL, expires_at = NULL, attributes = NULL`;
+const CLEAR_GRANT = `holder = NULL, run_id = NULL, secret_hash = NULL, acquired_at = NULL, expires_at = NULL, attributes = NULL`;
 
-/** Locks the row (`lock`), reads now after the lock, applies `set` where `condition`, returns the pre-image. */
-function lockedUpdate(table: TableName, width: PreImageWidth, lock: 'NO KEY UPDATE' | 'SHARE', set: string | null, condition: string): string {
+/**
+ * Locks the row (`lock`), reads now after the lock, applies `set` where `condition`, returns the pre-image
+ * (`presented`: the SQL of the presented secret's hash, `null` when the operation presents none).
+ */
+function lockedUpdate(table: TableName, width: PreImageWidth, lock: 'NO KEY UPDATE' | 'SHARE', set: string | null, condition: string, presented: string | null = '$3::text'): string {
   const applied =
     set === null
       ? ''
@@ -68,9 +73,9 @@ applied AS (
   SELECT ${preImageColumns(width)} FROM ${table.quoted} WHERE key = $1::text FOR ${lock}
 ),
 clock AS MATERIALIZED (
-  SELECT ${NOW} AS now, count(*) AS locked FROM pre
+  SELECT ${NOW} AS now, pg_catalog.count(*) AS locked FROM pre
 )${applied}
-SELECT ${preImageJson(width, 'pre.', 'clock.now', set === null ? 'false' : 'EXISTS (SELECT 1 FROM applied)')} AS r
+SELECT ${preImageJson(width, 'pre.', 'clock.now', set === null ? 'false' : 'EXISTS (SELECT 1 FROM applied)', presented)} AS r
 FROM clock LEFT JOIN pre ON true`;
 }
 
@@ -86,18 +91,20 @@ const STATEMENT_TERMS: ClaimTerms = {
 };
 
 /**
- * The claim: for a row that exists, a locked update under the claim rule, in plain SQL. When the snapshot
- * has no row for the key, the same statement calls the claim function instead (schema.ts), which
- * inserts the row or, when a concurrent first claim won, locks and decides on the winner's row. NOTE: the
+ * The claim: for a row that exists and is not locked, a locked update under the claim rule, in plain SQL.
+ * When the snapshot has no row for the key, or another transaction holds it locked (`SKIP LOCKED`: a
+ * fenced write in progress, or a concurrent claim or renew), the same statement calls the claim function
+ * instead (schema.ts), which answers from the row as committed when it shows a live grant (`held`, with no
+ * lock wait), and otherwise inserts the row or locks and decides on the newest version. NOTE: the
  * function is called in a CASE branch, which Postgres evaluates only when taken, so a claim of an existing
  * row never enters plpgsql; and its UPDATE CTE matches no row then (`pre` is empty).
  */
 function claimStatement(table: TableName): string {
   return `WITH pre AS MATERIALIZED (
-  SELECT ${preImageColumns(PRE_IMAGE_WIDTH.claim)} FROM ${table.quoted} WHERE key = $1::text FOR NO KEY UPDATE
+  SELECT ${preImageColumns(PRE_IMAGE_WIDTH.claim)} FROM ${table.quoted} WHERE key = $1::text FOR NO KEY UPDATE SKIP LOCKED
 ),
 clock AS MATERIALIZED (
-  SELECT ${NOW} AS now, count(*) AS locked FROM pre
+  SELECT ${NOW} AS now, pg_catalog.count(*) AS locked FROM pre
 ),
 applied AS (
   UPDATE ${table.quoted} AS l SET ${claimSet(STATEMENT_TERMS)}
@@ -105,9 +112,9 @@ applied AS (
   WHERE l.key = pre.key AND ${claimable(STATEMENT_TERMS)}
   RETURNING 1
 )
-SELECT CASE WHEN clock.locked = 0
+SELECT CASE WHEN clock.locked OPERATOR(pg_catalog.=) 0::bigint
   THEN ${claimFunction(table)}(${CLAIM_ARGUMENTS})
-  ELSE ${preImageJson(PRE_IMAGE_WIDTH.claim, 'pre.', 'clock.now', 'EXISTS (SELECT 1 FROM applied)')}
+  ELSE ${claimPreImageJson('pre.', 'clock.now', 'EXISTS (SELECT 1 FROM applied)', '$4::text')}
 END AS r
 FROM clock LEFT JOIN pre ON true`;
 }
@@ -128,6 +135,8 @@ export const PRE_IMAGE_WIDTH: Readonly<Record<keyof LeaseStatements, PreImageWid
   recover: 'record',
   inspect: 'record',
   lockShared: 'fence',
+  lockForCheckpoint: 'fence',
+  saveCheckpoint: 'fence',
 };
 
 /** The claim function's arguments, from the claim's bind parameters. */
@@ -135,7 +144,7 @@ const CLAIM_ARGUMENTS = '$1::text, $2::text, $3::text, $4::text, $5::bigint, $6:
 
 /** The statements of one lease table. */
 export interface LeaseStatements {
-  /** $1 key, $2 holder, $3 run id, $4 secret, $5 ttl ms (NULL: no expiry), $6 attributes JSON, $7 recovering. */
+  /** $1 key, $2 holder, $3 run id, $4 secret hash, $5 ttl ms (NULL: no expiry), $6 attributes JSON, $7 recovering. */
   readonly claim: string;
   /** The claim as a call of the claim function (same parameters), for stores whose statements are not prepared. */
   readonly claimCall: string;
@@ -151,8 +160,51 @@ export interface LeaseStatements {
   readonly recover: string;
   /** $1 key. */
   readonly inspect: string;
-  /** $1 key: locks the row FOR SHARE (a fenced write's first statement) and returns it with now. */
+  /**
+   * $1 key, $2 margin ms, $3 the presented secret's hash: a fenced write's first statement. Locks the row FOR SHARE, returns it with now,
+   * and bounds the transaction by the grant (`transactionBound`).
+   */
   readonly lockShared: string;
+  /** As `lockShared`, but FOR NO KEY UPDATE: the first statement of a fenced write that saves a checkpoint. */
+  readonly lockForCheckpoint: string;
+  /**
+   * $1 key, $2 token, $3 checkpoint JSON text, $4 written-at (epoch ms): the last statement of a fenced
+   * write with a checkpoint, on the row `lockForCheckpoint` locked; returns one row iff it saved.
+   */
+  readonly saveCheckpoint: string;
+}
+
+/**
+ * Bounds the fenced transaction by the grant, on the server: when the locked row has a live expiry, sets
+ * the transaction's `statement_timeout` and `idle_in_transaction_session_timeout` (`set_config(..., true)`
+ * is SET LOCAL) to the grant's remaining time on the store clock plus $2 ms, or leaves a lower one the
+ * session already has. A holder that freezes (GC, SIGSTOP) mid-transaction then loses its session when the
+ * bound runs out, which ends the transaction and unlocks the row, instead of blocking takeover until the
+ * pool's own timeouts (if any). NOTE: the idle timeout restarts after each statement; a holder that froze
+ * after statements it sent later than the fence check is bounded from its last statement (see
+ * RELIABILITY.md); a live one is stopped by the write context, which refuses statements after the grant's
+ * local deadline.
+ */
+export function transactionBound(setting: string, margin = '$2::bigint'): string {
+  const remaining = `(${epochMs('pre.expires_at')} OPERATOR(pg_catalog.-) ${epochMs('clock.now')} OPERATOR(pg_catalog.+) ${margin})`;
+  const current = `pg_catalog.round(pg_catalog.date_part('epoch', pg_catalog.current_setting('${setting}')::interval) OPERATOR(pg_catalog.*) 1000::float8)::bigint`;
+  return `pg_catalog.set_config('${setting}', (CASE WHEN ${current} OPERATOR(pg_catalog.>) 0::bigint
+      THEN LEAST(${remaining}, ${current}) ELSE ${remaining} END)::text, true)`;
+}
+
+/** A fenced write's first statement: locks the row (`lock`), returns its pre-image, bounds the transaction. */
+function fencedWriteBegin(table: TableName, lock: 'NO KEY UPDATE' | 'SHARE'): string {
+  return `WITH pre AS MATERIALIZED (
+  SELECT ${preImageColumns(PRE_IMAGE_WIDTH.lockShared)} FROM ${table.quoted} WHERE key = $1::text FOR ${lock}
+),
+clock AS MATERIALIZED (
+  SELECT ${NOW} AS now, pg_catalog.count(*) AS locked FROM pre
+)
+SELECT ${preImageJson(PRE_IMAGE_WIDTH.lockShared, 'pre.', 'clock.now', 'false', '$3::text')} AS r,
+  CASE WHEN pre.holder IS NOT NULL AND pre.expires_at OPERATOR(pg_catalog.>) clock.now
+    THEN ${transactionBound('statement_timeout')} OPERATOR(pg_catalog.||) ${transactionBound('idle_in_transaction_session_timeout')}
+  END AS bounded
+FROM clock LEFT JOIN pre ON true`;
 }
 
 /** Builds the statements of a (validated, quoted) lease table. */
@@ -162,7 +214,7 @@ export function leaseStatements(table: TableName): LeaseStatements {
 
     claimCall: `SELECT ${claimFunction(table)}(${CLAIM_ARGUMENTS}) AS r`,
 
-    renew: lockedUpdate(table, PRE_IMAGE_WIDTH.renew, 'NO KEY UPDATE', `expires_at = clock.now + $7::bigint * interval '1 millisecond'`, FENCE_HOLDS),
+    renew: lockedUpdate(table, PRE_IMAGE_WIDTH.renew, 'NO KEY UPDATE', `expires_at = clock.now OPERATOR(pg_catalog.+) ($7::bigint::float8 OPERATOR(pg_catalog.*) '1 millisecond'::interval)`, FENCE_HOLDS),
 
     checkpoint: lockedUpdate(
       table,
@@ -173,7 +225,8 @@ export function leaseStatements(table: TableName): LeaseStatements {
     ),
 
     // NOTE: the kept checkpoint is read from `l`, the row being updated (the version `pre` locked), so that
-    // the pre-image need not carry it back to the client.
+    // the pre-image need not carry it back to the client. An explicit checkpoint decision (clear or replace)
+    // resolves a pending recovery, as `transitions.release` does; keep leaves it pending.
     release: lockedUpdate(
       table,
       PRE_IMAGE_WIDTH.release,
@@ -183,7 +236,8 @@ export function leaseStatements(table: TableName): LeaseStatements {
     ending_at = clock.now, ending_reason = NULL, ending_by = NULL,
     checkpoint_json = CASE $7::text WHEN 'keep' THEN l.checkpoint_json WHEN 'clear' THEN NULL ELSE $8::text END,
     checkpoint_token = CASE $7::text WHEN 'keep' THEN l.checkpoint_token WHEN 'clear' THEN NULL ELSE pre.token END,
-    checkpoint_written_at = CASE $7::text WHEN 'keep' THEN l.checkpoint_written_at WHEN 'clear' THEN NULL ELSE clock.now END`,
+    checkpoint_written_at = CASE $7::text WHEN 'keep' THEN l.checkpoint_written_at WHEN 'clear' THEN NULL ELSE clock.now END,
+    recovery_required = CASE $7::text WHEN 'keep' THEN l.recovery_required ELSE false END`,
       FENCE_HOLDS,
     ),
 
@@ -191,11 +245,12 @@ export function leaseStatements(table: TableName): LeaseStatements {
       table,
       PRE_IMAGE_WIDTH.revoke,
       'NO KEY UPDATE',
-      `token = pre.token + 1, ${CLEAR_GRANT},
+      `token = pre.token OPERATOR(pg_catalog.+) 1::bigint, ${CLEAR_GRANT},
     ending_kind = 'revoked', ending_token = pre.token, ending_holder = pre.holder, ending_run_id = pre.run_id,
     ending_at = clock.now, ending_reason = $2::text, ending_by = $3::text,
     recovery_required = ($4::boolean AND pre.checkpoint_json IS NOT NULL)`,
-      `pre.holder IS NOT NULL AND ($5::numeric IS NULL OR pre.token = $5::numeric)`,
+      `pre.holder IS NOT NULL AND ($5::numeric IS NULL OR pre.token::numeric OPERATOR(pg_catalog.=) $5::numeric)`,
+      null,
     ),
 
     recover: lockedUpdate(
@@ -210,9 +265,18 @@ export function leaseStatements(table: TableName): LeaseStatements {
     ),
 
     // NOTE: a plain read (no lock): an inspection is linearised at its snapshot and judges liveness at its now.
-    inspect: `SELECT ${preImageJson(PRE_IMAGE_WIDTH.inspect, 'pre.', 'clock.now', 'false')} AS r
+    inspect: `SELECT ${preImageJson(PRE_IMAGE_WIDTH.inspect, 'pre.', 'clock.now', 'false', null)} AS r
 FROM (SELECT ${NOW} AS now) AS clock LEFT JOIN ${table.quoted} AS pre ON pre.key = $1::text`,
 
-    lockShared: lockedUpdate(table, PRE_IMAGE_WIDTH.lockShared, 'SHARE', null, 'false'),
+    lockShared: fencedWriteBegin(table, 'SHARE'),
+
+    lockForCheckpoint: fencedWriteBegin(table, 'NO KEY UPDATE'),
+
+    // NOTE: the row is locked FOR NO KEY UPDATE by this transaction since the fence check, so it is the
+    // version the check read; the token condition only guards against a misuse of the statement.
+    saveCheckpoint: `UPDATE ${table.quoted} SET checkpoint_json = $3::text, checkpoint_token = token,
+  checkpoint_written_at = pg_catalog.to_timestamp($4::float8 OPERATOR(pg_catalog./) 1000::float8), recovery_required = false
+WHERE key = $1::text AND token = $2::bigint AND holder IS NOT NULL
+RETURNING 1 AS saved`,
   };
 }

@@ -1,0 +1,18 @@
+/**
+ * The lease table keeps a SHA-256 of each grant's secret, never the secret: whoever can read the table (a
+ * replica, a backup, a log of statements) cannot act as a holder. The adapter hashes the presented secret
+ * before sending it, so the secret itself never travels to the server either (no statement log, parameter
+ * or server error can carry it); SQL compares hashes and tells the adapter only whether they matched.
+ */
+import { createHash } from 'node:crypto';
+
+/** Lowercase hex SHA-256 of the secret's UTF-8 bytes: what `secret_hash` holds. */
+export function secretHash(secret: string): string {
+  return createHash('sha256').update(secret, 'utf8').digest('hex');
+}
+
+/**
+ * The SQL of the same hash, for rows written before the table kept hashes (`migrate()` converts them).
+ * NOTE: equal to `secretHash` for every string: both hash its UTF-8 bytes.
+ */
+export const SQL_SECRET_HASH = (column: string): string => `pg_catalog.encode(pg_catalog.sha256(pg_catalog.convert_to(${column}, 'UTF8')), 'hex')`;
