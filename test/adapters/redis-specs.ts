@@ -252,6 +252,44 @@ export function describeRedisAdapterSpecs(kind: RedisClientKind): void {
       expect(await raw.send(['GET', after])).toBeNull();
     });
 
+    it('a fenced write with a checkpoint saves both in one script (stamped with the token, resolving a pending recovery); refused or failed, neither', async () => {
+      const key = fresh('exactly-once');
+      const a = leasesFor('a');
+      const rows = `${prefix}${hashTagOf(key)}:rows`;
+      expect(await a.fencedWrite(await a.claimOrThrow(key), () => 'no commands', { checkpoint: { batch: 0 } })).toMatchObject({ ok: true, value: 'no commands' });
+      await a.revoke(key, { reason: 'recover it', requireRecovery: true });
+      const lease = await a.claimOrThrow(key, { recovering: true });
+      const sent = await watch.commandsDuring(async () => {
+        const outcome = await a.fencedWrite(lease, (tx) => tx.call('RPUSH', rows, 'batch 1'), { checkpoint: { batch: 1 } });
+        expect(outcome).toMatchObject({ ok: true, value: 1, checkpoint: { json: '{"batch":1}', token: lease.token } });
+        if (outcome.ok) expect(outcome.checkpoint?.writtenAt).toBe(outcome.now);
+      });
+      expect(sent).toEqual(['EVALSHA']);
+      expect(await a.inspect(key)).toMatchObject({ recoveryRequired: false, checkpoint: { token: lease.token, value: { batch: 1 } } });
+      const failed = a.fencedWrite(lease, (tx) => {
+        void tx.call('INCR', rows);
+      }, { checkpoint: { batch: 2 } });
+      await expect(failed).rejects.toBeInstanceOf(RedisCommandError);
+      expect(await a.inspect(key)).toMatchObject({ checkpoint: { value: { batch: 1 } } });
+      await a.revoke(key, { reason: 'fence it' });
+      expect(await a.fencedWrite(lease, (tx) => tx.call('RPUSH', rows, 'stale'), { checkpoint: { batch: 3 } })).toMatchObject({ ok: false, reason: 'revoked' });
+      expect(await raw.send(['LRANGE', rows, '0', '-1'])).toEqual(['batch 1']);
+      expect(await a.inspect(key)).toMatchObject({ checkpoint: { value: { batch: 1 } } });
+    });
+
+    it('release with an explicit checkpoint decision (set or clear) resolves a pending recovery; keeping it leaves it pending', async () => {
+      for (const decision of [{ checkpoint: null }, { checkpoint: { done: true } }, {}] as const) {
+        const key = fresh('release-recovery');
+        const a = leasesFor('a');
+        await a.checkpointOrThrow(await a.claimOrThrow(key), { step: 1 });
+        await a.revoke(key, { reason: 'recover it', requireRecovery: true });
+        expect(await a.release(await a.claimOrThrow(key, { recovering: true }), decision)).toMatchObject({ ok: true });
+        const pending = !('checkpoint' in decision);
+        expect(await a.inspect(key)).toMatchObject({ recoveryRequired: pending });
+        expect(await a.claim(key)).toMatchObject({ ok: !pending });
+      }
+    });
+
     it('refuses bad input before sending anything: an over-size checkpoint, a lone surrogate, a late tx.call', async () => {
       const leases = createLeases(store, { holder: 'a', ttlMs: 60_000, maxCheckpointBytes: 64 });
       const lease = await leases.claimOrThrow(fresh('input'));

@@ -162,10 +162,9 @@ export function createRedisStore(options: RedisStoreOptions): Store<RedisWriteCo
     },
 
     async fencedWrite<T>(fence: Fence, write: (context: RedisWriteContext) => T | Promise<T>, writeOptions: StoreFencedWriteOptions = {}): Promise<FencedWriteOutcome<T>> {
-      // TODO(issue 8): save writeOptions.checkpointJson in the same atomic step (being built on this adapter).
-      if (writeOptions.checkpointJson !== undefined) throw new InvalidArgumentError('fencedWrite with a checkpoint is not supported by this store yet');
+      const { checkpointJson } = writeOptions;
       const recorder = new CommandRecorder(2);
-      const fenceArguments = fenceArgs(fence, [String(replayWindowMs)]);
+      const fenceArguments = fenceArgs(fence, [String(replayWindowMs), checkpointJson ?? '']);
       const value = write(recorder.context(fence.token));
       const commands = recorder.seal();
       // NOTE: the callback's own promise may reject once the script's verdict is known; never leave it unhandled.
@@ -190,7 +189,8 @@ export function createRedisStore(options: RedisStoreOptions): Store<RedisWriteCo
       const [replies, failed, message] = reply.raw.slice(lua.REPLY.extras);
       const failure = recorder.settle(replies, failed, message);
       if (failure !== null) throw failure;
-      return { ok: true, value: await value, token: fence.token, checkpoint: null, now: reply.now };
+      const checkpoint = checkpointJson === undefined ? null : { json: checkpointJson, token: fence.token, writtenAt: reply.now };
+      return { ok: true, value: await value, token: fence.token, checkpoint, now: reply.now };
     },
   };
 }

@@ -129,7 +129,8 @@ return reply
 
 /**
  * release. KEYS: record. ARGV: fence, then optionally the checkpoint mode ('clear' | 'set'; absent: keep)
- * and the checkpoint JSON.
+ * and the checkpoint JSON. An explicit checkpoint decision (set or clear) resolves a pending recovery,
+ * as in the pure core; keeping the checkpoint leaves it pending.
  */
 export const RELEASE_SCRIPT: string = `${FENCED}
 local ending = 'released\\0' .. ARGV[1] .. '\\0' .. ARGV[3] .. now_ms .. '\\0\\0'
@@ -137,7 +138,7 @@ local mode = ARGV[at]
 if not mode then
   redis.call('HSET', KEYS[1], 'lease', ARGV[1], 'ending', ending)
 else
-  redis.call('HSET', KEYS[1], 'lease', ARGV[1], 'ending', ending, 'checkpoint', mode == 'set' and (ARGV[1] .. '\\0' .. now_ms .. '\\0' .. ARGV[at + 1]) or '')
+  redis.call('HSET', KEYS[1], 'lease', ARGV[1], 'ending', ending, 'recovery', '', 'checkpoint', mode == 'set' and (ARGV[1] .. '\\0' .. now_ms .. '\\0' .. ARGV[at + 1]) or '')
 end
 return '+' .. clock .. '\\0' .. lease
 `;

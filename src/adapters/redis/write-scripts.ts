@@ -31,17 +31,23 @@ end
 
 /**
  * fenced write. KEYS: record, request memo, then the user's declared keys. ARGV: fence, memo TTL ms,
- * then the recorded commands. The user's commands run only after the fence check passed, in the same
- * script; a re-delivery (same request id) returns the memoised first reply and runs nothing again.
+ * checkpoint JSON ('' = none), then the recorded commands. The user's commands run only after the fence
+ * check passed, in the same script; then, if none failed, the checkpoint is saved exactly as
+ * CHECKPOINT_SCRIPT saves it (stamped with the token, resolving a pending recovery), so the write and
+ * the progress it records apply together. A re-delivery (same request id) returns the memoised first
+ * reply and runs nothing again.
  * Reply: the lease reply of a fenced script (see `scripts.ts`), padded to `REPLY.extras`, then replies,
  * failed command index (0 = none), error.
  */
 export const FENCED_WRITE_SCRIPT: string = `
 local memo = redis.call('GET', KEYS[2])
 if memo then return cmsgpack.unpack(memo) end
-${FENCED}${runCommands('at + 1')}
+${FENCED}${runCommands('at + 2')}
+if failed == 0 and ARGV[at + 1] ~= '' then
+  redis.call('HSET', KEYS[1], 'checkpoint', ARGV[1] .. '\\0' .. now_ms .. '\\0' .. ARGV[at + 1], 'recovery', '')
+end
 local reply = {'+' .. clock, lease, false, false, false, replies, failed, err}
-if tonumber(ARGV[at + 1]) > 0 then redis.call('SET', KEYS[2], cmsgpack.pack(reply), 'PX', ARGV[at]) end
+if tonumber(ARGV[at + 2]) > 0 or ARGV[at + 1] ~= '' then redis.call('SET', KEYS[2], cmsgpack.pack(reply), 'PX', ARGV[at]) end
 return reply
 `;
 
