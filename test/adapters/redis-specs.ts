@@ -8,7 +8,8 @@ import { createLeases, type Leases } from '../../src/leases.js';
 import type { Lease } from '../../src/lease.js';
 import { InvalidArgumentError } from '../../src/errors.js';
 import { toConnection, type RedisConnection } from '../../src/adapters/redis/connection.js';
-import { createRedisStore, createRedisTokenGate, hashTagOf, RedisCommandError, type RedisClient } from '../../src/adapters/redis/index.js';
+import { createRedisStore, createRedisTokenGate, hashTagOf, RedisCommandError, type RedisClient, type RedisWriteContext } from '../../src/adapters/redis/index.js';
+import { MAX_COMMAND_ARGUMENTS } from '../../src/adapters/redis/recorder.js';
 import { keyNames } from '../../src/adapters/redis/keys.js';
 import { startRedis, type RedisServer } from '../support/redis-server.js';
 import { freshPrefix, openClient, type RedisClientKind, type RedisStore } from './redis-harness.js';
@@ -236,7 +237,7 @@ export function describeRedisAdapterSpecs(kind: RedisClientKind): void {
       expect(await raw.send(['GET', counter])).toBe('5');
     });
 
-    it('a command failing inside a fenced write rejects with RedisCommandError; Redis keeps the commands before it', async () => {
+    it('a command failing while it runs inside a fenced write rejects with RedisCommandError; Redis keeps the commands before it', async () => {
       const key = fresh('fails');
       const a = leasesFor('a');
       const lease = await a.claimOrThrow(key);
@@ -288,6 +289,105 @@ export function describeRedisAdapterSpecs(kind: RedisClientKind): void {
         expect(await a.inspect(key)).toMatchObject({ recoveryRequired: pending });
         expect(await a.claim(key)).toMatchObject({ ok: !pending });
       }
+    });
+
+    it('an async callback is awaited, then everything it recorded is sent in one script, whatever it awaited in between', async () => {
+      const key = fresh('async');
+      const a = leasesFor('a');
+      const lease = await a.claimOrThrow(key);
+      const gate = createRedisTokenGate({ client, prefix });
+      const list = `${prefix}${hashTagOf(key)}:async`;
+      const tick = (): Promise<void> => new Promise((resolve) => setTimeout(resolve, 5));
+      await a.fencedWrite(lease, () => undefined);
+      await gate.write(key, lease.fence(), () => undefined);
+      const sent = await watch.commandsDuring(async () => {
+        const first = await a.fencedWrite(lease, async (tx) => {
+          void tx.call('RPUSH', list, 'one');
+          await tick();
+          void tx.call('RPUSH', list, 'two');
+          return 'done';
+        });
+        expect(first).toMatchObject({ ok: true, value: 'done' });
+        const gated = await gate.write(key, lease.fence(), async (tx) => {
+          await tick();
+          void tx.call('RPUSH', list, 'three');
+          return 'gated';
+        });
+        expect(gated).toMatchObject({ ok: true, value: 'gated' });
+      });
+      expect(sent).toEqual(['EVALSHA', 'EVALSHA']);
+      expect(await raw.send(['LRANGE', list, '0', '-1'])).toEqual(['one', 'two', 'three']);
+    });
+
+    it('an async callback that uses a reply before it finishes (await, .then, return) is refused before anything is sent; a rejecting one sends nothing', async () => {
+      const key = fresh('async-misuse');
+      const a = leasesFor('a');
+      const lease = await a.claimOrThrow(key);
+      const gate = createRedisTokenGate({ client, prefix });
+      const list = `${prefix}${hashTagOf(key)}:misuse`;
+      const misuses: Array<(tx: RedisWriteContext) => Promise<unknown>> = [
+        async (tx) => {
+          const length = await tx.call('RPUSH', list, 'one');
+          return tx.call('RPUSH', list, `after ${String(length)}`);
+        },
+        async (tx) => tx.call('RPUSH', list, 'returned'),
+        async (tx) => {
+          void tx.call('RPUSH', list, 'then').then(() => undefined, () => undefined);
+          await new Promise((resolve) => setTimeout(resolve, 1));
+        },
+      ];
+      const sent = await watch.commandsDuring(async () => {
+        for (const misuse of misuses) {
+          await expect(a.fencedWrite(lease, misuse)).rejects.toBeInstanceOf(InvalidArgumentError);
+          await expect(gate.write(key, lease.fence(), misuse)).rejects.toBeInstanceOf(InvalidArgumentError);
+        }
+        const failing = a.fencedWrite(lease, async (tx) => {
+          void tx.call('RPUSH', list, 'before the throw');
+          await Promise.resolve();
+          throw new Error('callback failed');
+        });
+        await expect(failing).rejects.toThrow('callback failed');
+      });
+      expect(sent).toEqual([]);
+      expect(await raw.send(['EXISTS', list])).toBe(0);
+    });
+
+    it(`a recorded command with more than MAX_COMMAND_ARGUMENTS (${MAX_COMMAND_ARGUMENTS}) arguments is refused before anything is sent; at the limit it runs`, async () => {
+      const key = fresh('wide');
+      const a = leasesFor('a');
+      const lease = await a.claimOrThrow(key);
+      const list = `${prefix}${hashTagOf(key)}:wide`;
+      const values = (count: number): string[] => Array.from({ length: count }, (_, index) => String(index));
+      const sent = await watch.commandsDuring(async () => {
+        const tooWide = a.fencedWrite(lease, (tx) => {
+          void tx.call('SET', `${list}:first`, 'x');
+          return tx.call('RPUSH', list, ...values(MAX_COMMAND_ARGUMENTS - 1));
+        });
+        await expect(tooWide).rejects.toBeInstanceOf(InvalidArgumentError);
+      });
+      expect(sent).toEqual([]);
+      expect(await raw.send(['EXISTS', `${list}:first`])).toBe(0);
+      expect(await a.fencedWrite(lease, (tx) => tx.call('RPUSH', list, ...values(MAX_COMMAND_ARGUMENTS - 2)))).toMatchObject({ ok: true, value: MAX_COMMAND_ARGUMENTS - 2 });
+    });
+
+    it('a command Redis would refuse (unknown, wrong argument count, not allowed in scripts) is found before any command runs: nothing applied, no checkpoint', async () => {
+      const key = fresh('checked');
+      const a = leasesFor('a');
+      const lease = await a.claimOrThrow(key);
+      const [first, later] = [`${prefix}${hashTagOf(key)}:first`, `${prefix}${hashTagOf(key)}:later`];
+      for (const [bad, index] of [[['NOSUCHCOMMAND', later], 1], [['GET', later, 'extra'], 1], [['WATCH', later], 1], [['SET', later], 1]] as const) {
+        const write = a.fencedWrite(
+          lease,
+          (tx) => {
+            void tx.call('SET', first, 'applied?');
+            void tx.call(bad[0], bad[1], ...bad.slice(2));
+          },
+          { checkpoint: { bad: bad[0] } },
+        );
+        await expect(write).rejects.toMatchObject({ name: 'RedisCommandError', commandIndex: index, applied: 0 });
+        expect(await raw.send(['EXISTS', first])).toBe(0);
+      }
+      expect((await a.inspect(key)).checkpoint).toBeNull();
     });
 
     it('refuses bad input before sending anything: an over-size checkpoint, a lone surrogate, a late tx.call', async () => {

@@ -53,11 +53,9 @@ export function createRedisTokenGate(options: RedisTokenGateOptions): TokenGate<
       assertStorable('resource', resource);
       assertStorable('lease key', lease.key);
       const recorder = new CommandRecorder(2);
-      const value = write(recorder.context(lease.token));
-      const commands = recorder.seal();
-      if (value instanceof Promise) value.catch(() => undefined);
-      const keys = [names.record(resource, 'gate'), names.memo(resource, newSecret()), ...commands.keys];
-      const args = [lease.key, lease.token.toString(), String(replayWindowMs), ...commands.args];
+      const { value, keys: declared, args: commands } = await recorder.run(write, lease.token);
+      const keys = [names.record(resource, 'gate'), names.memo(resource, newSecret()), ...declared];
+      const args = [lease.key, lease.token.toString(), String(replayWindowMs), ...commands];
       let reply: unknown;
       try {
         reply = await runScript(connection, GATE_WRITE, keys, args);
@@ -66,14 +64,14 @@ export function createRedisTokenGate(options: RedisTokenGateOptions): TokenGate<
         throw error;
       }
       if (!Array.isArray(reply)) throw new Error(`leasefence redis: unexpected token gate reply ${JSON.stringify(reply)}`);
-      const [status, foundKey, foundToken, replies, failed, message] = reply as unknown[];
+      const [status, foundKey, foundToken, replies, failed, message, applied] = reply as unknown[];
       const expected = { key: lease.key, token: lease.token };
       if (status === 'key-mismatch' || status === 'stale-token') {
         const refusal = { ok: false, reason: status, resource, expected, found: { key: String(foundKey), token: BigInt(String(foundToken)) } } as const;
         recorder.fail(new GateRefusedError(refusal));
         return refusal;
       }
-      const failure = recorder.settle(replies, failed, message);
+      const failure = recorder.settle(replies, failed, message, applied);
       if (failure !== null) throw failure;
       return { ok: true, value: await value, token: lease.token };
     },

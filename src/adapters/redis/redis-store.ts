@@ -165,14 +165,11 @@ export function createRedisStore(options: RedisStoreOptions): Store<RedisWriteCo
       const { checkpointJson } = writeOptions;
       const recorder = new CommandRecorder(2);
       const fenceArguments = fenceArgs(fence, [String(replayWindowMs), checkpointJson ?? '']);
-      const value = write(recorder.context(fence.token));
-      const commands = recorder.seal();
-      // NOTE: the callback's own promise may reject once the script's verdict is known; never leave it unhandled.
-      if (value instanceof Promise) value.catch(() => undefined);
-      const keys = [names.record(fence.key, 'lease'), names.memo(fence.key, newSecret()), ...commands.keys];
+      const { value, keys: declared, args } = await recorder.run(write, fence.token);
+      const keys = [names.record(fence.key, 'lease'), names.memo(fence.key, newSecret()), ...declared];
       let reply: LeaseReply;
       try {
-        for (const arg of commands.args) fenceArguments.push(arg);
+        for (const arg of args) fenceArguments.push(arg);
         reply = parseLeaseReply(await runScript(connection, SCRIPTS.fencedWrite, keys, fenceArguments), fence.key, fence.secret);
       } catch (error) {
         recorder.fail(error);
@@ -186,8 +183,8 @@ export function createRedisStore(options: RedisStoreOptions): Store<RedisWriteCo
         recorder.refuse(verdict);
         return verdict;
       }
-      const [replies, failed, message] = reply.raw.slice(lua.REPLY.extras);
-      const failure = recorder.settle(replies, failed, message);
+      const [replies, failed, message, applied] = reply.raw.slice(lua.REPLY.extras);
+      const failure = recorder.settle(replies, failed, message, applied);
       if (failure !== null) throw failure;
       const checkpoint = checkpointJson === undefined ? null : { json: checkpointJson, token: fence.token, writtenAt: reply.now };
       return { ok: true, value: await value, token: fence.token, checkpoint, now: reply.now };

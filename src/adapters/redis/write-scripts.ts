@@ -7,13 +7,12 @@ import { DECIMAL_LESS } from './decimals.js';
 import { FENCED } from './script-parts.js';
 
 /**
- * Runs recorded user commands. ARGV from \`at\`: command count, then per command its argument count and
- * arguments, each tagged: 'k' .. i is KEYS[i], 'v' .. text is the text. Stops at the first error reply
- * (Redis has no rollback: the commands before it stay applied). Leaves \`replies\`, \`failed\` (1-based
- * index, 0 = none) and \`err\`.
+ * Decodes the recorded user commands. ARGV from \`at\`: command count, then per command its argument
+ * count and arguments, each tagged: 'k' .. i is KEYS[i], 'v' .. text is the text. Leaves \`commands\`
+ * (a list of argument lists).
  */
-const runCommands = (at: string): string => `
-local replies, failed, err = {}, 0, ''
+const decodeCommands = (at: string): string => `
+local commands = {}
 local pos = ${at}
 for c = 1, tonumber(ARGV[pos]) do
   local argc = tonumber(ARGV[pos + 1])
@@ -23,9 +22,49 @@ for c = 1, tonumber(ARGV[pos]) do
     if string.byte(arg, 1) == 107 then argv[i] = KEYS[tonumber(string.sub(arg, 2))] else argv[i] = string.sub(arg, 2) end
   end
   pos = pos + argc + 1
-  local result = redis.pcall(unpack(argv))
+  commands[c] = argv
+end
+`;
+
+/**
+ * Checks every decoded command before any runs, so that what can be known up front fails with nothing
+ * applied: an unknown command, a wrong argument count, a command scripts may not run, an ACL denial.
+ * Leaves \`failed\` (1-based index, 0 = none) and \`err\`.
+ */
+const CHECK_COMMANDS = `
+local failed, err, known = 0, '', {}
+for c = 1, #commands do
+  local argv = commands[c]
+  local name = string.lower(argv[1])
+  if known[name] == nil then known[name] = redis.call('COMMAND', 'INFO', name)[1] or false end
+  local info = known[name]
+  if not info then
+    failed, err = c, 'ERR unknown command ' .. name
+  elseif (info[2] >= 0 and #argv ~= info[2]) or (info[2] < 0 and #argv < -info[2]) then
+    failed, err = c, 'ERR wrong number of arguments for ' .. name
+  else
+    for _, flag in ipairs(info[3]) do
+      if flag.ok == 'noscript' then failed, err = c, 'ERR ' .. name .. ' is not allowed in scripts' end
+    end
+    if failed == 0 and redis.acl_check_cmd and not redis.acl_check_cmd(unpack(argv)) then
+      failed, err = c, 'NOPERM the user may not run ' .. name
+    end
+  end
+  if failed > 0 then break end
+end
+`;
+
+/**
+ * Runs the checked commands in order. Stops at the first error reply: Redis has no rollback, so the
+ * commands before it stay applied (\`applied\`). Leaves \`replies\`, \`failed\`, \`err\`, \`applied\`.
+ */
+const RUN_COMMANDS = `
+local replies, applied = {}, 0
+for c = 1, #commands do
+  local result = redis.pcall(unpack(commands[c]))
   if type(result) == 'table' and result.err then failed, err = c, result.err; break end
   replies[c] = result
+  applied = c
 end
 `;
 
@@ -37,16 +76,20 @@ end
  * the progress it records apply together. A re-delivery (same request id) returns the memoised first
  * reply and runs nothing again.
  * Reply: the lease reply of a fenced script (see `scripts.ts`), padded to `REPLY.extras`, then replies,
- * failed command index (0 = none), error.
+ * failed command index (0 = none), error, how many commands were applied. A command found wrong before
+ * any ran (see CHECK_COMMANDS) applies nothing, the checkpoint included; a command failing while it
+ * runs leaves the ones before it applied and saves no checkpoint (Redis cannot roll a script back).
  */
 export const FENCED_WRITE_SCRIPT: string = `
 local memo = redis.call('GET', KEYS[2])
 if memo then return cmsgpack.unpack(memo) end
-${FENCED}${runCommands('at + 2')}
+${FENCED}${decodeCommands('at + 2')}${CHECK_COMMANDS}
+if failed > 0 then return {'+' .. clock, lease, false, false, false, {}, failed, err, 0} end
+${RUN_COMMANDS}
 if failed == 0 and ARGV[at + 1] ~= '' then
   redis.call('HSET', KEYS[1], 'checkpoint', ARGV[1] .. '\\0' .. now_ms .. '\\0' .. ARGV[at + 1], 'recovery', '')
 end
-local reply = {'+' .. clock, lease, false, false, false, replies, failed, err}
+local reply = {'+' .. clock, lease, false, false, false, replies, failed, err, applied}
 if tonumber(ARGV[at + 2]) > 0 or ARGV[at + 1] ~= '' then redis.call('SET', KEYS[2], cmsgpack.pack(reply), 'PX', ARGV[at]) end
 return reply
 `;
@@ -67,9 +110,11 @@ if found[2] then
   ${DECIMAL_LESS}
   if less then return {'stale-token', found[1], found[2]} end
 end
+${decodeCommands('4')}${CHECK_COMMANDS}
+if failed > 0 then return {'ok', found[1], found[2], {}, failed, err, 0} end
 redis.call('HSET', KEYS[1], 'key', ARGV[1], 'token', ARGV[2])
-${runCommands('4')}
-local out = {'ok', found[1], found[2], replies, failed, err}
+${RUN_COMMANDS}
+local out = {'ok', found[1], found[2], replies, failed, err, applied}
 if tonumber(ARGV[4]) > 0 then redis.call('SET', KEYS[2], cmsgpack.pack(out), 'PX', ARGV[3]) end
 return out
 `;
