@@ -12,3 +12,4 @@ export {
 } from './connection.js';
 export { RedisCommandError, RedisKey, type RedisArgument, type RedisWriteContext } from './recorder.js';
 export { hashTagOf } from './keys.js';
+export { RedisCrossSlotError } from './cross-slot.js';
