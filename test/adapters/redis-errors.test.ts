@@ -179,32 +179,36 @@ describe('connection loss, timeouts and client errors carrying the command are l
   });
 
   it('a command timeout and a killed connection are OutcomeUnknownError, without the secret', async () => {
-    const client = new Redis(server.url, { commandTimeout: 100, autoResendUnfulfilledCommands: false, maxRetriesPerRequest: 0 });
-    client.on('error', () => undefined);
-    await client.call('CLIENT', 'SETNAME', 'victim');
-    const leases = createLeases(createRedisStore({ client, prefix: freshPrefix('lost') }), { holder: 'a', ttlMs: 60_000 });
-    const lease = await leases.claimOrThrow('lost');
-    const { secret } = lease.fence();
-    await admin.call('CLIENT', 'PAUSE', '400', 'WRITE');
-    const timedOut = await rejection(leases.renew(lease));
+    // NOTE: leases are claimed through a patient client; only the operation under test uses the fragile one.
+    const prefix = freshPrefix('lost');
+    const patient = createLeases(createRedisStore({ client: admin, prefix }), { holder: 'a', ttlMs: 60_000 });
+    const fragileClient = new Redis(server.url, { commandTimeout: 200, autoResendUnfulfilledCommands: false, maxRetriesPerRequest: 0 });
+    fragileClient.on('error', () => undefined);
+    await fragileClient.call('CLIENT', 'SETNAME', 'victim');
+    const fragile = createLeases(createRedisStore({ client: fragileClient, prefix }), { holder: 'a', ttlMs: 60_000 });
+    const lease = await patient.claimOrThrow('timed-out');
+    await fragile.inspect('timed-out');
+    await admin.call('CLIENT', 'PAUSE', '2000', 'WRITE');
+    const timedOut = await rejection(fragile.renew(lease));
+    await admin.call('CLIENT', 'UNPAUSE');
     expect(timedOut).toMatchObject({ code: 'OUTCOME_UNKNOWN' });
-    expectLogSafe(timedOut, secret);
-    await sleep(450);
-    const slow = new Redis(server.url, { autoResendUnfulfilledCommands: false, maxRetriesPerRequest: 0 });
-    slow.on('error', () => undefined);
-    await slow.call('CLIENT', 'SETNAME', 'victim2');
-    const slowLeases = createLeases(createRedisStore({ client: slow, prefix: freshPrefix('killed') }), { holder: 'a', ttlMs: 60_000 });
-    const victim = await slowLeases.claimOrThrow('killed');
-    await admin.call('CLIENT', 'PAUSE', '400', 'WRITE');
-    const pending = rejection(slowLeases.renew(victim));
-    await sleep(50);
+    expectLogSafe(timedOut, lease.fence().secret);
+    fragileClient.disconnect();
+
+    const victimClient = new Redis(server.url, { autoResendUnfulfilledCommands: false, maxRetriesPerRequest: 0 });
+    victimClient.on('error', () => undefined);
+    const victimLeases = createLeases(createRedisStore({ client: victimClient, prefix }), { holder: 'a', ttlMs: 60_000 });
+    const victim = await patient.claimOrThrow('killed');
+    await victimLeases.inspect('killed');
+    await admin.call('CLIENT', 'PAUSE', '2000', 'WRITE');
+    const pending = rejection(victimLeases.renew(victim));
+    await sleep(100);
     await admin.call('CLIENT', 'KILL', 'USER', 'default', 'SKIPME', 'yes');
     const killed = await pending;
+    await admin.call('CLIENT', 'UNPAUSE');
     expect(killed).toMatchObject({ code: 'OUTCOME_UNKNOWN' });
     expectLogSafe(killed, victim.fence().secret);
-    await admin.call('CLIENT', 'UNPAUSE');
-    client.disconnect();
-    slow.disconnect();
+    victimClient.disconnect();
   });
 });
 

@@ -3,6 +3,7 @@
  * operation as the server counts them, the script cache being flushed, tokens past 2^53, fenced writes of
  * Redis commands, keys full of Lua/RESP metacharacters, hash tags, and input refused before I/O.
  */
+import { createHash } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createLeases, type Leases } from '../../src/leases.js';
 import type { Lease } from '../../src/lease.js';
@@ -388,6 +389,54 @@ export function describeRedisAdapterSpecs(kind: RedisClientKind): void {
         expect(await raw.send(['EXISTS', first])).toBe(0);
       }
       expect((await a.inspect(key)).checkpoint).toBeNull();
+    });
+
+    it("stores the secret's SHA1 (hashed by the script), never replies a stored secret or hash, and still accepts a record holding a plain secret (hashed from its next renew)", async () => {
+      const names = keyNames(prefix);
+      const key = fresh('hashed');
+      const record = names.record(key, 'lease');
+      const replies: unknown[] = [];
+      const spying: RedisConnection = { send: async (args) => {
+        const reply = await raw.send(args);
+        replies.push(reply);
+        return reply;
+      } };
+      const a = createLeases(createRedisStore({ client: spying, prefix }), { holder: 'a', ttlMs: 60_000 });
+      const lease = await a.claimOrThrow(key);
+      const { secret } = lease.fence();
+      const hash = `#${createHash('sha1').update(secret).digest('hex')}`;
+      const stored = String(await raw.send(['HGET', record, 'lease']));
+      expect(stored.split('\u0000')[1]).toBe(hash);
+      expect(stored).not.toContain(secret);
+      expect(await store.claim({ key, holder: 'a', runId: null, secret, ttlMs: 60_000, attributes: {}, recovering: false })).toMatchObject({ ok: true, token: lease.token });
+      await a.renewOrThrow(lease);
+      await a.checkpointOrThrow(lease, { step: 1 });
+      await a.fencedWriteOrThrow(lease, (tx) => tx.call('SET', `${prefix}${hashTagOf(key)}:out`, 'x'));
+      // Whoever read the stored hash cannot present it.
+      for (const presented of [hash, hash.slice(1)]) {
+        expect(await store.renew({ fence: { ...lease.fence(), secret: presented }, ttlMs: 60_000 })).toMatchObject({ ok: false, reason: 'wrong-secret' });
+        expect(await store.claim({ key, holder: 'a', runId: null, secret: presented, ttlMs: 60_000, attributes: {}, recovering: false })).toMatchObject({ ok: false, reason: 'held' });
+      }
+      await a.inspect(key);
+      await a.revoke(key, { reason: 'read it all' });
+      expect(await a.renew(lease)).toMatchObject({ ok: false, reason: 'revoked' });
+      for (const reply of replies) {
+        expect(JSON.stringify(reply)).not.toContain(secret);
+        expect(JSON.stringify(reply)).not.toContain(hash.slice(1));
+      }
+      // A record written before secrets were hashed: the plain secret is accepted, and a renew stores its hash.
+      const legacyKey = fresh('legacy');
+      const legacy = await a.claimOrThrow(legacyKey);
+      const legacyRecord = names.record(legacyKey, 'lease');
+      const legacySecret = legacy.fence().secret;
+      const fields = String(await raw.send(['HGET', legacyRecord, 'lease'])).split('\u0000');
+      fields[1] = legacySecret;
+      await raw.send(['HSET', legacyRecord, 'lease', fields.join('\u0000')]);
+      expect(await a.fencedWrite(legacy, () => 'legacy ok')).toMatchObject({ ok: true, value: 'legacy ok' });
+      expect(await store.claim({ key: legacyKey, holder: 'a', runId: null, secret: legacySecret, ttlMs: 60_000, attributes: {}, recovering: false })).toMatchObject({ ok: true, token: legacy.token });
+      await a.renewOrThrow(legacy);
+      expect(String(await raw.send(['HGET', legacyRecord, 'lease'])).split('\u0000')[1]).toBe(`#${createHash('sha1').update(legacySecret).digest('hex')}`);
+      expect(await a.release(legacy)).toMatchObject({ ok: true, alreadyReleased: false });
     });
 
     it('refuses bad input before sending anything: an over-size checkpoint, a lone surrogate, a late tx.call', async () => {

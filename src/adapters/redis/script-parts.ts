@@ -38,18 +38,27 @@ export const TAKE_OVER: string = `'expired\\0' .. string.sub(lease, 1, s1) .. st
 /**
  * The fence check and refusal of every fenced script. ARGV: token, secret, who (holder SEP run SEP), then
  * n and n attribute name/value pairs (n may be left out when it is 0 and nothing follows); `at` is the
- * first ARGV index after them. The fence holds (exactly
- * when fence/verdict.ts#checkFence returns ok) when token SEP secret SEP who (`prefix`) starts the lease
- * field, the required attributes match and the grant has not expired; `e` is then the position of the SEP
- * after expires. When it does not hold, the script returns the lease (its secret replied only if it is the
- * presented one) and the ending, which explain the refusal, and changes nothing.
+ * first ARGV index after them. The fence holds (exactly when fence/verdict.ts#checkFence returns ok) when
+ * token SEP hashed secret SEP who (`prefix`) starts the lease field, the required attributes match and
+ * the grant has not expired; `e` is then the position of the SEP after expires, in `lease`, which holds
+ * the field with the secret hashed (a record written before secrets were hashed holds it plain: `lease`
+ * is that field rewritten with the hash, so a renew stores it hashed). `shown` is the field as replied
+ * (secret part `'='`). When the fence does not hold, the script returns the lease (secret part `'='` if
+ * it matches the presented one, else `''`) and the ending, which explain the refusal, and changes nothing.
  */
 export const FENCED: string = `${CLOCK}
 local lease = redis.call('HGET', KEYS[1], 'lease')
 local n = tonumber(ARGV[4]) or 0
 local at = 5 + 2 * n
-local prefix = ARGV[1] .. '\\0' .. ARGV[2] .. '\\0' .. ARGV[3]
-local e = lease and string.find(lease, prefix, 1, true) == 1 and string.find(lease, '\\0', #prefix + 1, true)
+local hashed = '#' .. redis.sha1hex(ARGV[2])
+local prefix = ARGV[1] .. '\\0' .. hashed .. '\\0' .. ARGV[3]
+-- NOTE: a plain stored secret never starts with '#'; presenting a stored hash must not pass as plain.
+local legacy = string.byte(ARGV[2], 1) ~= 35
+if lease and legacy and string.sub(lease, 1, #prefix) ~= prefix then
+  local plain = ARGV[1] .. '\\0' .. ARGV[2] .. '\\0' .. ARGV[3]
+  if string.sub(lease, 1, #plain) == plain then lease = prefix .. string.sub(lease, #plain + 1) end
+end
+local e = lease and string.sub(lease, 1, #prefix) == prefix and string.find(lease, '\\0', #prefix + 1, true)
 local holds = false
 if e then
   local expires = string.sub(lease, #prefix + 1, e - 1)
@@ -66,8 +75,10 @@ if not holds then
   local s1 = lease and string.find(lease, '\\0', 1, true)
   if s1 then
     local s2 = string.find(lease, '\\0', s1 + 1, true)
-    if string.sub(lease, s1 + 1, s2 - 1) ~= ARGV[2] then lease = string.sub(lease, 1, s1) .. string.sub(lease, s2) end
+    local stored = string.sub(lease, s1 + 1, s2 - 1)
+    lease = string.sub(lease, 1, s1) .. ((stored == hashed or (legacy and stored == ARGV[2])) and '=' or '') .. string.sub(lease, s2)
   end
   return {'-' .. clock, lease, redis.call('HGET', KEYS[1], 'ending')}
 end
+local shown = ARGV[1] .. '\\0=\\0' .. ARGV[3] .. string.sub(lease, #prefix + 1)
 `;

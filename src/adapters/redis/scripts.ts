@@ -12,7 +12,11 @@
  *
  * ## The record: one hash per lease key (`SEP` is NUL, which no name contains)
  * - `lease`: the token, then the current grant if any: token SEP secret SEP holder SEP run SEP expires
- *   SEP acquired SEP attributes, or just the token when nothing is held. The run is `''` for none, else
+ *   SEP acquired SEP attributes, or just the token when nothing is held. The secret is stored as
+ *   `'#' .. SHA1 hex of the secret` (`redis.sha1hex`), hashed by the script from what the caller
+ *   presents: whoever reads the record (or MONITORs a replica, which receives the script's effects)
+ *   cannot present it. A record written before secrets were hashed holds the plain secret: it is still
+ *   accepted, and stored hashed from its next renew. The run is `''` for none, else
  *   `'='` .. run; expires `''` for never; attributes JSON text, `''` for none. A fence presents token SEP
  *   secret SEP holder SEP run SEP: it holds when that is the field's prefix and the grant has not expired,
  *   so the hot path reads, compares and rewrites one field. The token is never deleted: it is the floor of
@@ -32,8 +36,9 @@
  * - `HELD`, a string: status SEP lease, when a fenced operation applied (its lease holds a grant);
  * - `FREE`, a string: status SEP recovery SEP checkpoint (token SEP writtenAt SEP JSON, or two SEPs when
  *   none) SEP token SEP ending, when a claim found nothing held.
- * A string costs the server and the client less than a table. The secret in `lease` is the stored one
- * only when it equals the secret the command presented; any other is replied as `''`.
+ * A string costs the server and the client less than a table. No reply contains a stored secret or its
+ * hash: the secret part of a replied `lease` is `'='` when it matches the secret the command presented,
+ * `''` otherwise.
  *
  * ## Rules kept by every script
  * - Keys come in KEYS, values in ARGV; nothing is ever spliced into the source.
@@ -63,6 +68,7 @@ export const REPLY = {
  * that already has this secret is a re-delivery of this very claim: nothing changes, the adapter reports it.
  */
 export const CLAIM_SCRIPT: string = `${CLOCK}
+local hashed = '#' .. redis.sha1hex(ARGV[1])
 local v = redis.call('HMGET', KEYS[1], 'lease', 'ending', 'checkpoint', 'recovery')
 local lease, token = v[1], v[1]
 local s1 = lease and string.find(lease, '\\0', 1, true)
@@ -71,8 +77,9 @@ if s1 then
   token = string.sub(lease, 1, s1 - 1)
   ${GRANT_PARTS}
   local live = expires == '' or now < tonumber(expires)
-  if string.sub(lease, s1 + 1, s2 - 1) == ARGV[1] then
-    return {'-' .. clock, lease, v[2], v[3], v[4]}
+  local stored = string.sub(lease, s1 + 1, s2 - 1)
+  if stored == hashed or (stored == ARGV[1] and string.byte(stored, 1) ~= 35) then
+    return {'-' .. clock, string.sub(lease, 1, s1) .. '=' .. string.sub(lease, s2), v[2], v[3], v[4]}
   end
   v[1] = ${MASKED}
   if live then return {'-' .. clock, v[1], v[2], v[3], v[4]} end
@@ -87,7 +94,7 @@ else
     ${increment('bumped', 'token')}
     next_token = bumped
   end
-  local granted = next_token .. '\\0' .. ARGV[1] .. '\\0' .. ARGV[2] .. (ARGV[3] == '' and '' or ((now + ARGV[3]) .. '')) .. '\\0' .. now_ms .. '\\0' .. (ARGV[4] or '')
+  local granted = next_token .. '\\0' .. hashed .. '\\0' .. ARGV[2] .. (ARGV[3] == '' and '' or ((now + ARGV[3]) .. '')) .. '\\0' .. now_ms .. '\\0' .. (ARGV[4] or '')
   if s1 then
     -- the previous grant expired: it becomes the recorded ending
     redis.call('HSET', KEYS[1], 'lease', granted, 'ending', ${TAKE_OVER})
@@ -102,7 +109,7 @@ return status .. clock .. '\\0' .. (v[4] or '') .. '\\0' .. ((v[3] and v[3] ~= '
 /** renew. KEYS: record. ARGV: fence, then ttl ms ('' = never). */
 export const RENEW_SCRIPT: string = `${FENCED}
 redis.call('HSET', KEYS[1], 'lease', prefix .. (ARGV[at] == '' and '' or ((now + ARGV[at]) .. '')) .. string.sub(lease, e))
-return '+' .. clock .. '\\0' .. lease
+return '+' .. clock .. '\\0' .. shown
 `;
 
 /**
@@ -122,7 +129,7 @@ if memo then return cmsgpack.unpack(memo) end
  */
 export const CHECKPOINT_SCRIPT: string = `${REPLAYED}${FENCED}
 redis.call('HSET', KEYS[1], 'checkpoint', ARGV[1] .. '\\0' .. now_ms .. '\\0' .. ARGV[at], 'recovery', '')
-local reply = '+' .. clock .. '\\0' .. lease
+local reply = '+' .. clock .. '\\0' .. shown
 redis.call('SET', KEYS[2], cmsgpack.pack(reply), 'PX', ARGV[at + 1])
 return reply
 `;
@@ -140,7 +147,7 @@ if not mode then
 else
   redis.call('HSET', KEYS[1], 'lease', ARGV[1], 'ending', ending, 'recovery', '', 'checkpoint', mode == 'set' and (ARGV[1] .. '\\0' .. now_ms .. '\\0' .. ARGV[at + 1]) or '')
 end
-return '+' .. clock .. '\\0' .. lease
+return '+' .. clock .. '\\0' .. shown
 `;
 
 /**
@@ -187,7 +194,7 @@ else
   local json = string.sub(checkpoint, string.find(checkpoint, '\\0', string.find(checkpoint, '\\0', 1, true) + 1, true) + 1)
   redis.call('HSET', KEYS[1], 'checkpoint', ARGV[1] .. '\\0' .. now_ms .. '\\0' .. json, 'recovery', '')
 end
-local reply = {'+' .. clock, lease, false, checkpoint}
+local reply = {'+' .. clock, shown, false, checkpoint}
 redis.call('SET', KEYS[2], cmsgpack.pack(reply), 'PX', ARGV[at + 1])
 return reply
 `;

@@ -84,12 +84,12 @@ export const FENCED_WRITE_SCRIPT: string = `
 local memo = redis.call('GET', KEYS[2])
 if memo then return cmsgpack.unpack(memo) end
 ${FENCED}${decodeCommands('at + 2')}${CHECK_COMMANDS}
-if failed > 0 then return {'+' .. clock, lease, false, false, false, {}, failed, err, 0} end
+if failed > 0 then return {'+' .. clock, shown, false, false, false, {}, failed, err, 0} end
 ${RUN_COMMANDS}
 if failed == 0 and ARGV[at + 1] ~= '' then
   redis.call('HSET', KEYS[1], 'checkpoint', ARGV[1] .. '\\0' .. now_ms .. '\\0' .. ARGV[at + 1], 'recovery', '')
 end
-local reply = {'+' .. clock, lease, false, false, false, replies, failed, err, applied}
+local reply = {'+' .. clock, shown, false, false, false, replies, failed, err, applied}
 if tonumber(ARGV[at + 2]) > 0 or ARGV[at + 1] ~= '' then redis.call('SET', KEYS[2], cmsgpack.pack(reply), 'PX', ARGV[at]) end
 return reply
 `;
