@@ -11,6 +11,8 @@ import { InvalidArgumentError } from '../../src/errors.js';
 import { toConnection, type RedisConnection } from '../../src/adapters/redis/connection.js';
 import { createRedisStore, createRedisTokenGate, hashTagOf, RedisCommandError, type RedisClient, type RedisWriteContext } from '../../src/adapters/redis/index.js';
 import { MAX_COMMAND_ARGUMENTS } from '../../src/adapters/redis/recorder.js';
+import { MAX_REPLAY_WINDOW_MS } from '../../src/adapters/redis/replay-window.js';
+import { REPLAY_SLOTS } from '../../src/adapters/redis/script-parts.js';
 import { keyNames } from '../../src/adapters/redis/keys.js';
 import { startRedis, type RedisServer } from '../support/redis-server.js';
 import { freshPrefix, openClient, type RedisClientKind, type RedisStore } from './redis-harness.js';
@@ -72,16 +74,18 @@ export function describeRedisAdapterSpecs(kind: RedisClientKind): void {
       for (const [name, commands] of counted) expect({ name, commands }).toEqual({ name, commands: ['EVALSHA'] });
     });
 
-    it('on the hot path each script runs TIME once, one read of the record and one HSET (no HDEL, no second read); checkpoint adds its request memo', async () => {
+    it('on the hot path each script runs TIME once, one read of the record and one HSET (no HDEL, no second read, no memo key); fenced writes add the checks of their commands', async () => {
       const a = leasesFor('a');
       const key = fresh('lean');
       await a.release(await a.claimOrThrow(key));
       let lease = null as unknown as Lease;
       expect(await watch.scriptCommandsDuring(async () => (lease = await a.claimOrThrow(key)))).toEqual(['TIME', 'HMGET', 'HSET']);
-      expect(await watch.scriptCommandsDuring(() => a.renewOrThrow(lease))).toEqual(['TIME', 'HGET', 'HSET']);
-      // NOTE: a checkpoint is memoised per request (GET the memo first, SET it after), so a re-delivery reports it.
-      expect(await watch.scriptCommandsDuring(() => a.checkpointOrThrow(lease, { step: 1 }))).toEqual(['GET', 'TIME', 'HGET', 'HSET', 'SET']);
-      expect(await watch.scriptCommandsDuring(() => a.release(lease))).toEqual(['TIME', 'HGET', 'HSET']);
+      expect(await watch.scriptCommandsDuring(() => a.renewOrThrow(lease))).toEqual(['TIME', 'HMGET', 'HSET']);
+      // NOTE: a checkpoint is memoised per request inside the record (read with it, written with the checkpoint).
+      expect(await watch.scriptCommandsDuring(() => a.checkpointOrThrow(lease, { step: 1 }))).toEqual(['TIME', 'HMGET', 'HSET']);
+      const out = `${prefix}${hashTagOf(key)}:out`;
+      expect(await watch.scriptCommandsDuring(() => a.fencedWriteOrThrow(lease, (tx) => tx.call('SET', out, 'x'), { checkpoint: { step: 2 } }))).toEqual(['TIME', 'HMGET', 'COMMAND', 'SET', 'HSET']);
+      expect(await watch.scriptCommandsDuring(() => a.release(lease))).toEqual(['TIME', 'HMGET', 'HSET']);
     });
 
     it('judges every reply with the pure core: a reply whose applied flag contradicts the core is reported as a bug', async () => {
@@ -439,6 +443,36 @@ export function describeRedisAdapterSpecs(kind: RedisClientKind): void {
       expect(await a.release(legacy)).toMatchObject({ ok: true, alreadyReleased: false });
     });
 
+    it('replayWindowMs (store and gate) is an integer of 1 ms to one day, refused at construction otherwise (1e19 included)', () => {
+      for (const replayWindowMs of [1e19, 2 ** 53, MAX_REPLAY_WINDOW_MS + 1, 0, -1, 1.5, Number.NaN, Number.POSITIVE_INFINITY, '5' as unknown as number]) {
+        expect(() => createRedisStore({ client, prefix, replayWindowMs })).toThrow(InvalidArgumentError);
+        expect(() => createRedisTokenGate({ client, prefix, replayWindowMs })).toThrow(InvalidArgumentError);
+      }
+      expect(createRedisStore({ client, prefix, replayWindowMs: MAX_REPLAY_WINDOW_MS }).id).toBe(`redis:${prefix}`);
+      expect(() => createRedisTokenGate({ client, prefix, replayWindowMs: 1 })).not.toThrow();
+    });
+
+    it(`memoised replies live in the record they protect, at most ${REPLAY_SLOTS} per key: 1,000 fenced writes, checkpoints and gate writes add no key`, async () => {
+      const countPrefix = freshPrefix(`lf-${kind}-memos`);
+      const counted = createRedisStore({ client, prefix: countPrefix });
+      const gate = createRedisTokenGate({ client, prefix: countPrefix });
+      const a = createLeases(counted, { holder: 'a', ttlMs: 60_000 });
+      const key = fresh('memos');
+      const lease = await a.claimOrThrow(key);
+      const counter = `${countPrefix}${hashTagOf(key)}:n`;
+      for (let round = 0; round < 1_000; round += 1) {
+        await a.fencedWriteOrThrow(lease, (tx) => tx.call('INCR', counter), { checkpoint: { round } });
+        if (round % 10 === 0) await gate.write(key, lease.fence(), (tx) => tx.call('INCR', counter));
+      }
+      await a.checkpointOrThrow(lease, { done: true });
+      const keys = (await raw.send(['KEYS', `${countPrefix}*`])) as string[];
+      expect(keys.sort()).toEqual([counter, keyNames(countPrefix).record(key, 'gate'), keyNames(countPrefix).record(key, 'lease')].sort());
+      const slots = 'return #cmsgpack.unpack(redis.call("HGET", KEYS[1], "replay"))';
+      expect(await raw.send(['EVAL', slots, '1', keyNames(countPrefix).record(key, 'lease')])).toBe(REPLAY_SLOTS);
+      expect(await raw.send(['EVAL', slots, '1', keyNames(countPrefix).record(key, 'gate')])).toBe(REPLAY_SLOTS);
+      expect(await raw.send(['GET', counter])).toBe('1100');
+    });
+
     it('refuses bad input before sending anything: an over-size checkpoint, a lone surrogate, a late tx.call', async () => {
       const leases = createLeases(store, { holder: 'a', ttlMs: 60_000, maxCheckpointBytes: 64 });
       const lease = await leases.claimOrThrow(fresh('input'));
@@ -455,11 +489,11 @@ export function describeRedisAdapterSpecs(kind: RedisClientKind): void {
       expect(() => late?.()).toThrow(InvalidArgumentError);
     });
 
-    it("hash tags: a lease's record, its request memos and keys named with hashTagOf(key) share one cluster slot", () => {
+    it("hash tags: a lease's record, its gate record and keys named with hashTagOf(key) share one cluster slot", () => {
       const names = keyNames(prefix);
       for (const key of ['job:42', 'order:{42}:ship', '{a}', 'a{b', 'a}b', '{}x}', 'x{}', '{{nested}}']) {
         const slot = clusterSlot(names.record(key, 'lease'));
-        expect([clusterSlot(names.memo(key, 'ab12')), clusterSlot(`${prefix}${hashTagOf(key)}:mine`), clusterSlot(names.record(key, 'gate'))]).toEqual([slot, slot, slot]);
+        expect([clusterSlot(`${prefix}${hashTagOf(key)}:mine`), clusterSlot(names.record(key, 'gate'))]).toEqual([slot, slot]);
         // Where Redis can place the lease key itself, the adapter's keys follow it.
         if (!key.includes('}') || /\{[^}]+\}/.test(key)) expect(slot).toBe(clusterSlot(key));
       }

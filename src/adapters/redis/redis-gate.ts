@@ -2,12 +2,13 @@
  * The Redis token gate: one script per write checks and raises the resource's highest token and runs the
  * recorded commands, atomically.
  */
-import { GateRefusedError, InvalidArgumentError } from '../../errors.js';
+import { GateRefusedError } from '../../errors.js';
 import type { GateOutcome } from '../../fence/operations.js';
 import type { TokenGate } from '../../gate.js';
 import { newSecret } from '../../secret.js';
 import { toConnection, type RedisClient } from './connection.js';
 import { DEFAULT_PREFIX, keyNames } from './keys.js';
+import { replayWindowOf } from './replay-window.js';
 import { assertStorable } from './record.js';
 import { CommandRecorder, type RedisWriteContext } from './recorder.js';
 import { defineScript, runScript } from './runner.js';
@@ -23,7 +24,9 @@ export interface RedisTokenGateOptions {
    */
   readonly prefix?: string;
   /**
-   * How long a gate write's first reply is kept for re-deliveries of the same request.
+   * How long a gate write's first reply is kept (in the gate's own hash, the last 8 per resource) for
+   * re-deliveries of the same request; see `RedisStoreOptions.replayWindowMs`. An integer from 1 to
+   * 86,400,000 (one day).
    * @default 300_000
    */
   readonly replayWindowMs?: number;
@@ -45,17 +48,16 @@ const GATE_WRITE = defineScript('token gate write', GATE_WRITE_SCRIPT);
 export function createRedisTokenGate(options: RedisTokenGateOptions): TokenGate<RedisWriteContext> {
   const connection = toConnection(options.client);
   const names = keyNames(options.prefix ?? DEFAULT_PREFIX);
-  const replayWindowMs = options.replayWindowMs ?? 300_000;
-  if (!Number.isInteger(replayWindowMs) || replayWindowMs <= 0) throw new InvalidArgumentError(`replayWindowMs must be a positive integer, got ${String(replayWindowMs)}`);
+  const replayWindowMs = replayWindowOf(options.replayWindowMs);
 
   return {
     async write<T>(resource: string, lease: { readonly key: string; readonly token: bigint }, write: (context: RedisWriteContext) => T | Promise<T>): Promise<GateOutcome<T>> {
       assertStorable('resource', resource);
       assertStorable('lease key', lease.key);
-      const recorder = new CommandRecorder(2);
+      const recorder = new CommandRecorder(1);
       const { value, keys: declared, args: commands } = await recorder.run(write, lease.token);
-      const keys = [names.record(resource, 'gate'), names.memo(resource, newSecret()), ...declared];
-      const args = [lease.key, lease.token.toString(), String(replayWindowMs), ...commands];
+      const keys = [names.record(resource, 'gate'), ...declared];
+      const args = [lease.key, lease.token.toString(), newSecret(), String(replayWindowMs), ...commands];
       let reply: unknown;
       try {
         reply = await runScript(connection, GATE_WRITE, keys, args);

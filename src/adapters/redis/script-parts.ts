@@ -35,6 +35,42 @@ export const MASKED: string = `string.sub(lease, 1, s1) .. string.sub(lease, s2)
 /** After `GRANT_PARTS`: the ending of the expired grant that a claim takes over (an expression). */
 export const TAKE_OVER: string = `'expired\\0' .. string.sub(lease, 1, s1) .. string.sub(lease, s2 + 1, s4) .. expires .. '\\0\\0'`;
 
+/** How many memoised replies a record keeps (see `REMEMBER`). */
+export const REPLAY_SLOTS = 8;
+
+/**
+ * Given `remembered` (the record's `replay` field unpacked: a list of { request id, at ms, reply }),
+ * `request`, `window` (ms) and `now`: a re-delivery of a request remembered within the window returns
+ * its first reply, and changes nothing.
+ */
+export const REPLAYED: string = `
+for _, memo in ipairs(remembered) do
+  if memo[1] == request and now - memo[2] < window then return memo[3] end
+end
+`;
+
+/**
+ * Given `remembered`, `request`, `window`, `now` and `reply`: sets `replay`, the record's new
+ * `replay` field: the memos still within the window plus this one, at most `REPLAY_SLOTS`, oldest
+ * dropped first. So memos live in the record they protect (no key per request), bounded per key.
+ */
+export const REMEMBER: string = `
+local kept = {}
+for _, memo in ipairs(remembered) do
+  if now - memo[2] < window then kept[#kept + 1] = memo end
+end
+kept[#kept + 1] = {request, now, reply}
+while #kept > ${REPLAY_SLOTS} do table.remove(kept, 1) end
+local replay = cmsgpack.pack(kept)
+`;
+
+/** After the fence's ARGV (`at`) and `read`: the request id and replay window, then `REPLAYED`. */
+const MEMOS = `
+local request, window = ARGV[at], tonumber(ARGV[at + 1])
+at = at + 2
+local remembered = read[2] and cmsgpack.unpack(read[2]) or {}
+${REPLAYED}`;
+
 /**
  * The fence check and refusal of every fenced script. ARGV: token, secret, who (holder SEP run SEP), then
  * n and n attribute name/value pairs (n may be left out when it is 0 and nothing follows); `at` is the
@@ -46,10 +82,12 @@ export const TAKE_OVER: string = `'expired\\0' .. string.sub(lease, 1, s1) .. st
  * (secret part `'='`). When the fence does not hold, the script returns the lease (secret part `'='` if
  * it matches the presented one, else `''`) and the ending, which explain the refusal, and changes nothing.
  */
-export const FENCED: string = `${CLOCK}
-local lease = redis.call('HGET', KEYS[1], 'lease')
+const fencedCheck = (memoised: boolean): string => `${CLOCK}
+local read = redis.call('HMGET', KEYS[1], 'lease'${memoised ? ", 'replay'" : ''})
+local lease = read[1]
 local n = tonumber(ARGV[4]) or 0
 local at = 5 + 2 * n
+${memoised ? MEMOS : ''}
 local hashed = '#' .. redis.sha1hex(ARGV[2])
 local prefix = ARGV[1] .. '\\0' .. hashed .. '\\0' .. ARGV[3]
 -- NOTE: a plain stored secret never starts with '#'; presenting a stored hash must not pass as plain.
@@ -66,7 +104,7 @@ if e then
   if holds and n > 0 then
     local attrs = string.sub(lease, string.find(lease, '\\0', e + 1, true) + 1)
     attrs = attrs ~= '' and cjson.decode(attrs) or {}
-    for i = 5, at - 1, 2 do
+    for i = 5, 4 + 2 * n, 2 do
       if attrs[ARGV[i]] ~= ARGV[i + 1] then holds = false; break end
     end
   end
@@ -82,3 +120,14 @@ if not holds then
 end
 local shown = ARGV[1] .. '\\0=\\0' .. ARGV[3] .. string.sub(lease, #prefix + 1)
 `;
+
+/** The fence check of renew and release (see `fencedCheck`). */
+export const FENCED: string = fencedCheck(false);
+
+/**
+ * The fence check of memoised operations (checkpoint, recover, fenced write): ARGV after the fence starts
+ * with the request id and the replay window ms (`at` is after them), and a re-delivery of the request
+ * returns its first reply (`REPLAYED`) before the fence is checked. Only an applied reply is memoised: a
+ * refusal stays a refusal when re-evaluated, since a grant never becomes current again.
+ */
+export const FENCED_MEMOISED: string = fencedCheck(true);

@@ -49,7 +49,7 @@
  * - Scripts are straight-line code (no per-call closures) and read `TIME` once, first.
  */
 import { increment } from './decimals.js';
-import { CLOCK, FENCED, GRANT_LOCALS, GRANT_PARTS, MASKED, TAKE_OVER } from './script-parts.js';
+import { CLOCK, FENCED, FENCED_MEMOISED, GRANT_LOCALS, GRANT_PARTS, MASKED, REMEMBER, REPLAYED, TAKE_OVER } from './script-parts.js';
 
 /** Where each part sits in a lease script's reply (0-based). */
 export const REPLY = {
@@ -113,24 +113,14 @@ return '+' .. clock .. '\\0' .. shown
 `;
 
 /**
- * Memoised operations (checkpoint, recover) start with this: a re-delivery of the same request (same request
- * id in KEYS[2]) returns the first reply. Only an applied reply is memoised: a refusal stays a refusal when
- * re-evaluated, since a grant never becomes current again.
+ * checkpoint. KEYS: record. ARGV: fence, request id, replay window ms, then the checkpoint JSON. Writing
+ * one resolves a pending recovery. Memoised (see FENCED_MEMOISED): ioredis re-sends a script whose reply
+ * was lost, and by then a newer grant may hold the key; the re-delivery must report the checkpoint it stored.
  */
-const REPLAYED = `
-local memo = redis.call('GET', KEYS[2])
-if memo then return cmsgpack.unpack(memo) end
-`;
-
-/**
- * checkpoint. KEYS: record, request memo. ARGV: fence, then the checkpoint JSON and the memo TTL ms.
- * Writing one resolves a pending recovery. Memoised: ioredis re-sends a script whose reply was lost, and
- * by then a newer grant may hold the key; the re-delivery must report the checkpoint it stored.
- */
-export const CHECKPOINT_SCRIPT: string = `${REPLAYED}${FENCED}
-redis.call('HSET', KEYS[1], 'checkpoint', ARGV[1] .. '\\0' .. now_ms .. '\\0' .. ARGV[at], 'recovery', '')
+export const CHECKPOINT_SCRIPT: string = `${FENCED_MEMOISED}
 local reply = '+' .. clock .. '\\0' .. shown
-redis.call('SET', KEYS[2], cmsgpack.pack(reply), 'PX', ARGV[at + 1])
+${REMEMBER}
+redis.call('HSET', KEYS[1], 'checkpoint', ARGV[1] .. '\\0' .. now_ms .. '\\0' .. ARGV[at], 'recovery', '', 'replay', replay)
 return reply
 `;
 
@@ -151,51 +141,62 @@ return '+' .. clock .. '\\0' .. shown
 `;
 
 /**
- * revoke. KEYS: record, request memo. ARGV: reason, by, requireRecovery ('1'|'0'), expected token ('' =
- * any), memo TTL ms. The reply is memoised under the request id, so a re-delivered revoke returns the
- * first reply instead of revoking whatever grant came next. Only whether a checkpoint exists matters: its
- * stamp is replied (and memoised), not its text.
+ * revoke. KEYS: record. ARGV: reason, by, requireRecovery ('1'|'0'), expected token ('' = any), request
+ * id, replay window ms. Every reply is memoised under the request id (see REMEMBER), so a re-delivered
+ * revoke returns the first reply instead of revoking whatever grant came next. Only whether a checkpoint
+ * exists matters: its stamp is replied (and memoised), not its text; a stored checkpoint that lacks its
+ * stamp (corrupted) is replied as it is.
  */
-export const REVOKE_SCRIPT: string = `
-local memo = redis.call('GET', KEYS[2])
-if memo then return cmsgpack.unpack(memo) end
-${CLOCK}
-local v = redis.call('HMGET', KEYS[1], 'lease', 'ending', 'checkpoint', 'recovery')
+export const REVOKE_SCRIPT: string = `${CLOCK}
+local v = redis.call('HMGET', KEYS[1], 'lease', 'ending', 'checkpoint', 'recovery', 'replay')
+local request, window = ARGV[5], tonumber(ARGV[6])
+local remembered = v[5] and cmsgpack.unpack(v[5]) or {}
+${REPLAYED}
 local lease = v[1]
 local s1 = lease and string.find(lease, '\\0', 1, true)
 ${GRANT_LOCALS}
 local has_checkpoint = v[3] and v[3] ~= ''
-if has_checkpoint then v[3] = string.sub(v[3], 1, string.find(v[3], '\\0', string.find(v[3], '\\0', 1, true) + 1, true)) end
+if has_checkpoint then
+  local c1 = string.find(v[3], '\\0', 1, true)
+  local c2 = c1 and string.find(v[3], '\\0', c1 + 1, true)
+  if c2 then v[3] = string.sub(v[3], 1, c2) end
+end
 local reply = {'-' .. clock, lease, v[2], v[3], v[4]}
 if s1 then
   ${GRANT_PARTS}
-  local token = string.sub(lease, 1, s1 - 1)
   reply[2] = ${MASKED}
-  if ARGV[4] == '' or ARGV[4] == token then
-    ${increment('bumped', 'token')}
-    redis.call('HSET', KEYS[1], 'lease', bumped, 'recovery', (ARGV[3] == '1' and has_checkpoint) and '1' or '',
-      'ending', 'revoked\\0' .. token .. '\\0' .. string.sub(lease, s2 + 1, s4) .. now_ms .. '\\0' .. ARGV[2] .. '\\0' .. ARGV[1])
-    reply[1] = '+' .. clock
-  end
 end
-redis.call('SET', KEYS[2], cmsgpack.pack(reply), 'PX', ARGV[5])
+local token = s1 and string.sub(lease, 1, s1 - 1)
+if s1 and (ARGV[4] == '' or ARGV[4] == token) then
+  reply[1] = '+' .. clock
+  ${REMEMBER}
+  ${increment('bumped', 'token')}
+  redis.call('HSET', KEYS[1], 'lease', bumped, 'recovery', (ARGV[3] == '1' and has_checkpoint) and '1' or '', 'replay', replay,
+    'ending', 'revoked\\0' .. token .. '\\0' .. string.sub(lease, s2 + 1, s4) .. now_ms .. '\\0' .. ARGV[2] .. '\\0' .. ARGV[1])
+else
+  ${REMEMBER}
+  redis.call('HSET', KEYS[1], 'replay', replay)
+end
 return reply
 `;
 
 /**
- * recover. KEYS: record, request memo. ARGV: fence, then action ('resume' | 'discard') and the memo TTL ms.
- * Reads the checkpoint once it holds. Memoised like checkpoint.
+ * recover. KEYS: record. ARGV: fence, request id, replay window ms, then action ('resume' | 'discard').
+ * Reads the checkpoint once it holds. Memoised like checkpoint. A stored checkpoint that lacks its stamp
+ * (corrupted) is resumed as the whole stored text.
  */
-export const RECOVER_SCRIPT: string = `${REPLAYED}${FENCED}
+export const RECOVER_SCRIPT: string = `${FENCED_MEMOISED}
 local checkpoint = redis.call('HGET', KEYS[1], 'checkpoint')
-if ARGV[at] == 'discard' or not checkpoint or checkpoint == '' then
-  redis.call('HSET', KEYS[1], 'checkpoint', '', 'recovery', '')
-else
-  local json = string.sub(checkpoint, string.find(checkpoint, '\\0', string.find(checkpoint, '\\0', 1, true) + 1, true) + 1)
-  redis.call('HSET', KEYS[1], 'checkpoint', ARGV[1] .. '\\0' .. now_ms .. '\\0' .. json, 'recovery', '')
-end
 local reply = {'+' .. clock, shown, false, checkpoint}
-redis.call('SET', KEYS[2], cmsgpack.pack(reply), 'PX', ARGV[at + 1])
+${REMEMBER}
+if ARGV[at] == 'discard' or not checkpoint or checkpoint == '' then
+  redis.call('HSET', KEYS[1], 'checkpoint', '', 'recovery', '', 'replay', replay)
+else
+  local c1 = string.find(checkpoint, '\\0', 1, true)
+  local c2 = c1 and string.find(checkpoint, '\\0', c1 + 1, true)
+  local json = c2 and string.sub(checkpoint, c2 + 1) or checkpoint
+  redis.call('HSET', KEYS[1], 'checkpoint', ARGV[1] .. '\\0' .. now_ms .. '\\0' .. json, 'recovery', '', 'replay', replay)
+end
 return reply
 `;
 

@@ -4,11 +4,11 @@
  * with nothing in between, and the commands run only if the check passed.
  */
 import { DECIMAL_LESS } from './decimals.js';
-import { FENCED } from './script-parts.js';
+import { CLOCK, FENCED_MEMOISED, REMEMBER, REPLAYED } from './script-parts.js';
 
 /**
- * Decodes the recorded user commands. ARGV from \`at\`: command count, then per command its argument
- * count and arguments, each tagged: 'k' .. i is KEYS[i], 'v' .. text is the text. Leaves \`commands\`
+ * Decodes the recorded user commands. ARGV from `at`: command count, then per command its argument
+ * count and arguments, each tagged: 'k' .. i is KEYS[i], 'v' .. text is the text. Leaves `commands`
  * (a list of argument lists).
  */
 const decodeCommands = (at: string): string => `
@@ -29,7 +29,7 @@ end
 /**
  * Checks every decoded command before any runs, so that what can be known up front fails with nothing
  * applied: an unknown command, a wrong argument count, a command scripts may not run, an ACL denial.
- * Leaves \`failed\` (1-based index, 0 = none) and \`err\`.
+ * Leaves `failed` (1-based index, 0 = none) and `err`.
  */
 const CHECK_COMMANDS = `
 local failed, err, known = 0, '', {}
@@ -56,7 +56,7 @@ end
 
 /**
  * Runs the checked commands in order. Stops at the first error reply: Redis has no rollback, so the
- * commands before it stay applied (\`applied\`). Leaves \`replies\`, \`failed\`, \`err\`, \`applied\`.
+ * commands before it stay applied (`applied`). Leaves `replies`, `failed`, `err`, `applied`.
  */
 const RUN_COMMANDS = `
 local replies, applied = {}, 0
@@ -69,52 +69,56 @@ end
 `;
 
 /**
- * fenced write. KEYS: record, request memo, then the user's declared keys. ARGV: fence, memo TTL ms,
+ * fenced write. KEYS: record, then the user's declared keys. ARGV: fence, request id, replay window ms,
  * checkpoint JSON ('' = none), then the recorded commands. The user's commands run only after the fence
  * check passed, in the same script; then, if none failed, the checkpoint is saved exactly as
  * CHECKPOINT_SCRIPT saves it (stamped with the token, resolving a pending recovery), so the write and
- * the progress it records apply together. A re-delivery (same request id) returns the memoised first
- * reply and runs nothing again.
+ * the progress it records apply together. Memoised (see FENCED_MEMOISED) when it recorded a command or a
+ * checkpoint: a re-delivery returns the first reply and runs nothing again.
  * Reply: the lease reply of a fenced script (see `scripts.ts`), padded to `REPLY.extras`, then replies,
  * failed command index (0 = none), error, how many commands were applied. A command found wrong before
  * any ran (see CHECK_COMMANDS) applies nothing, the checkpoint included; a command failing while it
  * runs leaves the ones before it applied and saves no checkpoint (Redis cannot roll a script back).
  */
-export const FENCED_WRITE_SCRIPT: string = `
-local memo = redis.call('GET', KEYS[2])
-if memo then return cmsgpack.unpack(memo) end
-${FENCED}${decodeCommands('at + 2')}${CHECK_COMMANDS}
+export const FENCED_WRITE_SCRIPT: string = `${FENCED_MEMOISED}${decodeCommands('at + 1')}${CHECK_COMMANDS}
 if failed > 0 then return {'+' .. clock, shown, false, false, false, {}, failed, err, 0} end
 ${RUN_COMMANDS}
-if failed == 0 and ARGV[at + 1] ~= '' then
-  redis.call('HSET', KEYS[1], 'checkpoint', ARGV[1] .. '\\0' .. now_ms .. '\\0' .. ARGV[at + 1], 'recovery', '')
-end
 local reply = {'+' .. clock, shown, false, false, false, replies, failed, err, applied}
-if tonumber(ARGV[at + 2]) > 0 or ARGV[at + 1] ~= '' then redis.call('SET', KEYS[2], cmsgpack.pack(reply), 'PX', ARGV[at]) end
+if #commands > 0 or ARGV[at] ~= '' then
+  ${REMEMBER}
+  if failed == 0 and ARGV[at] ~= '' then
+    redis.call('HSET', KEYS[1], 'checkpoint', ARGV[1] .. '\\0' .. now_ms .. '\\0' .. ARGV[at], 'recovery', '', 'replay', replay)
+  else
+    redis.call('HSET', KEYS[1], 'replay', replay)
+  end
+end
 return reply
 `;
 
 /**
- * token gate write. KEYS: gate hash, request memo, then the user's declared keys. ARGV: lease key, token
- * (decimal), memo TTL ms, then the recorded commands. Refuses a token of another lease key or a token
- * lower than the highest that wrote the resource; otherwise records the token and runs the commands.
- * Reply: { status ('ok' | 'key-mismatch' | 'stale-token'), found key, found token, replies, failed, error }.
+ * token gate write. KEYS: gate hash, then the user's declared keys. ARGV: lease key, token (decimal),
+ * request id, replay window ms, then the recorded commands. Refuses a token of another lease key or a
+ * token lower than the highest that wrote the resource; otherwise runs the commands and records the
+ * token. Memoised in the gate hash like a fenced write (see REMEMBER).
+ * Reply: { status ('ok' | 'key-mismatch' | 'stale-token'), found key, found token, replies, failed,
+ * error, applied }.
  */
-export const GATE_WRITE_SCRIPT: string = `
-local memo = redis.call('GET', KEYS[2])
-if memo then return cmsgpack.unpack(memo) end
-local found = redis.call('HMGET', KEYS[1], 'key', 'token')
+export const GATE_WRITE_SCRIPT: string = `${CLOCK}
+local found = redis.call('HMGET', KEYS[1], 'key', 'token', 'replay')
+local request, window = ARGV[3], tonumber(ARGV[4])
+local remembered = found[3] and cmsgpack.unpack(found[3]) or {}
+${REPLAYED}
 if found[1] and found[1] ~= ARGV[1] then return {'key-mismatch', found[1], found[2]} end
 if found[2] then
   local a, b = ARGV[2], found[2]
   ${DECIMAL_LESS}
   if less then return {'stale-token', found[1], found[2]} end
 end
-${decodeCommands('4')}${CHECK_COMMANDS}
+${decodeCommands('5')}${CHECK_COMMANDS}
 if failed > 0 then return {'ok', found[1], found[2], {}, failed, err, 0} end
-redis.call('HSET', KEYS[1], 'key', ARGV[1], 'token', ARGV[2])
 ${RUN_COMMANDS}
-local out = {'ok', found[1], found[2], replies, failed, err, applied}
-if tonumber(ARGV[4]) > 0 then redis.call('SET', KEYS[2], cmsgpack.pack(out), 'PX', ARGV[3]) end
-return out
+local reply = {'ok', found[1], found[2], replies, failed, err, applied}
+${REMEMBER}
+redis.call('HSET', KEYS[1], 'key', ARGV[1], 'token', ARGV[2], 'replay', replay)
+return reply
 `;
