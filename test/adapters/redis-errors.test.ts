@@ -14,7 +14,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createLeases, type Leases } from '../../src/leases.js';
 import type { Lease } from '../../src/lease.js';
 import { isLeaseError, isStoreFailure } from '../../src/errors.js';
-import { createRedisStore, hashTagOf, RedisCrossSlotError, type RedisClient } from '../../src/adapters/redis/index.js';
+import { createRedisStore, createRedisTokenGate, hashTagOf, RedisCrossSlotError, type RedisClient } from '../../src/adapters/redis/index.js';
 import { toConnection, type RedisConnection } from '../../src/adapters/redis/connection.js';
 import { startRedis, type RedisServer } from '../support/redis-server.js';
 import { freePort } from '../support/provision.js';
@@ -251,6 +251,12 @@ describe('Redis Cluster: CROSSSLOT', () => {
     expect((error as Error).message).toContain('hashTagOf');
     expectLogSafe(error, lease.fence().secret);
     expect(await raw.send(['EXISTS', `${hashTagOf(lease.key)}:first`])).toBe(0);
+    // A gate checks the lease record in its script: its resource must share the lease's slot.
+    const gate = createRedisTokenGate({ client });
+    expect(await gate.write(`${hashTagOf(lease.key)}:report`, lease.fence(), () => 'same slot')).toMatchObject({ ok: true, value: 'same slot' });
+    const gateError = await rejection(gate.write(`report:${kind}`, lease.fence(), () => 'other slot'));
+    expect(gateError).toBeInstanceOf(RedisCrossSlotError);
+    expectLogSafe(gateError, lease.fence().secret);
     await close();
   });
 });

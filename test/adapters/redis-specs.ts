@@ -59,7 +59,7 @@ export function describeRedisAdapterSpecs(kind: RedisClientKind): void {
       await step('renew', () => a.renewOrThrow(lease));
       await step('checkpoint', () => a.checkpointOrThrow(lease, { step: 1 }));
       await step('fenced write', () => a.fencedWriteOrThrow(lease, (tx) => tx.call('SET', `${prefix}${hashTagOf(key)}:out`, 'x')));
-      await step('token gate write', () => a.gateWriteOrThrow(gate, key, lease, (tx) => tx.call('SET', `${prefix}${hashTagOf(key)}:gated`, 'x')));
+      await step('token gate write', () => gate.write(key, lease.fence(), (tx) => tx.call('SET', `${prefix}${hashTagOf(key)}:gated`, 'x')));
       await step('inspect', () => a.inspect(key));
       await step('revoke', () => a.revoke(key, { reason: 'count', requireRecovery: true }));
       await step('claim', async () => (lease = await b.claimOrThrow(key, { recovering: true })));
@@ -190,7 +190,7 @@ export function describeRedisAdapterSpecs(kind: RedisClientKind): void {
     });
 
     it('the token gate compares tokens past 2^53 exactly and refuses an older token or another key, applying nothing', async () => {
-      const gate = createRedisTokenGate({ client, prefix });
+      const gate = createRedisTokenGate({ client, prefix, leasePrefix: null });
       const resource = fresh('resource');
       const target = `${prefix}${hashTagOf(resource)}:value`;
       const big = 2n ** 60n;
@@ -467,10 +467,55 @@ export function describeRedisAdapterSpecs(kind: RedisClientKind): void {
       await a.checkpointOrThrow(lease, { done: true });
       const keys = (await raw.send(['KEYS', `${countPrefix}*`])) as string[];
       expect(keys.sort()).toEqual([counter, keyNames(countPrefix).record(key, 'gate'), keyNames(countPrefix).record(key, 'lease')].sort());
+      // NOTE: a gate checking the full fence keeps its memos in the writer's lease record too.
       const slots = 'return #cmsgpack.unpack(redis.call("HGET", KEYS[1], "replay"))';
       expect(await raw.send(['EVAL', slots, '1', keyNames(countPrefix).record(key, 'lease')])).toBe(REPLAY_SLOTS);
-      expect(await raw.send(['EVAL', slots, '1', keyNames(countPrefix).record(key, 'gate')])).toBe(REPLAY_SLOTS);
+      expect(await raw.send(['HKEYS', keyNames(countPrefix).record(key, 'gate')])).toEqual(['key', 'token']);
       expect(await raw.send(['GET', counter])).toBe('1100');
+    });
+
+    it('the token gate checks the full fence in its script: a forged handle (huge token, wrong secret) or an ended grant is refused with the fence refusal and changes nothing', async () => {
+      const key = fresh('gate-fence');
+      const resource = `${hashTagOf(key)}:report`;
+      const target = `${prefix}${hashTagOf(key)}:report-body`;
+      const gate = createRedisTokenGate({ client, prefix });
+      const a = leasesFor('a');
+      const lease = await a.claimOrThrow(key);
+      expect(await gate.write(resource, lease.fence(), (tx) => tx.call('SET', target, 'real'))).toMatchObject({ ok: true, value: 'OK', token: lease.token });
+      const forged = { ...lease.fence(), token: lease.token + 10n ** 12n, secret: 'f'.repeat(32) };
+      const wrongSecret = { ...lease.fence(), secret: 'e'.repeat(32) };
+      for (const fence of [forged, wrongSecret]) {
+        const refused = await gate.write(resource, fence, (tx) => tx.call('SET', target, 'forged'));
+        expect(refused).toMatchObject({ ok: false, key, expected: { token: fence.token } });
+        expect(refused).not.toHaveProperty('resource');
+      }
+      expect(await gate.inspect(resource)).toEqual({ resource, found: { key, token: lease.token } });
+      expect(await raw.send(['GET', target])).toBe('real');
+      await expect(gate.write(resource, { key, token: lease.token + 1n }, () => 'tokens only')).rejects.toBeInstanceOf(InvalidArgumentError);
+      await a.revoke(key, { reason: 'ended' });
+      expect(await gate.write(resource, lease.fence(), (tx) => tx.call('SET', target, 'after revoke'))).toMatchObject({ ok: false, reason: 'revoked' });
+      const next = await a.claimOrThrow(key);
+      expect(await gate.write(resource, next.fence(), (tx) => tx.call('SET', target, 'next'))).toMatchObject({ ok: true, token: next.token });
+      expect(await raw.send(['GET', target])).toBe('next');
+    });
+
+    it('token gate inspect and reset: an operator sees what a resource is bound to and re-keys it; leasePrefix: null gates by token only', async () => {
+      const gate = createRedisTokenGate({ client, prefix });
+      const a = leasesFor('a');
+      const [first, second] = [await a.claimOrThrow(fresh('bound')), await a.claimOrThrow(fresh('rebound'))];
+      const resource = fresh('shared-resource');
+      expect(await gate.inspect(resource)).toEqual({ resource, found: null });
+      expect(await gate.write(resource, first.fence(), () => 1)).toMatchObject({ ok: true });
+      expect(await gate.write(resource, second.fence(), () => 2)).toMatchObject({ ok: false, reason: 'key-mismatch', found: { key: first.key, token: first.token } });
+      expect(await gate.reset(resource)).toEqual({ resource, found: { key: first.key, token: first.token } });
+      expect(await gate.inspect(resource)).toEqual({ resource, found: null });
+      expect(await gate.reset(resource)).toEqual({ resource, found: null });
+      expect(await gate.write(resource, second.fence(), () => 2)).toMatchObject({ ok: true, value: 2 });
+      expect(await gate.inspect(resource)).toEqual({ resource, found: { key: second.key, token: second.token } });
+      const tokensOnly = createRedisTokenGate({ client, prefix, leasePrefix: null });
+      const elsewhere = fresh('other-store-resource');
+      expect(await tokensOnly.write(elsewhere, { key: 'kept-elsewhere', token: 7n }, () => 'ok')).toMatchObject({ ok: true, value: 'ok' });
+      expect(await tokensOnly.write(elsewhere, { key: 'kept-elsewhere', token: 6n }, () => 'old')).toMatchObject({ ok: false, reason: 'stale-token' });
     });
 
     it('refuses bad input before sending anything: an over-size checkpoint, a lone surrogate, a late tx.call', async () => {

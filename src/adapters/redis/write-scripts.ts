@@ -96,7 +96,56 @@ return reply
 `;
 
 /**
- * token gate write. KEYS: gate hash, then the user's declared keys. ARGV: lease key, token (decimal),
+ * The gate check (after the fence check, when there is one). Given the gate hash `gate`, the writer's lease
+ * key `writer` and token `token` (decimal): returns `refused(reason)` (a Lua expression template, with
+ * `found` read) for a token of another lease key or a token lower than the highest that wrote the
+ * resource. Leaves `found` (key, token) for the reply.
+ */
+const gateCheck = (gate: string, writer: string, token: string, refused: (reason: string) => string): string => `
+local found = redis.call('HMGET', ${gate}, 'key', 'token')
+if found[1] and found[1] ~= ${writer} then return ${refused("'key-mismatch'")} end
+if found[2] then
+  local a, b = ${token}, found[2]
+  ${DECIMAL_LESS}
+  if less then return ${refused("'stale-token'")} end
+end
+`;
+
+/**
+ * token gate write with the full fence. KEYS: the writer's lease record, the gate hash, then the user's
+ * declared keys. ARGV: fence (see FENCED), request id, replay window ms, the writer's lease key, then the
+ * recorded commands. The fence is checked first (a refusal is the fenced scripts' refusal), then the gate
+ * (see `gateCheck`); then the commands run and the token is recorded, all in this one script. Memoised in
+ * the lease record (see FENCED_MEMOISED). Reply: the lease reply (see `scripts.ts`) padded to
+ * `REPLY.extras`, then status ('ok' | 'key-mismatch' | 'stale-token'), found key, found token, replies,
+ * failed, error, applied.
+ */
+export const FENCED_GATE_WRITE_SCRIPT: string = `${FENCED_MEMOISED}${gateCheck('KEYS[2]', 'ARGV[at]', 'ARGV[1]', (reason) => `{'+' .. clock, shown, false, false, false, ${reason}, found[1], found[2]}`)}
+${decodeCommands('at + 1')}${CHECK_COMMANDS}
+if failed > 0 then return {'+' .. clock, shown, false, false, false, 'ok', found[1], found[2], {}, failed, err, 0} end
+${RUN_COMMANDS}
+local reply = {'+' .. clock, shown, false, false, false, 'ok', found[1], found[2], replies, failed, err, applied}
+${REMEMBER}
+redis.call('HSET', KEYS[2], 'key', ARGV[at], 'token', ARGV[1])
+redis.call('HSET', KEYS[1], 'replay', replay)
+return reply
+`;
+
+/** token gate inspect. KEYS: gate hash. Replies { key, token } (false when nothing); changes nothing. */
+export const GATE_INSPECT_SCRIPT: string = `return redis.call('HMGET', KEYS[1], 'key', 'token')`;
+
+/**
+ * token gate reset. KEYS: gate hash. Forgets the resource (its highest token and memos) and returns what it
+ * forgot: { key, token } (false when nothing).
+ */
+export const GATE_RESET_SCRIPT: string = `
+local found = redis.call('HMGET', KEYS[1], 'key', 'token')
+redis.call('DEL', KEYS[1])
+return found
+`;
+
+/**
+ * token gate write, tokens only (for leases kept in another store). KEYS: gate hash, then the user's declared keys. ARGV: lease key, token (decimal),
  * request id, replay window ms, then the recorded commands. Refuses a token of another lease key or a
  * token lower than the highest that wrote the resource; otherwise runs the commands and records the
  * token. Memoised in the gate hash like a fenced write (see REMEMBER).
@@ -104,17 +153,10 @@ return reply
  * error, applied }.
  */
 export const GATE_WRITE_SCRIPT: string = `${CLOCK}
-local found = redis.call('HMGET', KEYS[1], 'key', 'token', 'replay')
+local memos = redis.call('HGET', KEYS[1], 'replay')
 local request, window = ARGV[3], tonumber(ARGV[4])
-local remembered = found[3] and cmsgpack.unpack(found[3]) or {}
-${REPLAYED}
-if found[1] and found[1] ~= ARGV[1] then return {'key-mismatch', found[1], found[2]} end
-if found[2] then
-  local a, b = ARGV[2], found[2]
-  ${DECIMAL_LESS}
-  if less then return {'stale-token', found[1], found[2]} end
-end
-${decodeCommands('5')}${CHECK_COMMANDS}
+local remembered = memos and cmsgpack.unpack(memos) or {}
+${REPLAYED}${gateCheck('KEYS[1]', 'ARGV[1]', 'ARGV[2]', (reason) => `{${reason}, found[1], found[2]}`)}${decodeCommands('5')}${CHECK_COMMANDS}
 if failed > 0 then return {'ok', found[1], found[2], {}, failed, err, 0} end
 ${RUN_COMMANDS}
 local reply = {'ok', found[1], found[2], replies, failed, err, applied}
