@@ -518,6 +518,33 @@ export function describeRedisAdapterSpecs(kind: RedisClientKind): void {
       expect(await tokensOnly.write(elsewhere, { key: 'kept-elsewhere', token: 6n }, () => 'old')).toMatchObject({ ok: false, reason: 'stale-token' });
     });
 
+    it('a stored checkpoint that is not what leasefence writes (no stamp, invalid JSON, NUL inside) never bricks the key: claim, inspect, revoke and recover report it (token 0 when unstamped) and an operator clears it', async () => {
+      const names = keyNames(prefix);
+      const claimOf = (key: string, secret: string, recovering = false) => ({ key, holder: 'a', runId: null, secret, ttlMs: 60_000, attributes: {}, recovering });
+      for (const [stored, expected] of [
+        ['not a checkpoint', { json: 'not a checkpoint', token: 0n, writtenAt: 0 }],
+        ['7\u00001700000000000\u0000{oops', { json: '{oops', token: 7n, writtenAt: 1700000000000 }],
+        ['x\u0000y\u0000z\u0000w', { json: 'x\ufffdy\ufffdz\ufffdw', token: 0n, writtenAt: 0 }],
+      ] as const) {
+        const key = fresh('corrupt');
+        await raw.send(['HSET', names.record(key, 'lease'), 'lease', '5', 'checkpoint', stored]);
+        expect(await store.inspect(key)).toMatchObject({ exists: true, token: 5n, checkpoint: expected });
+        const first = await store.claim(claimOf(key, 'a'.repeat(32)));
+        expect(first).toMatchObject({ ok: true, checkpoint: expected });
+        expect(await store.claim(claimOf(key, 'b'.repeat(32)))).toMatchObject({ ok: false, reason: 'held' });
+        expect(await store.revoke({ key, reason: 'corrupt', by: 'op', requireRecovery: true, expectedToken: null })).toMatchObject({ ok: true, recoveryRequired: true });
+        expect(await store.claim(claimOf(key, 'c'.repeat(32)))).toMatchObject({ ok: false, reason: 'recovery-required', checkpoint: expected });
+        const recovering = await store.claim(claimOf(key, 'd'.repeat(32), true));
+        expect(recovering).toMatchObject({ ok: true, checkpoint: expected });
+        if (!recovering.ok) continue;
+        const fence = { key, token: recovering.token, secret: 'd'.repeat(32), holder: 'a', runId: null };
+        expect(await store.recover({ fence, action: 'discard' })).toMatchObject({ ok: true, checkpoint: null });
+        expect(await store.inspect(key)).toMatchObject({ checkpoint: null, recoveryRequired: false });
+        expect(await store.release({ fence, checkpointJson: null })).toMatchObject({ ok: true });
+        expect((await leasesFor('a').inspect(key)).checkpoint).toBeNull();
+      }
+    });
+
     it('refuses bad input before sending anything: an over-size checkpoint, a lone surrogate, a late tx.call', async () => {
       const leases = createLeases(store, { holder: 'a', ttlMs: 60_000, maxCheckpointBytes: 64 });
       const lease = await leases.claimOrThrow(fresh('input'));

@@ -15,6 +15,23 @@ local now_ms = string.sub(clock, 1, -4)
 local now = tonumber(now_ms)
 `;
 
+/**
+ * Makes the stored checkpoint in the local `checkpoint` safe to reply: a value that is not token SEP
+ * writtenAt SEP text-without-NUL (written by something else than leasefence, or damaged) is replied as
+ * '0' SEP '0' SEP its text (NUL shown as U+FFFD), so that it can never shift the parts of a reply; the
+ * adapter reports it as a checkpoint with token 0 (unstamped). The stored value is not changed: an
+ * operator inspects it and clears it (release with a checkpoint decision, recover 'discard').
+ */
+export const SAFE_CHECKPOINT: string = `
+if checkpoint and checkpoint ~= '' then
+  local c1 = string.find(checkpoint, '\\0', 1, true)
+  local c2 = c1 and string.find(checkpoint, '\\0', c1 + 1, true)
+  if not (c2 and string.find(string.sub(checkpoint, 1, c2), '^%d+%z%d+%z$') and not string.find(checkpoint, '\\0', c2 + 1, true)) then
+    checkpoint = '0\\0' .. '0\\0' .. (string.gsub(checkpoint, '%z', '\\239\\191\\189'))
+  end
+end
+`;
+
 /** The locals `GRANT_PARTS` sets, declared where the script needs them. */
 export const GRANT_LOCALS: string = 'local s2, s4, s5, expires';
 

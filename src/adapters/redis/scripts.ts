@@ -49,7 +49,7 @@
  * - Scripts are straight-line code (no per-call closures) and read `TIME` once, first.
  */
 import { increment } from './decimals.js';
-import { CLOCK, FENCED, FENCED_MEMOISED, GRANT_LOCALS, GRANT_PARTS, MASKED, REMEMBER, REPLAYED, TAKE_OVER } from './script-parts.js';
+import { CLOCK, FENCED, FENCED_MEMOISED, GRANT_LOCALS, GRANT_PARTS, MASKED, REMEMBER, REPLAYED, SAFE_CHECKPOINT, TAKE_OVER } from './script-parts.js';
 
 /** Where each part sits in a lease script's reply (0-based). */
 export const REPLY = {
@@ -70,6 +70,9 @@ export const REPLY = {
 export const CLAIM_SCRIPT: string = `${CLOCK}
 local hashed = '#' .. redis.sha1hex(ARGV[1])
 local v = redis.call('HMGET', KEYS[1], 'lease', 'ending', 'checkpoint', 'recovery')
+local checkpoint = v[3]
+${SAFE_CHECKPOINT}
+v[3] = checkpoint
 local lease, token = v[1], v[1]
 local s1 = lease and string.find(lease, '\\0', 1, true)
 ${GRANT_LOCALS}
@@ -156,11 +159,9 @@ local lease = v[1]
 local s1 = lease and string.find(lease, '\\0', 1, true)
 ${GRANT_LOCALS}
 local has_checkpoint = v[3] and v[3] ~= ''
-if has_checkpoint then
-  local c1 = string.find(v[3], '\\0', 1, true)
-  local c2 = c1 and string.find(v[3], '\\0', c1 + 1, true)
-  if c2 then v[3] = string.sub(v[3], 1, c2) end
-end
+local checkpoint = v[3]
+${SAFE_CHECKPOINT}
+if has_checkpoint then v[3] = string.sub(checkpoint, 1, string.find(checkpoint, '\\0', string.find(checkpoint, '\\0', 1, true) + 1, true)) end
 local reply = {'-' .. clock, lease, v[2], v[3], v[4]}
 if s1 then
   ${GRANT_PARTS}
@@ -187,14 +188,14 @@ return reply
  */
 export const RECOVER_SCRIPT: string = `${FENCED_MEMOISED}
 local checkpoint = redis.call('HGET', KEYS[1], 'checkpoint')
+local stored = checkpoint
+${SAFE_CHECKPOINT}
 local reply = {'+' .. clock, shown, false, checkpoint}
 ${REMEMBER}
-if ARGV[at] == 'discard' or not checkpoint or checkpoint == '' then
+if ARGV[at] == 'discard' or not stored or stored == '' then
   redis.call('HSET', KEYS[1], 'checkpoint', '', 'recovery', '', 'replay', replay)
 else
-  local c1 = string.find(checkpoint, '\\0', 1, true)
-  local c2 = c1 and string.find(checkpoint, '\\0', c1 + 1, true)
-  local json = c2 and string.sub(checkpoint, c2 + 1) or checkpoint
+  local json = string.sub(checkpoint, string.find(checkpoint, '\\0', string.find(checkpoint, '\\0', 1, true) + 1, true) + 1)
   redis.call('HSET', KEYS[1], 'checkpoint', ARGV[1] .. '\\0' .. now_ms .. '\\0' .. json, 'recovery', '', 'replay', replay)
 end
 return reply
@@ -203,6 +204,9 @@ return reply
 /** inspect. KEYS: record. Reads the record and the clock together; changes nothing. */
 export const INSPECT_SCRIPT: string = `${CLOCK}
 local v = redis.call('HMGET', KEYS[1], 'lease', 'ending', 'checkpoint', 'recovery')
+local checkpoint = v[3]
+${SAFE_CHECKPOINT}
+v[3] = checkpoint
 local lease = v[1]
 local s1 = lease and string.find(lease, '\\0', 1, true)
 ${GRANT_LOCALS}
