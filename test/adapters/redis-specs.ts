@@ -3,12 +3,16 @@
  * operation as the server counts them, the script cache being flushed, tokens past 2^53, fenced writes of
  * Redis commands, keys full of Lua/RESP metacharacters, hash tags, and input refused before I/O.
  */
+import { createHash } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createLeases, type Leases } from '../../src/leases.js';
 import type { Lease } from '../../src/lease.js';
 import { InvalidArgumentError } from '../../src/errors.js';
 import { toConnection, type RedisConnection } from '../../src/adapters/redis/connection.js';
-import { createRedisStore, createRedisTokenGate, hashTagOf, RedisCommandError, type RedisClient } from '../../src/adapters/redis/index.js';
+import { createRedisStore, createRedisTokenGate, hashTagOf, RedisCommandError, type RedisClient, type RedisWriteContext } from '../../src/adapters/redis/index.js';
+import { MAX_COMMAND_ARGUMENTS } from '../../src/adapters/redis/recorder.js';
+import { MAX_REPLAY_WINDOW_MS } from '../../src/adapters/redis/replay-window.js';
+import { REPLAY_SLOTS } from '../../src/adapters/redis/script-parts.js';
 import { keyNames } from '../../src/adapters/redis/keys.js';
 import { startRedis, type RedisServer } from '../support/redis-server.js';
 import { freshPrefix, openClient, type RedisClientKind, type RedisStore } from './redis-harness.js';
@@ -55,7 +59,7 @@ export function describeRedisAdapterSpecs(kind: RedisClientKind): void {
       await step('renew', () => a.renewOrThrow(lease));
       await step('checkpoint', () => a.checkpointOrThrow(lease, { step: 1 }));
       await step('fenced write', () => a.fencedWriteOrThrow(lease, (tx) => tx.call('SET', `${prefix}${hashTagOf(key)}:out`, 'x')));
-      await step('token gate write', () => a.gateWriteOrThrow(gate, key, lease, (tx) => tx.call('SET', `${prefix}${hashTagOf(key)}:gated`, 'x')));
+      await step('token gate write', () => gate.write(key, lease.fence(), (tx) => tx.call('SET', `${prefix}${hashTagOf(key)}:gated`, 'x')));
       await step('inspect', () => a.inspect(key));
       await step('revoke', () => a.revoke(key, { reason: 'count', requireRecovery: true }));
       await step('claim', async () => (lease = await b.claimOrThrow(key, { recovering: true })));
@@ -70,16 +74,18 @@ export function describeRedisAdapterSpecs(kind: RedisClientKind): void {
       for (const [name, commands] of counted) expect({ name, commands }).toEqual({ name, commands: ['EVALSHA'] });
     });
 
-    it('on the hot path each script runs TIME once, one read of the record and one HSET (no HDEL, no second read); checkpoint adds its request memo', async () => {
+    it('on the hot path each script runs TIME once, one read of the record and one HSET (no HDEL, no second read, no memo key); fenced writes add the checks of their commands', async () => {
       const a = leasesFor('a');
       const key = fresh('lean');
       await a.release(await a.claimOrThrow(key));
       let lease = null as unknown as Lease;
       expect(await watch.scriptCommandsDuring(async () => (lease = await a.claimOrThrow(key)))).toEqual(['TIME', 'HMGET', 'HSET']);
-      expect(await watch.scriptCommandsDuring(() => a.renewOrThrow(lease))).toEqual(['TIME', 'HGET', 'HSET']);
-      // NOTE: a checkpoint is memoised per request (GET the memo first, SET it after), so a re-delivery reports it.
-      expect(await watch.scriptCommandsDuring(() => a.checkpointOrThrow(lease, { step: 1 }))).toEqual(['GET', 'TIME', 'HGET', 'HSET', 'SET']);
-      expect(await watch.scriptCommandsDuring(() => a.release(lease))).toEqual(['TIME', 'HGET', 'HSET']);
+      expect(await watch.scriptCommandsDuring(() => a.renewOrThrow(lease))).toEqual(['TIME', 'HMGET', 'HSET']);
+      // NOTE: a checkpoint is memoised per request inside the record (read with it, written with the checkpoint).
+      expect(await watch.scriptCommandsDuring(() => a.checkpointOrThrow(lease, { step: 1 }))).toEqual(['TIME', 'HMGET', 'HSET']);
+      const out = `${prefix}${hashTagOf(key)}:out`;
+      expect(await watch.scriptCommandsDuring(() => a.fencedWriteOrThrow(lease, (tx) => tx.call('SET', out, 'x'), { checkpoint: { step: 2 } }))).toEqual(['TIME', 'HMGET', 'COMMAND', 'SET', 'HSET']);
+      expect(await watch.scriptCommandsDuring(() => a.release(lease))).toEqual(['TIME', 'HMGET', 'HSET']);
     });
 
     it('judges every reply with the pure core: a reply whose applied flag contradicts the core is reported as a bug', async () => {
@@ -184,7 +190,7 @@ export function describeRedisAdapterSpecs(kind: RedisClientKind): void {
     });
 
     it('the token gate compares tokens past 2^53 exactly and refuses an older token or another key, applying nothing', async () => {
-      const gate = createRedisTokenGate({ client, prefix });
+      const gate = createRedisTokenGate({ client, prefix, leasePrefix: null });
       const resource = fresh('resource');
       const target = `${prefix}${hashTagOf(resource)}:value`;
       const big = 2n ** 60n;
@@ -236,7 +242,7 @@ export function describeRedisAdapterSpecs(kind: RedisClientKind): void {
       expect(await raw.send(['GET', counter])).toBe('5');
     });
 
-    it('a command failing inside a fenced write rejects with RedisCommandError; Redis keeps the commands before it', async () => {
+    it('a command failing while it runs inside a fenced write rejects with RedisCommandError; Redis keeps the commands before it', async () => {
       const key = fresh('fails');
       const a = leasesFor('a');
       const lease = await a.claimOrThrow(key);
@@ -250,6 +256,293 @@ export function describeRedisAdapterSpecs(kind: RedisClientKind): void {
       await expect(failed).rejects.toBeInstanceOf(RedisCommandError);
       expect(await raw.send(['GET', text])).toBe('not a number');
       expect(await raw.send(['GET', after])).toBeNull();
+    });
+
+    it('a fenced write with a checkpoint saves both in one script (stamped with the token, resolving a pending recovery); refused or failed, neither', async () => {
+      const key = fresh('exactly-once');
+      const a = leasesFor('a');
+      const rows = `${prefix}${hashTagOf(key)}:rows`;
+      expect(await a.fencedWrite(await a.claimOrThrow(key), () => 'no commands', { checkpoint: { batch: 0 } })).toMatchObject({ ok: true, value: 'no commands' });
+      await a.revoke(key, { reason: 'recover it', requireRecovery: true });
+      const lease = await a.claimOrThrow(key, { recovering: true });
+      const sent = await watch.commandsDuring(async () => {
+        const outcome = await a.fencedWrite(lease, (tx) => tx.call('RPUSH', rows, 'batch 1'), { checkpoint: { batch: 1 } });
+        expect(outcome).toMatchObject({ ok: true, value: 1, checkpoint: { json: '{"batch":1}', token: lease.token } });
+        if (outcome.ok) expect(outcome.checkpoint?.writtenAt).toBe(outcome.now);
+      });
+      expect(sent).toEqual(['EVALSHA']);
+      expect(await a.inspect(key)).toMatchObject({ recoveryRequired: false, checkpoint: { token: lease.token, value: { batch: 1 } } });
+      const failed = a.fencedWrite(lease, (tx) => {
+        void tx.call('INCR', rows);
+      }, { checkpoint: { batch: 2 } });
+      await expect(failed).rejects.toBeInstanceOf(RedisCommandError);
+      expect(await a.inspect(key)).toMatchObject({ checkpoint: { value: { batch: 1 } } });
+      await a.revoke(key, { reason: 'fence it' });
+      expect(await a.fencedWrite(lease, (tx) => tx.call('RPUSH', rows, 'stale'), { checkpoint: { batch: 3 } })).toMatchObject({ ok: false, reason: 'revoked' });
+      expect(await raw.send(['LRANGE', rows, '0', '-1'])).toEqual(['batch 1']);
+      expect(await a.inspect(key)).toMatchObject({ checkpoint: { value: { batch: 1 } } });
+    });
+
+    it('release with an explicit checkpoint decision (set or clear) resolves a pending recovery; keeping it leaves it pending', async () => {
+      for (const decision of [{ checkpoint: null }, { checkpoint: { done: true } }, {}] as const) {
+        const key = fresh('release-recovery');
+        const a = leasesFor('a');
+        await a.checkpointOrThrow(await a.claimOrThrow(key), { step: 1 });
+        await a.revoke(key, { reason: 'recover it', requireRecovery: true });
+        expect(await a.release(await a.claimOrThrow(key, { recovering: true }), decision)).toMatchObject({ ok: true });
+        const pending = !('checkpoint' in decision);
+        expect(await a.inspect(key)).toMatchObject({ recoveryRequired: pending });
+        expect(await a.claim(key)).toMatchObject({ ok: !pending });
+      }
+    });
+
+    it('an async callback is awaited, then everything it recorded is sent in one script, whatever it awaited in between', async () => {
+      const key = fresh('async');
+      const a = leasesFor('a');
+      const lease = await a.claimOrThrow(key);
+      const gate = createRedisTokenGate({ client, prefix });
+      const list = `${prefix}${hashTagOf(key)}:async`;
+      const tick = (): Promise<void> => new Promise((resolve) => setTimeout(resolve, 5));
+      await a.fencedWrite(lease, () => undefined);
+      await gate.write(key, lease.fence(), () => undefined);
+      const sent = await watch.commandsDuring(async () => {
+        const first = await a.fencedWrite(lease, async (tx) => {
+          void tx.call('RPUSH', list, 'one');
+          await tick();
+          void tx.call('RPUSH', list, 'two');
+          return 'done';
+        });
+        expect(first).toMatchObject({ ok: true, value: 'done' });
+        const gated = await gate.write(key, lease.fence(), async (tx) => {
+          await tick();
+          void tx.call('RPUSH', list, 'three');
+          return 'gated';
+        });
+        expect(gated).toMatchObject({ ok: true, value: 'gated' });
+      });
+      expect(sent).toEqual(['EVALSHA', 'EVALSHA']);
+      expect(await raw.send(['LRANGE', list, '0', '-1'])).toEqual(['one', 'two', 'three']);
+    });
+
+    it('an async callback that uses a reply before it finishes (await, .then, return) is refused before anything is sent; a rejecting one sends nothing', async () => {
+      const key = fresh('async-misuse');
+      const a = leasesFor('a');
+      const lease = await a.claimOrThrow(key);
+      const gate = createRedisTokenGate({ client, prefix });
+      const list = `${prefix}${hashTagOf(key)}:misuse`;
+      const misuses: Array<(tx: RedisWriteContext) => Promise<unknown>> = [
+        async (tx) => {
+          const length = await tx.call('RPUSH', list, 'one');
+          return tx.call('RPUSH', list, `after ${String(length)}`);
+        },
+        async (tx) => tx.call('RPUSH', list, 'returned'),
+        async (tx) => {
+          void tx.call('RPUSH', list, 'then').then(() => undefined, () => undefined);
+          await new Promise((resolve) => setTimeout(resolve, 1));
+        },
+      ];
+      const sent = await watch.commandsDuring(async () => {
+        for (const misuse of misuses) {
+          await expect(a.fencedWrite(lease, misuse)).rejects.toBeInstanceOf(InvalidArgumentError);
+          await expect(gate.write(key, lease.fence(), misuse)).rejects.toBeInstanceOf(InvalidArgumentError);
+        }
+        const failing = a.fencedWrite(lease, async (tx) => {
+          void tx.call('RPUSH', list, 'before the throw');
+          await Promise.resolve();
+          throw new Error('callback failed');
+        });
+        await expect(failing).rejects.toThrow('callback failed');
+      });
+      expect(sent).toEqual([]);
+      expect(await raw.send(['EXISTS', list])).toBe(0);
+    });
+
+    it(`a recorded command with more than MAX_COMMAND_ARGUMENTS (${MAX_COMMAND_ARGUMENTS}) arguments is refused before anything is sent; at the limit it runs`, async () => {
+      const key = fresh('wide');
+      const a = leasesFor('a');
+      const lease = await a.claimOrThrow(key);
+      const list = `${prefix}${hashTagOf(key)}:wide`;
+      const values = (count: number): string[] => Array.from({ length: count }, (_, index) => String(index));
+      const sent = await watch.commandsDuring(async () => {
+        const tooWide = a.fencedWrite(lease, (tx) => {
+          void tx.call('SET', `${list}:first`, 'x');
+          return tx.call('RPUSH', list, ...values(MAX_COMMAND_ARGUMENTS - 1));
+        });
+        await expect(tooWide).rejects.toBeInstanceOf(InvalidArgumentError);
+      });
+      expect(sent).toEqual([]);
+      expect(await raw.send(['EXISTS', `${list}:first`])).toBe(0);
+      expect(await a.fencedWrite(lease, (tx) => tx.call('RPUSH', list, ...values(MAX_COMMAND_ARGUMENTS - 2)))).toMatchObject({ ok: true, value: MAX_COMMAND_ARGUMENTS - 2 });
+    });
+
+    it('a command Redis would refuse (unknown, wrong argument count, not allowed in scripts) is found before any command runs: nothing applied, no checkpoint', async () => {
+      const key = fresh('checked');
+      const a = leasesFor('a');
+      const lease = await a.claimOrThrow(key);
+      const [first, later] = [`${prefix}${hashTagOf(key)}:first`, `${prefix}${hashTagOf(key)}:later`];
+      for (const [bad, index] of [[['NOSUCHCOMMAND', later], 1], [['GET', later, 'extra'], 1], [['WATCH', later], 1], [['SET', later], 1]] as const) {
+        const write = a.fencedWrite(
+          lease,
+          (tx) => {
+            void tx.call('SET', first, 'applied?');
+            void tx.call(bad[0], bad[1], ...bad.slice(2));
+          },
+          { checkpoint: { bad: bad[0] } },
+        );
+        await expect(write).rejects.toMatchObject({ name: 'RedisCommandError', commandIndex: index, applied: 0 });
+        expect(await raw.send(['EXISTS', first])).toBe(0);
+      }
+      expect((await a.inspect(key)).checkpoint).toBeNull();
+    });
+
+    it("stores the secret's SHA1 (hashed by the script), never replies a stored secret or hash, and still accepts a record holding a plain secret (hashed from its next renew)", async () => {
+      const names = keyNames(prefix);
+      const key = fresh('hashed');
+      const record = names.record(key, 'lease');
+      const replies: unknown[] = [];
+      const spying: RedisConnection = { send: async (args) => {
+        const reply = await raw.send(args);
+        replies.push(reply);
+        return reply;
+      } };
+      const a = createLeases(createRedisStore({ client: spying, prefix }), { holder: 'a', ttlMs: 60_000 });
+      const lease = await a.claimOrThrow(key);
+      const { secret } = lease.fence();
+      const hash = `#${createHash('sha1').update(secret).digest('hex')}`;
+      const stored = String(await raw.send(['HGET', record, 'lease']));
+      expect(stored.split('\u0000')[1]).toBe(hash);
+      expect(stored).not.toContain(secret);
+      expect(await store.claim({ key, holder: 'a', runId: null, secret, ttlMs: 60_000, attributes: {}, recovering: false })).toMatchObject({ ok: true, token: lease.token });
+      await a.renewOrThrow(lease);
+      await a.checkpointOrThrow(lease, { step: 1 });
+      await a.fencedWriteOrThrow(lease, (tx) => tx.call('SET', `${prefix}${hashTagOf(key)}:out`, 'x'));
+      // Whoever read the stored hash cannot present it.
+      for (const presented of [hash, hash.slice(1)]) {
+        expect(await store.renew({ fence: { ...lease.fence(), secret: presented }, ttlMs: 60_000 })).toMatchObject({ ok: false, reason: 'wrong-secret' });
+        expect(await store.claim({ key, holder: 'a', runId: null, secret: presented, ttlMs: 60_000, attributes: {}, recovering: false })).toMatchObject({ ok: false, reason: 'held' });
+      }
+      await a.inspect(key);
+      await a.revoke(key, { reason: 'read it all' });
+      expect(await a.renew(lease)).toMatchObject({ ok: false, reason: 'revoked' });
+      for (const reply of replies) {
+        expect(JSON.stringify(reply)).not.toContain(secret);
+        expect(JSON.stringify(reply)).not.toContain(hash.slice(1));
+      }
+      // A record written before secrets were hashed: the plain secret is accepted, and a renew stores its hash.
+      const legacyKey = fresh('legacy');
+      const legacy = await a.claimOrThrow(legacyKey);
+      const legacyRecord = names.record(legacyKey, 'lease');
+      const legacySecret = legacy.fence().secret;
+      const fields = String(await raw.send(['HGET', legacyRecord, 'lease'])).split('\u0000');
+      fields[1] = legacySecret;
+      await raw.send(['HSET', legacyRecord, 'lease', fields.join('\u0000')]);
+      expect(await a.fencedWrite(legacy, () => 'legacy ok')).toMatchObject({ ok: true, value: 'legacy ok' });
+      expect(await store.claim({ key: legacyKey, holder: 'a', runId: null, secret: legacySecret, ttlMs: 60_000, attributes: {}, recovering: false })).toMatchObject({ ok: true, token: legacy.token });
+      await a.renewOrThrow(legacy);
+      expect(String(await raw.send(['HGET', legacyRecord, 'lease'])).split('\u0000')[1]).toBe(`#${createHash('sha1').update(legacySecret).digest('hex')}`);
+      expect(await a.release(legacy)).toMatchObject({ ok: true, alreadyReleased: false });
+    });
+
+    it('replayWindowMs (store and gate) is an integer of 1 ms to one day, refused at construction otherwise (1e19 included)', () => {
+      for (const replayWindowMs of [1e19, 2 ** 53, MAX_REPLAY_WINDOW_MS + 1, 0, -1, 1.5, Number.NaN, Number.POSITIVE_INFINITY, '5' as unknown as number]) {
+        expect(() => createRedisStore({ client, prefix, replayWindowMs })).toThrow(InvalidArgumentError);
+        expect(() => createRedisTokenGate({ client, prefix, replayWindowMs })).toThrow(InvalidArgumentError);
+      }
+      expect(createRedisStore({ client, prefix, replayWindowMs: MAX_REPLAY_WINDOW_MS }).id).toBe(`redis:${prefix}`);
+      expect(() => createRedisTokenGate({ client, prefix, replayWindowMs: 1 })).not.toThrow();
+    });
+
+    it(`memoised replies live in the record they protect, at most ${REPLAY_SLOTS} per key: 1,000 fenced writes, checkpoints and gate writes add no key`, async () => {
+      const countPrefix = freshPrefix(`lf-${kind}-memos`);
+      const counted = createRedisStore({ client, prefix: countPrefix });
+      const gate = createRedisTokenGate({ client, prefix: countPrefix });
+      const a = createLeases(counted, { holder: 'a', ttlMs: 60_000 });
+      const key = fresh('memos');
+      const lease = await a.claimOrThrow(key);
+      const counter = `${countPrefix}${hashTagOf(key)}:n`;
+      for (let round = 0; round < 1_000; round += 1) {
+        await a.fencedWriteOrThrow(lease, (tx) => tx.call('INCR', counter), { checkpoint: { round } });
+        if (round % 10 === 0) await gate.write(key, lease.fence(), (tx) => tx.call('INCR', counter));
+      }
+      await a.checkpointOrThrow(lease, { done: true });
+      const keys = (await raw.send(['KEYS', `${countPrefix}*`])) as string[];
+      expect(keys.sort()).toEqual([counter, keyNames(countPrefix).record(key, 'gate'), keyNames(countPrefix).record(key, 'lease')].sort());
+      // NOTE: a gate checking the full fence keeps its memos in the writer's lease record too.
+      const slots = 'return #cmsgpack.unpack(redis.call("HGET", KEYS[1], "replay"))';
+      expect(await raw.send(['EVAL', slots, '1', keyNames(countPrefix).record(key, 'lease')])).toBe(REPLAY_SLOTS);
+      expect(await raw.send(['HKEYS', keyNames(countPrefix).record(key, 'gate')])).toEqual(['key', 'token']);
+      expect(await raw.send(['GET', counter])).toBe('1100');
+    });
+
+    it('the token gate checks the full fence in its script: a forged handle (huge token, wrong secret) or an ended grant is refused with the fence refusal and changes nothing', async () => {
+      const key = fresh('gate-fence');
+      const resource = `${hashTagOf(key)}:report`;
+      const target = `${prefix}${hashTagOf(key)}:report-body`;
+      const gate = createRedisTokenGate({ client, prefix });
+      const a = leasesFor('a');
+      const lease = await a.claimOrThrow(key);
+      expect(await gate.write(resource, lease.fence(), (tx) => tx.call('SET', target, 'real'))).toMatchObject({ ok: true, value: 'OK', token: lease.token });
+      const forged = { ...lease.fence(), token: lease.token + 10n ** 12n, secret: 'f'.repeat(32) };
+      const wrongSecret = { ...lease.fence(), secret: 'e'.repeat(32) };
+      for (const fence of [forged, wrongSecret]) {
+        const refused = await gate.write(resource, fence, (tx) => tx.call('SET', target, 'forged'));
+        expect(refused).toMatchObject({ ok: false, key, expected: { token: fence.token } });
+        expect(refused).not.toHaveProperty('resource');
+      }
+      expect(await gate.inspect(resource)).toEqual({ resource, found: { key, token: lease.token } });
+      expect(await raw.send(['GET', target])).toBe('real');
+      await expect(gate.write(resource, { key, token: lease.token + 1n }, () => 'tokens only')).rejects.toBeInstanceOf(InvalidArgumentError);
+      await a.revoke(key, { reason: 'ended' });
+      expect(await gate.write(resource, lease.fence(), (tx) => tx.call('SET', target, 'after revoke'))).toMatchObject({ ok: false, reason: 'revoked' });
+      const next = await a.claimOrThrow(key);
+      expect(await gate.write(resource, next.fence(), (tx) => tx.call('SET', target, 'next'))).toMatchObject({ ok: true, token: next.token });
+      expect(await raw.send(['GET', target])).toBe('next');
+    });
+
+    it('token gate inspect and reset: an operator sees what a resource is bound to and re-keys it; leasePrefix: null gates by token only', async () => {
+      const gate = createRedisTokenGate({ client, prefix });
+      const a = leasesFor('a');
+      const [first, second] = [await a.claimOrThrow(fresh('bound')), await a.claimOrThrow(fresh('rebound'))];
+      const resource = fresh('shared-resource');
+      expect(await gate.inspect(resource)).toEqual({ resource, found: null });
+      expect(await gate.write(resource, first.fence(), () => 1)).toMatchObject({ ok: true });
+      expect(await gate.write(resource, second.fence(), () => 2)).toMatchObject({ ok: false, reason: 'key-mismatch', found: { key: first.key, token: first.token } });
+      expect(await gate.reset(resource)).toEqual({ resource, found: { key: first.key, token: first.token } });
+      expect(await gate.inspect(resource)).toEqual({ resource, found: null });
+      expect(await gate.reset(resource)).toEqual({ resource, found: null });
+      expect(await gate.write(resource, second.fence(), () => 2)).toMatchObject({ ok: true, value: 2 });
+      expect(await gate.inspect(resource)).toEqual({ resource, found: { key: second.key, token: second.token } });
+      const tokensOnly = createRedisTokenGate({ client, prefix, leasePrefix: null });
+      const elsewhere = fresh('other-store-resource');
+      expect(await tokensOnly.write(elsewhere, { key: 'kept-elsewhere', token: 7n }, () => 'ok')).toMatchObject({ ok: true, value: 'ok' });
+      expect(await tokensOnly.write(elsewhere, { key: 'kept-elsewhere', token: 6n }, () => 'old')).toMatchObject({ ok: false, reason: 'stale-token' });
+    });
+
+    it('a stored checkpoint that is not what leasefence writes (no stamp, invalid JSON, NUL inside) never bricks the key: claim, inspect, revoke and recover report it (token 0 when unstamped) and an operator clears it', async () => {
+      const names = keyNames(prefix);
+      const claimOf = (key: string, secret: string, recovering = false) => ({ key, holder: 'a', runId: null, secret, ttlMs: 60_000, attributes: {}, recovering });
+      for (const [stored, expected] of [
+        ['not a checkpoint', { json: 'not a checkpoint', token: 0n, writtenAt: 0 }],
+        ['7\u00001700000000000\u0000{oops', { json: '{oops', token: 7n, writtenAt: 1700000000000 }],
+        ['x\u0000y\u0000z\u0000w', { json: 'x\ufffdy\ufffdz\ufffdw', token: 0n, writtenAt: 0 }],
+      ] as const) {
+        const key = fresh('corrupt');
+        await raw.send(['HSET', names.record(key, 'lease'), 'lease', '5', 'checkpoint', stored]);
+        expect(await store.inspect(key)).toMatchObject({ exists: true, token: 5n, checkpoint: expected });
+        const first = await store.claim(claimOf(key, 'a'.repeat(32)));
+        expect(first).toMatchObject({ ok: true, checkpoint: expected });
+        expect(await store.claim(claimOf(key, 'b'.repeat(32)))).toMatchObject({ ok: false, reason: 'held' });
+        expect(await store.revoke({ key, reason: 'corrupt', by: 'op', requireRecovery: true, expectedToken: null })).toMatchObject({ ok: true, recoveryRequired: true });
+        expect(await store.claim(claimOf(key, 'c'.repeat(32)))).toMatchObject({ ok: false, reason: 'recovery-required', checkpoint: expected });
+        const recovering = await store.claim(claimOf(key, 'd'.repeat(32), true));
+        expect(recovering).toMatchObject({ ok: true, checkpoint: expected });
+        if (!recovering.ok) continue;
+        const fence = { key, token: recovering.token, secret: 'd'.repeat(32), holder: 'a', runId: null };
+        expect(await store.recover({ fence, action: 'discard' })).toMatchObject({ ok: true, checkpoint: null });
+        expect(await store.inspect(key)).toMatchObject({ checkpoint: null, recoveryRequired: false });
+        expect(await store.release({ fence, checkpointJson: null })).toMatchObject({ ok: true });
+        expect((await leasesFor('a').inspect(key)).checkpoint).toBeNull();
+      }
     });
 
     it('refuses bad input before sending anything: an over-size checkpoint, a lone surrogate, a late tx.call', async () => {
@@ -268,11 +561,11 @@ export function describeRedisAdapterSpecs(kind: RedisClientKind): void {
       expect(() => late?.()).toThrow(InvalidArgumentError);
     });
 
-    it("hash tags: a lease's record, its request memos and keys named with hashTagOf(key) share one cluster slot", () => {
+    it("hash tags: a lease's record, its gate record and keys named with hashTagOf(key) share one cluster slot", () => {
       const names = keyNames(prefix);
       for (const key of ['job:42', 'order:{42}:ship', '{a}', 'a{b', 'a}b', '{}x}', 'x{}', '{{nested}}']) {
         const slot = clusterSlot(names.record(key, 'lease'));
-        expect([clusterSlot(names.memo(key, 'ab12')), clusterSlot(`${prefix}${hashTagOf(key)}:mine`), clusterSlot(names.record(key, 'gate'))]).toEqual([slot, slot, slot]);
+        expect([clusterSlot(`${prefix}${hashTagOf(key)}:mine`), clusterSlot(names.record(key, 'gate'))]).toEqual([slot, slot]);
         // Where Redis can place the lease key itself, the adapter's keys follow it.
         if (!key.includes('}') || /\{[^}]+\}/.test(key)) expect(slot).toBe(clusterSlot(key));
       }

@@ -3,6 +3,7 @@
  * apart from "sent, reply lost". Typed structurally, so leasefence never imports ioredis or node-redis.
  */
 import { InvalidArgumentError, StoreUnavailableError } from '../../errors.js';
+import { loggableCause, redactText } from '../../redact.js';
 
 /**
  * A connection leasefence can send commands on. `fromIoredis` and `fromNodeRedis` build one from your
@@ -37,7 +38,11 @@ export interface NodeRedisClient {
 /** A client leasefence accepts: an ioredis or node-redis client, or a `RedisConnection`. */
 export type RedisClient = IoredisClient | NodeRedisClient | RedisConnection;
 
-/** An error reply from the Redis server (the command was received and refused or failed there). */
+/**
+ * An error reply from the Redis server (the command was received and refused or failed there). Its message
+ * is redacted and its `cause` is a `loggableCause` copy of the client's error (never the client's error
+ * itself, which carries the command's arguments).
+ */
 export class RedisReplyError extends Error {
   override name = 'RedisReplyError' as const;
   /** The error code: the reply's first word (`NOSCRIPT`, `WRONGTYPE`, `ERR`, ...). */
@@ -77,9 +82,9 @@ export interface IoredisOptions {
 
 /** Maps an ioredis failure: an error reply, or a command refused before anything was written. */
 function ioredisFailure(error: unknown): never {
-  if (isError(error) && error.name === 'ReplyError') throw new RedisReplyError(error.message, { cause: error });
+  if (isError(error) && error.name === 'ReplyError') throw new RedisReplyError(redactText(error.message), { cause: loggableCause(error) });
   // NOTE: ioredis checks writability synchronously: this message means nothing was written.
-  if (isError(error) && error.message.startsWith("Stream isn't writeable")) throw new StoreUnavailableError(error.message, { cause: error });
+  if (isError(error) && error.message.startsWith("Stream isn't writeable")) throw new StoreUnavailableError(redactText(error.message), { cause: loggableCause(error) });
   throw error;
 }
 
@@ -165,10 +170,10 @@ export function fromNodeRedis(client: NodeRedisClient): RedisConnection {
       try {
         return await client.sendCommand([...args]);
       } catch (error) {
-        if (isError(error) && isNodeRedisReply(error)) throw new RedisReplyError(error.message, { cause: error });
+        if (isError(error) && isNodeRedisReply(error)) throw new RedisReplyError(redactText(error.message), { cause: loggableCause(error) });
         // NOTE: both are thrown before anything is queued for writing.
         if (isError(error) && (error.message === 'The client is closed' || error.message === 'The client is offline')) {
-          throw new StoreUnavailableError(error.message, { cause: error });
+          throw new StoreUnavailableError(error.message, { cause: loggableCause(error) });
         }
         throw error;
       }

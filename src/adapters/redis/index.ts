@@ -1,5 +1,5 @@
 export { createRedisStore, type RedisStoreOptions } from './redis-store.js';
-export { createRedisTokenGate, type RedisTokenGateOptions } from './redis-gate.js';
+export { createRedisTokenGate, type RedisGateRecord, type RedisTokenGate, type RedisTokenGateOptions } from './redis-gate.js';
 export {
   fromIoredis,
   fromNodeRedis,
@@ -12,3 +12,4 @@ export {
 } from './connection.js';
 export { RedisCommandError, RedisKey, type RedisArgument, type RedisWriteContext } from './recorder.js';
 export { hashTagOf } from './keys.js';
+export { RedisCrossSlotError } from './cross-slot.js';

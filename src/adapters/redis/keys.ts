@@ -1,5 +1,5 @@
 /**
- * Redis key names. Every key the adapter writes for a lease (its record, its request memos) carries the
+ * Redis key names. Every key the adapter writes for a lease (its record; request memos live inside it) carries the
  * lease key's hash tag, so in Redis Cluster they all live in one slot, and so can your own keys:
  *
  * - a lease key without braces, `job:42`, gets the tag `{job:42}`: name your keys `{job:42}:result`;
@@ -46,8 +46,6 @@ export function hashTagOf(leaseKey: string): string {
 export interface KeyNames {
   /** The hash holding a lease record (or a token gate's highest writer). */
   record(name: string, kind: 'lease' | 'gate'): string;
-  /** The memo of one request (its first reply, kept for re-deliveries). */
-  memo(name: string, requestId: string): string;
 }
 
 /** Checks a prefix (no braces: the hash tag must come from the lease key) and builds key names under it. */
@@ -61,7 +59,6 @@ export function keyNames(prefix: string): KeyNames {
   };
   return {
     record: (name, kind) => `${base(name)}:${kind}`,
-    memo: (name, requestId) => `${base(name)}:op:${requestId}`,
   };
 }
 

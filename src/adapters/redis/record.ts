@@ -27,6 +27,9 @@ export interface LeaseReply {
 /** The field separator inside stored values (NUL: no name contains it, see `assertNoSeparator`). */
 export const SEP = '\u0000';
 
+/** What a script replies in place of a stored secret that matches the presented one (see `scripts.ts`). */
+const SECRET_MATCHED = '=';
+
 /** Stands for a stored secret that differs from the presented one (no valid secret contains NUL). */
 const OTHER_SECRET = '\u0000other';
 
@@ -108,7 +111,8 @@ function grantOf(token: bigint, parts: readonly string[], from: number, presente
     token,
     holder: parts[from + 2] ?? '',
     runId: runOf(parts[from + 3]),
-    secret: parts[from + 1] === presentedSecret ? presentedSecret : OTHER_SECRET,
+    // NOTE: scripts never reply a stored secret (or its hash), only '=' when it matches the presented one.
+    secret: parts[from + 1] === SECRET_MATCHED ? presentedSecret : OTHER_SECRET,
     acquiredAt: Number(parts[from + 5]),
     expiresAt: expires === '' ? null : Number(expires),
     // NOTE: JSON text never contains a raw NUL, so the attributes are the whole last part.

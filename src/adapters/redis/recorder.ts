@@ -3,6 +3,7 @@
  * script as KEYS and tagged ARGV, and settles each command's promise with its reply afterwards.
  */
 import { InvalidArgumentError, LeaseLostError } from '../../errors.js';
+import { redactText } from '../../redact.js';
 import type { FenceRefusal } from '../../fence/types.js';
 import { isWellFormed } from './keys.js';
 
@@ -18,14 +19,25 @@ export class RedisKey {
 export type RedisArgument = string | number | bigint | RedisKey;
 
 /**
- * What a Redis fenced write's callback receives. The callback runs BEFORE the script: it records
- * commands, synchronously; the script runs them with `redis.call` only if the fence holds, atomically with
- * the check. Each `call` returns a promise of that command's reply, settled after the script ran.
+ * What a Redis fenced write's (or token gate write's) callback receives. The callback records commands;
+ * once it has finished (leasefence awaits an `async` callback), every recorded command is sent in ONE
+ * script that runs them with `redis.call` only if the fence holds, atomically with the check. So replies
+ * exist only after the callback: each `call` returns a promise of its command's reply, settled once the
+ * script ran.
+ *
+ * - A synchronous callback may return a reply (it becomes the write's `value`) or attach handlers to it.
+ * - An `async` callback must not use a reply before it finishes (`await`, `.then`, or returning it, which
+ *   awaits it): that would wait for itself. leasefence refuses such a write with `InvalidArgumentError`
+ *   and sends nothing. Keep the promise and read it after the write instead.
  *
  * ```ts
  * await leases.fencedWrite(lease, (tx) => {
  *   tx.call('HSET', `${hashTagOf(lease.key)}:result`, 'rows', '42');
  *   return tx.call('INCR', `${hashTagOf(lease.key)}:writes`);
+ * });
+ * await leases.fencedWrite(lease, async (tx) => {
+ *   const rows = await exportBatch(); // any await before or between calls: nothing is sent until the end
+ *   tx.call('RPUSH', `${hashTagOf(lease.key)}:rows`, ...rows);
  * });
  * ```
  */
@@ -42,19 +54,61 @@ export interface RedisWriteContext {
   readonly token: bigint;
 }
 
-/** A Redis command failed inside the fenced-write script. Redis has no rollback: earlier commands stay applied. */
+/**
+ * A recorded Redis command failed inside the write's script. Before running any command the script checks
+ * every one (known command, argument count, allowed in scripts, ACL): such a failure applies nothing
+ * (`applied === 0`). A command that fails while it runs (WRONGTYPE, "not an integer", ...) cannot be
+ * rolled back by Redis: the `applied` commands before it stay applied, the rest (and a checkpoint given
+ * with the write) are not.
+ */
 export class RedisCommandError extends Error {
   override name = 'RedisCommandError' as const;
   /** Index of the failed command among those recorded (0-based). */
   readonly commandIndex: number;
   /** How many recorded commands were applied before it. */
   readonly applied: number;
-  constructor(commandIndex: number, command: string, message: string) {
-    super(`redis command #${commandIndex} (${command}) failed inside the fenced write after ${commandIndex} applied command(s): ${message}`);
+  constructor(commandIndex: number, command: string, message: string, applied: number) {
+    super(`redis command #${commandIndex} (${command}) failed inside the write's script after ${applied} applied command(s): ${redactText(message)}`);
     this.commandIndex = commandIndex;
-    this.applied = commandIndex;
+    this.applied = applied;
   }
 }
+
+/**
+ * The most arguments (the command name included) one recorded command may have: the script spreads them
+ * with Lua's `unpack`, which fails at 8,000 values.
+ */
+export const MAX_COMMAND_ARGUMENTS = 7_000;
+
+/** A command's reply promise; notices being used (awaited, `.then`, adopted), see `RedisWriteContext`. */
+class CommandReply extends Promise<unknown> {
+  // NOTE: derived promises (from then/catch) are plain promises, so only the reply itself reports use.
+  static override get [Symbol.species](): PromiseConstructor {
+    return Promise;
+  }
+
+  onUse: (() => void) | null = null;
+
+  override then<A = unknown, B = never>(onFulfilled?: ((value: unknown) => A | PromiseLike<A>) | null, onRejected?: ((reason: unknown) => B | PromiseLike<B>) | null): Promise<A | B> {
+    this.onUse?.();
+    return super.then(onFulfilled, onRejected);
+  }
+}
+
+/** The commands a callback recorded (see `CommandRecorder.run`), and its value. */
+export interface Recording<T> {
+  /** The callback's value: a synchronous callback's (a reply is awaited after the script), an async one's result. */
+  readonly value: T | Promise<T>;
+  /** The declared keys, after the script's own. */
+  readonly keys: string[];
+  /** The tagged ARGV: count, then argc + args per command. */
+  readonly args: string[];
+}
+
+const isThenable = (value: unknown): value is PromiseLike<unknown> =>
+  (typeof value === 'object' || typeof value === 'function') && value !== null && typeof (value as { then?: unknown }).then === 'function';
+
+const ignore = (): void => undefined;
 
 interface Recorded {
   readonly name: string;
@@ -69,7 +123,11 @@ export class CommandRecorder {
   readonly #keys: string[] = [];
   readonly #keyIndex = new Map<string, number>();
   readonly #commands: Recorded[] = [];
+  readonly #replies = new Set<unknown>();
   #sealed = false;
+  /** Set while an async callback runs; called when one of its replies is used (a refusal). */
+  #refuse: (() => void) | null = null;
+  #used = false;
 
   constructor(fixedKeys: number) {
     this.#fixedKeys = fixedKeys;
@@ -105,37 +163,94 @@ export class CommandRecorder {
   }
 
   #record(command: string, args: RedisArgument[]): Promise<unknown> {
-    if (this.#sealed) throw new InvalidArgumentError('tx.call after the fenced write was sent: record every command synchronously, before the callback returns or awaits');
+    if (this.#sealed) throw new InvalidArgumentError('tx.call after the write was sent (or refused): record every command before the callback finishes');
     if (typeof command !== 'string' || !/^[A-Za-z][A-Za-z0-9_|.-]*$/.test(command)) throw new InvalidArgumentError(`not a redis command name: ${String(command)}`);
+    if (args.length + 1 > MAX_COMMAND_ARGUMENTS) {
+      throw new InvalidArgumentError(`a recorded redis command may have at most ${MAX_COMMAND_ARGUMENTS} arguments (Lua's unpack limit), ${command} has ${args.length + 1}: split it`);
+    }
     const encoded = [`v${command}`, ...args.map((arg) => this.#encode(arg))];
     let resolve!: (reply: unknown) => void;
     let reject!: (error: unknown) => void;
-    const promise = new Promise<unknown>((done, fail) => {
+    const reply = new CommandReply((done, fail) => {
       resolve = done;
       reject = fail;
     });
     // NOTE: a refused or failed write rejects every pending reply; a callback that never awaited them must not
-    // see an unhandled rejection.
-    promise.catch(() => undefined);
+    // see an unhandled rejection. Through the built-in then, which is not a use.
+    void Promise.prototype.then.call(reply, undefined, ignore);
+    reply.onUse = () => {
+      this.#used = true;
+      this.#refuse?.();
+    };
+    this.#replies.add(reply);
     this.#commands.push({ name: command, args: encoded, resolve, reject });
-    return promise;
+    return reply;
+  }
+
+  /**
+   * Runs the user's callback and seals what it recorded. A synchronous callback (or one returning one of its
+   * replies) is sealed at once. An `async` callback is awaited first; if it uses one of its replies before it
+   * finishes, the write is refused (`InvalidArgumentError`, see `RedisWriteContext`) and nothing is sent.
+   * A callback that throws or rejects sends nothing either.
+   */
+  async run<T>(write: (context: RedisWriteContext) => T | Promise<T>, token: bigint): Promise<Recording<T>> {
+    let result: T | Promise<T>;
+    try {
+      result = write(this.context(token));
+    } catch (error) {
+      this.#stop(error);
+      throw error;
+    }
+    if (!isThenable(result) || this.#replies.has(result)) return { value: result, ...this.#seal() };
+    const finished = Promise.resolve(result);
+    finished.catch(ignore);
+    const misuse = new InvalidArgumentError(
+      'an async write callback used the reply of one of its tx.call commands (await, .then, or returned it) before it finished: replies exist only after ' +
+        'every command was sent in one script, so nothing was sent. Return the reply from a synchronous callback, or keep the promise and read it after the write',
+    );
+    const refused = new Promise<never>((_, reject) => {
+      this.#refuse = () => reject(misuse);
+    });
+    try {
+      if (this.#used) this.#refuse?.();
+      const value = await Promise.race([finished, refused]);
+      return { value, ...this.#seal() };
+    } catch (error) {
+      this.#stop(error);
+      throw error;
+    } finally {
+      this.#refuse = null;
+    }
+  }
+
+  /** Stops recording and rejects every reply: nothing is sent. */
+  #stop(error: unknown): void {
+    this.#sealed = true;
+    this.fail(error);
   }
 
   /** Stops recording; returns the declared keys and the tagged ARGV (count, then argc + args per command). */
-  seal(): { keys: string[]; args: string[]; count: number } {
+  #seal(): { keys: string[]; args: string[] } {
     this.#sealed = true;
     const args = [String(this.#commands.length)];
-    for (const command of this.#commands) args.push(String(command.args.length), ...command.args);
-    return { keys: [...this.#keys], args, count: this.#commands.length };
+    for (const command of this.#commands) {
+      args.push(String(command.args.length));
+      for (const arg of command.args) args.push(arg);
+    }
+    return { keys: [...this.#keys], args };
   }
 
-  /** Settles every reply from the script's `{ replies, failed (1-based, 0 = none), error }`; returns the failure, if any. */
-  settle(replies: unknown, failed: unknown, message: unknown): RedisCommandError | null {
+  /**
+   * Settles every reply from the script's `{ replies, failed (1-based, 0 = none), error, applied }`;
+   * returns the failure, if any.
+   */
+  settle(replies: unknown, failed: unknown, message: unknown, applied: unknown): RedisCommandError | null {
     const list = Array.isArray(replies) ? replies : [];
     const failedAt = Number(failed) - 1;
-    const error = failedAt >= 0 ? new RedisCommandError(failedAt, this.#commands[failedAt]?.name ?? '?', String(message)) : null;
+    const error = failedAt >= 0 ? new RedisCommandError(failedAt, this.#commands[failedAt]?.name ?? '?', String(message), Number(applied)) : null;
+    const appliedCount = Number(applied);
     this.#commands.forEach((command, index) => {
-      if (error === null || index < failedAt) command.resolve(list[index] ?? null);
+      if (error === null || index < appliedCount) command.resolve(list[index] ?? null);
       else command.reject(error);
     });
     return error;

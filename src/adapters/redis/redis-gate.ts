@@ -4,14 +4,17 @@
  */
 import { GateRefusedError, InvalidArgumentError } from '../../errors.js';
 import type { GateOutcome } from '../../fence/operations.js';
-import type { TokenGate } from '../../gate.js';
+import type { Fence, FenceRefusal } from '../../fence/types.js';
+import { checkFence } from '../../fence/verdict.js';
 import { newSecret } from '../../secret.js';
 import { toConnection, type RedisClient } from './connection.js';
 import { DEFAULT_PREFIX, keyNames } from './keys.js';
-import { assertStorable } from './record.js';
+import { replayWindowOf } from './replay-window.js';
+import { assertStorable, fenceArgs, parseLeaseReply } from './record.js';
 import { CommandRecorder, type RedisWriteContext } from './recorder.js';
-import { defineScript, runScript } from './runner.js';
-import { GATE_WRITE_SCRIPT } from './write-scripts.js';
+import { defineScript, runScript, type Script } from './runner.js';
+import { REPLY } from './scripts.js';
+import { FENCED_GATE_WRITE_SCRIPT, GATE_INSPECT_SCRIPT, GATE_RESET_SCRIPT, GATE_WRITE_SCRIPT } from './write-scripts.js';
 
 /** Options of `createRedisTokenGate`. */
 export interface RedisTokenGateOptions {
@@ -23,59 +26,149 @@ export interface RedisTokenGateOptions {
    */
   readonly prefix?: string;
   /**
-   * How long a gate write's first reply is kept for re-deliveries of the same request.
+   * The `prefix` of the Redis lease store whose leases write through this gate, on the same server: each
+   * write checks the writer's full fence (token, secret, holder, run, attributes, live grant at `TIME`)
+   * against its lease record in the same script as the gate check and the write, and a forged handle is
+   * refused with the fence's refusal. In Redis Cluster the lease record and the gate must share a slot:
+   * name the resource with the lease key's hash tag (`${hashTagOf(leaseKey)}:report`), or a write fails
+   * with `RedisCrossSlotError` (nothing applied). `null`: tokens only, for leases kept in another store;
+   * a handle restored with a forged token higher than any real one then passes, and locks every real
+   * holder out of the resource until an operator `reset`s it.
+   * @default the gate's `prefix`
+   */
+  readonly leasePrefix?: string | null;
+  /**
+   * How long a gate write's first reply is kept (the last 8 per lease key, or per resource with tokens
+   * only) for re-deliveries of the same request; see `RedisStoreOptions.replayWindowMs`. An integer from
+   * 1 to 86,400,000 (one day).
    * @default 300_000
    */
   readonly replayWindowMs?: number;
 }
 
+/** What the gate remembers of a resource: the lease key and the highest token that wrote it (`null`: nothing). */
+export interface RedisGateRecord {
+  readonly resource: string;
+  readonly found: { readonly key: string; readonly token: bigint } | null;
+}
+
+/**
+ * The Redis token gate: the `TokenGate` contract with the full fence, `inspect` and `reset`. NOTE: declared
+ * on its own until the contract's `GateOutcome` includes `FenceRefusal` on this branch's base.
+ */
+export interface RedisTokenGate {
+  /**
+   * Gate-checks and runs `write` (see `RedisWriteContext`). With a `leasePrefix` (the default), `lease`
+   * must be the full fence (`lease.fence()`); a fence that does not hold is refused with the core's
+   * `FenceRefusal` and nothing is applied.
+   */
+  write<T>(resource: string, lease: Fence | { readonly key: string; readonly token: bigint }, write: (context: RedisWriteContext) => T | Promise<T>): Promise<GateOutcome<T> | FenceRefusal>;
+  /** What the gate remembers of `resource`. For operators. */
+  inspect(resource: string): Promise<RedisGateRecord>;
+  /**
+   * Forgets `resource` and returns what it forgot, so the next write of any key's current grant binds it
+   * again: to re-key a resource or clear a forged token. Use it when the resource's old writers are stopped.
+   */
+  reset(resource: string): Promise<RedisGateRecord>;
+}
+
 const GATE_WRITE = defineScript('token gate write', GATE_WRITE_SCRIPT);
+const FENCED_GATE_WRITE = defineScript('fenced token gate write', FENCED_GATE_WRITE_SCRIPT);
+const GATE_INSPECT = defineScript('token gate inspect', GATE_INSPECT_SCRIPT);
+const GATE_RESET = defineScript('token gate reset', GATE_RESET_SCRIPT);
+
+const isFence = (lease: Fence | { readonly key: string; readonly token: bigint }): lease is Fence =>
+  typeof (lease as Partial<Fence>).secret === 'string' && typeof (lease as Partial<Fence>).holder === 'string';
+
+/** A gate record from a `{ key, token }` reply (false or nil parts when nothing is recorded). */
+function gateRecordOf(resource: string, reply: unknown): RedisGateRecord {
+  const [key, token] = Array.isArray(reply) ? (reply as unknown[]) : [];
+  return { resource, found: typeof key === 'string' && typeof token === 'string' ? { key, token: BigInt(token) } : null };
+}
 
 /**
  * Creates a token gate in Redis: per resource, a hash records the lease key and the highest token that
- * wrote it. A write runs your recorded Redis commands in the same script that checks and raises the
- * token, so an older token is refused atomically and nothing of its write is applied. Keep the keys you
- * write in the resource's slot (`hashTagOf(resource)`) for Redis Cluster.
+ * wrote it. A write runs your recorded Redis commands in the same script that checks the writer's fence
+ * (see `leasePrefix`) and checks and raises the token, so a forged or older grant is refused atomically
+ * and nothing of its write is applied. Keep the keys you write in the resource's slot
+ * (`hashTagOf(resource)`) for Redis Cluster.
  *
  * ```ts
  * const gate = createRedisTokenGate({ client: redis });
  * await leases.gateWriteOrThrow(gate, 'report:daily', lease, (tx) => tx.call('SET', '{report:daily}:body', csv));
  * ```
  */
-export function createRedisTokenGate(options: RedisTokenGateOptions): TokenGate<RedisWriteContext> {
+export function createRedisTokenGate(options: RedisTokenGateOptions): RedisTokenGate {
   const connection = toConnection(options.client);
-  const names = keyNames(options.prefix ?? DEFAULT_PREFIX);
-  const replayWindowMs = options.replayWindowMs ?? 300_000;
-  if (!Number.isInteger(replayWindowMs) || replayWindowMs <= 0) throw new InvalidArgumentError(`replayWindowMs must be a positive integer, got ${String(replayWindowMs)}`);
+  const prefix = options.prefix ?? DEFAULT_PREFIX;
+  const names = keyNames(prefix);
+  const leasePrefix = options.leasePrefix === undefined ? prefix : options.leasePrefix;
+  const leaseNames = leasePrefix === null ? null : keyNames(leasePrefix);
+  const replayWindowMs = replayWindowOf(options.replayWindowMs);
+
+  /** Sends the script; on failure every reply is rejected with the (typed, log-safe) error. */
+  const send = async (recorder: CommandRecorder, script: Script, keys: string[], args: string[]): Promise<unknown> => {
+    try {
+      return await runScript(connection, script, keys, args);
+    } catch (error) {
+      recorder.fail(error);
+      throw error;
+    }
+  };
+
+  /** The gate's verdict and the commands' replies (status, found key, found token, replies, failed, error, applied). */
+  const settle = async <T>(recorder: CommandRecorder, resource: string, lease: { readonly key: string; readonly token: bigint }, value: T | Promise<T>, parts: readonly unknown[]): Promise<GateOutcome<T>> => {
+    const [status, foundKey, foundToken, replies, failed, message, applied] = parts;
+    if (status === 'key-mismatch' || status === 'stale-token') {
+      const refusal = { ok: false, reason: status, resource, expected: { key: lease.key, token: lease.token }, found: { key: String(foundKey), token: BigInt(String(foundToken)) } } as const;
+      recorder.fail(new GateRefusedError(refusal));
+      return refusal;
+    }
+    if (status !== 'ok') throw new Error(`leasefence redis: unexpected token gate reply status ${JSON.stringify(status)}`);
+    const failure = recorder.settle(replies, failed, message, applied);
+    if (failure !== null) throw failure;
+    return { ok: true, value: await value, token: lease.token };
+  };
 
   return {
-    async write<T>(resource: string, lease: { readonly key: string; readonly token: bigint }, write: (context: RedisWriteContext) => T | Promise<T>): Promise<GateOutcome<T>> {
+    async write<T>(resource: string, lease: Fence | { readonly key: string; readonly token: bigint }, write: (context: RedisWriteContext) => T | Promise<T>): Promise<GateOutcome<T> | FenceRefusal> {
       assertStorable('resource', resource);
       assertStorable('lease key', lease.key);
+      if (leaseNames === null) {
+        const recorder = new CommandRecorder(1);
+        const { value, keys: declared, args: commands } = await recorder.run(write, lease.token);
+        const reply = await send(recorder, GATE_WRITE, [names.record(resource, 'gate'), ...declared], [lease.key, lease.token.toString(), newSecret(), String(replayWindowMs), ...commands]);
+        if (!Array.isArray(reply)) throw new Error(`leasefence redis: unexpected token gate reply ${JSON.stringify(reply)}`);
+        return settle(recorder, resource, lease, value, reply as unknown[]);
+      }
+      if (!isFence(lease)) {
+        throw new InvalidArgumentError('this token gate checks the full fence: pass lease.fence() (key, token, secret, holder, run), or create it with { leasePrefix: null } for tokens only');
+      }
       const recorder = new CommandRecorder(2);
-      const value = write(recorder.context(lease.token));
-      const commands = recorder.seal();
-      if (value instanceof Promise) value.catch(() => undefined);
-      const keys = [names.record(resource, 'gate'), names.memo(resource, newSecret()), ...commands.keys];
-      const args = [lease.key, lease.token.toString(), String(replayWindowMs), ...commands.args];
-      let reply: unknown;
-      try {
-        reply = await runScript(connection, GATE_WRITE, keys, args);
-      } catch (error) {
-        recorder.fail(error);
-        throw error;
+      const args = fenceArgs(lease, [newSecret(), String(replayWindowMs), lease.key]);
+      const { value, keys: declared, args: commands } = await recorder.run(write, lease.token);
+      for (const arg of commands) args.push(arg);
+      const keys = [leaseNames.record(lease.key, 'lease'), names.record(resource, 'gate'), ...declared];
+      const reply = parseLeaseReply(await send(recorder, FENCED_GATE_WRITE, keys, args), lease.key, lease.secret);
+      const verdict = checkFence(reply.record, lease, reply.now);
+      if (verdict.ok !== reply.applied) {
+        throw new Error(`leasefence redis: the fenced token gate script ${reply.applied ? 'passed' : 'refused'} a fence the pure core ${verdict.ok ? 'accepts' : 'refuses'}; this is a bug`);
       }
-      if (!Array.isArray(reply)) throw new Error(`leasefence redis: unexpected token gate reply ${JSON.stringify(reply)}`);
-      const [status, foundKey, foundToken, replies, failed, message] = reply as unknown[];
-      const expected = { key: lease.key, token: lease.token };
-      if (status === 'key-mismatch' || status === 'stale-token') {
-        const refusal = { ok: false, reason: status, resource, expected, found: { key: String(foundKey), token: BigInt(String(foundToken)) } } as const;
-        recorder.fail(new GateRefusedError(refusal));
-        return refusal;
+      if (!verdict.ok) {
+        recorder.refuse(verdict);
+        return verdict;
       }
-      const failure = recorder.settle(replies, failed, message);
-      if (failure !== null) throw failure;
-      return { ok: true, value: await value, token: lease.token };
+      return settle(recorder, resource, lease, value, reply.raw.slice(REPLY.extras));
+    },
+
+    async inspect(resource) {
+      assertStorable('resource', resource);
+      return gateRecordOf(resource, await runScript(connection, GATE_INSPECT, [names.record(resource, 'gate')], []));
+    },
+
+    async reset(resource) {
+      assertStorable('resource', resource);
+      return gateRecordOf(resource, await runScript(connection, GATE_RESET, [names.record(resource, 'gate')], []));
     },
   };
 }

@@ -2,7 +2,6 @@
  * The Redis lease store: each Store method is one script (`scripts.ts`) whose reply, the record's
  * pre-image, is judged by the pure transition of the same name, so Redis and the core decide alike.
  */
-import { InvalidArgumentError } from '../../errors.js';
 import type { FencedWriteOutcome, StoreFencedWriteOptions } from '../../fence/operations.js';
 import * as transitions from '../../fence/transitions.js';
 import type { Transition } from '../../fence/transitions.js';
@@ -12,6 +11,7 @@ import { newSecret } from '../../secret.js';
 import type { Store } from '../../store.js';
 import { toConnection, type RedisClient } from './connection.js';
 import { DEFAULT_PREFIX, keyNames } from './keys.js';
+import { replayWindowOf } from './replay-window.js';
 import { assertNoSeparator, claimArgs, fenceArgs, floorOf, parseLeaseReply, ttlArg, type LeaseReply } from './record.js';
 import { CommandRecorder, type RedisWriteContext } from './recorder.js';
 import { defineScript, runScript, type Script } from './runner.js';
@@ -28,9 +28,13 @@ export interface RedisStoreOptions {
    */
   readonly prefix?: string;
   /**
-   * How long the first reply of a fenced write, revoke, checkpoint or recover is kept under its request id, so that a
-   * re-delivery of the same request (ioredis re-sends unanswered commands after a reconnect) returns it
-   * instead of applying twice. A re-delivery later than this could apply a fenced write again.
+   * How long the first reply of a fenced write, revoke, checkpoint or recover is kept, so that a re-delivery
+   * of the same request (ioredis re-sends unanswered commands after a reconnect) returns it instead of
+   * applying twice. Replies are kept inside the lease's own record, the last 8 per key (no key per
+   * request). A re-delivery arriving after this window, or after 8 newer memoised operations on the same
+   * key, is judged afresh: a fenced write whose grant still holds applies again, a checkpoint is written
+   * again, a revoke revokes whatever grant holds then (pass `expectedToken` to prevent that). An integer
+   * from 1 to 86,400,000 (one day).
    * @default 300_000
    */
   readonly replayWindowMs?: number;
@@ -97,8 +101,7 @@ export function createRedisStore(options: RedisStoreOptions): Store<RedisWriteCo
   const connection = toConnection(options.client);
   const prefix = options.prefix ?? DEFAULT_PREFIX;
   const names = keyNames(prefix);
-  const replayWindowMs = options.replayWindowMs ?? 300_000;
-  if (!Number.isInteger(replayWindowMs) || replayWindowMs <= 0) throw new InvalidArgumentError(`replayWindowMs must be a positive integer, got ${String(replayWindowMs)}`);
+  const replayWindowMs = replayWindowOf(options.replayWindowMs);
 
   /**
    * Runs a fenced operation's script (ARGV: the fence, then `extra`) and judges its pre-image with the
@@ -113,8 +116,8 @@ export function createRedisStore(options: RedisStoreOptions): Store<RedisWriteCo
   ): Promise<O> => {
     const { fence } = command;
     const record = names.record(fence.key, 'lease');
-    const keys = memoised ? [record, names.memo(fence.key, newSecret())] : [record];
-    const reply = parseLeaseReply(await runScript(connection, script, keys, fenceArgs(fence, extra)), fence.key, fence.secret);
+    const args = fenceArgs(fence, memoised ? [newSecret(), String(replayWindowMs), ...(extra ?? [])] : extra);
+    const reply = parseLeaseReply(await runScript(connection, script, [record], args), fence.key, fence.secret);
     return agree(script, reply, transition(reply.record, command, reply.now));
   };
 
@@ -138,21 +141,20 @@ export function createRedisStore(options: RedisStoreOptions): Store<RedisWriteCo
     renew: (command) => fenced(SCRIPTS.renew, command, [ttlArg(command.ttlMs)], transitions.renew),
 
     // NOTE: checkpoint and recover are memoised per request: see CHECKPOINT_SCRIPT.
-    checkpoint: (command) => fenced(SCRIPTS.checkpoint, command, [command.json, String(replayWindowMs)], transitions.checkpoint, true),
+    checkpoint: (command) => fenced(SCRIPTS.checkpoint, command, [command.json], transitions.checkpoint, true),
 
     release(command) {
       const json = command.checkpointJson;
       return fenced(SCRIPTS.release, command, json === undefined ? undefined : json === null ? CLEAR : ['set', json], transitions.release);
     },
 
-    recover: (command) => fenced(SCRIPTS.recover, command, [command.action, String(replayWindowMs)], transitions.recover, true),
+    recover: (command) => fenced(SCRIPTS.recover, command, [command.action], transitions.recover, true),
 
     async revoke(command) {
       const { key } = command;
       assertNoSeparator('revoked by', command.by);
-      const memo = names.memo(key, newSecret());
-      const args = [command.reason, command.by, command.requireRecovery ? '1' : '0', command.expectedToken?.toString() ?? '', String(replayWindowMs)];
-      const reply = parseLeaseReply(await runScript(connection, SCRIPTS.revoke, [names.record(key, 'lease'), memo], args), key, '');
+      const args = [command.reason, command.by, command.requireRecovery ? '1' : '0', command.expectedToken?.toString() ?? '', newSecret(), String(replayWindowMs)];
+      const reply = parseLeaseReply(await runScript(connection, SCRIPTS.revoke, [names.record(key, 'lease')], args), key, '');
       return agree(SCRIPTS.revoke, reply, transitions.revoke(reply.record, command, reply.now));
     },
 
@@ -162,18 +164,14 @@ export function createRedisStore(options: RedisStoreOptions): Store<RedisWriteCo
     },
 
     async fencedWrite<T>(fence: Fence, write: (context: RedisWriteContext) => T | Promise<T>, writeOptions: StoreFencedWriteOptions = {}): Promise<FencedWriteOutcome<T>> {
-      // TODO(issue 8): save writeOptions.checkpointJson in the same atomic step (being built on this adapter).
-      if (writeOptions.checkpointJson !== undefined) throw new InvalidArgumentError('fencedWrite with a checkpoint is not supported by this store yet');
-      const recorder = new CommandRecorder(2);
-      const fenceArguments = fenceArgs(fence, [String(replayWindowMs)]);
-      const value = write(recorder.context(fence.token));
-      const commands = recorder.seal();
-      // NOTE: the callback's own promise may reject once the script's verdict is known; never leave it unhandled.
-      if (value instanceof Promise) value.catch(() => undefined);
-      const keys = [names.record(fence.key, 'lease'), names.memo(fence.key, newSecret()), ...commands.keys];
+      const { checkpointJson } = writeOptions;
+      const recorder = new CommandRecorder(1);
+      const fenceArguments = fenceArgs(fence, [newSecret(), String(replayWindowMs), checkpointJson ?? '']);
+      const { value, keys: declared, args } = await recorder.run(write, fence.token);
+      const keys = [names.record(fence.key, 'lease'), ...declared];
       let reply: LeaseReply;
       try {
-        for (const arg of commands.args) fenceArguments.push(arg);
+        for (const arg of args) fenceArguments.push(arg);
         reply = parseLeaseReply(await runScript(connection, SCRIPTS.fencedWrite, keys, fenceArguments), fence.key, fence.secret);
       } catch (error) {
         recorder.fail(error);
@@ -187,10 +185,11 @@ export function createRedisStore(options: RedisStoreOptions): Store<RedisWriteCo
         recorder.refuse(verdict);
         return verdict;
       }
-      const [replies, failed, message] = reply.raw.slice(lua.REPLY.extras);
-      const failure = recorder.settle(replies, failed, message);
+      const [replies, failed, message, applied] = reply.raw.slice(lua.REPLY.extras);
+      const failure = recorder.settle(replies, failed, message, applied);
       if (failure !== null) throw failure;
-      return { ok: true, value: await value, token: fence.token, checkpoint: null, now: reply.now };
+      const checkpoint = checkpointJson === undefined ? null : { json: checkpointJson, token: fence.token, writtenAt: reply.now };
+      return { ok: true, value: await value, token: fence.token, checkpoint, now: reply.now };
     },
   };
 }

@@ -4,7 +4,9 @@
  */
 import { createHash } from 'node:crypto';
 import { isLeaseError, OutcomeUnknownError, StoreUnavailableError } from '../../errors.js';
+import { loggableCause, redactText } from '../../redact.js';
 import { RedisReplyError, type RedisConnection } from './connection.js';
+import { isCrossSlotReply, RedisCrossSlotError } from './cross-slot.js';
 
 /** A Lua script and its SHA1 digest (its name in the server's script cache). */
 export interface Script {
@@ -24,16 +26,21 @@ export function defineScript(name: string, source: string): Script {
  */
 const NOT_APPLIED_CODES = new Set(['LOADING', 'BUSY', 'MASTERDOWN', 'READONLY', 'OOM', 'CLUSTERDOWN', 'TRYAGAIN', 'NOREPLICAS', 'MISCONF']);
 
-/** Maps a failed send to leasefence's errors: not sent / refused by the server, or outcome unknown. */
-function classify(script: Script, error: unknown): unknown {
+/**
+ * Maps a failed send to leasefence's errors: not sent / refused by the server, or outcome unknown. The
+ * client's error is never attached as it is (ioredis' carries the command's arguments, the secret among
+ * them): only its `loggableCause` copy, and messages are redacted.
+ */
+function classify(script: Script, keys: readonly string[], error: unknown): unknown {
   if (isLeaseError(error)) return error;
   if (error instanceof RedisReplyError) {
-    if (NOT_APPLIED_CODES.has(error.code)) return new StoreUnavailableError(`redis refused the ${script.name} script: ${error.message}`, { cause: error });
+    if (isCrossSlotReply(error.code, error.message)) return new RedisCrossSlotError(script.name, keys, { cause: loggableCause(error) });
+    if (NOT_APPLIED_CODES.has(error.code)) return new StoreUnavailableError(`redis refused the ${script.name} script: ${redactText(error.message)}`, { cause: loggableCause(error) });
     return error;
   }
-  const reason = error instanceof Error ? error.message : String(error);
+  const reason = redactText(error instanceof Error ? error.message : String(error));
   return new OutcomeUnknownError(`the ${script.name} script was sent to redis but its reply was lost (${reason}): it may or may not have been applied`, {
-    cause: error,
+    cause: loggableCause(error),
   });
 }
 
@@ -46,7 +53,7 @@ export async function runScript(connection: RedisConnection, script: Script, key
     return await connection.send(command);
   } catch (error) {
     // NOTE: NOSCRIPT means the script did not run at all, so sending its source is safe.
-    if (!(error instanceof RedisReplyError && error.code === 'NOSCRIPT')) throw classify(script, error);
+    if (!(error instanceof RedisReplyError && error.code === 'NOSCRIPT')) throw classify(script, keys, error);
   }
   const evalCommand = command.slice();
   evalCommand[0] = 'EVAL';
@@ -54,6 +61,6 @@ export async function runScript(connection: RedisConnection, script: Script, key
   try {
     return await connection.send(evalCommand);
   } catch (error) {
-    throw classify(script, error);
+    throw classify(script, keys, error);
   }
 }

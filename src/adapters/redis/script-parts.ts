@@ -15,6 +15,23 @@ local now_ms = string.sub(clock, 1, -4)
 local now = tonumber(now_ms)
 `;
 
+/**
+ * Makes the stored checkpoint in the local `checkpoint` safe to reply: a value that is not token SEP
+ * writtenAt SEP text-without-NUL (written by something else than leasefence, or damaged) is replied as
+ * '0' SEP '0' SEP its text (NUL shown as U+FFFD), so that it can never shift the parts of a reply; the
+ * adapter reports it as a checkpoint with token 0 (unstamped). The stored value is not changed: an
+ * operator inspects it and clears it (release with a checkpoint decision, recover 'discard').
+ */
+export const SAFE_CHECKPOINT: string = `
+if checkpoint and checkpoint ~= '' then
+  local c1 = string.find(checkpoint, '\\0', 1, true)
+  local c2 = c1 and string.find(checkpoint, '\\0', c1 + 1, true)
+  if not (c2 and string.find(string.sub(checkpoint, 1, c2), '^%d+%z%d+%z$') and not string.find(checkpoint, '\\0', c2 + 1, true)) then
+    checkpoint = '0\\0' .. '0\\0' .. (string.gsub(checkpoint, '%z', '\\239\\191\\189'))
+  end
+end
+`;
+
 /** The locals `GRANT_PARTS` sets, declared where the script needs them. */
 export const GRANT_LOCALS: string = 'local s2, s4, s5, expires';
 
@@ -35,21 +52,68 @@ export const MASKED: string = `string.sub(lease, 1, s1) .. string.sub(lease, s2)
 /** After `GRANT_PARTS`: the ending of the expired grant that a claim takes over (an expression). */
 export const TAKE_OVER: string = `'expired\\0' .. string.sub(lease, 1, s1) .. string.sub(lease, s2 + 1, s4) .. expires .. '\\0\\0'`;
 
+/** How many memoised replies a record keeps (see `REMEMBER`). */
+export const REPLAY_SLOTS = 8;
+
+/**
+ * Given `remembered` (the record's `replay` field unpacked: a list of { request id, at ms, reply }),
+ * `request`, `window` (ms) and `now`: a re-delivery of a request remembered within the window returns
+ * its first reply, and changes nothing.
+ */
+export const REPLAYED: string = `
+for _, memo in ipairs(remembered) do
+  if memo[1] == request and now - memo[2] < window then return memo[3] end
+end
+`;
+
+/**
+ * Given `remembered`, `request`, `window`, `now` and `reply`: sets `replay`, the record's new
+ * `replay` field: the memos still within the window plus this one, at most `REPLAY_SLOTS`, oldest
+ * dropped first. So memos live in the record they protect (no key per request), bounded per key.
+ */
+export const REMEMBER: string = `
+local kept = {}
+for _, memo in ipairs(remembered) do
+  if now - memo[2] < window then kept[#kept + 1] = memo end
+end
+kept[#kept + 1] = {request, now, reply}
+while #kept > ${REPLAY_SLOTS} do table.remove(kept, 1) end
+local replay = cmsgpack.pack(kept)
+`;
+
+/** After the fence's ARGV (`at`) and `read`: the request id and replay window, then `REPLAYED`. */
+const MEMOS = `
+local request, window = ARGV[at], tonumber(ARGV[at + 1])
+at = at + 2
+local remembered = read[2] and cmsgpack.unpack(read[2]) or {}
+${REPLAYED}`;
+
 /**
  * The fence check and refusal of every fenced script. ARGV: token, secret, who (holder SEP run SEP), then
  * n and n attribute name/value pairs (n may be left out when it is 0 and nothing follows); `at` is the
- * first ARGV index after them. The fence holds (exactly
- * when fence/verdict.ts#checkFence returns ok) when token SEP secret SEP who (`prefix`) starts the lease
- * field, the required attributes match and the grant has not expired; `e` is then the position of the SEP
- * after expires. When it does not hold, the script returns the lease (its secret replied only if it is the
- * presented one) and the ending, which explain the refusal, and changes nothing.
+ * first ARGV index after them. The fence holds (exactly when fence/verdict.ts#checkFence returns ok) when
+ * token SEP hashed secret SEP who (`prefix`) starts the lease field, the required attributes match and
+ * the grant has not expired; `e` is then the position of the SEP after expires, in `lease`, which holds
+ * the field with the secret hashed (a record written before secrets were hashed holds it plain: `lease`
+ * is that field rewritten with the hash, so a renew stores it hashed). `shown` is the field as replied
+ * (secret part `'='`). When the fence does not hold, the script returns the lease (secret part `'='` if
+ * it matches the presented one, else `''`) and the ending, which explain the refusal, and changes nothing.
  */
-export const FENCED: string = `${CLOCK}
-local lease = redis.call('HGET', KEYS[1], 'lease')
+const fencedCheck = (memoised: boolean): string => `${CLOCK}
+local read = redis.call('HMGET', KEYS[1], 'lease'${memoised ? ", 'replay'" : ''})
+local lease = read[1]
 local n = tonumber(ARGV[4]) or 0
 local at = 5 + 2 * n
-local prefix = ARGV[1] .. '\\0' .. ARGV[2] .. '\\0' .. ARGV[3]
-local e = lease and string.find(lease, prefix, 1, true) == 1 and string.find(lease, '\\0', #prefix + 1, true)
+${memoised ? MEMOS : ''}
+local hashed = '#' .. redis.sha1hex(ARGV[2])
+local prefix = ARGV[1] .. '\\0' .. hashed .. '\\0' .. ARGV[3]
+-- NOTE: a plain stored secret never starts with '#'; presenting a stored hash must not pass as plain.
+local legacy = string.byte(ARGV[2], 1) ~= 35
+if lease and legacy and string.sub(lease, 1, #prefix) ~= prefix then
+  local plain = ARGV[1] .. '\\0' .. ARGV[2] .. '\\0' .. ARGV[3]
+  if string.sub(lease, 1, #plain) == plain then lease = prefix .. string.sub(lease, #plain + 1) end
+end
+local e = lease and string.sub(lease, 1, #prefix) == prefix and string.find(lease, '\\0', #prefix + 1, true)
 local holds = false
 if e then
   local expires = string.sub(lease, #prefix + 1, e - 1)
@@ -57,7 +121,7 @@ if e then
   if holds and n > 0 then
     local attrs = string.sub(lease, string.find(lease, '\\0', e + 1, true) + 1)
     attrs = attrs ~= '' and cjson.decode(attrs) or {}
-    for i = 5, at - 1, 2 do
+    for i = 5, 4 + 2 * n, 2 do
       if attrs[ARGV[i]] ~= ARGV[i + 1] then holds = false; break end
     end
   end
@@ -66,8 +130,21 @@ if not holds then
   local s1 = lease and string.find(lease, '\\0', 1, true)
   if s1 then
     local s2 = string.find(lease, '\\0', s1 + 1, true)
-    if string.sub(lease, s1 + 1, s2 - 1) ~= ARGV[2] then lease = string.sub(lease, 1, s1) .. string.sub(lease, s2) end
+    local stored = string.sub(lease, s1 + 1, s2 - 1)
+    lease = string.sub(lease, 1, s1) .. ((stored == hashed or (legacy and stored == ARGV[2])) and '=' or '') .. string.sub(lease, s2)
   end
   return {'-' .. clock, lease, redis.call('HGET', KEYS[1], 'ending')}
 end
+local shown = ARGV[1] .. '\\0=\\0' .. ARGV[3] .. string.sub(lease, #prefix + 1)
 `;
+
+/** The fence check of renew and release (see `fencedCheck`). */
+export const FENCED: string = fencedCheck(false);
+
+/**
+ * The fence check of memoised operations (checkpoint, recover, fenced write): ARGV after the fence starts
+ * with the request id and the replay window ms (`at` is after them), and a re-delivery of the request
+ * returns its first reply (`REPLAYED`) before the fence is checked. Only an applied reply is memoised: a
+ * refusal stays a refusal when re-evaluated, since a grant never becomes current again.
+ */
+export const FENCED_MEMOISED: string = fencedCheck(true);

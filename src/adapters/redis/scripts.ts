@@ -12,7 +12,11 @@
  *
  * ## The record: one hash per lease key (`SEP` is NUL, which no name contains)
  * - `lease`: the token, then the current grant if any: token SEP secret SEP holder SEP run SEP expires
- *   SEP acquired SEP attributes, or just the token when nothing is held. The run is `''` for none, else
+ *   SEP acquired SEP attributes, or just the token when nothing is held. The secret is stored as
+ *   `'#' .. SHA1 hex of the secret` (`redis.sha1hex`), hashed by the script from what the caller
+ *   presents: whoever reads the record (or MONITORs a replica, which receives the script's effects)
+ *   cannot present it. A record written before secrets were hashed holds the plain secret: it is still
+ *   accepted, and stored hashed from its next renew. The run is `''` for none, else
  *   `'='` .. run; expires `''` for never; attributes JSON text, `''` for none. A fence presents token SEP
  *   secret SEP holder SEP run SEP: it holds when that is the field's prefix and the grant has not expired,
  *   so the hot path reads, compares and rewrites one field. The token is never deleted: it is the floor of
@@ -32,8 +36,9 @@
  * - `HELD`, a string: status SEP lease, when a fenced operation applied (its lease holds a grant);
  * - `FREE`, a string: status SEP recovery SEP checkpoint (token SEP writtenAt SEP JSON, or two SEPs when
  *   none) SEP token SEP ending, when a claim found nothing held.
- * A string costs the server and the client less than a table. The secret in `lease` is the stored one
- * only when it equals the secret the command presented; any other is replied as `''`.
+ * A string costs the server and the client less than a table. No reply contains a stored secret or its
+ * hash: the secret part of a replied `lease` is `'='` when it matches the secret the command presented,
+ * `''` otherwise.
  *
  * ## Rules kept by every script
  * - Keys come in KEYS, values in ARGV; nothing is ever spliced into the source.
@@ -44,7 +49,7 @@
  * - Scripts are straight-line code (no per-call closures) and read `TIME` once, first.
  */
 import { increment } from './decimals.js';
-import { CLOCK, FENCED, GRANT_LOCALS, GRANT_PARTS, MASKED, TAKE_OVER } from './script-parts.js';
+import { CLOCK, FENCED, FENCED_MEMOISED, GRANT_LOCALS, GRANT_PARTS, MASKED, REMEMBER, REPLAYED, SAFE_CHECKPOINT, TAKE_OVER } from './script-parts.js';
 
 /** Where each part sits in a lease script's reply (0-based). */
 export const REPLY = {
@@ -63,7 +68,11 @@ export const REPLY = {
  * that already has this secret is a re-delivery of this very claim: nothing changes, the adapter reports it.
  */
 export const CLAIM_SCRIPT: string = `${CLOCK}
+local hashed = '#' .. redis.sha1hex(ARGV[1])
 local v = redis.call('HMGET', KEYS[1], 'lease', 'ending', 'checkpoint', 'recovery')
+local checkpoint = v[3]
+${SAFE_CHECKPOINT}
+v[3] = checkpoint
 local lease, token = v[1], v[1]
 local s1 = lease and string.find(lease, '\\0', 1, true)
 ${GRANT_LOCALS}
@@ -71,8 +80,9 @@ if s1 then
   token = string.sub(lease, 1, s1 - 1)
   ${GRANT_PARTS}
   local live = expires == '' or now < tonumber(expires)
-  if string.sub(lease, s1 + 1, s2 - 1) == ARGV[1] then
-    return {'-' .. clock, lease, v[2], v[3], v[4]}
+  local stored = string.sub(lease, s1 + 1, s2 - 1)
+  if stored == hashed or (stored == ARGV[1] and string.byte(stored, 1) ~= 35) then
+    return {'-' .. clock, string.sub(lease, 1, s1) .. '=' .. string.sub(lease, s2), v[2], v[3], v[4]}
   end
   v[1] = ${MASKED}
   if live then return {'-' .. clock, v[1], v[2], v[3], v[4]} end
@@ -87,7 +97,7 @@ else
     ${increment('bumped', 'token')}
     next_token = bumped
   end
-  local granted = next_token .. '\\0' .. ARGV[1] .. '\\0' .. ARGV[2] .. (ARGV[3] == '' and '' or ((now + ARGV[3]) .. '')) .. '\\0' .. now_ms .. '\\0' .. (ARGV[4] or '')
+  local granted = next_token .. '\\0' .. hashed .. '\\0' .. ARGV[2] .. (ARGV[3] == '' and '' or ((now + ARGV[3]) .. '')) .. '\\0' .. now_ms .. '\\0' .. (ARGV[4] or '')
   if s1 then
     -- the previous grant expired: it becomes the recorded ending
     redis.call('HSET', KEYS[1], 'lease', granted, 'ending', ${TAKE_OVER})
@@ -102,34 +112,25 @@ return status .. clock .. '\\0' .. (v[4] or '') .. '\\0' .. ((v[3] and v[3] ~= '
 /** renew. KEYS: record. ARGV: fence, then ttl ms ('' = never). */
 export const RENEW_SCRIPT: string = `${FENCED}
 redis.call('HSET', KEYS[1], 'lease', prefix .. (ARGV[at] == '' and '' or ((now + ARGV[at]) .. '')) .. string.sub(lease, e))
-return '+' .. clock .. '\\0' .. lease
+return '+' .. clock .. '\\0' .. shown
 `;
 
 /**
- * Memoised operations (checkpoint, recover) start with this: a re-delivery of the same request (same request
- * id in KEYS[2]) returns the first reply. Only an applied reply is memoised: a refusal stays a refusal when
- * re-evaluated, since a grant never becomes current again.
+ * checkpoint. KEYS: record. ARGV: fence, request id, replay window ms, then the checkpoint JSON. Writing
+ * one resolves a pending recovery. Memoised (see FENCED_MEMOISED): ioredis re-sends a script whose reply
+ * was lost, and by then a newer grant may hold the key; the re-delivery must report the checkpoint it stored.
  */
-const REPLAYED = `
-local memo = redis.call('GET', KEYS[2])
-if memo then return cmsgpack.unpack(memo) end
-`;
-
-/**
- * checkpoint. KEYS: record, request memo. ARGV: fence, then the checkpoint JSON and the memo TTL ms.
- * Writing one resolves a pending recovery. Memoised: ioredis re-sends a script whose reply was lost, and
- * by then a newer grant may hold the key; the re-delivery must report the checkpoint it stored.
- */
-export const CHECKPOINT_SCRIPT: string = `${REPLAYED}${FENCED}
-redis.call('HSET', KEYS[1], 'checkpoint', ARGV[1] .. '\\0' .. now_ms .. '\\0' .. ARGV[at], 'recovery', '')
-local reply = '+' .. clock .. '\\0' .. lease
-redis.call('SET', KEYS[2], cmsgpack.pack(reply), 'PX', ARGV[at + 1])
+export const CHECKPOINT_SCRIPT: string = `${FENCED_MEMOISED}
+local reply = '+' .. clock .. '\\0' .. shown
+${REMEMBER}
+redis.call('HSET', KEYS[1], 'checkpoint', ARGV[1] .. '\\0' .. now_ms .. '\\0' .. ARGV[at], 'recovery', '', 'replay', replay)
 return reply
 `;
 
 /**
  * release. KEYS: record. ARGV: fence, then optionally the checkpoint mode ('clear' | 'set'; absent: keep)
- * and the checkpoint JSON.
+ * and the checkpoint JSON. An explicit checkpoint decision (set or clear) resolves a pending recovery,
+ * as in the pure core; keeping the checkpoint leaves it pending.
  */
 export const RELEASE_SCRIPT: string = `${FENCED}
 local ending = 'released\\0' .. ARGV[1] .. '\\0' .. ARGV[3] .. now_ms .. '\\0\\0'
@@ -137,63 +138,75 @@ local mode = ARGV[at]
 if not mode then
   redis.call('HSET', KEYS[1], 'lease', ARGV[1], 'ending', ending)
 else
-  redis.call('HSET', KEYS[1], 'lease', ARGV[1], 'ending', ending, 'checkpoint', mode == 'set' and (ARGV[1] .. '\\0' .. now_ms .. '\\0' .. ARGV[at + 1]) or '')
+  redis.call('HSET', KEYS[1], 'lease', ARGV[1], 'ending', ending, 'recovery', '', 'checkpoint', mode == 'set' and (ARGV[1] .. '\\0' .. now_ms .. '\\0' .. ARGV[at + 1]) or '')
 end
-return '+' .. clock .. '\\0' .. lease
+return '+' .. clock .. '\\0' .. shown
 `;
 
 /**
- * revoke. KEYS: record, request memo. ARGV: reason, by, requireRecovery ('1'|'0'), expected token ('' =
- * any), memo TTL ms. The reply is memoised under the request id, so a re-delivered revoke returns the
- * first reply instead of revoking whatever grant came next. Only whether a checkpoint exists matters: its
- * stamp is replied (and memoised), not its text.
+ * revoke. KEYS: record. ARGV: reason, by, requireRecovery ('1'|'0'), expected token ('' = any), request
+ * id, replay window ms. Every reply is memoised under the request id (see REMEMBER), so a re-delivered
+ * revoke returns the first reply instead of revoking whatever grant came next. Only whether a checkpoint
+ * exists matters: its stamp is replied (and memoised), not its text; a stored checkpoint that lacks its
+ * stamp (corrupted) is replied as it is.
  */
-export const REVOKE_SCRIPT: string = `
-local memo = redis.call('GET', KEYS[2])
-if memo then return cmsgpack.unpack(memo) end
-${CLOCK}
-local v = redis.call('HMGET', KEYS[1], 'lease', 'ending', 'checkpoint', 'recovery')
+export const REVOKE_SCRIPT: string = `${CLOCK}
+local v = redis.call('HMGET', KEYS[1], 'lease', 'ending', 'checkpoint', 'recovery', 'replay')
+local request, window = ARGV[5], tonumber(ARGV[6])
+local remembered = v[5] and cmsgpack.unpack(v[5]) or {}
+${REPLAYED}
 local lease = v[1]
 local s1 = lease and string.find(lease, '\\0', 1, true)
 ${GRANT_LOCALS}
 local has_checkpoint = v[3] and v[3] ~= ''
-if has_checkpoint then v[3] = string.sub(v[3], 1, string.find(v[3], '\\0', string.find(v[3], '\\0', 1, true) + 1, true)) end
+local checkpoint = v[3]
+${SAFE_CHECKPOINT}
+if has_checkpoint then v[3] = string.sub(checkpoint, 1, string.find(checkpoint, '\\0', string.find(checkpoint, '\\0', 1, true) + 1, true)) end
 local reply = {'-' .. clock, lease, v[2], v[3], v[4]}
 if s1 then
   ${GRANT_PARTS}
-  local token = string.sub(lease, 1, s1 - 1)
   reply[2] = ${MASKED}
-  if ARGV[4] == '' or ARGV[4] == token then
-    ${increment('bumped', 'token')}
-    redis.call('HSET', KEYS[1], 'lease', bumped, 'recovery', (ARGV[3] == '1' and has_checkpoint) and '1' or '',
-      'ending', 'revoked\\0' .. token .. '\\0' .. string.sub(lease, s2 + 1, s4) .. now_ms .. '\\0' .. ARGV[2] .. '\\0' .. ARGV[1])
-    reply[1] = '+' .. clock
-  end
 end
-redis.call('SET', KEYS[2], cmsgpack.pack(reply), 'PX', ARGV[5])
+local token = s1 and string.sub(lease, 1, s1 - 1)
+if s1 and (ARGV[4] == '' or ARGV[4] == token) then
+  reply[1] = '+' .. clock
+  ${REMEMBER}
+  ${increment('bumped', 'token')}
+  redis.call('HSET', KEYS[1], 'lease', bumped, 'recovery', (ARGV[3] == '1' and has_checkpoint) and '1' or '', 'replay', replay,
+    'ending', 'revoked\\0' .. token .. '\\0' .. string.sub(lease, s2 + 1, s4) .. now_ms .. '\\0' .. ARGV[2] .. '\\0' .. ARGV[1])
+else
+  ${REMEMBER}
+  redis.call('HSET', KEYS[1], 'replay', replay)
+end
 return reply
 `;
 
 /**
- * recover. KEYS: record, request memo. ARGV: fence, then action ('resume' | 'discard') and the memo TTL ms.
- * Reads the checkpoint once it holds. Memoised like checkpoint.
+ * recover. KEYS: record. ARGV: fence, request id, replay window ms, then action ('resume' | 'discard').
+ * Reads the checkpoint once it holds. Memoised like checkpoint. A stored checkpoint that lacks its stamp
+ * (corrupted) is resumed as the whole stored text.
  */
-export const RECOVER_SCRIPT: string = `${REPLAYED}${FENCED}
+export const RECOVER_SCRIPT: string = `${FENCED_MEMOISED}
 local checkpoint = redis.call('HGET', KEYS[1], 'checkpoint')
-if ARGV[at] == 'discard' or not checkpoint or checkpoint == '' then
-  redis.call('HSET', KEYS[1], 'checkpoint', '', 'recovery', '')
+local stored = checkpoint
+${SAFE_CHECKPOINT}
+local reply = {'+' .. clock, shown, false, checkpoint}
+${REMEMBER}
+if ARGV[at] == 'discard' or not stored or stored == '' then
+  redis.call('HSET', KEYS[1], 'checkpoint', '', 'recovery', '', 'replay', replay)
 else
   local json = string.sub(checkpoint, string.find(checkpoint, '\\0', string.find(checkpoint, '\\0', 1, true) + 1, true) + 1)
-  redis.call('HSET', KEYS[1], 'checkpoint', ARGV[1] .. '\\0' .. now_ms .. '\\0' .. json, 'recovery', '')
+  redis.call('HSET', KEYS[1], 'checkpoint', ARGV[1] .. '\\0' .. now_ms .. '\\0' .. json, 'recovery', '', 'replay', replay)
 end
-local reply = {'+' .. clock, lease, false, checkpoint}
-redis.call('SET', KEYS[2], cmsgpack.pack(reply), 'PX', ARGV[at + 1])
 return reply
 `;
 
 /** inspect. KEYS: record. Reads the record and the clock together; changes nothing. */
 export const INSPECT_SCRIPT: string = `${CLOCK}
 local v = redis.call('HMGET', KEYS[1], 'lease', 'ending', 'checkpoint', 'recovery')
+local checkpoint = v[3]
+${SAFE_CHECKPOINT}
+v[3] = checkpoint
 local lease = v[1]
 local s1 = lease and string.find(lease, '\\0', 1, true)
 ${GRANT_LOCALS}

@@ -4,16 +4,15 @@
  * with nothing in between, and the commands run only if the check passed.
  */
 import { DECIMAL_LESS } from './decimals.js';
-import { FENCED } from './script-parts.js';
+import { CLOCK, FENCED_MEMOISED, REMEMBER, REPLAYED } from './script-parts.js';
 
 /**
- * Runs recorded user commands. ARGV from \`at\`: command count, then per command its argument count and
- * arguments, each tagged: 'k' .. i is KEYS[i], 'v' .. text is the text. Stops at the first error reply
- * (Redis has no rollback: the commands before it stay applied). Leaves \`replies\`, \`failed\` (1-based
- * index, 0 = none) and \`err\`.
+ * Decodes the recorded user commands. ARGV from `at`: command count, then per command its argument
+ * count and arguments, each tagged: 'k' .. i is KEYS[i], 'v' .. text is the text. Leaves `commands`
+ * (a list of argument lists).
  */
-const runCommands = (at: string): string => `
-local replies, failed, err = {}, 0, ''
+const decodeCommands = (at: string): string => `
+local commands = {}
 local pos = ${at}
 for c = 1, tonumber(ARGV[pos]) do
   local argc = tonumber(ARGV[pos + 1])
@@ -23,47 +22,145 @@ for c = 1, tonumber(ARGV[pos]) do
     if string.byte(arg, 1) == 107 then argv[i] = KEYS[tonumber(string.sub(arg, 2))] else argv[i] = string.sub(arg, 2) end
   end
   pos = pos + argc + 1
-  local result = redis.pcall(unpack(argv))
-  if type(result) == 'table' and result.err then failed, err = c, result.err; break end
-  replies[c] = result
+  commands[c] = argv
 end
 `;
 
 /**
- * fenced write. KEYS: record, request memo, then the user's declared keys. ARGV: fence, memo TTL ms,
- * then the recorded commands. The user's commands run only after the fence check passed, in the same
- * script; a re-delivery (same request id) returns the memoised first reply and runs nothing again.
- * Reply: the lease reply of a fenced script (see `scripts.ts`), padded to `REPLY.extras`, then replies,
- * failed command index (0 = none), error.
+ * Checks every decoded command before any runs, so that what can be known up front fails with nothing
+ * applied: an unknown command, a wrong argument count, a command scripts may not run, an ACL denial.
+ * Leaves `failed` (1-based index, 0 = none) and `err`.
  */
-export const FENCED_WRITE_SCRIPT: string = `
-local memo = redis.call('GET', KEYS[2])
-if memo then return cmsgpack.unpack(memo) end
-${FENCED}${runCommands('at + 1')}
-local reply = {'+' .. clock, lease, false, false, false, replies, failed, err}
-if tonumber(ARGV[at + 1]) > 0 then redis.call('SET', KEYS[2], cmsgpack.pack(reply), 'PX', ARGV[at]) end
+const CHECK_COMMANDS = `
+local failed, err, known = 0, '', {}
+for c = 1, #commands do
+  local argv = commands[c]
+  local name = string.lower(argv[1])
+  if known[name] == nil then known[name] = redis.call('COMMAND', 'INFO', name)[1] or false end
+  local info = known[name]
+  if not info then
+    failed, err = c, 'ERR unknown command ' .. name
+  elseif (info[2] >= 0 and #argv ~= info[2]) or (info[2] < 0 and #argv < -info[2]) then
+    failed, err = c, 'ERR wrong number of arguments for ' .. name
+  else
+    for _, flag in ipairs(info[3]) do
+      if flag.ok == 'noscript' then failed, err = c, 'ERR ' .. name .. ' is not allowed in scripts' end
+    end
+    if failed == 0 and redis.acl_check_cmd and not redis.acl_check_cmd(unpack(argv)) then
+      failed, err = c, 'NOPERM the user may not run ' .. name
+    end
+  end
+  if failed > 0 then break end
+end
+`;
+
+/**
+ * Runs the checked commands in order. Stops at the first error reply: Redis has no rollback, so the
+ * commands before it stay applied (`applied`). Leaves `replies`, `failed`, `err`, `applied`.
+ */
+const RUN_COMMANDS = `
+local replies, applied = {}, 0
+for c = 1, #commands do
+  local result = redis.pcall(unpack(commands[c]))
+  if type(result) == 'table' and result.err then failed, err = c, result.err; break end
+  replies[c] = result
+  applied = c
+end
+`;
+
+/**
+ * fenced write. KEYS: record, then the user's declared keys. ARGV: fence, request id, replay window ms,
+ * checkpoint JSON ('' = none), then the recorded commands. The user's commands run only after the fence
+ * check passed, in the same script; then, if none failed, the checkpoint is saved exactly as
+ * CHECKPOINT_SCRIPT saves it (stamped with the token, resolving a pending recovery), so the write and
+ * the progress it records apply together. Memoised (see FENCED_MEMOISED) when it recorded a command or a
+ * checkpoint: a re-delivery returns the first reply and runs nothing again.
+ * Reply: the lease reply of a fenced script (see `scripts.ts`), padded to `REPLY.extras`, then replies,
+ * failed command index (0 = none), error, how many commands were applied. A command found wrong before
+ * any ran (see CHECK_COMMANDS) applies nothing, the checkpoint included; a command failing while it
+ * runs leaves the ones before it applied and saves no checkpoint (Redis cannot roll a script back).
+ */
+export const FENCED_WRITE_SCRIPT: string = `${FENCED_MEMOISED}${decodeCommands('at + 1')}${CHECK_COMMANDS}
+if failed > 0 then return {'+' .. clock, shown, false, false, false, {}, failed, err, 0} end
+${RUN_COMMANDS}
+local reply = {'+' .. clock, shown, false, false, false, replies, failed, err, applied}
+if #commands > 0 or ARGV[at] ~= '' then
+  ${REMEMBER}
+  if failed == 0 and ARGV[at] ~= '' then
+    redis.call('HSET', KEYS[1], 'checkpoint', ARGV[1] .. '\\0' .. now_ms .. '\\0' .. ARGV[at], 'recovery', '', 'replay', replay)
+  else
+    redis.call('HSET', KEYS[1], 'replay', replay)
+  end
+end
 return reply
 `;
 
 /**
- * token gate write. KEYS: gate hash, request memo, then the user's declared keys. ARGV: lease key, token
- * (decimal), memo TTL ms, then the recorded commands. Refuses a token of another lease key or a token
- * lower than the highest that wrote the resource; otherwise records the token and runs the commands.
- * Reply: { status ('ok' | 'key-mismatch' | 'stale-token'), found key, found token, replies, failed, error }.
+ * The gate check (after the fence check, when there is one). Given the gate hash `gate`, the writer's lease
+ * key `writer` and token `token` (decimal): returns `refused(reason)` (a Lua expression template, with
+ * `found` read) for a token of another lease key or a token lower than the highest that wrote the
+ * resource. Leaves `found` (key, token) for the reply.
  */
-export const GATE_WRITE_SCRIPT: string = `
-local memo = redis.call('GET', KEYS[2])
-if memo then return cmsgpack.unpack(memo) end
-local found = redis.call('HMGET', KEYS[1], 'key', 'token')
-if found[1] and found[1] ~= ARGV[1] then return {'key-mismatch', found[1], found[2]} end
+const gateCheck = (gate: string, writer: string, token: string, refused: (reason: string) => string): string => `
+local found = redis.call('HMGET', ${gate}, 'key', 'token')
+if found[1] and found[1] ~= ${writer} then return ${refused("'key-mismatch'")} end
 if found[2] then
-  local a, b = ARGV[2], found[2]
+  local a, b = ${token}, found[2]
   ${DECIMAL_LESS}
-  if less then return {'stale-token', found[1], found[2]} end
+  if less then return ${refused("'stale-token'")} end
 end
-redis.call('HSET', KEYS[1], 'key', ARGV[1], 'token', ARGV[2])
-${runCommands('4')}
-local out = {'ok', found[1], found[2], replies, failed, err}
-if tonumber(ARGV[4]) > 0 then redis.call('SET', KEYS[2], cmsgpack.pack(out), 'PX', ARGV[3]) end
-return out
+`;
+
+/**
+ * token gate write with the full fence. KEYS: the writer's lease record, the gate hash, then the user's
+ * declared keys. ARGV: fence (see FENCED), request id, replay window ms, the writer's lease key, then the
+ * recorded commands. The fence is checked first (a refusal is the fenced scripts' refusal), then the gate
+ * (see `gateCheck`); then the commands run and the token is recorded, all in this one script. Memoised in
+ * the lease record (see FENCED_MEMOISED). Reply: the lease reply (see `scripts.ts`) padded to
+ * `REPLY.extras`, then status ('ok' | 'key-mismatch' | 'stale-token'), found key, found token, replies,
+ * failed, error, applied.
+ */
+export const FENCED_GATE_WRITE_SCRIPT: string = `${FENCED_MEMOISED}${gateCheck('KEYS[2]', 'ARGV[at]', 'ARGV[1]', (reason) => `{'+' .. clock, shown, false, false, false, ${reason}, found[1], found[2]}`)}
+${decodeCommands('at + 1')}${CHECK_COMMANDS}
+if failed > 0 then return {'+' .. clock, shown, false, false, false, 'ok', found[1], found[2], {}, failed, err, 0} end
+${RUN_COMMANDS}
+local reply = {'+' .. clock, shown, false, false, false, 'ok', found[1], found[2], replies, failed, err, applied}
+${REMEMBER}
+redis.call('HSET', KEYS[2], 'key', ARGV[at], 'token', ARGV[1])
+redis.call('HSET', KEYS[1], 'replay', replay)
+return reply
+`;
+
+/** token gate inspect. KEYS: gate hash. Replies { key, token } (false when nothing); changes nothing. */
+export const GATE_INSPECT_SCRIPT: string = `return redis.call('HMGET', KEYS[1], 'key', 'token')`;
+
+/**
+ * token gate reset. KEYS: gate hash. Forgets the resource (its highest token and memos) and returns what it
+ * forgot: { key, token } (false when nothing).
+ */
+export const GATE_RESET_SCRIPT: string = `
+local found = redis.call('HMGET', KEYS[1], 'key', 'token')
+redis.call('DEL', KEYS[1])
+return found
+`;
+
+/**
+ * token gate write, tokens only (for leases kept in another store). KEYS: gate hash, then the user's declared keys. ARGV: lease key, token (decimal),
+ * request id, replay window ms, then the recorded commands. Refuses a token of another lease key or a
+ * token lower than the highest that wrote the resource; otherwise runs the commands and records the
+ * token. Memoised in the gate hash like a fenced write (see REMEMBER).
+ * Reply: { status ('ok' | 'key-mismatch' | 'stale-token'), found key, found token, replies, failed,
+ * error, applied }.
+ */
+export const GATE_WRITE_SCRIPT: string = `${CLOCK}
+local memos = redis.call('HGET', KEYS[1], 'replay')
+local request, window = ARGV[3], tonumber(ARGV[4])
+local remembered = memos and cmsgpack.unpack(memos) or {}
+${REPLAYED}${gateCheck('KEYS[1]', 'ARGV[1]', 'ARGV[2]', (reason) => `{${reason}, found[1], found[2]}`)}${decodeCommands('5')}${CHECK_COMMANDS}
+if failed > 0 then return {'ok', found[1], found[2], {}, failed, err, 0} end
+${RUN_COMMANDS}
+local reply = {'ok', found[1], found[2], replies, failed, err, applied}
+${REMEMBER}
+redis.call('HSET', KEYS[1], 'key', ARGV[1], 'token', ARGV[2], 'replay', replay)
+return reply
 `;
