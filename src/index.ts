@@ -15,6 +15,9 @@ export { Lease, type Checkpoint, type LeaseJson } from './lease.js';
 export type { Timers, WithLeaseCompleted, WithLeaseOptions, WithLeaseOutcome } from './with-lease.js';
 export type { Store, WriteContextOf } from './store.js';
 export type { TokenGate } from './gate.js';
+export { createOperator } from './operator.js';
+export type { GateInspection, LeasePage, ListedLease, ListQuery, Operator, OperatorGate, OperatorOptions } from './operator.js';
+export { LIST_STATES, type LeaseState, type ListState, type StoreListPage, type StoreListQuery } from './list.js';
 export {
   GateRefusedError,
   InvalidArgumentError,
