@@ -6,6 +6,7 @@
  */
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
+import type { Lease } from '../../src/lease.js';
 import { createLeases, type Leases } from '../../src/leases.js';
 import { createOperator, type ListedLease, type ListQuery, type Operator } from '../../src/operator.js';
 import type { Store } from '../../src/store.js';
@@ -95,7 +96,7 @@ export function describeListSpecs<S extends Store>(name: string, makeHarness: Ma
               const worker: Leases<S> = createLeases(harness.store, { holder: 'w', ttlMs: 60_000 });
               const seen = new Map<string, Set<string>>();
               const note = (key: string, state: string): void => void (seen.get(key) ?? seen.set(key, new Set()).get(key))?.add(state);
-              const held = [];
+              const held: Lease[] = [];
               for (let index = 0; index < initial; index += 1) {
                 const lease = await worker.claimOrThrow(`${base}${String(index).padStart(3, '0')}`);
                 note(lease.key, stateOf(lease.token, 'w', null));
