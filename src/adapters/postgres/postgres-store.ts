@@ -15,6 +15,7 @@ import { assertEncodable, assertEncodableAttributes } from './encodable.js';
 import { classifyFailure } from './failures.js';
 import { createStatementCache, runFencedStatement, type FencedStatementOptions, type FencedStatementOutcome } from './fenced-statement.js';
 import { tableName, type TableName } from './identifier.js';
+import { createPostgresList, listStatement } from './list.js';
 import { decodePreImage, type PreImage } from './rows.js';
 import { DEFAULT_LEASE_TABLE, MIGRATION_LOCK_SQL, schemaStatements } from './schema.js';
 import { createSession, type Session } from './session.js';
@@ -230,6 +231,8 @@ export function createPostgresStore(options: PostgresStoreOptions): PostgresStor
         return { ok: true, value, token: fence.token, checkpoint: null, now };
       }, 'fencedWrite');
     },
+
+    list: createPostgresList(session, listStatement(table)),
 
     fencedStatement(lease, text, params = [], statementOptions = {}) {
       return runFencedStatement({ session, storeId: id, lease, text, params, options: statementOptions, checkFenceInput, wrap });
