@@ -16,6 +16,8 @@ export type { Timers, WithLeaseCompleted, WithLeaseOptions, WithLeaseOutcome } f
 export type { Store, WriteContextOf } from './store.js';
 export type { TokenGate } from './gate.js';
 export { createOperator } from './operator.js';
+export { LEASE_LOST_CHANNEL, LEASE_OPERATIONS, operationChannel } from './events.js';
+export type { LeaseLostEvent, LeaseOperation, OperationEvent, OperationOutcome } from './events.js';
 export type { GateInspection, LeasePage, ListedLease, ListQuery, Operator, OperatorGate, OperatorOptions } from './operator.js';
 export { LIST_STATES, type LeaseState, type ListState, type StoreListPage, type StoreListQuery } from './list.js';
 export {

@@ -26,6 +26,7 @@ import type {
 import type { CheckpointRecord, Ending, LeaseAttributes, StoreTime } from './fence/types.js';
 import type { TokenGate } from './gate.js';
 import { assertLease, Lease, parseLeaseJson, type Checkpoint, type LeaseJson } from './lease.js';
+import { observeLeases } from './observed-leases.js';
 import { newSecret } from './secret.js';
 import type { Store, WriteContextOf } from './store.js';
 import {
@@ -346,5 +347,5 @@ export function createLeases<S extends Store>(store: S, options: LeasesOptions):
       return lease;
     },
   };
-  return leases;
+  return observeLeases(leases);
 }

@@ -3,6 +3,7 @@
  * work an AbortSignal that fires as soon as loss is known, and always release at the end.
  */
 import type { Clock } from './clock.js';
+import { publishLeaseLost } from './events.js';
 import { InvalidArgumentError, isStoreFailure, LeaseLostError, LeaseUnconfirmedError, type LeaseError } from './errors.js';
 import type { ClaimHeld, ClaimRecoveryRequired } from './fence/operations.js';
 import type { Lease } from './lease.js';
@@ -92,6 +93,7 @@ class Renewal {
     this.#stopped = true;
     this.#clear();
     this.controller.abort(reason);
+    publishLeaseLost(this.lease, reason);
   }
 
   #safeDeadline(): number {

@@ -1,0 +1,114 @@
+/**
+ * What the diagnostics_channel events cost: memory-store claim + release cycles through the public API,
+ * (a) in this tree with nobody subscribed, (b) in a baseline tree without events (another checkout's
+ * `src`), (c) in this tree with a subscriber on every channel. Rounds of the three alternate (rotated
+ * order), and medians are reported, so machine load moves them alike.
+ *
+ *   git archive main src | tar -x -C /tmp/leasefence-main   # a baseline without events
+ *   BENCH_BASELINE=/tmp/leasefence-main/src npx tsx bench/events.ts
+ *   BENCH_MS=300 BENCH_ROUNDS=31 ...   (per-round time and number of rounds; defaults 250 ms, 21)
+ *   BENCH_SUBSCRIBED=0 ...             (leave out (c): its traced code then never runs in the process)
+ *
+ * Reported per variant: cycles/s (wall) and CPU µs per cycle (`process.cpuUsage()`), medians over the rounds,
+ * and the overhead of (a) and (c) against (b): the median over rounds of the ratio within each round.
+ */
+import { resolve } from 'node:path';
+import { pathToFileURL } from 'node:url';
+import { createMemoryStore } from '../src/adapters/memory/index.js';
+import { LEASE_OPERATIONS, operationChannel } from '../src/events.js';
+import { createLeases } from '../src/leases.js';
+
+const MEASURE_MS = Number(process.env['BENCH_MS'] ?? 250);
+const ROUNDS = Number(process.env['BENCH_ROUNDS'] ?? 21);
+const BASELINE = process.env['BENCH_BASELINE'];
+
+type LeasesFactory = typeof createLeases;
+type StoreFactory = typeof createMemoryStore;
+
+interface Variant {
+  readonly name: string;
+  readonly createLeases: LeasesFactory;
+  readonly createMemoryStore: StoreFactory;
+  readonly subscribe: boolean;
+}
+
+/** Claim + release cycles on one key for `MEASURE_MS`: cycles and CPU µs. */
+async function round(variant: Variant): Promise<{ perSecond: number; cpuPerCycle: number }> {
+  const leases = variant.createLeases(variant.createMemoryStore(), { holder: 'bench', ttlMs: 30_000 });
+  const unsubscribe: Array<() => void> = [];
+  if (variant.subscribe) {
+    for (const operation of LEASE_OPERATIONS) {
+      const handlers = { start() {}, end() {}, asyncStart() {}, asyncEnd() {}, error() {} };
+      operationChannel(operation).subscribe(handlers);
+      unsubscribe.push(() => operationChannel(operation).unsubscribe(handlers));
+    }
+  }
+  // NOTE: warm up, so every variant is measured with its code optimised.
+  for (let index = 0; index < 2_000; index += 1) {
+    const claimed = await leases.claim('bench:key');
+    if (claimed.ok) await leases.release(claimed.lease);
+  }
+  const cpu = process.cpuUsage();
+  const started = performance.now();
+  let cycles = 0;
+  while (performance.now() - started < MEASURE_MS) {
+    for (let batch = 0; batch < 100; batch += 1) {
+      const claimed = await leases.claim('bench:key');
+      if (!claimed.ok) throw new Error('the bench key is held');
+      await leases.release(claimed.lease);
+      cycles += 1;
+    }
+  }
+  const elapsed = performance.now() - started;
+  const used = process.cpuUsage(cpu);
+  for (const stop of unsubscribe) stop();
+  return { perSecond: (cycles / elapsed) * 1000, cpuPerCycle: (used.user + used.system) / cycles };
+}
+
+const median = (values: number[]): number => {
+  const sorted = [...values].sort((a, b) => a - b);
+  return sorted[Math.floor(sorted.length / 2)] ?? Number.NaN;
+};
+
+async function main(): Promise<void> {
+  const variants: Variant[] = [{ name: 'this tree, no subscriber', createLeases, createMemoryStore, subscribe: false }];
+  if (BASELINE !== undefined) {
+    const root = resolve(BASELINE);
+    const baseLeases = (await import(pathToFileURL(resolve(root, 'leases.ts')).href)) as { createLeases: LeasesFactory };
+    const baseMemory = (await import(pathToFileURL(resolve(root, 'adapters/memory/index.ts')).href)) as { createMemoryStore: StoreFactory };
+    variants.push({ name: 'baseline (no events)', createLeases: baseLeases.createLeases, createMemoryStore: baseMemory.createMemoryStore, subscribe: false });
+  }
+  // NOTE: BENCH_SUBSCRIBED=0 leaves the subscribed variant out, so its traced path never runs in this process.
+  if (process.env['BENCH_SUBSCRIBED'] !== '0') variants.push({ name: 'this tree, subscribed to every channel', createLeases, createMemoryStore, subscribe: true });
+  const results = new Map(variants.map((variant) => [variant.name, { perSecond: [] as number[], cpu: [] as number[] }]));
+  for (let index = 0; index < ROUNDS; index += 1) {
+    for (let turn = 0; turn < variants.length; turn += 1) {
+      const variant = variants[(index + turn) % variants.length] as Variant;
+      const { perSecond, cpuPerCycle } = await round(variant);
+      results.get(variant.name)?.perSecond.push(perSecond);
+      results.get(variant.name)?.cpu.push(cpuPerCycle);
+    }
+  }
+  const base = results.get('baseline (no events)');
+  // NOTE: a round of each variant runs back to back, so the ratio within one round cancels most of the load.
+  const ratios = (values: number[], against: number[]): number[] => values.map((value, at) => value / (against[at] ?? Number.NaN)).sort((a, b) => a - b);
+  const pairedRatio = (values: number[], against: number[]): number => median(ratios(values, against));
+  /** The interquartile range of the paired ratios, as percentages: how much the load moved them. */
+  const spread = (values: number[], against: number[], sign: 1 | -1): string => {
+    const sorted = ratios(values, against).map((ratio) => sign * (ratio - 1) * 100);
+    const [low, high] = [sorted[Math.floor(sorted.length / 4)] ?? Number.NaN, sorted[Math.floor((sorted.length * 3) / 4)] ?? Number.NaN].sort((a, b) => a - b);
+    return `IQR ${low?.toFixed(1)}..${high?.toFixed(1)}`;
+  };
+  console.log(`memory store, claim + release on one key, ${ROUNDS} rounds x ${MEASURE_MS} ms, medians (node ${process.version})`);
+  console.log('| variant | cycles/s | vs baseline | CPU µs/cycle | vs baseline |');
+  console.log('|---|---|---|---|---|');
+  for (const [name, { perSecond, cpu }] of results) {
+    const rate = median(perSecond);
+    const cpuPerCycle = median(cpu);
+    const vsRate = base === undefined ? '-' : `${((1 - pairedRatio(perSecond, base.perSecond)) * 100).toFixed(2)}% slower (${spread(perSecond, base.perSecond, -1)})`;
+    const vsCpu = base === undefined ? '-' : `${((pairedRatio(cpu, base.cpu) - 1) * 100).toFixed(2)}% more (${spread(cpu, base.cpu, 1)})`;
+    console.log(`| ${name} | ${Math.round(rate)} | ${vsRate} | ${cpuPerCycle.toFixed(3)} | ${vsCpu} |`);
+  }
+}
+
+await main();
