@@ -7,6 +7,7 @@ export default defineConfig([
       memory: 'src/adapters/memory/index.ts',
       postgres: 'src/adapters/postgres/index.ts',
       redis: 'src/adapters/redis/index.ts',
+      otel: 'src/otel/index.ts',
     },
     format: ['esm', 'cjs'],
     dts: true,
