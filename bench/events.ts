@@ -1,24 +1,26 @@
 /**
  * What the diagnostics_channel events cost: memory-store claim + release cycles through the public API,
  * (a) in this tree with nobody subscribed, (b) in a baseline tree without events (another checkout's
- * `src`), (c) in this tree with a subscriber on every channel. Rounds of the three alternate (rotated
- * order), and medians are reported, so machine load moves them alike.
+ * `src`), (c) in this tree with a subscriber on every channel. Each round runs in a fresh process (two
+ * copies of the code in one process measured about 10% apart whichever loaded first: an A/A run showed it);
+ * rounds of the variants alternate (rotated order), and medians are reported, so machine load moves them alike.
  *
  *   git archive main src | tar -x -C /tmp/leasefence-main   # a baseline without events
  *   BENCH_BASELINE=/tmp/leasefence-main/src npx tsx bench/events.ts
- *   BENCH_MS=300 BENCH_ROUNDS=31 ...   (per-round time and number of rounds; defaults 250 ms, 21)
- *   BENCH_SUBSCRIBED=0 ...             (leave out (c): its traced code then never runs in the process)
+ *   BENCH_MS=300 BENCH_ROUNDS=31 ...   (per-round time and number of rounds; defaults 300 ms, 21)
+ *   BENCH_SUBSCRIBED=0 ...             (leave out (c))
  *
  * Reported per variant: cycles/s (wall) and CPU µs per cycle (`process.cpuUsage()`), medians over the rounds,
  * and the overhead of (a) and (c) against (b): the median over rounds of the ratio within each round.
  */
+import { execFile } from 'node:child_process';
 import { resolve } from 'node:path';
-import { pathToFileURL } from 'node:url';
+import { fileURLToPath, pathToFileURL } from 'node:url';
 import { createMemoryStore } from '../src/adapters/memory/index.js';
 import { LEASE_OPERATIONS, operationChannel } from '../src/events.js';
 import { createLeases } from '../src/leases.js';
 
-const MEASURE_MS = Number(process.env['BENCH_MS'] ?? 250);
+const MEASURE_MS = Number(process.env['BENCH_MS'] ?? 300);
 const ROUNDS = Number(process.env['BENCH_ROUNDS'] ?? 21);
 const BASELINE = process.env['BENCH_BASELINE'];
 
@@ -70,23 +72,41 @@ const median = (values: number[]): number => {
   return sorted[Math.floor(sorted.length / 2)] ?? Number.NaN;
 };
 
+/** The variant named `name`, loaded in this process. */
+async function loadVariant(name: string): Promise<Variant> {
+  if (name !== 'baseline (no events)') return { name, createLeases, createMemoryStore, subscribe: name.includes('subscribed') };
+  const root = resolve(BASELINE ?? '');
+  const baseLeases = (await import(pathToFileURL(resolve(root, 'leases.ts')).href)) as { createLeases: LeasesFactory };
+  const baseMemory = (await import(pathToFileURL(resolve(root, 'adapters/memory/index.ts')).href)) as { createMemoryStore: StoreFactory };
+  return { name, createLeases: baseLeases.createLeases, createMemoryStore: baseMemory.createMemoryStore, subscribe: false };
+}
+
+/** One round of `name` in a fresh process (so no variant runs second in a warm process, or shares its JIT feedback). */
+function roundInChild(name: string): Promise<{ perSecond: number; cpuPerCycle: number }> {
+  return new Promise((done, fail) => {
+    execFile(process.execPath, [...process.execArgv, fileURLToPath(import.meta.url), '--child', name], { env: process.env }, (error, stdout) => {
+      if (error) fail(error);
+      else done(JSON.parse(stdout) as { perSecond: number; cpuPerCycle: number });
+    });
+  });
+}
+
 async function main(): Promise<void> {
-  const variants: Variant[] = [{ name: 'this tree, no subscriber', createLeases, createMemoryStore, subscribe: false }];
-  if (BASELINE !== undefined) {
-    const root = resolve(BASELINE);
-    const baseLeases = (await import(pathToFileURL(resolve(root, 'leases.ts')).href)) as { createLeases: LeasesFactory };
-    const baseMemory = (await import(pathToFileURL(resolve(root, 'adapters/memory/index.ts')).href)) as { createMemoryStore: StoreFactory };
-    variants.push({ name: 'baseline (no events)', createLeases: baseLeases.createLeases, createMemoryStore: baseMemory.createMemoryStore, subscribe: false });
+  const child = process.argv.indexOf('--child');
+  if (child >= 0) {
+    console.log(JSON.stringify(await round(await loadVariant(process.argv[child + 1] ?? ''))));
+    return;
   }
-  // NOTE: BENCH_SUBSCRIBED=0 leaves the subscribed variant out, so its traced path never runs in this process.
-  if (process.env['BENCH_SUBSCRIBED'] !== '0') variants.push({ name: 'this tree, subscribed to every channel', createLeases, createMemoryStore, subscribe: true });
-  const results = new Map(variants.map((variant) => [variant.name, { perSecond: [] as number[], cpu: [] as number[] }]));
+  const names = ['this tree, no subscriber'];
+  if (BASELINE !== undefined) names.push('baseline (no events)');
+  if (process.env['BENCH_SUBSCRIBED'] !== '0') names.push('this tree, subscribed to every channel');
+  const results = new Map(names.map((name) => [name, { perSecond: [] as number[], cpu: [] as number[] }]));
   for (let index = 0; index < ROUNDS; index += 1) {
-    for (let turn = 0; turn < variants.length; turn += 1) {
-      const variant = variants[(index + turn) % variants.length] as Variant;
-      const { perSecond, cpuPerCycle } = await round(variant);
-      results.get(variant.name)?.perSecond.push(perSecond);
-      results.get(variant.name)?.cpu.push(cpuPerCycle);
+    for (let turn = 0; turn < names.length; turn += 1) {
+      const name = names[(index + turn) % names.length] as string;
+      const { perSecond, cpuPerCycle } = await roundInChild(name);
+      results.get(name)?.perSecond.push(perSecond);
+      results.get(name)?.cpu.push(cpuPerCycle);
     }
   }
   const base = results.get('baseline (no events)');
