@@ -1,10 +1,15 @@
 /**
  * What the diagnostics_channel events cost: memory-store claim + release cycles through the public API,
- * (a) in this tree with nobody subscribed, (b) in a baseline tree without events (another checkout's
- * `src`), (c) in this tree with a subscriber on every channel. Each round runs in a fresh process (two
- * copies of the code in one process measured about 10% apart whichever loaded first: an A/A run showed it);
- * rounds of the variants alternate (rotated order), and medians are reported, so machine load moves them alike.
+ * (a) in this tree with nobody subscribed, (b) a reference, (c) in this tree with a subscriber on every
+ * channel. Rounds of the variants alternate (rotated order) and medians are reported, so machine load
+ * moves them alike. The reference is either
+ * - by default, this tree with its event hooks applied twice (`observeLeases` on a `Leases` that already
+ *   has them), in the same process and module copy: (b) minus (a) is what one layer of unsubscribed hooks
+ *   costs; or
+ * - with BENCH_BASELINE, a tree without events, each round in a fresh process (two copies of the same code
+ *   in one process measured about 10% apart, whichever loaded first: an A/A run showed it).
  *
+ *   npx tsx bench/events.ts
  *   git archive main src | tar -x -C /tmp/leasefence-main   # a baseline without events
  *   BENCH_BASELINE=/tmp/leasefence-main/src npx tsx bench/events.ts
  *   BENCH_MS=300 BENCH_ROUNDS=31 ...   (per-round time and number of rounds; defaults 300 ms, 21)
@@ -19,6 +24,7 @@ import { fileURLToPath, pathToFileURL } from 'node:url';
 import { createMemoryStore } from '../src/adapters/memory/index.js';
 import { LEASE_OPERATIONS, operationChannel } from '../src/events.js';
 import { createLeases } from '../src/leases.js';
+import { observeLeases } from '../src/observed-leases.js';
 
 const MEASURE_MS = Number(process.env['BENCH_MS'] ?? 300);
 const ROUNDS = Number(process.env['BENCH_ROUNDS'] ?? 21);
@@ -32,11 +38,14 @@ interface Variant {
   readonly createLeases: LeasesFactory;
   readonly createMemoryStore: StoreFactory;
   readonly subscribe: boolean;
+  /** Wrap the operations in a second layer of event hooks: the cost of one layer, in one module copy. */
+  readonly doubleHooks?: boolean;
 }
 
 /** Claim + release cycles on one key for `MEASURE_MS`: cycles and CPU µs. */
 async function round(variant: Variant): Promise<{ perSecond: number; cpuPerCycle: number }> {
-  const leases = variant.createLeases(variant.createMemoryStore(), { holder: 'bench', ttlMs: 30_000 });
+  const created = variant.createLeases(variant.createMemoryStore(), { holder: 'bench', ttlMs: 30_000 });
+  const leases = variant.doubleHooks === true ? observeLeases(created) : created;
   const unsubscribe: Array<() => void> = [];
   if (variant.subscribe) {
     for (const operation of LEASE_OPERATIONS) {
@@ -74,7 +83,7 @@ const median = (values: number[]): number => {
 
 /** The variant named `name`, loaded in this process. */
 async function loadVariant(name: string): Promise<Variant> {
-  if (name !== 'baseline (no events)') return { name, createLeases, createMemoryStore, subscribe: name.includes('subscribed') };
+  if (name !== 'baseline (no events)') return { name, createLeases, createMemoryStore, subscribe: name.includes('subscribed'), doubleHooks: name.includes('twice') };
   const root = resolve(BASELINE ?? '');
   const baseLeases = (await import(pathToFileURL(resolve(root, 'leases.ts')).href)) as { createLeases: LeasesFactory };
   const baseMemory = (await import(pathToFileURL(resolve(root, 'adapters/memory/index.ts')).href)) as { createMemoryStore: StoreFactory };
@@ -97,19 +106,21 @@ async function main(): Promise<void> {
     console.log(JSON.stringify(await round(await loadVariant(process.argv[child + 1] ?? ''))));
     return;
   }
-  const names = ['this tree, no subscriber'];
-  if (BASELINE !== undefined) names.push('baseline (no events)');
+  // NOTE: without a baseline tree, the reference is this tree with its hooks applied twice, in this one
+  // process: the difference between the two is the cost of one layer of unsubscribed hooks.
+  const reference = BASELINE !== undefined ? 'baseline (no events)' : 'this tree, hooks applied twice, no subscriber';
+  const names = ['this tree, no subscriber', reference];
   if (process.env['BENCH_SUBSCRIBED'] !== '0') names.push('this tree, subscribed to every channel');
   const results = new Map(names.map((name) => [name, { perSecond: [] as number[], cpu: [] as number[] }]));
   for (let index = 0; index < ROUNDS; index += 1) {
     for (let turn = 0; turn < names.length; turn += 1) {
       const name = names[(index + turn) % names.length] as string;
-      const { perSecond, cpuPerCycle } = await roundInChild(name);
+      const { perSecond, cpuPerCycle } = BASELINE !== undefined ? await roundInChild(name) : await round(await loadVariant(name));
       results.get(name)?.perSecond.push(perSecond);
       results.get(name)?.cpu.push(cpuPerCycle);
     }
   }
-  const base = results.get('baseline (no events)');
+  const base = results.get(reference);
   // NOTE: a round of each variant runs back to back, so the ratio within one round cancels most of the load.
   const ratios = (values: number[], against: number[]): number[] => values.map((value, at) => value / (against[at] ?? Number.NaN)).sort((a, b) => a - b);
   const pairedRatio = (values: number[], against: number[]): number => median(ratios(values, against));
@@ -120,7 +131,8 @@ async function main(): Promise<void> {
     return `IQR ${low?.toFixed(1)}..${high?.toFixed(1)}`;
   };
   console.log(`memory store, claim + release on one key, ${ROUNDS} rounds x ${MEASURE_MS} ms, medians (node ${process.version})`);
-  console.log('| variant | cycles/s | vs baseline | CPU µs/cycle | vs baseline |');
+  console.log(`reference: ${reference}`);
+  console.log('| variant | cycles/s | vs reference | CPU µs/cycle | vs reference |');
   console.log('|---|---|---|---|---|');
   for (const [name, { perSecond, cpu }] of results) {
     const rate = median(perSecond);
