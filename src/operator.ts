@@ -158,7 +158,7 @@ export function createOperator(store: Store, options: OperatorOptions = {}): Ope
 
     inspect: (key) => leases.inspect(key),
 
-    revoke(key, revokeOptions) {
+    async revoke(key, revokeOptions) {
       if (typeof revokeOptions !== 'object' || revokeOptions === null) throw new InvalidArgumentError('revoke needs options with a reason');
       return leases.revoke(key, { ...revokeOptions, by: revokeOptions.by ?? by });
     },
