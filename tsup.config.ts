@@ -1,18 +1,32 @@
 import { defineConfig } from 'tsup';
 
-export default defineConfig({
-  entry: {
-    index: 'src/index.ts',
-    memory: 'src/adapters/memory/index.ts',
-    postgres: 'src/adapters/postgres/index.ts',
-    redis: 'src/adapters/redis/index.ts',
+export default defineConfig([
+  {
+    entry: {
+      index: 'src/index.ts',
+      memory: 'src/adapters/memory/index.ts',
+      postgres: 'src/adapters/postgres/index.ts',
+      redis: 'src/adapters/redis/index.ts',
+      otel: 'src/otel/index.ts',
+    },
+    format: ['esm', 'cjs'],
+    dts: true,
+    // NOTE: splitting shares one copy of the error classes between the entries of each format.
+    splitting: true,
+    sourcemap: true,
+    clean: true,
+    target: 'node20',
+    treeshake: true,
   },
-  format: ['esm', 'cjs'],
-  dts: true,
-  // NOTE: splitting shares one copy of the error classes between the entries of each format.
-  splitting: true,
-  sourcemap: true,
-  clean: true,
-  target: 'node20',
-  treeshake: true,
-});
+  {
+    // NOTE: the `leasefence` executable: ESM only (top-level await), no types, its own bundle.
+    entry: { cli: 'src/cli/bin.ts' },
+    format: ['esm'],
+    dts: false,
+    splitting: false,
+    sourcemap: true,
+    clean: false,
+    target: 'node20',
+    treeshake: true,
+  },
+]);

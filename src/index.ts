@@ -15,6 +15,11 @@ export { Lease, type Checkpoint, type LeaseJson, type LoggableLease } from './le
 export type { Timers, WithLeaseCompleted, WithLeaseLost, WithLeaseOptions, WithLeaseOutcome, WithLeaseStopped } from './with-lease.js';
 export type { Store, WriteContextOf } from './store.js';
 export type { TokenGate } from './gate.js';
+export { createOperator } from './operator.js';
+export { LEASE_LOST_CHANNEL, LEASE_OPERATIONS, operationChannel } from './events.js';
+export type { LeaseLostEvent, LeaseOperation, OperationEvent, OperationOutcome } from './events.js';
+export type { GateInspection, LeasePage, ListedLease, ListQuery, Operator, OperatorGate, OperatorOptions } from './operator.js';
+export { LIST_STATES, type LeaseState, type ListState, type StoreListPage, type StoreListQuery } from './list.js';
 export {
   GateRefusedError,
   InvalidArgumentError,

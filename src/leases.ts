@@ -27,6 +27,7 @@ import type { CheckpointRecord, Ending, Fence, LeaseAttributes, StoreTime } from
 import type { TokenGate } from './gate.js';
 import { Lease, leaseFence, parseLeaseJson, type Checkpoint, type LeaseJson } from './lease.js';
 import { loggable, loggableFields } from './loggable.js';
+import { observeLeases } from './observed-leases.js';
 import { newSecret } from './secret.js';
 import type { Store, WriteContextOf } from './store.js';
 import {
@@ -413,5 +414,5 @@ export function createLeases<S extends Store>(store: S, options: LeasesOptions):
       return lease;
     },
   };
-  return leases;
+  return observeLeases(leases);
 }

@@ -4,7 +4,8 @@
  * by the safe deadline, or a refusal that another operation on the lease reported through `lose`).
  */
 import type { Clock } from './clock.js';
-import { isStoreFailure, LeaseLostError, LeaseUnconfirmedError, type LeaseError } from './errors.js';
+import { isLeaseLostError, isStoreFailure, LeaseLostError, LeaseUnconfirmedError, type LeaseError } from './errors.js';
+import { publishLeaseLost } from './events.js';
 import type { Lease } from './lease.js';
 import type { Leases } from './leases.js';
 
@@ -95,6 +96,7 @@ export class Renewal {
     this.#stopped = true;
     this.#clear();
     this.controller.abort(reason);
+    if (isLeaseLostError(reason)) publishLeaseLost(this.lease, reason);
   }
 
   #clear(): void {

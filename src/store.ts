@@ -42,6 +42,7 @@ import type {
   RevokeOutcome,
 } from './fence/operations.js';
 import type { Fence } from './fence/types.js';
+import type { StoreListPage, StoreListQuery } from './list.js';
 
 /**
  * A lease store. `WriteContext` is what a fenced write's callback receives: the memory store gives the
@@ -84,6 +85,14 @@ export interface Store<WriteContext = unknown> {
 
   /** Everything about the key except the secret, with the store's now. */
   inspect(key: string): Promise<Inspection>;
+
+  /**
+   * OPTIONAL (operators' listing, see `list.ts`): the records whose key starts with `query.prefix`, from
+   * where `query.cursor` stopped, examining at most `query.limit` records (O(limit) per call). Every key
+   * that exists throughout a listing is returned once; each returned lease was true at some moment of its
+   * call. Never reads or returns secrets.
+   */
+  list?(query: StoreListQuery): Promise<StoreListPage>;
 }
 
 /** The fenced-write context type of a store. */

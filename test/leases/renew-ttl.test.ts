@@ -61,11 +61,11 @@ describe('renew keeps the lease TTL', () => {
   it('a restored handle keeps an unexpiring grant unexpiring, and renews an expiring one by the default TTL', async () => {
     const { clock, worker } = setup();
     const forever = await worker.claimOrThrow('job:forever', { ttlMs: null });
-    const restoredForever = worker.restore(forever.toJSON());
+    const restoredForever = worker.restore(forever.export());
     expect(restoredForever.ttlMs).toBeNull();
     expect(await worker.renew(restoredForever)).toMatchObject({ ok: true, expiresAt: null });
     const short = await worker.claimOrThrow(KEY, { ttlMs: 5_000 });
-    const restored = createLeases(worker.store, { holder: 'other', ttlMs: 7_000 }).restore(short.toJSON());
+    const restored = createLeases(worker.store, { holder: 'other', ttlMs: 7_000 }).restore(short.export());
     expect(restored.ttlMs).toBe(7_000);
     clock.advance(1_000);
     expect(await worker.renew(restored)).toMatchObject({ ok: true, expiresAt: MEMORY_EPOCH + 8_000 });

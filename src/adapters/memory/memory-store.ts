@@ -6,6 +6,7 @@ import type { Fence, LeaseRecord, StoreTime } from '../../fence/types.js';
 import { checkFence } from '../../fence/verdict.js';
 import type { Store } from '../../store.js';
 import { KeyLock } from './key-lock.js';
+import { createMemoryList } from './memory-list.js';
 
 /** What a memory fenced write's callback receives. */
 export interface MemoryWriteContext {
@@ -87,6 +88,7 @@ export function createMemoryStore(options: MemoryStoreOptions = {}): MemoryStore
         records.set(fence.key, next);
         return { ok: true, value, token: fence.token, checkpoint: outcome.checkpoint, now };
       }),
+    list: createMemoryList(records, clock),
     record: (key) => records.get(key) ?? null,
   };
 }

@@ -15,6 +15,7 @@ import { ownStatementFailure } from './failures.js';
 import { refuseInsideFencedWrite, runFencedTransaction, type PostgresWriteContext } from './fenced-transaction.js';
 import { createStatementCache, runFencedStatement, type FencedStatementOptions, type FencedStatementOutcome } from './fenced-statement.js';
 import { tableName, type TableName } from './identifier.js';
+import { createPostgresList, listStatement } from './list.js';
 import { decodePreImage, type PreImage } from './rows.js';
 import { DEFAULT_LEASE_TABLE, MIGRATION_LOCK_SQL, schemaStatements } from './schema.js';
 import { secretHash } from './secret-hash.js';
@@ -230,6 +231,8 @@ export function createPostgresStore(options: PostgresStoreOptions): PostgresStor
       guard(fence.key, 'fencedWrite');
       return runFencedTransaction({ session, client, exclusive, table: table.quoted, statements: sql, marginMs, fence, write, options: writeOptions });
     },
+
+    list: createPostgresList(session, listStatement(table)),
 
     fencedStatement(lease, text, params = [], statementOptions = {}) {
       return runFencedStatement({ session, storeId: id, lease, text, params, options: statementOptions, checkFenceInput, wrap, guard: (key) => guard(key, 'fencedStatement') });

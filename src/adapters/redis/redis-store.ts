@@ -11,6 +11,7 @@ import { newSecret } from '../../secret.js';
 import type { Store } from '../../store.js';
 import { toConnection, type RedisClient } from './connection.js';
 import { DEFAULT_PREFIX, keyNames } from './keys.js';
+import { createRedisList } from './list.js';
 import { replayWindowOf } from './replay-window.js';
 import { assertNoSeparator, claimArgs, fenceArgs, floorOf, parseLeaseReply, ttlArg, type LeaseReply } from './record.js';
 import { CommandRecorder, type RedisWriteContext } from './recorder.js';
@@ -162,6 +163,8 @@ export function createRedisStore(options: RedisStoreOptions): Store<RedisWriteCo
       const reply = parseLeaseReply(await runScript(connection, SCRIPTS.inspect, [names.record(key, 'lease')], NO_ARGS), key, '');
       return transitions.inspect(reply.record, key, reply.now);
     },
+
+    list: createRedisList(options.client, connection, prefix),
 
     async fencedWrite<T>(fence: Fence, write: (context: RedisWriteContext) => T | Promise<T>, writeOptions: StoreFencedWriteOptions = {}): Promise<FencedWriteOutcome<T>> {
       const { checkpointJson } = writeOptions;

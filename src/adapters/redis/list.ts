@@ -1,0 +1,98 @@
+/**
+ * The Redis store's `list`: one `SCAN` step per page over the adapter's own lease records (`MATCH` on
+ * the namespace and, where the key names allow, on the lease-key prefix), then the page's records read
+ * with the inspect script, all sent at once (one pipelined round trip; the script masks the secret).
+ * On an ioredis Cluster, each master is scanned in turn (in address order); the cursor names the master.
+ *
+ * NOTE: `SCAN` returns every key that exists throughout the iteration; a key may come back twice only if
+ * the server's hash table shrinks during it (lease records are never deleted, so only when other keys of
+ * the database are). A key created during the listing may or may not be listed.
+ */
+import { InvalidArgumentError } from '../../errors.js';
+import type { Inspection } from '../../fence/operations.js';
+import * as transitions from '../../fence/transitions.js';
+import type { StoreListPage, StoreListQuery } from '../../list.js';
+import { toConnection, type RedisClient, type RedisConnection } from './connection.js';
+import { parseLeaseReply } from './record.js';
+import { defineScript, runScript } from './runner.js';
+import { INSPECT_SCRIPT } from './scripts.js';
+
+const INSPECT = defineScript('inspect', INSPECT_SCRIPT);
+const NO_ARGS: string[] = [];
+const RECORD_SUFFIX = ':lease';
+
+/** Escapes the glob characters of `text` for `SCAN ... MATCH`. */
+const glob = (text: string): string => text.replace(/[*?[\]\\]/g, '\\$&');
+
+/** The lease key of a record key name under `namespace` (see `keys.ts`), or `null` when it is not one. */
+export function leaseKeyOf(namespace: string, name: string): string | null {
+  if (!name.startsWith(`${namespace}{`) || !name.endsWith(RECORD_SUFFIX)) return null;
+  const rest = name.slice(namespace.length, -RECORD_SUFFIX.length);
+  const close = rest.indexOf('}');
+  if (close === rest.length - 1) return rest.slice(1, close);
+  return close > 0 && rest[close + 1] === '#' ? rest.slice(close + 2) : null;
+}
+
+/**
+ * The `MATCH` pattern of a listing: a lease key with `}` is spelled out after `#`, so a prefix with one
+ * is matched there; any other prefix may belong to either spelling and is checked on the decoded keys.
+ */
+export function matchPattern(namespace: string, prefix: string): string {
+  return prefix.includes('}') ? `${glob(namespace)}{*}#${glob(prefix)}*${RECORD_SUFFIX}` : `${glob(namespace)}{*${RECORD_SUFFIX}`;
+}
+
+/** A master to scan: its address (the cursor names it) and a connection to it. */
+interface ScanTarget {
+  readonly address: string;
+  readonly connection: RedisConnection;
+}
+
+/** The parts of an ioredis `Cluster` that listing uses. */
+interface IoredisCluster {
+  nodes(role: 'master'): Array<RedisClient & { readonly options: { readonly host?: string; readonly port?: number } }>;
+}
+
+const isCluster = (client: RedisClient): client is RedisClient & IoredisCluster => typeof (client as Partial<IoredisCluster>).nodes === 'function';
+
+/** The masters to scan, in address order (one target, the client itself, when it is not a cluster). */
+function scanTargets(client: RedisClient, connection: RedisConnection): ScanTarget[] {
+  if (!isCluster(client)) return [{ address: '', connection }];
+  return client
+    .nodes('master')
+    .map((node) => ({ address: `${node.options.host ?? 'localhost'}:${node.options.port ?? 6379}`, connection: toConnection(node) }))
+    .sort((a, b) => (a.address < b.address ? -1 : a.address > b.address ? 1 : 0));
+}
+
+/** Splits a cursor `address|scan cursor`. */
+function parseCursor(cursor: string | null): { address: string; scan: string } {
+  if (cursor === null) return { address: '', scan: '0' };
+  const bar = cursor.lastIndexOf('|');
+  const scan = cursor.slice(bar + 1);
+  if (bar < 0 || !/^\d+$/.test(scan)) throw new InvalidArgumentError('cursor is not a cursor this Redis store returned');
+  return { address: cursor.slice(0, bar), scan };
+}
+
+/** Builds `list` for the adapter's records under `namespace`. */
+export function createRedisList(client: RedisClient, connection: RedisConnection, namespace: string): (query: StoreListQuery) => Promise<StoreListPage> {
+  return async ({ prefix, limit, cursor }) => {
+    const position = parseCursor(cursor);
+    const targets = scanTargets(client, connection);
+    // NOTE: the first master at or after the cursor's address (a master that failed over since is skipped).
+    const index = targets.findIndex((target) => target.address >= position.address);
+    const target = targets[index];
+    if (target === undefined) return { leases: [], cursor: null };
+    const scan = target.address === position.address ? position.scan : '0';
+    const reply = (await target.connection.send(['SCAN', scan, 'MATCH', matchPattern(namespace, prefix), 'COUNT', String(limit)])) as [string, string[]];
+    const [nextScan, names] = reply;
+    const keys = [...new Set(names)].map((name) => [name, leaseKeyOf(namespace, name)] as const).filter(([, key]) => key !== null && key.startsWith(prefix));
+    const replies = await Promise.all(keys.map(([name]) => runScript(connection, INSPECT, [name], NO_ARGS)));
+    const leases: Inspection[] = [];
+    keys.forEach(([, key], at) => {
+      const { record, now } = parseLeaseReply(replies[at], key as string, '');
+      if (record !== null) leases.push(transitions.inspect(record, key as string, now));
+    });
+    leases.sort((a, b) => (a.key < b.key ? -1 : a.key > b.key ? 1 : 0));
+    const next = nextScan !== '0' ? `${target.address}|${nextScan}` : index + 1 < targets.length ? `${targets[index + 1]?.address}|0` : null;
+    return { leases, cursor: next };
+  };
+}

@@ -1,0 +1,237 @@
+/**
+ * The `leasefence` command line: list, inspect and revoke leases, inspect and reset token gates, and
+ * watch leases live, on a Postgres or Redis store. `runCli` takes its arguments and streams so tests can
+ * drive it; `bin.ts` runs it on the process.
+ */
+import { parseArgs } from 'node:util';
+import { isLeaseError, isStoreFailure } from '../errors.js';
+import { LIST_STATES, type ListState } from '../list.js';
+import { createOperator, type ListedLease, type Operator } from '../operator.js';
+import { confirm } from './confirm.js';
+import { openStore, operatorGateOf, redactUrl, type OpenedStore } from './connect.js';
+import { CliError, EXIT, type ExitCode } from './exit-codes.js';
+import { formatGate, formatInspection, formatLeaseTable, toJson } from './render.js';
+import { runWatch } from './watch.js';
+
+/** The streams and environment the CLI runs with. */
+export interface CliIo {
+  readonly stdout: NodeJS.WritableStream;
+  readonly stderr: NodeJS.WritableStream;
+  readonly stdin: NodeJS.ReadableStream & { readonly isTTY?: boolean };
+  readonly env: Readonly<Record<string, string | undefined>>;
+  /** Resolves when the user interrupts (Ctrl-C): `watch` stops then. */
+  readonly interrupted?: Promise<void>;
+}
+
+export const USAGE = `Usage: leasefence <command> [options]
+
+Commands:
+  list                      the leases, as a table (--json for scripts)
+  inspect <key>             everything about one lease except its secret
+  revoke <key> --reason R   force-release a lease: its holder is fenced at once
+       [--require-recovery] [--expected-token N] [--by NAME] [--yes]
+  gate inspect <resource>   the lease key and highest token that wrote a gated resource
+  gate reset <resource>     make the gate forget a resource (to re-key it) [--yes]
+  watch                     a live view of the leases, refreshed every --interval seconds
+
+Options:
+  --store URL         postgres://... or redis://... (default: $LEASEFENCE_STORE)
+  --table NAME        Postgres lease table (default leasefence_leases)
+  --gate-table NAME   Postgres token gate table (default leasefence_gates)
+  --prefix NS         Redis key namespace (default leasefence:)
+  --key-prefix P      only keys that start with P (list, watch)
+  --state S           only leases in state S: live, expired, released, revoked, recovery-required (repeatable)
+  --limit N           show at most N leases (list, watch; default 1000)
+  --interval S        watch: seconds between refreshes (default 2)
+  --iterations N      watch: stop after N refreshes (default: until Ctrl-C)
+  --json              machine-readable output (tokens as decimal strings, times as epoch ms)
+  --yes               do not ask for confirmation
+  --help              this text
+
+Exit codes: 0 ok, 1 unexpected failure, 2 bad usage, 3 not found, 4 refused by the store,
+            5 store unavailable (or driver missing), 6 declined at the confirmation.
+`;
+
+const OPTIONS = {
+  store: { type: 'string' },
+  table: { type: 'string' },
+  'gate-table': { type: 'string' },
+  prefix: { type: 'string' },
+  'key-prefix': { type: 'string' },
+  state: { type: 'string', multiple: true },
+  limit: { type: 'string' },
+  interval: { type: 'string' },
+  iterations: { type: 'string' },
+  reason: { type: 'string' },
+  by: { type: 'string' },
+  'expected-token': { type: 'string' },
+  'require-recovery': { type: 'boolean' },
+  json: { type: 'boolean' },
+  yes: { type: 'boolean', short: 'y' },
+  help: { type: 'boolean', short: 'h' },
+} as const;
+
+type Values = ReturnType<typeof parseArgs<{ options: typeof OPTIONS; allowPositionals: true }>>['values'];
+
+/** A positive integer option, or its default. */
+function integerOption(values: Values, name: 'limit' | 'iterations', fallback: number): number {
+  const text = values[name];
+  if (text === undefined) return fallback;
+  if (!/^[1-9]\d{0,8}$/.test(text)) throw new CliError(EXIT.usage, `--${name} must be a positive integer, got ${JSON.stringify(text)}`);
+  return Number(text);
+}
+
+function statesOption(values: Values): ListState[] | undefined {
+  const states = values.state?.flatMap((state) => state.split(','));
+  for (const state of states ?? []) {
+    if (!LIST_STATES.includes(state as ListState)) throw new CliError(EXIT.usage, `--state must be one of ${LIST_STATES.join(', ')}, got ${JSON.stringify(state)}`);
+  }
+  return states as ListState[] | undefined;
+}
+
+/** Up to `limit` leases of the listing. */
+async function collect(operator: Operator, values: Values): Promise<ListedLease[]> {
+  const limit = integerOption(values, 'limit', 1000);
+  const states = statesOption(values);
+  const leases: ListedLease[] = [];
+  const query = { prefix: values['key-prefix'] ?? '', limit: Math.min(limit, 1000), ...(states === undefined ? {} : { states }) };
+  for await (const lease of operator.listAll(query)) {
+    leases.push(lease);
+    if (leases.length >= limit) break;
+  }
+  return leases.sort((a, b) => (a.key < b.key ? -1 : a.key > b.key ? 1 : 0));
+}
+
+/** The one positional argument a command needs. */
+function argument(positionals: readonly string[], at: number, what: string): string {
+  const value = positionals[at];
+  if (value === undefined || value === '') throw new CliError(EXIT.usage, `missing ${what}\n\n${USAGE}`);
+  return value;
+}
+
+async function runCommand(opened: OpenedStore, positionals: readonly string[], values: Values, io: CliIo): Promise<ExitCode> {
+  const json = values.json === true;
+  const out = (text: string): void => void io.stdout.write(`${text}\n`);
+  const gate = operatorGateOf(opened.gate);
+  const operator = createOperator(opened.store, { ...(values.by === undefined ? {} : { by: values.by }), ...(gate === undefined ? {} : { gate }) });
+  const command = positionals[0];
+
+  if (command === 'list') {
+    const leases = await collect(operator, values);
+    out(json ? toJson(leases) : leases.length === 0 ? 'no leases' : formatLeaseTable(leases));
+    return EXIT.ok;
+  }
+
+  if (command === 'inspect') {
+    const inspection = await operator.inspect(argument(positionals, 1, 'the key to inspect'));
+    out(json ? toJson(inspection) : inspection.exists ? formatInspection(inspection) : `no lease ${inspection.key}`);
+    return inspection.exists ? EXIT.ok : EXIT.notFound;
+  }
+
+  if (command === 'revoke') {
+    const key = argument(positionals, 1, 'the key to revoke');
+    const reason = values.reason;
+    if (reason === undefined) throw new CliError(EXIT.usage, 'revoke needs --reason "why" (shown to the holder and the next claimer)');
+    const expected = values['expected-token'];
+    if (expected !== undefined && !/^[1-9]\d*$/.test(expected)) throw new CliError(EXIT.usage, `--expected-token must be a positive integer, got ${JSON.stringify(expected)}`);
+    if (values.yes !== true && io.stdin.isTTY === true) {
+      const current = await operator.inspect(key);
+      const holder = current.grant === null ? 'nothing held' : `token ${current.grant.token}, held by ${current.grant.holder}${current.grant.runId === null ? '' : `, run ${current.grant.runId}`}`;
+      if (!(await confirm(io, `Revoke ${key} (${holder})? The holder is fenced at once. [y/N] `))) {
+        io.stderr.write('not revoked\n');
+        return EXIT.aborted;
+      }
+    }
+    const outcome = await operator.revoke(key, {
+      reason,
+      requireRecovery: values['require-recovery'] === true,
+      ...(expected === undefined ? {} : { expectedToken: BigInt(expected) }),
+    });
+    if (json) out(toJson(outcome));
+    if (!outcome.ok) {
+      if (!json) io.stderr.write(`not revoked: ${key} is ${outcome.reason}${outcome.token === null ? '' : ` (token ${outcome.token})`}\n`);
+      return outcome.reason === 'missing' ? EXIT.notFound : EXIT.refused;
+    }
+    const { revoked } = outcome;
+    if (!json) {
+      out(`revoked ${key}: token ${revoked.token} (${revoked.holder}${revoked.runId === null ? '' : `, run ${revoked.runId}`}) is fenced; token is now ${outcome.token}${outcome.recoveryRequired ? '; the next claim must recover the checkpoint' : ''}`);
+    }
+    return EXIT.ok;
+  }
+
+  if (command === 'gate') {
+    const action = positionals[1];
+    if (action !== 'inspect' && action !== 'reset') throw new CliError(EXIT.usage, `gate needs inspect or reset, got ${JSON.stringify(action ?? '')}`);
+    const resource = argument(positionals, 2, 'the gated resource');
+    if (gate === undefined) throw new CliError(EXIT.failure, `this store's token gate cannot ${action} resources yet (this leasefence version lacks TokenGate.${action})`);
+    if (action === 'reset' && values.yes !== true && io.stdin.isTTY === true) {
+      if (!(await confirm(io, `Forget the highest token of ${resource}? Any lease's token may then write it. [y/N] `))) {
+        io.stderr.write('not reset\n');
+        return EXIT.aborted;
+      }
+    }
+    const result = action === 'inspect' ? await operator.gateInspect(resource) : await operator.gateReset(resource);
+    out(json ? toJson(result) : formatGate(result, action === 'inspect' ? 'holds' : 'forgot'));
+    return action === 'inspect' && result.found === null ? EXIT.notFound : EXIT.ok;
+  }
+
+  if (command === 'watch') {
+    const intervalText = values.interval ?? '2';
+    const interval = Number(intervalText);
+    if (!Number.isFinite(interval) || interval < 0.1 || interval > 3600) throw new CliError(EXIT.usage, `--interval must be seconds from 0.1 to 3600, got ${JSON.stringify(intervalText)}`);
+    const iterations = values.iterations === undefined ? Number.POSITIVE_INFINITY : integerOption(values, 'iterations', 1);
+    await runWatch({
+      frame: () => collect(operator, values),
+      title: `leasefence watch ${redactUrl(values.store ?? io.env['LEASEFENCE_STORE'] ?? '')}`.trimEnd(),
+      intervalMs: interval * 1000,
+      iterations,
+      json,
+      io,
+    });
+    return EXIT.ok;
+  }
+
+  throw new CliError(EXIT.usage, `unknown command ${JSON.stringify(command ?? '')}\n\n${USAGE}`);
+}
+
+/** The exit code and one-line message of a failure. */
+function failureOf(error: unknown): { code: ExitCode; message: string } {
+  if (error instanceof CliError) return { code: error.code, message: error.message };
+  if (isLeaseError(error, 'INVALID_ARGUMENT')) return { code: EXIT.usage, message: error.message };
+  if (isStoreFailure(error)) return { code: EXIT.unavailable, message: error.message };
+  const message = error instanceof Error ? error.message : String(error);
+  return { code: EXIT.failure, message: `unexpected failure: ${message}` };
+}
+
+/** Runs the CLI on `argv` (without node and the script) and returns its exit code. */
+export async function runCli(argv: readonly string[], io: CliIo): Promise<ExitCode> {
+  let opened: OpenedStore | null = null;
+  try {
+    let parsed;
+    try {
+      parsed = parseArgs({ args: [...argv], options: OPTIONS, allowPositionals: true, strict: true });
+    } catch (error) {
+      throw new CliError(EXIT.usage, `${error instanceof Error ? error.message : String(error)}\n\n${USAGE}`);
+    }
+    const { values, positionals } = parsed;
+    if (values.help === true || positionals.length === 0) {
+      io.stdout.write(USAGE);
+      return positionals.length === 0 && values.help !== true ? EXIT.usage : EXIT.ok;
+    }
+    const url = values.store ?? io.env['LEASEFENCE_STORE'];
+    if (url === undefined || url === '') throw new CliError(EXIT.usage, 'no store: pass --store postgres://... or redis://..., or set LEASEFENCE_STORE');
+    opened = await openStore({
+      url,
+      ...(values.table === undefined ? {} : { table: values.table }),
+      ...(values['gate-table'] === undefined ? {} : { gateTable: values['gate-table'] }),
+      ...(values.prefix === undefined ? {} : { prefix: values.prefix }),
+    });
+    return await runCommand(opened, positionals, values, io);
+  } catch (error) {
+    const { code, message } = failureOf(error);
+    io.stderr.write(`leasefence: ${message}\n`);
+    return code;
+  } finally {
+    await opened?.close().catch(() => undefined);
+  }
+}

@@ -1,0 +1,84 @@
+/**
+ * How the CLI shows leases: table cells with relative times for people, JSON (tokens as decimal
+ * strings, times as epoch ms of the store's clock) for scripts.
+ */
+import type { Ending } from '../fence/types.js';
+import type { LeaseInspection } from '../leases.js';
+import type { ListedLease } from '../operator.js';
+import type { GateInspection } from '../operator.js';
+import { formatDuration, formatRelative } from './durations.js';
+import { formatTable } from './table.js';
+
+/** JSON text with bigints as decimal strings. */
+export function toJson(value: unknown): string {
+  return JSON.stringify(value, (_, field: unknown) => (typeof field === 'bigint' ? field.toString() : field), 2);
+}
+
+const runOf = (runId: string | null): string => (runId === null ? '' : `, run ${runId}`);
+
+/** `held 6 h by ramp-cron, run r5`, or `-` when nothing is held. */
+export function describeHolder(lease: Pick<ListedLease, 'grant' | 'now'>): string {
+  const { grant, now } = lease;
+  return grant === null ? '-' : `held ${formatDuration(now - grant.acquiredAt)} by ${grant.holder}${runOf(grant.runId)}`;
+}
+
+/** `expires in 12 s`, `expired 3 s ago`, `never`, or `-` when nothing is held. */
+export function describeExpiry(lease: Pick<ListedLease, 'grant' | 'now'>): string {
+  const { grant, now } = lease;
+  if (grant === null) return '-';
+  if (grant.expiresAt === null) return 'never';
+  return grant.live ? `expires ${formatRelative(grant.expiresAt, now)}` : `expired ${formatRelative(grant.expiresAt, now)}`;
+}
+
+/** `revoked 2 min ago by ops: stuck (token 7, ramp-cron, run r5)`, or `-`. */
+export function describeEnding(ending: Ending | null, now: number): string {
+  if (ending === null) return '-';
+  const by = ending.kind === 'revoked' && ending.by !== null ? ` by ${ending.by}` : '';
+  const reason = ending.reason === null ? '' : `: ${ending.reason}`;
+  return `${ending.kind} ${formatRelative(ending.at, now)}${by}${reason} (token ${ending.token}, ${ending.holder}${runOf(ending.runId)})`;
+}
+
+/** The state, with a pending recovery spelled out. */
+const stateOf = (lease: ListedLease): string => (lease.recoveryRequired ? `${lease.state}, recovery required` : lease.state);
+
+/** The `list` / `watch` table. */
+export function formatLeaseTable(leases: readonly ListedLease[]): string {
+  return formatTable(
+    ['KEY', 'STATE', 'TOKEN', 'HOLDER', 'EXPIRES', 'CHECKPOINT', 'LAST ENDING'],
+    leases.map((lease) => [
+      lease.key,
+      stateOf(lease),
+      lease.token.toString(),
+      describeHolder(lease),
+      describeExpiry(lease),
+      lease.checkpoint === null ? '-' : `token ${lease.checkpoint.token}, ${formatRelative(lease.checkpoint.writtenAt, lease.now)}`,
+      describeEnding(lease.ending, lease.now),
+    ]),
+  );
+}
+
+/** The `inspect` view: one field per line, then the checkpoint as JSON. */
+export function formatInspection(inspection: LeaseInspection): string {
+  const { grant, now } = inspection;
+  const rows: string[][] = [
+    ['key', inspection.key],
+    ['token', inspection.token.toString()],
+    ['holder', describeHolder(inspection)],
+    ['expires', describeExpiry(inspection)],
+  ];
+  if (grant !== null && Object.keys(grant.attributes).length > 0) rows.push(['attributes', JSON.stringify(grant.attributes)]);
+  rows.push(['last ending', describeEnding(inspection.ending, now)]);
+  rows.push(['recovery', inspection.recoveryRequired ? 'required: the next claim must say `recovering`' : 'none pending']);
+  const { checkpoint } = inspection;
+  rows.push(['checkpoint', checkpoint === null ? '-' : `token ${checkpoint.token}, written ${formatRelative(checkpoint.writtenAt, now)}`]);
+  rows.push(['store time', new Date(now).toISOString()]);
+  const table = formatTable(['FIELD', 'VALUE'], rows);
+  return checkpoint === null ? table : `${table}\n\n${JSON.stringify(checkpoint.value, null, 2)}`;
+}
+
+/** The `gate inspect|reset` view. */
+export function formatGate(inspection: GateInspection, verb: 'holds' | 'forgot'): string {
+  const { resource, found } = inspection;
+  if (found === null) return verb === 'holds' ? `gate ${resource}: no token recorded` : `gate ${resource}: nothing to forget`;
+  return `gate ${resource}: ${verb} token ${found.token} of lease ${found.key}`;
+}

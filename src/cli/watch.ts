@@ -1,0 +1,58 @@
+/**
+ * `leasefence watch`: redraws the lease table every interval (on a terminal: in place, clearing the
+ * screen; otherwise: one frame after another, separated by a blank line), until interrupted or after
+ * `iterations` frames. A failed refresh shows its error and the next one tries again.
+ */
+import type { ListedLease } from '../operator.js';
+import type { CliIo } from './main.js';
+import { formatLeaseTable, toJson } from './render.js';
+
+/** What `runWatch` draws and how often. */
+export interface WatchOptions {
+  /** Reads one frame's leases. */
+  readonly frame: () => Promise<ListedLease[]>;
+  readonly title: string;
+  readonly intervalMs: number;
+  readonly iterations: number;
+  /** One JSON document per line per frame instead of a table. */
+  readonly json: boolean;
+  readonly io: CliIo;
+}
+
+const CLEAR_SCREEN = '\u001b[H\u001b[2J';
+
+/** Runs the live view until interrupted or `iterations` frames were drawn. */
+export async function runWatch(options: WatchOptions): Promise<void> {
+  const { io, json } = options;
+  const terminal = (io.stdout as { isTTY?: boolean }).isTTY === true;
+  let stopped = false;
+  void io.interrupted?.then(() => {
+    stopped = true;
+  });
+  for (let drawn = 0; drawn < options.iterations && !stopped; drawn += 1) {
+    let body: string;
+    try {
+      const leases = await options.frame();
+      body = json ? JSON.stringify(JSON.parse(toJson({ at: Date.now(), leases }))) : leases.length === 0 ? 'no leases' : formatLeaseTable(leases);
+    } catch (error) {
+      body = `refresh failed: ${error instanceof Error ? error.message : String(error)}`;
+    }
+    if (json) io.stdout.write(`${body}\n`);
+    else {
+      const header = `${options.title}  ${new Date().toISOString()}  every ${options.intervalMs / 1000} s, Ctrl-C to quit`;
+      io.stdout.write(`${terminal ? CLEAR_SCREEN : drawn > 0 ? '\n' : ''}${header}\n\n${body}\n`);
+    }
+    if (drawn + 1 < options.iterations) await sleep(options.intervalMs, io.interrupted);
+  }
+}
+
+/** Waits `ms`, or less when `interrupted` settles first. */
+function sleep(ms: number, interrupted: Promise<void> | undefined): Promise<void> {
+  return new Promise((resolve) => {
+    const timer = setTimeout(resolve, ms);
+    void interrupted?.then(() => {
+      clearTimeout(timer);
+      resolve();
+    });
+  });
+}

@@ -1,0 +1,150 @@
+/**
+ * What leasefence tells observers, on `node:diagnostics_channel`: one `TracingChannel` per lease operation
+ * (`tracing:leasefence:claim:start`, `...:end`, `...:asyncStart`, `...:asyncEnd`, `...:error`) and a
+ * channel for a lease `withLease` lost (`leasefence:lease-lost`). Subscribe from any copy of leasefence in
+ * the process: channels are global by name.
+ *
+ * - **No secrets.** A context carries the key, token, holder and run id, and the outcome as a summary
+ *   built here (never the lease handle, whose `fence()` holds the secret, nor a fenced write's value).
+ * - **Zero cost unsubscribed.** Each operation checks its channels' `hasSubscribers` and, when nobody
+ *   listens, calls straight through: no context object, no closure (see BENCHMARKS.md).
+ *
+ * ```ts
+ * import diagnostics_channel from 'node:diagnostics_channel';
+ * diagnostics_channel.tracingChannel('leasefence:fencedWrite').subscribe({
+ *   asyncEnd: (event) => { if (!event.outcome.ok) log.warn({ key: event.key, reason: event.outcome.reason }, 'fenced write refused'); },
+ * });
+ * ```
+ */
+import { tracingChannel, channel, type TracingChannel } from 'node:diagnostics_channel';
+import type { LeaseError } from './errors.js';
+import type { EndingKind, StoreTime } from './fence/types.js';
+
+/** The operations that publish on a `TracingChannel` named `leasefence:<operation>`. */
+export type LeaseOperation = 'claim' | 'renew' | 'checkpoint' | 'fencedWrite' | 'release' | 'revoke' | 'recover';
+
+/** Every traced operation, in the order of a lease's life. */
+export const LEASE_OPERATIONS: readonly LeaseOperation[] = ['claim', 'renew', 'checkpoint', 'fencedWrite', 'release', 'revoke', 'recover'];
+
+/** How an operation ended, as observers see it. */
+export type OperationOutcome =
+  /** A claim that was granted: its grant, and how the previous one ended (for takeover latency). */
+  | {
+      readonly ok: true;
+      readonly result: 'granted';
+      readonly token: bigint;
+      readonly acquiredAt: StoreTime;
+      readonly expiresAt: StoreTime | null;
+      readonly previous: { readonly kind: EndingKind; readonly token: bigint; readonly at: StoreTime } | null;
+      readonly now: StoreTime;
+    }
+  /** A claim that was refused: held by another grant, or waiting for a recovering claim. */
+  | { readonly ok: false; readonly result: 'held' | 'recovery-required'; readonly reason: 'held' | 'recovery-required'; readonly token: bigint; readonly holder: string | null; readonly now: StoreTime }
+  /** A renew that extended the grant; `marginMs`: how much of the grant was left, by its previous expiry, when it landed. */
+  | { readonly ok: true; readonly result: 'renewed'; readonly token: bigint; readonly expiresAt: StoreTime | null; readonly marginMs: number | null; readonly now: StoreTime }
+  /** Any other operation that applied (`token`: the key's token afterwards; for a revoke, the moved-on one). */
+  | { readonly ok: true; readonly result: 'applied'; readonly token: bigint; readonly now: StoreTime }
+  /** A refusal: a fence verdict's reason, or a revoke's (`missing`, `not-held`, `superseded`). */
+  | { readonly ok: false; readonly result: 'refused'; readonly reason: string; readonly token: bigint | null; readonly now: StoreTime };
+
+/** The context object of every event of one operation (the same object from `start` to `asyncEnd`). */
+export interface OperationEvent {
+  readonly operation: LeaseOperation;
+  readonly key: string;
+  /** The lease's token (`null` for a claim, until its outcome). */
+  readonly token: bigint | null;
+  /** The worker (for a revoke: the operator) that ran it. */
+  readonly holder: string;
+  readonly runId: string | null;
+  /** Set before `asyncStart` when the operation resolved. */
+  outcome?: OperationOutcome;
+  /** Set before `error` when the operation threw (bad input, store unavailable, outcome unknown). */
+  error?: unknown;
+}
+
+/** What `leasefence:lease-lost` publishes: `withLease` aborted its signal. */
+export interface LeaseLostEvent {
+  readonly key: string;
+  readonly token: bigint;
+  readonly holder: string;
+  readonly runId: string | null;
+  /** `LEASE_LOST` (a store refused the fence) or `LEASE_UNCONFIRMED` (no renewal confirmed in time). */
+  readonly code: string;
+  /** For `LEASE_LOST`: the fence refusal's reason (`expired`, `revoked`, `superseded`, ...). */
+  readonly reason: string | null;
+  /** The error's message (describes the refusal: tokens, holders, run ids; never the secret). */
+  readonly message: string;
+}
+
+/** The name of the channel `withLease` publishes a lost lease on. */
+export const LEASE_LOST_CHANNEL = 'leasefence:lease-lost';
+
+const channels = Object.fromEntries(LEASE_OPERATIONS.map((operation) => [operation, tracingChannel<unknown, OperationEvent>(`leasefence:${operation}`)])) as Readonly<
+  Record<LeaseOperation, TracingChannel<unknown, OperationEvent>>
+>;
+const leaseLost = channel(LEASE_LOST_CHANNEL);
+
+/** The tracing channel of `operation` (`leasefence:<operation>`). */
+export function operationChannel(operation: LeaseOperation): TracingChannel<unknown, OperationEvent> {
+  return channels[operation];
+}
+
+/** Whether anyone listens to any event of `traced`. NOTE: each sub-channel, as `TracingChannel.hasSubscribers` is Node >= 20.13. */
+export function isObserved(traced: TracingChannel<unknown, OperationEvent>): boolean {
+  return traced.start.hasSubscribers || traced.end.hasSubscribers || traced.asyncStart.hasSubscribers || traced.asyncEnd.hasSubscribers || traced.error.hasSubscribers;
+}
+
+/**
+ * Runs `run` with the events of one operation: `start`, `end` once `run` returned its promise, then
+ * `error` (if it rejected), `asyncStart` and `asyncEnd` with `outcome` or `error` set. Call only when
+ * `isObserved`: the caller skips building `event` otherwise.
+ */
+export async function traceOperation<T>(
+  traced: TracingChannel<unknown, OperationEvent>,
+  event: OperationEvent,
+  run: () => Promise<T>,
+  summarize: (result: T) => OperationOutcome,
+): Promise<T> {
+  traced.start.publish(event);
+  let pending: Promise<T>;
+  try {
+    pending = run();
+  } catch (error) {
+    event.error = error;
+    traced.error.publish(event);
+    throw error;
+  } finally {
+    traced.end.publish(event);
+  }
+  try {
+    const result = await pending;
+    event.outcome = summarize(result);
+    traced.asyncStart.publish(event);
+    traced.asyncEnd.publish(event);
+    return result;
+  } catch (error) {
+    if (event.outcome === undefined) {
+      event.error = error;
+      traced.error.publish(event);
+      traced.asyncStart.publish(event);
+      traced.asyncEnd.publish(event);
+    }
+    throw error;
+  }
+}
+
+/** Publishes that `withLease` lost `lease` (no-op when nobody listens). */
+export function publishLeaseLost(lease: { readonly key: string; readonly token: bigint; readonly holder: string; readonly runId: string | null }, error: LeaseError): void {
+  if (!leaseLost.hasSubscribers) return;
+  const refusal = (error as { refusal?: { reason?: string } }).refusal;
+  const event: LeaseLostEvent = {
+    key: lease.key,
+    token: lease.token,
+    holder: lease.holder,
+    runId: lease.runId,
+    code: error.code,
+    reason: refusal?.reason ?? null,
+    message: error.message,
+  };
+  leaseLost.publish(event);
+}

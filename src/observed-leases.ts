@@ -1,0 +1,127 @@
+/**
+ * Publishes the events of `events.ts` around a `Leases` object's operations, in place: each operation
+ * checks whether anyone listens and otherwise calls the original directly. The summaries keep what
+ * metrics and logs need and nothing secret (a lease handle never leaves here).
+ */
+import {
+  isObserved,
+  operationChannel,
+  traceOperation,
+  type LeaseOperation,
+  type OperationEvent,
+  type OperationOutcome,
+} from './events.js';
+import type { FenceRefusal, StoreTime } from './fence/types.js';
+import type { Leases } from './leases.js';
+
+type Refusal = FenceRefusal;
+
+/** A fence refusal as an outcome. */
+const refused = (refusal: Refusal): OperationOutcome => ({ ok: false, result: 'refused', reason: refusal.reason, token: refusal.found.token, now: refusal.now });
+
+/** `applied` or `refused`, for operations that return `{ ok: true, now }` or a fence refusal. */
+const appliedOrRefused =
+  (token: bigint) =>
+  (outcome: { readonly ok: true; readonly now: StoreTime } | Refusal): OperationOutcome =>
+    outcome.ok ? { ok: true, result: 'applied', token, now: outcome.now } : refused(outcome);
+
+/** The non-secret fields of a lease argument (which may be anything: the operation validates it). */
+function leaseEvent(operation: LeaseOperation, lease: unknown): OperationEvent {
+  const fields = (typeof lease === 'object' && lease !== null ? lease : {}) as { key?: unknown; token?: unknown; holder?: unknown; runId?: unknown };
+  return {
+    operation,
+    key: typeof fields.key === 'string' ? fields.key : '',
+    token: typeof fields.token === 'bigint' ? fields.token : null,
+    holder: typeof fields.holder === 'string' ? fields.holder : '',
+    runId: typeof fields.runId === 'string' ? fields.runId : null,
+  };
+}
+
+const tokenOf = (event: OperationEvent): bigint => event.token ?? 0n;
+
+/** Wraps the operations of `leases` (in place) so that they publish their events; returns it. */
+export function observeLeases<L extends Leases>(leases: L): L {
+  const { claim, renew, checkpoint, fencedWrite, release, revoke, recover } = leases;
+  const channel = {
+    claim: operationChannel('claim'),
+    renew: operationChannel('renew'),
+    checkpoint: operationChannel('checkpoint'),
+    fencedWrite: operationChannel('fencedWrite'),
+    release: operationChannel('release'),
+    revoke: operationChannel('revoke'),
+    recover: operationChannel('recover'),
+  };
+  const { holder } = leases;
+
+  leases.claim = (key, options) => {
+    if (!isObserved(channel.claim)) return claim(key, options);
+    const runId = typeof options?.runId === 'string' ? options.runId : null;
+    const event: OperationEvent = { operation: 'claim', key: typeof key === 'string' ? key : '', token: null, holder, runId };
+    return traceOperation(channel.claim, event, () => claim(key, options), (result): OperationOutcome => {
+      if (!result.ok) {
+        const heldBy = result.reason === 'held' ? result.holder : null;
+        return { ok: false, result: result.reason, reason: result.reason, token: result.token, holder: heldBy, now: result.now };
+      }
+      const { lease, previous } = result;
+      const acquiredAt = lease.acquiredAt ?? 0;
+      return {
+        ok: true,
+        result: 'granted',
+        token: lease.token,
+        acquiredAt,
+        expiresAt: lease.expiresAt,
+        previous: previous === null ? null : { kind: previous.kind, token: previous.token, at: previous.at },
+        now: acquiredAt,
+      };
+    });
+  };
+
+  leases.renew = (lease, options) => {
+    if (!isObserved(channel.renew)) return renew(lease, options);
+    const event = leaseEvent('renew', lease);
+    const before = (lease as { expiresAt?: unknown } | null)?.expiresAt;
+    return traceOperation(channel.renew, event, () => renew(lease, options), (outcome): OperationOutcome => {
+      if (!outcome.ok) return refused(outcome);
+      const marginMs = typeof before === 'number' ? before - outcome.now : null;
+      return { ok: true, result: 'renewed', token: outcome.token, expiresAt: outcome.expiresAt, marginMs, now: outcome.now };
+    });
+  };
+
+  leases.checkpoint = (lease, value, options) => {
+    if (!isObserved(channel.checkpoint)) return checkpoint(lease, value, options);
+    const event = leaseEvent('checkpoint', lease);
+    return traceOperation(channel.checkpoint, event, () => checkpoint(lease, value, options), appliedOrRefused(tokenOf(event)));
+  };
+
+  leases.fencedWrite = (lease, write, options) => {
+    if (!isObserved(channel.fencedWrite)) return fencedWrite(lease, write, options);
+    const event = leaseEvent('fencedWrite', lease);
+    // NOTE: the summary drops the write's value: it is the application's data, not an observer's.
+    return traceOperation(channel.fencedWrite, event, () => fencedWrite(lease, write, options), appliedOrRefused(tokenOf(event)));
+  };
+
+  leases.release = (lease, options) => {
+    if (!isObserved(channel.release)) return release(lease, options);
+    const event = leaseEvent('release', lease);
+    return traceOperation(channel.release, event, () => release(lease, options), appliedOrRefused(tokenOf(event)));
+  };
+
+  leases.revoke = (key, options) => {
+    if (!isObserved(channel.revoke)) return revoke(key, options);
+    const by = (options as { by?: unknown } | null)?.by;
+    const event: OperationEvent = { operation: 'revoke', key: typeof key === 'string' ? key : '', token: null, holder: typeof by === 'string' ? by : 'operator', runId: null };
+    return traceOperation(channel.revoke, event, () => revoke(key, options), (outcome): OperationOutcome =>
+      outcome.ok
+        ? { ok: true, result: 'applied', token: outcome.token, now: outcome.now }
+        : { ok: false, result: 'refused', reason: outcome.reason, token: outcome.token, now: outcome.now },
+    );
+  };
+
+  leases.recover = (lease, action) => {
+    if (!isObserved(channel.recover)) return recover(lease, action);
+    const event = leaseEvent('recover', lease);
+    return traceOperation(channel.recover, event, () => recover(lease, action), appliedOrRefused(tokenOf(event)));
+  };
+
+  return leases;
+}

@@ -1,0 +1,177 @@
+/**
+ * The operators' entry point: list, inspect and revoke leases, and inspect or reset token gates, without
+ * being a worker (no holder id). Input is validated before any I/O, as everywhere in leasefence.
+ */
+import { InvalidArgumentError } from './errors.js';
+import type { RevokeOutcome } from './fence/operations.js';
+import type { StoreTime } from './fence/types.js';
+import { createLeases, type LeaseInspection, type RevokeOptions } from './leases.js';
+import {
+  DEFAULT_LIST_LIMIT,
+  leaseState,
+  matchesStates,
+  toStateFilter,
+  toStoreListQuery,
+  type LeaseState,
+  type ListState,
+} from './list.js';
+import type { Store } from './store.js';
+import { assertName } from './validate.js';
+
+/** What a token gate tells an operator about a resource (see `TokenGate.inspect` / `reset`). */
+export interface GateInspection {
+  readonly resource: string;
+  /** The lease key and highest token that wrote the resource (`null`: none, or forgotten). */
+  readonly found: { readonly key: string; readonly token: bigint } | null;
+}
+
+/** The operator side of a token gate: what its `inspect` and `reset` take and give. */
+export interface OperatorGate {
+  /** The lease key and highest token that wrote `resource`. */
+  inspect(resource: string): Promise<GateInspection>;
+  /** Forgets `resource` (to re-key it) and says what it forgot. */
+  reset(resource: string): Promise<GateInspection>;
+}
+
+/** Options of `createOperator`. */
+export interface OperatorOptions {
+  /** A token gate to inspect and reset. */
+  readonly gate?: OperatorGate;
+  /**
+   * Who revokes, recorded on every revoke unless the call says otherwise.
+   * @default 'operator'
+   */
+  readonly by?: string;
+}
+
+/** A listing query. */
+export interface ListQuery {
+  /** Only keys that start with this text. @default '' (every key) */
+  readonly prefix?: string;
+  /** Only leases in one of these states (`recovery-required`: with a pending recovery). @default every state */
+  readonly states?: readonly ListState[];
+  /** How many records one call examines (1 to 1000): a page may return fewer. @default 100 */
+  readonly limit?: number;
+  /** The `cursor` of the previous page. @default null (from the start) */
+  readonly cursor?: string | null;
+}
+
+/** A lease as listed: its inspection (no checkpoint body) and its state. */
+export interface ListedLease {
+  readonly key: string;
+  readonly state: LeaseState;
+  readonly token: bigint;
+  readonly grant: LeaseInspection['grant'];
+  readonly ending: LeaseInspection['ending'];
+  /** The checkpoint's token and time (its JSON stays in the store: `inspect` the key to read it). */
+  readonly checkpoint: { readonly token: bigint; readonly writtenAt: StoreTime } | null;
+  readonly recoveryRequired: boolean;
+  /** The store's now when this lease was read. */
+  readonly now: StoreTime;
+}
+
+/** A page of leases. */
+export interface LeasePage {
+  readonly leases: readonly ListedLease[];
+  /** Pass it back as `cursor` for the next page; `null` when the listing is complete. */
+  readonly cursor: string | null;
+}
+
+/** The operators' API on one store. */
+export interface Operator {
+  readonly store: Store;
+  /**
+   * One page of leases: in key order on memory and Postgres; in `SCAN` order on Redis (sorted within the
+   * page, and `limit` is `SCAN`'s `COUNT`, so a page may hold a few more). Each call examines about
+   * `limit` records (O(limit)), so a filtered page may be short or empty while `cursor` is not `null`.
+   * A key that exists throughout a listing is listed once; each listed lease was true at some moment of
+   * its call.
+   */
+  list(query?: ListQuery): Promise<LeasePage>;
+  /** Every lease matching `query`, page after page. */
+  listAll(query?: Omit<ListQuery, 'cursor'>): AsyncIterable<ListedLease>;
+  /** Everything about `key` except the secret, with its checkpoint parsed. */
+  inspect(key: string): Promise<LeaseInspection>;
+  /** Force-releases `key`: the holder is fenced at once, the checkpoint kept for recovery. */
+  revoke(key: string, options: RevokeOptions): Promise<RevokeOutcome>;
+  /** What the gate remembers for `resource` (throws when no gate was given). */
+  gateInspect(resource: string): Promise<GateInspection>;
+  /** Makes the gate forget `resource` (throws when no gate was given). */
+  gateReset(resource: string): Promise<GateInspection>;
+}
+
+/**
+ * Creates the operators' API on a store (and optionally a token gate).
+ *
+ * ```ts
+ * const operator = createOperator(store, { by: 'ops:alice' });
+ * for await (const lease of operator.listAll({ prefix: 'job:', states: ['live'] })) console.log(lease.key, lease.grant?.holder);
+ * await operator.revoke('job:42', { reason: 'stuck since 03:00', requireRecovery: true });
+ * ```
+ */
+export function createOperator(store: Store, options: OperatorOptions = {}): Operator {
+  const by = options.by ?? 'operator';
+  assertName('by', by);
+  // NOTE: the holder id is never used: an operator only inspects and revokes, which record `by` instead.
+  const leases = createLeases(store, { holder: 'leasefence-operator' });
+  const { gate } = options;
+
+  const requireGate = (): OperatorGate => {
+    if (gate === undefined) throw new InvalidArgumentError('this operator has no token gate (pass `gate` to createOperator)');
+    return gate;
+  };
+
+  const operator: Operator = {
+    store,
+
+    async list(query = {}) {
+      const storeQuery = toStoreListQuery(query.prefix ?? '', query.limit ?? DEFAULT_LIST_LIMIT, query.cursor ?? null);
+      const states = toStateFilter(query.states);
+      if (store.list === undefined) throw new InvalidArgumentError(`the store ${store.id} cannot list leases (it has no \`list\`)`);
+      const page = await store.list(storeQuery);
+      const listed: ListedLease[] = [];
+      for (const inspection of page.leases) {
+        if (!inspection.exists || !matchesStates(inspection, states)) continue;
+        const { key, token, grant, ending, checkpoint, recoveryRequired, now } = inspection;
+        listed.push({
+          key,
+          state: leaseState(inspection),
+          token,
+          grant,
+          ending,
+          checkpoint: checkpoint === null ? null : { token: checkpoint.token, writtenAt: checkpoint.writtenAt },
+          recoveryRequired,
+          now,
+        });
+      }
+      return { leases: listed, cursor: page.cursor };
+    },
+
+    async *listAll(query = {}) {
+      let cursor: string | null = null;
+      do {
+        const page: LeasePage = await operator.list({ ...query, cursor });
+        yield* page.leases;
+        cursor = page.cursor;
+      } while (cursor !== null);
+    },
+
+    inspect: (key) => leases.inspect(key),
+
+    async revoke(key, revokeOptions) {
+      if (typeof revokeOptions !== 'object' || revokeOptions === null) throw new InvalidArgumentError('revoke needs options with a reason');
+      return leases.revoke(key, { ...revokeOptions, by: revokeOptions.by ?? by });
+    },
+
+    async gateInspect(resource) {
+      assertName('resource', resource);
+      return requireGate().inspect(resource);
+    },
+
+    async gateReset(resource) {
+      assertName('resource', resource);
+      return requireGate().reset(resource);
+    },
+  };
+  return operator;
+}

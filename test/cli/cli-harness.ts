@@ -1,0 +1,80 @@
+/**
+ * Runs the `leasefence` CLI as a separate process (node + tsx on the sources), as a user would, and in a
+ * tmux pseudo-terminal for the interactive parts.
+ */
+import { execFile, spawn } from 'node:child_process';
+import { existsSync } from 'node:fs';
+import { join, resolve } from 'node:path';
+import { promisify } from 'node:util';
+
+const ROOT = resolve(import.meta.dirname, '..', '..');
+/** tsx's loader by absolute path, so the CLI can run from any working directory. */
+const TSX_LOADER = join(ROOT, 'node_modules', 'tsx', 'dist', 'loader.mjs');
+const BIN = join(ROOT, 'src', 'cli', 'bin.ts');
+
+/** The command line that runs the CLI. */
+export const CLI_COMMAND: readonly string[] = ['node', '--import', TSX_LOADER, BIN];
+
+/** What a CLI run printed and its exit code. */
+export interface CliRun {
+  readonly code: number;
+  readonly stdout: string;
+  readonly stderr: string;
+}
+
+/** Runs the CLI with `args` (stdin: `input`, or empty and not a terminal). */
+export function runCli(args: readonly string[], options: { readonly cwd?: string; readonly env?: Record<string, string>; readonly input?: string } = {}): Promise<CliRun> {
+  if (!existsSync(TSX_LOADER)) throw new Error(`tsx loader not found at ${TSX_LOADER}`);
+  return new Promise((done, fail) => {
+    const child = spawn(CLI_COMMAND[0] as string, [...CLI_COMMAND.slice(1), ...args], {
+      cwd: options.cwd ?? ROOT,
+      env: { ...process.env, LEASEFENCE_STORE: '', ...options.env },
+      stdio: ['pipe', 'pipe', 'pipe'],
+    });
+    let stdout = '';
+    let stderr = '';
+    child.stdout.on('data', (chunk: Buffer) => void (stdout += chunk.toString()));
+    child.stderr.on('data', (chunk: Buffer) => void (stderr += chunk.toString()));
+    child.on('error', fail);
+    child.on('close', (code) => done({ code: code ?? -1, stdout, stderr }));
+    child.stdin.end(options.input ?? '');
+  });
+}
+
+const exec = promisify(execFile);
+
+/** A tmux session (its own server socket) running one command in a pseudo-terminal. */
+export interface TerminalSession {
+  /** The visible screen, as text. */
+  screen(): Promise<string>;
+  /** Types `text` (tmux key names allowed, e.g. `Enter`). */
+  type(...keys: string[]): Promise<void>;
+  /** Waits until the screen matches `pattern` (or throws after `timeoutMs`), and returns it. */
+  waitFor(pattern: RegExp, timeoutMs?: number): Promise<string>;
+  close(): Promise<void>;
+}
+
+/** Starts `command` (shell words, already quoted) in a new tmux session of 200 x 50 cells. */
+export async function startTerminal(command: string): Promise<TerminalSession> {
+  const socket = `leasefence-cli-${process.pid}-${Math.random().toString(36).slice(2, 8)}`;
+  const tmux = (...args: string[]) => exec('tmux', ['-L', socket, ...args]);
+  await tmux('new-session', '-d', '-s', 'cli', '-x', '200', '-y', '50', `cd ${ROOT} && ${command}; echo "[exit $?]"; sleep 60`);
+  const screen = async (): Promise<string> => (await tmux('capture-pane', '-p', '-t', 'cli')).stdout;
+  return {
+    screen,
+    type: async (...keys) => void (await tmux('send-keys', '-t', 'cli', ...keys)),
+    async waitFor(pattern, timeoutMs = 20_000) {
+      const deadline = Date.now() + timeoutMs;
+      for (;;) {
+        const text = await screen();
+        if (pattern.test(text)) return text;
+        if (Date.now() > deadline) throw new Error(`the terminal never showed ${pattern}; it shows:\n${text}`);
+        await new Promise((wait) => setTimeout(wait, 150));
+      }
+    },
+    close: async () => void (await tmux('kill-server').catch(() => undefined)),
+  };
+}
+
+/** Quotes one shell word. */
+export const shellWord = (word: string): string => `'${word.replaceAll("'", "'\\''")}'`;

@@ -1,0 +1,166 @@
+/**
+ * The `leasefence` CLI end to end: a spawned process against the real Postgres and redis-server of the
+ * test run, a tmux pseudo-terminal for the confirmation and for `watch`.
+ */
+import { tmpdir } from 'node:os';
+import { Redis } from 'ioredis';
+import pg from 'pg';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createPostgresStore } from '../../src/adapters/postgres/index.js';
+import { createRedisStore } from '../../src/adapters/redis/index.js';
+import { createLeases, type Leases } from '../../src/leases.js';
+import { freshTable, sharedPostgresUrl } from '../adapters/postgres-harness.js';
+import { freshPrefix, sharedRedisUrl } from '../adapters/redis-harness.js';
+import { CLI_COMMAND, runCli, shellWord, startTerminal } from './cli-harness.js';
+
+describe('leasefence CLI on Postgres', () => {
+  let pool: pg.Pool;
+  let url: string;
+  const table = freshTable('cli');
+  let leases: Leases;
+  beforeAll(async () => {
+    url = await sharedPostgresUrl();
+    pool = new pg.Pool({ connectionString: url, max: 2 });
+    const store = createPostgresStore({ client: pool, table });
+    await store.migrate();
+    leases = createLeases(store, { holder: 'ramp-cron', ttlMs: 60_000 });
+    await leases.claimOrThrow('ramp:current', { runId: 'r5' });
+    const released = await leases.claimOrThrow('job:1');
+    await leases.release(released, { checkpoint: { done: 3 } });
+    await leases.claimOrThrow('job:2', { ttlMs: null });
+  });
+  afterAll(async () => pool.end());
+
+  const cli = (...args: string[]) => runCli([...args, '--table', table], { env: { LEASEFENCE_STORE: url } });
+
+  it('lists leases as an aligned table with relative times', async () => {
+    const run = await cli('list');
+    expect(run.stderr).toBe('');
+    expect(run.code).toBe(0);
+    const lines = run.stdout.trimEnd().split('\n');
+    expect(lines[0]).toMatch(/^KEY +STATE +TOKEN +HOLDER +EXPIRES +CHECKPOINT +LAST ENDING$/);
+    expect(lines.map((line) => line.split(/ {2,}/)[0])).toEqual(['KEY', 'job:1', 'job:2', 'ramp:current']);
+    const ramp = lines.find((line) => line.startsWith('ramp:current')) ?? '';
+    expect(ramp).toMatch(/live +1 +held \d+ s by ramp-cron, run r5 +expires in \d+ s/);
+    expect(lines.find((line) => line.startsWith('job:2'))).toMatch(/ never /);
+    expect(lines.find((line) => line.startsWith('job:1'))).toMatch(/released .* released \d+ s ago \(token 1, ramp-cron\)/);
+    // Aligned: every column starts at the same offset on every line.
+    const offsets = (line: string) => [...line.matchAll(/ {2}(?=\S)/g)].map((match) => (match.index ?? 0) + 2).slice(0, 2);
+    expect(new Set(lines.map((line) => offsets(line).join(','))).size).toBe(1);
+  });
+
+  it('prints JSON with tokens as strings, and filters by state and key prefix', async () => {
+    const run = await cli('list', '--json', '--state', 'live', '--key-prefix', 'job:');
+    expect(run.code).toBe(0);
+    const listed = JSON.parse(run.stdout) as Array<{ key: string; token: unknown; state: string }>;
+    expect(listed.map(({ key, token, state }) => ({ key, token, state }))).toEqual([{ key: 'job:2', token: '1', state: 'live' }]);
+  });
+
+  it('inspects a key (exit 0) and reports a missing one (exit 3)', async () => {
+    const run = await cli('inspect', 'job:1');
+    expect(run.code).toBe(0);
+    expect(run.stdout).toMatch(/checkpoint +token 1, written \d+ s ago/);
+    expect(run.stdout).toContain('"done": 3');
+    expect(run.stdout).not.toMatch(/secret/i);
+    const missing = await cli('inspect', 'no:such');
+    expect(missing).toMatchObject({ code: 3, stdout: 'no lease no:such\n' });
+  });
+
+  it('revokes without asking when stdin is not a terminal; a second revoke is refused (exit 4); --expected-token guards', async () => {
+    await leases.claimOrThrow('revoke:me', { runId: 'r9' });
+    const stale = await cli('revoke', 'revoke:me', '--reason', 'stuck', '--expected-token', '7');
+    expect(stale.code).toBe(4);
+    expect(stale.stderr).toMatch(/superseded/);
+    const run = await cli('revoke', 'revoke:me', '--reason', 'stuck', '--by', 'ops:alice', '--expected-token', '1');
+    expect(run).toMatchObject({ code: 0, stderr: '' });
+    expect(run.stdout).toMatch(/^revoked revoke:me: token 1 \(ramp-cron, run r9\) is fenced; token is now 2/);
+    expect((await leases.inspect('revoke:me')).ending).toMatchObject({ kind: 'revoked', reason: 'stuck', by: 'ops:alice' });
+    expect((await cli('revoke', 'revoke:me', '--reason', 'again')).code).toBe(4);
+    expect((await cli('revoke', 'never:claimed', '--reason', 'x')).code).toBe(3);
+  });
+
+  it('refuses bad usage with exit 2 before connecting', async () => {
+    expect((await runCli(['list'])).code).toBe(2);
+    expect((await cli('revoke', 'job:2')).code).toBe(2);
+    expect((await cli('list', '--state', 'held')).code).toBe(2);
+    expect((await cli('frobnicate')).code).toBe(2);
+    expect((await cli('list', '--bogus')).code).toBe(2);
+    expect((await runCli(['list', '--store', 'mysql://x'])).code).toBe(2);
+  });
+
+  it('exits 5 with a clear message when the driver is not installed in the project, or the store is down', async () => {
+    const run = await runCli(['list', '--store', url], { cwd: tmpdir() });
+    expect(run.code).toBe(5);
+    expect(run.stderr).toMatch(/needs the pg package in your project: npm install pg/);
+    const down = await runCli(['list', '--store', 'postgres://127.0.0.1:1/none']);
+    expect(down.code).toBe(5);
+  });
+
+  it('asks for confirmation on a terminal: "n" keeps the lease (exit 6), "y" revokes it', async () => {
+    await leases.claimOrThrow('tty:1', { runId: 'r1' });
+    const command = [...CLI_COMMAND, 'revoke', 'tty:1', '--reason', 'from a terminal', '--store', url, '--table', table].map(shellWord).join(' ');
+    const declined = await startTerminal(command);
+    try {
+      await declined.waitFor(/Revoke tty:1 \(token 1, held by ramp-cron, run r1\)\? The holder is fenced at once\. \[y\/N\]/);
+      await declined.type('n', 'Enter');
+      await declined.waitFor(/not revoked[\s\S]*\[exit 6\]/);
+    } finally {
+      await declined.close();
+    }
+    expect((await leases.inspect('tty:1')).grant?.live).toBe(true);
+    const accepted = await startTerminal(command);
+    try {
+      await accepted.waitFor(/\[y\/N\]/);
+      await accepted.type('y', 'Enter');
+      await accepted.waitFor(/revoked tty:1: token 1[\s\S]*\[exit 0\]/);
+    } finally {
+      await accepted.close();
+    }
+    expect((await leases.inspect('tty:1')).ending?.kind).toBe('revoked');
+  });
+});
+
+describe('leasefence CLI on Redis', () => {
+  let client: Redis;
+  let url: string;
+  const prefix = freshPrefix('cli');
+  let leases: Leases;
+  beforeAll(async () => {
+    url = await sharedRedisUrl();
+    client = new Redis(url);
+    leases = createLeases(createRedisStore({ client, prefix }), { holder: 'exporter', ttlMs: 30_000 });
+    await leases.claimOrThrow('export:eu', { runId: 'r2' });
+  });
+  afterAll(async () => void client.disconnect());
+
+  const cli = (...args: string[]) => runCli([...args, '--store', url, '--prefix', prefix]);
+
+  it('lists, inspects and revokes', async () => {
+    const list = await cli('list');
+    expect(list.code).toBe(0);
+    expect(list.stdout).toMatch(/export:eu +live +\d+ +held \d+ s by exporter, run r2 +expires in \d+ s/);
+    const revoke = await cli('revoke', 'export:eu', '--reason', 'drain', '--require-recovery', '--json');
+    expect(revoke.code).toBe(0);
+    expect(JSON.parse(revoke.stdout)).toMatchObject({ ok: true, key: 'export:eu', revoked: { kind: 'revoked', reason: 'drain', holder: 'exporter' } });
+    expect(typeof JSON.parse(revoke.stdout).token).toBe('string');
+    const inspect = await cli('inspect', 'export:eu');
+    expect(inspect.stdout).toMatch(/last ending +revoked \d+ s ago by operator: drain/);
+  });
+
+  it('watch redraws as leases change', async () => {
+    const command = [...CLI_COMMAND, 'watch', '--interval', '0.3', '--store', url, '--prefix', prefix, '--key-prefix', 'w:'].map(shellWord).join(' ');
+    const terminal = await startTerminal(command);
+    try {
+      await terminal.waitFor(/leasefence watch redis:\/\/[\s\S]*no leases/);
+      const lease = await leases.claimOrThrow('w:1', { runId: 'r7' });
+      const screen = await terminal.waitFor(/w:1 +live +\d+ +held \d+ s by exporter, run r7/);
+      expect(screen).toMatch(/^KEY +STATE/m);
+      await leases.release(lease);
+      await terminal.waitFor(/w:1 +released .*released \d+ s ago/);
+      await terminal.type('C-c');
+      await terminal.waitFor(/\[exit 0\]/);
+    } finally {
+      await terminal.close();
+    }
+  });
+});
