@@ -32,4 +32,6 @@ export {
 } from './errors.js';
 export { createManualClock, systemClock, type Clock, type ManualClock } from './clock.js';
 export { DEFAULT_MAX_CHECKPOINT_BYTES, MAX_TTL_MS } from './validate.js';
+export { assertName } from './validate.js';
+export { loggableCause } from './redact.js';
 export * from './fence/index.js';

@@ -201,6 +201,8 @@ export class ReleaseCommand extends HandleCommand {
     model.ending = { kind: 'released', token: handle.token };
     if (this.final === 'clear') model.checkpoint = null;
     else if (this.final !== 'keep') model.checkpoint = { value: this.final, token: handle.token };
+    // NOTE: an explicit checkpoint decision (set or clear) resolves a pending recovery; keeping it does not.
+    if (this.final !== 'keep') model.recoveryRequired = false;
   }
   override toString(): string {
     return `release(${this.who}, ${JSON.stringify(this.final)})`;
