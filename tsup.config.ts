@@ -6,6 +6,7 @@ export default defineConfig({
     memory: 'src/adapters/memory/index.ts',
     postgres: 'src/adapters/postgres/index.ts',
     redis: 'src/adapters/redis/index.ts',
+    sqlite: 'src/adapters/sqlite/index.ts',
   },
   format: ['esm', 'cjs'],
   dts: true,
