@@ -23,12 +23,13 @@ import {
   type StoreTime,
   type Transition,
 } from '../../index.js';
-import type { SqliteDatabase, SqliteStatement } from './client.js';
+import type { SqliteDatabase } from './client.js';
 import { classifyFailure } from './failures.js';
 import { tableName, type TableName } from './identifier.js';
 import { recordOf, recordParams, selectRecordSql, upsertRecordSql } from './rows.js';
 import { busyTimeoutPragma, DEFAULT_BUSY_TIMEOUT_MS, DEFAULT_LEASE_TABLE, leaseTableSql, WAL_PRAGMA } from './schema.js';
 import { hashedClaim, hashedFence } from './secret-hash.js';
+import { statementFor } from './statement-cache.js';
 import { refuseAsyncCallback, refuseThenable, transactionStatements, type SqliteTransactionStatements } from './synchronous-callback.js';
 import { immediate } from './transaction.js';
 
@@ -119,12 +120,6 @@ export function assertDatabase(database: unknown): asserts database is SqliteDat
   }
 }
 
-/** Prepares a statement on first use (the table may not exist before `migrate()`), then reuses it. */
-function lazyStatement(database: SqliteDatabase, sql: string): () => SqliteStatement {
-  let statement: SqliteStatement | null = null;
-  return () => (statement ??= database.prepare(sql));
-}
-
 /**
  * Creates a lease store in a SQLite database file: the durable choice for several processes on one
  * machine with no server (cron jobs and workers on one VM). Bring your own connection; run `migrate()`
@@ -153,12 +148,13 @@ export function createSqliteStore(options: SqliteStoreOptions): SqliteStore {
   assertBusyTimeout(busyTimeoutMs);
   if (busyTimeoutMs !== null) database.exec(busyTimeoutPragma(busyTimeoutMs));
 
-  const selectRecord = lazyStatement(database, selectRecordSql(table));
-  const upsertRecord = lazyStatement(database, upsertRecordSql(table));
+  // NOTE: prepared on first use, not here: the table may not exist before `migrate()`.
+  const selectRecord = selectRecordSql(table);
+  const upsertRecord = upsertRecordSql(table);
   // NOTE: whole milliseconds, like every stored time: the INTEGER columns of a STRICT table refuse fractions.
   const now = (): StoreTime => Math.floor(clock());
-  const read = (key: string): LeaseRecord | null => recordOf(selectRecord().get(key));
-  const write = (record: LeaseRecord): void => void upsertRecord().run(...recordParams(record));
+  const read = (key: string): LeaseRecord | null => recordOf(statementFor(database, selectRecord).get(key));
+  const write = (record: LeaseRecord): void => void statementFor(database, upsertRecord).run(...recordParams(record));
 
   const apply = <O>(key: string, operation: string, step: (record: LeaseRecord | null, now: StoreTime) => Transition<O>): O =>
     immediate(database, operation, () => {

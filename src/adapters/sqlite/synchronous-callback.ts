@@ -9,6 +9,7 @@
  */
 import { InvalidArgumentError } from '../../index.js';
 import type { SqliteDatabase, SqliteValue } from './client.js';
+import { statementFor } from './statement-cache.js';
 
 const ASYNC_FUNCTION = 'AsyncFunction';
 
@@ -49,7 +50,7 @@ export function transactionStatements(database: SqliteDatabase, what: string): {
   let open = true;
   const prepare = (sql: string) => {
     if (!open) throw new InvalidArgumentError(`${what}: a statement ran after the callback returned, outside the transaction; it was not run`);
-    return database.prepare(sql);
+    return statementFor(database, sql);
   };
   const statements: SqliteTransactionStatements = {
     database,

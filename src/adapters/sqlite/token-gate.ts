@@ -18,6 +18,7 @@ import { classifyFailure } from './failures.js';
 import { tableName, type TableName } from './identifier.js';
 import { DEFAULT_GATE_TABLE, gateTableSql, WAL_PRAGMA } from './schema.js';
 import { hashedFence } from './secret-hash.js';
+import { statementFor } from './statement-cache.js';
 import { assertDatabase, fenceJudgeOf, type SqliteFenceJudge, type SqliteStore } from './sqlite-store.js';
 import { refuseAsyncCallback, refuseThenable, transactionStatements, type SqliteTransactionStatements } from './synchronous-callback.js';
 import { immediate } from './transaction.js';
@@ -127,7 +128,7 @@ export function createSqliteTokenGate(options: SqliteTokenGateOptions): SqliteTo
   const select = selectGateSql(table);
   const upsert = upsertGateSql(table);
   const remove = deleteGateSql(table);
-  const get = (sql: string, ...params: SqliteValue[]): unknown => database.prepare(sql).get(...params);
+  const get = (sql: string, ...params: SqliteValue[]): unknown => statementFor(database, sql).get(...params);
 
   return {
     table: table.name,
@@ -148,7 +149,7 @@ export function createSqliteTokenGate(options: SqliteTokenGateOptions): SqliteTo
         const found = foundOf(get(select, resource));
         if (found !== null && found.key !== lease.key) return { outcome: { ok: false, reason: 'key-mismatch', resource, expected, found }, commit: false };
         if (found !== null && lease.token < found.token) return { outcome: { ok: false, reason: 'stale-token', resource, expected, found }, commit: false };
-        database.prepare(upsert).run(resource, lease.key, lease.token);
+        statementFor(database, upsert).run(resource, lease.key, lease.token);
         const { statements, close } = transactionStatements(database, 'gate write');
         let value: T | Promise<T>;
         try {
@@ -172,7 +173,7 @@ export function createSqliteTokenGate(options: SqliteTokenGateOptions): SqliteTo
       assertName('resource', resource);
       return immediate(database, 'gate reset', () => {
         const found = foundOf(get(select, resource));
-        if (found !== null) database.prepare(remove).run(resource);
+        if (found !== null) statementFor(database, remove).run(resource);
         return { outcome: { resource, found }, commit: found !== null };
       });
     },

@@ -6,6 +6,7 @@
  */
 import type { SqliteDatabase } from './client.js';
 import { classifyFailure } from './failures.js';
+import { statementFor } from './statement-cache.js';
 
 /** What `body` may return: the outcome, and whether to commit its writes (`false`: roll them back). */
 export interface TransactionResult<O> {
@@ -19,7 +20,7 @@ export interface TransactionResult<O> {
  */
 export function immediate<O>(database: SqliteDatabase, operation: string, body: () => TransactionResult<O>): O {
   try {
-    database.exec('BEGIN IMMEDIATE');
+    statementFor(database, 'BEGIN IMMEDIATE').run();
   } catch (error) {
     throw classifyFailure(error, 'before-commit', operation);
   }
@@ -35,7 +36,7 @@ export function immediate<O>(database: SqliteDatabase, operation: string, body: 
     return result.outcome;
   }
   try {
-    database.exec('COMMIT');
+    statementFor(database, 'COMMIT').run();
   } catch (error) {
     rollback(database);
     throw classifyFailure(error, 'commit', operation);
@@ -46,7 +47,7 @@ export function immediate<O>(database: SqliteDatabase, operation: string, body: 
 /** Rolls back, ignoring "no transaction is active" (SQLite may have rolled back on its own after an error). */
 function rollback(database: SqliteDatabase): void {
   try {
-    database.exec('ROLLBACK');
+    statementFor(database, 'ROLLBACK').run();
   } catch {
     // NOTE: the transaction is already gone (SQLite rolls back by itself after some errors): nothing to undo.
   }
