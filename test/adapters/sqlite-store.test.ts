@@ -7,7 +7,8 @@ import { fc, test as propTest } from '@fast-check/vitest';
 import { afterEach, describe, expect, it } from 'vitest';
 import { isLeaseError } from '../../src/errors.js';
 import { createLeases } from '../../src/leases.js';
-import { createSqliteStore, createSqliteTokenGate, type SqliteDatabase } from '../../src/adapters/sqlite/index.js';
+import Database from 'better-sqlite3';
+import { createSqliteStore, createSqliteTokenGate, sqliteGateTableSql, sqliteLeaseTableSql, type SqliteDatabase } from '../../src/adapters/sqlite/index.js';
 import { SQLITE_EPOCH } from './sqlite-harness.js';
 import { openSqliteRig, type SqliteRig } from './sqlite-rig.js';
 
@@ -337,9 +338,20 @@ describe('token gate', () => {
   });
 });
 
-describe('the epoch', () => {
-  it('the rig clock starts at the shared epoch', async () => {
+describe('schema', () => {
+  it('the exported DDL is what migrate() creates, and a store on a table made from it works', async () => {
     const r = await open();
-    expect((await r.store.inspect('k')).now).toBe(SQLITE_EPOCH);
+    await createSqliteTokenGate({ store: r.store }).migrate();
+    const created = (name: string) => (r.database.prepare('SELECT sql FROM sqlite_master WHERE name = ?').get(name) as { sql: string }).sql;
+    // NOTE: SQLite keeps the DDL as run, less IF NOT EXISTS.
+    expect(sqliteLeaseTableSql().replace('IF NOT EXISTS ', '')).toBe(created('leasefence_leases'));
+    expect(sqliteGateTableSql().replace('IF NOT EXISTS ', '')).toBe(created('leasefence_gates'));
+    expect(r.database.pragma('journal_mode', { simple: true })).toBe('wal');
+    const own = new Database(':memory:');
+    own.exec(sqliteLeaseTableSql('my_leases'));
+    const store = createSqliteStore({ database: own, table: 'my_leases', clock: r.clock });
+    expect(await createLeases(store, { holder: 'a', ttlMs: 1_000 }).claim('k')).toMatchObject({ ok: true });
+    expect((await store.inspect('k')).now).toBe(SQLITE_EPOCH);
+    own.close();
   });
 });

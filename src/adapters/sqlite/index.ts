@@ -11,7 +11,7 @@
 export { clockTokenFloor, createSqliteStore, type SqliteStore, type SqliteStoreOptions, type SqliteWriteContext } from './sqlite-store.js';
 export type { SqliteDatabase, SqliteStatement, SqliteValue } from './client.js';
 export type { SqliteTransactionStatements } from './synchronous-callback.js';
-export { DEFAULT_BUSY_TIMEOUT_MS, DEFAULT_GATE_TABLE, DEFAULT_LEASE_TABLE } from './schema.js';
+export { DEFAULT_BUSY_TIMEOUT_MS, DEFAULT_GATE_TABLE, DEFAULT_LEASE_TABLE, sqliteGateTableSql, sqliteLeaseTableSql } from './schema.js';
 export {
   createSqliteTokenGate,
   type SqliteGateContext,

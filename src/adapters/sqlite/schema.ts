@@ -3,7 +3,7 @@
  * `migrate()` sets. Tables are `STRICT` (SQLite 3.37+, bundled by both drivers) so a wrong type is an
  * error, not a silent conversion, and `WITHOUT ROWID`, clustered on their text primary key.
  */
-import type { TableName } from './identifier.js';
+import { tableName, type TableName } from './identifier.js';
 
 /** The default lease table. */
 export const DEFAULT_LEASE_TABLE = 'leasefence_leases';
@@ -62,4 +62,21 @@ export const WAL_PRAGMA = 'PRAGMA journal_mode = WAL';
 /** Sets the connection's busy timeout (per connection, not persistent). `ms` is a validated integer. */
 export function busyTimeoutPragma(ms: number): string {
   return `PRAGMA busy_timeout = ${ms}`;
+}
+
+/**
+ * The lease table's DDL, for your own migrations (`migrate()` runs it, after `PRAGMA journal_mode = WAL`).
+ *
+ * ```ts
+ * database.exec('PRAGMA journal_mode = WAL');
+ * database.exec(sqliteLeaseTableSql());
+ * ```
+ */
+export function sqliteLeaseTableSql(table: string = DEFAULT_LEASE_TABLE): string {
+  return leaseTableSql(tableName(table));
+}
+
+/** The gate table's DDL, for your own migrations (the gate's `migrate()` runs it). */
+export function sqliteGateTableSql(table: string = DEFAULT_GATE_TABLE): string {
+  return gateTableSql(tableName(table, 'gate table'));
 }
