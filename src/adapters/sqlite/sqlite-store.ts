@@ -123,7 +123,7 @@ export function assertDatabase(database: unknown): asserts database is SqliteDat
 /**
  * Creates a lease store in a SQLite database file: the durable choice for several processes on one
  * machine with no server (cron jobs and workers on one VM). Bring your own connection; run `migrate()`
- * once (or the DDL of `leaseTableSql` in your migrations, with `PRAGMA journal_mode = WAL`).
+ * once (or run `sqliteLeaseTableSql()` in your migrations, with `PRAGMA journal_mode = WAL`).
  *
  * ```ts
  * import Database from 'better-sqlite3';
