@@ -140,7 +140,7 @@ describe('sqlite: real processes racing on one database file', () => {
     expect(ledger.map((row) => row.entry).sort()).toEqual(accepted.map((event) => (event.kind === 'write' ? event.entry : '')).sort());
   }, 120_000);
 
-  it('a process SIGKILLed inside a fenced write, holding the write lock, leaves nothing of its write; the others carry on', async () => {
+  it('a process frozen inside a fenced write blocks every writer of the file until it dies; SIGKILLed, it leaves nothing of its write and the others carry on', async () => {
     const killed = fork(join(import.meta.dirname, 'sqlite-process-stuck.ts'), [], {
       execArgv: ['--import', 'tsx'],
       env: { ...process.env, LF_DB: file.path },
@@ -151,6 +151,10 @@ describe('sqlite: real processes racing on one database file', () => {
       killed.on('exit', (code) => reject(new Error(`the stuck worker exited early with ${code}`)));
     });
     killed.removeAllListeners('exit');
+    // While it holds the write lock, every writer of the file waits (here for 100 ms) and gives up: the
+    // lock is the whole file's, not the key's. Nothing was applied.
+    const waiting = createSqliteStore({ database, busyTimeoutMs: 100 });
+    await expect(createLeases(waiting, { holder: 'other', ttlMs: 1_000 }).claim('job:other')).rejects.toMatchObject({ code: 'STORE_UNAVAILABLE' });
     const exited = new Promise((resolve) => killed.on('exit', resolve));
     killed.kill('SIGKILL');
     await exited;
