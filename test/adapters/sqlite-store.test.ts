@@ -274,6 +274,10 @@ describe('validation before any I/O', () => {
     await expect(gate.write('r', fence, async () => 1)).rejects.toMatchObject({ code: 'INVALID_ARGUMENT' });
     await expect(gate.inspect('bad\u0000name')).rejects.toMatchObject({ code: 'INVALID_ARGUMENT' });
     expect(database.calls).toEqual([]);
+    const r = await open();
+    const storeGate = createSqliteTokenGate({ store: r.store });
+    const tokenOnly = { key: 'job:1', token: 1n } as unknown as typeof fence;
+    await expect(storeGate.write('r', tokenOnly, () => 1)).rejects.toMatchObject({ code: 'INVALID_ARGUMENT' });
   });
 });
 

@@ -139,6 +139,7 @@ export function createSqliteTokenGate(options: SqliteTokenGateOptions): SqliteTo
     async write<T>(resource: string, lease: Fence, write: (context: SqliteGateContext) => T | Promise<T>): Promise<GateOutcome<T> | FenceRefusal> {
       assertName('resource', resource);
       assertGateLease(lease);
+      if (judge !== null && typeof lease.secret !== 'string') throw new InvalidArgumentError('a gate sharing the lease store checks the full fence: pass lease.fence(), with its secret');
       refuseAsyncCallback(write, 'gate write');
       const expected = { key: lease.key, token: lease.token };
       return immediate<GateOutcome<T> | FenceRefusal>(database, 'gate write', () => {
