@@ -8,6 +8,7 @@ export default defineConfig([
       postgres: 'src/adapters/postgres/index.ts',
       redis: 'src/adapters/redis/index.ts',
       otel: 'src/otel/index.ts',
+      sqlite: 'src/adapters/sqlite/index.ts',
     },
     format: ['esm', 'cjs'],
     dts: true,

@@ -39,4 +39,6 @@ export {
 export { createManualClock, systemClock, type Clock, type ManualClock } from './clock.js';
 export { DEFAULT_MAX_CHECKPOINT_BYTES, MAX_ATTRIBUTES, MAX_NAME_BYTES, MAX_TOKEN, MAX_TTL_MS } from './validate.js';
 export { toLoggable } from './loggable.js';
+export { assertName } from './validate.js';
+export { loggableCause } from './redact.js';
 export * from './fence/index.js';

@@ -203,7 +203,7 @@ export class ReleaseCommand extends HandleCommand {
     model.ending = { kind: 'released', token: handle.token };
     if (this.final === 'clear') model.checkpoint = null;
     else if (this.final !== 'keep') model.checkpoint = { value: this.final, token: handle.token };
-    // NOTE: an explicit checkpoint decision resolves a pending recovery (issue 8, item 5).
+    // NOTE: an explicit checkpoint decision (set or clear) resolves a pending recovery; keeping it does not.
     if (this.final !== 'keep') model.recoveryRequired = false;
   }
   override toString(): string {

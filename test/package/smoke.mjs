@@ -8,7 +8,7 @@ import { readFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 
 const require = createRequire(import.meta.url);
-const SUBPATHS = ['leasefence', 'leasefence/memory', 'leasefence/postgres', 'leasefence/redis'];
+const SUBPATHS = ['leasefence', 'leasefence/memory', 'leasefence/postgres', 'leasefence/redis', 'leasefence/sqlite'];
 
 const ok = (check) => console.log(`ok ${check}`);
 
@@ -26,8 +26,9 @@ const manifest = JSON.parse(readFileSync(require.resolve('leasefence/package.jso
 assert.equal(manifest.dependencies, undefined, 'leasefence has zero runtime dependencies');
 ok('zero runtime dependencies');
 
-// NOTE: the consumer project has no pg, postgres, ioredis or redis installed, so loading leasefence/postgres
-// and leasefence/redis also proves that the adapters never import a client library at run time.
+// NOTE: the consumer project has no pg, postgres, ioredis, redis or better-sqlite3 installed, so loading
+// leasefence/postgres, leasefence/redis and leasefence/sqlite also proves that the adapters never import a
+// client library at run time.
 const esm = {};
 const cjs = {};
 for (const subpath of SUBPATHS) {

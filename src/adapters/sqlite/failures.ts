@@ -1,0 +1,52 @@
+/**
+ * Maps driver errors (better-sqlite3 `SqliteError`, node:sqlite errors) to leasefence's typed failures, by
+ * what they say about whether the operation was applied:
+ * - the write lock was not obtained within the busy timeout, the file is locked, or the connection is
+ *   closed, before COMMIT -> `StoreUnavailableError`: the transaction rolled back, nothing was applied;
+ * - COMMIT itself failed (an I/O error, a full disk) -> `OutcomeUnknownError`: SQLite rolls back in most
+ *   such cases, but not all, so leasefence does not claim to know;
+ * - any other error (a missing table: `migrate()` was not run; a bug) propagates unchanged.
+ * The cause attached is `loggableCause(error)`, never the driver's error object itself.
+ */
+import { isLeaseError, loggableCause, OutcomeUnknownError, StoreUnavailableError } from '../../index.js';
+
+/** Where an error happened: before COMMIT (the transaction rolls back) or during COMMIT. */
+export type FailurePhase = 'before-commit' | 'commit';
+
+/** SQLite primary result codes of a lock not obtained: SQLITE_BUSY (5) and SQLITE_LOCKED (6). */
+const LOCK_RESULT_CODES: ReadonlySet<number> = new Set([5, 6]);
+
+interface DriverError {
+  /** better-sqlite3: `SQLITE_BUSY`, `SQLITE_BUSY_SNAPSHOT`...; node:sqlite: `ERR_SQLITE_ERROR` or `ERR_INVALID_STATE`. */
+  readonly code?: unknown;
+  /** node:sqlite: the extended result code. */
+  readonly errcode?: unknown;
+  readonly message?: unknown;
+}
+
+/** Whether `error` says another connection holds the lock this one needed. */
+function isLockTimeout(error: DriverError): boolean {
+  const { code, errcode } = error;
+  if (typeof code === 'string' && /^SQLITE_(BUSY|LOCKED)/.test(code)) return true;
+  // NOTE: the low byte of an extended result code is its primary code (SQLITE_BUSY_SNAPSHOT = 5 | 2 << 8).
+  return typeof errcode === 'number' && LOCK_RESULT_CODES.has(errcode & 0xff);
+}
+
+/** Whether `error` says the connection is closed (nothing can have been sent). */
+function isClosed(error: DriverError): boolean {
+  return typeof error.message === 'string' && /(database|connection) (connection )?is not open/i.test(error.message);
+}
+
+/** The error to throw for `error`, raised by `operation` in `phase`. */
+export function classifyFailure(error: unknown, phase: FailurePhase, operation: string): unknown {
+  if (isLeaseError(error)) return error;
+  const driverError = (error ?? {}) as DriverError;
+  const text = typeof driverError.message === 'string' ? driverError.message : String(error);
+  if (phase === 'before-commit' && (isLockTimeout(driverError) || isClosed(driverError))) {
+    return new StoreUnavailableError(`SQLite unavailable for ${operation}, nothing applied: ${text}`, { cause: loggableCause(error) });
+  }
+  if (phase === 'commit') {
+    return new OutcomeUnknownError(`SQLite COMMIT failed during ${operation}, outcome unknown: ${text}`, { cause: loggableCause(error) });
+  }
+  return error;
+}

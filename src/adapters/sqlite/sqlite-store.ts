@@ -1,0 +1,219 @@
+/**
+ * The SQLite lease store: every operation is one `BEGIN IMMEDIATE` transaction that reads the key's row,
+ * lets the pure transition of the same name decide, and writes the row back, so SQLite's single writer
+ * lock makes it atomic across every connection and process sharing the file. `inspect` is one SELECT.
+ */
+import {
+  checkFence,
+  claim,
+  checkpoint,
+  InvalidArgumentError,
+  inspect,
+  recover,
+  release,
+  renew,
+  revoke,
+  systemClock,
+  type Clock,
+  type Fence,
+  type FencedWriteOutcome,
+  type LeaseRecord,
+  type Store,
+  type StoreFencedWriteOptions,
+  type StoreTime,
+  type Transition,
+} from '../../index.js';
+import type { SqliteDatabase } from './client.js';
+import { classifyFailure } from './failures.js';
+import { tableName, type TableName } from './identifier.js';
+import { recordOf, recordParams, selectRecordSql, upsertRecordSql } from './rows.js';
+import { busyTimeoutPragma, DEFAULT_BUSY_TIMEOUT_MS, DEFAULT_LEASE_TABLE, leaseTableSql, WAL_PRAGMA } from './schema.js';
+import { hashedClaim, hashedFence } from './secret-hash.js';
+import { statementFor } from './statement-cache.js';
+import { refuseAsyncCallback, refuseThenable, transactionStatements, type SqliteTransactionStatements } from './synchronous-callback.js';
+import { immediate } from './transaction.js';
+
+/** What a SQLite fenced write's callback receives: statements inside the fenced transaction. */
+export interface SqliteWriteContext extends SqliteTransactionStatements {
+  readonly key: string;
+  /** The token of the grant the write runs under. */
+  readonly token: bigint;
+  /** The store's now when the fence was checked (the write lock is held until COMMIT). */
+  readonly now: StoreTime;
+}
+
+/** The store clock in microseconds: the default token floor (see `SqliteStoreOptions.tokenFloor`). */
+export const clockTokenFloor = (now: StoreTime): bigint => BigInt(now) * 1000n;
+
+export interface SqliteStoreOptions {
+  /** Your connection: a `better-sqlite3` `Database` or a `node:sqlite` `DatabaseSync` (Node 22+). */
+  readonly database: SqliteDatabase;
+  /**
+   * The lease table. Validated as an identifier and always quoted.
+   * @default 'leasefence_leases'
+   */
+  readonly table?: string;
+  /**
+   * The store's clock, in epoch milliseconds, read inside each transaction once the write lock is held.
+   * SQLite has no server clock: this is the host's wall clock, shared by every process on the machine.
+   * Inject a manual clock in tests.
+   * @default Date.now
+   */
+  readonly clock?: Clock;
+  /**
+   * The floor of a new token, from the store's now: a claim mints `max(previous + 1, floor)`. The default,
+   * the clock in microseconds, keeps tokens increasing even if the database file is restored from a backup
+   * (as long as the clock has moved on since). A clock stepped backwards never re-issues a token either:
+   * `previous + 1` still wins. Tests that compare tokens with a reference model pass `() => 0n`.
+   * @default clockTokenFloor (now in microseconds)
+   */
+  readonly tokenFloor?: (now: StoreTime) => bigint;
+  /**
+   * How long an operation waits for another connection's write lock (`PRAGMA busy_timeout`, set on the
+   * connection when the store is created) before giving up with `StoreUnavailableError`. The wait blocks
+   * the event loop (the driver is synchronous). `null` leaves the connection's own setting (better-sqlite3:
+   * its `timeout` option, 5 s by default; node:sqlite: its `timeout` option, 0 by default).
+   * @default 5000
+   */
+  readonly busyTimeoutMs?: number | null;
+}
+
+/** The SQLite lease store. */
+export interface SqliteStore extends Store<SqliteWriteContext> {
+  /** The lease table as configured. */
+  readonly table: string;
+  /** The connection the store runs on. */
+  readonly database: SqliteDatabase;
+  /** Switches the file to WAL mode and creates the lease table if missing; safe to run from several processes. */
+  migrate(): Promise<void>;
+}
+
+/** What a token gate sharing the store's connection needs to judge a fence in its own transaction. */
+export interface SqliteFenceJudge {
+  readonly database: SqliteDatabase;
+  /** The store's now (call it inside the transaction). */
+  now(): StoreTime;
+  /** The key's record (call it inside the transaction); secrets are hashes, see `hashedFence`. */
+  read(key: string): LeaseRecord | null;
+}
+
+const judges = new WeakMap<SqliteStore, SqliteFenceJudge>();
+
+/** The fence judge of a store made by `createSqliteStore` (`undefined` for any other object). */
+export function fenceJudgeOf(store: SqliteStore): SqliteFenceJudge | undefined {
+  return judges.get(store);
+}
+
+/** Validates a busy timeout: a non-negative integer number of ms up to 2^31 - 1, or null. */
+function assertBusyTimeout(ms: unknown): asserts ms is number | null {
+  if (ms === null) return;
+  if (typeof ms !== 'number' || !Number.isInteger(ms) || ms < 0 || ms > 2 ** 31 - 1) {
+    throw new InvalidArgumentError(`busyTimeoutMs must be a non-negative integer number of milliseconds, or null; got ${String(ms)}`);
+  }
+}
+
+/** Validates the connection: something with `prepare` and `exec`. */
+export function assertDatabase(database: unknown): asserts database is SqliteDatabase {
+  const candidate = database as Partial<SqliteDatabase> | null | undefined;
+  if (typeof candidate?.prepare !== 'function' || typeof candidate.exec !== 'function') {
+    throw new InvalidArgumentError('database must be a better-sqlite3 Database or a node:sqlite DatabaseSync (an object with prepare and exec)');
+  }
+}
+
+/**
+ * Creates a lease store in a SQLite database file: the durable choice for several processes on one
+ * machine with no server (cron jobs and workers on one VM). Bring your own connection; run `migrate()`
+ * once (or run `sqliteLeaseTableSql()` in your migrations, with `PRAGMA journal_mode = WAL`).
+ *
+ * ```ts
+ * import Database from 'better-sqlite3';
+ * import { createLeases } from 'leasefence';
+ * import { createSqliteStore } from 'leasefence/sqlite';
+ *
+ * const store = createSqliteStore({ database: new Database('leases.db') });
+ * await store.migrate();
+ * const leases = createLeases(store, { holder: 'worker-1' });
+ * ```
+ */
+export function createSqliteStore(options: SqliteStoreOptions): SqliteStore {
+  if (typeof options !== 'object' || options === null) throw new InvalidArgumentError('createSqliteStore needs options with a database');
+  const { database } = options;
+  assertDatabase(database);
+  const table: TableName = tableName(options.table ?? DEFAULT_LEASE_TABLE);
+  const clock = options.clock ?? systemClock;
+  if (typeof clock !== 'function') throw new InvalidArgumentError('clock must be a function returning epoch milliseconds');
+  const tokenFloor = options.tokenFloor ?? clockTokenFloor;
+  if (typeof tokenFloor !== 'function') throw new InvalidArgumentError('tokenFloor must be a function of the store now returning a bigint');
+  const busyTimeoutMs = options.busyTimeoutMs === undefined ? DEFAULT_BUSY_TIMEOUT_MS : options.busyTimeoutMs;
+  assertBusyTimeout(busyTimeoutMs);
+  if (busyTimeoutMs !== null) database.exec(busyTimeoutPragma(busyTimeoutMs));
+
+  // NOTE: prepared on first use, not here: the table may not exist before `migrate()`.
+  const selectRecord = selectRecordSql(table);
+  const upsertRecord = upsertRecordSql(table);
+  // NOTE: whole milliseconds, like every stored time: the INTEGER columns of a STRICT table refuse fractions.
+  const now = (): StoreTime => Math.floor(clock());
+  const read = (key: string): LeaseRecord | null => recordOf(statementFor(database, selectRecord).get(key));
+  const write = (record: LeaseRecord): void => void statementFor(database, upsertRecord).run(...recordParams(record));
+
+  const apply = <O>(key: string, operation: string, step: (record: LeaseRecord | null, now: StoreTime) => Transition<O>): O =>
+    immediate(database, operation, () => {
+      const { record, changed, outcome } = step(read(key), now());
+      if (changed && record !== null) write(record);
+      return { outcome, commit: changed };
+    });
+
+  const fencedWrite = <T>(fence: Fence, callback: (context: SqliteWriteContext) => T, { checkpointJson }: StoreFencedWriteOptions): FencedWriteOutcome<T> => {
+    const stored = hashedFence(fence);
+    return immediate<FencedWriteOutcome<T>>(database, 'fenced write', () => {
+      const at = now();
+      const record = read(fence.key);
+      const verdict = checkFence(record, stored, at);
+      if (!verdict.ok) return { outcome: verdict, commit: false };
+      const { statements, close } = transactionStatements(database, 'fenced write');
+      let value: T;
+      try {
+        value = callback({ ...statements, key: fence.key, token: fence.token, now: at });
+      } finally {
+        close();
+      }
+      refuseThenable(value, 'fenced write');
+      if (checkpointJson === undefined) return { outcome: { ok: true, value, token: fence.token, checkpoint: null, now: at }, commit: true };
+      // NOTE: the same checkpoint transition at the same now, in the same transaction: the record is as read.
+      const saved = checkpoint(record, { fence: stored, json: checkpointJson }, at);
+      if (!saved.outcome.ok || saved.record === null) return { outcome: saved.outcome as FencedWriteOutcome<T>, commit: false };
+      write(saved.record);
+      return { outcome: { ok: true, value, token: fence.token, checkpoint: saved.outcome.checkpoint, now: at }, commit: true };
+    });
+  };
+
+  const store: SqliteStore = {
+    id: `sqlite:${table.name}`,
+    table: table.name,
+    database,
+    async migrate() {
+      // NOTE: journal_mode cannot change inside a transaction; CREATE TABLE IF NOT EXISTS is atomic on its own.
+      database.exec(WAL_PRAGMA);
+      database.exec(leaseTableSql(table));
+    },
+    claim: async (command) => apply(command.key, 'claim', (record, at) => claim(record, hashedClaim(command), at, tokenFloor(at))),
+    renew: async (command) => apply(command.fence.key, 'renew', (record, at) => renew(record, { ...command, fence: hashedFence(command.fence) }, at)),
+    checkpoint: async (command) => apply(command.fence.key, 'checkpoint', (record, at) => checkpoint(record, { ...command, fence: hashedFence(command.fence) }, at)),
+    release: async (command) => apply(command.fence.key, 'release', (record, at) => release(record, { ...command, fence: hashedFence(command.fence) }, at)),
+    revoke: async (command) => apply(command.key, 'revoke', (record, at) => revoke(record, command, at)),
+    recover: async (command) => apply(command.fence.key, 'recover', (record, at) => recover(record, { ...command, fence: hashedFence(command.fence) }, at)),
+    async inspect(key) {
+      try {
+        return inspect(read(key), key, now());
+      } catch (error) {
+        throw classifyFailure(error, 'before-commit', 'inspect');
+      }
+    },
+    async fencedWrite<T>(fence: Fence, callback: (context: SqliteWriteContext) => T | Promise<T>, writeOptions: StoreFencedWriteOptions = {}) {
+      refuseAsyncCallback(callback, 'fenced write');
+      return fencedWrite(fence, callback as (context: SqliteWriteContext) => T, writeOptions);
+    },
+  };
+  judges.set(store, { database, now, read });
+  return store;
+}

@@ -1,0 +1,32 @@
+/**
+ * The same shared suites over Node's built-in `node:sqlite` (`DatabaseSync`, Node 22.5+), where this Node
+ * has it; skipped on older Nodes (leasefence supports Node 20, where better-sqlite3 12 is the driver).
+ */
+import { createRequire } from 'node:module';
+import { describe, it } from 'vitest';
+import { describeStoreSuites } from '../conformance/index.js';
+import { makeSqliteHarness, type ClosableDatabase } from './sqlite-harness.js';
+
+type DatabaseSyncClass = new (path: string) => ClosableDatabase;
+
+/** `node:sqlite`'s DatabaseSync, or null on a Node without it. */
+function databaseSync(): DatabaseSyncClass | null {
+  try {
+    // NOTE: through require so that Node 20 (no node:sqlite, no types for it) can load this file.
+    return (createRequire(import.meta.url)('node:sqlite') as { DatabaseSync: DatabaseSyncClass }).DatabaseSync;
+  } catch {
+    return null;
+  }
+}
+
+const DatabaseSync = databaseSync();
+
+if (DatabaseSync === null) {
+  describe('sqlite (node:sqlite)', () => {
+    it.skip(`node:sqlite is not available on Node ${process.version}`, () => undefined);
+  });
+} else {
+  const open = (path: string) => new DatabaseSync(path);
+  describeStoreSuites('sqlite (node:sqlite, manual clock)', makeSqliteHarness(open, 'manual'), { modelRuns: 200, raceRuns: 300, workers: 3 });
+  describeStoreSuites('sqlite (node:sqlite, wall clock)', makeSqliteHarness(open, 'wall'), { modelRuns: 50, raceRuns: 50, workers: 3 });
+}

@@ -1,0 +1,23 @@
+/**
+ * The SQLite store is written as a third party would write a store: it imports nothing from leasefence but
+ * its public entry (`src/index.ts`, what `leasefence` exports), plus its own files and `node:crypto`.
+ */
+import { readdirSync, readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { describe, expect, it } from 'vitest';
+
+const ADAPTER = join(import.meta.dirname, '../../src/adapters/sqlite');
+const ALLOWED = /^(\.\.\/\.\.\/index\.js|\.\/[a-z-]+\.js|node:crypto)$/;
+
+describe('leasefence/sqlite imports only the public surface', () => {
+  it('every import of src/adapters/sqlite is ../../index.js, a sibling file or node:crypto', () => {
+    const files = readdirSync(ADAPTER).filter((file) => file.endsWith('.ts'));
+    expect(files.length).toBeGreaterThan(5);
+    for (const file of files) {
+      // NOTE: comments hold usage examples (`import Database from 'better-sqlite3'`); only code counts.
+      const source = readFileSync(join(ADAPTER, file), 'utf8').replace(/\/\*[\s\S]*?\*\//g, '').replace(/^\s*\/\/.*$/gm, '');
+      const specifiers = [...source.matchAll(/\bfrom\s+'([^']+)'|\bimport\(\s*'([^']+)'\s*\)/g)].map((match) => match[1] ?? match[2]);
+      for (const specifier of specifiers) expect(specifier, `${file} imports ${specifier}`).toMatch(ALLOWED);
+    }
+  });
+});
