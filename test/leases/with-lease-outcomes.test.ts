@@ -127,6 +127,28 @@ describe('withLease stops on the caller signal', () => {
     expect(spy.calls).toEqual([]);
   });
 
+  it('aborted while the claim is in flight: fn never runs, the fresh grant is released, the outcome is stopped with it', async () => {
+    const shutdown = new AbortController();
+    const memory = createMemoryStore();
+    const store = new Proxy(memory, {
+      get(target, property) {
+        const value: unknown = Reflect.get(target, property, target);
+        if (property !== 'claim' || typeof value !== 'function') return value;
+        return async (...args: unknown[]) => {
+          shutdown.abort('SIGTERM');
+          return (value as (...params: unknown[]) => unknown).apply(target, args);
+        };
+      },
+    });
+    const leases = createLeases(store, { holder: 'worker', ttlMs: TTL_MS });
+    const fn = vi.fn(async () => 1);
+    const result = await leases.withLease(KEY, fn, { signal: shutdown.signal });
+    expect(result).toMatchObject({ ok: false, reason: 'stopped', cause: 'SIGTERM', returned: null, released: true });
+    if (!result.ok && result.reason === 'stopped') expect(result.lease?.key).toBe(KEY);
+    expect(fn).not.toHaveBeenCalled();
+    expect((await leases.inspect(KEY)).ending).toMatchObject({ kind: 'released', holder: 'worker' });
+  });
+
   it('aborting it (SIGTERM) aborts fn with its reason, stops renewing, releases, and reports stopped', async () => {
     const rig = createRig();
     const shutdown = new AbortController();
