@@ -199,7 +199,15 @@ describe('withLease timers and bad input', () => {
     const spy = spyOn(createMemoryStore({ clock: () => MEMORY_EPOCH + clock.now() }));
     const leases = createLeases(spy.store, { holder: 'worker', ttlMs: MAX_TTL_MS, monotonicClock: clock.now });
     let finish: () => void = () => undefined;
-    const outcome = leases.withLease(KEY, () => new Promise<void>((resolve) => (finish = resolve)), { timers: clock.timers });
+    let started: () => void = () => undefined;
+    const running = new Promise<void>((resolve) => (started = resolve));
+    const work = () =>
+      new Promise<void>((resolve) => {
+        finish = resolve;
+        started();
+      });
+    const outcome = leases.withLease(KEY, work, { timers: clock.timers });
+    await running;
     await clock.advance(10 * 24 * 3_600_000);
     expect(spy.calls.filter((method) => method === 'renew')).toEqual([]);
     await clock.advance(MAX_TTL_MS / 3);
