@@ -127,6 +127,28 @@ describe('withLease stops on the caller signal', () => {
     expect(spy.calls).toEqual([]);
   });
 
+  it('aborted while the claim is in flight: fn never runs, the fresh grant is released, the outcome is stopped with it', async () => {
+    const shutdown = new AbortController();
+    const memory = createMemoryStore();
+    const store = new Proxy(memory, {
+      get(target, property) {
+        const value: unknown = Reflect.get(target, property, target);
+        if (property !== 'claim' || typeof value !== 'function') return value;
+        return async (...args: unknown[]) => {
+          shutdown.abort('SIGTERM');
+          return (value as (...params: unknown[]) => unknown).apply(target, args);
+        };
+      },
+    });
+    const leases = createLeases(store, { holder: 'worker', ttlMs: TTL_MS });
+    const fn = vi.fn(async () => 1);
+    const result = await leases.withLease(KEY, fn, { signal: shutdown.signal });
+    expect(result).toMatchObject({ ok: false, reason: 'stopped', cause: 'SIGTERM', returned: null, released: true });
+    if (!result.ok && result.reason === 'stopped') expect(result.lease?.key).toBe(KEY);
+    expect(fn).not.toHaveBeenCalled();
+    expect((await leases.inspect(KEY)).ending).toMatchObject({ kind: 'released', holder: 'worker' });
+  });
+
   it('aborting it (SIGTERM) aborts fn with its reason, stops renewing, releases, and reports stopped', async () => {
     const rig = createRig();
     const shutdown = new AbortController();
@@ -177,7 +199,15 @@ describe('withLease timers and bad input', () => {
     const spy = spyOn(createMemoryStore({ clock: () => MEMORY_EPOCH + clock.now() }));
     const leases = createLeases(spy.store, { holder: 'worker', ttlMs: MAX_TTL_MS, monotonicClock: clock.now });
     let finish: () => void = () => undefined;
-    const outcome = leases.withLease(KEY, () => new Promise<void>((resolve) => (finish = resolve)), { timers: clock.timers });
+    let started: () => void = () => undefined;
+    const running = new Promise<void>((resolve) => (started = resolve));
+    const work = () =>
+      new Promise<void>((resolve) => {
+        finish = resolve;
+        started();
+      });
+    const outcome = leases.withLease(KEY, work, { timers: clock.timers });
+    await running;
     await clock.advance(10 * 24 * 3_600_000);
     expect(spy.calls.filter((method) => method === 'renew')).toEqual([]);
     await clock.advance(MAX_TTL_MS / 3);
