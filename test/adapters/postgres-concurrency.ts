@@ -125,7 +125,7 @@ export function describePostgresConcurrencySpecs(kind: Exclude<PostgresClientKin
       );
       const highest = tokens.reduce((a, b) => (a > b ? a : b));
       expect((await admin().query(`SELECT body, fence_token::text AS token FROM "${reports}"`)).rows).toEqual([{ body: `t${highest}`, token: String(highest) }]);
-      for (const outcome of outcomes) if (!outcome.ok) expect(outcome.expected.token < (outcome.found.token ?? 0n)).toBe(true);
+      for (const outcome of outcomes) if (!outcome.ok) expect(outcome.expected.token < (outcome.found.token as bigint)).toBe(true);
     });
 
     it('a claim whose connection is terminated while it waits for the lease row fails with OutcomeUnknownError and leaves the lease whole', async () => {

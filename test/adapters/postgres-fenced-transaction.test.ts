@@ -5,7 +5,7 @@
  */
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createPostgresStore, type PostgresStore } from '../../src/adapters/postgres/index.js';
+import { createPostgresStore, fromPgClient, type PostgresStore } from '../../src/adapters/postgres/index.js';
 import { isLeaseError, isStoreFailure } from '../../src/errors.js';
 import { createLeases, type Leases } from '../../src/leases.js';
 import { freshTable, sharedPostgresUrl } from './postgres-harness.js';
@@ -222,5 +222,31 @@ describe('postgres fenced transaction (pg Pool)', () => {
       );
     expect(isLeaseError(failed, 'STORE_UNAVAILABLE')).toBe(true);
     expect(await outRows(key)).toEqual([]);
+  });
+});
+
+describe('postgres fenced transaction on one connection (fromPgClient)', () => {
+  it('any statement of the store inside a fenced write callback fails fast instead of queueing behind the transaction forever', async () => {
+    const connection = new pg.Client({ connectionString: await sharedPostgresUrl() });
+    connection.on('error', () => undefined);
+    await connection.connect();
+    try {
+      const store = createPostgresStore({ client: fromPgClient(connection), table: freshTable('lf_ftx_one') });
+      await store.migrate();
+      const leases = createLeases(store, { holder: 'a', ttlMs: 60_000 });
+      const lease = await leases.claimOrThrow('one');
+      const started = performance.now();
+      const outcome = await leases.fencedWrite(lease, () =>
+        leases.inspect('another key').then(
+          () => 'no error',
+          (error: unknown) => (isLeaseError(error, 'INVALID_ARGUMENT') ? (error as Error).message : `other: ${String(error)}`),
+        ),
+      );
+      expect(outcome.ok && outcome.value).toContain('one connection');
+      expect(performance.now() - started).toBeLessThan(2_000);
+      expect((await leases.inspect('one')).grant?.token).toBe(lease.token);
+    } finally {
+      await connection.end();
+    }
   });
 });

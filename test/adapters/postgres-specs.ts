@@ -91,7 +91,7 @@ export function describePostgresAdapterSpecs(kind: PostgresClientKind): void {
       expect(statements).toEqual([...(pooled ? ['BEGIN'] : []), 'WITH pre AS', `INSERT INTO "${ctx().table}_out"`, ...(pooled ? ['COMMIT'] : [])]);
       expect(await outRows()).toContainEqual({ id: 1, note: 'tx' });
       const withCheckpoint = await ctx().counting.statementsDuring(() =>
-        leases.fencedWriteOrThrow(lease, (tx) => tx.query(`INSERT INTO "${ctx().table}_out" (id, note) VALUES (2, 'tx')`), { checkpoint: { id: 2 } }),
+        leases.fencedWriteOrThrow(lease, (tx) => tx.query(`INSERT INTO "${ctx().table}_out" (id, note) VALUES (1002, 'tx')`), { checkpoint: { id: 1002 } }),
       );
       // NOTE: the checkpoint is one more statement in the same transaction, after the callback's.
       expect(withCheckpoint).toEqual([...(pooled ? ['BEGIN'] : []), 'WITH pre AS', `INSERT INTO "${ctx().table}_out"`, `UPDATE "${ctx().table}" SET`, ...(pooled ? ['COMMIT'] : [])]);
