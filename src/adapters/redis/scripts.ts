@@ -25,6 +25,8 @@
  *   the reason, which may contain NUL, comes last).
  * - `checkpoint`: token SEP writtenAt SEP JSON text; `''` (or absent) for none.
  * - `recovery`: `'1'` while a revoke's required recovery is pending, else `''` (or absent).
+ * - `replay`: the first replies of the last memoised requests on this key (see `REMEMBER` in
+ *   `script-parts.ts`), cmsgpack-packed; absent until the first one.
  * Clearing writes `''` rather than deleting, so every change is a single HSET.
  *
  * ## Reply
