@@ -155,7 +155,7 @@ return '+' .. clock .. '\\0' .. shown
 export const REVOKE_SCRIPT: string = `${CLOCK}
 local v = redis.call('HMGET', KEYS[1], 'lease', 'ending', 'checkpoint', 'recovery', 'replay')
 local request, window = ARGV[5], tonumber(ARGV[6])
-local remembered = v[5] and cmsgpack.unpack(v[5]) or {}
+local memos = v[5] or ''
 ${REPLAYED}
 local lease = v[1]
 local s1 = lease and string.find(lease, '\\0', 1, true)
