@@ -9,6 +9,7 @@
  */
 import { createClient } from 'redis';
 import { Redis } from 'ioredis';
+import { Redis as Redis6 } from 'ioredis6';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createLeases, type Leases } from '../../src/leases.js';
 import { OutcomeUnknownError, StoreUnavailableError } from '../../src/errors.js';
@@ -50,8 +51,8 @@ async function throughProxy(client: RedisClient, prefix = freshPrefix('lost')): 
   return leases;
 }
 
-const ioredisViaProxy = (options: Record<string, unknown> = {}): Redis => {
-  const client = new Redis({ host: proxy.host, port: proxy.port, ...options });
+const ioredisViaProxy = (options: Record<string, unknown> = {}, Client: typeof Redis = Redis): Redis => {
+  const client = new Client({ host: proxy.host, port: proxy.port, ...options });
   client.on('error', () => undefined);
   closers.push(() => client.disconnect());
   return client;
@@ -68,18 +69,21 @@ async function withLostReply<T>(operation: () => Promise<T>): Promise<T> {
   }
 }
 
-describe('a lost reply with ioredis defaults (the script is re-sent after the reconnect)', () => {
+describe.each([
+  ['ioredis 5', Redis],
+  ['ioredis 6', Redis6 as unknown as typeof Redis],
+] as const)('a lost reply with %s defaults (the script is re-sent after the reconnect)', (_version, Client) => {
   let leases: Leases<RedisStore>;
   let gateClient: Redis;
   const prefix = freshPrefix('lost');
   beforeAll(async () => {
-    gateClient = ioredisViaProxy();
+    gateClient = ioredisViaProxy({}, Client);
     leases = await throughProxy(gateClient, prefix);
   });
 
   it('a re-delivered fenced write applies once and returns the first outcome', async () => {
     const lease = await leases.claimOrThrow('job:write');
-    const counter = `${hashTagOf('job:write')}:ioredis-resend`;
+    const counter = `${hashTagOf('job:write')}:ioredis-resend:${_version}`;
     const outcome = await withLostReply(() => leases.fencedWrite(lease, (tx) => tx.call('INCR', counter)));
     expect(outcome).toMatchObject({ ok: true, value: 1, token: lease.token });
     expect(await admin.send(['GET', counter])).toBe('1');
@@ -103,7 +107,7 @@ describe('a lost reply with ioredis defaults (the script is re-sent after the re
   it('a re-delivered token gate write applies once and returns the first outcome', async () => {
     const lease = await leases.claimOrThrow('job:gate');
     const gate = createRedisTokenGate({ client: gateClient, leasePrefix: prefix });
-    const counter = `${hashTagOf('report')}:ioredis-resend`;
+    const counter = `${hashTagOf('report')}:ioredis-resend:${_version}`;
     // NOTE: the gate is called with the full fence, as leases.gateWrite does under the gate contract (issue 9.5).
     await gate.write('warm-up', lease.fence(), () => undefined);
     const outcome = await withLostReply(() => gate.write('report', lease.fence(), (tx) => tx.call('INCR', counter)));

@@ -48,7 +48,7 @@ async function rejection(promise: Promise<unknown>): Promise<unknown> {
 
 const sleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms));
 
-describe.each(['ioredis', 'node-redis'] as const)('redis failures are typed and log-safe (%s)', (kind: RedisClientKind) => {
+describe.each(['ioredis', 'ioredis6', 'node-redis'] as const)('redis failures are typed and log-safe (%s)', (kind: RedisClientKind) => {
   let server: RedisServer;
   let admin: Redis;
   let client: RedisClient;
@@ -234,7 +234,7 @@ describe('Redis Cluster: CROSSSLOT', () => {
     rmSync(dir, { recursive: true, force: true });
   });
 
-  it.each(['ioredis', 'node-redis'] as const)('a fenced write to a key outside the lease slot is a RedisCrossSlotError naming hashTagOf; nothing applied (%s)', async (kind) => {
+  it.each(['ioredis', 'ioredis6', 'node-redis'] as const)('a fenced write to a key outside the lease slot is a RedisCrossSlotError naming hashTagOf; nothing applied (%s)', async (kind) => {
     const { client, close } = await openClient(kind, url);
     const raw: RedisConnection = toConnection(client);
     const leases = createLeases(createRedisStore({ client }), { holder: 'a', ttlMs: 60_000 });

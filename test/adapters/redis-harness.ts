@@ -6,6 +6,7 @@
  * `expireNow` rewrites the grant's stored expires-at (in the `lease` field, see scripts.ts) to the server's `TIME`.
  */
 import { Redis } from 'ioredis';
+import { Redis as Redis6 } from 'ioredis6';
 import { createClient } from 'redis';
 import { randomBytes } from 'node:crypto';
 import { createRedisStore, hashTagOf, type RedisClient, type RedisWriteContext } from '../../src/adapters/redis/index.js';
@@ -16,8 +17,8 @@ import type { StoreHarness } from '../conformance/harness.js';
 import { startRedis, type RedisServer } from '../support/redis-server.js';
 import { EXPIRE_NOW_SCRIPT } from '../support/redis-expire.js';
 
-/** The two Redis clients leasefence supports. */
-export type RedisClientKind = 'ioredis' | 'node-redis';
+/** The Redis clients leasefence supports: ioredis 5 and 6 (installed as `ioredis6`), node-redis 5. */
+export type RedisClientKind = 'ioredis' | 'ioredis6' | 'node-redis';
 
 export type RedisStore = Store<RedisWriteContext>;
 
@@ -33,8 +34,8 @@ export async function sharedRedisUrl(): Promise<string> {
 
 /** A connected client of `kind` with its `close()`. Errors are observed (node-redis would throw them otherwise). */
 export async function openClient(kind: RedisClientKind, url: string, ioredisOptions: Record<string, unknown> = {}): Promise<{ client: RedisClient; close: () => Promise<void> }> {
-  if (kind === 'ioredis') {
-    const client = new Redis(url, { lazyConnect: true, ...ioredisOptions });
+  if (kind === 'ioredis' || kind === 'ioredis6') {
+    const client = kind === 'ioredis' ? new Redis(url, { lazyConnect: true, ...ioredisOptions }) : new Redis6(url, { lazyConnect: true, ...ioredisOptions });
     client.on('error', () => undefined);
     await client.connect();
     return { client, close: async () => void client.disconnect() };

@@ -84,7 +84,7 @@ export function describeRedisAdapterSpecs(kind: RedisClientKind): void {
       // NOTE: a checkpoint is memoised per request inside the record (read with it, written with the checkpoint).
       expect(await watch.scriptCommandsDuring(() => a.checkpointOrThrow(lease, { step: 1 }))).toEqual(['TIME', 'HMGET', 'HSET']);
       const out = `${prefix}${hashTagOf(key)}:out`;
-      expect(await watch.scriptCommandsDuring(() => a.fencedWriteOrThrow(lease, (tx) => tx.call('SET', out, 'x'), { checkpoint: { step: 2 } }))).toEqual(['TIME', 'HMGET', 'COMMAND', 'SET', 'HSET']);
+      expect(await watch.scriptCommandsDuring(() => a.fencedWriteOrThrow(lease, (tx) => tx.call('SET', out, 'x'), { checkpoint: { step: 2 } }))).toEqual(['TIME', 'HMGET', 'SET', 'HSET']);
       expect(await watch.scriptCommandsDuring(() => a.release(lease))).toEqual(['TIME', 'HMGET', 'HSET']);
     });
 
@@ -468,7 +468,9 @@ export function describeRedisAdapterSpecs(kind: RedisClientKind): void {
       const keys = (await raw.send(['KEYS', `${countPrefix}*`])) as string[];
       expect(keys.sort()).toEqual([counter, keyNames(countPrefix).record(key, 'gate'), keyNames(countPrefix).record(key, 'lease')].sort());
       // NOTE: a gate checking the full fence keeps its memos in the writer's lease record too.
-      const slots = 'return #cmsgpack.unpack(redis.call("HGET", KEYS[1], "replay"))';
+      const slots = `local memos, pos, count = redis.call('HGET', KEYS[1], 'replay'), 1, 0
+        while pos <= #memos do pos = pos + 57 + tonumber(string.sub(memos, pos + 47, pos + 56)); count = count + 1 end
+        return count`;
       expect(await raw.send(['EVAL', slots, '1', keyNames(countPrefix).record(key, 'lease')])).toBe(REPLAY_SLOTS);
       expect(await raw.send(['HKEYS', keyNames(countPrefix).record(key, 'gate')])).toEqual(['key', 'token']);
       expect(await raw.send(['GET', counter])).toBe('1100');

@@ -85,7 +85,17 @@ function agree<O>(script: Script, reply: LeaseReply, transition: Transition<O>):
  *
  * **Lost replies**: every operation is safe to deliver twice (ioredis re-sends unanswered commands after
  * a reconnect): a re-delivered claim is recognised by its secret, fenced writes, revokes, checkpoints and recovers by a request
- * id memoised for `replayWindowMs`, the rest compare before they change anything. A reply lost for good
+ * id whose first reply is kept in the lease record (the last 8 per key, within `replayWindowMs`), the rest
+ * compare before they change anything.
+ *
+ * **Secrets** are stored as their SHA1 (hashed inside the script): reading the record, a dump, a replica
+ * (which receives the script's effects) or its MONITOR does not let anyone act as the holder, and no reply
+ * carries a stored secret or hash. MONITOR on the primary itself still shows each command's arguments,
+ * the presented secret among them: restrict it (ACL) to operators you would trust with the leases.
+ *
+ * **Fenced writes** are all or nothing as far as Redis can tell before running them (see `RedisWriteContext`
+ * and `RedisCommandError`): the callback finishes (an `async` one is awaited) before one script checks
+ * the fence, checks every command, runs them and saves the checkpoint you pass. A reply lost for good
  * is an `OutcomeUnknownError`; a command that could not be sent, a `StoreUnavailableError`.
  *
  * ```ts

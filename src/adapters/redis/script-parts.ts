@@ -56,36 +56,45 @@ export const TAKE_OVER: string = `'expired\\0' .. string.sub(lease, 1, s1) .. st
 export const REPLAY_SLOTS = 8;
 
 /**
- * Given `remembered` (the record's `replay` field unpacked: a list of { request id, at ms, reply }),
- * `request`, `window` (ms) and `now`: a re-delivery of a request remembered within the window returns
- * its first reply, and changes nothing.
+ * Given `memos` (the record's `replay` field, `''` when absent), `request` (a request id: always 32
+ * characters), `window` (ms) and `now`: a re-delivery of a request remembered within the window returns
+ * its first reply, and changes nothing. The field is a run of entries, each request id (32) .. at ms (15
+ * digits) .. reply length (10 digits) .. cmsgpack of the reply: walked by their headers, so only the
+ * matching reply is ever unpacked.
  */
 export const REPLAYED: string = `
-for _, memo in ipairs(remembered) do
-  if memo[1] == request and now - memo[2] < window then return memo[3] end
+local pos = 1
+while pos <= #memos do
+  local len = tonumber(string.sub(memos, pos + 47, pos + 56))
+  if string.sub(memos, pos, pos + 31) == request and now - tonumber(string.sub(memos, pos + 32, pos + 46)) < window then
+    return cmsgpack.unpack(string.sub(memos, pos + 57, pos + 56 + len))
+  end
+  pos = pos + 57 + len
 end
 `;
 
 /**
- * Given `remembered`, `request`, `window`, `now` and `reply`: sets `replay`, the record's new
- * `replay` field: the memos still within the window plus this one, at most `REPLAY_SLOTS`, oldest
- * dropped first. So memos live in the record they protect (no key per request), bounded per key.
+ * Given `memos`, `request`, `window`, `now` and `reply`: sets `replay`, the record's new `replay`
+ * field: the entries still within the window plus this one, at most `REPLAY_SLOTS`, oldest dropped first.
+ * So memos live in the record they protect (no key per request), bounded per key.
  */
 export const REMEMBER: string = `
-local kept = {}
-for _, memo in ipairs(remembered) do
-  if now - memo[2] < window then kept[#kept + 1] = memo end
+local entries, pos = {}, 1
+while pos <= #memos do
+  local len = tonumber(string.sub(memos, pos + 47, pos + 56))
+  if now - tonumber(string.sub(memos, pos + 32, pos + 46)) < window then entries[#entries + 1] = string.sub(memos, pos, pos + 56 + len) end
+  pos = pos + 57 + len
 end
-kept[#kept + 1] = {request, now, reply}
-while #kept > ${REPLAY_SLOTS} do table.remove(kept, 1) end
-local replay = cmsgpack.pack(kept)
+local packed = cmsgpack.pack(reply)
+entries[#entries + 1] = request .. string.format('%015.0f', now) .. string.format('%010d', #packed) .. packed
+local replay = table.concat(entries, '', math.max(1, #entries - ${REPLAY_SLOTS} + 1))
 `;
 
-/** After the fence's ARGV (`at`) and `read`: the request id and replay window, then `REPLAYED`. */
+/** After the fence's ARGV (`at`) and `read`: the request id, the replay window and `memos`, then `REPLAYED`. */
 const MEMOS = `
 local request, window = ARGV[at], tonumber(ARGV[at + 1])
 at = at + 2
-local remembered = read[2] and cmsgpack.unpack(read[2]) or {}
+local memos = read[2] or ''
 ${REPLAYED}`;
 
 /**

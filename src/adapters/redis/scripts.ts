@@ -25,6 +25,8 @@
  *   the reason, which may contain NUL, comes last).
  * - `checkpoint`: token SEP writtenAt SEP JSON text; `''` (or absent) for none.
  * - `recovery`: `'1'` while a revoke's required recovery is pending, else `''` (or absent).
+ * - `replay`: the first replies of the last memoised requests on this key (see `REMEMBER` in
+ *   `script-parts.ts`), cmsgpack-packed; absent until the first one.
  * Clearing writes `''` rather than deleting, so every change is a single HSET.
  *
  * ## Reply
@@ -153,7 +155,7 @@ return '+' .. clock .. '\\0' .. shown
 export const REVOKE_SCRIPT: string = `${CLOCK}
 local v = redis.call('HMGET', KEYS[1], 'lease', 'ending', 'checkpoint', 'recovery', 'replay')
 local request, window = ARGV[5], tonumber(ARGV[6])
-local remembered = v[5] and cmsgpack.unpack(v[5]) or {}
+local memos = v[5] or ''
 ${REPLAYED}
 local lease = v[1]
 local s1 = lease and string.find(lease, '\\0', 1, true)

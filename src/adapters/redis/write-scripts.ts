@@ -29,11 +29,12 @@ end
 /**
  * Checks every decoded command before any runs, so that what can be known up front fails with nothing
  * applied: an unknown command, a wrong argument count, a command scripts may not run, an ACL denial.
- * Leaves `failed` (1-based index, 0 = none) and `err`.
+ * Leaves `failed` (1-based index, 0 = none) and `err`. A single command is not checked: if it fails,
+ * nothing was applied anyway (and `COMMAND INFO` costs the server ~14 µs per command).
  */
 const CHECK_COMMANDS = `
 local failed, err, known = 0, '', {}
-for c = 1, #commands do
+for c = 1, (#commands > 1 and #commands or 0) do
   local argv = commands[c]
   local name = string.lower(argv[1])
   if known[name] == nil then known[name] = redis.call('COMMAND', 'INFO', name)[1] or false end
@@ -153,9 +154,8 @@ return found
  * error, applied }.
  */
 export const GATE_WRITE_SCRIPT: string = `${CLOCK}
-local memos = redis.call('HGET', KEYS[1], 'replay')
+local memos = redis.call('HGET', KEYS[1], 'replay') or ''
 local request, window = ARGV[3], tonumber(ARGV[4])
-local remembered = memos and cmsgpack.unpack(memos) or {}
 ${REPLAYED}${gateCheck('KEYS[1]', 'ARGV[1]', 'ARGV[2]', (reason) => `{${reason}, found[1], found[2]}`)}${decodeCommands('5')}${CHECK_COMMANDS}
 if failed > 0 then return {'ok', found[1], found[2], {}, failed, err, 0} end
 ${RUN_COMMANDS}
