@@ -246,6 +246,17 @@ describe('chaos history checker', () => {
     expect(checksFired(story, finalOf([], { token: '2' }), 1000)).toEqual(['slow-takeover']);
   });
 
+  it('ends the wait after a pause at the next grant, even when the paused holder claims the key again itself', () => {
+    const story = new Story();
+    story.claim('a', 1, [0, 2], 1000, 100);
+    story.op({ proc: 'nemesis', op: 'pause', key: '', at: [10, 300], invoke: { target: 'a' } });
+    story.op({ proc: 'b', op: 'claim', at: [20, 21], status: 'fail', done: { reason: 'held' } });
+    story.claim('a', 2, [310, 320], 1320, 100, { reason: 'expired' });
+    story.claim('b', 3, [5000, 5010], 6000, 100, { reason: 'released' });
+    expect(check(story, finalOf([], { token: '3' }), 1000).figures.takeoverLatencies).toEqual([310]);
+    expect(checksFired(story, finalOf([], { token: '3' }), 1000)).toEqual([]);
+  });
+
   it('computes percentiles by nearest rank', () => {
     expect(percentile([], 50)).toBeNull();
     expect(percentile([5, 1, 3, 2, 4], 50)).toBe(3);

@@ -130,7 +130,8 @@ function takeoverLatencies(index: OpIndex, boundMs: number | null): { latencies:
       const released = index.of(key, 'release').some((release) => release.token === held.token && release.status === 'ok' && release.end < fault.start);
       const superseded = grants.some((grant) => (grant.token ?? 0n) > (held.token ?? 0n) && grant.end < fault.start);
       if (released || superseded) continue;
-      const next = grants.filter((grant) => grant.proc !== victim && grant.end > fault.start).sort((a, b) => (a.end < b.end ? -1 : 1))[0];
+      // NOTE: any newer grant ends the wait, the paused holder's own new claim after its grant expired included.
+      const next = grants.filter((grant) => (grant.token ?? 0n) > (held.token ?? 0n) && grant.end > fault.start).sort((a, b) => (a.end < b.end ? -1 : 1))[0];
       if (next === undefined) {
         if (boundMs !== null && msBetween(fault.start, runEnd) > boundMs) {
           violations.push({ check: 'slow-takeover', key, message: `no takeover of ${key} within ${boundMs} ms after ${fault.op} of ${victim}`, ops: [fault, held] });

@@ -19,6 +19,7 @@ import { useHarness } from './context.js';
 import type { MakeStoreHarness, StoreHarness, SuiteOptions } from './harness.js';
 import { HistoryRecorder, scheduledStore, type RaceHistory, type RaceOpKind, type RaceOutcome, type ScheduledStore } from './history.js';
 import { assertRaceInvariants } from './invariants.js';
+import { PROPERTY_SUITE_TIMEOUT_MS } from '../support/timeouts.js';
 
 export type RaceStep = 'claim' | 'renew' | 'write' | 'checkpoint' | 'release' | 'revoke' | 'pause';
 /** What the nemesis does between workers' steps: move the store's clock, or expire the current grant. */
@@ -151,6 +152,7 @@ export function describeStoreRaces<S extends Store>(name: string, makeHarness: M
     test.prop([fc.scheduler(), raceScenarioArb(options.workers)], { numRuns: options.raceRuns, timeout: 10_000 })(
       'under any interleaving: one live grant at a time, tokens never reused, only the current grant writes, in token order, stale renew/release change nothing',
       async (scheduler, scenario) => raceKeepsInvariants(scheduler, scenario, { harness: context.harness, stores }),
+      PROPERTY_SUITE_TIMEOUT_MS,
     );
   });
 }

@@ -26,6 +26,8 @@ describe('release', () => {
       grant: null,
       ending: { kind: 'released', token: fence.token, holder: fence.holder, runId: fence.runId, at: now, reason: null, by: null },
       checkpoint,
+      // NOTE: a checkpoint decision (set or clear) resolves a pending recovery; keeping it leaves it pending.
+      recoveryRequired: checkpointJson === undefined ? record.recoveryRequired : false,
     });
   });
 

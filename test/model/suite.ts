@@ -23,6 +23,7 @@ import {
   type ModelReal,
 } from './commands.js';
 import { initialModel, isExpired, type ModelState } from './reference.js';
+import { PROPERTY_SUITE_TIMEOUT_MS } from '../support/timeouts.js';
 
 const WORKERS = 3;
 /** TTL on a controlled clock: short, so advance-clock commands expire grants. */
@@ -114,6 +115,6 @@ export function describeStoreModel<S extends Store>(name: string, makeHarness: M
         }),
         cmds,
       );
-    });
+    }, PROPERTY_SUITE_TIMEOUT_MS);
   });
 }
