@@ -90,10 +90,13 @@ export function makePostgresHarness(kind: PostgresClientKind): () => Promise<Sto
         closers.push(() => opened.close());
         return createPostgresStore({ client: opened.client, table });
       },
-      appendUnderFence: async (leases, lease, entry): Promise<FencedWriteOutcome<unknown>> => {
-        if (!usesStatementForm(kind)) {
-          return leases.fencedWrite(lease, (tx) =>
-            tx.query(`INSERT INTO ${ledger} (key, entry, token) VALUES ($1, $2, $3) RETURNING seq`, [lease.key, entry, tx.token.toString()]),
+      appendUnderFence: async (leases, lease, entry, options): Promise<FencedWriteOutcome<unknown>> => {
+        // NOTE: the one-statement form has no checkpoint option: a write with a checkpoint uses the transaction.
+        if (!usesStatementForm(kind) || options !== undefined) {
+          return leases.fencedWrite(
+            lease,
+            (tx) => tx.query(`INSERT INTO ${ledger} (key, entry, token) VALUES ($1, $2, $3) RETURNING seq`, [lease.key, entry, tx.token.toString()]),
+            options,
           );
         }
         const outcome = await leases.store.fencedStatement(lease, `INSERT INTO ${ledger} (key, entry, token) SELECT fence.key, $1, fence.token FROM fence RETURNING seq`, [entry]);

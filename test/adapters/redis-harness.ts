@@ -68,7 +68,7 @@ export function makeRedisHarness(kind: RedisClientKind): () => Promise<StoreHarn
     return {
       store: main.store,
       connect: async () => (await open()).store,
-      appendUnderFence: (leases, lease, entry) => leases.fencedWrite(lease, (tx) => tx.call('RPUSH', ledgerKey(lease.key), entry)),
+      appendUnderFence: (leases, lease, entry, options) => leases.fencedWrite(lease, (tx) => tx.call('RPUSH', ledgerKey(lease.key), entry), options),
       readLedger: async (key) => (await raw.send(['LRANGE', ledgerKey(key), '0', '-1'])) as string[],
       expireNow: async (key) => void (await raw.send(['EVAL', EXPIRE_NOW_SCRIPT, '1', names.record(key, 'lease')])),
       advanceClock: null,

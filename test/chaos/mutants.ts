@@ -19,6 +19,7 @@ import { join } from 'node:path';
 import type pg from 'pg';
 import type { Redis } from 'ioredis';
 import type { PostgresWriteContext } from '../../src/adapters/postgres/index.js';
+import { secretHash } from '../../src/adapters/postgres/secret-hash.js';
 import { RedisKey, type RedisWriteContext } from '../../src/adapters/redis/index.js';
 import type { ClaimCommand, ClaimOutcome, Inspection } from '../../src/fence/operations.js';
 import type { Store } from '../../src/store.js';
@@ -109,10 +110,10 @@ export function postgresMutant(name: MutantName, store: Store<PostgresWriteConte
   } else if (name === 'blind-renew') {
     mutant.renew = async ({ fence, ttlMs }) => {
       const { rows } = await pool.query<{ now: string; expires: string }>(
-        `UPDATE ${LEASE_TABLE} SET token = $2, holder = $3, secret = $4, run_id = $5,
+        `UPDATE ${LEASE_TABLE} SET token = $2, holder = $3, secret_hash = $4, run_id = $5,
            expires_at = date_trunc('milliseconds', clock_timestamp()) + $6 * interval '1 millisecond'
          WHERE key = $1 RETURNING ${PG_NOW} AS now, (extract(epoch FROM expires_at) * 1000)::bigint::text AS expires`,
-        [fence.key, fence.token.toString(), fence.holder, fence.secret, fence.runId, ttlMs],
+        [fence.key, fence.token.toString(), fence.holder, secretHash(fence.secret), fence.runId, ttlMs],
       );
       const row = rows[0];
       return { ok: true, key: fence.key, token: fence.token, expiresAt: Number(row?.expires), now: Number(row?.now) };
@@ -125,12 +126,12 @@ export function postgresMutant(name: MutantName, store: Store<PostgresWriteConte
       await meetPartner(command.key);
       const token = inspection.token + 1n;
       const { rows } = await pool.query<{ now: string }>(
-        `INSERT INTO ${LEASE_TABLE} AS l (key, token, holder, run_id, secret, acquired_at, expires_at, attributes)
+        `INSERT INTO ${LEASE_TABLE} AS l (key, token, holder, run_id, secret_hash, acquired_at, expires_at, attributes)
          VALUES ($1, $2, $3, $4, $5, date_trunc('milliseconds', clock_timestamp()), date_trunc('milliseconds', clock_timestamp()) + $6 * interval '1 millisecond', '{}')
-         ON CONFLICT (key) DO UPDATE SET token = EXCLUDED.token, holder = EXCLUDED.holder, run_id = EXCLUDED.run_id, secret = EXCLUDED.secret,
+         ON CONFLICT (key) DO UPDATE SET token = EXCLUDED.token, holder = EXCLUDED.holder, run_id = EXCLUDED.run_id, secret_hash = EXCLUDED.secret_hash,
            acquired_at = EXCLUDED.acquired_at, expires_at = EXCLUDED.expires_at, attributes = EXCLUDED.attributes
          RETURNING (extract(epoch FROM acquired_at) * 1000)::bigint::text AS now`,
-        [command.key, token.toString(), command.holder, command.runId, command.secret, command.ttlMs],
+        [command.key, token.toString(), command.holder, command.runId, secretHash(command.secret), command.ttlMs],
       );
       return granted(inspection, command, token, Number(rows[0]?.now));
     };

@@ -45,7 +45,7 @@ describe('fuzz: every public method on real servers', () => {
     const table = freshTable('lf_fuzz');
     const setupStore = createPostgresStore({ client: opened.client, table });
     await setupStore.migrate();
-    const gate = createPostgresTokenGate({ client: counting.client, table: `${table}_gate` });
+    const gate = createPostgresTokenGate({ client: counting.client, table: `${table}_gate`, leaseTable: table });
     await gate.migrate();
     let keys = 0;
     await fuzz({
