@@ -10,6 +10,6 @@ export {
   type RedisClient,
   type RedisConnection,
 } from './connection.js';
-export { RedisCommandError, RedisKey, type RedisArgument, type RedisWriteContext } from './recorder.js';
+export { MAX_COMMAND_ARGUMENTS, RedisCommandError, RedisKey, type RedisArgument, type RedisWriteContext } from './recorder.js';
 export { hashTagOf } from './keys.js';
 export { RedisCrossSlotError } from './cross-slot.js';
