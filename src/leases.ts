@@ -29,6 +29,7 @@ import { Lease, leaseFence, parseLeaseJson, type Checkpoint, type LeaseJson } fr
 import { loggable, loggableFields } from './loggable.js';
 import { observeLeases } from './observed-leases.js';
 import { newSecret } from './secret.js';
+import { parseStoredCheckpoint } from './unreadable-checkpoint.js';
 import type { Store, WriteContextOf } from './store.js';
 import {
   assertKey,
@@ -175,7 +176,8 @@ export interface Leases<S extends Store = Store> {
 }
 
 function parseCheckpoint(record: CheckpointRecord | null): Checkpoint | null {
-  return record === null ? null : { value: JSON.parse(record.json) as unknown, token: record.token, writtenAt: record.writtenAt };
+  // NOTE: a damaged stored checkpoint reads as the unreadable marker, never as an error after a grant.
+  return record === null ? null : { value: parseStoredCheckpoint(record.json), token: record.token, writtenAt: record.writtenAt };
 }
 
 const CLAIM_OPTIONS = ['ttlMs', 'runId', 'attributes', 'recovering'] as const;

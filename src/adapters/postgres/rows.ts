@@ -10,6 +10,7 @@
  * Tokens travel as decimal text (parsed with `BigInt`, never through `Number`); times as epoch ms.
  */
 import type { EndingKind, LeaseAttributes, LeaseRecord, StoreTime } from '../../fence/types.js';
+import { unreadableCheckpoint } from '../../unreadable-checkpoint.js';
 
 /**
  * Epoch milliseconds of a `timestamptz(3)`. NOTE: `date_part` (float8) is measurably cheaper than `extract`
@@ -122,21 +123,13 @@ const bigintOf = (cell: Cell | undefined): bigint | null => (typeof cell === 'st
 const textOf = (cell: Cell | undefined): string | null => (typeof cell === 'string' ? cell : null);
 const timeOf = (cell: Cell | undefined): StoreTime | null => (typeof cell === 'number' ? cell : null);
 
-/**
- * What a stored checkpoint that is not valid JSON (written around leasefence, or damaged) reads as: a JSON
- * object that says so, instead of an error at every claim and inspect of the key. The key stays usable;
- * an operator sees it in `inspect` and clears it (`recover(lease, 'discard')` by a recovering holder, or a
- * release or fenced write that sets a new checkpoint).
- */
-export const UNREADABLE_CHECKPOINT = 'leasefence:unreadable-checkpoint';
-
-/** `json` if it parses, otherwise a description of the unreadable checkpoint (valid JSON). */
+/** `json` if it parses, otherwise the unreadable-checkpoint marker (valid JSON), so the key stays usable. */
 function readableCheckpoint(json: string): string {
   try {
     JSON.parse(json);
     return json;
   } catch {
-    return JSON.stringify({ [UNREADABLE_CHECKPOINT]: true, reason: 'the stored checkpoint is not valid JSON', length: json.length });
+    return JSON.stringify(unreadableCheckpoint(json.length));
   }
 }
 
