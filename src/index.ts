@@ -41,4 +41,5 @@ export { DEFAULT_MAX_CHECKPOINT_BYTES, MAX_ATTRIBUTES, MAX_NAME_BYTES, MAX_TOKEN
 export { toLoggable } from './loggable.js';
 export { assertName } from './validate.js';
 export { loggableCause } from './redact.js';
+export { hashSecret } from './secret-hash.js';
 export * from './fence/index.js';

@@ -4,12 +4,8 @@
  * before sending it, so the secret itself never travels to the server either (no statement log, parameter
  * or server error can carry it); SQL compares hashes and tells the adapter only whether they matched.
  */
-import { createHash } from 'node:crypto';
-
 /** Lowercase hex SHA-256 of the secret's UTF-8 bytes: what `secret_hash` holds. */
-export function secretHash(secret: string): string {
-  return createHash('sha256').update(secret, 'utf8').digest('hex');
-}
+export { hashSecret as secretHash } from '../../secret-hash.js';
 
 /**
  * The SQL of the same hash, for rows written before the table kept hashes (`migrate()` converts them).

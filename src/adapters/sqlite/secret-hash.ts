@@ -3,13 +3,7 @@
  * the secret a claim brings and the one every fence presents, and the pure core compares the hashes exactly
  * as it would compare the secrets (a secret is 128 random bits: its hash needs no salt or stretching).
  */
-import { createHash } from 'node:crypto';
-import type { ClaimCommand, Fence } from '../../index.js';
-
-/** The hex SHA-256 of a secret: what the lease table stores and compares. */
-export function hashSecret(secret: string): string {
-  return createHash('sha256').update(secret, 'utf8').digest('hex');
-}
+import { hashSecret, type ClaimCommand, type Fence } from '../../index.js';
 
 /** The fence with its secret replaced by the secret's hash, to judge against a stored record. */
 export function hashedFence(fence: Fence): Fence {
