@@ -26,14 +26,13 @@ export interface TokenGate<WriteContext = unknown> {
    */
   write<T>(resource: string, lease: Fence, write: (context: WriteContext) => T | Promise<T>): Promise<GateOutcome<T>>;
 
-  // NOTE: `inspect` and `reset` are optional only until the Postgres and Redis gates land theirs (issue 9).
   /** What the gate remembers of `resource`: the key and highest token that wrote it, or `null`. For operators. */
-  inspect?(resource: string): Promise<GateRecord>;
+  inspect(resource: string): Promise<GateRecord>;
 
   /**
    * Forgets `resource` (returns what it forgot), so the next write by any key's current grant binds it
    * again: for operators, to re-key a resource or clear a forged token. Unsafe while an older grant may
    * still write: use it when the resource's writers are stopped or fenced by their lease store.
    */
-  reset?(resource: string): Promise<GateRecord>;
+  reset(resource: string): Promise<GateRecord>;
 }

@@ -4,8 +4,7 @@
  * row inserted inside the fenced transaction, the gated resource a row inserted inside the gate's write.
  */
 import pg from 'pg';
-import { createPostgresStore, createPostgresTokenGate, type PostgresGateContext, type PostgresWriteContext } from '../../src/adapters/postgres/index.js';
-import type { TokenGate } from '../../src/gate.js';
+import { createPostgresStore, createPostgresTokenGate, type PostgresWriteContext } from '../../src/adapters/postgres/index.js';
 import { createLeases } from '../../src/leases.js';
 import type { Lease } from '../../src/lease.js';
 import type { Leases } from '../../src/leases.js';
@@ -57,8 +56,7 @@ export function createPostgresBackend(url: string, proc: string, wrap: (store: P
         await (tx as PostgresWriteContext).query('INSERT INTO chaos_ledger (key, entry) VALUES ($1, $2)', [lease.key, entry]);
       }),
     appendThroughGate: (leases: Leases, lease: Lease, resource: string, entry: string) =>
-      // NOTE: the Postgres gate's outcome includes the fence's refusal (issue 9.5); the cast goes once the contract's does.
-      leases.gateWrite(gate as unknown as TokenGate<PostgresGateContext>, resource, lease, async (tx) => {
+      leases.gateWrite(gate, resource, lease, async (tx) => {
         await tx.query('INSERT INTO chaos_gate_ledger (resource, entry) VALUES ($1, $2)', [resource, entry]);
       }),
     close: () => pool.end(),

@@ -5,7 +5,6 @@
  */
 import { Redis } from 'ioredis';
 import { createRedisStore, createRedisTokenGate, hashTagOf, type RedisWriteContext } from '../../src/adapters/redis/index.js';
-import type { TokenGate } from '../../src/gate.js';
 import type { Lease } from '../../src/lease.js';
 import { createLeases } from '../../src/leases.js';
 import type { Leases } from '../../src/leases.js';
@@ -42,7 +41,7 @@ export function createRedisBackend(url: string, proc: string, wrap: (store: Stor
       }),
     appendThroughGate: (leases: Leases, lease: Lease, resource: string, entry: string) =>
       // NOTE: the Redis gate's outcome includes the fence's refusal (issue 9.5); the cast goes once the contract's does.
-      leases.gateWrite(gate as unknown as TokenGate<RedisWriteContext>, resource, lease, (tx) => {
+      leases.gateWrite(gate, resource, lease, (tx) => {
         void tx.call('RPUSH', gateLedgerKey(resource), entry);
       }),
     close: async () => {
