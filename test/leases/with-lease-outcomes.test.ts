@@ -13,7 +13,7 @@ import { MAX_TTL_MS } from '../../src/validate.js';
 import type { WithLeaseOptions } from '../../src/with-lease.js';
 import { MEMORY_EPOCH } from '../adapters/memory-harness.js';
 import { spyOn } from './spy-store.js';
-import { callTimes, createQueueTimers, createRig, sleep, TTL_MS } from './with-lease-rig.js';
+import { callTimes, controlledWork, createQueueTimers, createRig, sleep, TTL_MS } from './with-lease-rig.js';
 
 const KEY = 'job:9';
 const MAX_TIMER_MS = 2 ** 31 - 1;
@@ -198,14 +198,7 @@ describe('withLease timers and bad input', () => {
     const clock = createQueueTimers();
     const spy = spyOn(createMemoryStore({ clock: () => MEMORY_EPOCH + clock.now() }));
     const leases = createLeases(spy.store, { holder: 'worker', ttlMs: MAX_TTL_MS, monotonicClock: clock.now });
-    let finish: () => void = () => undefined;
-    let started: () => void = () => undefined;
-    const running = new Promise<void>((resolve) => (started = resolve));
-    const work = () =>
-      new Promise<void>((resolve) => {
-        finish = resolve;
-        started();
-      });
+    const { work, running, finish } = controlledWork();
     const outcome = leases.withLease(KEY, work, { timers: clock.timers });
     await running;
     await clock.advance(10 * 24 * 3_600_000);

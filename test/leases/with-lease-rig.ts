@@ -126,3 +126,16 @@ export function createQueueTimers(): QueueTimers {
     pending: () => queue.length,
   };
 }
+
+/** Work for `withLease` that the test ends: `running` resolves once it started, `finish()` makes it return. */
+export function controlledWork(): { work: () => Promise<void>; running: Promise<void>; finish: () => void } {
+  let finish: () => void = () => undefined;
+  let started: () => void = () => undefined;
+  const running = new Promise<void>((resolve) => (started = resolve));
+  const work = () =>
+    new Promise<void>((resolve) => {
+      finish = resolve;
+      started();
+    });
+  return { work, running, finish: () => finish() };
+}

@@ -10,7 +10,7 @@ import { createLeases } from '../../src/leases.js';
 import { MAX_TTL_MS } from '../../src/validate.js';
 import { MEMORY_EPOCH } from '../adapters/memory-harness.js';
 import { spyOn } from './spy-store.js';
-import { createQueueTimers } from './with-lease-rig.js';
+import { controlledWork, createQueueTimers } from './with-lease-rig.js';
 
 const MAX_TIMER_MS = 2 ** 31 - 1;
 
@@ -20,14 +20,7 @@ test.prop([fc.integer({ min: 3_000, max: MAX_TTL_MS }), fc.integer({ min: 0, max
     const clock = createQueueTimers();
     const spy = spyOn(createMemoryStore({ clock: () => MEMORY_EPOCH + clock.now() }));
     const leases = createLeases(spy.store, { holder: 'worker', ttlMs, monotonicClock: clock.now });
-    let finish: () => void = () => undefined;
-    let started: () => void = () => undefined;
-    const running = new Promise<void>((resolve) => (started = resolve));
-    const work = () =>
-      new Promise<void>((resolve) => {
-        finish = resolve;
-        started();
-      });
+    const { work, running, finish } = controlledWork();
     const outcome = leases.withLease('job:timers', work, { timers: clock.timers });
     await running;
     await clock.advance(Math.floor(((renewals + 0.5) * ttlMs) / 3));

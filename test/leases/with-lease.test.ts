@@ -9,7 +9,7 @@ import { createLeases } from '../../src/leases.js';
 import type { Timers } from '../../src/with-lease.js';
 import { MEMORY_EPOCH } from '../adapters/memory-harness.js';
 import { spyOn } from './spy-store.js';
-import { abortedAt, callTimes, createRig, sleep, TTL_MS } from './with-lease-rig.js';
+import { abortedAt, callTimes, controlledWork, createRig, sleep, TTL_MS } from './with-lease-rig.js';
 
 const KEY = 'job:7';
 
@@ -203,14 +203,7 @@ describe('withLease', () => {
     };
     const spy = spyOn(createMemoryStore({ clock: () => MEMORY_EPOCH + now }));
     const leases = createLeases(spy.store, { holder: 'worker', ttlMs: TTL_MS, monotonicClock: () => now });
-    let finish: () => void = () => undefined;
-    let started: () => void = () => undefined;
-    const running = new Promise<void>((resolve) => (started = resolve));
-    const work = () =>
-      new Promise<void>((resolve) => {
-        finish = resolve;
-        started();
-      });
+    const { work, running, finish } = controlledWork();
     const outcome = leases.withLease(KEY, work, { timers });
     await running;
     await advance(3_500);
