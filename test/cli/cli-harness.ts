@@ -2,10 +2,11 @@
  * Runs the `leasefence` CLI as a separate process (node + tsx on the sources), as a user would, and in a
  * tmux pseudo-terminal for the interactive parts.
  */
-import { execFile, spawn } from 'node:child_process';
+import { execFile, spawn, spawnSync } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { promisify } from 'node:util';
+import { findOrInstall } from '../support/provision.js';
 
 const ROOT = resolve(import.meta.dirname, '..', '..');
 /** tsx's loader by absolute path, so the CLI can run from any working directory. */
@@ -43,6 +44,13 @@ export function runCli(args: readonly string[], options: { readonly cwd?: string
 
 const exec = promisify(execFile);
 
+/** The tmux binary on PATH, or `null`. */
+function installedTmux(): string | null {
+  const which = spawnSync('which', ['tmux'], { encoding: 'utf8' });
+  const path = which.status === 0 ? which.stdout.trim() : '';
+  return path === '' ? null : path;
+}
+
 /** A tmux session (its own server socket) running one command in a pseudo-terminal. */
 export interface TerminalSession {
   /** The visible screen, as text. */
@@ -57,7 +65,8 @@ export interface TerminalSession {
 /** Starts `command` (shell words, already quoted) in a new tmux session of 200 x 50 cells. */
 export async function startTerminal(command: string): Promise<TerminalSession> {
   const socket = `leasefence-cli-${process.pid}-${Math.random().toString(36).slice(2, 8)}`;
-  const tmux = (...args: string[]) => exec('tmux', ['-L', socket, ...args]);
+  const binary = findOrInstall('tmux', installedTmux, 'tmux not found on PATH: install it with `sudo apt-get install -y tmux` (the CLI tests drive the confirmation prompt in a tmux pseudo-terminal).');
+  const tmux = (...args: string[]) => exec(binary, ['-L', socket, ...args]);
   await tmux('new-session', '-d', '-s', 'cli', '-x', '200', '-y', '50', `cd ${ROOT} && ${command}; echo "[exit $?]"; sleep 60`);
   const screen = async (): Promise<string> => (await tmux('capture-pane', '-p', '-t', 'cli')).stdout;
   return {
