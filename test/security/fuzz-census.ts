@@ -4,28 +4,11 @@
  * (`npx tsx test/security/fuzz-census.ts`), not part of `npm test`.
  */
 import fc from 'fast-check';
-import { createMemoryStore, createMemoryTokenGate } from '../../src/adapters/memory/index.js';
-import { createLeases } from '../../src/leases.js';
-import { spyOn } from '../leases/spy-store.js';
-import { calls, runCall, type FuzzTarget } from './fuzz-property.js';
+import { calls, runCall } from './fuzz-property.js';
+import { memoryFuzzTarget } from './memory-fuzz-target.js';
 
 const runs = Number(process.env['FUZZ_RUNS'] ?? 3_000);
-const memory = createMemoryStore();
-const spy = spyOn(memory);
-let keys = 0;
-const target: FuzzTarget = {
-  leases: createLeases(spy.store, { holder: 'fuzz' }),
-  setup: createLeases(memory, { holder: 'setup' }),
-  foreign: await createLeases(createMemoryStore(), { holder: 'elsewhere' }).claimOrThrow('job:foreign'),
-  gate: createMemoryTokenGate({ store: spy.store } as never),
-  ioDuring: async (run) => {
-    const before = spy.calls.length;
-    await run();
-    return spy.calls.length - before;
-  },
-  freshKey: () => `fuzz:${++keys}`,
-  checkpointWithWrite: true,
-};
+const target = await memoryFuzzTarget();
 const failures = new Map<string, number>();
 let failed = 0;
 for (const recipe of fc.sample(calls(true), { numRuns: runs, seed: 42 })) {

@@ -4,32 +4,14 @@
  */
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { createMemoryStore, createMemoryTokenGate } from '../../src/adapters/memory/index.js';
-import { createLeases } from '../../src/leases.js';
-import { spyOn } from '../leases/spy-store.js';
-import { calls, runCall, type FuzzTarget } from './fuzz-property.js';
+import { calls, runCall } from './fuzz-property.js';
+import { memoryFuzzTarget } from './memory-fuzz-target.js';
 
 const RUNS = Number(process.env['FUZZ_RUNS'] ?? 3_000);
 
 describe('fuzz: every public method on the memory store', () => {
   it(`either INVALID_ARGUMENT before any I/O with every lease unchanged, or a normal result (${RUNS} runs)`, async () => {
-    const memory = createMemoryStore();
-    const spy = spyOn(memory);
-    let keys = 0;
-    const foreign = await createLeases(createMemoryStore(), { holder: 'elsewhere' }).claimOrThrow('job:foreign');
-    const target: FuzzTarget = {
-      leases: createLeases(spy.store, { holder: 'fuzz' }),
-      setup: createLeases(memory, { holder: 'setup' }),
-      foreign,
-      gate: createMemoryTokenGate({ store: spy.store }),
-      ioDuring: async (run) => {
-        const before = spy.calls.length;
-        await run();
-        return spy.calls.length - before;
-      },
-      freshKey: () => `fuzz:${++keys}`,
-      checkpointWithWrite: true,
-    };
+    const target = await memoryFuzzTarget();
     const endings = { invalid: 0, result: 0, typed: 0 };
     await fc.assert(
       fc.asyncProperty(calls(true), async (recipe) => {
