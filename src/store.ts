@@ -93,6 +93,22 @@ export interface Store<WriteContext = unknown> {
    * call. Never reads or returns secrets.
    */
   list?(query: StoreListQuery): Promise<StoreListPage>;
+
+  /**
+   * OPTIONAL (waiting claims): calls `onFreed` whenever a release or a revoke of `key` commits in the
+   * store, so a waiting claim retries at once instead of at its next scheduled attempt. Expiry sends no
+   * message: waiters schedule that attempt from the `expiresAt` and `now` a `held` refusal carries.
+   *
+   * - The returned promise resolves once the subscription is live: a release that commits after it
+   *   resolves is heard (waiters subscribe first, then claim, so no release falls in between).
+   * - Best effort: a message lost to a reconnect or a dropped notification connection only delays a
+   *   waiter to its next scheduled attempt; correctness never depends on a message.
+   * - The resolved function ends this subscription: idempotent, synchronous for the caller, and it leaves
+   *   nothing behind (no listener; the backend subscription is dropped when the key's last one ends).
+   * - A store without a notification channel (for example a Redis store created without a subscriber
+   *   connection) leaves this method out; waiting then relies on scheduled attempts alone.
+   */
+  watchFreed?(key: string, onFreed: () => void): Promise<() => void>;
 }
 
 /** The fenced-write context type of a store. */
