@@ -13,7 +13,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createManualClock, type ManualClock } from '../../src/clock.js';
 import { createSqliteStore, type SqliteDatabase, type SqliteStore, type SqliteStoreOptions } from '../../src/adapters/sqlite/index.js';
-import type { StoreHarness } from '../conformance/harness.js';
+import type { StoreHarness } from '../../src/testing/index.js';
 
 /** The clock the manual harness starts at (a realistic epoch, so ISO dates in messages look right). */
 export const SQLITE_EPOCH = Date.UTC(2026, 0, 1);

@@ -4,7 +4,8 @@
  */
 import { createRequire } from 'node:module';
 import { describe, it } from 'vitest';
-import { describeStoreSuites } from '../conformance/index.js';
+import { describeStoreSuites } from '../../src/testing/index.js';
+import { vitestRunner } from '../conformance/vitest-runner.js';
 import { makeSqliteHarness, type ClosableDatabase } from './sqlite-harness.js';
 
 type DatabaseSyncClass = new (path: string) => ClosableDatabase;
@@ -29,6 +30,6 @@ if (DatabaseSync === null) {
   });
 } else {
   const open = (path: string) => new DatabaseSync(path);
-  describeStoreSuites('sqlite (node:sqlite, manual clock)', makeSqliteHarness(open, 'manual'), { modelRuns: 200, raceRuns: 300, workers: 3 });
-  describeStoreSuites('sqlite (node:sqlite, wall clock)', makeSqliteHarness(open, 'wall'), { modelRuns: 50, raceRuns: 50, workers: 3 });
+  describeStoreSuites(vitestRunner, 'sqlite (node:sqlite, manual clock)', makeSqliteHarness(open, 'manual'), { modelRuns: 200, raceRuns: 300, workers: 3 });
+  describeStoreSuites(vitestRunner, 'sqlite (node:sqlite, wall clock)', makeSqliteHarness(open, 'wall'), { modelRuns: 50, raceRuns: 50, workers: 3 });
 }
