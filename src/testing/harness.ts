@@ -66,9 +66,14 @@ export interface SuiteOptions {
    * @default 3
    */
   readonly workers?: number;
+  /**
+   * fast-check seed of the model-based and race properties, to replay a failure (its report prints it).
+   * @default fast-check's: random, or the seed set with `fc.configureGlobal`
+   */
+  readonly seed?: number;
 }
 
-/** `options` with every default filled in. */
-export function suiteOptions(options: SuiteOptions): Required<SuiteOptions> {
-  return { modelRuns: options.modelRuns ?? 100, raceRuns: options.raceRuns ?? 100, workers: options.workers ?? 3 };
+/** `options` with every default filled in (`seed` stays optional). */
+export function suiteOptions(options: SuiteOptions): Required<Omit<SuiteOptions, 'seed'>> & Pick<SuiteOptions, 'seed'> {
+  return { modelRuns: options.modelRuns ?? 100, raceRuns: options.raceRuns ?? 100, workers: options.workers ?? 3, ...(options.seed === undefined ? {} : { seed: options.seed }) };
 }

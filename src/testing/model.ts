@@ -101,7 +101,7 @@ export const MODEL_PROPERTY = 'every operation answers as the reference model an
 
 /** Registers the model-based suite for one store. */
 export function describeStoreModel<S extends Store>(runner: TestRunner, name: string, makeHarness: MakeStoreHarness<S>, options: SuiteOptions = {}): void {
-  const { modelRuns } = suiteOptions(options);
+  const { modelRuns, seed } = suiteOptions(options);
   runner.describe(`${name}: model-based`, () => {
     const context = useHarness(runner, makeHarness);
     const commands = fc.commands(commandArbs().map((arb) => arb.map(checkedAfterEach)), { maxCommands: 40, size: 'medium' });
@@ -121,6 +121,6 @@ export function describeStoreModel<S extends Store>(runner: TestRunner, name: st
         cmds,
       );
     });
-    runner.it(MODEL_PROPERTY, () => assertProperty(MODEL_PROPERTY, property, { numRuns: modelRuns }), PROPERTY_SUITE_TIMEOUT_MS);
+    runner.it(MODEL_PROPERTY, () => assertProperty(MODEL_PROPERTY, property, { numRuns: modelRuns, ...(seed === undefined ? {} : { seed }) }), PROPERTY_SUITE_TIMEOUT_MS);
   });
 }

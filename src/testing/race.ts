@@ -152,7 +152,7 @@ export const RACE_PROPERTY =
 
 /** Registers the race suite for one store. */
 export function describeStoreRaces<S extends Store>(runner: TestRunner, name: string, makeHarness: MakeStoreHarness<S>, options: SuiteOptions = {}): void {
-  const { raceRuns, workers } = suiteOptions(options);
+  const { raceRuns, workers, seed } = suiteOptions(options);
   runner.describe(`${name}: races`, () => {
     const context = useHarness(runner, makeHarness);
     const stores: S[] = [];
@@ -167,7 +167,7 @@ export function describeStoreRaces<S extends Store>(runner: TestRunner, name: st
           RACE_PROPERTY,
           fc.asyncProperty(fc.scheduler(), raceScenarioArb(workers), (scheduler, scenario) => raceKeepsInvariants(scheduler, scenario, { harness: context.harness, stores })),
           // NOTE: a per-run timeout turns a deadlocked store into a shrinkable failure instead of a hung test.
-          { numRuns: raceRuns, timeout: RACE_RUN_TIMEOUT_MS },
+          { numRuns: raceRuns, timeout: RACE_RUN_TIMEOUT_MS, ...(seed === undefined ? {} : { seed }) },
         ),
       PROPERTY_SUITE_TIMEOUT_MS,
     );
