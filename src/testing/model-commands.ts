@@ -47,6 +47,7 @@ abstract class HandleCommand implements Command {
   }
 }
 
+/** A worker claims the key (with a run id, attributes, no expiry or recovering, as generated). */
 export class ClaimCommand implements Command {
   constructor(
     readonly worker: number,
@@ -94,6 +95,7 @@ export class ClaimCommand implements Command {
   }
 }
 
+/** A worker renews one of its handles (stale ones included). */
 export class RenewCommand extends HandleCommand {
   async run(model: ModelState, real: ModelReal): Promise<void> {
     const handle = this.modelHandle(model);
@@ -116,6 +118,7 @@ export class RenewCommand extends HandleCommand {
   }
 }
 
+/** A worker checkpoints through one of its handles, optionally requiring attributes. */
 export class CheckpointCommand extends HandleCommand {
   constructor(
     worker: number,
@@ -142,6 +145,7 @@ export class CheckpointCommand extends HandleCommand {
   }
 }
 
+/** A worker appends to the ledger under the fence of one of its handles, optionally forged. */
 export class WriteCommand extends HandleCommand {
   constructor(
     worker: number,
@@ -176,6 +180,7 @@ export class WriteCommand extends HandleCommand {
   }
 }
 
+/** A worker releases one of its handles, keeping, clearing or setting the checkpoint. */
 export class ReleaseCommand extends HandleCommand {
   constructor(
     worker: number,
@@ -211,6 +216,7 @@ export class ReleaseCommand extends HandleCommand {
   }
 }
 
+/** A worker resolves the inherited checkpoint through one of its handles: resume or discard. */
 export class RecoverCommand extends HandleCommand {
   constructor(
     worker: number,
@@ -237,6 +243,7 @@ export class RecoverCommand extends HandleCommand {
   }
 }
 
+/** The operator revokes the key, optionally requiring recovery or expecting a token. */
 export class RevokeCommand implements Command {
   constructor(
     readonly requireRecovery: boolean,

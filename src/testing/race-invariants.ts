@@ -30,6 +30,7 @@ export function certainlyBefore(history: RaceHistory, a: RaceOp, b: RaceOp): boo
   return a.complete < b.invoke;
 }
 
+/** One line on `op` for a failure report: worker, kind, token, order numbers, outcome. */
 export function describeOp(op: RaceOp): string {
   const { outcome } = op;
   const result = outcome === null ? 'pending' : outcome.ok ? `ok${op.kind === 'claim' ? ` token ${outcome.lease?.token}` : ''}` : `refused ${outcome.reason}`;

@@ -6,6 +6,7 @@ import type { Store } from '../store.js';
 import { expectClose, expectMatch, expectEqual, expectSame, expectTrue } from './assertions.js';
 import { mustClaim, SPEC_TTL_MS, type SuiteContext } from './context.js';
 
+/** Registers the holder's specs: claim, renew, checkpoint, fenced write, release. */
 export function describeHolderSpecs<S extends Store>(context: SuiteContext<S>): void {
   const { runner } = context;
   runner.describe('claim', () => {

@@ -7,6 +7,7 @@ import { expectEqual, expectExcludes, expectMatch, expectNoProperty, expectSame,
 import { skipTest } from './runner.js';
 import { mustClaim, textOf, type SuiteContext } from './context.js';
 
+/** Registers the operator's specs: revoke, recovery, inspect, strict expiry, every refusal reason. */
 export function describeOperatorSpecs<S extends Store>(context: SuiteContext<S>): void {
   const { runner } = context;
   runner.describe('revoke', () => {

@@ -45,6 +45,7 @@ async function pendingRecovery<S extends Store>(context: SuiteContext<S>, label:
   return { key, b, recovering, revokedToken: first.token };
 }
 
+/** Registers the progress specs: fenced writes with a checkpoint, release with a checkpoint decision. */
 export function describeProgressSpecs<S extends Store>(context: SuiteContext<S>): void {
   const { runner } = context;
   // NOTE: the memory store runs the write callback against plain JS data it cannot roll back, so only the
