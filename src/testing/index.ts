@@ -19,7 +19,7 @@ import { describeStoreRaces } from './race.js';
 import type { TestRunner } from './runner.js';
 
 export { describeStoreConformance } from './conformance.js';
-export { describeStoreModel, MODEL_PROPERTY } from './model.js';
+export { describeStoreModel, MODEL_PROPERTY, modelProperty } from './model.js';
 export { describeStoreRaces, raceKeepsInvariants, raceScenarioArb, runRace, RACE_PROPERTY, RACE_TTL_MS, SERVER_RACE_TTL_MS } from './race.js';
 export type { NemesisStep, RaceResult, RaceScenario, RaceSetup, RaceStep } from './race.js';
 export { assertRaceInvariants } from './race-invariants.js';
@@ -29,7 +29,7 @@ export { skipTest, type TestBody, type TestRunner } from './runner.js';
 export { mustClaim, SPEC_TTL_MS, textOf } from './context.js';
 export { createMemoryHarness, MEMORY_EPOCH, type MemoryLikeStore } from './memory-harness.js';
 export { createBrokenMemoryStore, PLANTED_BUGS, type PlantedBug } from './broken-stores.js';
-export { describePlantedBugChecks, PLANTED_BUG_SEEDS, searchPlantedBug, type PlantedBugCatch, type PlantedBugOptions } from './planted-bugs.js';
+export { describePlantedBugChecks, MODEL_PLANTED_BUG_SEEDS, PLANTED_BUG_SEEDS, searchPlantedBug, type PlantedBugCatch, type PlantedBugOptions, type PlantedBugSuite } from './planted-bugs.js';
 export { assertProperty } from './property.js';
 export { expectClose, expectEqual, expectExcludes, expectMatch, expectNoProperty, expectRejects, expectSame, expectTrue } from './assertions.js';
 export { PROPERTY_SUITE_TIMEOUT_MS } from './timeouts.js';

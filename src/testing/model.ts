@@ -99,28 +99,33 @@ function checkedAfterEach(command: fc.AsyncCommand<ModelState, ModelReal>): fc.A
 /** What the model-based property states; a failure report starts with it. */
 export const MODEL_PROPERTY = 'every operation answers as the reference model and leaves the store as the model says';
 
+/** The model-based property over the harness `harnessOf()` returns when a run starts (one fresh key per run). */
+export function modelProperty(harnessOf: () => StoreHarness<Store>): fc.IAsyncPropertyWithHooks<[Iterable<fc.AsyncCommand<ModelState, ModelReal>>]> {
+  const commands = fc.commands(commandArbs().map((arb) => arb.map(checkedAfterEach)), { maxCommands: 40, size: 'medium' });
+  return fc.asyncProperty(commands, async (cmds) => {
+    const harness = harnessOf();
+    const clocked = harness.advanceClock !== null;
+    const ttlMs = clocked ? CLOCKED_TTL_MS : SERVER_TTL_MS;
+    const key = harness.freshKey('model');
+    const workers = Array.from({ length: WORKERS }, (_, i) => createLeases(harness.store, { holder: `w${i}`, ttlMs }));
+    const operator = createLeases(harness.store, { holder: 'ops', ttlMs });
+    const start = (await operator.inspect(key)).now;
+    await fc.asyncModelRun(
+      () => ({
+        model: initialModel(clocked, start, WORKERS),
+        real: { harness, key, workers, operator, handles: workers.map(() => []), ttlMs },
+      }),
+      cmds,
+    );
+  });
+}
+
 /** Registers the model-based suite for one store. */
 export function describeStoreModel<S extends Store>(runner: TestRunner, name: string, makeHarness: MakeStoreHarness<S>, options: SuiteOptions = {}): void {
   const { modelRuns, seed } = suiteOptions(options);
   runner.describe(`${name}: model-based`, () => {
     const context = useHarness(runner, makeHarness);
-    const commands = fc.commands(commandArbs().map((arb) => arb.map(checkedAfterEach)), { maxCommands: 40, size: 'medium' });
-    const property = fc.asyncProperty(commands, async (cmds) => {
-      const harness = context.harness as unknown as StoreHarness<Store>;
-      const clocked = harness.advanceClock !== null;
-      const ttlMs = clocked ? CLOCKED_TTL_MS : SERVER_TTL_MS;
-      const key = harness.freshKey('model');
-      const workers = Array.from({ length: WORKERS }, (_, i) => createLeases(harness.store, { holder: `w${i}`, ttlMs }));
-      const operator = createLeases(harness.store, { holder: 'ops', ttlMs });
-      const start = (await operator.inspect(key)).now;
-      await fc.asyncModelRun(
-        () => ({
-          model: initialModel(clocked, start, WORKERS),
-          real: { harness, key, workers, operator, handles: workers.map(() => []), ttlMs },
-        }),
-        cmds,
-      );
-    });
+    const property = modelProperty(() => context.harness as unknown as StoreHarness<Store>);
     runner.it(MODEL_PROPERTY, () => assertProperty(MODEL_PROPERTY, property, { numRuns: modelRuns, ...(seed === undefined ? {} : { seed }) }), PROPERTY_SUITE_TIMEOUT_MS);
   });
 }

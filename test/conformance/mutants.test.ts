@@ -1,6 +1,7 @@
 /**
  * The planted-bug checks of `leasefence/testing` under vitest: the race property must fail, with an
- * invariant violation, against a memory store with each classic lease bug planted (deterministic seeds).
+ * invariant violation, against a memory store with each classic lease bug planted, and the model-based
+ * property against each bug a single caller can hit (deterministic seeds).
  * The same checks run under `node:test` in test/testing/node-test.test.ts.
  */
 import { it } from 'vitest';

@@ -7,7 +7,7 @@
 import { execFile } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
-import { PLANTED_BUGS } from '../../src/testing/index.js';
+import { MODEL_PLANTED_BUG_SEEDS, PLANTED_BUGS } from '../../src/testing/index.js';
 
 const REPO_ROOT = fileURLToPath(new URL('../..', import.meta.url));
 /** Bound on the child run (about 5 s idle); it only ends a hung child, which execFile then kills. */
@@ -26,12 +26,15 @@ describe('leasefence/testing under node:test', () => {
   it('runs the memory store suites, catches every planted bug and skips what needs a controlled clock, with node:test + node:assert only', async () => {
     const { exitCode, output } = await runNodeTest('test/testing/suites.node.ts');
     expect(exitCode, output).toBe(0);
-    // NOTE: 33 conformance specs + the model-based and race properties + one check per planted bug, then
-    // the 33 specs again on a clock the test does not control, where the strict-expiry spec skips itself.
-    expect(output).toMatch(new RegExp(`^# pass ${35 + PLANTED_BUGS.length + 32}$`, 'm'));
+    // NOTE: 33 conformance specs + the model-based and race properties + one race check per planted bug and
+    // one model check per sequential one, then the 33 specs again on a clock the test does not control,
+    // where the strict-expiry spec skips itself.
+    const plantedChecks = PLANTED_BUGS.length + Object.keys(MODEL_PLANTED_BUG_SEEDS).length;
+    expect(output).toMatch(new RegExp(`^# pass ${35 + plantedChecks + 32}$`, 'm'));
     expect(output).toMatch(/^# fail 0$/m);
     expect(output).toMatch(/^# skipped 1$/m);
     expect(output).toMatch(/^ {8}ok \d+ - one ms before expires-at .* # SKIP the store clock cannot be controlled$/m);
     for (const bug of PLANTED_BUGS) expect(output).toMatch(new RegExp(`^# ${bug}: caught after \\d+ run\\(s\\)`, 'm'));
+    for (const bug of Object.keys(MODEL_PLANTED_BUG_SEEDS)) expect(output).toMatch(new RegExp(`^# ${bug} \\(model\\): caught after \\d+ run\\(s\\)`, 'm'));
   }, CHILD_TIMEOUT_MS + 10_000);
 });
