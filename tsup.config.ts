@@ -9,6 +9,8 @@ export default defineConfig([
       redis: 'src/adapters/redis/index.ts',
       otel: 'src/otel/index.ts',
       sqlite: 'src/adapters/sqlite/index.ts',
+      // NOTE: the store suites for store authors; the only entry that imports fast-check (a peer dependency).
+      testing: 'src/testing/index.ts',
     },
     format: ['esm', 'cjs'],
     dts: true,

@@ -6,7 +6,7 @@
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { packPackage, runAttw, runPublint, runSmoke, type CommandRun } from './package-checks.js';
+import { packPackage, runAttw, runPublint, runSmoke, runTestingSmoke, type CommandRun } from './package-checks.js';
 
 const workDir = await mkdtemp(join(tmpdir(), 'leasefence-package-'));
 let failed = 0;
@@ -28,6 +28,7 @@ try {
   const { install, smoke } = await runSmoke(workDir, packed.tarball);
   show('install tarball', install, false);
   show('smoke (require + import of every subpath)', smoke, true);
+  show('leasefence/testing under node --test', await runTestingSmoke(workDir), false);
 } catch (error) {
   failed += 1;
   console.error(error instanceof Error ? error.message : error);

@@ -7,7 +7,7 @@
  * `dist/`, so a check can run while tests, the demo or another build use the checkout.
  */
 import { execFile } from 'node:child_process';
-import { copyFile, mkdir, readFile, writeFile } from 'node:fs/promises';
+import { copyFile, mkdir, readFile, symlink, writeFile } from 'node:fs/promises';
 import { existsSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -102,4 +102,17 @@ export async function runSmoke(workDir: string, tarball: string): Promise<{ inst
   await writeFile(join(project, 'smoke.mjs'), await readFile(join(REPO_ROOT, 'test', 'package', 'smoke.mjs')));
   const smoke = await runCommand(process.execPath, ['smoke.mjs'], project);
   return { install, smoke };
+}
+
+/**
+ * After `runSmoke`: links the repo's fast-check into the consumer project (the optional peer dependency of
+ * `leasefence/testing`, which the smoke run proved every other entry loads without) and runs
+ * test/package/testing-smoke.mjs there under `node --test`.
+ */
+export async function runTestingSmoke(workDir: string): Promise<CommandRun> {
+  const project = join(workDir, 'consumer');
+  // NOTE: a link, not an install (offline): fast-check's own dependencies resolve from its real path in the repo.
+  await symlink(join(REPO_ROOT, 'node_modules', 'fast-check'), join(project, 'node_modules', 'fast-check'), 'dir');
+  await writeFile(join(project, 'testing-smoke.mjs'), await readFile(join(REPO_ROOT, 'test', 'package', 'testing-smoke.mjs')));
+  return runCommand(process.execPath, ['--test', '--test-reporter=tap', 'testing-smoke.mjs'], project);
 }

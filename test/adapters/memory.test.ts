@@ -1,4 +1,4 @@
-import { describeStoreSuites } from '../conformance/index.js';
-import { createMemoryHarness } from './memory-harness.js';
+import { createMemoryHarness, describeStoreSuites } from '../../src/testing/index.js';
+import { vitestRunner } from '../conformance/vitest-runner.js';
 
-describeStoreSuites('memory', async () => createMemoryHarness(), { modelRuns: 2_000, raceRuns: 5_000, workers: 3 });
+describeStoreSuites(vitestRunner, 'memory', async () => createMemoryHarness(), { modelRuns: 2_000, raceRuns: 5_000, workers: 3 });

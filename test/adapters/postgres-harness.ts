@@ -15,7 +15,7 @@ import pg from 'pg';
 import postgres from 'postgres';
 import { createPostgresStore, fromPgClient, fromPostgresJs, type PostgresClient, type PostgresStore } from '../../src/adapters/postgres/index.js';
 import type { FencedWriteOutcome } from '../../src/fence/operations.js';
-import type { StoreHarness } from '../conformance/harness.js';
+import type { StoreHarness } from '../../src/testing/index.js';
 import { startPostgres, type PostgresServer } from '../support/postgres-server.js';
 
 /** The clients leasefence/postgres supports. */

@@ -1,11 +1,12 @@
-import { describeStoreSuites } from '../conformance/index.js';
+import { describeStoreSuites } from '../../src/testing/index.js';
+import { vitestRunner } from '../conformance/vitest-runner.js';
 import { makePostgresHarness } from './postgres-harness.js';
 import { describePostgresConcurrencySpecs } from './postgres-concurrency.js';
 import { describePostgresAdapterSpecs } from './postgres-specs.js';
 
 const options = { modelRuns: 200, raceRuns: 300, workers: 4 };
-describeStoreSuites('postgres (pg Pool)', makePostgresHarness('pg-pool'), options);
+describeStoreSuites(vitestRunner, 'postgres (pg Pool)', makePostgresHarness('pg-pool'), options);
 describePostgresAdapterSpecs('pg-pool');
 describePostgresConcurrencySpecs('pg-pool');
-describeStoreSuites('postgres (pg Client)', makePostgresHarness('pg-client'), options);
+describeStoreSuites(vitestRunner, 'postgres (pg Client)', makePostgresHarness('pg-client'), options);
 describePostgresAdapterSpecs('pg-client');

@@ -13,7 +13,7 @@ import { createRedisStore, hashTagOf, type RedisClient, type RedisWriteContext }
 import { keyNames } from '../../src/adapters/redis/keys.js';
 import { toConnection } from '../../src/adapters/redis/connection.js';
 import type { Store } from '../../src/store.js';
-import type { StoreHarness } from '../conformance/harness.js';
+import type { StoreHarness } from '../../src/testing/index.js';
 import { startRedis, type RedisServer } from '../support/redis-server.js';
 import { EXPIRE_NOW_SCRIPT } from '../support/redis-expire.js';
 

@@ -1,6 +1,7 @@
-import { describeStoreSuites } from '../conformance/index.js';
+import { describeStoreSuites } from '../../src/testing/index.js';
+import { vitestRunner } from '../conformance/vitest-runner.js';
 import { makeRedisHarness } from './redis-harness.js';
 import { describeRedisAdapterSpecs } from './redis-specs.js';
 
-describeStoreSuites('redis (ioredis)', makeRedisHarness('ioredis'), { modelRuns: 200, raceRuns: 200, workers: 4 });
+describeStoreSuites(vitestRunner, 'redis (ioredis)', makeRedisHarness('ioredis'), { modelRuns: 200, raceRuns: 200, workers: 4 });
 describeRedisAdapterSpecs('ioredis');

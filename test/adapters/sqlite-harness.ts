@@ -7,13 +7,15 @@
  * - `wall`: the default configuration (host wall clock, tokens floored at the clock in microseconds);
  *   `expireNow` rewrites the grant's stored expiry to the wall clock's now, as the Postgres harness does.
  * The ledger is a table written by the fenced write's own statement, in the fenced transaction.
+ * Written as a store author writes theirs: it imports only the public entries (`leasefence`,
+ * `leasefence/sqlite`, `leasefence/testing`; here their sources), checked by test/testing/third-party.test.ts.
  */
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { createManualClock, type ManualClock } from '../../src/clock.js';
+import { createManualClock, type ManualClock } from '../../src/index.js';
 import { createSqliteStore, type SqliteDatabase, type SqliteStore, type SqliteStoreOptions } from '../../src/adapters/sqlite/index.js';
-import type { StoreHarness } from '../conformance/harness.js';
+import type { StoreHarness } from '../../src/testing/index.js';
 
 /** The clock the manual harness starts at (a realistic epoch, so ISO dates in messages look right). */
 export const SQLITE_EPOCH = Date.UTC(2026, 0, 1);

@@ -3,8 +3,8 @@
  * has it; skipped on older Nodes (leasefence supports Node 20, where better-sqlite3 12 is the driver).
  */
 import { createRequire } from 'node:module';
-import { describe, it } from 'vitest';
-import { describeStoreSuites } from '../conformance/index.js';
+import { afterAll, beforeAll, describe, it } from 'vitest';
+import { describeStoreSuites } from '../../src/testing/index.js';
 import { makeSqliteHarness, type ClosableDatabase } from './sqlite-harness.js';
 
 type DatabaseSyncClass = new (path: string) => ClosableDatabase;
@@ -29,6 +29,7 @@ if (DatabaseSync === null) {
   });
 } else {
   const open = (path: string) => new DatabaseSync(path);
-  describeStoreSuites('sqlite (node:sqlite, manual clock)', makeSqliteHarness(open, 'manual'), { modelRuns: 200, raceRuns: 300, workers: 3 });
-  describeStoreSuites('sqlite (node:sqlite, wall clock)', makeSqliteHarness(open, 'wall'), { modelRuns: 50, raceRuns: 50, workers: 3 });
+  const runner = { describe, it, beforeAll, afterAll };
+  describeStoreSuites(runner, 'sqlite (node:sqlite, manual clock)', makeSqliteHarness(open, 'manual'), { modelRuns: 200, raceRuns: 300, workers: 3 });
+  describeStoreSuites(runner, 'sqlite (node:sqlite, wall clock)', makeSqliteHarness(open, 'wall'), { modelRuns: 50, raceRuns: 50, workers: 3 });
 }

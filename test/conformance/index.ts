@@ -1,24 +1,35 @@
 /**
- * The shared suites every adapter runs. An adapter's test file is one call:
+ * The shared suites under their old names (before `leasefence/testing`), bound to vitest, so that a test file
+ * that calls `describeStoreSuites(name, makeHarness, options)` from here still compiles and runs:
  *
  * ```ts
  * describeStoreSuites('postgres (pg)', makePgHarness, { modelRuns: 30, raceRuns: 50, workers: 3 });
  * ```
+ * New test files call `src/testing/index.ts` with a runner instead.
  */
+import * as testing from '../../src/testing/index.js';
+import type { MakeStoreHarness, SuiteOptions } from '../../src/testing/index.js';
 import type { Store } from '../../src/store.js';
-import { describeStoreModel } from '../model/suite.js';
-import { describeStoreConformance } from './conformance.js';
-import type { MakeStoreHarness, SuiteOptions } from './harness.js';
-import { describeStoreRaces } from './race.js';
+import { vitestRunner } from './vitest-runner.js';
 
-export { describeStoreConformance } from './conformance.js';
-export { describeStoreModel } from '../model/suite.js';
-export { describeStoreRaces } from './race.js';
-export type { MakeStoreHarness, StoreHarness, SuiteOptions } from './harness.js';
+export type { MakeStoreHarness, StoreHarness, SuiteOptions } from '../../src/testing/index.js';
 
-/** Registers the conformance specs, the model-based suite and the race suite for one adapter. */
+/** `testing.describeStoreSuites` under vitest. */
 export function describeStoreSuites<S extends Store>(name: string, makeHarness: MakeStoreHarness<S>, options: SuiteOptions): void {
-  describeStoreConformance(name, makeHarness, options);
-  describeStoreModel(name, makeHarness, options);
-  describeStoreRaces(name, makeHarness, options);
+  testing.describeStoreSuites(vitestRunner, name, makeHarness, options);
+}
+
+/** `testing.describeStoreConformance` under vitest. */
+export function describeStoreConformance<S extends Store>(name: string, makeHarness: MakeStoreHarness<S>, options: SuiteOptions): void {
+  testing.describeStoreConformance(vitestRunner, name, makeHarness, options);
+}
+
+/** `testing.describeStoreModel` under vitest. */
+export function describeStoreModel<S extends Store>(name: string, makeHarness: MakeStoreHarness<S>, options: SuiteOptions): void {
+  testing.describeStoreModel(vitestRunner, name, makeHarness, options);
+}
+
+/** `testing.describeStoreRaces` under vitest. */
+export function describeStoreRaces<S extends Store>(name: string, makeHarness: MakeStoreHarness<S>, options: SuiteOptions): void {
+  testing.describeStoreRaces(vitestRunner, name, makeHarness, options);
 }

@@ -5,7 +5,8 @@
 // Prints `ok <check>` per check; any failure throws and exits non-zero.
 import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
-import { createRequire } from 'node:module';
+import { builtinModules, createRequire } from 'node:module';
+import { dirname, join } from 'node:path';
 
 const require = createRequire(import.meta.url);
 const SUBPATHS = ['leasefence', 'leasefence/memory', 'leasefence/postgres', 'leasefence/redis', 'leasefence/sqlite'];
@@ -39,6 +40,38 @@ for (const subpath of SUBPATHS) {
   }
   ok(`load ${subpath} via import and require`);
 }
+/** Every bare specifier (a package or a built-in) that `file` imports, through the chunks it imports. */
+function bareImports(file, seen = new Set()) {
+  if (seen.has(file)) return new Set();
+  seen.add(file);
+  const found = new Set();
+  // NOTE: ESM import/export statements start a line in tsup's output; CJS loads through require('...').
+  const statements = /^(?:import|export)\b[^'"\n]*['"]([^'"]+)['"]|\brequire\(['"]([^'"]+)['"]\)/gm;
+  for (const [, imported, required] of readFileSync(file, 'utf8').matchAll(statements)) {
+    const specifier = imported ?? required;
+    if (specifier.startsWith('.')) for (const inner of bareImports(join(dirname(file), specifier), seen)) found.add(inner);
+    else found.add(specifier);
+  }
+  return found;
+}
+const dist = dirname(require.resolve('leasefence'));
+const builtins = new Set(builtinModules.flatMap((name) => [name, `node:${name}`]));
+for (const entry of ['index', 'memory', 'postgres', 'redis', 'sqlite']) {
+  for (const file of [`${entry}.js`, `${entry}.cjs`]) {
+    const packages = [...bareImports(join(dist, file))].filter((specifier) => !builtins.has(specifier));
+    assert.deepEqual(packages, [], `dist/${file} imports only Node built-ins`);
+  }
+}
+assert.ok(bareImports(join(dist, 'testing.js')).has('fast-check'), 'the testing entry imports fast-check');
+ok('the runtime entries import only Node built-ins; fast-check only from leasefence/testing');
+
+// NOTE: fast-check is an optional peer dependency, absent from this project: only leasefence/testing needs it.
+const missingPeer = await import('leasefence/testing').then(() => null, (error) => error);
+assert.equal(missingPeer?.code, 'ERR_MODULE_NOT_FOUND', 'import leasefence/testing without fast-check fails');
+assert.match(missingPeer.message, /fast-check/);
+assert.throws(() => require('leasefence/testing'), /fast-check/);
+ok('leasefence/testing asks for its peer dependency fast-check');
+
 assert.match(require.resolve('leasefence'), /\.cjs$/, 'require resolves the CJS build');
 assert.notEqual(esm.leasefence.LeaseError, cjs.leasefence.LeaseError, 'ESM and CJS are two copies of the classes');
 // NOTE: with tsup splitting, the entries of one format share one chunk: one copy of each class per format.

@@ -4,12 +4,12 @@
  * After every command the suite compares the store's `inspect` and ledger with the model.
  */
 import type fc from 'fast-check';
-import { expect } from 'vitest';
-import type { Lease } from '../../src/lease.js';
-import type { Leases } from '../../src/leases.js';
-import type { Store } from '../../src/store.js';
-import type { StoreHarness } from '../conformance/harness.js';
-import { isExpired, isHeld, previousEnding, verdictFor, type ModelHandle, type ModelState } from './reference.js';
+import type { Lease } from '../lease.js';
+import type { Leases } from '../leases.js';
+import type { Store } from '../store.js';
+import { expectClose, expectEqual, expectMatch, expectSame, expectTrue } from './assertions.js';
+import type { StoreHarness } from './harness.js';
+import { isExpired, isHeld, previousEnding, verdictFor, type ModelHandle, type ModelState } from './model-reference.js';
 
 /** What the commands act on: one fresh key, one lease API per worker, the handles each worker holds. */
 export interface ModelReal {
@@ -47,6 +47,7 @@ abstract class HandleCommand implements Command {
   }
 }
 
+/** A worker claims the key (with a run id, attributes, no expiry or recovering, as generated). */
 export class ClaimCommand implements Command {
   constructor(
     readonly worker: number,
@@ -63,25 +64,25 @@ export class ClaimCommand implements Command {
     const result = await real.workers[this.worker]!.claim(real.key, options);
     const { grant } = model;
     if (grant !== null && isHeld(model)) {
-      expect(result).toMatchObject({ ok: false, reason: 'held', token: grant.token, holder: `w${grant.worker}`, runId: grant.runId });
+      expectMatch(result, { ok: false, reason: 'held', token: grant.token, holder: `w${grant.worker}`, runId: grant.runId }, `${this} answered`);
       return;
     }
     const previous = previousEnding(model);
     const inherited = model.checkpoint;
     if (model.recoveryRequired && !this.recovering) {
-      expect(result).toMatchObject({ ok: false, reason: 'recovery-required', token: model.token, previous, checkpoint: inherited === null ? null : { token: inherited.token } });
+      expectMatch(result, { ok: false, reason: 'recovery-required', token: model.token, previous, checkpoint: inherited === null ? null : { token: inherited.token } }, `${this} answered`);
       return;
     }
-    expect(result).toMatchObject({ ok: true, previous, checkpoint: inherited === null ? null : { value: inherited.value, token: inherited.token } });
+    expectMatch(result, { ok: true, previous, checkpoint: inherited === null ? null : { value: inherited.value, token: inherited.token } }, `${this} answered`);
     if (!result.ok) return;
     const { lease } = result;
     // NOTE: the memory store mints exactly previous + 1; other stores may use a floor ("+ 1 or more").
-    if (model.clocked) expect(lease.token).toBe(model.token + 1n);
-    else expect(lease.token > model.token).toBe(true);
+    if (model.clocked) expectSame(lease.token, model.token + 1n);
+    else expectTrue(lease.token > model.token, 'lease.token > model.token');
     // NOTE: toBeCloseTo: stores with sub-millisecond clocks may return fractional epoch ms.
-    if (this.forever) expect(lease.expiresAt).toBeNull();
-    else expect(lease.expiresAt! - lease.acquiredAt!).toBeCloseTo(real.ttlMs, 3);
-    if (model.clocked) expect(lease.acquiredAt).toBe(model.now);
+    if (this.forever) expectSame(lease.expiresAt, null);
+    else expectClose(lease.expiresAt! - lease.acquiredAt!, real.ttlMs);
+    if (model.clocked) expectSame(lease.acquiredAt, model.now);
     model.exists = true;
     model.token = lease.token;
     model.ending = previous;
@@ -94,21 +95,22 @@ export class ClaimCommand implements Command {
   }
 }
 
+/** A worker renews one of its handles (stale ones included). */
 export class RenewCommand extends HandleCommand {
   async run(model: ModelState, real: ModelReal): Promise<void> {
     const handle = this.modelHandle(model);
     const expected = verdictFor(model, this.worker, handle);
     const outcome = await real.workers[this.worker]!.renew(this.realHandle(real));
     if (expected !== 'ok') {
-      expect(outcome).toMatchObject({ ok: false, reason: expected, expected: { token: handle.token }, found: { token: model.token } });
+      expectMatch(outcome, { ok: false, reason: expected, expected: { token: handle.token }, found: { token: model.token } }, `${this} answered`);
       return;
     }
-    expect(outcome).toMatchObject({ ok: true, token: handle.token });
+    expectMatch(outcome, { ok: true, token: handle.token }, `${this} answered`);
     if (!outcome.ok) return;
     // NOTE: a bare renew keeps the grant's own TTL: a grant claimed without expiry stays without expiry.
-    if (model.grant!.expiresAt === null) expect(outcome.expiresAt).toBeNull();
-    else expect(outcome.expiresAt).toBeCloseTo(outcome.now + real.ttlMs, 3);
-    if (model.clocked) expect(outcome.now).toBe(model.now);
+    if (model.grant!.expiresAt === null) expectSame(outcome.expiresAt, null);
+    else expectClose(outcome.expiresAt, outcome.now + real.ttlMs);
+    if (model.clocked) expectSame(outcome.now, model.now);
     model.grant!.expiresAt = outcome.expiresAt;
   }
   override toString(): string {
@@ -116,6 +118,7 @@ export class RenewCommand extends HandleCommand {
   }
 }
 
+/** A worker checkpoints through one of its handles, optionally requiring attributes. */
 export class CheckpointCommand extends HandleCommand {
   constructor(
     worker: number,
@@ -130,10 +133,10 @@ export class CheckpointCommand extends HandleCommand {
     const expected = verdictFor(model, this.worker, handle, this.requires === undefined ? {} : { requires: this.requires });
     const outcome = await real.workers[this.worker]!.checkpoint(this.realHandle(real), this.value, this.requires === undefined ? undefined : { attributes: this.requires });
     if (expected !== 'ok') {
-      expect(outcome).toMatchObject({ ok: false, reason: expected });
+      expectMatch(outcome, { ok: false, reason: expected }, `${this} answered`);
       return;
     }
-    expect(outcome).toMatchObject({ ok: true, checkpoint: { token: handle.token } });
+    expectMatch(outcome, { ok: true, checkpoint: { token: handle.token } }, `${this} answered`);
     model.checkpoint = { value: this.value, token: handle.token };
     model.recoveryRequired = false;
   }
@@ -142,6 +145,7 @@ export class CheckpointCommand extends HandleCommand {
   }
 }
 
+/** A worker appends to the ledger under the fence of one of its handles, optionally forged. */
 export class WriteCommand extends HandleCommand {
   constructor(
     worker: number,
@@ -157,12 +161,12 @@ export class WriteCommand extends HandleCommand {
     const leases = real.workers[this.worker]!;
     const outcome = await real.harness.appendUnderFence(leases, this.presented(real, leases), entry);
     if (expected !== 'ok') {
-      expect(outcome).toMatchObject({ ok: false, reason: expected, expected: { token: handle.token }, found: { token: model.token } });
+      expectMatch(outcome, { ok: false, reason: expected, expected: { token: handle.token }, found: { token: model.token } }, `${this} answered`);
     } else {
-      expect(outcome).toMatchObject({ ok: true, token: handle.token });
+      expectMatch(outcome, { ok: true, token: handle.token }, `${this} answered`);
       model.ledger.push(entry);
     }
-    expect(await real.harness.readLedger(real.key)).toEqual(model.ledger);
+    expectEqual(await real.harness.readLedger(real.key), model.ledger, `the ledger after ${this}`);
   }
   private presented(real: ModelReal, leases: Leases<Store>): Lease {
     const lease = this.realHandle(real);
@@ -176,6 +180,7 @@ export class WriteCommand extends HandleCommand {
   }
 }
 
+/** A worker releases one of its handles, keeping, clearing or setting the checkpoint. */
 export class ReleaseCommand extends HandleCommand {
   constructor(
     worker: number,
@@ -191,14 +196,14 @@ export class ReleaseCommand extends HandleCommand {
     const outcome = await real.workers[this.worker]!.release(this.realHandle(real), options);
     const releasedLast = model.ending?.kind === 'released' && model.ending.token === handle.token;
     if (expected === 'released' || (expected === 'superseded' && releasedLast)) {
-      expect(outcome).toMatchObject({ ok: true, token: handle.token, alreadyReleased: true });
+      expectMatch(outcome, { ok: true, token: handle.token, alreadyReleased: true }, `${this} answered`);
       return;
     }
     if (expected !== 'ok') {
-      expect(outcome).toMatchObject({ ok: false, reason: expected });
+      expectMatch(outcome, { ok: false, reason: expected }, `${this} answered`);
       return;
     }
-    expect(outcome).toMatchObject({ ok: true, token: handle.token, alreadyReleased: false });
+    expectMatch(outcome, { ok: true, token: handle.token, alreadyReleased: false }, `${this} answered`);
     model.grant = null;
     model.ending = { kind: 'released', token: handle.token };
     if (this.final === 'clear') model.checkpoint = null;
@@ -211,6 +216,7 @@ export class ReleaseCommand extends HandleCommand {
   }
 }
 
+/** A worker resolves the inherited checkpoint through one of its handles: resume or discard. */
 export class RecoverCommand extends HandleCommand {
   constructor(
     worker: number,
@@ -224,11 +230,11 @@ export class RecoverCommand extends HandleCommand {
     const expected = verdictFor(model, this.worker, handle);
     const outcome = await real.workers[this.worker]!.recover(this.realHandle(real), this.action);
     if (expected !== 'ok') {
-      expect(outcome).toMatchObject({ ok: false, reason: expected });
+      expectMatch(outcome, { ok: false, reason: expected }, `${this} answered`);
       return;
     }
     const checkpoint = this.action === 'discard' || model.checkpoint === null ? null : { value: model.checkpoint.value, token: handle.token };
-    expect(outcome).toMatchObject({ ok: true, checkpoint: checkpoint === null ? null : { token: handle.token } });
+    expectMatch(outcome, { ok: true, checkpoint: checkpoint === null ? null : { token: handle.token } }, `${this} answered`);
     model.checkpoint = checkpoint;
     model.recoveryRequired = false;
   }
@@ -237,6 +243,7 @@ export class RecoverCommand extends HandleCommand {
   }
 }
 
+/** The operator revokes the key, optionally requiring recovery or expecting a token. */
 export class RevokeCommand implements Command {
   constructor(
     readonly requireRecovery: boolean,
@@ -251,12 +258,12 @@ export class RevokeCommand implements Command {
     const outcome = await real.operator.revoke(real.key, { reason: 'model', by: 'ops', requireRecovery: this.requireRecovery, ...(expectedToken === undefined ? {} : { expectedToken }) });
     const refusal = !model.exists ? 'missing' : model.grant === null ? 'not-held' : this.expect === 'stale' ? 'superseded' : null;
     if (refusal !== null) {
-      expect(outcome).toMatchObject({ ok: false, reason: refusal, token: model.exists ? model.token : null });
+      expectMatch(outcome, { ok: false, reason: refusal, token: model.exists ? model.token : null }, `${this} answered`);
       return;
     }
     const recoveryRequired = this.requireRecovery && model.checkpoint !== null;
     const grant = model.grant!;
-    expect(outcome).toMatchObject({ ok: true, token: model.token + 1n, recoveryRequired, revoked: { kind: 'revoked', token: grant.token, holder: `w${grant.worker}`, runId: grant.runId, reason: 'model', by: 'ops' } });
+    expectMatch(outcome, { ok: true, token: model.token + 1n, recoveryRequired, revoked: { kind: 'revoked', token: grant.token, holder: `w${grant.worker}`, runId: grant.runId, reason: 'model', by: 'ops' } }, `${this} answered`);
     model.token += 1n;
     model.grant = null;
     model.ending = { kind: 'revoked', token: grant.token };
@@ -292,7 +299,7 @@ export class ExpireNowCommand implements Command {
     const grant = model.grant!;
     if (model.clocked) model.now = Math.max(model.now, grant.expiresAt!);
     else grant.forcedExpired = true;
-    expect(isExpired(model, grant)).toBe(true);
+    expectTrue(isExpired(model, grant), 'isExpired(model, grant)');
   }
   toString(): string {
     return 'expireNow()';

@@ -1,16 +1,17 @@
 /**
- * Deliberately broken memory stores, for the mutation smoke test: each plants one classic lease bug, and
- * the race checkers must catch every one of them.
+ * Deliberately broken memory stores, for the planted-bug checks (`planted-bugs.ts`): each plants one
+ * classic lease bug, and the race checkers must catch every one of them.
  */
-import type { ManualClock } from '../../src/clock.js';
-import type { MemoryStore, MemoryWriteContext } from '../../src/adapters/memory/index.js';
-import { KeyLock } from '../../src/adapters/memory/key-lock.js';
-import type { FencedWriteOutcome } from '../../src/fence/operations.js';
-import * as transitions from '../../src/fence/transitions.js';
-import type { Transition } from '../../src/fence/transitions.js';
-import type { Fence, LeaseRecord, StoreTime } from '../../src/fence/types.js';
-import { checkFence } from '../../src/fence/verdict.js';
+import type { ManualClock } from '../clock.js';
+import type { MemoryStore, MemoryWriteContext } from '../adapters/memory/index.js';
+import { KeyLock } from '../adapters/memory/key-lock.js';
+import type { FencedWriteOutcome } from '../fence/operations.js';
+import * as transitions from '../fence/transitions.js';
+import type { Transition } from '../fence/transitions.js';
+import type { Fence, LeaseRecord, StoreTime } from '../fence/types.js';
+import { checkFence } from '../fence/verdict.js';
 
+/** A classic lease bug, planted in a memory store. */
 export type PlantedBug =
   /** The fenced write trusts the caller: it runs the write without checking the fence. */
   | 'unfenced-write'
@@ -23,6 +24,7 @@ export type PlantedBug =
   /** Off by one: the fenced write treats `now === expiresAt` as still live. */
   | 'lenient-expiry';
 
+/** Every planted bug. */
 export const PLANTED_BUGS: readonly PlantedBug[] = ['unfenced-write', 'blind-renew', 'non-atomic-claim', 'check-then-write', 'lenient-expiry'];
 
 /**

@@ -9,26 +9,32 @@
  * On real servers the scheduler only orders dispatch and delivery; the server applies what it receives
  * in real time, and the checkers fall back from the exact apply order to real-time order.
  */
-import { fc, test } from '@fast-check/vitest';
-import { beforeAll, describe } from 'vitest';
-import { createLeases } from '../../src/leases.js';
-import type { Lease } from '../../src/lease.js';
-import type { Inspection } from '../../src/fence/operations.js';
-import type { Store } from '../../src/store.js';
+import fc from 'fast-check';
+import { createLeases } from '../leases.js';
+import type { Lease } from '../lease.js';
+import type { Inspection } from '../fence/operations.js';
+import type { Store } from '../store.js';
 import { useHarness } from './context.js';
-import type { MakeStoreHarness, StoreHarness, SuiteOptions } from './harness.js';
-import { HistoryRecorder, scheduledStore, type RaceHistory, type RaceOpKind, type RaceOutcome, type ScheduledStore } from './history.js';
-import { assertRaceInvariants } from './invariants.js';
-import { PROPERTY_SUITE_TIMEOUT_MS } from '../support/timeouts.js';
+import { suiteOptions, type MakeStoreHarness, type StoreHarness, type SuiteOptions } from './harness.js';
+import { assertProperty } from './property.js';
+import { HistoryRecorder, scheduledStore, type RaceHistory, type RaceOpKind, type RaceOutcome, type ScheduledStore } from './race-history.js';
+import { assertRaceInvariants } from './race-invariants.js';
+import type { TestRunner } from './runner.js';
+import { PROPERTY_SUITE_TIMEOUT_MS } from './timeouts.js';
 
+/** One step of a worker's program. */
 export type RaceStep = 'claim' | 'renew' | 'write' | 'checkpoint' | 'release' | 'revoke' | 'pause';
 /** What the nemesis does between workers' steps: move the store's clock, or expire the current grant. */
 export type NemesisStep = { readonly advance: number } | 'expire';
 
+/** What one race run does: each worker's program, and the nemesis's steps. */
 export interface RaceScenario {
   readonly programs: readonly (readonly RaceStep[])[];
   readonly nemesis: readonly NemesisStep[];
 }
+
+/** Bound on one race run; a run that takes longer fails (and shrinks) as a deadlock. */
+const RACE_RUN_TIMEOUT_MS = 10_000;
 
 /** TTL on a controlled clock; nemesis ticks are a sizeable fraction of it. */
 export const RACE_TTL_MS = 100;
@@ -55,6 +61,7 @@ export interface RaceSetup<S extends Store> {
   readonly stores: readonly S[];
 }
 
+/** What a race run leaves to check: the history, the ledger, the store's final view of the key. */
 export interface RaceResult {
   readonly history: RaceHistory;
   readonly ledger: string[];
@@ -139,19 +146,29 @@ export async function raceKeepsInvariants<S extends Store>(scheduler: fc.Schedul
   assertRaceInvariants(history, ledger, final);
 }
 
-/** Registers the race suite for one adapter. */
-export function describeStoreRaces<S extends Store>(name: string, makeHarness: MakeStoreHarness<S>, options: SuiteOptions): void {
-  describe(`${name}: races`, () => {
-    const context = useHarness(makeHarness);
+/** What the race property states; a failure report starts with it. */
+export const RACE_PROPERTY =
+  'under any interleaving: one live grant at a time, tokens never reused, only the current grant writes, in token order, stale renew/release change nothing';
+
+/** Registers the race suite for one store. */
+export function describeStoreRaces<S extends Store>(runner: TestRunner, name: string, makeHarness: MakeStoreHarness<S>, options: SuiteOptions = {}): void {
+  const { raceRuns, workers, seed } = suiteOptions(options);
+  runner.describe(`${name}: races`, () => {
+    const context = useHarness(runner, makeHarness);
     const stores: S[] = [];
-    beforeAll(async () => {
-      for (let i = 0; i < options.workers; i += 1) stores.push(await context.harness.connect());
+    runner.beforeAll(async () => {
+      for (let i = 0; i < workers; i += 1) stores.push(await context.harness.connect());
     });
 
-    // NOTE: a per-run timeout turns a deadlocked store into a shrinkable failure instead of a hung test.
-    test.prop([fc.scheduler(), raceScenarioArb(options.workers)], { numRuns: options.raceRuns, timeout: 10_000 })(
-      'under any interleaving: one live grant at a time, tokens never reused, only the current grant writes, in token order, stale renew/release change nothing',
-      async (scheduler, scenario) => raceKeepsInvariants(scheduler, scenario, { harness: context.harness, stores }),
+    runner.it(
+      RACE_PROPERTY,
+      () =>
+        assertProperty(
+          RACE_PROPERTY,
+          fc.asyncProperty(fc.scheduler(), raceScenarioArb(workers), (scheduler, scenario) => raceKeepsInvariants(scheduler, scenario, { harness: context.harness, stores })),
+          // NOTE: a per-run timeout turns a deadlocked store into a shrinkable failure instead of a hung test.
+          { numRuns: raceRuns, timeout: RACE_RUN_TIMEOUT_MS, ...(seed === undefined ? {} : { seed }) },
+        ),
       PROPERTY_SUITE_TIMEOUT_MS,
     );
   });

@@ -1,15 +1,15 @@
 /**
  * The model-based suite: random sequences of claim, renew, checkpoint, fenced write (also with forged
  * handles), release, revoke, recover and advance-clock / expire-now, run against the real store and an
- * independent reference model (`reference.ts`). After every command the store's `inspect` and ledger must
+ * independent reference model (`model-reference.ts`). After every command the store's `inspect` and ledger must
  * match the model: this is where "a refused or stale operation changes nothing" is checked on every adapter.
  */
-import { fc, test } from '@fast-check/vitest';
-import { describe, expect } from 'vitest';
-import { createLeases } from '../../src/leases.js';
-import type { Store } from '../../src/store.js';
-import { useHarness } from '../conformance/context.js';
-import type { MakeStoreHarness, StoreHarness, SuiteOptions } from '../conformance/harness.js';
+import fc from 'fast-check';
+import { createLeases } from '../leases.js';
+import type { Store } from '../store.js';
+import { expectMatch, expectSame } from './assertions.js';
+import { useHarness } from './context.js';
+import { suiteOptions, type MakeStoreHarness, type StoreHarness, type SuiteOptions } from './harness.js';
 import {
   AdvanceClockCommand,
   CheckpointCommand,
@@ -21,9 +21,11 @@ import {
   RevokeCommand,
   WriteCommand,
   type ModelReal,
-} from './commands.js';
-import { initialModel, isExpired, type ModelState } from './reference.js';
-import { PROPERTY_SUITE_TIMEOUT_MS } from '../support/timeouts.js';
+} from './model-commands.js';
+import { initialModel, isExpired, type ModelState } from './model-reference.js';
+import { assertProperty } from './property.js';
+import type { TestRunner } from './runner.js';
+import { PROPERTY_SUITE_TIMEOUT_MS } from './timeouts.js';
 
 const WORKERS = 3;
 /** TTL on a controlled clock: short, so advance-clock commands expire grants. */
@@ -61,7 +63,7 @@ function commandArbs(): fc.Arbitrary<fc.AsyncCommand<ModelState, ModelReal>>[] {
 async function expectStoreMatchesModel(model: ModelState, real: ModelReal): Promise<void> {
   const seen = await real.operator.inspect(real.key);
   const { grant } = model;
-  expect(seen).toMatchObject({
+  expectMatch(seen, {
     exists: model.exists,
     token: model.token,
     recoveryRequired: model.recoveryRequired,
@@ -78,8 +80,8 @@ async function expectStoreMatchesModel(model: ModelState, real: ModelReal): Prom
             live: !isExpired(model, grant),
             ...(model.clocked || grant.expiresAt === null ? { expiresAt: grant.expiresAt } : {}),
           },
-  });
-  if (model.clocked) expect(seen.now).toBe(model.now);
+  }, 'the store (inspect) after the command');
+  if (model.clocked) expectSame(seen.now, model.now, 'the store now after the command');
 }
 
 /** Wraps each command so the store is compared with the model right after it ran. */
@@ -94,27 +96,36 @@ function checkedAfterEach(command: fc.AsyncCommand<ModelState, ModelReal>): fc.A
   };
 }
 
-/** Registers the model-based suite for one adapter. */
-export function describeStoreModel<S extends Store>(name: string, makeHarness: MakeStoreHarness<S>, options: SuiteOptions): void {
-  describe(`${name}: model-based`, () => {
-    const context = useHarness(makeHarness);
-    const commands = fc.commands(commandArbs().map((arb) => arb.map(checkedAfterEach)), { maxCommands: 40, size: 'medium' });
+/** What the model-based property states; a failure report starts with it. */
+export const MODEL_PROPERTY = 'every operation answers as the reference model and leaves the store as the model says';
 
-    test.prop([commands], { numRuns: options.modelRuns })('every operation answers as the reference model and leaves the store as the model says', async (cmds) => {
-      const harness = context.harness as unknown as StoreHarness<Store>;
-      const clocked = harness.advanceClock !== null;
-      const ttlMs = clocked ? CLOCKED_TTL_MS : SERVER_TTL_MS;
-      const key = harness.freshKey('model');
-      const workers = Array.from({ length: WORKERS }, (_, i) => createLeases(harness.store, { holder: `w${i}`, ttlMs }));
-      const operator = createLeases(harness.store, { holder: 'ops', ttlMs });
-      const start = (await operator.inspect(key)).now;
-      await fc.asyncModelRun(
-        () => ({
-          model: initialModel(clocked, start, WORKERS),
-          real: { harness, key, workers, operator, handles: workers.map(() => []), ttlMs },
-        }),
-        cmds,
-      );
-    }, PROPERTY_SUITE_TIMEOUT_MS);
+/** The model-based property over the harness `harnessOf()` returns when a run starts (one fresh key per run). */
+export function modelProperty(harnessOf: () => StoreHarness<Store>): fc.IAsyncPropertyWithHooks<[Iterable<fc.AsyncCommand<ModelState, ModelReal>>]> {
+  const commands = fc.commands(commandArbs().map((arb) => arb.map(checkedAfterEach)), { maxCommands: 40, size: 'medium' });
+  return fc.asyncProperty(commands, async (cmds) => {
+    const harness = harnessOf();
+    const clocked = harness.advanceClock !== null;
+    const ttlMs = clocked ? CLOCKED_TTL_MS : SERVER_TTL_MS;
+    const key = harness.freshKey('model');
+    const workers = Array.from({ length: WORKERS }, (_, i) => createLeases(harness.store, { holder: `w${i}`, ttlMs }));
+    const operator = createLeases(harness.store, { holder: 'ops', ttlMs });
+    const start = (await operator.inspect(key)).now;
+    await fc.asyncModelRun(
+      () => ({
+        model: initialModel(clocked, start, WORKERS),
+        real: { harness, key, workers, operator, handles: workers.map(() => []), ttlMs },
+      }),
+      cmds,
+    );
+  });
+}
+
+/** Registers the model-based suite for one store. */
+export function describeStoreModel<S extends Store>(runner: TestRunner, name: string, makeHarness: MakeStoreHarness<S>, options: SuiteOptions = {}): void {
+  const { modelRuns, seed } = suiteOptions(options);
+  runner.describe(`${name}: model-based`, () => {
+    const context = useHarness(runner, makeHarness);
+    const property = modelProperty(() => context.harness as unknown as StoreHarness<Store>);
+    runner.it(MODEL_PROPERTY, () => assertProperty(MODEL_PROPERTY, property, { numRuns: modelRuns, ...(seed === undefined ? {} : { seed }) }), PROPERTY_SUITE_TIMEOUT_MS);
   });
 }

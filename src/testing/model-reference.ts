@@ -23,8 +23,10 @@ export interface ModelHandle {
   readonly runId: string | null;
 }
 
+/** How a grant ended, as the model records it. */
 export type ModelEndingKind = 'released' | 'expired' | 'revoked';
 
+/** The model of one key, and what the workers hold. */
 export interface ModelState {
   /** Whether the test controls the store's clock (then `now` is exact). */
   readonly clocked: boolean;
@@ -49,6 +51,7 @@ export interface ModelState {
 /** What the model expects a fenced operation to answer. */
 export type ModelVerdict = 'ok' | 'superseded' | 'released' | 'revoked' | 'expired' | 'attribute-mismatch' | 'wrong-secret' | 'holder-mismatch';
 
+/** The model of a key never claimed, at store time `now`. */
 export function initialModel(clocked: boolean, now: number, workers: number): ModelState {
   return {
     clocked,

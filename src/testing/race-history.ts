@@ -1,10 +1,11 @@
 /**
  * What the race suite records: every operation a worker invoked (with the order it was invoked, applied
- * and completed in) and its outcome, plus the expire-now hooks the nemesis ran. `invariants.ts` checks it.
+ * and completed in) and its outcome, plus the expire-now hooks the nemesis ran. `race-invariants.ts` checks it.
  */
 import type fc from 'fast-check';
-import type { Store } from '../../src/store.js';
+import type { Store } from '../store.js';
 
+/** The kinds of operation a race worker runs. */
 export type RaceOpKind = 'claim' | 'renew' | 'write' | 'checkpoint' | 'release' | 'revoke';
 
 /** The parts of an outcome the checkers read (a union of what `Leases` returns for each kind). */

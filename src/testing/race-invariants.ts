@@ -4,8 +4,8 @@
  * stores) and real-time order otherwise (a completed before b was invoked), so a checker never reports a
  * violation that some legal order would explain.
  */
-import type { Inspection } from '../../src/fence/operations.js';
-import type { RaceHistory, RaceOp } from './history.js';
+import type { Inspection } from '../fence/operations.js';
+import type { RaceHistory, RaceOp } from './race-history.js';
 
 /** A grant as the history shows it: the claim that made it and everything its owner did with it. */
 interface GrantStory {
@@ -30,6 +30,7 @@ export function certainlyBefore(history: RaceHistory, a: RaceOp, b: RaceOp): boo
   return a.complete < b.invoke;
 }
 
+/** One line on `op` for a failure report: worker, kind, token, order numbers, outcome. */
 export function describeOp(op: RaceOp): string {
   const { outcome } = op;
   const result = outcome === null ? 'pending' : outcome.ok ? `ok${op.kind === 'claim' ? ` token ${outcome.lease?.token}` : ''}` : `refused ${outcome.reason}`;
@@ -215,17 +216,20 @@ export function checkFinalState(history: RaceHistory, final: Inspection): string
   return violations;
 }
 
-/** Runs every checker; throws one error listing every violation and the history, if any. */
+/** Each checker with the invariant it checks, as a failure report names it. */
+const CHECKERS: readonly { readonly invariant: string; readonly check: (history: RaceHistory, ledger: readonly string[], final: Inspection) => string[] }[] = [
+  { invariant: 'the store clock never runs backwards', check: checkStoreClock },
+  { invariant: 'invariant 2: tokens are never issued twice and grow in the order they are minted', check: checkTokens },
+  { invariant: 'invariant 1: at most one live grant per key', check: checkSingleLiveGrant },
+  { invariant: 'invariants 3 and 5: only the current grant renews, writes, checkpoints and releases', check: checkAcceptedOperations },
+  { invariant: 'a revoke ends the current grant only and burns one token', check: checkRevokes },
+  { invariant: 'invariants 3 and 4: the ledger holds exactly the accepted writes, in token order', check: checkLedger },
+  { invariant: 'invariant 6: what the operations returned is what the store holds', check: (history, _ledger, final) => checkFinalState(history, final) },
+];
+
+/** Runs every checker; throws one error listing every violation under the invariant it breaks, and the history. */
 export function assertRaceInvariants(history: RaceHistory, ledger: readonly string[], final: Inspection): void {
-  const violations = [
-    ...checkStoreClock(history),
-    ...checkTokens(history),
-    ...checkSingleLiveGrant(history),
-    ...checkAcceptedOperations(history),
-    ...checkRevokes(history),
-    ...checkLedger(history, ledger),
-    ...checkFinalState(history, final),
-  ];
+  const violations = CHECKERS.flatMap(({ invariant, check }) => check(history, ledger, final).map((violation) => `[${invariant}] ${violation}`));
   if (violations.length === 0) return;
   const ops = [...history.ops].sort((a, b) => (a.apply ?? a.complete) - (b.apply ?? b.complete)).map(describeOp);
   throw new Error(`race invariants violated:\n  ${violations.join('\n  ')}\nhistory:\n  ${ops.join('\n  ')}\nledger: ${ledger.join(', ')}`);

@@ -1,0 +1,79 @@
+/**
+ * What a store's test file hands to the shared conformance, model-based and race suites.
+ * Every adapter (memory, Postgres via pg / postgres.js / PGlite, Redis via ioredis / node-redis, SQLite, or
+ * yours) provides one `StoreHarness` factory; the suites never know which backend they run against.
+ */
+import type { FencedWriteOutcome } from '../fence/operations.js';
+import type { Lease } from '../lease.js';
+import type { FencedWriteOptions, Leases } from '../leases.js';
+import type { Store } from '../store.js';
+
+/** A store under test and the test hooks the suites drive it with. */
+export interface StoreHarness<S extends Store = Store> {
+  /** The store under test. Several `createLeases` instances (one per simulated worker) share it. */
+  readonly store: S;
+  /**
+   * A second (third, ...) store instance on the same backend but its own connection(s), for race suites
+   * that need several real connections at once. The memory harness returns `store` itself.
+   */
+  connect(): Promise<S>;
+  /**
+   * Appends `entry` to the ledger of `lease.key` inside the store, as a fenced write: applied only if the
+   * lease is current, atomically with the check (Postgres: a row inserted in the fenced transaction; Redis:
+   * an RPUSH inside the fence script; memory: an array push in the callback).
+   * With `options` (a checkpoint), it goes through `leases.fencedWrite(lease, write, options)`, so the entry
+   * and the checkpoint are saved in the same atomic step (a statement-only form must not drop the checkpoint).
+   */
+  appendUnderFence(leases: Leases<S>, lease: Lease, entry: string, options?: FencedWriteOptions): Promise<FencedWriteOutcome<unknown>>;
+  /** The ledger of `key` in append order (entries applied by `appendUnderFence`). */
+  readLedger(key: string): Promise<string[]>;
+  /**
+   * Makes the current grant of `key` expire now on the store's clock (test hook: Postgres sets expires_at to
+   * clock_timestamp(), Redis rewrites the stored expiry, memory advances its clock to the grant's expires-at).
+   * Afterwards, by the store's clock, the grant is expired.
+   */
+  expireNow(key: string): Promise<void>;
+  /**
+   * Advances the store's clock by `ms`, only for stores whose clock the test controls (memory). `null` for
+   * real servers, whose suites use `expireNow` and real waiting instead.
+   * Non-null also tells the race suite that the store lives in this process and applies each request
+   * within a few microtasks of receiving it, so the order its answers arrive in is its apply order.
+   */
+  readonly advanceClock: ((ms: number) => void) | null;
+  /** A key no earlier test used: every property run takes fresh keys instead of truncating tables. */
+  freshKey(label?: string): string;
+  /** Closes every connection this harness (and `connect()`) opened. */
+  close(): Promise<void>;
+}
+
+/** Opens a harness on a fresh store; each suite opens one before its tests and closes it after them. */
+export type MakeStoreHarness<S extends Store = Store> = () => Promise<StoreHarness<S>>;
+
+/** Per-store tuning of the shared suites (real servers run fewer, slower property runs). */
+export interface SuiteOptions {
+  /**
+   * fast-check runs of the model-based suite (one run: up to 40 random operations on a fresh key).
+   * @default 100
+   */
+  readonly modelRuns?: number;
+  /**
+   * fast-check runs of the race suite (one run: every worker's random program on one fresh key).
+   * @default 100
+   */
+  readonly raceRuns?: number;
+  /**
+   * Concurrent workers in the race suite, each on its own store from `connect()`.
+   * @default 3
+   */
+  readonly workers?: number;
+  /**
+   * fast-check seed of the model-based and race properties, to replay a failure (its report prints it).
+   * @default fast-check's: random, or the seed set with `fc.configureGlobal`
+   */
+  readonly seed?: number;
+}
+
+/** `options` with every default filled in (`seed` stays optional). */
+export function suiteOptions(options: SuiteOptions): Required<Omit<SuiteOptions, 'seed'>> & Pick<SuiteOptions, 'seed'> {
+  return { modelRuns: options.modelRuns ?? 100, raceRuns: options.raceRuns ?? 100, workers: options.workers ?? 3, ...(options.seed === undefined ? {} : { seed: options.seed }) };
+}
