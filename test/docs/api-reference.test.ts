@@ -3,24 +3,17 @@
  * `treatWarningsAsErrors` and `validation.notDocumented`, so an export without a TSDoc comment, a broken
  * `{@link}` or a referenced type that is not exported fails this test. The HTML goes to a temp dir.
  */
-import { execFile } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { expect, test } from 'vitest';
-
-const ROOT = fileURLToPath(new URL('../..', import.meta.url));
+import { REPO_ROOT, runCommand } from '../../scripts/package-checks.js';
 
 test('the API reference builds with every export documented and no warning', async () => {
   const out = await mkdtemp(join(tmpdir(), 'leasefence-api-'));
   try {
-    const run = await new Promise<{ exitCode: number; output: string }>((done) => {
-      execFile(join(ROOT, 'node_modules', '.bin', 'typedoc'), ['--out', out], { cwd: ROOT, env: { ...process.env, FORCE_COLOR: '0', NO_COLOR: '1' } }, (error, stdout, stderr) => {
-        done({ exitCode: error === null ? 0 : typeof error.code === 'number' ? error.code : 1, output: `${stdout}${stderr}` });
-      });
-    });
+    const run = await runCommand(join(REPO_ROOT, 'node_modules', '.bin', 'typedoc'), ['--out', out], REPO_ROOT);
     expect(run.output).not.toMatch(/\[warning\]|\[error\]/);
     expect(run.exitCode, run.output).toBe(0);
     expect(existsSync(join(out, 'index.html'))).toBe(true);

@@ -48,6 +48,7 @@ interface Run {
   readonly stderr: string;
 }
 
+/** Runs `file args`; unlike scripts/package-checks.ts' runCommand, with its own environment and stdout apart. */
 function run(file: string, args: readonly string[], cwd: string, env: NodeJS.ProcessEnv = process.env): Promise<Run> {
   return new Promise((done) => {
     execFile(file, [...args], { cwd, env: { ...env, FORCE_COLOR: '0', NO_COLOR: '1' }, timeout: 120_000, maxBuffer: 16 * 1024 * 1024 }, (error, stdout, stderr) => {
