@@ -131,6 +131,11 @@ describe('the code blocks of the README and the guides', { timeout: 180_000 }, (
     expect(suites.filter((suite) => !existsSync(join(ROOT, 'test', 'adapters', `${suite}.test.ts`)))).toEqual([]);
   });
 
+  test('the README links only to absolute URLs and its own headings, which a package page can show', async () => {
+    const readme = await readFile(join(ROOT, 'README.md'), 'utf8');
+    expect(readme.match(/\]\((?!https:\/\/|#)[^)]*\)|(?:src|href)="(?!https:\/\/)[^"]*"/g)).toBeNull();
+  });
+
   test('every ts block is marked no-run and every runnable block has a text output block', () => {
     expect(blocks.filter((block) => block.language === 'ts' && block.runnable).map(where)).toEqual([]);
     expect(runnable.filter((block) => block.output === null).map(where)).toEqual([]);
