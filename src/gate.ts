@@ -17,6 +17,7 @@
 import type { GateOutcome, GateRecord } from './fence/operations.js';
 import type { Fence } from './fence/types.js';
 
+/** A token gate: per resource, the lease key and highest token that wrote it; an older token is refused. */
 export interface TokenGate<WriteContext = unknown> {
   /**
    * Applies `write` only if the fence's token is at least the highest token that wrote `resource` for its

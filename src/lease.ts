@@ -96,6 +96,7 @@ export class Lease {
   // seen by JSON or util.inspect; the public fields are a view of it, so tampering with them changes nothing.
   readonly #fence: Fence;
 
+  /** Made by `createLeases` (a claim or `restore`); applications never construct a lease. @internal */
   constructor(init: LeaseInit) {
     this.storeId = init.storeId;
     this.key = init.key;

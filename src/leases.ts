@@ -49,6 +49,7 @@ import {
 } from './validate.js';
 import { noticeRefusal, runWithLease, type WithLeaseOptions, type WithLeaseOutcome } from './with-lease.js';
 
+/** Options of `createLeases`. */
 export interface LeasesOptions {
   /** This worker's holder id, recorded on every grant it takes. */
   readonly holder: string;
@@ -69,6 +70,7 @@ export interface LeasesOptions {
   readonly monotonicClock?: Clock;
 }
 
+/** Options of `claim`, `claimOrThrow` and `withLease`. */
 export interface ClaimOptions {
   /** Time to live in ms, or `null` for no expiry. @default the `Leases` default */
   readonly ttlMs?: number | null;
@@ -90,6 +92,7 @@ export interface Granted {
   readonly checkpoint: Checkpoint | null;
 }
 
+/** What `claim` answers: the granted lease, or why not (`held`, `recovery-required`). */
 export type ClaimResult = Granted | ClaimHeld | ClaimRecoveryRequired;
 
 /** A granted claim as the shell returns it: a fixed shape (claim is the hot path) with log-safe JSON. */
@@ -107,11 +110,13 @@ class GrantedClaim implements Granted {
   }
 }
 
+/** Options of a fenced operation (`checkpoint`). */
 export interface FenceOptions {
   /** Attributes the grant must have been bound with, checked atomically with the operation. */
   readonly attributes?: LeaseAttributes;
 }
 
+/** Options of `fencedWrite` and `fencedWriteOrThrow`. */
 export interface FencedWriteOptions extends FenceOptions {
   /**
    * The lease's progress after this write (any JSON value), saved in the same atomic step as the write:
@@ -121,11 +126,13 @@ export interface FencedWriteOptions extends FenceOptions {
   readonly checkpoint?: unknown;
 }
 
+/** Options of `release`. */
 export interface ReleaseOptions {
   /** Leave a final checkpoint (any JSON), or `null` to clear the checkpoint. Omitted: keep it. */
   readonly checkpoint?: unknown;
 }
 
+/** Options of `revoke`: an operator's force-release. */
 export interface RevokeOptions {
   /** Why: shown to the revoked holder in its refusal and to the next claimer. */
   readonly reason: string;
@@ -146,18 +153,29 @@ export interface LeaseInspection extends Omit<Inspection, 'checkpoint'> {
 export interface Leases<S extends Store = Store> {
   readonly store: S;
   readonly holder: string;
+  /** Grants `key` if it is new, released, expired or revoked; otherwise says who holds it or that a recovery is pending. */
   claim(key: string, options?: ClaimOptions): Promise<ClaimResult>;
+  /** `claim` that returns the lease or throws `LeaseBusyError` / `RecoveryRequiredError`. */
   claimOrThrow(key: string, options?: ClaimOptions): Promise<Lease>;
   /** Extends the grant by `options.ttlMs`, by default the lease's own TTL (`lease.ttlMs`), from the store's now. */
   renew(lease: Lease, options?: { readonly ttlMs?: number | null }): Promise<RenewOutcome>;
+  /** `renew` that throws `LeaseLostError` when the grant is no longer current or has expired. */
   renewOrThrow(lease: Lease, options?: { readonly ttlMs?: number | null }): Promise<void>;
+  /** Saves the holder's progress (any JSON value) under the fence, stamped with the lease's token. */
   checkpoint(lease: Lease, value: unknown, options?: FenceOptions): Promise<CheckpointOutcome>;
+  /** `checkpoint` that throws `LeaseLostError` when the fence refuses. */
   checkpointOrThrow(lease: Lease, value: unknown, options?: FenceOptions): Promise<void>;
+  /** Runs `write` only if the grant is current on the store's clock, atomically with that check (and with `options.checkpoint`). */
   fencedWrite<T>(lease: Lease, write: (context: WriteContextOf<S>) => T | Promise<T>, options?: FencedWriteOptions): Promise<FencedWriteOutcome<T>>;
+  /** `fencedWrite` that returns the callback's value or throws `LeaseLostError`. */
   fencedWriteOrThrow<T>(lease: Lease, write: (context: WriteContextOf<S>) => T | Promise<T>, options?: FencedWriteOptions): Promise<T>;
+  /** Ends the grant; idempotent for the same grant, and a stale grant cannot release a newer one. */
   release(lease: Lease, options?: ReleaseOptions): Promise<ReleaseOutcome>;
+  /** An operator's force-release: ends the current grant and moves the token on, so its holder is fenced at once. */
   revoke(key: string, options: RevokeOptions): Promise<RevokeOutcome>;
+  /** Resolves the checkpoint the new grant inherited (`resume` or `discard`), lifting a pending recovery. */
   recover(lease: Lease, action: RecoveryAction): Promise<RecoverOutcome>;
+  /** Everything about `key` except the secret, with the store's now. */
   inspect(key: string): Promise<LeaseInspection>;
   /**
    * Writes through a token gate, handing it the lease's full fence (a gate in the lease store's backend checks
@@ -165,6 +183,7 @@ export interface Leases<S extends Store = Store> {
    * the fence's.
    */
   gateWrite<C, T>(gate: TokenGate<C>, resource: string, lease: Lease, write: (context: C) => T | Promise<T>): Promise<GateOutcome<T>>;
+  /** `gateWrite` that returns the callback's value or throws `GateRefusedError` / `LeaseLostError`. */
   gateWriteOrThrow<C, T>(gate: TokenGate<C>, resource: string, lease: Lease, write: (context: C) => T | Promise<T>): Promise<T>;
   /** Claims, renews in the background, runs `fn`, always releases. See `WithLeaseOptions`. */
   withLease<T>(key: string, fn: (lease: Lease, signal: AbortSignal) => Promise<T>, options?: WithLeaseOptions): Promise<WithLeaseOutcome<T>>;

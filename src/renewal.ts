@@ -11,7 +11,9 @@ import type { Leases } from './leases.js';
 
 /** Timer functions, injectable for tests. */
 export interface Timers {
+  /** Schedules `callback` after `ms` milliseconds; returns a handle for `clearTimeout`. */
   setTimeout(callback: () => void, ms: number): unknown;
+  /** Cancels a callback scheduled by `setTimeout`. */
   clearTimeout(handle: unknown): void;
 }
 

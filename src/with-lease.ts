@@ -15,6 +15,7 @@ import { DEFAULT_MAX_CHECKPOINT_BYTES, serializeCheckpoint } from './validate.js
 
 export type { Timers } from './renewal.js';
 
+/** Options of `withLease`: every claim option, plus the renewal schedule and a stop signal. */
 export interface WithLeaseOptions extends ClaimOptions {
   /**
    * Renew once this fraction of the grant's validity has passed (measured on the worker's monotonic clock

@@ -13,6 +13,7 @@ import type {
   StoreTime,
 } from './types.js';
 
+/** What a store's `claim` receives: the key, the would-be holder and the new grant's secret and TTL. */
 export interface ClaimCommand {
   readonly key: string;
   readonly holder: string;
@@ -66,28 +67,34 @@ export interface ClaimRecoveryRequired extends Inheritance {
   readonly now: StoreTime;
 }
 
+/** What a store's `claim` answers: granted, held by someone else, or waiting for a recovery. */
 export type ClaimOutcome = ClaimGranted | ClaimHeld | ClaimRecoveryRequired;
 
+/** What a store's `renew` receives: the grant's fence and the new TTL. */
 export interface RenewCommand {
   readonly fence: Fence;
   /** New time to live from the store's now; `null`: never expires. */
   readonly ttlMs: number | null;
 }
 
+/** What a store's `renew` answers: the new expiry on the store's clock, or the fence's refusal. */
 export type RenewOutcome =
   | { readonly ok: true; readonly key: string; readonly token: bigint; readonly expiresAt: StoreTime | null; readonly now: StoreTime }
   | FenceRefusal;
 
+/** What a store's `checkpoint` receives: the grant's fence and the progress as JSON text. */
 export interface CheckpointCommand {
   readonly fence: Fence;
   /** Validated JSON text. */
   readonly json: string;
 }
 
+/** What a store's `checkpoint` answers: the saved checkpoint, or the fence's refusal. */
 export type CheckpointOutcome =
   | { readonly ok: true; readonly checkpoint: CheckpointRecord; readonly now: StoreTime }
   | FenceRefusal;
 
+/** What a store's `release` receives: the grant's fence and what to leave for the next holder. */
 export interface ReleaseCommand {
   readonly fence: Fence;
   /**
@@ -97,6 +104,7 @@ export interface ReleaseCommand {
   readonly checkpointJson?: string | null;
 }
 
+/** What a store's `release` answers: released (or already released by this grant), or the fence's refusal. */
 export type ReleaseOutcome =
   | {
       readonly ok: true;
@@ -108,6 +116,7 @@ export type ReleaseOutcome =
     }
   | FenceRefusal;
 
+/** What a store's `revoke` receives: an operator's force-release of whatever grant holds the key. */
 export interface RevokeCommand {
   readonly key: string;
   readonly reason: string;
@@ -119,6 +128,7 @@ export interface RevokeCommand {
   readonly expectedToken: bigint | null;
 }
 
+/** What a store's `revoke` answers: the grant it ended and the key's new token, or why there was nothing to revoke. */
 export type RevokeOutcome =
   | {
       readonly ok: true;
@@ -139,14 +149,17 @@ export type RevokeOutcome =
       readonly now: StoreTime;
     };
 
+/** What a new holder does with the checkpoint it inherited: adopt it (`resume`) or clear it (`discard`). */
 export type RecoveryAction = 'resume' | 'discard';
 
+/** What a store's `recover` receives: the new grant's fence and the recovery action. */
 export interface RecoverCommand {
   readonly fence: Fence;
   /** `resume`: adopt the inherited checkpoint (restamped with this token); `discard`: clear it. */
   readonly action: RecoveryAction;
 }
 
+/** What a store's `recover` answers: the checkpoint as it now stands, or the fence's refusal. */
 export type RecoverOutcome =
   | { readonly ok: true; readonly key: string; readonly checkpoint: CheckpointRecord | null; readonly now: StoreTime }
   | FenceRefusal;
@@ -157,6 +170,7 @@ export type GrantView = Omit<GrantState, 'secret'> & {
   readonly live: boolean;
 };
 
+/** Everything a store knows about a key except the secret, with the store's now: for operators and dashboards. */
 export interface Inspection {
   readonly key: string;
   /** `false`: the key was never claimed (or the store lost it). */

@@ -10,6 +10,7 @@ export interface MemoryGateContext {
   readonly token: bigint;
 }
 
+/** Options of `createMemoryTokenGate`. */
 export interface MemoryTokenGateOptions {
   /**
    * The memory lease store the gate's writers hold their leases in. With it, the gate checks the full fence

@@ -16,6 +16,7 @@ export interface MemoryWriteContext {
   readonly now: StoreTime;
 }
 
+/** Options of `createMemoryStore`. */
 export interface MemoryStoreOptions {
   /**
    * The store's clock, in epoch milliseconds. Inject a manual clock to control expiry in tests and demos.

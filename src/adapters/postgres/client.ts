@@ -6,6 +6,7 @@
 
 /** Anything that runs one parameterised statement and returns its rows. */
 export interface PostgresQueryable {
+  /** Runs one statement with bind parameters and returns its rows. */
   query(text: string, params?: unknown[]): Promise<{ rows: unknown[] }>;
 }
 
@@ -15,8 +16,11 @@ export interface PostgresQueryable {
  * emits one, which would crash the process without a listener).
  */
 export interface PostgresPooledConnection extends PostgresQueryable {
+  /** Returns the connection to its pool; with an error, destroys it. */
   release(error?: Error | boolean): void;
+  /** Listens for the connection's `error` event. */
   on?(event: 'error', listener: (error: Error) => void): unknown;
+  /** Stops listening for the connection's `error` event. */
   removeListener?(event: 'error', listener: (error: Error) => void): unknown;
 }
 
@@ -34,17 +38,21 @@ export interface PostgresClient extends PostgresQueryable {
    * for a pg Pool; set by `fromPgClient` and `fromPostgresJs`.
    */
   readonly acceptsNamedStatements?: boolean;
+  /** Checks out a dedicated connection (pg `Pool`). */
   connect?(): Promise<PostgresPooledConnection>;
+  /** Runs `run` inside BEGIN ... COMMIT, rolling back when it throws. */
   transaction?<T>(run: (tx: PostgresQueryable) => Promise<T>): Promise<T>;
 }
 
 /** The subset of a postgres.js `sql` instance (or transaction) leasefence uses. */
 export interface PostgresJsSql {
+  /** postgres.js' `sql.unsafe`: one statement with bind parameters. */
   unsafe(text: string, params?: unknown[], options?: { readonly prepare?: boolean }): PromiseLike<ArrayLike<unknown>>;
 }
 
 /** A postgres.js `sql` instance: `unsafe` plus `begin`. */
 export interface PostgresJsRoot extends PostgresJsSql {
+  /** postgres.js' `sql.begin`: runs `run` in a transaction. */
   begin<T>(run: (tx: PostgresJsSql) => Promise<T>): Promise<unknown>;
 }
 

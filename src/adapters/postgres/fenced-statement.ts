@@ -12,6 +12,7 @@ import { decodePreImage, NOW, preImageColumns, preImageJson } from './rows.js';
 import type { Session } from './session.js';
 import { fenceHolds, fenceParams, PRE_IMAGE_WIDTH } from './statements.js';
 
+/** Options of `store.fencedStatement`. */
 export interface FencedStatementOptions {
   /** Attributes the grant must have been bound with, checked in the same statement. */
   readonly attributes?: LeaseAttributes;

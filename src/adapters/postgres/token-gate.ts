@@ -29,6 +29,7 @@ const GATE_MARGIN_MS = '500';
 
 /** What a Postgres gate write's callback receives: a client bound to the gate's transaction. */
 export interface PostgresGateContext {
+  /** Runs one statement in the gate's transaction (bind parameters, never interpolated). */
   query<Row = Record<string, unknown>>(text: string, params?: unknown[]): Promise<{ rows: Row[] }>;
   /** The token the write carries, now recorded as the resource's highest. */
   readonly token: bigint;
@@ -63,6 +64,7 @@ export interface PostgresTokenGate {
   reset(resource: string): Promise<PostgresGateRecord>;
 }
 
+/** Options of `createPostgresTokenGate`. */
 export interface PostgresTokenGateOptions {
   /** Your pool or client (as for `createPostgresStore`). */
   readonly client: PostgresClient;

@@ -20,16 +20,21 @@ export interface RedisConnection {
 
 /** The parts of an ioredis client (`new Redis(...)`, v5) that leasefence uses. */
 export interface IoredisClient {
+  /** Sends one command with its arguments. */
   call(command: string, ...args: string[]): Promise<unknown>;
   /** ioredis' connection status: `wait`, `connecting`, `connect`, `ready`, `reconnecting`, `close`, `end`. */
   readonly status: string;
+  /** Connects a client created with `lazyConnect`. */
   connect(): Promise<void>;
+  /** Listens once for a connection event (`ready`, `end`, ...). */
   once(event: string, listener: () => void): unknown;
+  /** Stops listening for a connection event. */
   removeListener(event: string, listener: () => void): unknown;
 }
 
 /** The parts of a node-redis client (`createClient()` from `redis`, v5) that leasefence uses. */
 export interface NodeRedisClient {
+  /** Sends one command, its name first. */
   sendCommand(args: string[]): Promise<unknown>;
   /** `false` before `connect()` and after `quit()` / `destroy()`. */
   readonly isOpen: boolean;

@@ -1,0 +1,210 @@
+/**
+ * The docs cannot rot: every ```ts, ```js and ```cjs block of the README and the guides is type-checked
+ * against the package's types (`leasefence`, `leasefence/postgres`, ... mapped to src/), and every runnable
+ * block (js and cjs, unless marked `no-run`) runs as a program against the BUILT package (a temp project with
+ * node_modules/leasefence), on the test servers, and must print exactly its ```text output block.
+ *
+ * Each run gets its own PostgreSQL database (DATABASE_URL), its own Redis logical database (REDIS_URL) and
+ * its own working directory (a SQLite file), so the ESM and CommonJS forms of a quick start both start from
+ * nothing, as a new user does.
+ */
+import { execFile } from 'node:child_process';
+import { existsSync } from 'node:fs';
+import { copyFile, mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import pg from 'pg';
+import { Redis } from 'ioredis';
+import { build, type Options } from 'tsup';
+import { afterAll, beforeAll, describe, expect, test } from 'vitest';
+import tsupConfig from '../../tsup.config.js';
+import { BLOCK_CONTEXT } from './block-context.js';
+import { checkedBlocks, type CheckedBlock } from './code-blocks.js';
+
+const ROOT = fileURLToPath(new URL('../..', import.meta.url));
+const BIN = join(ROOT, 'node_modules', '.bin');
+/** The Markdown files whose code blocks are checked. */
+const DOC_FILES = ['README.md', 'docs/migrating.md', 'docs/errors-and-operations.md'].filter((file) => existsSync(join(ROOT, file)));
+/** The package's entries, as a user imports them, and their sources. */
+const ENTRIES: Readonly<Record<string, string>> = {
+  leasefence: 'src/index.ts',
+  'leasefence/memory': 'src/adapters/memory/index.ts',
+  'leasefence/postgres': 'src/adapters/postgres/index.ts',
+  'leasefence/redis': 'src/adapters/redis/index.ts',
+  'leasefence/sqlite': 'src/adapters/sqlite/index.ts',
+  'leasefence/otel': 'src/otel/index.ts',
+};
+const EXTENSION: Readonly<Record<CheckedBlock['language'], string>> = { ts: 'ts', js: 'mjs', cjs: 'cjs' };
+
+const blocks = DOC_FILES.flatMap((file) => checkedBlocks(ROOT, file));
+const runnable = blocks.filter((block) => block.runnable);
+const where = (block: CodeBlock): string => `${block.file}:${block.line}`;
+type CodeBlock = Pick<CheckedBlock, 'file' | 'line'>;
+const fileNameOf = (block: CheckedBlock): string => `${block.file.replaceAll('/', '_')}-L${block.line}.${EXTENSION[block.language]}`;
+
+interface Run {
+  readonly exitCode: number;
+  readonly stdout: string;
+  readonly stderr: string;
+}
+
+/** Runs `file args`; unlike scripts/package-checks.ts' runCommand, with its own environment and stdout apart. */
+function run(file: string, args: readonly string[], cwd: string, env: NodeJS.ProcessEnv = process.env): Promise<Run> {
+  return new Promise((done) => {
+    execFile(file, [...args], { cwd, env: { ...env, FORCE_COLOR: '0', NO_COLOR: '1' }, timeout: 120_000, maxBuffer: 16 * 1024 * 1024 }, (error, stdout, stderr) => {
+      const exitCode = error === null ? 0 : typeof error.code === 'number' ? error.code : 1;
+      done({ exitCode, stdout, stderr });
+    });
+  });
+}
+
+/** The temp project: package.json, the blocks as files, their declarations context and a tsconfig. */
+async function writeProject(project: string): Promise<void> {
+  const base = JSON.parse(await readFile(join(ROOT, 'tsconfig.json'), 'utf8')) as { compilerOptions: Record<string, unknown> };
+  const paths = Object.fromEntries(Object.entries(ENTRIES).map(([entry, source]) => [entry, [join(ROOT, source)]]));
+  const compilerOptions = {
+    ...base.compilerOptions,
+    isolatedDeclarations: false,
+    declaration: false,
+    allowJs: true,
+    checkJs: true,
+    // NOTE: every block is its own module, so two blocks may both declare `const leases`.
+    moduleDetection: 'force',
+    paths,
+  };
+  const files = [...blocks.map(fileNameOf), 'context.d.ts'];
+  await writeFile(join(project, 'package.json'), JSON.stringify({ private: true, type: 'module' }));
+  await writeFile(join(project, 'tsconfig.json'), JSON.stringify({ compilerOptions, files }, null, 2));
+  await writeFile(join(project, 'context.d.ts'), BLOCK_CONTEXT);
+  for (const block of blocks) await writeFile(join(project, fileNameOf(block)), block.code);
+}
+
+/** The built package in `<project>/node_modules/leasefence` (JavaScript only: the types come from src). */
+async function buildPackage(project: string): Promise<void> {
+  const target = join(project, 'node_modules', 'leasefence');
+  await mkdir(target, { recursive: true });
+  await copyFile(join(ROOT, 'package.json'), join(target, 'package.json'));
+  // NOTE: the library entries of tsup.config.ts (not the CLI), without declarations or source maps.
+  const [library] = tsupConfig as readonly Options[];
+  await build({ ...library, outDir: join(target, 'dist'), dts: false, sourcemap: false, silent: true, config: false });
+}
+
+describe('the code blocks of the README and the guides', { timeout: 180_000 }, () => {
+  let project = '';
+  let built: Promise<void> = Promise.resolve();
+  let typeChecked: Promise<Run> = Promise.resolve({ exitCode: 1, stdout: '', stderr: 'tsc did not start' });
+
+  beforeAll(async () => {
+    const cache = join(ROOT, 'node_modules', '.cache');
+    await mkdir(cache, { recursive: true });
+    // NOTE: inside the repository, so the drivers (pg, ioredis, better-sqlite3) and @types resolve.
+    project = await mkdtemp(join(cache, 'leasefence-docs-'));
+    await writeProject(project);
+    built = buildPackage(project);
+    built.catch(() => undefined); // awaited by the runs; a failure is reported there
+    // NOTE: tsc (the longest step) runs while the package builds and the programs run; its test comes last.
+    typeChecked = run(join(BIN, 'tsc'), ['-p', join(project, 'tsconfig.json'), '--pretty', 'false'], project);
+  });
+
+  afterAll(async () => {
+    await Promise.allSettled([built, typeChecked]);
+    if (project !== '') await rm(project, { recursive: true, force: true });
+  });
+
+  test('the README has runnable quick starts for every store, in ESM and CommonJS', () => {
+    const quickStarts = runnable.filter((block) => block.file === 'README.md').map((block) => `${block.language}: ${/from 'leasefence\/(\w+)'|require\('leasefence\/(\w+)'\)/.exec(block.code)?.slice(1).find(Boolean)}`);
+    for (const store of ['memory', 'postgres', 'redis', 'sqlite']) {
+      expect(quickStarts).toContain(`js: ${store}`);
+      expect(quickStarts).toContain(`cjs: ${store}`);
+    }
+  });
+
+  test('the client versions the README names are the ones the adapter suites run against', async () => {
+    const readme = await readFile(join(ROOT, 'README.md'), 'utf8');
+    const dev = (JSON.parse(await readFile(join(ROOT, 'package.json'), 'utf8')) as { devDependencies: Record<string, string> }).devDependencies;
+    const major = (name: string): string => /(\d+)\.\d+\.\d+/.exec(dev[name] ?? '')?.[1] ?? `no devDependency ${name}`;
+    expect(readme).toContain(`pg ${major('pg')}, postgres.js ${major('postgres')}, PGlite`);
+    expect(readme).toContain(`ioredis ${major('ioredis')} and ${major('ioredis6')}, node-redis ${major('redis')}`);
+    expect(readme).toContain(`better-sqlite3 ${major('better-sqlite3')}`);
+    expect(dev['@electric-sql/pglite']).toBeDefined();
+    const suites = ['postgres-pg', 'postgres-postgresjs', 'postgres-pglite', 'redis-ioredis', 'redis-ioredis6', 'redis-node-redis', 'sqlite-better-sqlite3'];
+    expect(suites.filter((suite) => !existsSync(join(ROOT, 'test', 'adapters', `${suite}.test.ts`)))).toEqual([]);
+  });
+
+  test('the README links only to absolute URLs and its own headings, which a package page can show', async () => {
+    const readme = await readFile(join(ROOT, 'README.md'), 'utf8');
+    expect(readme.match(/\]\((?!https:\/\/|#)[^)]*\)|(?:src|href)="(?!https:\/\/)[^"]*"/g)).toBeNull();
+  });
+
+  test('every ts block is marked no-run and every runnable block has a text output block', () => {
+    expect(blocks.filter((block) => block.language === 'ts' && block.runnable).map(where)).toEqual([]);
+    expect(runnable.filter((block) => block.output === null).map(where)).toEqual([]);
+  });
+
+  describe('runnable blocks, from the built package, on the test servers', () => {
+    const postgresUrl = process.env['LEASEFENCE_PG_URL'];
+    const redisUrl = process.env['LEASEFENCE_REDIS_URL'];
+    const databases: string[] = [];
+    let admin: pg.Client | undefined;
+
+    afterAll(async () => {
+      if (admin === undefined) return;
+      for (const database of databases) await admin.query(`DROP DATABASE IF EXISTS "${database}" WITH (FORCE)`);
+      await admin.end();
+    });
+
+    /** A fresh PostgreSQL database for one run. */
+    async function freshDatabase(name: string): Promise<string> {
+      if (postgresUrl === undefined) throw new Error('LEASEFENCE_PG_URL is not set (test/support/global-setup.ts sets it)');
+      if (admin === undefined) {
+        admin = new pg.Client({ connectionString: postgresUrl });
+        await admin.connect();
+      }
+      await admin.query(`CREATE DATABASE "${name}"`);
+      databases.push(name);
+      const url = new URL(postgresUrl);
+      url.pathname = `/${name}`;
+      return url.toString();
+    }
+
+    /** An emptied Redis logical database (1 to 15; the other tests use 0) for one run. */
+    async function freshRedis(index: number): Promise<string> {
+      if (redisUrl === undefined) throw new Error('LEASEFENCE_REDIS_URL is not set (test/support/global-setup.ts sets it)');
+      const url = new URL(redisUrl);
+      url.pathname = `/${index}`;
+      const client = new Redis(url.toString(), { lazyConnect: true, maxRetriesPerRequest: 1 });
+      try {
+        await client.connect();
+        await client.flushdb();
+      } finally {
+        client.disconnect();
+      }
+      return url.toString();
+    }
+
+    runnable.forEach((block, index) => {
+      test(`${where(block)} (${block.language}) prints its output`, async () => {
+        await built;
+        const cwd = join(project, `run-${index}`);
+        await mkdir(cwd);
+        const file = join(cwd, `main.${EXTENSION[block.language]}`);
+        await writeFile(file, block.code);
+        const env: NodeJS.ProcessEnv = { ...process.env };
+        if (block.code.includes('DATABASE_URL')) env['DATABASE_URL'] = await freshDatabase(`leasefence_docs_${process.pid}_${index}`);
+        if (block.code.includes('REDIS_URL')) env['REDIS_URL'] = await freshRedis(1 + (index % 15));
+        const program = await run(process.execPath, [file], cwd, env);
+        expect({ exitCode: program.exitCode, stdout: program.stdout, stderr: program.stderr }).toEqual({ exitCode: 0, stdout: block.output, stderr: '' });
+      });
+    });
+  });
+
+  test('every block type-checks against the package types', async () => {
+    const check = await typeChecked;
+    // NOTE: name the Markdown line of each error, not the temp file's.
+    const located = `${check.stdout}${check.stderr}`.replace(/(\S+)-L(\d+)\.(?:ts|mjs|cjs)\((\d+),(\d+)\)/g, (_, file: string, start: string, line: string, column: string) =>
+      `${file.replaceAll('_', '/')}:${Number(start) + Number(line)}:${column}`,
+    );
+    expect(located).toBe('');
+    expect(check.exitCode).toBe(0);
+  });
+});
