@@ -2,15 +2,20 @@ export { createLeases } from './leases.js';
 export type {
   ClaimOptions,
   ClaimResult,
+  ClaimResultOf,
   FenceOptions,
   FencedWriteOptions,
   Granted,
   LeaseInspection,
   Leases,
   LeasesOptions,
+  NoExtraOptions,
   ReleaseOptions,
   RevokeOptions,
+  WaitedClaimResult,
 } from './leases.js';
+export type { WaitOptions } from './waiting/wait-options.js';
+export type { ClaimRefusal, WaitedRefusal, WaitEnded } from './waiting/refusal.js';
 export { Lease, type Checkpoint, type LeaseJson, type LoggableLease } from './lease.js';
 export type { Timers, WithLeaseCompleted, WithLeaseLost, WithLeaseOptions, WithLeaseOutcome, WithLeaseStopped } from './with-lease.js';
 export type { Store, WriteContextOf } from './store.js';
