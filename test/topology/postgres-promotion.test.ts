@@ -1,0 +1,144 @@
+/**
+ * Postgres failover (issue 14.3): a real primary with an asynchronous streaming standby. Grants, fenced
+ * writes and gate writes run on the primary in three phases: replicated and replayed (A), received by
+ * the standby while its replay is paused (B), and never received (C: the standby is detached, as a
+ * lagging asynchronous replica). Then the primary crashes and the standby is promoted. The promoted
+ * server has A and B and has lost C, and still:
+ * - the next token is greater than every token issued on the primary, C's included (the clock floor);
+ * - the stale holder (C's last grant) is refused by fenced writes and the gate on the promoted server,
+ *   and by a token gate on a separate resource store that saw C's token;
+ * - the old mint (`last + 1`, copied below) would have re-issued C's first token, and the separate gate
+ *   would then have refused the new holder and accepted the stale one (the bug the floor fixes).
+ */
+import pg from 'pg';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createPostgresStore, createPostgresTokenGate, type PostgresTokenGate } from '../../src/adapters/postgres/index.js';
+import { createLeases } from '../../src/leases.js';
+import type { Lease } from '../../src/lease.js';
+import { freshTable, sharedPostgresUrl } from '../adapters/postgres-harness.js';
+import { startPostgresReplica, type PostgresReplica } from '../support/postgres-replica.js';
+
+/** The token expression of the claim before the floor (claim-rule.ts until issue 14), kept to document the bug. */
+const LEGACY_MINT = (previous: string): string => `${previous} OPERATOR(pg_catalog.+) 1::bigint`;
+
+/** A grant's token as the claim before the floor minted it, on the row of `key` (which it locks). */
+const LEGACY_CLAIM = `UPDATE leasefence_leases SET token = ${LEGACY_MINT('token')} WHERE key = $1 RETURNING token::text AS token`;
+
+const KEY = 'job';
+/** A key whose grants mint with `LEGACY_CLAIM`, beside KEY's, in the same phases. */
+const LEGACY_KEY = 'job:legacy';
+/** A resource gated on the promoted server itself (full fence), and one on a separate database (tokens only). */
+const REPORT = 'report';
+const LEGACY_REPORT = 'report:legacy';
+
+describe('postgres promotion of an asynchronous standby that missed grants', () => {
+  let pair: PostgresReplica;
+  let primaryPool: pg.Pool;
+  let promotedPool: pg.Pool | undefined;
+  let resourcePool: pg.Pool;
+  let resourceGate: PostgresTokenGate;
+  beforeAll(async () => {
+    pair = await startPostgresReplica();
+    primaryPool = new pg.Pool({ connectionString: pair.primary.url, max: 2 });
+    // NOTE: the primary's crash ends these connections; the pool must not crash the worker.
+    primaryPool.on('error', () => undefined);
+    resourcePool = new pg.Pool({ connectionString: await sharedPostgresUrl(), max: 2 });
+    resourcePool.on('error', () => undefined);
+    resourceGate = createPostgresTokenGate({ client: resourcePool, table: freshTable('lf_resource_gate'), leaseTable: null });
+    await resourceGate.migrate();
+  });
+  afterAll(async () => {
+    await primaryPool?.end().catch(() => undefined);
+    await promotedPool?.end();
+    await resourcePool?.end();
+    await pair?.stop();
+  });
+
+  it('the promoted server mints tokens above every token the old primary issued, and the stale holder is refused everywhere', async () => {
+    const store = createPostgresStore({ client: primaryPool });
+    await store.migrate();
+    const gate = createPostgresTokenGate({ client: primaryPool });
+    await gate.migrate();
+    await primaryPool.query('CREATE TABLE work_out (seq serial PRIMARY KEY, key text NOT NULL, token bigint NOT NULL, note text NOT NULL)');
+    const issued: bigint[] = [];
+    const legacyIssued: bigint[] = [];
+    await primaryPool.query(`INSERT INTO leasefence_leases (key, token) VALUES ($1, 0)`, [LEGACY_KEY]);
+    const legacyClaim = async (pool: pg.Pool): Promise<bigint> => BigInt((await pool.query<{ token: string }>(LEGACY_CLAIM, [LEGACY_KEY])).rows[0]!.token);
+
+    /** One grant on the primary: claim, a fenced write, gate writes (both gates), then release unless kept. */
+    const round = async (worker: string, note: string, keep = false): Promise<Lease> => {
+      const leases = createLeases(store, { holder: worker, ttlMs: 60_000 });
+      const lease = await leases.claimOrThrow(KEY);
+      issued.push(lease.token);
+      await leases.fencedWriteOrThrow(lease, (tx) => tx.query('INSERT INTO work_out (key, token, note) VALUES ($1, $2, $3)', [KEY, tx.token.toString(), note]));
+      await leases.gateWriteOrThrow(gate, REPORT, lease, () => undefined);
+      expect(await resourceGate.write(REPORT, { key: KEY, token: lease.token }, () => undefined)).toMatchObject({ ok: true });
+      const legacy = await legacyClaim(primaryPool);
+      legacyIssued.push(legacy);
+      expect(await resourceGate.write(LEGACY_REPORT, { key: LEGACY_KEY, token: legacy }, () => undefined)).toMatchObject({ ok: true });
+      if (!keep) await leases.release(lease);
+      return lease;
+    };
+
+    await round('w-a', 'A');
+    await pair.waitForStandby('replayed');
+    await pair.pauseReplay();
+    await round('w-b', 'B');
+    await pair.waitForStandby('received');
+    await pair.detachStandby();
+    await round('w-c1', 'C1');
+    await round('w-c2', 'C2');
+    const stale = await round('w-c3', 'C3', true);
+    const highest = issued.reduce((a, b) => (a > b ? a : b));
+    expect(stale.token).toBe(highest);
+
+    const crashedAt = performance.now();
+    await pair.crashPrimary();
+    await pair.promote();
+    const promotedAfterMs = performance.now() - crashedAt;
+    promotedPool = new pg.Pool({ connectionString: pair.standby.url, max: 2 });
+    promotedPool.on('error', () => undefined);
+    const promoted = createPostgresStore({ client: promotedPool });
+    const promotedGate = createPostgresTokenGate({ client: promotedPool });
+
+    const claimStartedAt = performance.now();
+    const next = await createLeases(promoted, { holder: 'w-new', ttlMs: 60_000 }).claimOrThrow(KEY);
+    // NOTE: takeover = crash to promoted + the first claim (not the pool's set-up).
+    const takeoverMs = promotedAfterMs + (performance.now() - claimStartedAt);
+
+    // What the promotion lost: phase C (never received). A and B survived (B was received while paused).
+    expect((await promotedPool.query<{ note: string }>('SELECT note FROM work_out ORDER BY seq')).rows.map((row) => row.note)).toEqual(['A', 'B']);
+    expect(next.previous).toMatchObject({ kind: 'released', token: issued[1], holder: 'w-b' });
+    expect(await promotedGate.inspect(REPORT)).toMatchObject({ found: { key: KEY, token: issued[1] } });
+
+    // The floor: above every token issued, including the three the promoted server never saw.
+    expect(next.token > highest).toBe(true);
+    expect((await createLeases(promoted, { holder: 'w-new' }).inspect(KEY)).grant?.token).toBe(next.token);
+
+    // The stale holder (C's last grant, which the promoted server never saw) is refused everywhere.
+    const staleFence = stale.fence();
+    const staleWrite = await promoted.fencedWrite(staleFence, (tx) => tx.query('INSERT INTO work_out (key, token, note) VALUES ($1, $2, $3)', [KEY, staleFence.token.toString(), 'stale']));
+    expect(staleWrite).toMatchObject({ ok: false, reason: 'superseded', expected: { token: stale.token }, found: { token: next.token, holder: 'w-new' } });
+    expect(await promotedGate.write(REPORT, staleFence, () => undefined)).toMatchObject({ ok: false });
+    expect(await promotedGate.inspect(REPORT)).toMatchObject({ found: { token: issued[1] } });
+    const fresh = next.fence();
+    expect(await promoted.fencedWrite(fresh, (tx) => tx.query('INSERT INTO work_out (key, token, note) VALUES ($1, $2, $3)', [KEY, fresh.token.toString(), 'new']))).toMatchObject({ ok: true });
+    expect(await promotedGate.write(REPORT, fresh, () => undefined)).toMatchObject({ ok: true, token: next.token });
+    expect(await resourceGate.write(REPORT, { key: KEY, token: next.token }, () => undefined)).toMatchObject({ ok: true, token: next.token });
+    expect(await resourceGate.write(REPORT, { key: KEY, token: stale.token }, () => undefined)).toMatchObject({
+      ok: false,
+      reason: 'stale-token',
+      found: { key: KEY, token: next.token },
+    });
+    expect((await promotedPool.query<{ note: string }>('SELECT note FROM work_out ORDER BY seq')).rows.map((row) => row.note)).toEqual(['A', 'B', 'new']);
+
+    // WITHOUT the floor, the same scenario: the old mint on the promoted row re-issues the token of C's first
+    // grant, and the separate gate, which saw C's tokens, refuses that new holder and accepts the stale one.
+    const legacy = await legacyClaim(promotedPool);
+    expect(legacy).toBe(legacyIssued[2]);
+    expect(await resourceGate.write(LEGACY_REPORT, { key: LEGACY_KEY, token: legacy }, () => undefined)).toMatchObject({ ok: false, reason: 'stale-token' });
+    expect(await resourceGate.write(LEGACY_REPORT, { key: LEGACY_KEY, token: legacyIssued[4]! }, () => undefined)).toMatchObject({ ok: true });
+
+    console.info(`postgres promotion: ${issued.length} grants on the primary (3 lost), takeover ${takeoverMs.toFixed(0)} ms from the crash to the first grant on the promoted standby`);
+  });
+});
