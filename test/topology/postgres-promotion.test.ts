@@ -27,34 +27,35 @@ const LEGACY_CLAIM = `UPDATE leasefence_leases SET token = ${LEGACY_MINT('token'
 const KEY = 'job';
 /** A key whose grants mint with `LEGACY_CLAIM`, beside KEY's, in the same phases. */
 const LEGACY_KEY = 'job:legacy';
-/** A resource gated on the promoted server itself (full fence), and one on a separate database (tokens only). */
-const REPORT = 'report';
-const LEGACY_REPORT = 'report:legacy';
 
-describe('postgres promotion of an asynchronous standby that missed grants', () => {
-  let pair: PostgresReplica;
-  let primaryPool: pg.Pool;
-  let promotedPool: pg.Pool | undefined;
-  let resourcePool: pg.Pool;
-  let resourceGate: PostgresTokenGate;
-  beforeAll(async () => {
-    pair = await startPostgresReplica();
-    primaryPool = new pg.Pool({ connectionString: pair.primary.url, max: 2 });
-    // NOTE: the primary's crash ends these connections; the pool must not crash the worker.
-    primaryPool.on('error', () => undefined);
-    resourcePool = new pg.Pool({ connectionString: await sharedPostgresUrl(), max: 2 });
-    resourcePool.on('error', () => undefined);
-    resourceGate = createPostgresTokenGate({ client: resourcePool, table: freshTable('lf_resource_gate'), leaseTable: null });
-    await resourceGate.migrate();
-  });
-  afterAll(async () => {
-    await primaryPool?.end().catch(() => undefined);
-    await promotedPool?.end();
-    await resourcePool?.end();
-    await pair?.stop();
-  });
+/** What one promotion did and saw (RELIABILITY.md's promotion table sums these). */
+interface PromotionFigures {
+  readonly grants: number;
+  readonly grantsLost: number;
+  readonly writesAcknowledged: number;
+  readonly writesLost: number;
+  readonly staleRefused: number;
+  /** A token not above every earlier one, or a stale holder's write that landed. */
+  readonly violations: number;
+  /** The same phases with the old mint: tokens issued twice, stale gate writes accepted. */
+  readonly legacyReissued: number;
+  readonly legacyStaleAccepted: number;
+  readonly takeoverMs: number;
+}
 
-  it('the promoted server mints tokens above every token the old primary issued, and the stale holder is refused everywhere', async () => {
+/**
+ * One primary + standby, the three phases, the crash and the promotion, with every assertion; the pair
+ * and the pools are stopped whatever happens. `run` names this promotion's resources in the shared gate.
+ */
+async function promoteOnce(resourceGate: PostgresTokenGate, run: number): Promise<PromotionFigures> {
+  const report = `report:${run}`;
+  const legacyReport = `report:legacy:${run}`;
+  const pair = await startPostgresReplica();
+  const primaryPool = new pg.Pool({ connectionString: pair.primary.url, max: 2 });
+  // NOTE: the primary's crash ends these connections; the pool must not crash the worker.
+  primaryPool.on('error', () => undefined);
+  let promotedPool: pg.Pool | null = null;
+  try {
     const store = createPostgresStore({ client: primaryPool });
     await store.migrate();
     const gate = createPostgresTokenGate({ client: primaryPool });
@@ -71,11 +72,11 @@ describe('postgres promotion of an asynchronous standby that missed grants', () 
       const lease = await leases.claimOrThrow(KEY);
       issued.push(lease.token);
       await leases.fencedWriteOrThrow(lease, (tx) => tx.query('INSERT INTO work_out (key, token, note) VALUES ($1, $2, $3)', [KEY, tx.token.toString(), note]));
-      await leases.gateWriteOrThrow(gate, REPORT, lease, () => undefined);
-      expect(await resourceGate.write(REPORT, { key: KEY, token: lease.token }, () => undefined)).toMatchObject({ ok: true });
+      await leases.gateWriteOrThrow(gate, report, lease, () => undefined);
+      expect(await resourceGate.write(report, { key: KEY, token: lease.token }, () => undefined)).toMatchObject({ ok: true });
       const legacy = await legacyClaim(primaryPool);
       legacyIssued.push(legacy);
-      expect(await resourceGate.write(LEGACY_REPORT, { key: LEGACY_KEY, token: legacy }, () => undefined)).toMatchObject({ ok: true });
+      expect(await resourceGate.write(legacyReport, { key: LEGACY_KEY, token: legacy }, () => undefined)).toMatchObject({ ok: true });
       if (!keep) await leases.release(lease);
       return lease;
     };
@@ -107,9 +108,10 @@ describe('postgres promotion of an asynchronous standby that missed grants', () 
     const takeoverMs = promotedAfterMs + (performance.now() - claimStartedAt);
 
     // What the promotion lost: phase C (never received). A and B survived (B was received while paused).
-    expect((await promotedPool.query<{ note: string }>('SELECT note FROM work_out ORDER BY seq')).rows.map((row) => row.note)).toEqual(['A', 'B']);
+    const survived = (await promotedPool.query<{ note: string }>('SELECT note FROM work_out ORDER BY seq')).rows.map((row) => row.note);
+    expect(survived).toEqual(['A', 'B']);
     expect(next.previous).toMatchObject({ kind: 'released', token: issued[1], holder: 'w-b' });
-    expect(await promotedGate.inspect(REPORT)).toMatchObject({ found: { key: KEY, token: issued[1] } });
+    expect(await promotedGate.inspect(report)).toMatchObject({ found: { key: KEY, token: issued[1] } });
 
     // The floor: above every token issued, including the three the promoted server never saw.
     expect(next.token > highest).toBe(true);
@@ -119,13 +121,15 @@ describe('postgres promotion of an asynchronous standby that missed grants', () 
     const staleFence = stale.fence();
     const staleWrite = await promoted.fencedWrite(staleFence, (tx) => tx.query('INSERT INTO work_out (key, token, note) VALUES ($1, $2, $3)', [KEY, staleFence.token.toString(), 'stale']));
     expect(staleWrite).toMatchObject({ ok: false, reason: 'superseded', expected: { token: stale.token }, found: { token: next.token, holder: 'w-new' } });
-    expect(await promotedGate.write(REPORT, staleFence, () => undefined)).toMatchObject({ ok: false });
-    expect(await promotedGate.inspect(REPORT)).toMatchObject({ found: { token: issued[1] } });
+    const staleGate = await promotedGate.write(report, staleFence, () => undefined);
+    expect(staleGate).toMatchObject({ ok: false });
+    expect(await promotedGate.inspect(report)).toMatchObject({ found: { token: issued[1] } });
     const fresh = next.fence();
     expect(await promoted.fencedWrite(fresh, (tx) => tx.query('INSERT INTO work_out (key, token, note) VALUES ($1, $2, $3)', [KEY, fresh.token.toString(), 'new']))).toMatchObject({ ok: true });
-    expect(await promotedGate.write(REPORT, fresh, () => undefined)).toMatchObject({ ok: true, token: next.token });
-    expect(await resourceGate.write(REPORT, { key: KEY, token: next.token }, () => undefined)).toMatchObject({ ok: true, token: next.token });
-    expect(await resourceGate.write(REPORT, { key: KEY, token: stale.token }, () => undefined)).toMatchObject({
+    expect(await promotedGate.write(report, fresh, () => undefined)).toMatchObject({ ok: true, token: next.token });
+    expect(await resourceGate.write(report, { key: KEY, token: next.token }, () => undefined)).toMatchObject({ ok: true, token: next.token });
+    const staleRefused = await resourceGate.write(report, { key: KEY, token: stale.token }, () => undefined);
+    expect(staleRefused).toMatchObject({
       ok: false,
       reason: 'stale-token',
       found: { key: KEY, token: next.token },
@@ -136,9 +140,56 @@ describe('postgres promotion of an asynchronous standby that missed grants', () 
     // grant, and the separate gate, which saw C's tokens, refuses that new holder and accepts the stale one.
     const legacy = await legacyClaim(promotedPool);
     expect(legacy).toBe(legacyIssued[2]);
-    expect(await resourceGate.write(LEGACY_REPORT, { key: LEGACY_KEY, token: legacy }, () => undefined)).toMatchObject({ ok: false, reason: 'stale-token' });
-    expect(await resourceGate.write(LEGACY_REPORT, { key: LEGACY_KEY, token: legacyIssued[4]! }, () => undefined)).toMatchObject({ ok: true });
+    expect(await resourceGate.write(legacyReport, { key: LEGACY_KEY, token: legacy }, () => undefined)).toMatchObject({ ok: false, reason: 'stale-token' });
+    const legacyStale = await resourceGate.write(legacyReport, { key: LEGACY_KEY, token: legacyIssued[4]! }, () => undefined);
+    expect(legacyStale).toMatchObject({ ok: true });
 
-    console.info(`postgres promotion: ${issued.length} grants on the primary (3 lost), takeover ${takeoverMs.toFixed(0)} ms from the crash to the first grant on the promoted standby`);
+    const staleOutcomes = [staleWrite, staleGate, staleRefused];
+    return {
+      grants: issued.length + 1,
+      grantsLost: issued.length - issued.filter((token) => token <= (next.previous?.token ?? 0n)).length,
+      writesAcknowledged: issued.length + 1,
+      writesLost: issued.length - survived.length,
+      staleRefused: staleOutcomes.filter((outcome) => !outcome.ok).length,
+      violations: (next.token > highest ? 0 : 1) + staleOutcomes.filter((outcome) => outcome.ok).length,
+      legacyReissued: issued.length === legacyIssued.length && legacyIssued.includes(legacy) ? 1 : 0,
+      legacyStaleAccepted: legacyStale.ok ? 1 : 0,
+      takeoverMs,
+    };
+  } finally {
+    await primaryPool.end().catch(() => undefined);
+    await promotedPool?.end();
+    await pair.stop();
+  }
+}
+
+/** Promotions per run: 1 in `npm test`; more for RELIABILITY.md's figures. */
+const PROMOTIONS = Number(process.env['LEASEFENCE_PG_PROMOTIONS'] ?? '1');
+
+describe('postgres promotion of an asynchronous standby that missed grants', () => {
+  let resourcePool: pg.Pool;
+  let resourceGate: PostgresTokenGate;
+  beforeAll(async () => {
+    resourcePool = new pg.Pool({ connectionString: await sharedPostgresUrl(), max: 2 });
+    resourcePool.on('error', () => undefined);
+    resourceGate = createPostgresTokenGate({ client: resourcePool, table: freshTable('lf_resource_gate'), leaseTable: null });
+    await resourceGate.migrate();
   });
+  afterAll(async () => {
+    await resourcePool?.end();
+  });
+
+  it('the promoted server mints tokens above every token the old primary issued, and the stale holder is refused everywhere', async () => {
+    const figures: PromotionFigures[] = [];
+    for (let run = 0; run < PROMOTIONS; run += 1) figures.push(await promoteOnce(resourceGate, run));
+    const sum = (name: keyof PromotionFigures): number => figures.reduce((total, figure) => total + figure[name], 0);
+    const takeovers = figures.map((figure) => figure.takeoverMs).sort((a, b) => a - b);
+    const percentile = (p: number): string => (takeovers[Math.min(takeovers.length - 1, Math.ceil((p / 100) * takeovers.length) - 1)]! / 1000).toFixed(2);
+    console.info(
+      `postgres promotion x${PROMOTIONS}: grants ${sum('grants')} (lost ${sum('grantsLost')}), writes acknowledged ${sum('writesAcknowledged')} (lost ${sum('writesLost')}), ` +
+        `stale writes refused ${sum('staleRefused')}, violations ${sum('violations')}; old mint: tokens re-issued ${sum('legacyReissued')}, stale gate writes accepted ${sum('legacyStaleAccepted')}; ` +
+        `crash to first grant p50 ${percentile(50)} s, p99 ${percentile(99)} s`,
+    );
+    expect(sum('violations')).toBe(0);
+  }, 60_000 + PROMOTIONS * 60_000);
 });
