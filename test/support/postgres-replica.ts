@@ -11,6 +11,9 @@
  * alone loses nothing: promotion ends the pause and replays all the WAL the standby received first. What a
  * promotion loses is the WAL the standby never received, which `detachStandby()` makes deterministic.
  *
+ * `takeBaseBackup(primary)` copies a running primary (`pg_basebackup -X stream`) to `restore()` later as a
+ * new primary: the crash-restore case, a server back at an older state than the one clients saw.
+ *
  * ```ts
  * const pair = await startPostgresReplica();
  * await pair.waitForStandby('replayed');
@@ -82,58 +85,119 @@ async function until(what: string, check: () => Promise<boolean>, timeoutMs = 30
   }
 }
 
-/** Starts a primary and a streaming standby. See the module comment. */
-export async function startPostgresReplica(): Promise<PostgresReplica> {
-  const primary = await startPostgres({ settings: { wal_level: 'replica', max_wal_senders: '4', max_replication_slots: '4' } });
+/** A copy of a primary's data directory (`pg_basebackup`), in its own temp dir, removed on exit at the latest. */
+interface DataCopy {
+  readonly dir: string;
+  readonly dataDir: string;
+  readonly logFile: string;
+  /** Stops a server running on the copy (if any) and removes the temp dir, synchronously. Idempotent. */
+  discard(): void;
+}
+
+/** A server started on a `DataCopy`: a standby, or a restored backup. */
+export interface CopiedServer extends PostgresStandby {
+  /** Stops the server (fast shutdown) and removes its temp dir. Idempotent. */
+  stop(): Promise<void>;
+}
+
+/** Takes a base backup of `primary` (`-X stream`: consistent on its own) with extra `pg_basebackup` args. */
+async function copyOf(primary: PostgresServer, label: string, args: string[]): Promise<DataCopy> {
   const bin = findBinDir();
-  const dir = mkdtempSync(join(tmpdir(), 'leasefence-pg-standby-'));
+  const dir = mkdtempSync(join(tmpdir(), `leasefence-pg-${label}-`));
   if (isRoot) {
     const { uid, gid } = postgresUid();
     chownSync(dir, uid, gid);
   }
   const dataDir = join(dir, 'data');
-  const logFile = join(dir, 'server.log');
-  let stopped = false;
-  const cleanupOnExit = (): void => {
-    if (stopped) return;
-    stopped = true;
+  let discarded = false;
+  const discard = (): void => {
+    if (discarded) return;
+    discarded = true;
+    process.removeListener('exit', discard);
     asPostgresSync(join(bin, 'pg_ctl'), ['stop', '-D', dataDir, '-m', 'immediate', '-w']);
     rmSync(dir, { recursive: true, force: true });
   };
-  process.once('exit', cleanupOnExit);
+  process.once('exit', discard);
   const pgCtl = isRoot ? `runuser -u postgres -- "${bin}/pg_ctl"` : `"${bin}/pg_ctl"`;
-  watchForOrphan('leasefence-pg-standby-watchdog', dir, `${pgCtl} stop -D "${dataDir}" -m immediate -w`);
-  const fail = async (error: unknown): Promise<never> => {
-    const log = existsSync(logFile) ? readFileSync(logFile, 'utf8').slice(-2000) : '';
-    cleanupOnExit();
-    process.removeListener('exit', cleanupOnExit);
-    await primary.stop();
-    throw new Error(`could not start the PostgreSQL standby: ${(error as Error).message}\n${log}`);
-  };
+  watchForOrphan(`leasefence-pg-${label}-watchdog`, dir, `${pgCtl} stop -D "${dataDir}" -m immediate -w`);
+  try {
+    await asPostgres(join(bin, 'pg_basebackup'), ['-D', dataDir, '-h', primary.host, '-p', String(primary.port), '-U', 'postgres', '-X', 'stream', '-c', 'fast', '--no-sync', ...args]);
+  } catch (error) {
+    discard();
+    throw error;
+  }
+  return { dir, dataDir, logFile: join(dir, 'server.log'), discard };
+}
 
+/** Starts a server on `copy` on a free loopback port; on failure discards the copy and says why. */
+async function startCopy(copy: DataCopy, what: string): Promise<CopiedServer> {
+  const bin = findBinDir();
   let port = 0;
+  for (let attempt = 1; ; attempt += 1) {
+    port = await freePort();
+    // NOTE: a hot standby refuses to start with max_connections below the primary's (300 in startPostgres).
+    const serverOptions = [`-p ${port}`, `-k ${copy.dir}`, '-c listen_addresses=127.0.0.1', '-c fsync=off', '-c hot_standby=on', '-c max_connections=300'].join(' ');
+    try {
+      await asPostgres(join(bin, 'pg_ctl'), ['start', '-D', copy.dataDir, '-l', copy.logFile, '-w', '-t', '60', '-o', serverOptions]);
+      break;
+    } catch (error) {
+      // NOTE: another process may take the port between probing and binding; try another one.
+      if (attempt >= 3) {
+        const log = existsSync(copy.logFile) ? readFileSync(copy.logFile, 'utf8').slice(-2000) : '';
+        copy.discard();
+        throw new Error(`could not start the PostgreSQL ${what}: ${(error as Error).message}\n${log}`);
+      }
+    }
+  }
+  const host = '127.0.0.1';
+  let stopped = false;
+  return {
+    host,
+    port,
+    url: `postgres://postgres@${host}:${port}/postgres`,
+    dataDir: copy.dataDir,
+    async stop() {
+      if (stopped) return;
+      stopped = true;
+      await asPostgres(join(bin, 'pg_ctl'), ['stop', '-D', copy.dataDir, '-m', 'fast', '-w']).catch(() => undefined);
+      copy.discard();
+    },
+  };
+}
+
+/** A base backup of a running server, to restore later (after the server went on without it). */
+export interface BaseBackup {
+  /** Starts a new primary on the backup: the server as it was when the backup was taken. */
+  restore(): Promise<CopiedServer>;
+  /** Removes the backup (and stops its server, if restored). Idempotent. */
+  discard(): void;
+}
+
+/** Takes a base backup of `primary` now. */
+export async function takeBaseBackup(primary: PostgresServer): Promise<BaseBackup> {
+  const copy = await copyOf(primary, 'backup', []);
+  return { restore: () => startCopy(copy, 'restored backup'), discard: () => copy.discard() };
+}
+
+/** The primary's settings: replication on (wal_level replica is the default; explicit here). */
+const PRIMARY_SETTINGS = { wal_level: 'replica', max_wal_senders: '4', max_replication_slots: '4' };
+
+/** Starts a primary alone, ready for `takeBaseBackup` or `startPostgresReplica`'s standby. */
+export const startReplicationPrimary = (): Promise<PostgresServer> => startPostgres({ settings: PRIMARY_SETTINGS });
+
+/** Starts a primary and a streaming standby. See the module comment. */
+export async function startPostgresReplica(): Promise<PostgresReplica> {
+  const primary = await startReplicationPrimary();
+  const bin = findBinDir();
+  let standby: CopiedServer;
   try {
     // NOTE: -R writes standby.signal and primary_conninfo; -C -S a physical slot, so the primary keeps
     // the WAL the standby has not received yet (whatever the test does in between).
-    await asPostgres(join(bin, 'pg_basebackup'), ['-D', dataDir, '-h', primary.host, '-p', String(primary.port), '-U', 'postgres', '-X', 'stream', '-R', '-C', '-S', SLOT, '-c', 'fast', '--no-sync']);
-    for (let attempt = 1; ; attempt += 1) {
-      port = await freePort();
-      // NOTE: a hot standby refuses to start with max_connections below the primary's (300 in startPostgres).
-      const serverOptions = [`-p ${port}`, `-k ${dir}`, '-c listen_addresses=127.0.0.1', '-c fsync=off', '-c hot_standby=on', '-c max_connections=300'].join(' ');
-      try {
-        await asPostgres(join(bin, 'pg_ctl'), ['start', '-D', dataDir, '-l', logFile, '-w', '-t', '60', '-o', serverOptions]);
-        break;
-      } catch (error) {
-        // NOTE: another process may take the port between probing and binding; try another one.
-        if (attempt >= 3) throw error;
-      }
-    }
+    standby = await startCopy(await copyOf(primary, 'standby', ['-R', '-C', '-S', SLOT]), 'standby');
   } catch (error) {
-    return fail(error);
+    await primary.stop();
+    throw error;
   }
-
-  const host = '127.0.0.1';
-  const standby: PostgresStandby = { host, port, url: `postgres://postgres@${host}:${port}/postgres`, dataDir };
   const replica: PostgresReplica = {
     primary,
     standby,
@@ -161,15 +225,10 @@ export async function startPostgresReplica(): Promise<PostgresReplica> {
       await asPostgres(join(bin, 'pg_ctl'), ['stop', '-D', primary.dataDir, '-m', 'immediate', '-w']);
     },
     async promote() {
-      await asPostgres(join(bin, 'pg_ctl'), ['promote', '-D', dataDir, '-w', '-t', '60']);
+      await asPostgres(join(bin, 'pg_ctl'), ['promote', '-D', standby.dataDir, '-w', '-t', '60']);
     },
     async stop() {
-      if (!stopped) {
-        stopped = true;
-        process.removeListener('exit', cleanupOnExit);
-        await asPostgres(join(bin, 'pg_ctl'), ['stop', '-D', dataDir, '-m', 'fast', '-w']).catch(() => undefined);
-        rmSync(dir, { recursive: true, force: true });
-      }
+      await standby.stop();
       await primary.stop();
     },
   };

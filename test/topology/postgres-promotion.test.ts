@@ -16,7 +16,7 @@ import { createPostgresStore, createPostgresTokenGate, type PostgresTokenGate } 
 import { createLeases } from '../../src/leases.js';
 import type { Lease } from '../../src/lease.js';
 import { freshTable, sharedPostgresUrl } from '../adapters/postgres-harness.js';
-import { startPostgresReplica, type PostgresReplica } from '../support/postgres-replica.js';
+import { startPostgresReplica, startReplicationPrimary, takeBaseBackup, type BaseBackup, type CopiedServer } from '../support/postgres-replica.js';
 
 /** The token expression of the claim before the floor (claim-rule.ts until issue 14), kept to document the bug. */
 const LEGACY_MINT = (previous: string): string => `${previous} OPERATOR(pg_catalog.+) 1::bigint`;
@@ -192,4 +192,53 @@ describe('postgres promotion of an asynchronous standby that missed grants', () 
     );
     expect(sum('violations')).toBe(0);
   }, 60_000 + PROMOTIONS * 60_000);
+
+  it('a base backup restored after more grants mints tokens above every token issued after the backup, and the stale holder is refused', async () => {
+    const primary = await startReplicationPrimary();
+    const primaryPool = new pg.Pool({ connectionString: primary.url, max: 2 });
+    primaryPool.on('error', () => undefined);
+    let backup: BaseBackup | null = null;
+    let restored: CopiedServer | null = null;
+    let restoredPool: pg.Pool | null = null;
+    const resource = 'report:restore';
+    try {
+      const store = createPostgresStore({ client: primaryPool });
+      await store.migrate();
+      const before = createLeases(store, { holder: 'w-0', ttlMs: 60_000 });
+      const first = await before.claimOrThrow(KEY);
+      await before.release(first);
+      backup = await takeBaseBackup(primary);
+      const issued: Lease[] = [];
+      for (const worker of ['w-1', 'w-2', 'w-3']) {
+        const leases = createLeases(store, { holder: worker, ttlMs: 60_000 });
+        const lease = await leases.claimOrThrow(KEY);
+        issued.push(lease);
+        expect(await resourceGate.write(resource, { key: KEY, token: lease.token }, () => undefined)).toMatchObject({ ok: true });
+        if (worker !== 'w-3') await leases.release(lease);
+      }
+      const stale = issued[issued.length - 1]!;
+      await primaryPool.end();
+      await primary.stop();
+
+      restored = await backup.restore();
+      restoredPool = new pg.Pool({ connectionString: restored.url, max: 2 });
+      restoredPool.on('error', () => undefined);
+      const restoredStore = createPostgresStore({ client: restoredPool });
+      await restoredStore.migrate();
+      const leases = createLeases(restoredStore, { holder: 'w-new', ttlMs: 60_000 });
+      expect(await leases.inspect(KEY)).toMatchObject({ token: first.token, ending: { kind: 'released', holder: 'w-0' } });
+      const next = await leases.claimOrThrow(KEY);
+      // NOTE: the old mint gave first.token + 1 here: below the stale holder's token, which a gate then preferred.
+      expect(issued.every((lease) => next.token > lease.token)).toBe(true);
+      expect(await restoredStore.fencedWrite(stale.fence(), () => 'stale')).toMatchObject({ ok: false, reason: 'superseded', found: { token: next.token } });
+      expect(await resourceGate.write(resource, { key: KEY, token: next.token }, () => undefined)).toMatchObject({ ok: true });
+      expect(await resourceGate.write(resource, { key: KEY, token: stale.token }, () => undefined)).toMatchObject({ ok: false, reason: 'stale-token' });
+    } finally {
+      await primaryPool.end().catch(() => undefined);
+      await restoredPool?.end();
+      await restored?.stop();
+      backup?.discard();
+      await primary.stop();
+    }
+  });
 });
