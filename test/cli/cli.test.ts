@@ -18,16 +18,19 @@ describe('leasefence CLI on Postgres', () => {
   let url: string;
   const table = freshTable('cli');
   let leases: Leases;
+  /** The tokens the setup's grants got (floored by the store clock: large, not 1). */
+  const tokens = { ramp: 0n, job1: 0n, job2: 0n };
   beforeAll(async () => {
     url = await sharedPostgresUrl();
     pool = new pg.Pool({ connectionString: url, max: 2 });
     const store = createPostgresStore({ client: pool, table });
     await store.migrate();
     leases = createLeases(store, { holder: 'ramp-cron', ttlMs: 60_000 });
-    await leases.claimOrThrow('ramp:current', { runId: 'r5' });
+    tokens.ramp = (await leases.claimOrThrow('ramp:current', { runId: 'r5' })).token;
     const released = await leases.claimOrThrow('job:1');
+    tokens.job1 = released.token;
     await leases.release(released, { checkpoint: { done: 3 } });
-    await leases.claimOrThrow('job:2', { ttlMs: null });
+    tokens.job2 = (await leases.claimOrThrow('job:2', { ttlMs: null })).token;
   });
   afterAll(async () => pool.end());
 
@@ -41,9 +44,9 @@ describe('leasefence CLI on Postgres', () => {
     expect(lines[0]).toMatch(/^KEY +STATE +TOKEN +HOLDER +EXPIRES +CHECKPOINT +LAST ENDING$/);
     expect(lines.map((line) => line.split(/ {2,}/)[0])).toEqual(['KEY', 'job:1', 'job:2', 'ramp:current']);
     const ramp = lines.find((line) => line.startsWith('ramp:current')) ?? '';
-    expect(ramp).toMatch(/live +1 +held \d+ s by ramp-cron, run r5 +expires in \d+ s/);
+    expect(ramp).toMatch(new RegExp(`live +${tokens.ramp} +held \\d+ s by ramp-cron, run r5 +expires in \\d+ s`));
     expect(lines.find((line) => line.startsWith('job:2'))).toMatch(/ never /);
-    expect(lines.find((line) => line.startsWith('job:1'))).toMatch(/released .* released \d+ s ago \(token 1, ramp-cron\)/);
+    expect(lines.find((line) => line.startsWith('job:1'))).toMatch(new RegExp(`released .* released \\d+ s ago \\(token ${tokens.job1}, ramp-cron\\)`));
     // Aligned: every column starts at the same offset on every line.
     const offsets = (line: string) => [...line.matchAll(/ {2}(?=\S)/g)].map((match) => (match.index ?? 0) + 2).slice(0, 2);
     expect(new Set(lines.map((line) => offsets(line).join(','))).size).toBe(1);
@@ -53,13 +56,13 @@ describe('leasefence CLI on Postgres', () => {
     const run = await cli('list', '--json', '--state', 'live', '--key-prefix', 'job:');
     expect(run.code).toBe(0);
     const listed = JSON.parse(run.stdout) as Array<{ key: string; token: unknown; state: string }>;
-    expect(listed.map(({ key, token, state }) => ({ key, token, state }))).toEqual([{ key: 'job:2', token: '1', state: 'live' }]);
+    expect(listed.map(({ key, token, state }) => ({ key, token, state }))).toEqual([{ key: 'job:2', token: tokens.job2.toString(), state: 'live' }]);
   });
 
   it('inspects a key (exit 0) and reports a missing one (exit 3)', async () => {
     const run = await cli('inspect', 'job:1');
     expect(run.code).toBe(0);
-    expect(run.stdout).toMatch(/checkpoint +token 1, written \d+ s ago/);
+    expect(run.stdout).toMatch(new RegExp(`checkpoint +token ${tokens.job1}, written \\d+ s ago`));
     expect(run.stdout).toContain('"done": 3');
     expect(run.stdout).not.toMatch(/secret/i);
     const missing = await cli('inspect', 'no:such');
@@ -67,13 +70,13 @@ describe('leasefence CLI on Postgres', () => {
   });
 
   it('revokes without asking when stdin is not a terminal; a second revoke is refused (exit 4); --expected-token guards', async () => {
-    await leases.claimOrThrow('revoke:me', { runId: 'r9' });
-    const stale = await cli('revoke', 'revoke:me', '--reason', 'stuck', '--expected-token', '7');
+    const { token } = await leases.claimOrThrow('revoke:me', { runId: 'r9' });
+    const stale = await cli('revoke', 'revoke:me', '--reason', 'stuck', '--expected-token', String(token - 1n));
     expect(stale.code).toBe(4);
     expect(stale.stderr).toMatch(/superseded/);
-    const run = await cli('revoke', 'revoke:me', '--reason', 'stuck', '--by', 'ops:alice', '--expected-token', '1');
+    const run = await cli('revoke', 'revoke:me', '--reason', 'stuck', '--by', 'ops:alice', '--expected-token', String(token));
     expect(run).toMatchObject({ code: 0, stderr: '' });
-    expect(run.stdout).toMatch(/^revoked revoke:me: token 1 \(ramp-cron, run r9\) is fenced; token is now 2/);
+    expect(run.stdout).toMatch(new RegExp(`^revoked revoke:me: token ${token} \\(ramp-cron, run r9\\) is fenced; token is now ${token + 1n}`));
     expect((await leases.inspect('revoke:me')).ending).toMatchObject({ kind: 'revoked', reason: 'stuck', by: 'ops:alice' });
     expect((await cli('revoke', 'revoke:me', '--reason', 'again')).code).toBe(4);
     expect((await cli('revoke', 'never:claimed', '--reason', 'x')).code).toBe(3);
@@ -97,11 +100,11 @@ describe('leasefence CLI on Postgres', () => {
   });
 
   it('asks for confirmation on a terminal: "n" keeps the lease (exit 6), "y" revokes it', async () => {
-    await leases.claimOrThrow('tty:1', { runId: 'r1' });
+    const { token } = await leases.claimOrThrow('tty:1', { runId: 'r1' });
     const command = [...CLI_COMMAND, 'revoke', 'tty:1', '--reason', 'from a terminal', '--store', url, '--table', table].map(shellWord).join(' ');
     const declined = await startTerminal(command);
     try {
-      await declined.waitFor(/Revoke tty:1 \(token 1, held by ramp-cron, run r1\)\? The holder is fenced at once\. \[y\/N\]/);
+      await declined.waitFor(new RegExp(`Revoke tty:1 \\(token ${token}, held by ramp-cron, run r1\\)\\? The holder is fenced at once\\. \\[y/N\\]`));
       await declined.type('n', 'Enter');
       await declined.waitFor(/not revoked[\s\S]*\[exit 6\]/);
     } finally {
@@ -112,7 +115,7 @@ describe('leasefence CLI on Postgres', () => {
     try {
       await accepted.waitFor(/\[y\/N\]/);
       await accepted.type('y', 'Enter');
-      await accepted.waitFor(/revoked tty:1: token 1[\s\S]*\[exit 0\]/);
+      await accepted.waitFor(new RegExp(`revoked tty:1: token ${token}[\\s\\S]*\\[exit 0\\]`));
     } finally {
       await accepted.close();
     }

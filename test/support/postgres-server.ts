@@ -51,7 +51,7 @@ export interface StartPostgresOptions {
 const BIN_ROOT = '/usr/lib/postgresql';
 
 /** The newest installed PostgreSQL bin dir, installing the OS package as root when none is present. */
-function findBinDir(): string {
+export function findBinDir(): string {
   return findOrInstall(
     'postgresql',
     installedBinDir,
@@ -70,17 +70,19 @@ function installedBinDir(): string | null {
 }
 
 /** Runs a PostgreSQL binary, as the `postgres` OS user when we are root. */
-function asPostgres(binary: string, args: string[]): Promise<{ stdout: string; stderr: string }> {
+export function asPostgres(binary: string, args: string[]): Promise<{ stdout: string; stderr: string }> {
   const [file, argv] = isRoot ? ['runuser', ['-u', 'postgres', '--', binary, ...args]] : [binary, args];
   return run(file, argv, { maxBuffer: 16 * 1024 * 1024 });
 }
 
-function asPostgresSync(binary: string, args: string[]): void {
+/** `asPostgres`, synchronously, ignoring failures: for exit hooks. */
+export function asPostgresSync(binary: string, args: string[]): void {
   const [file, argv] = isRoot ? ['runuser', ['-u', 'postgres', '--', binary, ...args]] : [binary, args];
   spawnSync(file, argv, { stdio: 'ignore' });
 }
 
-function postgresUid(): { uid: number; gid: number } {
+/** The `postgres` OS user's uid and gid (the owner of data directories when we are root). */
+export function postgresUid(): { uid: number; gid: number } {
   const uid = Number(execFileSync('id', ['-u', 'postgres']).toString().trim());
   const gid = Number(execFileSync('id', ['-g', 'postgres']).toString().trim());
   return { uid, gid };

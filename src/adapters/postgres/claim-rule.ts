@@ -7,10 +7,19 @@
  */
 
 import type { TableName } from './identifier.js';
+import { mintTokenSql } from './token-floor.js';
 
-/** The claim function of a lease table, quoted: `<table>_try_claim` in the table's schema. */
+/**
+ * The claim function's name in the table's schema: `<table>_try_claim_v2`. NOTE: versioned, because
+ * the function mints tokens and the adapter answers with the token the pure core mints: a database still
+ * holding the function of a version that minted `last + 1` (`_try_claim`, before the token floor) must
+ * fail with "run migrate()", not grant tokens other than those it reports.
+ */
+export const CLAIM_FUNCTION_SUFFIX = 'try_claim_v2';
+
+/** The claim function of a lease table, quoted: `<table>_try_claim_v2` in the table's schema. */
 export function claimFunction(table: TableName): string {
-  return table.derive('try_claim');
+  return table.derive(CLAIM_FUNCTION_SUFFIX);
 }
 
 /** How the caller names the store's now and the claim's parameters (bind parameters or plpgsql arguments). */
@@ -41,12 +50,12 @@ export function claimable(terms: ClaimTerms): string {
 }
 
 /**
- * The grant, as an UPDATE's SET list: the next token, the new holder, and an expired holder recorded as
+ * The grant, as an UPDATE's SET list: the next token (token-floor.ts), the new holder, and an expired holder recorded as
  * the ending (a released or revoked one already is); the checkpoint and a pending recovery are kept.
  */
 export function claimSet(terms: ClaimTerms): string {
   const kept = (column: string, expired: string) => `${column} = CASE WHEN pre.holder IS NULL THEN pre.${column} ELSE ${expired} END`;
-  return `token = pre.token OPERATOR(pg_catalog.+) 1::bigint,
+  return `token = ${mintTokenSql('pre.token', terms.now)},
     holder = ${terms.holder}, run_id = ${terms.runId}, secret_hash = ${terms.secret}, acquired_at = ${terms.now},
     expires_at = ${expiresAfter(terms)}, attributes = ${terms.attributes},
     ${kept('ending_kind', `'expired'`)}, ${kept('ending_token', 'pre.token')}, ${kept('ending_holder', 'pre.holder')},
@@ -54,8 +63,8 @@ export function claimSet(terms: ClaimTerms): string {
     ${kept('ending_reason', 'NULL')}, ${kept('ending_by', 'NULL')}`;
 }
 
-/** A key's first grant: token 1, nothing inherited. */
+/** A key's first grant: the first token (the floor), nothing inherited. */
 export function firstGrant(table: string, key: string, terms: ClaimTerms): string {
   return `INSERT INTO ${table} AS l (key, token, holder, run_id, secret_hash, acquired_at, expires_at, attributes)
-    VALUES (${key}, 1, ${terms.holder}, ${terms.runId}, ${terms.secret}, ${terms.now}, ${expiresAfter(terms)}, ${terms.attributes})`;
+    VALUES (${key}, ${mintTokenSql('0::bigint', terms.now)}, ${terms.holder}, ${terms.runId}, ${terms.secret}, ${terms.now}, ${expiresAfter(terms)}, ${terms.attributes})`;
 }

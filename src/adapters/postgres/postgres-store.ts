@@ -9,6 +9,7 @@ import type { Transition } from '../../fence/transitions.js';
 import type { Fence, LeaseRecord, StoreTime } from '../../fence/types.js';
 import type { Lease } from '../../lease.js';
 import type { Store } from '../../store.js';
+import { CLAIM_FUNCTION_SUFFIX } from './claim-rule.js';
 import { sharesOneConnection, type PostgresClient } from './client.js';
 import { assertEncodable, assertEncodableAttributes } from './encodable.js';
 import { ownStatementFailure } from './failures.js';
@@ -21,6 +22,7 @@ import { DEFAULT_LEASE_TABLE, MIGRATION_LOCK_SQL, schemaStatements } from './sch
 import { secretHash } from './secret-hash.js';
 import { createSession, type Session } from './session.js';
 import { fenceParams, leaseStatements } from './statements.js';
+import { tokenFloorAt } from './token-floor.js';
 
 export interface PostgresStoreOptions {
   /** Your pool or client: a pg `Pool`, a PGlite instance, `fromPostgresJs(sql)` or `fromPgClient(client)`. */
@@ -35,7 +37,7 @@ export interface PostgresStoreOptions {
   readonly prepare?: boolean;
   /**
    * The lease table, optionally schema-qualified (`app.leases`). Validated as an identifier and always
-   * quoted. Its claim function is `<table>_try_claim` in the same schema.
+   * quoted. Its claim function is `<table>_try_claim_v2` in the same schema.
    * @default 'leasefence_leases'
    */
   readonly table?: string;
@@ -100,6 +102,10 @@ function preImageOf(rows: unknown[], operation: string, presented: string | null
  * the server's `clock_timestamp()`. Run `await store.migrate()` once (or `postgresSchemaSql()` in your own
  * migrations) before use.
  *
+ * **Tokens** are `GREATEST(last token + 1, now in microseconds)` (token-floor.ts): a restored backup or a
+ * promoted replica that missed commits still mints tokens above every token issued before, ASSUMING its
+ * clock is not behind the old server's (see docs/topologies.md).
+ *
  * ```ts
  * import pg from 'pg';
  * import { createLeases } from 'leasefence';
@@ -113,7 +119,7 @@ function preImageOf(rows: unknown[], operation: string, presented: string | null
  */
 export function createPostgresStore(options: PostgresStoreOptions): PostgresStore {
   const table: TableName = tableName(options.table ?? DEFAULT_LEASE_TABLE);
-  const schema = { names: [table.bare, `${table.bare}_try_claim`, 'secret_hash'], fix: 'await store.migrate()' };
+  const schema = { names: [table.bare, `${table.bare}_${CLAIM_FUNCTION_SUFFIX}`, 'secret_hash'], fix: 'await store.migrate()' };
   const session: Session = createSession(options.client, options.prepare === undefined ? { schema } : { prepare: options.prepare, schema });
   const sql = leaseStatements(table);
   // NOTE: unprepared, the claim statement would be planned at every call (more than it costs to run); the
@@ -178,7 +184,7 @@ export function createPostgresStore(options: PostgresStoreOptions): PostgresStor
       assertEncodableAttributes(command.attributes);
       const params = [command.key, command.holder, command.runId, secretHash(command.secret), command.ttlMs, JSON.stringify(command.attributes), command.recovering];
       guard(command.key, 'claim');
-      return apply('claim', claimText, params, command.secret, (record, now) => transitions.claim(record, command, now));
+      return apply('claim', claimText, params, command.secret, (record, now) => transitions.claim(record, command, now, tokenFloorAt(now)));
     },
 
     renew(command) {

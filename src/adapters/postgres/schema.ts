@@ -2,7 +2,7 @@
  * The lease table and its claim function, as DDL text you can run in your own migrations, plus the
  * statements `migrate()` runs under an advisory lock (safe when several processes start at once).
  */
-import { claimable, claimSet, firstGrant, type ClaimTerms } from './claim-rule.js';
+import { CLAIM_FUNCTION_SUFFIX, claimable, claimSet, firstGrant, type ClaimTerms } from './claim-rule.js';
 import { tableName, type TableName } from './identifier.js';
 import { claimPreImageJson, NOW } from './rows.js';
 import { SQL_SECRET_HASH } from './secret-hash.js';
@@ -11,7 +11,7 @@ import { SQL_SECRET_HASH } from './secret-hash.js';
 export const DEFAULT_LEASE_TABLE = 'leasefence_leases';
 
 /**
- * One row per key, never deleted: `token` is the floor of every later grant. Times are `timestamptz(3)`
+ * One row per key, never deleted: `token` is the floor of every later grant (see token-floor.ts for the clock floor). Times are `timestamptz(3)`
  * on the server's clock, truncated to milliseconds so that SQL and the pure core compare the same values.
  *
  * NOTE: no CHECK constraints. Postgres deserialises and compiles a table's CHECK expressions on every
@@ -63,7 +63,7 @@ const FUNCTION_TERMS: ClaimTerms = {
  * (`prepare: false`, PGlite) sends every claim as a call of it, because plpgsql keeps the plans of its
  * statements for the session while a statement sent as text is planned at every call (the claim statement
  * costs more to plan than to run). ATOMICITY: it locks the row (`FOR NO KEY UPDATE`) or, for a key's first
- * claim, inserts it with token 1; when a concurrent first claim inserted it first, `ON CONFLICT DO NOTHING`
+ * claim, inserts it with the first token (the clock floor, token-floor.ts); when a concurrent first claim inserted it first, `ON CONFLICT DO NOTHING`
  * waits for that transaction, and the next `SELECT ... FOR NO KEY UPDATE` (a fresh snapshot: the function
  * is VOLATILE, at READ COMMITTED) locks the winner's row; `now` is read after the lock, and the grant is
  * applied under the claim rule (claim-rule.ts, the same fragments as the claim statement's). It returns the
@@ -72,7 +72,7 @@ const FUNCTION_TERMS: ClaimTerms = {
  */
 function claimFunctionDdl(table: TableName, schemaPrefix: string): string {
   const t = `${schemaPrefix}"${table.bare}"`;
-  return `CREATE OR REPLACE FUNCTION ${schemaPrefix}"${table.bare}_try_claim"(
+  return `CREATE OR REPLACE FUNCTION ${schemaPrefix}"${table.bare}_${CLAIM_FUNCTION_SUFFIX}"(
   p_key text, p_holder text, p_run_id text, p_secret text, p_ttl_ms bigint, p_attributes jsonb, p_recovering boolean)
 RETURNS text
 LANGUAGE plpgsql VOLATILE

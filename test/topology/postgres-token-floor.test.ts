@@ -1,0 +1,84 @@
+/**
+ * The Postgres token floor (issue 14.3): a grant's token is `GREATEST(last + 1, now in µs)`, minted in SQL
+ * on every claim path (the claim statement, the claim function's insert and update), and equal to the
+ * token the store reports (which the pure core mints from the same now). And the upgrade: a database
+ * whose claim function predates the floor refuses first claims with "run migrate()" until it is migrated.
+ */
+import pg from 'pg';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createPostgresStore, postgresSchemaSql, type PostgresClient } from '../../src/adapters/postgres/index.js';
+import { StoreUnavailableError } from '../../src/errors.js';
+import { createLeases, type Leases } from '../../src/leases.js';
+import { freshTable, openPostgresClient, sharedPostgresUrl, type OpenedClient } from '../adapters/postgres-harness.js';
+
+/** The microsecond floor of a grant acquired at `acquiredAt` (store epoch ms). */
+const floorAt = (acquiredAt: number | null): bigint => BigInt(acquiredAt ?? 0) * 1000n;
+
+/** Claims `key`, and checks that the row holds the token the store reported. */
+async function claimStored(leases: Leases, key: string) {
+  const lease = await leases.claimOrThrow(key);
+  expect((await leases.inspect(key)).grant?.token).toBe(lease.token);
+  return lease;
+}
+
+describe('postgres token floor', () => {
+  let pool: pg.Pool;
+  let lite: OpenedClient;
+  beforeAll(async () => {
+    pool = new pg.Pool({ connectionString: await sharedPostgresUrl(), max: 2 });
+    pool.on('error', () => undefined);
+    lite = await openPostgresClient('pglite', '');
+  });
+  afterAll(async () => {
+    await pool?.end();
+    await lite?.close();
+  });
+
+  const paths: Array<[string, () => { client: PostgresClient; prepare: boolean }]> = [
+    ['pg, prepared (statement and function insert)', () => ({ client: pool, prepare: true })],
+    ['pg, unprepared (claim function only)', () => ({ client: pool, prepare: false })],
+    ['PGlite (claim function only)', () => ({ client: lite.client, prepare: true })],
+  ];
+
+  it.each(paths)('every claim path mints GREATEST(last + 1, now in µs) in SQL, the token the store reports (%s)', async (_, open) => {
+    const { client, prepare } = open();
+    const table = freshTable('lf_floor');
+    const store = createPostgresStore({ client, table, prepare });
+    await store.migrate();
+    const leases = createLeases(store, { holder: 'w', ttlMs: 60_000 });
+    const first = await claimStored(leases, 'k');
+    expect(first.token).toBe(floorAt(first.acquiredAt));
+    await leases.release(first);
+    const second = await claimStored(leases, 'k');
+    expect(second.token).toBe(floorAt(second.acquiredAt) > first.token + 1n ? floorAt(second.acquiredAt) : first.token + 1n);
+    expect(second.token > first.token).toBe(true);
+    await leases.release(second);
+    // NOTE: a token above the clock (as a burst of grants within one millisecond leaves it): last + 1 wins.
+    const high = 2n ** 62n;
+    await client.query(`UPDATE "${table}" SET token = $1::bigint WHERE key = 'k'`, [high.toString()]);
+    const third = await claimStored(leases, 'k');
+    expect(third.token).toBe(high + 1n);
+    await leases.revoke('k', { reason: 'burn one' });
+    expect((await claimStored(leases, 'k')).token).toBe(high + 3n);
+  });
+
+  it('a database migrated before the floor refuses first claims with "run migrate()" (nothing written), and migrate() upgrades it', async () => {
+    const table = freshTable('lf_pre_floor');
+    // NOTE: the layout of the previous version: the same table, and its claim function `<table>_try_claim`.
+    await pool.query(postgresSchemaSql(table));
+    await pool.query(`ALTER FUNCTION "${table}_try_claim_v2"(text, text, text, text, bigint, jsonb, boolean) RENAME TO "${table}_try_claim"`);
+    await pool.query(`INSERT INTO "${table}" (key, token, ending_kind, ending_token, ending_holder, ending_at) VALUES ('old', 7, 'released', 7, 'v1', now())`);
+    const store = createPostgresStore({ client: pool, table });
+    const leases = createLeases(store, { holder: 'w', ttlMs: 60_000 });
+    const refused = leases.claim('new');
+    await expect(refused).rejects.toBeInstanceOf(StoreUnavailableError);
+    await expect(refused).rejects.toThrow(/run await store\.migrate\(\)/);
+    expect((await leases.inspect('new')).exists).toBe(false);
+    await store.migrate();
+    const fresh = await claimStored(leases, 'new');
+    expect(fresh.token).toBe(floorAt(fresh.acquiredAt));
+    const old = await claimStored(leases, 'old');
+    expect(old.token).toBe(floorAt(old.acquiredAt));
+    expect((await leases.inspect('old')).grant?.token).toBe(old.token);
+  });
+});
