@@ -1,0 +1,184 @@
+/**
+ * Postgres wake-ups (`watchFreed`) on a real server (and PGlite), for each listener kind: a watch hears the
+ * releases and revokes that end a grant and nothing else, is live when its promise resolves, comes back
+ * after its listener's backend is terminated (waking its waiters then, since notifications were lost),
+ * and leaves no LISTEN behind.
+ */
+import { randomBytes } from 'node:crypto';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
+import { PGlite } from '@electric-sql/pglite';
+import pg from 'pg';
+import postgres from 'postgres';
+import { createLeases, type Leases } from '../../src/leases.js';
+import { createPostgresStore, type PostgresListenerOption, type PostgresStore } from '../../src/adapters/postgres/index.js';
+import { freedChannelOf } from '../../src/adapters/postgres/freed-channel.js';
+import { tableName } from '../../src/adapters/postgres/identifier.js';
+import { freshTable, sharedPostgresUrl } from './postgres-harness.js';
+
+type ListenerKind = 'pg-factory' | 'postgresjs' | 'pglite';
+
+/** Counts wake-ups and hands out a promise for the next one. */
+function wakeCounter(): { readonly onFreed: () => void; readonly count: () => number; next(): Promise<void> } {
+  let count = 0;
+  let waiting: Array<() => void> = [];
+  return {
+    onFreed: () => {
+      count += 1;
+      const resolve = waiting;
+      waiting = [];
+      for (const done of resolve) done();
+    },
+    count: () => count,
+    next: () => new Promise((resolve) => waiting.push(resolve)),
+  };
+}
+
+interface Rig {
+  readonly store: PostgresStore;
+  readonly bare: PostgresStore;
+  /** The LISTEN channels the listener's session holds now (`[]` when it has no session). */
+  listening(): Promise<string[]>;
+  /** Terminates the listener's backend (`null` for PGlite: nothing to terminate). */
+  readonly terminate: (() => Promise<number>) | null;
+  close(): Promise<void>;
+}
+
+async function openRig(kind: ListenerKind): Promise<Rig> {
+  const table = freshTable('freed');
+  if (kind === 'pglite') {
+    const lite = await PGlite.create();
+    const store = createPostgresStore({ client: lite, table, listener: lite });
+    await store.migrate();
+    return {
+      store,
+      bare: createPostgresStore({ client: lite, table }),
+      listening: async () => (await lite.query<{ c: string }>('SELECT pg_listening_channels() AS c')).rows.map((row) => row.c),
+      terminate: null,
+      close: () => lite.close(),
+    };
+  }
+  const url = await sharedPostgresUrl();
+  const application = `lf-listener-${randomBytes(4).toString('hex')}`;
+  const pool = new pg.Pool({ connectionString: url, max: 4 });
+  pool.on('error', () => undefined);
+  const opened: pg.Client[] = [];
+  const sql = kind === 'postgresjs' ? postgres(url, { max: 1, onnotice: () => undefined, connection: { application_name: application } }) : null;
+  const listener: PostgresListenerOption =
+    sql ??
+    (async () => {
+      const client = new pg.Client({ connectionString: url, application_name: application });
+      opened.push(client);
+      await client.connect();
+      return client;
+    });
+  const store = createPostgresStore({ client: pool, table, listener });
+  await store.migrate();
+  // NOTE: a session's LISTENs are visible only to itself; pg_stat_activity shows the listener's last statement.
+  const backends = async (): Promise<Array<{ pid: number; query: string }>> =>
+    (await pool.query<{ pid: number; query: string }>('SELECT pid, query FROM pg_stat_activity WHERE application_name = $1', [application])).rows;
+  return {
+    store,
+    bare: createPostgresStore({ client: pool, table }),
+    listening: async () => (await backends()).filter((backend) => /^listen /i.test(backend.query)).map((backend) => backend.query),
+    terminate: async () => {
+      const rows = (await pool.query<{ ok: boolean }>('SELECT pg_terminate_backend(pid) AS ok FROM pg_stat_activity WHERE application_name = $1 AND query ILIKE $2', [application, 'listen %'])).rows;
+      return rows.filter((row) => row.ok).length;
+    },
+    close: async () => {
+      await Promise.all(opened.map((client) => client.end().catch(() => undefined)));
+      await sql?.end({ timeout: 1 });
+      await pool.end();
+    },
+  };
+}
+
+describe.each<ListenerKind>(['pg-factory', 'postgresjs', 'pglite'])('postgres watchFreed (%s)', (kind) => {
+  let rig: Rig;
+  let leases: Leases<PostgresStore>;
+
+  beforeAll(async () => {
+    rig = await openRig(kind);
+    leases = createLeases(rig.store, { holder: 'a', ttlMs: 60_000 });
+  });
+  afterAll(async () => {
+    await rig?.close();
+  });
+
+  it('a store without a listener has no watchFreed; the channel name fits an identifier', () => {
+    expect(rig.bare.watchFreed).toBeUndefined();
+    expect(freedChannelOf(tableName('leasefence_leases'))).toBe('leasefence_leases:freed');
+    expect(Buffer.byteLength(freedChannelOf(tableName(`${'s'.repeat(48)}.${'t'.repeat(48)}`)))).toBeLessThanOrEqual(63);
+  });
+
+  it('hears a release and a revoke as soon as its watch resolves, and not a release that ends nothing', async () => {
+    const key = `job:${kind}:heard`;
+    const wakes = wakeCounter();
+    const end = await rig.store.watchFreed!(key, wakes.onFreed);
+    const first = await leases.claimOrThrow(key);
+    let woken = wakes.next();
+    expect((await leases.release(first)).ok).toBe(true);
+    await woken;
+    expect(wakes.count()).toBe(1);
+
+    const second = await leases.claimOrThrow(key);
+    // NOTE: a repeated release (idempotent) and a revoked grant's release end no grant: no notification.
+    await leases.release(first);
+    woken = wakes.next();
+    expect((await leases.revoke(key, { reason: 'test' })).ok).toBe(true);
+    expect((await leases.release(second)).ok).toBe(false);
+    await woken;
+    // NOTE: notifications arrive in commit order on the one listening session, so this one closes the window.
+    const third = await leases.claimOrThrow(key);
+    woken = wakes.next();
+    await leases.release(third);
+    await woken;
+    expect(wakes.count()).toBe(3);
+    end();
+  });
+
+  it('one LISTEN serves many keys; a release wakes only its own key; none is left after the last watch ends', async () => {
+    const [a, b] = [`job:${kind}:a`, `job:${kind}:b`];
+    const [wakesA, wakesB] = [wakeCounter(), wakeCounter()];
+    const ends = [await rig.store.watchFreed!(a, wakesA.onFreed), await rig.store.watchFreed!(b, wakesB.onFreed), await rig.store.watchFreed!(b, () => undefined)];
+    expect(await rig.listening()).toHaveLength(1);
+    const leaseA = await leases.claimOrThrow(a);
+    const leaseB = await leases.claimOrThrow(b);
+    const [wokenA, wokenB] = [wakesA.next(), wakesB.next()];
+    await leases.release(leaseA);
+    await wokenA;
+    await leases.release(leaseB);
+    await wokenB;
+    expect([wakesA.count(), wakesB.count()]).toEqual([1, 1]);
+    for (const end of ends) end();
+    ends[0]!();
+    await vi.waitFor(async () => expect(await rig.listening()).toEqual([]), { timeout: 5_000, interval: 20 });
+  });
+
+  it('after its listener backend is terminated, wakes its watchers, listens again and hears the next release', async (context) => {
+    if (rig.terminate === null) return context.skip();
+    const key = `job:${kind}:terminated`;
+    const wakes = wakeCounter();
+    const end = await rig.store.watchFreed!(key, wakes.onFreed);
+    const reconnected = wakes.next();
+    expect(await rig.terminate()).toBe(1);
+    await reconnected;
+    await vi.waitFor(async () => expect(await rig.listening()).toHaveLength(1), { timeout: 10_000, interval: 20 });
+    const lease = await leases.claimOrThrow(key);
+    const before = wakes.count();
+    const woken = wakes.next();
+    await leases.release(lease);
+    await woken;
+    expect(wakes.count()).toBe(before + 1);
+    end();
+    if (kind === 'postgresjs') {
+      // NOTE: a known postgres.js 3.4 limitation (docs/waiting.md): once it has re-listened after a lost
+      // connection, the handle's unlisten() no longer sends UNLISTEN; the session keeps the table's channel
+      // (one per table, filtered in-process). Pinned here so that an upstream fix shows up.
+      await leases.release(await leases.claimOrThrow(key));
+      expect(await rig.listening()).toHaveLength(1);
+      expect(wakes.count()).toBe(before + 1);
+      return;
+    }
+    await vi.waitFor(async () => expect(await rig.listening()).toEqual([]), { timeout: 5_000, interval: 20 });
+  });
+});
