@@ -84,15 +84,19 @@ export class InvalidArgumentError extends LeaseError {
   }
 }
 
-/** A claim found the key held by a live grant (thrown by `claimOrThrow`). */
+/** A claim found the key held by a live grant (thrown by `claimOrThrow`), after waiting `waitedMs` if it waited. */
 export class LeaseBusyError extends LeaseError {
   override name = 'LeaseBusyError' as const;
   readonly held: ClaimHeld;
-  constructor(held: ClaimHeld) {
+  /** Ms the claim waited for the key (`wait` option) before giving up; `0` for a claim that did not wait. */
+  readonly waitedMs: number;
+  constructor(held: ClaimHeld, waitedMs = 0) {
     const until = held.expiresAt === null ? 'until revoked' : `until ${new Date(held.expiresAt).toISOString()}`;
     const run = held.runId === null ? '' : ` run ${held.runId}`;
-    super('LEASE_BUSY', `lease busy on ${held.key}: held by ${held.holder}${run} with token ${held.token} ${until}`);
+    const waited = waitedMs > 0 ? ` (gave up after waiting ${Math.round(waitedMs)} ms)` : '';
+    super('LEASE_BUSY', `lease busy on ${held.key}: held by ${held.holder}${run} with token ${held.token} ${until}${waited}`);
     this.held = held;
+    this.waitedMs = waitedMs;
   }
 }
 

@@ -2,6 +2,7 @@ export { createLeases } from './leases.js';
 export type {
   ClaimOptions,
   ClaimResult,
+  ClaimResultOf,
   FenceOptions,
   FencedWriteOptions,
   Granted,
@@ -10,7 +11,10 @@ export type {
   LeasesOptions,
   ReleaseOptions,
   RevokeOptions,
+  WaitedClaimResult,
 } from './leases.js';
+export type { WaitOptions } from './waiting/wait-options.js';
+export type { ClaimRefusal, WaitedRefusal, WaitEnded } from './waiting/refusal.js';
 export { Lease, type Checkpoint, type LeaseJson, type LoggableLease } from './lease.js';
 export type { Timers, WithLeaseCompleted, WithLeaseLost, WithLeaseOptions, WithLeaseOutcome, WithLeaseStopped } from './with-lease.js';
 export type { Store, WriteContextOf } from './store.js';

@@ -30,6 +30,9 @@ import { loggable, loggableFields } from './loggable.js';
 import { observeLeases } from './observed-leases.js';
 import { newSecret } from './secret.js';
 import { parseStoredCheckpoint } from './unreadable-checkpoint.js';
+import type { WaitedRefusal } from './waiting/refusal.js';
+import { readWaitOptions, type WaitOptions } from './waiting/wait-options.js';
+import { createWaitingClaims } from './waiting/waiting-claims.js';
 import type { Store, WriteContextOf } from './store.js';
 import {
   assertKey,
@@ -78,6 +81,13 @@ export interface ClaimOptions {
   readonly attributes?: LeaseAttributes;
   /** Claim a lease revoked with `requireRecovery`, promising to resolve its checkpoint. @default false */
   readonly recovering?: boolean;
+  /**
+   * Wait for a held key: claim again when the store says it was released or revoked, or when the holder's
+   * expiry passes, until granted or `wait.timeoutMs` / `wait.signal` ends the wait (then the last refusal,
+   * with `waitedMs`). See `docs/waiting.md`.
+   * @default no waiting: one claim, the store's answer as it is
+   */
+  readonly wait?: WaitOptions;
 }
 
 /** A granted claim: the lease handle plus what it inherited. */
@@ -91,6 +101,12 @@ export interface Granted {
 }
 
 export type ClaimResult = Granted | ClaimHeld | ClaimRecoveryRequired;
+
+/** What a claim with a `wait` option resolves with: the grant, or the last refusal with how long it waited. */
+export type WaitedClaimResult = Granted | WaitedRefusal;
+
+/** `claim`'s result for options `O`: a refusal says how long it waited when `O` has a `wait`. */
+export type ClaimResultOf<O> = O extends { readonly wait: WaitOptions } ? WaitedClaimResult : ClaimResult;
 
 /** A granted claim as the shell returns it: a fixed shape (claim is the hot path) with log-safe JSON. */
 class GrantedClaim implements Granted {
@@ -146,7 +162,9 @@ export interface LeaseInspection extends Omit<Inspection, 'checkpoint'> {
 export interface Leases<S extends Store = Store> {
   readonly store: S;
   readonly holder: string;
-  claim(key: string, options?: ClaimOptions): Promise<ClaimResult>;
+  /** Claims `key`; with `options.wait`, waits for a held key (see `ClaimOptions.wait`). */
+  claim<O extends ClaimOptions = ClaimOptions>(key: string, options?: O): Promise<ClaimResultOf<O>>;
+  /** `claim`, throwing `LeaseBusyError` (with `waitedMs`) or `RecoveryRequiredError` for a refusal. */
   claimOrThrow(key: string, options?: ClaimOptions): Promise<Lease>;
   /** Extends the grant by `options.ttlMs`, by default the lease's own TTL (`lease.ttlMs`), from the store's now. */
   renew(lease: Lease, options?: { readonly ttlMs?: number | null }): Promise<RenewOutcome>;
@@ -180,7 +198,7 @@ function parseCheckpoint(record: CheckpointRecord | null): Checkpoint | null {
   return record === null ? null : { value: parseStoredCheckpoint(record.json), token: record.token, writtenAt: record.writtenAt };
 }
 
-const CLAIM_OPTIONS = ['ttlMs', 'runId', 'attributes', 'recovering'] as const;
+const CLAIM_OPTIONS = ['ttlMs', 'runId', 'attributes', 'recovering', 'wait'] as const;
 
 /**
  * Creates the lease API for one holder on one store.
@@ -226,6 +244,39 @@ export function createLeases<S extends Store>(store: S, options: LeasesOptions):
   // NOTE: one disposer for every handle (not a closure per claim): claim is the hot path.
   const dispose = (handle: Lease): Promise<ReleaseOutcome> => leases.release(handle);
 
+  /** One claim of checked input, without waiting. */
+  const claimOnce = async (key: string, ttlMs: number | null, runId: string | null, attributes: LeaseAttributes, recovering: boolean): Promise<ClaimResult> => {
+    const secret = newSecret();
+    const sentAt = monotonic();
+    const outcome = await store.claim({ key, holder, runId, secret, ttlMs, attributes, recovering });
+    if (!outcome.ok) return loggable(outcome);
+    const inherited = parseCheckpoint(outcome.checkpoint);
+    const lease = new Lease({
+      storeId: store.id,
+      key,
+      token: outcome.token,
+      secret,
+      holder,
+      runId,
+      attributes,
+      acquiredAt: outcome.acquiredAt,
+      expiresAt: outcome.expiresAt,
+      ttlMs,
+      previous: outcome.previous,
+      inherited,
+      localDeadline: deadlineFrom(sentAt, outcome.expiresAt, outcome.now),
+    });
+    lease.disposer = dispose;
+    return new GrantedClaim(lease, outcome.previous, inherited);
+  };
+
+  const waitForClaim = createWaitingClaims({
+    watchFreed: typeof store.watchFreed === 'function' ? (key, onFreed) => (store.watchFreed as NonNullable<Store['watchFreed']>)(key, onFreed) : null,
+    monotonic,
+    random: Math.random,
+    release: (lease) => leases.release(lease),
+  });
+
   const leases: Leases<S> = {
     store,
     holder,
@@ -239,34 +290,19 @@ export function createLeases<S extends Store>(store: S, options: LeasesOptions):
       const attributes = toAttributes(given.attributes);
       const { recovering } = given;
       if (recovering !== undefined && typeof recovering !== 'boolean') throw new InvalidArgumentError('recovering must be a boolean');
-      const secret = newSecret();
-      const sentAt = monotonic();
-      const outcome = await store.claim({ key, holder, runId, secret, ttlMs, attributes, recovering: recovering === true });
-      if (!outcome.ok) return loggable(outcome);
-      const inherited = parseCheckpoint(outcome.checkpoint);
-      const lease = new Lease({
-        storeId: store.id,
-        key,
-        token: outcome.token,
-        secret,
-        holder,
-        runId,
-        attributes,
-        acquiredAt: outcome.acquiredAt,
-        expiresAt: outcome.expiresAt,
-        ttlMs,
-        previous: outcome.previous,
-        inherited,
-        localDeadline: deadlineFrom(sentAt, outcome.expiresAt, outcome.now),
-      });
-      lease.disposer = dispose;
-      return new GrantedClaim(lease, outcome.previous, inherited);
+      // NOTE: the result type follows the options (a waited refusal carries `waitedMs`), which TS cannot
+      // see through the checks above.
+      if (given.wait === undefined) return (await claimOnce(key, ttlMs, runId, attributes, recovering === true)) as never;
+      const settings = readWaitOptions(given.wait);
+      const attempt = (): Promise<ClaimResult> => claimOnce(key, ttlMs, runId, attributes, recovering === true);
+      return (await waitForClaim(key, { settings, recovering: recovering === true, attempt })) as never;
     },
 
     async claimOrThrow(key, claimOptions) {
-      const result = await leases.claim(key, claimOptions);
+      const result: ClaimResult | WaitedClaimResult = await leases.claim(key, claimOptions);
       if (result.ok) return result.lease;
-      throw result.reason === 'held' ? new LeaseBusyError(result) : new RecoveryRequiredError(result);
+      const waitedMs = 'waitedMs' in result ? (result as WaitedRefusal).waitedMs : 0;
+      throw result.reason === 'held' ? new LeaseBusyError(result, waitedMs) : new RecoveryRequiredError(result);
     },
 
     async renew(lease, renewOptions) {

@@ -12,6 +12,8 @@ import type { Lease } from './lease.js';
 import type { ClaimOptions, Leases } from './leases.js';
 import { Renewal, type Timers } from './renewal.js';
 import { DEFAULT_MAX_CHECKPOINT_BYTES, serializeCheckpoint } from './validate.js';
+import type { WaitedRefusal } from './waiting/refusal.js';
+import { claimUnlessStopped } from './waiting/with-lease-claim.js';
 
 export type { Timers } from './renewal.js';
 
@@ -94,8 +96,11 @@ export interface WithLeaseStopped<T> {
   readonly released: boolean;
 }
 
-/** How `withLease` ended: the claim's refusal, or what happened to the work under the lease. */
-export type WithLeaseOutcome<T> = WithLeaseCompleted<T> | WithLeaseLost<T> | WithLeaseStopped<T> | ClaimHeld | ClaimRecoveryRequired;
+/**
+ * How `withLease` ended: the claim's refusal (with `waitedMs` when it waited), or what happened to the work
+ * under the lease. With `wait`, the run's `signal` also ends the wait: the outcome is then `stopped`.
+ */
+export type WithLeaseOutcome<T> = WithLeaseCompleted<T> | WithLeaseLost<T> | WithLeaseStopped<T> | ClaimHeld | ClaimRecoveryRequired | WaitedRefusal;
 
 /** The renewals of the `withLease` runs in progress, by lease handle. */
 const running = new Map<Lease, Renewal>();
@@ -127,7 +132,8 @@ export async function runWithLease<T>(
   const settings = checkOptions(fn, options, maxCheckpointBytes);
   const external = options.signal;
   if (isAborted(external)) return { ok: false, reason: 'stopped', key, lease: null, cause: external?.reason, lost: null, returned: null, released: false };
-  const claimed = await leases.claim(key, options);
+  const claimed = await claimUnlessStopped(leases, key, options);
+  if (claimed === null) return { ok: false, reason: 'stopped', key, lease: null, cause: external?.reason, lost: null, returned: null, released: false };
   if (!claimed.ok) return claimed;
   const { lease } = claimed;
   const ttlMs = lease.expiresAt === null ? null : lease.ttlMs;

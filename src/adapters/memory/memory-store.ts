@@ -7,6 +7,7 @@ import { checkFence } from '../../fence/verdict.js';
 import type { Store } from '../../store.js';
 import { KeyLock } from './key-lock.js';
 import { createMemoryList } from './memory-list.js';
+import { FreedKeys } from './freed-keys.js';
 
 /** What a memory fenced write's callback receives. */
 export interface MemoryWriteContext {
@@ -54,6 +55,7 @@ export function createMemoryStore(options: MemoryStoreOptions = {}): MemoryStore
   const tokenFloor = options.tokenFloor ?? (() => 0n);
   const records = new Map<string, LeaseRecord>();
   const lock = new KeyLock();
+  const freed = new FreedKeys();
 
   const apply = <O>(key: string, step: (record: LeaseRecord | null, now: StoreTime) => Transition<O>): Promise<O> =>
     lock.run(key, () => {
@@ -67,8 +69,8 @@ export function createMemoryStore(options: MemoryStoreOptions = {}): MemoryStore
     claim: (command) => apply(command.key, (record, now) => transitions.claim(record, command, now, tokenFloor())),
     renew: (command) => apply(command.fence.key, (record, now) => transitions.renew(record, command, now)),
     checkpoint: (command) => apply(command.fence.key, (record, now) => transitions.checkpoint(record, command, now)),
-    release: (command) => apply(command.fence.key, (record, now) => transitions.release(record, command, now)),
-    revoke: (command) => apply(command.key, (record, now) => transitions.revoke(record, command, now)),
+    release: (command) => apply(command.fence.key, (record, now) => transitions.release(record, command, now)).then((outcome) => freed.afterCommit(command.fence.key, outcome)),
+    revoke: (command) => apply(command.key, (record, now) => transitions.revoke(record, command, now)).then((outcome) => freed.afterCommit(command.key, outcome)),
     recover: (command) => apply(command.fence.key, (record, now) => transitions.recover(record, command, now)),
     inspect: (key) => lock.run(key, () => transitions.inspect(records.get(key) ?? null, key, clock())),
     fencedWrite: <T>(fence: Fence, write: (context: MemoryWriteContext) => T | Promise<T>, writeOptions: StoreFencedWriteOptions = {}) =>
@@ -89,6 +91,7 @@ export function createMemoryStore(options: MemoryStoreOptions = {}): MemoryStore
         return { ok: true, value, token: fence.token, checkpoint: outcome.checkpoint, now };
       }),
     list: createMemoryList(records, clock),
+    watchFreed: freed.watch,
     record: (key) => records.get(key) ?? null,
   };
 }

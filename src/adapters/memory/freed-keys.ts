@@ -1,0 +1,49 @@
+/**
+ * The memory store's release notifications (`Store.watchFreed`): in-process listeners per key, told after
+ * a release or a revoke of the key commits.
+ */
+import type { ReleaseOutcome, RevokeOutcome } from '../../fence/operations.js';
+
+export class FreedKeys {
+  readonly #listeners = new Map<string, Set<() => void>>();
+
+  /** `Store.watchFreed`: live as soon as it resolves; the returned function ends it (idempotent). */
+  readonly watch = (key: string, onFreed: () => void): Promise<() => void> => {
+    // NOTE: a wrapper per subscription, so one callback subscribed twice is two subscriptions.
+    const listener = (): void => onFreed();
+    let listeners = this.#listeners.get(key);
+    if (listeners === undefined) {
+      listeners = new Set();
+      this.#listeners.set(key, listeners);
+    }
+    listeners.add(listener);
+    const unsubscribe = (): void => {
+      const current = this.#listeners.get(key);
+      if (current === undefined || !current.delete(listener)) return;
+      if (current.size === 0) this.#listeners.delete(key);
+    };
+    return Promise.resolve(unsubscribe);
+  };
+
+  /** Passes `outcome` through, telling `key`'s listeners when it freed the key. */
+  readonly afterCommit = <O extends ReleaseOutcome | RevokeOutcome>(key: string, outcome: O): O => {
+    if (outcome.ok && !('alreadyReleased' in outcome && outcome.alreadyReleased)) this.#notify(key);
+    return outcome;
+  };
+
+  #notify(key: string): void {
+    const listeners = this.#listeners.get(key);
+    if (listeners === undefined) return;
+    // NOTE: after the store's step returns, so a listener's claim queues behind the release, not inside it;
+    // a listener that throws cannot break the release or the other listeners.
+    queueMicrotask(() => {
+      for (const listener of [...listeners]) {
+        try {
+          listener();
+        } catch {
+          // NOTE: a notification is a hint; a failing listener only loses its own.
+        }
+      }
+    });
+  }
+}

@@ -1,0 +1,203 @@
+/**
+ * The waiting claims of one `Leases` instance on one key. However many wait, the key costs the store one
+ * subscription, one schedule and at most one claim in flight, made for the waiter at the head of a FIFO
+ * queue; the others learn from its reply and keep waiting. A grant goes to that head; the rest then know the
+ * key is held until the new grant's expiry without asking the store.
+ *
+ * Every decision is a claim judged by the store: a notification only makes the next attempt earlier, and a
+ * lost one delays it to the scheduled attempt (see `schedule.ts`).
+ */
+import type { Clock } from '../clock.js';
+import type { Lease } from '../lease.js';
+import type { Store } from '../store.js';
+import { heldBy, type ClaimRefusal } from './refusal.js';
+import { nextAttemptDelay } from './schedule.js';
+import type { Waiter } from './waiter.js';
+
+/** What the queues of one `Leases` instance share. */
+export interface WaitingContext {
+  readonly watchFreed: NonNullable<Store['watchFreed']> | null;
+  readonly monotonic: Clock;
+  /** A random number in [0, 1), for the jitter. */
+  readonly random: () => number;
+  /** Releases a grant that arrived for a waiter that had stopped waiting. */
+  readonly release: (lease: Lease) => Promise<unknown>;
+}
+
+/** The last reply the queue had from the store, and when it arrived. */
+interface LastReply {
+  readonly refusal: ClaimRefusal;
+  readonly at: number;
+  readonly untilExpiryMs: number | null;
+  readonly jitter: number;
+}
+
+export class KeyWaiters {
+  readonly #queue: Waiter[] = [];
+  #closed = false;
+  /** Subscribing, or a claim in flight: a notification now is remembered, not acted on. */
+  #busy = false;
+  #freedWhileBusy = false;
+  #watching = false;
+  #unsubscribe: (() => void) | null = null;
+  #timer: ReturnType<typeof setTimeout> | null = null;
+  #last: LastReply | null = null;
+
+  constructor(
+    readonly key: string,
+    private readonly context: WaitingContext,
+    private readonly onClosed: () => void,
+  ) {}
+
+  /** Queues `waiter`; the first one subscribes (if the store can notify) and then claims. */
+  add(waiter: Waiter): void {
+    this.#queue.push(waiter);
+    waiter.arm(
+      () => this.#deadline(waiter),
+      () => this.#abort(waiter),
+    );
+    if (this.#queue.length === 1 && this.#last === null && !this.#busy) void this.#start();
+    else if (!this.#busy) this.#plan();
+  }
+
+  async #start(): Promise<void> {
+    this.#busy = true;
+    const { watchFreed } = this.context;
+    if (watchFreed !== null) {
+      try {
+        const unsubscribe = await watchFreed(this.key, () => this.#freed());
+        if (this.#closed) unsubscribe();
+        else {
+          this.#unsubscribe = unsubscribe;
+          this.#watching = true;
+        }
+      } catch {
+        // NOTE: notifications are best effort: without a subscription the waiters poll (`pollMs`).
+      }
+    }
+    if (!this.#closed) await this.#attempt();
+    else this.#busy = false;
+  }
+
+  #freed(): void {
+    if (this.#closed) return;
+    if (this.#busy) {
+      this.#freedWhileBusy = true;
+      return;
+    }
+    this.#clearTimer();
+    void this.#attempt();
+  }
+
+  /** The waiter a claim is made for: the head, or the first recovering one when the key awaits recovery. */
+  #next(): Waiter | undefined {
+    if (this.#last?.refusal.reason === 'recovery-required') return this.#queue.find((waiter) => waiter.request.recovering) ?? this.#queue[0];
+    return this.#queue[0];
+  }
+
+  async #attempt(): Promise<void> {
+    const waiter = this.#next();
+    if (waiter === undefined) {
+      this.#busy = false;
+      return;
+    }
+    this.#busy = true;
+    // NOTE: a notification that arrived before this claim is sent is answered by the claim itself.
+    this.#freedWhileBusy = false;
+    let result;
+    try {
+      result = await waiter.request.attempt();
+    } catch (error) {
+      this.#busy = false;
+      this.#leave(waiter, () => waiter.fail(error));
+      if (!this.#closed) this.#retryAfter(waiter.request.settings.pollMs);
+      return;
+    }
+    const repliedAt = this.context.monotonic();
+    if (result.ok) {
+      if (waiter.settled) {
+        // NOTE: the waiter stopped while its claim was in flight: give the key back, then try for the next.
+        await this.context.release(result.lease).catch(() => undefined);
+        this.#busy = false;
+        if (!this.#closed) void this.#attempt();
+        return;
+      }
+      this.#busy = false;
+      this.#leave(waiter, () => waiter.grant(result));
+      const held = heldBy(result.lease);
+      this.#remember(held, repliedAt);
+      if (!this.#closed) this.#plan();
+      return;
+    }
+    this.#busy = false;
+    this.#remember(result, repliedAt);
+    for (const overdue of this.#queue.filter((queued) => queued.overdue)) this.#leave(overdue, () => overdue.end(result, 'timeout'));
+    if (this.#closed) return;
+    const recoverer = result.reason === 'recovery-required' && !waiter.request.recovering && this.#queue.some((queued) => queued.request.recovering);
+    if (this.#freedWhileBusy || recoverer) void this.#attempt();
+    else this.#plan();
+  }
+
+  #remember(refusal: ClaimRefusal, at: number): void {
+    const untilExpiryMs = refusal.reason === 'held' && refusal.expiresAt !== null ? refusal.expiresAt - refusal.now : null;
+    this.#last = { refusal, at, untilExpiryMs, jitter: this.context.random() };
+  }
+
+  /** Sets the timer of the next attempt from the last reply. */
+  #plan(): void {
+    this.#clearTimer();
+    const last = this.#last;
+    const head = this.#queue[0];
+    if (last === null || head === undefined) return;
+    const now = this.context.monotonic();
+    const remainingMs = Math.max(...this.#queue.map((waiter) => waiter.deadline)) - now;
+    const { jitterMs, pollMs, recheckMs } = head.request.settings;
+    const delay = nextAttemptDelay({ untilExpiryMs: last.untilExpiryMs, sinceReplyMs: now - last.at, remainingMs, watching: this.#watching, jitter: last.jitter, jitterMs, pollMs, recheckMs });
+    if (delay !== null) this.#retryAfter(delay);
+  }
+
+  #retryAfter(delay: number): void {
+    this.#clearTimer();
+    this.#timer = setTimeout(() => {
+      this.#timer = null;
+      void this.#attempt();
+    }, delay);
+  }
+
+  #deadline(waiter: Waiter): void {
+    const last = this.#last;
+    // NOTE: a waiter always gets one answer from the store: with none yet, it ends with the first.
+    if (last === null) waiter.overdue = true;
+    else this.#leave(waiter, () => waiter.end(last.refusal, 'timeout'));
+  }
+
+  #abort(waiter: Waiter): void {
+    const last = this.#last;
+    const reason = waiter.request.settings.signal?.reason;
+    this.#leave(waiter, () => (last === null ? waiter.fail(reason) : waiter.end(last.refusal, 'aborted')));
+  }
+
+  /** Takes `waiter` out of the queue, settles it, and closes the queue when it was the last one. */
+  #leave(waiter: Waiter, settle: () => void): void {
+    const index = this.#queue.indexOf(waiter);
+    if (index >= 0) this.#queue.splice(index, 1);
+    settle();
+    if (this.#queue.length === 0) this.#close();
+    else if (!this.#busy) this.#plan();
+  }
+
+  /** Drops the timer and the subscription: nothing of this queue is left once its last waiter is gone. */
+  #close(): void {
+    if (this.#closed) return;
+    this.#closed = true;
+    this.#clearTimer();
+    this.#unsubscribe?.();
+    this.#unsubscribe = null;
+    this.onClosed();
+  }
+
+  #clearTimer(): void {
+    if (this.#timer !== null) clearTimeout(this.#timer);
+    this.#timer = null;
+  }
+}

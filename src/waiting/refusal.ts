@@ -1,0 +1,45 @@
+/**
+ * What a waiting claim returns when it ends without a grant: the store's last refusal, with how long the
+ * claim waited and what ended it.
+ */
+import type { ClaimHeld, ClaimRecoveryRequired } from '../fence/operations.js';
+import type { Lease } from '../lease.js';
+import { loggable } from '../loggable.js';
+
+/** A claim's refusal: the key is held, or awaits a recovering claim. */
+export type ClaimRefusal = ClaimHeld | ClaimRecoveryRequired;
+
+/** Why a waiting claim stopped waiting: its `timeoutMs` passed, or its `signal` aborted. */
+export type WaitEnded = 'timeout' | 'aborted';
+
+/** The last refusal a waiting claim saw, with how long it waited (`claim(key, { wait })` without a grant). */
+export type WaitedRefusal = ClaimRefusal & {
+  /** Ms from the call to the end of the wait (the worker's monotonic clock). */
+  readonly waitedMs: number;
+  /** What ended the wait. */
+  readonly waitEnded: WaitEnded;
+};
+
+/** `refusal` as a waiting claim returns it (log-safe like every result of the shell). */
+export function waitedRefusal(refusal: ClaimRefusal, waitedMs: number, waitEnded: WaitEnded): WaitedRefusal {
+  return loggable({ ...refusal, waitedMs, waitEnded });
+}
+
+/**
+ * The `held` refusal the store would give any other claim right after `lease` was granted: what the waiters
+ * queued behind a grant in this process know without asking the store again.
+ */
+export function heldBy(lease: Lease): ClaimHeld {
+  const acquiredAt = lease.acquiredAt ?? 0;
+  return loggable({
+    ok: false,
+    reason: 'held',
+    key: lease.key,
+    token: lease.token,
+    holder: lease.holder,
+    runId: lease.runId,
+    acquiredAt,
+    expiresAt: lease.expiresAt,
+    now: acquiredAt,
+  });
+}

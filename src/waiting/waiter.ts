@@ -1,0 +1,73 @@
+/**
+ * One waiting claim in a key's queue: its deadline timer, its abort listener and its promise. Whatever ends
+ * it (a grant, the deadline, the signal, a store error) removes the timer and the listener first.
+ */
+import type { Clock } from '../clock.js';
+import type { ClaimResult, Granted } from '../leases.js';
+import { waitedRefusal, type ClaimRefusal, type WaitedRefusal, type WaitEnded } from './refusal.js';
+import type { WaitSettings } from './wait-options.js';
+
+/** A waiting claim as the key's queue sees it. */
+export interface WaitRequest {
+  readonly settings: WaitSettings;
+  /** Whether the claim says `recovering: true` (it can take a key awaiting recovery). */
+  readonly recovering: boolean;
+  /** One claim with this request's options, without waiting. */
+  readonly attempt: () => Promise<ClaimResult>;
+}
+
+/** What a waiting claim resolves with. */
+export type WaitedClaimResult = Granted | WaitedRefusal;
+
+export class Waiter {
+  readonly startedAt: number;
+  readonly deadline: number;
+  /** Set once the waiter has its answer (or error); an attempt made for it then finds it gone. */
+  settled = false;
+  /** The deadline passed before the store had answered once: the waiter ends with the first answer. */
+  overdue = false;
+  #timer: ReturnType<typeof setTimeout> | null = null;
+  #onAbort: (() => void) | null = null;
+
+  constructor(
+    readonly request: WaitRequest,
+    private readonly monotonic: Clock,
+    private readonly resolve: (result: WaitedClaimResult) => void,
+    private readonly reject: (error: unknown) => void,
+  ) {
+    this.startedAt = monotonic();
+    this.deadline = this.startedAt + request.settings.timeoutMs;
+  }
+
+  /** Starts the deadline timer and the abort listener. */
+  arm(onDeadline: () => void, onAbort: () => void): void {
+    this.#timer = setTimeout(onDeadline, this.request.settings.timeoutMs);
+    const { signal } = this.request.settings;
+    if (signal === null) return;
+    this.#onAbort = onAbort;
+    signal.addEventListener('abort', onAbort, { once: true });
+  }
+
+  grant(granted: Granted): void {
+    if (this.#settle()) this.resolve(granted);
+  }
+
+  end(refusal: ClaimRefusal, ended: WaitEnded): void {
+    if (this.#settle()) this.resolve(waitedRefusal(refusal, this.monotonic() - this.startedAt, ended));
+  }
+
+  fail(error: unknown): void {
+    if (this.#settle()) this.reject(error);
+  }
+
+  /** Removes the timer and the listener; `false` if the waiter had already settled. */
+  #settle(): boolean {
+    if (this.settled) return false;
+    this.settled = true;
+    if (this.#timer !== null) clearTimeout(this.#timer);
+    this.#timer = null;
+    if (this.#onAbort !== null) this.request.settings.signal?.removeEventListener('abort', this.#onAbort);
+    this.#onAbort = null;
+    return true;
+  }
+}

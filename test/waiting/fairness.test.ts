@@ -1,0 +1,36 @@
+/**
+ * No thundering herd: with 32 waiters on one key in one process, each release leads to one claim, and the
+ * waiters are granted in the order they asked (FIFO within a `Leases` instance). Waiters on separate
+ * instances (as in separate processes) each have their own queue: the figures below show what that costs.
+ */
+import { describe, expect, it } from 'vitest';
+import { createMemoryStore } from '../../src/adapters/memory/index.js';
+import { createLeases, type Leases } from '../../src/index.js';
+import { countingStore } from './support/counting-store.js';
+import { runHandoffChain } from './support/handoff-chain.js';
+
+const WAITERS = 32;
+
+describe('waiting claims on one key', () => {
+  it('32 waiters on one Leases instance: one claim per release, granted in FIFO order', async () => {
+    const counting = countingStore(createMemoryStore());
+    const holder = createLeases(counting.store, { holder: 'holder' });
+    const waiting = createLeases(counting.store, { holder: 'waiter' });
+    const chain = await runHandoffChain({ key: 'job:fifo', holder, leasesOf: () => waiting, waiters: WAITERS, instances: 1, counting });
+    expect(chain.order).toEqual(Array.from({ length: WAITERS }, (_, index) => index));
+    expect(chain.claimsPerRelease).toBe(1);
+    expect(counting.liveSubscriptions()).toBe(0);
+  });
+
+  it('32 waiters on 32 instances (one per simulated process): every grant still reaches a waiter, one per release', async () => {
+    const counting = countingStore(createMemoryStore());
+    const holder = createLeases(counting.store, { holder: 'holder' });
+    const instances: Leases[] = Array.from({ length: WAITERS }, (_, index) => createLeases(counting.store, { holder: `process-${index}` }));
+    const chain = await runHandoffChain({ key: 'job:herd', holder, leasesOf: (index) => instances[index] as Leases, waiters: WAITERS, instances: WAITERS, counting });
+    expect([...chain.order].sort((a, b) => a - b)).toEqual(Array.from({ length: WAITERS }, (_, index) => index));
+    // NOTE: each instance's head claims once per release it hears: at most one claim per waiting instance.
+    expect(chain.claimsPerRelease).toBeLessThanOrEqual(WAITERS);
+    console.log(`fairness: ${WAITERS} instances, claims per release ${chain.claimsPerRelease.toFixed(2)}, grant order ${chain.order.join(',')}`);
+    expect(counting.liveSubscriptions()).toBe(0);
+  });
+});
