@@ -32,6 +32,7 @@ interface LastReply {
   readonly jitter: number;
 }
 
+/** The queue of one key's waiting claims in one `Leases` instance (see the file comment). */
 export class KeyWaiters {
   readonly #queue: Waiter[] = [];
   #closed = false;

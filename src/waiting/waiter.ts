@@ -3,8 +3,8 @@
  * it (a grant, the deadline, the signal, a store error) removes the timer and the listener first.
  */
 import type { Clock } from '../clock.js';
-import type { ClaimResult, Granted } from '../leases.js';
-import { waitedRefusal, type ClaimRefusal, type WaitedRefusal, type WaitEnded } from './refusal.js';
+import type { ClaimResult, Granted, WaitedClaimResult } from '../leases.js';
+import { waitedRefusal, type ClaimRefusal, type WaitEnded } from './refusal.js';
 import type { WaitSettings } from './wait-options.js';
 
 /** A waiting claim as the key's queue sees it. */
@@ -16,9 +16,7 @@ export interface WaitRequest {
   readonly attempt: () => Promise<ClaimResult>;
 }
 
-/** What a waiting claim resolves with. */
-export type WaitedClaimResult = Granted | WaitedRefusal;
-
+/** One waiting claim: settles once, with a grant, the last refusal, or an error. */
 export class Waiter {
   readonly startedAt: number;
   readonly deadline: number;
@@ -48,14 +46,17 @@ export class Waiter {
     signal.addEventListener('abort', onAbort, { once: true });
   }
 
+  /** Ends the wait with `granted`. */
   grant(granted: Granted): void {
     if (this.#settle()) this.resolve(granted);
   }
 
+  /** Ends the wait without a grant: `refusal` was the store's last answer. */
   end(refusal: ClaimRefusal, ended: WaitEnded): void {
     if (this.#settle()) this.resolve(waitedRefusal(refusal, this.monotonic() - this.startedAt, ended));
   }
 
+  /** Ends the wait with `error` (a store failure, or the signal's reason before any answer). */
   fail(error: unknown): void {
     if (this.#settle()) this.reject(error);
   }

@@ -3,7 +3,8 @@
  * first waiter and dropped with its last.
  */
 import { KeyWaiters, type WaitingContext } from './key-waiters.js';
-import { Waiter, type WaitedClaimResult, type WaitRequest } from './waiter.js';
+import type { WaitedClaimResult } from '../leases.js';
+import { Waiter, type WaitRequest } from './waiter.js';
 
 /** Waits in `key`'s queue until `request` is granted, its deadline passes or its signal aborts. */
 export type WaitForClaim = (key: string, request: WaitRequest) => Promise<WaitedClaimResult>;

@@ -4,6 +4,7 @@
  */
 import type { ReleaseOutcome, RevokeOutcome } from '../../fence/operations.js';
 
+/** Per-key listeners of one memory store, told when a release or revoke frees the key. */
 export class FreedKeys {
   readonly #listeners = new Map<string, Set<() => void>>();
 
