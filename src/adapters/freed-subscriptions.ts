@@ -47,12 +47,14 @@ export interface FreedSubscriptions {
   readonly size: number;
 }
 
-/** Calls `onFreed`, isolating the others from a watcher that throws. */
-function call(onFreed: () => void): void {
-  try {
-    onFreed();
-  } catch {
-    // NOTE: a wake-up is a hint; a watcher's own failure must not stop the others' wake-ups.
+/** Calls each watcher, isolating the others from one that throws. */
+export function wake(watchers: Iterable<() => void>): void {
+  for (const onFreed of [...watchers]) {
+    try {
+      onFreed();
+    } catch {
+      // NOTE: a wake-up is a hint; a watcher's own failure must not stop the others' wake-ups.
+    }
   }
 }
 
@@ -107,7 +109,8 @@ export function createFreedSubscriptions(transport: FreedTransport, subscribeTim
         entries.set(name, entry);
       }
       const owner = entry;
-      const listener = (): void => call(onFreed);
+      // NOTE: a closure of its own, so the same `onFreed` watched twice is two watches.
+      const listener = (): void => onFreed();
       owner.listeners.add(listener);
       let ended = false;
       const end = (): void => {
@@ -131,11 +134,11 @@ export function createFreedSubscriptions(transport: FreedTransport, subscribeTim
     deliver(name) {
       const entry = entries.get(name);
       if (entry === undefined) return;
-      for (const listener of [...entry.listeners]) listener();
+      wake(entry.listeners);
     },
 
     deliverAll() {
-      for (const entry of [...entries.values()]) for (const listener of [...entry.listeners]) listener();
+      for (const entry of [...entries.values()]) wake(entry.listeners);
     },
 
     get size() {

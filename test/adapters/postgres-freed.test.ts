@@ -13,25 +13,10 @@ import { createLeases, type Leases } from '../../src/leases.js';
 import { createPostgresStore, type PostgresListenerOption, type PostgresStore } from '../../src/adapters/postgres/index.js';
 import { freedChannelOf } from '../../src/adapters/postgres/freed-channel.js';
 import { tableName } from '../../src/adapters/postgres/identifier.js';
+import { wakeCounter } from '../waiting-stores/wake-counter.js';
 import { freshTable, sharedPostgresUrl } from './postgres-harness.js';
 
 type ListenerKind = 'pg-factory' | 'postgresjs' | 'pglite';
-
-/** Counts wake-ups and hands out a promise for the next one. */
-function wakeCounter(): { readonly onFreed: () => void; readonly count: () => number; next(): Promise<void> } {
-  let count = 0;
-  let waiting: Array<() => void> = [];
-  return {
-    onFreed: () => {
-      count += 1;
-      const resolve = waiting;
-      waiting = [];
-      for (const done of resolve) done();
-    },
-    count: () => count,
-    next: () => new Promise((resolve) => waiting.push(resolve)),
-  };
-}
 
 interface Rig {
   readonly store: PostgresStore;

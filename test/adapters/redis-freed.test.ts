@@ -13,6 +13,7 @@ import { createRedisStore, type RedisSubscriber } from '../../src/adapters/redis
 import { toConnection, type RedisConnection } from '../../src/adapters/redis/connection.js';
 import { keyNames } from '../../src/adapters/redis/keys.js';
 import { freedChannelOf } from '../../src/adapters/redis/freed-channel.js';
+import { wakeCounter } from '../waiting-stores/wake-counter.js';
 import { freshPrefix, openClient, sharedRedisUrl, type RedisClientKind, type RedisStore } from './redis-harness.js';
 
 const KINDS: RedisClientKind[] = ['ioredis', 'ioredis6', 'node-redis'];
@@ -28,22 +29,6 @@ async function openSubscriber(kind: RedisClientKind, url: string): Promise<{ sub
   const client = kind === 'ioredis' ? new Redis(url) : new Redis6(url);
   client.on('error', () => undefined);
   return { subscriber: client, close: async () => void client.disconnect() };
-}
-
-/** Counts wake-ups and hands out a promise for the next one. */
-function wakeCounter(): { readonly onFreed: () => void; readonly count: () => number; next(): Promise<void> } {
-  let count = 0;
-  let waiting: Array<() => void> = [];
-  return {
-    onFreed: () => {
-      count += 1;
-      const resolve = waiting;
-      waiting = [];
-      for (const done of resolve) done();
-    },
-    count: () => count,
-    next: () => new Promise((resolve) => waiting.push(resolve)),
-  };
 }
 
 describe.each(KINDS)('redis watchFreed (%s)', (kind) => {

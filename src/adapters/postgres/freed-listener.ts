@@ -7,7 +7,7 @@
  * so notifications would go to whoever holds it then. The store's own `client` may go through any pooler.
  */
 import { InvalidArgumentError } from '../../errors.js';
-import { createFreedSubscriptions, type FreedTransport } from '../freed-subscriptions.js';
+import { createFreedSubscriptions, wake, type FreedTransport } from '../freed-subscriptions.js';
 
 /** The parts of a connected pg `Client` used for LISTEN. */
 export interface PgListenClient {
@@ -172,17 +172,6 @@ function transportOf(listener: PostgresListenerOption, events: ListenerEvents): 
   if (typeof shape.listen === 'function' && typeof shape.exec === 'function' && 'waitReady' in shape) return pgliteTransport(listener as PGliteListen, events);
   if (typeof shape.query === 'function' && typeof shape.on === 'function') return pgTransport(listener as PgListenClient, events);
   throw new InvalidArgumentError('`listener` must be a function returning a connected pg Client, a pg Client, a postgres.js sql instance or a PGlite instance');
-}
-
-/** Calls each watcher, isolating the others from one that throws. */
-function wake(watchers: Iterable<() => void>): void {
-  for (const onFreed of [...watchers]) {
-    try {
-      onFreed();
-    } catch {
-      // NOTE: a wake-up is a hint; a watcher's own failure must not stop the others' wake-ups.
-    }
-  }
 }
 
 /** `Store.watchFreed` for the Postgres store on `channel` through `listener`. */
