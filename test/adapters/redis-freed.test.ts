@@ -24,7 +24,7 @@ async function openSubscriber(kind: RedisClientKind, url: string): Promise<{ sub
     const client = createClient({ url });
     client.on('error', () => undefined);
     await client.connect();
-    return { subscriber: client as unknown as RedisSubscriber, close: async () => void (client.isOpen ? await client.close() : undefined) };
+    return { subscriber: client, close: async () => void (client.isOpen ? await client.close() : undefined) };
   }
   const client = kind === 'ioredis' ? new Redis(url) : new Redis6(url);
   client.on('error', () => undefined);

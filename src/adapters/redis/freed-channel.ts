@@ -29,7 +29,7 @@ export interface IoredisSubscriber {
   sunsubscribe(...channels: string[]): Promise<unknown>;
   subscribe(...channels: string[]): Promise<unknown>;
   unsubscribe(...channels: string[]): Promise<unknown>;
-  on(event: string, listener: (...args: never[]) => void): unknown;
+  on(event: string, listener: (...args: string[]) => void): unknown;
   /** ioredis' connection status. */
   readonly status: string;
 }
@@ -40,7 +40,7 @@ export interface NodeRedisSubscriber {
   sUnsubscribe(channel: string, listener?: (message: string, channel: string) => void): Promise<unknown>;
   subscribe(channel: string, listener: (message: string, channel: string) => void): Promise<unknown>;
   unsubscribe(channel: string, listener?: (message: string, channel: string) => void): Promise<unknown>;
-  on(event: string, listener: (...args: never[]) => void): unknown;
+  on(event: string, listener: (...args: string[]) => void): unknown;
   readonly isOpen: boolean;
 }
 
