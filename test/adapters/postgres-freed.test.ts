@@ -13,7 +13,7 @@ import { createLeases, type Leases } from '../../src/leases.js';
 import { createPostgresStore, type PostgresListenerOption, type PostgresStore } from '../../src/adapters/postgres/index.js';
 import { freedChannelOf } from '../../src/adapters/postgres/freed-channel.js';
 import { tableName } from '../../src/adapters/postgres/identifier.js';
-import { wakeCounter } from '../waiting-stores/wake-counter.js';
+import { expectHeardAfterReconnect, expectOwnKeyWoken, expectReleaseAndRevokeHeard } from '../waiting-stores/freed-specs.js';
 import { freshTable, sharedPostgresUrl } from './postgres-harness.js';
 
 type ListenerKind = 'pg-factory' | 'postgresjs' | 'pglite';
@@ -96,44 +96,13 @@ describe.each<ListenerKind>(['pg-factory', 'postgresjs', 'pglite'])('postgres wa
   });
 
   it('hears a release and a revoke as soon as its watch resolves, and not a release that ends nothing', async () => {
-    const key = `job:${kind}:heard`;
-    const wakes = wakeCounter();
-    const end = await rig.store.watchFreed!(key, wakes.onFreed);
-    const first = await leases.claimOrThrow(key);
-    let woken = wakes.next();
-    expect((await leases.release(first)).ok).toBe(true);
-    await woken;
-    expect(wakes.count()).toBe(1);
-
-    const second = await leases.claimOrThrow(key);
-    // NOTE: a repeated release (idempotent) and a revoked grant's release end no grant: no notification.
-    await leases.release(first);
-    woken = wakes.next();
-    expect((await leases.revoke(key, { reason: 'test' })).ok).toBe(true);
-    expect((await leases.release(second)).ok).toBe(false);
-    await woken;
-    // NOTE: notifications arrive in commit order on the one listening session, so this one closes the window.
-    const third = await leases.claimOrThrow(key);
-    woken = wakes.next();
-    await leases.release(third);
-    await woken;
-    expect(wakes.count()).toBe(3);
-    end();
+    await expectReleaseAndRevokeHeard(rig.store, leases, `job:${kind}:heard`);
   });
 
   it('one LISTEN serves many keys; a release wakes only its own key; none is left after the last watch ends', async () => {
-    const [a, b] = [`job:${kind}:a`, `job:${kind}:b`];
-    const [wakesA, wakesB] = [wakeCounter(), wakeCounter()];
-    const ends = [await rig.store.watchFreed!(a, wakesA.onFreed), await rig.store.watchFreed!(b, wakesB.onFreed), await rig.store.watchFreed!(b, () => undefined)];
+    const ends = await expectOwnKeyWoken(rig.store, leases, [`job:${kind}:a`, `job:${kind}:b`]);
+    ends.push(await rig.store.watchFreed!(`job:${kind}:b`, () => undefined));
     expect(await rig.listening()).toHaveLength(1);
-    const leaseA = await leases.claimOrThrow(a);
-    const leaseB = await leases.claimOrThrow(b);
-    const [wokenA, wokenB] = [wakesA.next(), wakesB.next()];
-    await leases.release(leaseA);
-    await wokenA;
-    await leases.release(leaseB);
-    await wokenB;
-    expect([wakesA.count(), wakesB.count()]).toEqual([1, 1]);
     for (const end of ends) end();
     ends[0]!();
     await vi.waitFor(async () => expect(await rig.listening()).toEqual([]), { timeout: 5_000, interval: 20 });
@@ -142,18 +111,8 @@ describe.each<ListenerKind>(['pg-factory', 'postgresjs', 'pglite'])('postgres wa
   it('after its listener backend is terminated, wakes its watchers, listens again and hears the next release', async (context) => {
     if (rig.terminate === null) return context.skip();
     const key = `job:${kind}:terminated`;
-    const wakes = wakeCounter();
-    const end = await rig.store.watchFreed!(key, wakes.onFreed);
-    const reconnected = wakes.next();
-    expect(await rig.terminate()).toBe(1);
-    await reconnected;
-    await vi.waitFor(async () => expect(await rig.listening()).toHaveLength(1), { timeout: 10_000, interval: 20 });
-    const lease = await leases.claimOrThrow(key);
-    const before = wakes.count();
-    const woken = wakes.next();
-    await leases.release(lease);
-    await woken;
-    expect(wakes.count()).toBe(before + 1);
+    const terminate = rig.terminate;
+    const end = await expectHeardAfterReconnect(rig.store, leases, key, async () => expect(await terminate()).toBe(1), async () => (await rig.listening()).length);
     end();
     if (kind === 'postgresjs') {
       // NOTE: a known postgres.js 3.4 limitation (docs/waiting.md): once it has re-listened after a lost
@@ -161,7 +120,6 @@ describe.each<ListenerKind>(['pg-factory', 'postgresjs', 'pglite'])('postgres wa
       // (one per table, filtered in-process). Pinned here so that an upstream fix shows up.
       await leases.release(await leases.claimOrThrow(key));
       expect(await rig.listening()).toHaveLength(1);
-      expect(wakes.count()).toBe(before + 1);
       return;
     }
     await vi.waitFor(async () => expect(await rig.listening()).toEqual([]), { timeout: 5_000, interval: 20 });

@@ -13,7 +13,7 @@ import { createRedisStore, type RedisSubscriber } from '../../src/adapters/redis
 import { toConnection, type RedisConnection } from '../../src/adapters/redis/connection.js';
 import { keyNames } from '../../src/adapters/redis/keys.js';
 import { freedChannelOf } from '../../src/adapters/redis/freed-channel.js';
-import { wakeCounter } from '../waiting-stores/wake-counter.js';
+import { expectHeardAfterReconnect, expectOwnKeyWoken, expectReleaseAndRevokeHeard, wakeCounter } from '../waiting-stores/freed-specs.js';
 import { freshPrefix, openClient, sharedRedisUrl, type RedisClientKind, type RedisStore } from './redis-harness.js';
 
 const KINDS: RedisClientKind[] = ['ioredis', 'ioredis6', 'node-redis'];
@@ -66,45 +66,12 @@ describe.each(KINDS)('redis watchFreed (%s)', (kind) => {
     expect(createRedisStore({ client, prefix }).watchFreed).toBeUndefined();
   });
 
-  it('hears a release and a revoke as soon as its watch resolves, and not a refused release', async () => {
-    const key = `job:${kind}:heard`;
-    const wakes = wakeCounter();
-    const end = await store.watchFreed!(key, wakes.onFreed);
-    const first = await leases.claimOrThrow(key);
-    let woken = wakes.next();
-    expect((await leases.release(first)).ok).toBe(true);
-    await woken;
-    expect(wakes.count()).toBe(1);
-
-    const second = await leases.claimOrThrow(key);
-    // NOTE: releases that end no grant publish nothing: a repeated one (idempotent) and a revoked grant's.
-    await leases.release(first);
-    woken = wakes.next();
-    expect((await leases.revoke(key, { reason: 'test' })).ok).toBe(true);
-    expect((await leases.release(second)).ok).toBe(false);
-    await woken;
-    // NOTE: one channel, one connection: messages arrive in publication order, so this one closes the window.
-    const third = await leases.claimOrThrow(key);
-    woken = wakes.next();
-    await leases.release(third);
-    await woken;
-    expect(wakes.count()).toBe(3);
-    end();
+  it('hears a release and a revoke as soon as its watch resolves, and not a release that ends nothing', async () => {
+    await expectReleaseAndRevokeHeard(store, leases, `job:${kind}:heard`);
   });
 
   it('many keys share the connection; a release wakes only its own key', async () => {
-    const [a, b] = [`job:${kind}:a`, `job:${kind}:b`];
-    const [wakesA, wakesB] = [wakeCounter(), wakeCounter()];
-    const ends = [await store.watchFreed!(a, wakesA.onFreed), await store.watchFreed!(b, wakesB.onFreed)];
-    const leaseA = await leases.claimOrThrow(a);
-    const leaseB = await leases.claimOrThrow(b);
-    const [wokenA, wokenB] = [wakesA.next(), wakesB.next()];
-    await leases.release(leaseA);
-    await wokenA;
-    await leases.release(leaseB);
-    await wokenB;
-    expect([wakesA.count(), wakesB.count()]).toEqual([1, 1]);
-    for (const end of ends) end();
+    for (const end of await expectOwnKeyWoken(store, leases, [`job:${kind}:a`, `job:${kind}:b`])) end();
   });
 
   it('keeps one server subscription per key while anyone watches it, and none after the last unsubscribes', async () => {
@@ -130,18 +97,8 @@ describe.each(KINDS)('redis watchFreed (%s)', (kind) => {
 
   it('after its connection is killed, wakes its watchers, resubscribes and hears the next release', async () => {
     const key = `job:${kind}:killed`;
-    const wakes = wakeCounter();
-    const end = await store.watchFreed!(key, wakes.onFreed);
-    const reconnected = wakes.next();
-    expect(Number(await raw.send(['CLIENT', 'KILL', 'TYPE', 'pubsub']))).toBeGreaterThanOrEqual(1);
-    await reconnected;
-    await vi.waitFor(async () => expect(await subscribers(key)).toBe(1), { timeout: 10_000, interval: 20 });
-    const lease = await leases.claimOrThrow(key);
-    const before = wakes.count();
-    const woken = wakes.next();
-    await leases.release(lease);
-    await woken;
-    expect(wakes.count()).toBe(before + 1);
+    const kill = async (): Promise<void> => expect(Number(await raw.send(['CLIENT', 'KILL', 'TYPE', 'pubsub']))).toBeGreaterThanOrEqual(1);
+    const end = await expectHeardAfterReconnect(store, leases, key, kill, () => subscribers(key));
     end();
     await vi.waitFor(async () => expect(await subscribers(key)).toBe(0), { timeout: 5_000, interval: 20 });
   });
