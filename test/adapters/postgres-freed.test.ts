@@ -9,8 +9,9 @@ import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { PGlite } from '@electric-sql/pglite';
 import pg from 'pg';
 import postgres from 'postgres';
+import { InvalidArgumentError } from '../../src/errors.js';
 import { createLeases, type Leases } from '../../src/leases.js';
-import { createPostgresStore, type PostgresListenerOption, type PostgresStore } from '../../src/adapters/postgres/index.js';
+import { createPostgresStore, type PostgresClient, type PostgresListenerOption, type PostgresStore } from '../../src/adapters/postgres/index.js';
 import { freedChannelOf } from '../../src/adapters/postgres/freed-channel.js';
 import { tableName } from '../../src/adapters/postgres/identifier.js';
 import { expectHeardAfterReconnect, expectOwnKeyWoken, expectReleaseAndRevokeHeard } from '../waiting-stores/freed-specs.js';
@@ -19,6 +20,7 @@ import { freshTable, sharedPostgresUrl } from './postgres-harness.js';
 type ListenerKind = 'pg-factory' | 'postgresjs' | 'pglite';
 
 interface Rig {
+  readonly client: PostgresClient;
   readonly store: PostgresStore;
   readonly bare: PostgresStore;
   /** The LISTEN channels the listener's session holds now (`[]` when it has no session). */
@@ -35,6 +37,7 @@ async function openRig(kind: ListenerKind): Promise<Rig> {
     const store = createPostgresStore({ client: lite, table, listener: lite });
     await store.migrate();
     return {
+      client: lite,
       store,
       bare: createPostgresStore({ client: lite, table }),
       listening: async () => (await lite.query<{ c: string }>('SELECT pg_listening_channels() AS c')).rows.map((row) => row.c),
@@ -62,6 +65,7 @@ async function openRig(kind: ListenerKind): Promise<Rig> {
   const backends = async (): Promise<Array<{ pid: number; query: string }>> =>
     (await pool.query<{ pid: number; query: string }>('SELECT pid, query FROM pg_stat_activity WHERE application_name = $1', [application])).rows;
   return {
+    client: pool,
     store,
     bare: createPostgresStore({ client: pool, table }),
     listening: async () => (await backends()).filter((backend) => /^listen /i.test(backend.query)).map((backend) => backend.query),
@@ -89,8 +93,10 @@ describe.each<ListenerKind>(['pg-factory', 'postgresjs', 'pglite'])('postgres wa
     await rig?.close();
   });
 
-  it('a store without a listener has no watchFreed; the channel name fits an identifier', () => {
+  it('a store without a listener has no watchFreed; bad wake-up options are refused at creation; the channel name fits an identifier', () => {
     expect(rig.bare.watchFreed).toBeUndefined();
+    expect(() => createPostgresStore({ client: rig.client, listener: {} as PostgresListenerOption })).toThrow(InvalidArgumentError);
+    expect(() => createPostgresStore({ client: rig.client, listener: async () => ({}) as never, subscribeTimeoutMs: 0 })).toThrow(InvalidArgumentError);
     expect(freedChannelOf(tableName('leasefence_leases'))).toBe('leasefence_leases:freed');
     expect(Buffer.byteLength(freedChannelOf(tableName(`${'s'.repeat(48)}.${'t'.repeat(48)}`)))).toBeLessThanOrEqual(63);
   });

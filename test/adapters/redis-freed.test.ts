@@ -8,6 +8,7 @@ import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { Redis } from 'ioredis';
 import { Redis as Redis6 } from 'ioredis6';
 import { createClient } from 'redis';
+import { InvalidArgumentError } from '../../src/errors.js';
 import { createLeases, type Leases } from '../../src/leases.js';
 import { createRedisStore, type RedisSubscriber } from '../../src/adapters/redis/index.js';
 import { toConnection, type RedisConnection } from '../../src/adapters/redis/connection.js';
@@ -60,10 +61,15 @@ describe.each(KINDS)('redis watchFreed (%s)', (kind) => {
     return Number(reply[1]);
   };
 
-  it('a store without a subscriber connection has no watchFreed', async () => {
+  it('a store without a subscriber connection has no watchFreed; bad wake-up options are refused at creation', async () => {
     const { client, close } = await openClient(kind, url);
     closers.push(close);
     expect(createRedisStore({ client, prefix }).watchFreed).toBeUndefined();
+    const subscriber = client as unknown as RedisSubscriber;
+    for (const subscribeTimeoutMs of [0, 1.5, 60_001, Number.NaN]) {
+      expect(() => createRedisStore({ client, prefix, subscriber, subscribeTimeoutMs })).toThrow(InvalidArgumentError);
+    }
+    expect(() => createRedisStore({ client, prefix, subscriber: {} as RedisSubscriber })).toThrow(InvalidArgumentError);
   });
 
   it('hears a release and a revoke as soon as its watch resolves, and not a release that ends nothing', async () => {

@@ -53,6 +53,8 @@ export type RedisSubscriber = IoredisSubscriber | NodeRedisSubscriber;
  */
 export type RedisSubscriberOption = RedisSubscriber | (() => RedisSubscriber | Promise<RedisSubscriber>);
 
+const NOT_A_SUBSCRIBER = '`subscriber` must be an ioredis client or a connected node-redis v5 client (or a function returning one)';
+
 /** Whether a failure says the server does not know sharded pub/sub (Redis before 7). */
 const isUnknownCommand = (error: unknown): boolean => error instanceof Error && /unknown command/i.test(error.message);
 
@@ -95,7 +97,7 @@ function pubsubOf(subscriber: RedisSubscriber, deliver: (channel: string) => voi
       unsubscribe: (channel, sharded) => (sharded ? subscriber.sUnsubscribe(channel, onMessage) : subscriber.unsubscribe(channel, onMessage)),
     };
   }
-  throw new InvalidArgumentError('`subscriber` must be an ioredis client or a connected node-redis v5 client (or a function returning one)');
+  throw new InvalidArgumentError(NOT_A_SUBSCRIBER);
 }
 
 /** Options of `createRedisFreed`. */
@@ -106,6 +108,8 @@ export interface RedisFreedOptions {
 
 /** `Store.watchFreed` for the Redis store, keyed by record key. */
 export function createRedisFreed(options: RedisFreedOptions): (recordKey: string, onFreed: () => void) => Promise<() => void> {
+  const given = options.subscriber;
+  if (typeof given !== 'function' && !isIoredis(given) && !isNodeRedis(given)) throw new InvalidArgumentError(NOT_A_SUBSCRIBER);
   let pubsub: Promise<Pubsub> | undefined;
   let sharded = true;
   const connect = async (): Promise<Pubsub> => {
