@@ -9,6 +9,7 @@ export type {
   LeaseInspection,
   Leases,
   LeasesOptions,
+  NoExtraOptions,
   ReleaseOptions,
   RevokeOptions,
   WaitedClaimResult,

@@ -105,6 +105,9 @@ export type ClaimResult = Granted | ClaimHeld | ClaimRecoveryRequired;
 /** What a claim with a `wait` option resolves with: the grant, or the last refusal with how long it waited. */
 export type WaitedClaimResult = Granted | WaitedRefusal;
 
+/** Makes an option `claim` does not know a type error (the generic `claim` would otherwise accept it). */
+export type NoExtraOptions<O> = { readonly [K in Exclude<keyof O, keyof ClaimOptions>]?: never };
+
 /** `claim`'s result for options `O`: a refusal says how long it waited when `O` has a `wait`. */
 export type ClaimResultOf<O> = O extends { readonly wait: WaitOptions } ? WaitedClaimResult : ClaimResult;
 
@@ -163,7 +166,7 @@ export interface Leases<S extends Store = Store> {
   readonly store: S;
   readonly holder: string;
   /** Claims `key`; with `options.wait`, waits for a held key (see `ClaimOptions.wait`). */
-  claim<O extends ClaimOptions = ClaimOptions>(key: string, options?: O): Promise<ClaimResultOf<O>>;
+  claim<O extends ClaimOptions = ClaimOptions>(key: string, options?: O & NoExtraOptions<O>): Promise<ClaimResultOf<O>>;
   /** `claim`, throwing `LeaseBusyError` (with `waitedMs`) or `RecoveryRequiredError` for a refusal. */
   claimOrThrow(key: string, options?: ClaimOptions): Promise<Lease>;
   /** Extends the grant by `options.ttlMs`, by default the lease's own TTL (`lease.ttlMs`), from the store's now. */

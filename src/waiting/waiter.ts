@@ -5,6 +5,7 @@
 import type { Clock } from '../clock.js';
 import type { ClaimResult, Granted, WaitedClaimResult } from '../leases.js';
 import { waitedRefusal, type ClaimRefusal, type WaitEnded } from './refusal.js';
+import { onAbort } from './abort-watch.js';
 import type { WaitSettings } from './wait-options.js';
 
 /** A waiting claim as the key's queue sees it. */
@@ -25,7 +26,7 @@ export class Waiter {
   /** The deadline passed before the store had answered once: the waiter ends with the first answer. */
   overdue = false;
   #timer: ReturnType<typeof setTimeout> | null = null;
-  #onAbort: (() => void) | null = null;
+  #stopWatching: (() => void) | null = null;
 
   constructor(
     readonly request: WaitRequest,
@@ -38,12 +39,10 @@ export class Waiter {
   }
 
   /** Starts the deadline timer and the abort listener. */
-  arm(onDeadline: () => void, onAbort: () => void): void {
+  arm(onDeadline: () => void, onAborted: () => void): void {
     this.#timer = setTimeout(onDeadline, this.request.settings.timeoutMs);
     const { signal } = this.request.settings;
-    if (signal === null) return;
-    this.#onAbort = onAbort;
-    signal.addEventListener('abort', onAbort, { once: true });
+    if (signal !== null) this.#stopWatching = onAbort(signal, onAborted);
   }
 
   /** Ends the wait with `granted`. */
@@ -67,8 +66,8 @@ export class Waiter {
     this.settled = true;
     if (this.#timer !== null) clearTimeout(this.#timer);
     this.#timer = null;
-    if (this.#onAbort !== null) this.request.settings.signal?.removeEventListener('abort', this.#onAbort);
-    this.#onAbort = null;
+    this.#stopWatching?.();
+    this.#stopWatching = null;
     return true;
   }
 }

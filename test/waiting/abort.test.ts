@@ -116,3 +116,19 @@ describe('aborting a waiting claim', () => {
     for (const controller of controllers) expect(getEventListeners(controller.signal, 'abort')).toHaveLength(0);
   });
 });
+
+describe('a signal shared by many waiting claims', () => {
+  it('carries one abort listener for all of them, and none once they end', async () => {
+    const counting = countingStore(createMemoryStore());
+    const leases = createLeases(counting.store, { holder: 'w' });
+    await leases.claimOrThrow('job:5', { ttlMs: null });
+    const shutdown = new AbortController();
+    const results = Array.from({ length: 32 }, () => leases.claim('job:5', { wait: { timeoutMs: 60_000, signal: shutdown.signal } }));
+    await until(() => counting.claims() === 2 && counting.claimsInFlight() === 0, 'first refusal');
+    expect(getEventListeners(shutdown.signal, 'abort')).toHaveLength(1);
+    shutdown.abort();
+    const ended = await Promise.all(results);
+    expect(ended.every((result) => !result.ok && result.waitEnded === 'aborted')).toBe(true);
+    expect(getEventListeners(shutdown.signal, 'abort')).toHaveLength(0);
+  });
+});

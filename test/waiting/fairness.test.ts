@@ -5,8 +5,8 @@
  */
 import { describe, expect, it } from 'vitest';
 import { createMemoryStore } from '../../src/adapters/memory/index.js';
-import { createLeases, type Leases } from '../../src/index.js';
-import { countingStore } from './support/counting-store.js';
+import { createLeases, createManualClock, type Leases } from '../../src/index.js';
+import { countingStore, until } from './support/counting-store.js';
 import { runHandoffChain } from './support/handoff-chain.js';
 
 const WAITERS = 32;
@@ -31,6 +31,23 @@ describe('waiting claims on one key', () => {
     // NOTE: each instance's head claims once per release it hears: at most one claim per waiting instance.
     expect(chain.claimsPerRelease).toBeLessThanOrEqual(WAITERS);
     console.log(`fairness: ${WAITERS} instances, claims per release ${chain.claimsPerRelease.toFixed(2)}, grant order ${chain.order.join(',')}`);
+    expect(counting.liveSubscriptions()).toBe(0);
+  });
+
+  it('32 idle waiters on a held key cost the store one scheduled check per holder expiry, not one per waiter', async () => {
+    // NOTE: the store's clock stands still, so every check finds the key held for another 100 ms.
+    const counting = countingStore(createMemoryStore({ clock: createManualClock(0) }));
+    await createLeases(counting.store, { holder: 'holder' }).claimOrThrow('job:idle', { ttlMs: 100 });
+    const waiting = createLeases(counting.store, { holder: 'waiter' });
+    const shutdown = new AbortController();
+    const started = performance.now();
+    const results = Array.from({ length: WAITERS }, () => waiting.claim('job:idle', { wait: { timeoutMs: 60_000, jitterMs: 0, signal: shutdown.signal } }));
+    await until(() => counting.claims() === 1 + 4 && counting.claimsInFlight() === 0, 'four checks');
+    const elapsed = performance.now() - started;
+    shutdown.abort();
+    await Promise.all(results);
+    // NOTE: the first claim at once, then one check per 100 ms expiry: 4 claims take at least 3 expiries.
+    expect(elapsed).toBeGreaterThanOrEqual(3 * 100 - 3);
     expect(counting.liveSubscriptions()).toBe(0);
   });
 });
