@@ -131,3 +131,29 @@ describe.each<ListenerKind>(['pg-factory', 'postgresjs', 'pglite'])('postgres wa
     await vi.waitFor(async () => expect(await rig.listening()).toEqual([]), { timeout: 5_000, interval: 20 });
   });
 });
+
+describe('postgres watchFreed (a pg Client you own)', () => {
+  it('LISTENs on your client while anyone waits, UNLISTENs after, and leaves the client open', async () => {
+    const url = await sharedPostgresUrl();
+    const pool = new pg.Pool({ connectionString: url, max: 2 });
+    pool.on('error', () => undefined);
+    const own = new pg.Client({ connectionString: url });
+    own.on('error', () => undefined);
+    await own.connect();
+    try {
+      const store = createPostgresStore({ client: pool, table: freshTable('freed_own'), listener: own });
+      await store.migrate();
+      const leases = createLeases(store, { holder: 'a', ttlMs: 60_000 });
+      const channels = async (): Promise<string[]> => (await own.query<{ c: string }>('SELECT pg_listening_channels() AS c')).rows.map((row) => row.c);
+      await expectReleaseAndRevokeHeard(store, leases, 'job:own');
+      await vi.waitFor(async () => expect(await channels()).toEqual([]), { timeout: 5_000, interval: 20 });
+      const end = await store.watchFreed!('job:own', () => undefined);
+      expect(await channels()).toEqual([freedChannelOf(tableName(store.table))]);
+      end();
+      await vi.waitFor(async () => expect(await channels()).toEqual([]), { timeout: 5_000, interval: 20 });
+    } finally {
+      await own.end();
+      await pool.end();
+    }
+  });
+});
