@@ -48,6 +48,7 @@ export {
   type PostgresQueryable,
 } from './client.js';
 export { DEFAULT_LEASE_TABLE, postgresSchemaSql } from './schema.js';
+export type { PgListenClient, PGliteListen, PostgresJsListen, PostgresListenerOption } from './freed-listener.js';
 export {
   createPostgresTokenGate,
   DEFAULT_GATE_TABLE,

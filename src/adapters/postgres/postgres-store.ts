@@ -16,6 +16,9 @@ import { ownStatementFailure } from './failures.js';
 import { refuseInsideFencedWrite, runFencedTransaction, type PostgresWriteContext } from './fenced-transaction.js';
 import { createStatementCache, runFencedStatement, type FencedStatementOptions, type FencedStatementOutcome } from './fenced-statement.js';
 import { tableName, type TableName } from './identifier.js';
+import { subscribeTimeoutOf } from '../freed-subscriptions.js';
+import { freedChannelOf } from './freed-channel.js';
+import { createPostgresFreed, type PostgresListenerOption } from './freed-listener.js';
 import { createPostgresList, listStatement } from './list.js';
 import { decodePreImage, type PreImage } from './rows.js';
 import { DEFAULT_LEASE_TABLE, MIGRATION_LOCK_SQL, schemaStatements } from './schema.js';
@@ -49,6 +52,21 @@ export interface PostgresStoreOptions {
    * @default 500
    */
   readonly fencedTransactionMarginMs?: number;
+  /**
+   * A dedicated LISTEN connection, for waiting claims woken at once by a release or revoke (release and
+   * revoke NOTIFY the table's channel, `<table>:freed`, with the key): a function returning a new
+   * connected pg `Client` (reopened after a loss, ended when nobody waits), your own pg `Client`, a
+   * postgres.js `sql` or a PGlite instance (see `PostgresListenerOption`). It must reach Postgres directly
+   * or through pgbouncer in session mode: LISTEN does not work through transaction mode. Without it the
+   * store has no `watchFreed` and waiting claims retry on their schedule only (see docs/waiting.md).
+   */
+  readonly listener?: PostgresListenerOption;
+  /**
+   * How long a wait waits for the listener connection to confirm its LISTEN before it gives up on the
+   * wake-up (it then retries on its schedule only).
+   * @default 2_000
+   */
+  readonly subscribeTimeoutMs?: number;
 }
 
 /** The Postgres lease store. */
@@ -134,6 +152,7 @@ export function createPostgresStore(options: PostgresStoreOptions): PostgresStor
     throw new InvalidArgumentError(`fencedTransactionMarginMs must be an integer number of milliseconds from 0 to ${MAX_MARGIN_MS}`);
   }
   const guard = (key: string | null, operation: string): void => refuseInsideFencedWrite(client, table.quoted, key, operation);
+  const watchFreed = options.listener === undefined ? undefined : createPostgresFreed(options.listener, freedChannelOf(table), subscribeTimeoutOf(options.subscribeTimeoutMs));
 
   /** Sends one of leasefence's statements; an SQL error it raises never carries the driver's error. */
   const ownStatement = async (operation: string, text: string, params: unknown[]): Promise<unknown[]> => {
@@ -239,6 +258,8 @@ export function createPostgresStore(options: PostgresStoreOptions): PostgresStor
     },
 
     list: createPostgresList(session, listStatement(table)),
+
+    ...(watchFreed === undefined ? {} : { watchFreed }),
 
     fencedStatement(lease, text, params = [], statementOptions = {}) {
       return runFencedStatement({ session, storeId: id, lease, text, params, options: statementOptions, checkFenceInput, wrap, guard: (key) => guard(key, 'fencedStatement') });

@@ -19,6 +19,7 @@
  */
 import type { Fence } from '../../fence/types.js';
 import { claimable, claimFunction, claimSet, type ClaimTerms } from './claim-rule.js';
+import { freedNotify } from './freed-channel.js';
 import { secretHash } from './secret-hash.js';
 import type { TableName } from './identifier.js';
 import { claimPreImageJson, epochMs, NOW, preImageColumns, preImageJson, type PreImageWidth } from './rows.js';
@@ -57,8 +58,17 @@ const CLEAR_GRANT = `holder = NULL, run_id = NULL, secret_hash = NULL, acquired_
 /**
  * Locks the row (`lock`), reads now after the lock, applies `set` where `condition`, returns the pre-image
  * (`presented`: the SQL of the presented secret's hash, `null` when the operation presents none).
+ * `returning` is evaluated once per updated row, so only when the change applies (`FREED_NOTIFY`).
  */
-function lockedUpdate(table: TableName, width: PreImageWidth, lock: 'NO KEY UPDATE' | 'SHARE', set: string | null, condition: string, presented: string | null = '$3::text'): string {
+function lockedUpdate(
+  table: TableName,
+  width: PreImageWidth,
+  lock: 'NO KEY UPDATE' | 'SHARE',
+  set: string | null,
+  condition: string,
+  presented: string | null = '$3::text',
+  returning = '1',
+): string {
   const applied =
     set === null
       ? ''
@@ -67,7 +77,7 @@ applied AS (
   UPDATE ${table.quoted} AS l SET ${set}
   FROM pre, clock
   WHERE l.key = pre.key AND ${condition}
-  RETURNING 1
+  RETURNING ${returning}
 )`;
   return `WITH pre AS MATERIALIZED (
   SELECT ${preImageColumns(width)} FROM ${table.quoted} WHERE key = $1::text FOR ${lock}
@@ -239,6 +249,8 @@ export function leaseStatements(table: TableName): LeaseStatements {
     checkpoint_written_at = CASE $7::text WHEN 'keep' THEN l.checkpoint_written_at WHEN 'clear' THEN NULL ELSE clock.now END,
     recovery_required = CASE $7::text WHEN 'keep' THEN l.recovery_required ELSE false END`,
       FENCE_HOLDS,
+      '$3::text',
+      freedNotify(table),
     ),
 
     revoke: lockedUpdate(
@@ -251,6 +263,7 @@ export function leaseStatements(table: TableName): LeaseStatements {
     recovery_required = ($4::boolean AND pre.checkpoint_json IS NOT NULL)`,
       `pre.holder IS NOT NULL AND ($5::numeric IS NULL OR pre.token::numeric OPERATOR(pg_catalog.=) $5::numeric)`,
       null,
+      freedNotify(table),
     ),
 
     recover: lockedUpdate(

@@ -12,4 +12,5 @@ export {
 } from './connection.js';
 export { MAX_COMMAND_ARGUMENTS, RedisCommandError, RedisKey, type RedisArgument, type RedisWriteContext } from './recorder.js';
 export { hashTagOf } from './keys.js';
+export type { IoredisSubscriber, NodeRedisSubscriber, RedisSubscriber, RedisSubscriberOption } from './freed-channel.js';
 export { RedisCrossSlotError } from './cross-slot.js';

@@ -10,6 +10,8 @@ import { checkFence } from '../../fence/verdict.js';
 import { newSecret } from '../../secret.js';
 import type { Store } from '../../store.js';
 import { toConnection, type RedisClient } from './connection.js';
+import { subscribeTimeoutOf } from '../freed-subscriptions.js';
+import { createRedisFreed, type RedisSubscriberOption } from './freed-channel.js';
 import { DEFAULT_PREFIX, keyNames } from './keys.js';
 import { createRedisList } from './list.js';
 import { replayWindowOf } from './replay-window.js';
@@ -39,6 +41,20 @@ export interface RedisStoreOptions {
    * @default 300_000
    */
   readonly replayWindowMs?: number;
+  /**
+   * A connection dedicated to pub/sub, for waiting claims woken at once by a release or revoke: your
+   * client's `duplicate()` (ioredis), `await client.duplicate().connect()` (node-redis), or a function
+   * that returns one (called once, at the first wait). All waits of the store share it, one channel per
+   * waited key, subscribed while someone waits. You close it at shutdown. Without it the store has no
+   * `watchFreed` and waiting claims retry on their schedule only (see docs/waiting.md).
+   */
+  readonly subscriber?: RedisSubscriberOption;
+  /**
+   * How long a wait waits for the subscriber connection to confirm its subscription before it gives up
+   * on the wake-up (it then retries on its schedule only).
+   * @default 2_000
+   */
+  readonly subscribeTimeoutMs?: number;
 }
 
 const SCRIPTS = {
@@ -113,6 +129,7 @@ export function createRedisStore(options: RedisStoreOptions): Store<RedisWriteCo
   const prefix = options.prefix ?? DEFAULT_PREFIX;
   const names = keyNames(prefix);
   const replayWindowMs = replayWindowOf(options.replayWindowMs);
+  const watchFreed = options.subscriber === undefined ? undefined : createRedisFreed({ subscriber: options.subscriber, subscribeTimeoutMs: subscribeTimeoutOf(options.subscribeTimeoutMs) });
 
   /**
    * Runs a fenced operation's script (ARGV: the fence, then `extra`) and judges its pre-image with the
@@ -175,6 +192,8 @@ export function createRedisStore(options: RedisStoreOptions): Store<RedisWriteCo
     },
 
     list: createRedisList(options.client, connection, prefix),
+
+    ...(watchFreed === undefined ? {} : { watchFreed: (key: string, onFreed: () => void) => watchFreed(names.record(key, 'lease'), onFreed) }),
 
     async fencedWrite<T>(fence: Fence, write: (context: RedisWriteContext) => T | Promise<T>, writeOptions: StoreFencedWriteOptions = {}): Promise<FencedWriteOutcome<T>> {
       const { checkpointJson } = writeOptions;

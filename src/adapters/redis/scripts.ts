@@ -51,6 +51,7 @@
  * - Scripts are straight-line code (no per-call closures) and read `TIME` once, first.
  */
 import { increment } from './decimals.js';
+import { PUBLISH_FREED } from './freed-channel.js';
 import { CLOCK, FENCED, FENCED_MEMOISED, GRANT_LOCALS, GRANT_PARTS, MASKED, REMEMBER, REPLAYED, SAFE_CHECKPOINT, TAKE_OVER } from './script-parts.js';
 
 /** Where each part sits in a lease script's reply (0-based). */
@@ -132,7 +133,8 @@ return reply
 /**
  * release. KEYS: record. ARGV: fence, then optionally the checkpoint mode ('clear' | 'set'; absent: keep)
  * and the checkpoint JSON. An explicit checkpoint decision (set or clear) resolves a pending recovery,
- * as in the pure core; keeping the checkpoint leaves it pending.
+ * as in the pure core; keeping the checkpoint leaves it pending. Publishes on the freed channel
+ * (`freed-channel.ts`) when it ends the grant, so waiters retry at once.
  */
 export const RELEASE_SCRIPT: string = `${FENCED}
 local ending = 'released\\0' .. ARGV[1] .. '\\0' .. ARGV[3] .. now_ms .. '\\0\\0'
@@ -142,6 +144,7 @@ if not mode then
 else
   redis.call('HSET', KEYS[1], 'lease', ARGV[1], 'ending', ending, 'recovery', '', 'checkpoint', mode == 'set' and (ARGV[1] .. '\\0' .. now_ms .. '\\0' .. ARGV[at + 1]) or '')
 end
+${PUBLISH_FREED('released')}
 return '+' .. clock .. '\\0' .. shown
 `;
 
@@ -150,7 +153,8 @@ return '+' .. clock .. '\\0' .. shown
  * id, replay window ms. Every reply is memoised under the request id (see REMEMBER), so a re-delivered
  * revoke returns the first reply instead of revoking whatever grant came next. Only whether a checkpoint
  * exists matters: its stamp is replied (and memoised), not its text; a stored checkpoint that lacks its
- * stamp (corrupted) is replied as it is.
+ * stamp (corrupted) is replied as it is. Publishes on the freed channel (`freed-channel.ts`) when it
+ * ends a grant.
  */
 export const REVOKE_SCRIPT: string = `${CLOCK}
 local v = redis.call('HMGET', KEYS[1], 'lease', 'ending', 'checkpoint', 'recovery', 'replay')
@@ -176,6 +180,7 @@ if s1 and (ARGV[4] == '' or ARGV[4] == token) then
   ${increment('bumped', 'token')}
   redis.call('HSET', KEYS[1], 'lease', bumped, 'recovery', (ARGV[3] == '1' and has_checkpoint) and '1' or '', 'replay', replay,
     'ending', 'revoked\\0' .. token .. '\\0' .. string.sub(lease, s2 + 1, s4) .. now_ms .. '\\0' .. ARGV[2] .. '\\0' .. ARGV[1])
+  ${PUBLISH_FREED('revoked')}
 else
   ${REMEMBER}
   redis.call('HSET', KEYS[1], 'replay', replay)

@@ -1,0 +1,211 @@
+/**
+ * `watchFreed` for the Postgres store: one LISTEN on the table's freed channel (`freed-channel.ts`) on a
+ * dedicated connection, held while anyone in the process waits, fanned out by key (the payload).
+ *
+ * The connection must reach Postgres directly (or through pgbouncer in SESSION mode): LISTEN lasts as
+ * long as its session, and a transaction-mode pooler hands the session to others after each statement,
+ * so notifications would go to whoever holds it then. The store's own `client` may go through any pooler.
+ */
+import { InvalidArgumentError } from '../../errors.js';
+import { createFreedSubscriptions, wake, type FreedTransport } from '../freed-subscriptions.js';
+
+/** The parts of a connected pg `Client` used for LISTEN. */
+export interface PgListenClient {
+  query(text: string): Promise<unknown>;
+  on(event: string, listener: (...args: never[]) => void): unknown;
+  end(): Promise<void>;
+}
+
+/** The parts of a postgres.js `sql` instance used for LISTEN (it keeps a listening connection of its own). */
+export interface PostgresJsListen {
+  listen(channel: string, onNotify: (payload: string) => void, onListen?: () => void): Promise<{ unlisten(): Promise<void> }>;
+}
+
+/** The parts of a PGlite instance used for LISTEN. */
+export interface PGliteListen {
+  listen(channel: string, callback: (payload: string) => void): Promise<unknown>;
+  unlisten(channel: string, callback: (payload: string) => void): Promise<void>;
+  exec(query: string): Promise<unknown>;
+}
+
+/**
+ * The `listener` option of the Postgres store:
+ * - a function returning a new connected pg `Client` (`async () => { const c = new pg.Client(url); await
+ *   c.connect(); return c; }`): the store opens one when a claim first waits, opens another after a lost
+ *   connection (and LISTENs again), and ends it when nobody waits any more;
+ * - a connected pg `Client` that you own: not reopened after it is lost (waits then retry on schedule);
+ * - a postgres.js `sql` instance (its `sql.listen` connection reconnects by itself);
+ * - a PGlite instance (in-process, nothing to lose).
+ */
+export type PostgresListenerOption = (() => Promise<PgListenClient>) | PgListenClient | PostgresJsListen | PGliteListen;
+
+/** What a listener connection reports to the store. */
+interface ListenerEvents {
+  /** A notification on the channel, with its payload. */
+  readonly notified: (payload: string) => void;
+  /** The connection came back after a loss: notifications may have been missed. */
+  readonly reconnected: () => void;
+}
+
+const quoted = (channel: string): string => `"${channel}"`;
+
+/** The first retry after a lost pg connection, doubled per failure up to `MAX_RETRY_MS`. */
+const FIRST_RETRY_MS = 50;
+const MAX_RETRY_MS = 5_000;
+
+/** LISTEN through pg clients: one of yours, or made (and remade after a loss) by your function. */
+function pgTransport(source: PgListenClient | (() => Promise<PgListenClient>), events: ListenerEvents): FreedTransport {
+  const owned = typeof source === 'function';
+  /** The connection in use (or being opened); `null` when there is none or it was lost. */
+  let current: Promise<PgListenClient> | null = null;
+  let listening: string | null = null;
+  let retryMs = FIRST_RETRY_MS;
+  let retry: ReturnType<typeof setTimeout> | undefined;
+
+  const connect = (): Promise<PgListenClient> => {
+    if (current !== null) return current;
+    const attempt = (async () => {
+      const client = typeof source === 'function' ? await source() : source;
+      const lost = (): void => {
+        // NOTE: pg emits 'error' then 'end' for one loss; only the first, on the connection in use, counts.
+        if (current !== attempt) return;
+        current = null;
+        if (owned && listening !== null) reconnectLater();
+      };
+      client.on('notification', ((message: { channel: string; payload?: string }) => {
+        if (message.channel === listening && message.payload !== undefined) events.notified(message.payload);
+      }) as (...args: never[]) => void);
+      client.on('error', lost);
+      client.on('end', lost);
+      return client;
+    })();
+    current = attempt;
+    attempt.catch(() => {
+      if (current === attempt) current = null;
+    });
+    return attempt;
+  };
+
+  const reconnectLater = (): void => {
+    clearTimeout(retry);
+    retry = setTimeout(() => {
+      const channel = listening;
+      if (channel === null) return;
+      connect()
+        .then((client) => client.query(`LISTEN ${quoted(channel)}`))
+        .then(() => {
+          retryMs = FIRST_RETRY_MS;
+          events.reconnected();
+        })
+        .catch(() => {
+          current = null;
+          retryMs = Math.min(retryMs * 2, MAX_RETRY_MS);
+          if (listening !== null) reconnectLater();
+        });
+    }, retryMs);
+    // NOTE: a pending retry alone must not keep the process alive.
+    (retry as { unref?: () => void }).unref?.();
+  };
+
+  return {
+    async subscribe(channel) {
+      listening = channel;
+      const client = await connect();
+      await client.query(`LISTEN ${quoted(channel)}`);
+    },
+    async unsubscribe(channel) {
+      listening = null;
+      clearTimeout(retry);
+      const client = current;
+      if (client === null) return;
+      if (!owned) {
+        await (await client).query(`UNLISTEN ${quoted(channel)}`);
+        return;
+      }
+      current = null;
+      await (await client).end();
+    },
+  };
+}
+
+/** LISTEN through postgres.js, which re-LISTENs after a reconnect and calls `onListen` each time. */
+function postgresJsTransport(sql: PostgresJsListen, events: ListenerEvents): FreedTransport {
+  let handle: { unlisten(): Promise<void> } | null = null;
+  return {
+    async subscribe(channel) {
+      let listens = 0;
+      handle = await sql.listen(channel, events.notified, () => {
+        listens += 1;
+        if (listens > 1) events.reconnected();
+      });
+    },
+    async unsubscribe() {
+      const ending = handle;
+      handle = null;
+      await ending?.unlisten();
+    },
+  };
+}
+
+/**
+ * LISTEN through PGlite (it lowercases a channel name unless it is quoted). NOTE: the function PGlite's
+ * `listen` returns sends UNLISTEN with the unquoted name (PGlite 0.5), which fails for our channel; its
+ * `unlisten(quoted name, callback)` sends it quoted.
+ */
+function pgliteTransport(pg: PGliteListen, events: ListenerEvents): FreedTransport {
+  const onNotify = (payload: string): void => events.notified(payload);
+  return {
+    async subscribe(channel) {
+      await pg.listen(quoted(channel), onNotify);
+    },
+    async unsubscribe(channel) {
+      await pg.unlisten(quoted(channel), onNotify);
+    },
+  };
+}
+
+/** Picks the transport for `listener` by its shape. */
+function transportOf(listener: PostgresListenerOption, events: ListenerEvents): FreedTransport {
+  const shape = listener as Partial<PostgresJsListen & PGliteListen & PgListenClient> & { waitReady?: unknown; unsafe?: unknown };
+  if (typeof listener === 'function' && typeof shape.listen === 'function' && typeof shape.unsafe === 'function') return postgresJsTransport(listener as unknown as PostgresJsListen, events);
+  if (typeof listener === 'function') return pgTransport(listener as () => Promise<PgListenClient>, events);
+  if (typeof shape.listen === 'function' && typeof shape.exec === 'function' && 'waitReady' in shape) return pgliteTransport(listener as PGliteListen, events);
+  if (typeof shape.query === 'function' && typeof shape.on === 'function') return pgTransport(listener as PgListenClient, events);
+  throw new InvalidArgumentError('`listener` must be a function returning a connected pg Client, a pg Client, a postgres.js sql instance or a PGlite instance');
+}
+
+/** `Store.watchFreed` for the Postgres store on `channel` through `listener`. */
+export function createPostgresFreed(listener: PostgresListenerOption, channel: string, subscribeTimeoutMs: number): (key: string, onFreed: () => void) => Promise<() => void> {
+  const byKey = new Map<string, Set<() => void>>();
+  const transport = transportOf(listener, {
+    notified: (key) => wake(byKey.get(key) ?? []),
+    reconnected: () => {
+      for (const watchers of [...byKey.values()]) wake(watchers);
+    },
+  });
+  const channelSubscription = createFreedSubscriptions(transport, subscribeTimeoutMs);
+  return async (key, onFreed) => {
+    const watcher = (): void => onFreed();
+    const watchers = byKey.get(key) ?? new Set();
+    byKey.set(key, watchers);
+    watchers.add(watcher);
+    const forget = (): void => {
+      watchers.delete(watcher);
+      if (watchers.size === 0 && byKey.get(key) === watchers) byKey.delete(key);
+    };
+    let endListen: () => void;
+    try {
+      endListen = await channelSubscription.watch(channel, () => undefined);
+    } catch (error) {
+      forget();
+      throw error;
+    }
+    let ended = false;
+    return () => {
+      if (ended) return;
+      ended = true;
+      forget();
+      endListen();
+    };
+  };
+}

@@ -1,0 +1,140 @@
+/**
+ * Redis wake-ups for waiting claims: the RELEASE and REVOKE scripts publish on the lease's "freed" channel
+ * (`<record key>:freed`, so it carries the lease's hash tag and lives in its Cluster slot) when they end a
+ * grant, and `watchFreed` listens on a dedicated subscriber connection.
+ *
+ * Sharded pub/sub (SPUBLISH / SSUBSCRIBE, Redis 7): a sharded message stays within the slot's shard in a
+ * Cluster instead of being broadcast to every node, and the scripts may publish it because the channel is
+ * in their key's slot. On Redis before 7 the scripts PUBLISH and the subscriber falls back to SUBSCRIBE
+ * (the server refuses SSUBSCRIBE as an unknown command); both sides pick by the server's version.
+ */
+import { InvalidArgumentError } from '../../errors.js';
+import { createFreedSubscriptions, type FreedTransport } from '../freed-subscriptions.js';
+
+/** The channel a lease's release and revoke publish on, from its record key (the scripts build the same name). */
+export function freedChannelOf(recordKey: string): string {
+  return `${recordKey}:freed`;
+}
+
+/**
+ * Lua: publishes on the lease's freed channel (sharded on Redis 7+). Spliced into RELEASE and REVOKE right
+ * where they end a grant, inside the script, so the message is sent exactly when the change is applied.
+ */
+export const PUBLISH_FREED = (kind: 'released' | 'revoked'): string =>
+  `redis.call(redis.REDIS_VERSION_NUM and 'SPUBLISH' or 'PUBLISH', KEYS[1] .. ':freed', '${kind}')`;
+
+/** The parts of an ioredis client (v5 or v6) used as a subscriber connection. */
+export interface IoredisSubscriber {
+  ssubscribe(...channels: string[]): Promise<unknown>;
+  sunsubscribe(...channels: string[]): Promise<unknown>;
+  subscribe(...channels: string[]): Promise<unknown>;
+  unsubscribe(...channels: string[]): Promise<unknown>;
+  on(event: string, listener: (...args: string[]) => void): unknown;
+  /** ioredis' connection status. */
+  readonly status: string;
+}
+
+/** The parts of a node-redis v5 client (connected, dedicated to subscriptions) used as a subscriber. */
+export interface NodeRedisSubscriber {
+  sSubscribe(channel: string, listener: (message: string, channel: string) => void): Promise<unknown>;
+  sUnsubscribe(channel: string, listener?: (message: string, channel: string) => void): Promise<unknown>;
+  subscribe(channel: string, listener: (message: string, channel: string) => void): Promise<unknown>;
+  unsubscribe(channel: string, listener?: (message: string, channel: string) => void): Promise<unknown>;
+  on(event: string, listener: (...args: string[]) => void): unknown;
+  readonly isOpen: boolean;
+}
+
+/** A subscriber connection: an ioredis or node-redis client that issues no other commands. */
+export type RedisSubscriber = IoredisSubscriber | NodeRedisSubscriber;
+
+/**
+ * The `subscriber` option: a dedicated connection (`client.duplicate()`; for node-redis, connected), or a
+ * function that makes one, called once, at the first wait. You close it at shutdown.
+ */
+export type RedisSubscriberOption = RedisSubscriber | (() => RedisSubscriber | Promise<RedisSubscriber>);
+
+const NOT_A_SUBSCRIBER = '`subscriber` must be an ioredis client or a connected node-redis v5 client (or a function returning one)';
+
+/** Whether a failure says the server does not know sharded pub/sub (Redis before 7). */
+const isUnknownCommand = (error: unknown): boolean => error instanceof Error && /unknown command/i.test(error.message);
+
+/** One subscriber connection as a `FreedTransport`, in sharded or classic pub/sub. */
+interface Pubsub {
+  subscribe(channel: string, sharded: boolean): Promise<unknown>;
+  unsubscribe(channel: string, sharded: boolean): Promise<unknown>;
+}
+
+function isIoredis(subscriber: RedisSubscriber): subscriber is IoredisSubscriber {
+  return typeof (subscriber as Partial<IoredisSubscriber>).ssubscribe === 'function' && typeof (subscriber as Partial<IoredisSubscriber>).status === 'string';
+}
+
+function isNodeRedis(subscriber: RedisSubscriber): subscriber is NodeRedisSubscriber {
+  return typeof (subscriber as Partial<NodeRedisSubscriber>).sSubscribe === 'function';
+}
+
+/** Wires `subscriber`'s messages and reconnects to `deliver` / `deliverAll`. */
+function pubsubOf(subscriber: RedisSubscriber, deliver: (channel: string) => void, deliverAll: () => void): Pubsub {
+  // NOTE: both clients resubscribe by themselves after a reconnect; messages published meanwhile are lost,
+  // so every watcher is woken once the connection is ready again (not at its first connect).
+  let connected = (subscriber as Partial<IoredisSubscriber>).status === 'ready' || (subscriber as { isReady?: boolean }).isReady === true;
+  subscriber.on('ready', () => {
+    if (connected) deliverAll();
+    connected = true;
+  });
+  if (isIoredis(subscriber)) {
+    const onMessage = (channel: string): void => deliver(channel);
+    subscriber.on('smessage', onMessage);
+    subscriber.on('message', onMessage);
+    return {
+      subscribe: (channel, sharded) => (sharded ? subscriber.ssubscribe(channel) : subscriber.subscribe(channel)),
+      unsubscribe: (channel, sharded) => (sharded ? subscriber.sunsubscribe(channel) : subscriber.unsubscribe(channel)),
+    };
+  }
+  if (isNodeRedis(subscriber)) {
+    const onMessage = (_message: string, channel: string): void => deliver(channel);
+    return {
+      subscribe: (channel, sharded) => (sharded ? subscriber.sSubscribe(channel, onMessage) : subscriber.subscribe(channel, onMessage)),
+      unsubscribe: (channel, sharded) => (sharded ? subscriber.sUnsubscribe(channel, onMessage) : subscriber.unsubscribe(channel, onMessage)),
+    };
+  }
+  throw new InvalidArgumentError(NOT_A_SUBSCRIBER);
+}
+
+/** Options of `createRedisFreed`. */
+export interface RedisFreedOptions {
+  readonly subscriber: RedisSubscriberOption;
+  readonly subscribeTimeoutMs: number;
+}
+
+/** `Store.watchFreed` for the Redis store, keyed by record key. */
+export function createRedisFreed(options: RedisFreedOptions): (recordKey: string, onFreed: () => void) => Promise<() => void> {
+  const given = options.subscriber;
+  if (typeof given !== 'function' && !isIoredis(given) && !isNodeRedis(given)) throw new InvalidArgumentError(NOT_A_SUBSCRIBER);
+  let pubsub: Promise<Pubsub> | undefined;
+  let sharded = true;
+  const connect = async (): Promise<Pubsub> => {
+    const { subscriber } = options;
+    return pubsubOf(typeof subscriber === 'function' ? await subscriber() : subscriber, subscriptions.deliver, subscriptions.deliverAll);
+  };
+  const transport: FreedTransport = {
+    async subscribe(channel) {
+      // NOTE: a failed connect is forgotten, so the next watch asks the factory again.
+      const connection = await (pubsub ??= connect().catch((error: unknown) => {
+        pubsub = undefined;
+        throw error;
+      }));
+      try {
+        await connection.subscribe(channel, sharded);
+      } catch (error) {
+        if (!sharded || !isUnknownCommand(error)) throw error;
+        sharded = false;
+        await connection.subscribe(channel, sharded);
+      }
+    },
+    async unsubscribe(channel) {
+      await (await pubsub)?.unsubscribe(channel, sharded);
+    },
+  };
+  const subscriptions = createFreedSubscriptions(transport, options.subscribeTimeoutMs);
+  return (recordKey, onFreed) => subscriptions.watch(freedChannelOf(recordKey), onFreed);
+}

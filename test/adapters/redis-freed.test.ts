@@ -1,0 +1,111 @@
+/**
+ * Redis wake-ups (`watchFreed`) on a real redis-server, for each supported client: a watch hears the
+ * releases and revokes that end a grant and nothing else, is live when its promise resolves, comes back
+ * after its subscriber connection is killed (and wakes its waiters then, since messages were lost), and
+ * leaves no server subscription behind.
+ */
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
+import { Redis } from 'ioredis';
+import { Redis as Redis6 } from 'ioredis6';
+import { createClient } from 'redis';
+import { InvalidArgumentError } from '../../src/errors.js';
+import { createLeases, type Leases } from '../../src/leases.js';
+import { createRedisStore, type RedisSubscriber } from '../../src/adapters/redis/index.js';
+import { toConnection, type RedisConnection } from '../../src/adapters/redis/connection.js';
+import { keyNames } from '../../src/adapters/redis/keys.js';
+import { freedChannelOf } from '../../src/adapters/redis/freed-channel.js';
+import { expectHeardAfterReconnect, expectOwnKeyWoken, expectReleaseAndRevokeHeard, wakeCounter } from '../waiting-stores/freed-specs.js';
+import { freshPrefix, openClient, sharedRedisUrl, type RedisClientKind, type RedisStore } from './redis-harness.js';
+
+const KINDS: RedisClientKind[] = ['ioredis', 'ioredis6', 'node-redis'];
+
+/** A dedicated subscriber connection of `kind`, with its `close()`. */
+async function openSubscriber(kind: RedisClientKind, url: string): Promise<{ subscriber: RedisSubscriber; close: () => Promise<void> }> {
+  if (kind === 'node-redis') {
+    const client = createClient({ url });
+    client.on('error', () => undefined);
+    await client.connect();
+    return { subscriber: client, close: async () => void (client.isOpen ? await client.close() : undefined) };
+  }
+  const client = kind === 'ioredis' ? new Redis(url) : new Redis6(url);
+  client.on('error', () => undefined);
+  return { subscriber: client, close: async () => void client.disconnect() };
+}
+
+describe.each(KINDS)('redis watchFreed (%s)', (kind) => {
+  const closers: Array<() => Promise<void>> = [];
+  let url = '';
+  let raw: RedisConnection;
+  let prefix = '';
+  let store: RedisStore;
+  let leases: Leases<RedisStore>;
+
+  beforeAll(async () => {
+    url = await sharedRedisUrl();
+    const main = await openClient(kind, url);
+    closers.push(main.close);
+    raw = toConnection(main.client);
+    const sub = await openSubscriber(kind, url);
+    closers.push(sub.close);
+    prefix = freshPrefix('freed');
+    store = createRedisStore({ client: main.client, prefix, subscriber: sub.subscriber });
+    leases = createLeases(store, { holder: 'a', ttlMs: 60_000 });
+  });
+  afterAll(async () => {
+    await Promise.all(closers.map((close) => close()));
+  });
+
+  const channel = (key: string): string => freedChannelOf(keyNames(prefix).record(key, 'lease'));
+  const subscribers = async (key: string): Promise<number> => {
+    const reply = (await raw.send(['PUBSUB', 'SHARDNUMSUB', channel(key)])) as [string, number];
+    return Number(reply[1]);
+  };
+
+  it('a store without a subscriber connection has no watchFreed; bad wake-up options are refused at creation', async () => {
+    const { client, close } = await openClient(kind, url);
+    closers.push(close);
+    expect(createRedisStore({ client, prefix }).watchFreed).toBeUndefined();
+    const subscriber = client as unknown as RedisSubscriber;
+    for (const subscribeTimeoutMs of [0, 1.5, 60_001, Number.NaN]) {
+      expect(() => createRedisStore({ client, prefix, subscriber, subscribeTimeoutMs })).toThrow(InvalidArgumentError);
+    }
+    expect(() => createRedisStore({ client, prefix, subscriber: {} as RedisSubscriber })).toThrow(InvalidArgumentError);
+  });
+
+  it('hears a release and a revoke as soon as its watch resolves, and not a release that ends nothing', async () => {
+    await expectReleaseAndRevokeHeard(store, leases, `job:${kind}:heard`);
+  });
+
+  it('many keys share the connection; a release wakes only its own key', async () => {
+    for (const end of await expectOwnKeyWoken(store, leases, [`job:${kind}:a`, `job:${kind}:b`])) end();
+  });
+
+  it('keeps one server subscription per key while anyone watches it, and none after the last unsubscribes', async () => {
+    const key = `job:${kind}:refcount`;
+    const ends = await Promise.all([1, 2, 3].map(() => store.watchFreed!(key, () => undefined)));
+    expect(await subscribers(key)).toBe(1);
+    ends[0]!();
+    ends[0]!();
+    ends[1]!();
+    expect(await subscribers(key)).toBe(1);
+    ends[2]!();
+    await vi.waitFor(async () => expect(await subscribers(key)).toBe(0), { timeout: 5_000, interval: 20 });
+    const wakes = wakeCounter();
+    const again = await store.watchFreed!(key, wakes.onFreed);
+    expect(await subscribers(key)).toBe(1);
+    const lease = await leases.claimOrThrow(key);
+    const woken = wakes.next();
+    await leases.release(lease);
+    await woken;
+    again();
+    await vi.waitFor(async () => expect(await subscribers(key)).toBe(0), { timeout: 5_000, interval: 20 });
+  });
+
+  it('after its connection is killed, wakes its watchers, resubscribes and hears the next release', async () => {
+    const key = `job:${kind}:killed`;
+    const kill = async (): Promise<void> => expect(Number(await raw.send(['CLIENT', 'KILL', 'TYPE', 'pubsub']))).toBeGreaterThanOrEqual(1);
+    const end = await expectHeardAfterReconnect(store, leases, key, kill, () => subscribers(key));
+    end();
+    await vi.waitFor(async () => expect(await subscribers(key)).toBe(0), { timeout: 5_000, interval: 20 });
+  });
+});
