@@ -11,20 +11,30 @@ import { createFreedSubscriptions, wake, type FreedTransport } from '../freed-su
 
 /** The parts of a connected pg `Client` used for LISTEN. */
 export interface PgListenClient {
+  /** Sends LISTEN / UNLISTEN. */
   query(text: string): Promise<unknown>;
+  /** Receives `notification`, `error` and `end` events. */
   on(event: string, listener: (...args: never[]) => void): unknown;
+  /** Closes the connection when nobody waits any more (only a connection the store opened). */
   end(): Promise<void>;
 }
 
 /** The parts of a postgres.js `sql` instance used for LISTEN (it keeps a listening connection of its own). */
 export interface PostgresJsListen {
-  listen(channel: string, onNotify: (payload: string) => void, onListen?: () => void): Promise<{ unlisten(): Promise<void> }>;
+  /** Listens on `channel`; `onListen` runs again after postgres.js re-listened on a new connection. */
+  listen(channel: string, onNotify: (payload: string) => void, onListen?: () => void): Promise<{
+    /** Stops listening. */
+    unlisten(): Promise<void>;
+  }>;
 }
 
 /** The parts of a PGlite instance used for LISTEN. */
 export interface PGliteListen {
+  /** Listens on `channel` (quoted by the store). */
   listen(channel: string, callback: (payload: string) => void): Promise<unknown>;
+  /** Stops `callback` listening on `channel`. */
   unlisten(channel: string, callback: (payload: string) => void): Promise<void>;
+  /** Runs a statement (used to check the instance at creation). */
   exec(query: string): Promise<unknown>;
 }
 

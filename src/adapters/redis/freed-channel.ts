@@ -25,10 +25,15 @@ export const PUBLISH_FREED = (kind: 'released' | 'revoked'): string =>
 
 /** The parts of an ioredis client (v5 or v6) used as a subscriber connection. */
 export interface IoredisSubscriber {
+  /** Sharded subscribe (Redis 7 and newer). */
   ssubscribe(...channels: string[]): Promise<unknown>;
+  /** Sharded unsubscribe (Redis 7 and newer). */
   sunsubscribe(...channels: string[]): Promise<unknown>;
+  /** Subscribe (Redis before 7). */
   subscribe(...channels: string[]): Promise<unknown>;
+  /** Unsubscribe (Redis before 7). */
   unsubscribe(...channels: string[]): Promise<unknown>;
+  /** Receives `smessage` / `message` and `ready` events. */
   on(event: string, listener: (...args: string[]) => void): unknown;
   /** ioredis' connection status. */
   readonly status: string;
@@ -36,11 +41,17 @@ export interface IoredisSubscriber {
 
 /** The parts of a node-redis v5 client (connected, dedicated to subscriptions) used as a subscriber. */
 export interface NodeRedisSubscriber {
+  /** Sharded subscribe (Redis 7 and newer). */
   sSubscribe(channel: string, listener: (message: string, channel: string) => void): Promise<unknown>;
+  /** Sharded unsubscribe (Redis 7 and newer). */
   sUnsubscribe(channel: string, listener?: (message: string, channel: string) => void): Promise<unknown>;
+  /** Subscribe (Redis before 7). */
   subscribe(channel: string, listener: (message: string, channel: string) => void): Promise<unknown>;
+  /** Unsubscribe (Redis before 7). */
   unsubscribe(channel: string, listener?: (message: string, channel: string) => void): Promise<unknown>;
+  /** Receives `ready` events (node-redis resubscribes by itself after a reconnect). */
   on(event: string, listener: (...args: string[]) => void): unknown;
+  /** node-redis' connection state. */
   readonly isOpen: boolean;
 }
 
