@@ -1,0 +1,201 @@
+/**
+ * A throwaway Redis Cluster for tests: 3 masters + 3 replicas (by default), each a `startRedis` server in
+ * cluster mode on a free loopback port with its own temp dir, joined with `redis-cli --cluster create`,
+ * returned once every node reports `cluster_state:ok`, agrees on who serves every slot, and every replica's
+ * link to its master is up. `stop()` (and the exit of this process, through `startRedis`) stops every node
+ * and removes its dir; a failed start stops the nodes it started.
+ *
+ * Failover is fast: `cluster-node-timeout` is short, and `cluster-replica-validity-factor 0` lets a replica
+ * that lost its master long ago (frozen, on purpose) still take over, as the failover tests need.
+ *
+ * ```ts
+ * const cluster = await startRedisCluster();
+ * const client = new Cluster(cluster.seeds);
+ * const master = await cluster.masterOf(clusterSlot('{job:42}'));
+ * await cluster.stop();
+ * ```
+ */
+import { execFile } from 'node:child_process';
+import { promisify } from 'node:util';
+import { Redis } from 'ioredis';
+import { startRedis, type RedisServer } from './redis-server.js';
+
+const run = promisify(execFile);
+const sleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms));
+
+/** One line of `CLUSTER NODES`, as seen by a live node. */
+export interface ClusterNodeInfo {
+  readonly id: string;
+  readonly port: number;
+  readonly role: 'master' | 'replica';
+  /** Flagged `fail` (or `fail?`) by the node that answered. */
+  readonly failing: boolean;
+  /** The master's node id (replicas), else `null`. */
+  readonly masterId: string | null;
+  /** The slot ranges it serves (masters), `[first, last]` inclusive. */
+  readonly slots: ReadonlyArray<readonly [number, number]>;
+}
+
+/** A running throwaway Redis Cluster. */
+export interface RedisCluster {
+  /** Every node server, in creation order (their roles change with failovers: ask `topology()`). */
+  readonly servers: readonly RedisServer[];
+  /** Startup nodes for cluster clients: `{ host, port }` of every node. */
+  readonly seeds: ReadonlyArray<{ readonly host: string; readonly port: number }>;
+  /** The server listening on `port`. */
+  server(port: number): RedisServer;
+  /** `CLUSTER NODES` as seen by the first node that answers. */
+  topology(): Promise<ClusterNodeInfo[]>;
+  /** The master serving `slot` (as the first answering node sees it). */
+  masterOf(slot: number): Promise<ClusterNodeInfo>;
+  /** The replicas of the master with id `masterId`. */
+  replicasOf(masterId: string): Promise<ClusterNodeInfo[]>;
+  /** A plain (non-cluster) admin connection to one node; closed by `stop()`. */
+  admin(port: number): Redis;
+  /** Waits until every running node says `cluster_state:ok` and they all agree on every slot's master. */
+  waitUntilHealthy(timeoutMs?: number): Promise<void>;
+  /** Stops every node and removes its dir. Idempotent. */
+  stop(): Promise<void>;
+}
+
+export interface StartRedisClusterOptions {
+  /** @default 3 */
+  readonly masters?: number;
+  /** @default 1 */
+  readonly replicasPerMaster?: number;
+  /** `cluster-node-timeout`: how long a node is unreachable before it is failed over. @default 1_000 */
+  readonly nodeTimeoutMs?: number;
+}
+
+/** Parses `CLUSTER NODES`. */
+export function parseClusterNodes(text: string): ClusterNodeInfo[] {
+  return text
+    .trim()
+    .split('\n')
+    .map((line) => {
+      const [id = '', address = '', flags = '', master = '-', , , , , ...slots] = line.trim().split(' ');
+      const flagList = flags.split(',');
+      return {
+        id,
+        port: Number(/:(\d+)/.exec(address)?.[1]),
+        role: flagList.includes('master') ? ('master' as const) : ('replica' as const),
+        failing: flagList.includes('fail') || flagList.includes('fail?'),
+        masterId: master === '-' ? null : master,
+        slots: slots
+          .filter((range) => /^\d/.test(range))
+          .map((range) => {
+            const [first = '', last = first] = range.split('-');
+            return [Number(first), Number(last)] as const;
+          }),
+      };
+    });
+}
+
+/** Starts a throwaway cluster. See the module comment. */
+export async function startRedisCluster(options: StartRedisClusterOptions = {}): Promise<RedisCluster> {
+  const masters = options.masters ?? 3;
+  const size = masters * (1 + (options.replicasPerMaster ?? 1));
+  const extraArgs = [
+    '--cluster-enabled', 'yes',
+    '--cluster-config-file', 'nodes.conf',
+    '--cluster-node-timeout', String(options.nodeTimeoutMs ?? 1_000),
+    '--cluster-replica-validity-factor', '0',
+  ];
+  const started = await Promise.allSettled(Array.from({ length: size }, () => startRedis({ persistence: 'none', extraArgs })));
+  const servers = started.flatMap((start) => (start.status === 'fulfilled' ? [start.value] : []));
+  const admins = new Map<number, Redis>();
+  let stopped = false;
+  const stop = async (): Promise<void> => {
+    if (stopped) return;
+    stopped = true;
+    for (const admin of admins.values()) admin.disconnect();
+    await Promise.all(servers.map((server) => server.stop()));
+  };
+
+  const admin = (port: number): Redis => {
+    let client = admins.get(port);
+    if (client === undefined) {
+      // NOTE: no retries and no offline queue: a dead or frozen node fails fast instead of hanging a helper.
+      client = new Redis({ host: '127.0.0.1', port, maxRetriesPerRequest: 0, enableOfflineQueue: false, lazyConnect: true, commandTimeout: 1_000, retryStrategy: () => 100 });
+      client.on('error', () => undefined);
+      admins.set(port, client);
+    }
+    return client;
+  };
+  const ask = async (port: number, ...args: string[]): Promise<string | null> => {
+    const client = admin(port);
+    try {
+      if (client.status === 'wait') await client.connect();
+      return String(await client.call(args[0] ?? '', ...args.slice(1)));
+    } catch {
+      return null;
+    }
+  };
+  const running = (): RedisServer[] => servers.filter((server) => server.pid !== null);
+
+  const topology = async (): Promise<ClusterNodeInfo[]> => {
+    for (const server of running()) {
+      const text = await ask(server.port, 'CLUSTER', 'NODES');
+      if (text !== null) return parseClusterNodes(text);
+    }
+    throw new Error('no cluster node answers CLUSTER NODES');
+  };
+
+  /** Whether every running node is ok and they all name the same master for every slot. */
+  const healthy = async (): Promise<boolean> => {
+    const views = new Set<string>();
+    for (const server of running()) {
+      if (!(await ask(server.port, 'CLUSTER', 'INFO'))?.includes('cluster_state:ok')) return false;
+      const text = await ask(server.port, 'CLUSTER', 'NODES');
+      if (text === null) return false;
+      const nodes = parseClusterNodes(text);
+      const owners = nodes.filter((node) => node.role === 'master' && !node.failing && node.slots.length > 0).map((node) => `${node.port}:${JSON.stringify(node.slots)}`);
+      views.add(owners.sort().join(' '));
+      // NOTE: a replica is only useful for failover once its link to its master is up.
+      const replication = await ask(server.port, 'INFO', 'replication');
+      if (replication?.includes('role:slave') && !replication.includes('master_link_status:up')) return false;
+    }
+    return views.size === 1;
+  };
+
+  const waitUntilHealthy = async (timeoutMs = 30_000): Promise<void> => {
+    const deadline = Date.now() + timeoutMs;
+    while (!(await healthy())) {
+      if (Date.now() > deadline) throw new Error(`redis cluster not healthy within ${timeoutMs} ms:\n${await topology().then((nodes) => JSON.stringify(nodes), String)}`);
+      await sleep(50);
+    }
+  };
+
+  try {
+    const failure = started.find((start) => start.status === 'rejected');
+    if (failure !== undefined) throw failure.reason;
+    const addresses = servers.map((server) => `${server.host}:${server.port}`);
+    await run('redis-cli', ['--cluster', 'create', ...addresses, '--cluster-replicas', String(options.replicasPerMaster ?? 1), '--cluster-yes'], { timeout: 60_000 });
+    await waitUntilHealthy();
+  } catch (error) {
+    await stop();
+    throw error;
+  }
+
+  return {
+    servers,
+    seeds: servers.map((server) => ({ host: server.host, port: server.port })),
+    server(port) {
+      const found = servers.find((server) => server.port === port);
+      if (found === undefined) throw new Error(`no cluster node on port ${port}`);
+      return found;
+    },
+    topology,
+    async masterOf(slot) {
+      const master = (await topology()).find((node) => node.role === 'master' && !node.failing && node.slots.some(([first, last]) => first <= slot && slot <= last));
+      if (master === undefined) throw new Error(`no master serves slot ${slot}`);
+      return master;
+    },
+    async replicasOf(masterId) {
+      return (await topology()).filter((node) => node.masterId === masterId);
+    },
+    admin,
+    waitUntilHealthy,
+    stop,
+  };
+}
