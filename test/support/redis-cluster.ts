@@ -52,10 +52,29 @@ export interface RedisCluster {
   replicasOf(masterId: string): Promise<ClusterNodeInfo[]>;
   /** A plain (non-cluster) admin connection to one node; closed by `stop()`. */
   admin(port: number): Redis;
+  /**
+   * Starts moving `slot` to the master on port `to`: `IMPORTING` on the target, then `MIGRATING` on the
+   * source. Keys then move with the returned `migrate` / `migrateRest`, and `finish` assigns the slot.
+   */
+  moveSlot(slot: number, to: number): Promise<SlotMove>;
   /** Waits until every running node says `cluster_state:ok` and they all agree on every slot's master. */
   waitUntilHealthy(timeoutMs?: number): Promise<void>;
   /** Stops every node and removes its dir. Idempotent. */
   stop(): Promise<void>;
+}
+
+/** A slot being moved between masters (see `RedisCluster.moveSlot`). */
+export interface SlotMove {
+  /** The source master's port. */
+  readonly from: number;
+  /** The target master's port. */
+  readonly to: number;
+  /** Moves these keys of the slot now (`MIGRATE ... KEYS`), atomically per call. */
+  migrate(keys: readonly string[]): Promise<void>;
+  /** Moves every key left in the slot; returns how many. */
+  migrateRest(): Promise<number>;
+  /** Assigns the slot to the target (`CLUSTER SETSLOT ... NODE`: target, source, then every other master). */
+  finish(): Promise<void>;
 }
 
 export interface StartRedisClusterOptions {
@@ -115,18 +134,16 @@ export async function startRedisCluster(options: StartRedisClusterOptions = {}):
   const admin = (port: number): Redis => {
     let client = admins.get(port);
     if (client === undefined) {
-      // NOTE: no retries and no offline queue: a dead or frozen node fails fast instead of hanging a helper.
-      client = new Redis({ host: '127.0.0.1', port, maxRetriesPerRequest: 0, enableOfflineQueue: false, lazyConnect: true, commandTimeout: 1_000, retryStrategy: () => 100 });
+      // NOTE: no retries and a command timeout: a dead or frozen node fails fast instead of hanging a helper.
+      client = new Redis({ host: '127.0.0.1', port, maxRetriesPerRequest: 0, commandTimeout: 2_000, retryStrategy: () => 100 });
       client.on('error', () => undefined);
       admins.set(port, client);
     }
     return client;
   };
   const ask = async (port: number, ...args: string[]): Promise<string | null> => {
-    const client = admin(port);
     try {
-      if (client.status === 'wait') await client.connect();
-      return String(await client.call(args[0] ?? '', ...args.slice(1)));
+      return String(await admin(port).call(args[0] ?? '', ...args.slice(1)));
     } catch {
       return null;
     }
@@ -195,6 +212,40 @@ export async function startRedisCluster(options: StartRedisClusterOptions = {}):
       return (await topology()).filter((node) => node.masterId === masterId);
     },
     admin,
+    async moveSlot(slot, to) {
+      const nodes = await topology();
+      const source = nodes.find((node) => node.role === 'master' && node.slots.some(([first, last]) => first <= slot && slot <= last));
+      const target = nodes.find((node) => node.port === to && node.role === 'master');
+      if (source === undefined || target === undefined || source.port === to) throw new Error(`cannot move slot ${slot} to ${to}`);
+      const call = (port: number, ...args: string[]): Promise<unknown> => admin(port).call(args[0] ?? '', ...args.slice(1));
+      // NOTE: the order Redis documents: IMPORTING on the target before MIGRATING on the source.
+      await call(to, 'CLUSTER', 'SETSLOT', String(slot), 'IMPORTING', source.id);
+      await call(source.port, 'CLUSTER', 'SETSLOT', String(slot), 'MIGRATING', target.id);
+      const migrate = async (keys: readonly string[]): Promise<void> => {
+        if (keys.length > 0) await call(source.port, 'MIGRATE', '127.0.0.1', String(to), '', '0', '5000', 'KEYS', ...keys);
+      };
+      return {
+        from: source.port,
+        to,
+        migrate,
+        async migrateRest() {
+          let moved = 0;
+          for (;;) {
+            const keys = (await call(source.port, 'CLUSTER', 'GETKEYSINSLOT', String(slot), '100')) as string[];
+            if (keys.length === 0) return moved;
+            await migrate(keys);
+            moved += keys.length;
+          }
+        },
+        async finish() {
+          await call(to, 'CLUSTER', 'SETSLOT', String(slot), 'NODE', target.id);
+          await call(source.port, 'CLUSTER', 'SETSLOT', String(slot), 'NODE', target.id);
+          for (const other of nodes.filter((node) => node.role === 'master' && !node.failing && node.port !== to && node.port !== source.port)) {
+            await call(other.port, 'CLUSTER', 'SETSLOT', String(slot), 'NODE', target.id);
+          }
+        },
+      };
+    },
     waitUntilHealthy,
     stop,
   };
