@@ -82,7 +82,7 @@ export interface StartRedisClusterOptions {
   readonly masters?: number;
   /** @default 1 */
   readonly replicasPerMaster?: number;
-  /** `cluster-node-timeout`: how long a node is unreachable before it is failed over. @default 1_000 */
+  /** `cluster-node-timeout`: how long a node is unreachable before it is failed over. @default 1_500 */
   readonly nodeTimeoutMs?: number;
 }
 
@@ -117,7 +117,7 @@ export async function startRedisCluster(options: StartRedisClusterOptions = {}):
   const extraArgs = [
     '--cluster-enabled', 'yes',
     '--cluster-config-file', 'nodes.conf',
-    '--cluster-node-timeout', String(options.nodeTimeoutMs ?? 1_000),
+    '--cluster-node-timeout', String(options.nodeTimeoutMs ?? 1_500),
     '--cluster-replica-validity-factor', '0',
   ];
   const started = await Promise.allSettled(Array.from({ length: size }, () => startRedis({ persistence: 'none', extraArgs })));

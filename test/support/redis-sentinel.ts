@@ -36,6 +36,11 @@ export interface RedisSentinelSetup {
   server(port: number): RedisServer;
   /** A plain admin connection to one data server; closed by `stop()`. */
   admin(port: number): Redis;
+  /**
+   * Waits until the Sentinels agree on a master that answers, every running server replicates from it
+   * with its link up, and the Sentinels know every running replica.
+   */
+  waitUntilHealthy(timeoutMs?: number): Promise<void>;
   /** Stops every Sentinel and server and removes their dirs. Idempotent. */
   stop(): Promise<void>;
 }
@@ -110,26 +115,49 @@ export async function startRedisSentinel(options: StartRedisSentinelOptions = {}
   const servers: RedisServer[] = [];
   const sentinels: Sentinel[] = [];
   const admins = new Map<number, Redis>();
-  const connections: Redis[] = [];
   let stopped = false;
   const stop = async (): Promise<void> => {
     if (stopped) return;
     stopped = true;
-    for (const connection of connections) connection.disconnect();
+    for (const connection of admins.values()) connection.disconnect();
     await Promise.all(sentinels.map((sentinel) => sentinel.stop()));
     await Promise.all(servers.map((server) => server.stop()));
   };
-  const connect = (port: number): Redis => {
-    // NOTE: no retries and a command timeout: a dead or frozen process fails fast instead of hanging a helper.
-    const connection = new Redis({ host: '127.0.0.1', port, maxRetriesPerRequest: 0, commandTimeout: 2_000, retryStrategy: () => 100 });
-    connection.on('error', () => undefined);
-    connections.push(connection);
-    return connection;
-  };
   const admin = (port: number): Redis => {
     let connection = admins.get(port);
-    if (connection === undefined) admins.set(port, (connection = connect(port)));
+    if (connection === undefined) {
+      // NOTE: no retries and a command timeout: a dead or frozen process fails fast instead of hanging a helper.
+      connection = new Redis({ host: '127.0.0.1', port, maxRetriesPerRequest: 0, commandTimeout: 2_000, retryStrategy: () => 100 });
+      connection.on('error', () => undefined);
+      admins.set(port, connection);
+    }
     return connection;
+  };
+
+  /** Whether the setup is healthy (see `RedisSentinelSetup.waitUntilHealthy`). */
+  const healthy = async (): Promise<boolean> => {
+    const views = await Promise.all(sentinels.map(async (sentinel) => ((await admin(sentinel.port).call('SENTINEL', 'MASTER', name).catch(() => [])) as string[])));
+    const field = (view: string[], name: string): string => String(view[view.indexOf(name) + 1]);
+    const masterPorts = new Set(views.map((view) => field(view, 'port')));
+    const running = servers.filter((server) => server.pid !== null);
+    if (masterPorts.size !== 1 || !running.some((server) => masterPorts.has(String(server.port)))) return false;
+    if (!views.every((view) => field(view, 'flags') === 'master' && Number(field(view, 'num-other-sentinels')) === 2 && Number(field(view, 'num-slaves')) >= running.length - 1)) return false;
+    const links = await Promise.all(
+      running
+        .filter((server) => !masterPorts.has(String(server.port)))
+        .map(async (server) => {
+          const info = String(await admin(server.port).info('replication').catch(() => ''));
+          return masterPorts.has(/master_port:(\d+)/.exec(info)?.[1] ?? '') && info.includes('master_link_status:up');
+        }),
+    );
+    return links.every(Boolean);
+  };
+  const waitUntilHealthy = async (timeoutMs = 30_000): Promise<void> => {
+    const deadline = Date.now() + timeoutMs;
+    while (!(await healthy())) {
+      if (Date.now() > deadline) throw new Error(`sentinel setup not healthy within ${timeoutMs} ms`);
+      await sleep(100);
+    }
   };
 
   try {
@@ -139,17 +167,7 @@ export async function startRedisSentinel(options: StartRedisSentinelOptions = {}
       servers.push(await startRedis({ persistence: 'none', extraArgs: ['--replicaof', master.host, String(master.port)] }));
     }
     for (let index = 0; index < 3; index += 1) sentinels.push(await startSentinel(name, master.port, options.downAfterMs ?? 1_000));
-    const probes = sentinels.map((sentinel) => connect(sentinel.port));
-    const deadline = Date.now() + 30_000;
-    for (;;) {
-      const links = await Promise.all(servers.slice(1).map(async (server) => String(await admin(server.port).info('replication')).includes('master_link_status:up')));
-      const views = await Promise.all(probes.map(async (probe) => (await probe.call('SENTINEL', 'MASTER', name)) as string[]));
-      const field = (view: string[], field: string): number => Number(view[view.indexOf(field) + 1]);
-      const ready = views.every((view) => field(view, 'num-slaves') === servers.length - 1 && field(view, 'num-other-sentinels') === 2);
-      if (links.every(Boolean) && ready) break;
-      if (Date.now() > deadline) throw new Error(`sentinel setup not ready within 30 s: ${JSON.stringify(views)}`);
-      await sleep(100);
-    }
+    await waitUntilHealthy();
   } catch (error) {
     await stop();
     throw error;
@@ -172,6 +190,7 @@ export async function startRedisSentinel(options: StartRedisSentinelOptions = {}
       return found;
     },
     admin,
+    waitUntilHealthy,
     stop,
   };
 }
