@@ -108,6 +108,23 @@ describe.each(kinds)('redis cluster specs (%s)', (kind) => {
     expect(await leases.fencedWrite(lease, (tx) => tx.call('SET', inSlot, 'same slot'))).toMatchObject({ ok: true, value: 'OK' });
   });
 
+  it('list pages through the leases of every master', async () => {
+    const listPrefix = freshPrefix(`lf-cluster-list-${kind}`);
+    const store = createRedisStore({ client, prefix: listPrefix });
+    const leases = createLeases(store, { holder: 'a', ttlMs: 60_000 });
+    const keys = Array.from({ length: 12 }, (_, index) => `listed:${index}`);
+    for (const key of keys) await leases.claimOrThrow(key);
+    const masters = new Set(await Promise.all(keys.map(async (key) => (await topology.masterOf(clusterSlot(hashTagOf(key)))).port)));
+    expect(masters.size).toBe(3);
+    const listed: string[] = [];
+    for (let cursor: string | null = null, pages = 0; pages === 0 || cursor !== null; pages += 1) {
+      const page = await store.list!({ prefix: 'listed:', limit: 5, cursor });
+      listed.push(...page.leases.map((lease) => lease.key));
+      cursor = page.cursor;
+    }
+    expect(listed.sort()).toEqual([...keys].sort());
+  });
+
   describeClusterResharding(kind, cluster);
 });
 
