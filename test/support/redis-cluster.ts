@@ -18,6 +18,7 @@
 import { execFile } from 'node:child_process';
 import { promisify } from 'node:util';
 import { Redis } from 'ioredis';
+import { freePort } from './provision.js';
 import { startRedis, type RedisServer } from './redis-server.js';
 
 const run = promisify(execFile);
@@ -120,7 +121,17 @@ export async function startRedisCluster(options: StartRedisClusterOptions = {}):
     '--cluster-node-timeout', String(options.nodeTimeoutMs ?? 1_500),
     '--cluster-replica-validity-factor', '0',
   ];
-  const started = await Promise.allSettled(Array.from({ length: size }, () => startRedis({ persistence: 'none', extraArgs })));
+  /** One node; its cluster bus port is chosen here (the default, port + 10000, may be taken or past 65535). */
+  const startNode = async (): Promise<RedisServer> => {
+    for (let attempt = 1; ; attempt += 1) {
+      try {
+        return await startRedis({ persistence: 'none', extraArgs: [...extraArgs, '--cluster-port', String(await freePort())] });
+      } catch (error) {
+        if (attempt >= 3) throw error;
+      }
+    }
+  };
+  const started = await Promise.allSettled(Array.from({ length: size }, startNode));
   const servers = started.flatMap((start) => (start.status === 'fulfilled' ? [start.value] : []));
   const admins = new Map<number, Redis>();
   let stopped = false;
