@@ -17,7 +17,8 @@
  */
 import { execFile } from 'node:child_process';
 import { promisify } from 'node:util';
-import { Redis } from 'ioredis';
+import type { Redis } from 'ioredis';
+import { adminConnections } from './redis-admin.js';
 import { freePort } from './provision.js';
 import { startRedis, type RedisServer } from './redis-server.js';
 
@@ -133,25 +134,15 @@ export async function startRedisCluster(options: StartRedisClusterOptions = {}):
   };
   const started = await Promise.allSettled(Array.from({ length: size }, startNode));
   const servers = started.flatMap((start) => (start.status === 'fulfilled' ? [start.value] : []));
-  const admins = new Map<number, Redis>();
+  const { admin, close: closeAdmins } = adminConnections();
   let stopped = false;
   const stop = async (): Promise<void> => {
     if (stopped) return;
     stopped = true;
-    for (const admin of admins.values()) admin.disconnect();
+    closeAdmins();
     await Promise.all(servers.map((server) => server.stop()));
   };
 
-  const admin = (port: number): Redis => {
-    let client = admins.get(port);
-    if (client === undefined) {
-      // NOTE: no retries and a command timeout: a dead or frozen node fails fast instead of hanging a helper.
-      client = new Redis({ host: '127.0.0.1', port, maxRetriesPerRequest: 0, commandTimeout: 2_000, retryStrategy: () => 100 });
-      client.on('error', () => undefined);
-      admins.set(port, client);
-    }
-    return client;
-  };
   const ask = async (port: number, ...args: string[]): Promise<string | null> => {
     try {
       return String(await admin(port).call(args[0] ?? '', ...args.slice(1)));

@@ -16,7 +16,8 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { Redis } from 'ioredis';
+import type { Redis } from 'ioredis';
+import { adminConnections } from './redis-admin.js';
 import { freePort, watchForOrphan } from './provision.js';
 import { ping, startRedis, type RedisServer } from './redis-server.js';
 
@@ -114,24 +115,14 @@ export async function startRedisSentinel(options: StartRedisSentinelOptions = {}
   const name = 'leasefence';
   const servers: RedisServer[] = [];
   const sentinels: Sentinel[] = [];
-  const admins = new Map<number, Redis>();
+  const { admin, close: closeAdmins } = adminConnections();
   let stopped = false;
   const stop = async (): Promise<void> => {
     if (stopped) return;
     stopped = true;
-    for (const connection of admins.values()) connection.disconnect();
+    closeAdmins();
     await Promise.all(sentinels.map((sentinel) => sentinel.stop()));
     await Promise.all(servers.map((server) => server.stop()));
-  };
-  const admin = (port: number): Redis => {
-    let connection = admins.get(port);
-    if (connection === undefined) {
-      // NOTE: no retries and a command timeout: a dead or frozen process fails fast instead of hanging a helper.
-      connection = new Redis({ host: '127.0.0.1', port, maxRetriesPerRequest: 0, commandTimeout: 2_000, retryStrategy: () => 100 });
-      connection.on('error', () => undefined);
-      admins.set(port, connection);
-    }
-    return connection;
   };
 
   /** Whether the setup is healthy (see `RedisSentinelSetup.waitUntilHealthy`). */

@@ -11,7 +11,7 @@ import { keyNames } from '../../src/adapters/redis/keys.js';
 import { freshPrefix } from '../adapters/redis-harness.js';
 import type { RedisCluster } from '../support/redis-cluster.js';
 import { openClusterClient } from './redis-cluster-harness.js';
-import { failOver } from './redis-failover-scenario.js';
+import { failOver, heldBackReplicaRig } from './redis-failover-scenario.js';
 
 export function describeClusterFailover(cluster: () => Promise<RedisCluster>): void {
   describe('redis cluster failover (ioredis Cluster)', () => {
@@ -22,33 +22,14 @@ export function describeClusterFailover(cluster: () => Promise<RedisCluster>): v
       const master = await topology.masterOf(clusterSlot(keyNames(prefix).record(key, 'lease')));
       const [replica] = await topology.replicasOf(master.id);
       if (replica === undefined) throw new Error('the master has no replica');
-      const replicaServer = topology.server(replica.port);
       const { client, close } = await openClusterClient('ioredis', topology.seeds);
-      let frozen = false;
+      const rig = heldBackReplicaRig({ client, store: createRedisStore({ client, prefix }), prefix }, { admin: topology.admin(master.port), server: topology.server(master.port) }, topology.server(replica.port));
       try {
-        const figures = await failOver(
-          {
-            client,
-            store: createRedisStore({ client, prefix }),
-            prefix,
-            synced: async () => expect(await topology.admin(master.port).call('WAIT', '1', '5000')).toBe(1),
-            holdBack: async () => {
-              process.kill(replicaServer.pid!, 'SIGSTOP');
-              frozen = true;
-              expect(await topology.admin(master.port).call('CLIENT', 'KILL', 'TYPE', 'replica')).toBe(1);
-            },
-            killMaster: async () => {
-              await topology.server(master.port).kill();
-              process.kill(replicaServer.pid!, 'SIGCONT');
-              frozen = false;
-            },
-          },
-          key,
-        );
+        const figures = await failOver(rig, key);
         console.info(`[topology] redis cluster failover: ${JSON.stringify(figures)}`);
         expect((await topology.masterOf(clusterSlot(keyNames(prefix).record(key, 'lease')))).port).toBe(replica.port);
       } finally {
-        if (frozen) process.kill(replicaServer.pid!, 'SIGCONT');
+        rig.thaw();
         await close();
       }
     });

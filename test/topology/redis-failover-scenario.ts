@@ -9,7 +9,9 @@ import { expect } from 'vitest';
 import { createLeases } from '../../src/leases.js';
 import type { Lease } from '../../src/lease.js';
 import { createRedisTokenGate, hashTagOf, type RedisClient } from '../../src/adapters/redis/index.js';
+import type { Redis } from 'ioredis';
 import type { RedisStore } from '../adapters/redis-harness.js';
+import type { RedisServer } from '../support/redis-server.js';
 
 /** How to drive one topology through the failover. */
 export interface FailoverRig {
@@ -22,6 +24,38 @@ export interface FailoverRig {
   holdBack(): Promise<void>;
   /** Kills the master (SIGKILL) and lets the replica run again, for the topology to promote it. */
   killMaster(): Promise<void>;
+}
+
+/**
+ * The rig of a master and the replica the topology will promote: replication is held back by freezing the
+ * replica (SIGSTOP) and cutting its link on the master (`CLIENT KILL TYPE replica`, so nothing already
+ * buffered reaches it), the master is killed with SIGKILL and the replica let go (SIGCONT). `thaw()` lets the
+ * replica go if a failed test left it frozen.
+ */
+export function heldBackReplicaRig(
+  base: Pick<FailoverRig, 'client' | 'store' | 'prefix'>,
+  master: { readonly admin: Redis; readonly server: RedisServer },
+  replica: RedisServer,
+): FailoverRig & { thaw(): void } {
+  let frozen = false;
+  const thaw = (): void => {
+    if (frozen) process.kill(replica.pid!, 'SIGCONT');
+    frozen = false;
+  };
+  return {
+    ...base,
+    synced: async () => expect(await master.admin.call('WAIT', '1', '5000')).toBe(1),
+    async holdBack() {
+      process.kill(replica.pid!, 'SIGSTOP');
+      frozen = true;
+      expect(await master.admin.call('CLIENT', 'KILL', 'TYPE', 'replica')).toBe(1);
+    },
+    async killMaster() {
+      await master.server.kill();
+      thaw();
+    },
+    thaw,
+  };
 }
 
 /** What one failover cost. */

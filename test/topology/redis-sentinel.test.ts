@@ -9,7 +9,7 @@ import { createLeases } from '../../src/leases.js';
 import { createRedisStore } from '../../src/adapters/redis/index.js';
 import { freshPrefix } from '../adapters/redis-harness.js';
 import { startRedisSentinel, type RedisSentinelSetup } from '../support/redis-sentinel.js';
-import { failOver } from './redis-failover-scenario.js';
+import { failOver, heldBackReplicaRig } from './redis-failover-scenario.js';
 
 describe('redis sentinel (ioredis)', () => {
   let setup: RedisSentinelSetup;
@@ -35,34 +35,15 @@ describe('redis sentinel (ioredis)', () => {
 
   it('the master killed after its replica missed grants: the promoted replica grants a token above every token issued before (clock floor), and the stale holder is refused', async () => {
     const masterPort = await setup.masterPort();
-    const master = setup.admin(masterPort);
     const replica = setup.servers.find((server) => server.port !== masterPort);
     if (replica === undefined) throw new Error('no replica');
-    let frozen = false;
+    const rig = heldBackReplicaRig({ client, store: createRedisStore({ client, prefix }), prefix }, { admin: setup.admin(masterPort), server: setup.server(masterPort) }, replica);
     try {
-      const figures = await failOver(
-        {
-          client,
-          store: createRedisStore({ client, prefix }),
-          prefix,
-          synced: async () => expect(await master.call('WAIT', '1', '5000')).toBe(1),
-          holdBack: async () => {
-            process.kill(replica.pid!, 'SIGSTOP');
-            frozen = true;
-            expect(await master.call('CLIENT', 'KILL', 'TYPE', 'replica')).toBe(1);
-          },
-          killMaster: async () => {
-            await setup.server(masterPort).kill();
-            process.kill(replica.pid!, 'SIGCONT');
-            frozen = false;
-          },
-        },
-        'failover:job',
-      );
+      const figures = await failOver(rig, 'failover:job');
       console.info(`[topology] redis sentinel failover: ${JSON.stringify(figures)}`);
       expect(await setup.masterPort()).toBe(replica.port);
     } finally {
-      if (frozen) process.kill(replica.pid!, 'SIGCONT');
+      rig.thaw();
     }
   });
 });
