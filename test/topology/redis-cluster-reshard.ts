@@ -100,7 +100,8 @@ export function describeClusterResharding(kind: ClusterClientKind, cluster: () =
       await move.migrate([record]);
       // NOTE: the record is on the target now, the slot still migrating: claims and releases reach it by ASK.
       await until('claims after the record moved (ASK)', claimsAfter(3));
-      expect(await move.migrateRest()).toBe(fillers.length + 1);
+      // NOTE: at least the fillers and the ledger; keys of other tests may share the slot.
+      expect(await move.migrateRest()).toBeGreaterThanOrEqual(fillers.length + 1);
       await until('writes after every key moved (ASK)', writesAfter(5));
       await move.finish();
       await until('writes after the slot was reassigned (MOVED)', writesAfter(5));
