@@ -170,9 +170,12 @@ export async function startRedisCluster(options: StartRedisClusterOptions = {}):
       const nodes = parseClusterNodes(text);
       const owners = nodes.filter((node) => node.role === 'master' && !node.failing && node.slots.length > 0).map((node) => `${node.port}:${JSON.stringify(node.slots)}`);
       views.add(owners.sort().join(' '));
-      // NOTE: a replica is only useful for failover once its link to its master is up.
+      // NOTE: a replica is only useful for failover once its link to its master is up; a restarted master
+      // stays a master without slots until it has heard of its replacement, and only then starts to replicate.
       const replication = await ask(server.port, 'INFO', 'replication');
       if (replication?.includes('role:slave') && !replication.includes('master_link_status:up')) return false;
+      const myself = nodes.find((node) => node.port === server.port);
+      if (replication?.includes('role:master') && (myself === undefined || myself.slots.length === 0)) return false;
     }
     return views.size === 1;
   };

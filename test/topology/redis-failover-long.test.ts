@@ -2,7 +2,8 @@
  * The long failover measurement (not part of npm test): `LEASEFENCE_TOPOLOGY_FAILOVERS=20 npx vitest run
  * test/topology/redis-failover-long.test.ts` kills the key's master 20 times on a Redis Cluster (ioredis
  * Cluster) and behind Sentinel (ioredis), workers running throughout, and prints the figures RELIABILITY.md
- * records. Fails on any violation.
+ * records. Fails on any violation. `LEASEFENCE_TOPOLOGY_DIAG=1` prints, per cluster round, the replication
+ * state of the killed master and its replica just before the kill, and what the round lost.
  *
  * NOTE: not node-redis' cluster client: node-redis 5.12 rediscovers the cluster only on MOVED/ASK, so
  * after its master dies a slot's commands wait for that node to come back (measured: no grant within
@@ -41,8 +42,11 @@ describe.skipIf(rounds === 0)('redis failovers, measured (LEASEFENCE_TOPOLOGY_FA
       const rig: MeasureRig = {
         openClient: () => openClusterClient(kind, cluster.seeds),
         async killMaster(key) {
-          killed = cluster.server((await cluster.masterOf(clusterSlot(keyNames(prefix).record(key, 'lease')))).port);
+          const master = await cluster.masterOf(clusterSlot(keyNames(prefix).record(key, 'lease')));
+          killed = cluster.server(master.port);
+          const infos = process.env['LEASEFENCE_TOPOLOGY_DIAG'] ? await Promise.all([master.port, ...(await cluster.replicasOf(master.id)).map((node) => node.port)].map(async (port) => `${port}: ${String(await cluster.admin(port).info('replication')).replace(/\r\n/g, ' ')} KEYS ${await cluster.admin(port).dbsize()}`)) : [];
           await killed.kill();
+          for (const info of infos) console.info(`[diag] ${info}`);
         },
         async heal() {
           await killed?.restart();

@@ -96,6 +96,7 @@ export async function measureFailovers(rig: MeasureRig, prefix: string, key: str
         series.grantsLost += before.filter((grant) => grant.token > surviving).length;
         series.writesAcknowledged += grants.filter((grant) => grant.written).length;
         series.writesLost += grants.filter((grant) => grant.written && !ledger.has(grant.token)).length;
+        if (process.env['LEASEFENCE_TOPOLOGY_DIAG']) console.info(`[diag] round ${round} lost ${before.filter((grant) => grant.token > surviving).length} ledger ${ledger.size} before ${before.length} after ${after.length}`);
         series.takeoverMs.push(Math.min(...after.map((grant) => grant.ackAt)) - killedAt);
       } finally {
         running = false;
