@@ -46,6 +46,8 @@ export interface StartRedisOptions {
    * @default 'aof'
    */
   readonly persistence?: 'aof' | 'none';
+  /** More `--name value` arguments for redis-server (cluster mode, replication), after the defaults. */
+  readonly extraArgs?: readonly string[];
 }
 
 /** The redis-server binary, installing the OS package as root when none is present. */
@@ -67,7 +69,7 @@ function installedBinary(): string | null {
 }
 
 /** One raw `PING` over RESP: `true` when the server answers `+PONG` (not `-LOADING`, not refused). */
-function ping(port: number): Promise<boolean> {
+export function ping(port: number): Promise<boolean> {
   return new Promise((resolve) => {
     const socket = connect({ host: '127.0.0.1', port });
     let reply = '';
@@ -122,6 +124,7 @@ export async function startRedis(options: StartRedisOptions = {}): Promise<Redis
     '--pidfile', join(dir, 'redis.pid'),
     '--logfile', '',
     '--loglevel', 'warning',
+    ...(options.extraArgs ?? []),
   ];
 
   const launch = async (): Promise<void> => {

@@ -4,6 +4,7 @@
  */
 import { InvalidArgumentError, StoreUnavailableError } from '../../errors.js';
 import { loggableCause, redactText } from '../../redact.js';
+import { crossSlotReply, scriptKeys } from './cross-slot.js';
 
 /**
  * A connection leasefence can send commands on. `fromIoredis` and `fromNodeRedis` build one from your
@@ -18,7 +19,7 @@ export interface RedisConnection {
   send(args: readonly string[]): Promise<unknown>;
 }
 
-/** The parts of an ioredis client (`new Redis(...)`, v5) that leasefence uses. */
+/** The parts of an ioredis client (`new Redis(...)` or `new Cluster(...)`, v5) that leasefence uses. */
 export interface IoredisClient {
   /** Sends one command with its arguments. */
   call(command: string, ...args: string[]): Promise<unknown>;
@@ -40,8 +41,17 @@ export interface NodeRedisClient {
   readonly isOpen: boolean;
 }
 
-/** A client leasefence accepts: an ioredis or node-redis client, or a `RedisConnection`. */
-export type RedisClient = IoredisClient | NodeRedisClient | RedisConnection;
+/** The parts of a node-redis cluster client (`createCluster()` from `redis`, v5) that leasefence uses. */
+export interface NodeRedisClusterClient {
+  sendCommand(firstKey: string | undefined, isReadonly: boolean | undefined, args: string[]): Promise<unknown>;
+  /** `false` before `connect()` and after `close()` / `destroy()`. */
+  readonly isOpen: boolean;
+  /** The cluster's masters (how leasefence tells a cluster client from a single-node one). */
+  readonly masters: readonly unknown[];
+}
+
+/** A client leasefence accepts: an ioredis client or Cluster, a node-redis client or cluster, or a `RedisConnection`. */
+export type RedisClient = IoredisClient | NodeRedisClient | NodeRedisClusterClient | RedisConnection;
 
 /**
  * An error reply from the Redis server (the command was received and refused or failed there). Its message
@@ -151,8 +161,11 @@ function readiness(client: IoredisClient, timeoutMs: number): () => Promise<void
 export function fromIoredis(client: IoredisClient, options: IoredisOptions = {}): RedisConnection {
   const whenReady = readiness(client, options.readyTimeoutMs ?? 5_000);
   const sendNow = (args: readonly string[]): Promise<unknown> => (Reflect.apply(client.call, client, args) as Promise<unknown>).catch(ioredisFailure);
+  const cluster = typeof (client as { nodes?: unknown }).nodes === 'function';
   return {
     send(args) {
+      const crossSlot = cluster ? crossSlotReply(args) : null;
+      if (crossSlot !== null) return Promise.reject(new RedisReplyError(crossSlot));
       // NOTE: the common case (ready) sends at once, without waiting a microtask.
       return client.status === 'ready' ? sendNow(args) : whenReady().then(() => sendNow(args));
     },
@@ -169,28 +182,52 @@ export function fromIoredis(client: IoredisClient, options: IoredisOptions = {})
  * ```
  */
 export function fromNodeRedis(client: NodeRedisClient): RedisConnection {
+  return { send: (args) => sendNodeRedis(client, () => client.sendCommand([...args])) };
+}
+
+/** Sends on an open node-redis client or cluster, mapping its failures (see `RedisConnection.send`). */
+async function sendNodeRedis(client: { readonly isOpen: boolean }, send: () => Promise<unknown>): Promise<unknown> {
+  if (!client.isOpen) throw new StoreUnavailableError('redis client is not open (call connect() first, or it was closed)');
+  try {
+    return await send();
+  } catch (error) {
+    if (isError(error) && isNodeRedisReply(error)) throw new RedisReplyError(redactText(error.message), { cause: loggableCause(error) });
+    // NOTE: both are thrown before anything is queued for writing.
+    if (isError(error) && (error.message === 'The client is closed' || error.message === 'The client is offline')) {
+      throw new StoreUnavailableError(error.message, { cause: loggableCause(error) });
+    }
+    throw error;
+  }
+}
+
+/**
+ * Wraps a node-redis v5 cluster client (connect it first). Each command goes to the master of its first
+ * key (a script's first declared key; else the command's first argument), and node-redis follows `MOVED`
+ * and `ASK`. A script whose keys span several slots is refused before sending (`CROSSSLOT`).
+ *
+ * ```ts
+ * const cluster = await createCluster({ rootNodes: [{ url }] }).connect();
+ * const store = createRedisStore({ client: fromNodeRedisCluster(cluster) });
+ * ```
+ */
+export function fromNodeRedisCluster(client: NodeRedisClusterClient): RedisConnection {
   return {
     async send(args) {
-      if (!client.isOpen) throw new StoreUnavailableError('redis client is not open (call connect() first, or it was closed)');
-      try {
-        return await client.sendCommand([...args]);
-      } catch (error) {
-        if (isError(error) && isNodeRedisReply(error)) throw new RedisReplyError(redactText(error.message), { cause: loggableCause(error) });
-        // NOTE: both are thrown before anything is queued for writing.
-        if (isError(error) && (error.message === 'The client is closed' || error.message === 'The client is offline')) {
-          throw new StoreUnavailableError(error.message, { cause: loggableCause(error) });
-        }
-        throw error;
-      }
+      const crossSlot = crossSlotReply(args);
+      if (crossSlot !== null) throw new RedisReplyError(crossSlot);
+      const keys = scriptKeys(args);
+      const firstKey = keys === null ? args[1] : keys[0];
+      return sendNodeRedis(client, () => client.sendCommand(firstKey, false, [...args]));
     },
   };
 }
 
-/** Picks the wrapper for `client`: a `RedisConnection` as is, else ioredis or node-redis by shape. */
+/** Picks the wrapper for `client`: a `RedisConnection` as is, else ioredis or node-redis (client or cluster) by shape. */
 export function toConnection(client: RedisClient): RedisConnection {
-  const shape = client as Partial<IoredisClient & NodeRedisClient & RedisConnection>;
+  const shape = client as Partial<IoredisClient & NodeRedisClusterClient & RedisConnection>;
   if (typeof shape.call === 'function' && typeof shape.status === 'string') return fromIoredis(client as IoredisClient);
+  if (typeof shape.sendCommand === 'function' && typeof shape.isOpen === 'boolean' && Array.isArray(shape.masters)) return fromNodeRedisCluster(client as NodeRedisClusterClient);
   if (typeof shape.sendCommand === 'function' && typeof shape.isOpen === 'boolean') return fromNodeRedis(client as NodeRedisClient);
   if (typeof shape.send === 'function') return client as RedisConnection;
-  throw new InvalidArgumentError('`client` must be an ioredis client, a node-redis v5 client, or a RedisConnection');
+  throw new InvalidArgumentError('`client` must be an ioredis client or Cluster, a node-redis v5 client or cluster, or a RedisConnection');
 }

@@ -3,10 +3,12 @@ export { createRedisTokenGate, type RedisGateRecord, type RedisTokenGate, type R
 export {
   fromIoredis,
   fromNodeRedis,
+  fromNodeRedisCluster,
   RedisReplyError,
   type IoredisClient,
   type IoredisOptions,
   type NodeRedisClient,
+  type NodeRedisClusterClient,
   type RedisClient,
   type RedisConnection,
 } from './connection.js';

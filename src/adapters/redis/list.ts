@@ -2,7 +2,7 @@
  * The Redis store's `list`: one `SCAN` step per page over the adapter's own lease records (`MATCH` on
  * the namespace and, where the key names allow, on the lease-key prefix), then the page's records read
  * with the inspect script, all sent at once (one pipelined round trip; the script masks the secret).
- * On an ioredis Cluster, each master is scanned in turn (in address order); the cursor names the master.
+ * On a cluster client (ioredis or node-redis), each master is scanned in turn (in address order); the cursor names the master.
  *
  * NOTE: `SCAN` returns every key that exists throughout the iteration; a key may come back twice only if
  * the server's hash table shrinks during it (lease records are never deleted, so only when other keys of
@@ -12,7 +12,7 @@ import { InvalidArgumentError } from '../../errors.js';
 import type { Inspection } from '../../fence/operations.js';
 import * as transitions from '../../fence/transitions.js';
 import type { StoreListPage, StoreListQuery } from '../../list.js';
-import { toConnection, type RedisClient, type RedisConnection } from './connection.js';
+import { fromNodeRedis, toConnection, type NodeRedisClient, type RedisClient, type RedisConnection } from './connection.js';
 import { parseLeaseReply } from './record.js';
 import { defineScript, runScript } from './runner.js';
 import { INSPECT_SCRIPT } from './scripts.js';
@@ -52,15 +52,27 @@ interface IoredisCluster {
   nodes(role: 'master'): Array<RedisClient & { readonly options: { readonly host?: string; readonly port?: number } }>;
 }
 
-const isCluster = (client: RedisClient): client is RedisClient & IoredisCluster => typeof (client as Partial<IoredisCluster>).nodes === 'function';
+/** The parts of a node-redis cluster that listing uses. */
+interface NodeRedisCluster {
+  readonly masters: ReadonlyArray<{ readonly address: string }>;
+  nodeClient(node: { readonly address: string }): Promise<NodeRedisClient>;
+}
+
+const isIoredisCluster = (client: RedisClient): client is RedisClient & IoredisCluster => typeof (client as Partial<IoredisCluster>).nodes === 'function';
+const isNodeRedisCluster = (client: RedisClient): client is RedisClient & NodeRedisCluster =>
+  Array.isArray((client as Partial<NodeRedisCluster>).masters) && typeof (client as Partial<NodeRedisCluster>).nodeClient === 'function';
 
 /** The masters to scan, in address order (one target, the client itself, when it is not a cluster). */
-function scanTargets(client: RedisClient, connection: RedisConnection): ScanTarget[] {
-  if (!isCluster(client)) return [{ address: '', connection }];
-  return client
-    .nodes('master')
-    .map((node) => ({ address: `${node.options.host ?? 'localhost'}:${node.options.port ?? 6379}`, connection: toConnection(node) }))
-    .sort((a, b) => (a.address < b.address ? -1 : a.address > b.address ? 1 : 0));
+async function scanTargets(client: RedisClient, connection: RedisConnection): Promise<ScanTarget[]> {
+  let targets: ScanTarget[];
+  if (isIoredisCluster(client)) {
+    targets = client.nodes('master').map((node) => ({ address: `${node.options.host ?? 'localhost'}:${node.options.port ?? 6379}`, connection: toConnection(node) }));
+  } else if (isNodeRedisCluster(client)) {
+    targets = await Promise.all(client.masters.map(async (master) => ({ address: master.address, connection: fromNodeRedis(await client.nodeClient(master)) })));
+  } else {
+    return [{ address: '', connection }];
+  }
+  return targets.sort((a, b) => (a.address < b.address ? -1 : a.address > b.address ? 1 : 0));
 }
 
 /** Splits a cursor `address|scan cursor`. */
@@ -76,7 +88,7 @@ function parseCursor(cursor: string | null): { address: string; scan: string } {
 export function createRedisList(client: RedisClient, connection: RedisConnection, namespace: string): (query: StoreListQuery) => Promise<StoreListPage> {
   return async ({ prefix, limit, cursor }) => {
     const position = parseCursor(cursor);
-    const targets = scanTargets(client, connection);
+    const targets = await scanTargets(client, connection);
     // NOTE: the first master at or after the cursor's address (a master that failed over since is skipped).
     const index = targets.findIndex((target) => target.address >= position.address);
     const target = targets[index];
