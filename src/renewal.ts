@@ -61,7 +61,7 @@ export class Renewal {
   readonly controller: AbortController = new AbortController();
   readonly #renewAlarm: Alarm;
   readonly #deadlineAlarm: Alarm;
-  #inFlight: Promise<void> = Promise.resolve();
+  #inFlight: Promise<void> | null = null;
   #stopped = false;
   #lastFailure: unknown = undefined;
 
@@ -79,15 +79,17 @@ export class Renewal {
 
   start(): void {
     if (this.schedule === null) return;
-    this.#armDeadline();
     this.#scheduleRenew(this.schedule);
   }
 
-  /** Stops renewing and waits for a renewal in flight, so no renew can land after the release that follows. */
-  async stop(): Promise<void> {
+  /**
+   * Stops renewing. Returns the renewal in flight (if any) to wait for, so no renew can land after the
+   * release that follows; `undefined` when none is (the common case, which then costs no await).
+   */
+  stop(): Promise<void> | undefined {
     this.#stopped = true;
     this.#clear();
-    await this.#inFlight;
+    return this.#inFlight ?? undefined;
   }
 
   /** The lease is lost (or the work must stop for `reason`): stop renewing and abort the signal once. */
@@ -123,12 +125,29 @@ export class Renewal {
     });
   }
 
+  /**
+   * Arms the renew alarm. The deadline alarm is armed only from the moment a renewal is due (it then covers
+   * the renewal in flight and its retries), or now if the renewal is due no earlier than the safe deadline:
+   * a run shorter than a third of its TTL sets one timer, not two.
+   */
   #scheduleRenew(schedule: RenewalSchedule, delay?: number): void {
     if (this.#stopped) return;
     const now = this.monotonic();
     const wait = delay ?? Math.max(0, this.lease.localDeadline - now - schedule.ttlMs * (1 - schedule.renewAfterFraction));
-    this.#renewAlarm.set(now + wait, () => {
-      this.#inFlight = this.#renewOnce(schedule);
+    const due = now + wait;
+    if (due >= this.#safeDeadline(schedule)) this.#armDeadline();
+    this.#renewAlarm.set(due, () => {
+      // NOTE: a blocked event loop can fire this after the safe deadline: the loss is known without asking.
+      if (this.monotonic() >= this.#safeDeadline(schedule)) {
+        this.lose(this.#unconfirmed(this.#lastFailure));
+        return;
+      }
+      this.#armDeadline();
+      const renewing = this.#renewOnce(schedule);
+      this.#inFlight = renewing;
+      void renewing.then(() => {
+        if (this.#inFlight === renewing) this.#inFlight = null;
+      });
     });
   }
 
@@ -142,7 +161,8 @@ export class Renewal {
         return;
       }
       this.#lastFailure = undefined;
-      this.#armDeadline();
+      // NOTE: confirmed: the next renewal is due before the new safe deadline, and arms it when it is.
+      this.#deadlineAlarm.clear();
       this.#scheduleRenew(schedule);
     } catch (error) {
       if (this.#stopped) return;
