@@ -79,7 +79,11 @@ async function postgresRun(fsync: 'on' | 'off'): Promise<void> {
       groups.push(postgresCycleGroup(target, clients, `PostgreSQL claim + release, fsync ${fsync}`, fsync === 'on'));
       if (fsync === 'on') groups.push(postgresWriteGroup(target, clients, `PostgreSQL fenced write (transaction), fsync ${fsync}`));
     }
-    await report(groups, PG_SETTINGS);
+    for (const group of groups) {
+      await report([group], PG_SETTINGS);
+      // NOTE: each group's pools are closed before the next opens its own (max_connections).
+      await Promise.allSettled(target.closers.splice(0).map((close) => close()));
+    }
   } finally {
     await Promise.allSettled(target.closers.map((close) => close()));
     await admin.end().catch(() => undefined);
