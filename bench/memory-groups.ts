@@ -1,6 +1,7 @@
 /**
  * `npm run bench`, memory store: claim + release through the public API (the baseline), the store's own
- * claim + release without the shell, and `withLease` around an empty function, in one process on one core.
+ * claim + release without the shell, `withLease` around an empty function, and the AbortSignal every
+ * withLease run creates, in one process on one core.
  * With BENCH_COMPARE (another checkout's `src/`), that tree's claim + release and withLease run in the same
  * groups: before and after in the same run.
  */
@@ -60,11 +61,23 @@ function storeAlone(): Contender {
   };
 }
 
+/**
+ * What every withLease run pays before it does anything: the AbortSignal handed to `fn` (Node 20 builds
+ * its EventTarget when `.signal` is first read). A reference row, not a contender.
+ */
+function abortSignalAlone(): Contender {
+  return {
+    name: 'new AbortController().signal alone (reference)',
+    baseline: 'claim + release',
+    prepare: async () => async () => new AbortController().signal,
+  };
+}
+
 /** The memory groups (one worker: the memory store is one process). */
 export async function memoryGroups(compare: string | undefined): Promise<Group[]> {
   const [mine, withLease] = leasefence('', createLeases, () => createMemoryStore(), 'claim + release');
   const control: Contender = { ...(mine as Contender), name: 'claim + release (control)' };
-  const contenders: Contender[] = [mine as Contender, control, withLease as Contender, storeAlone()];
+  const contenders: Contender[] = [mine as Contender, control, withLease as Contender, storeAlone(), abortSignalAlone()];
   if (compare !== undefined && compare !== '') {
     const root = resolve(compare);
     const other = (await import(pathToFileURL(`${root}/leases.ts`).href)) as { createLeases: LeasesFactory };
