@@ -11,17 +11,11 @@ import pg from 'pg';
 import { createPostgresStore, type PostgresClient } from '../src/adapters/postgres/index.js';
 import { createLeases } from '../src/leases.js';
 import { startPostgres } from '../test/support/postgres-server.js';
+import { cpuPerCycleUs } from './cpu-per-cycle.js';
+import { RAW_CLAIM, RAW_RELEASE, RAW_SCHEMA } from './postgres-raw.js';
 
 const N = Number(process.env['BENCH_N'] ?? 300);
 const TTL_MS = 600_000;
-
-const RAW_SCHEMA = `CREATE TABLE raw_leases (name text PRIMARY KEY, holder text, token bigint NOT NULL, expires_at timestamptz NOT NULL)`;
-const RAW_CLAIM = `INSERT INTO raw_leases AS l (name, holder, token, expires_at)
-VALUES ($1, $2, 1, clock_timestamp() + make_interval(secs => $3::float8 / 1000))
-ON CONFLICT (name) DO UPDATE SET holder = EXCLUDED.holder, token = l.token + 1, expires_at = EXCLUDED.expires_at
-WHERE l.expires_at <= clock_timestamp() OR l.holder IS NULL
-RETURNING token::text`;
-const RAW_RELEASE = `UPDATE raw_leases SET holder = NULL, expires_at = clock_timestamp() WHERE name = $1 AND holder = $2 AND token = $3`;
 
 interface Sent {
   readonly text: string;
@@ -94,18 +88,7 @@ async function cannedCycleUs(pool: pg.Pool): Promise<number> {
   await recorded.release(await recorded.claimOrThrow('canned'));
   const canned = { acceptsNamedStatements: true, query: async (config: string | { text: string }) => replies.get(typeof config === 'string' ? config : config.text) } as unknown as PostgresClient;
   const leases = createLeases(createPostgresStore({ client: canned }), { holder: 'bench', ttlMs: TTL_MS });
-  const cycle = async (count: number): Promise<void> => {
-    for (let i = 0; i < count; i += 1) await leases.release(await leases.claimOrThrow('canned'));
-  };
-  await cycle(10_000);
-  const samples: number[] = [];
-  for (let round = 0; round < 9; round += 1) {
-    const before = process.cpuUsage();
-    await cycle(10_000);
-    const used = process.cpuUsage(before);
-    samples.push((used.user + used.system) / 10_000);
-  }
-  return median(samples);
+  return cpuPerCycleUs(async () => leases.release(await leases.claimOrThrow('canned')), 10_000);
 }
 
 async function main(): Promise<void> {
@@ -117,7 +100,7 @@ async function main(): Promise<void> {
     const sent: Sent[] = [];
     await createPostgresStore({ client: pool }).migrate();
     const store = createPostgresStore({ client: recordingClient(pool, sent) });
-    await admin.query(RAW_SCHEMA);
+    for (const statement of RAW_SCHEMA) await admin.query(statement);
     await admin.query(`INSERT INTO leasefence_leases (key, token) SELECT 'idle:' || g, 1 FROM generate_series(1, 10000) AS g`);
     await admin.query(`INSERT INTO raw_leases (name, token, expires_at) SELECT 'idle:' || g, 1, now() FROM generate_series(1, 10000) AS g`);
     await admin.query('VACUUM ANALYZE');

@@ -12,26 +12,11 @@ import postgres from 'postgres';
 import { createPostgresStore, fromPostgresJs, type PostgresStore } from '../src/adapters/postgres/index.js';
 import { createLeases, type Leases } from '../src/leases.js';
 import { runtimeNs } from './postgres-probes.js';
+import { LEDGER_INSERT, RAW_CLAIM, RAW_FENCE_CHECK, RAW_RELEASE, RAW_SCHEMA } from './postgres-raw.js';
 import type { Contender, Group } from './slices.js';
 
 const TTL_MS = 60_000;
 const SEED_KEYS = 10_000;
-
-const RAW_SCHEMA = [
-  `CREATE TABLE raw_leases (name text PRIMARY KEY, holder text, token bigint NOT NULL, expires_at timestamptz NOT NULL)`,
-  `CREATE TABLE ledger (id bigserial PRIMARY KEY, key text NOT NULL, token bigint NOT NULL, entry text NOT NULL)`,
-];
-/** ATOMICITY: one statement; the row lock of ON CONFLICT DO UPDATE serialises claims of one name. */
-const RAW_CLAIM = `INSERT INTO raw_leases AS l (name, holder, token, expires_at)
-VALUES ($1, $2, 1, clock_timestamp() + make_interval(secs => $3::float8 / 1000))
-ON CONFLICT (name) DO UPDATE SET holder = EXCLUDED.holder, token = l.token + 1, expires_at = EXCLUDED.expires_at
-WHERE l.expires_at <= clock_timestamp() OR l.holder IS NULL
-RETURNING token::text`;
-/** ATOMICITY: one statement; matches only the grant it was given. */
-const RAW_RELEASE = `UPDATE raw_leases SET holder = NULL, expires_at = clock_timestamp() WHERE name = $1 AND holder = $2 AND token = $3`;
-/** ATOMICITY: inside the write's transaction: the FOR SHARE row lock keeps a claim out until COMMIT. */
-const RAW_FENCE_CHECK = `SELECT 1 FROM raw_leases WHERE name = $1 AND holder = $2 AND token = $3 AND expires_at > clock_timestamp() FOR SHARE`;
-const LEDGER_INSERT = `INSERT INTO ledger (key, token, entry) VALUES ($1, $2, 'x')`;
 
 /** One Postgres run: the server's URL and an admin connection. */
 export interface PostgresTarget {

@@ -24,6 +24,7 @@ import { FENCED_WRITE_SCRIPT } from '../src/adapters/redis/write-scripts.js';
 import { createLeases } from '../src/leases.js';
 import { newSecret } from '../src/secret.js';
 import { startRedis } from '../test/support/redis-server.js';
+import { cpuPerCycleUs } from './cpu-per-cycle.js';
 
 const N = Number(process.env['BENCH_N'] ?? 2_000);
 const ROUNDS = Number(process.env['BENCH_ROUNDS'] ?? 5);
@@ -71,18 +72,7 @@ async function cannedCycleUs(): Promise<number> {
     await recorded.release(await recorded.claimOrThrow('k'));
     const canned: RedisConnection = { send: async (args) => replies.get(String(args[1])) };
     const leases = createLeases(createRedisStore({ client: canned, prefix: 'canned:' }), { holder: 'bench', ttlMs: TTL_MS });
-    const cycle = async (count: number): Promise<void> => {
-      for (let i = 0; i < count; i += 1) await leases.release(await leases.claimOrThrow('k'));
-    };
-    await cycle(20_000);
-    const samples: number[] = [];
-    for (let round = 0; round < 9; round += 1) {
-      const before = process.cpuUsage();
-      await cycle(20_000);
-      const used = process.cpuUsage(before);
-      samples.push((used.user + used.system) / 20_000);
-    }
-    return median(samples);
+    return await cpuPerCycleUs(async () => leases.release(await leases.claimOrThrow('k')), 20_000);
   } finally {
     client.disconnect();
     await server.stop();
