@@ -145,9 +145,11 @@ export class Renewal {
       this.#armDeadline();
       const renewing = this.#renewOnce(schedule);
       this.#inFlight = renewing;
-      void renewing.then(() => {
+      const settled = (): void => {
         if (this.#inFlight === renewing) this.#inFlight = null;
-      });
+      };
+      // NOTE: forgotten once settled either way; `stop()` hands an unsettled one to withLease to await.
+      void renewing.then(settled, settled);
     });
   }
 
