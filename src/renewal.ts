@@ -137,11 +137,8 @@ export class Renewal {
     const due = now + wait;
     if (due >= this.#safeDeadline(schedule)) this.#armDeadline();
     this.#renewAlarm.set(due, () => {
-      // NOTE: a blocked event loop can fire this after the safe deadline: the loss is known without asking.
-      if (this.monotonic() >= this.#safeDeadline(schedule)) {
-        this.lose(this.#unconfirmed(this.#lastFailure));
-        return;
-      }
+      // NOTE: armed before the renewal is sent; past due (a blocked event loop), it fires on the next turn
+      // unless the renewal is confirmed first, as the store judges it.
       this.#armDeadline();
       const renewing = this.#renewOnce(schedule);
       this.#inFlight = renewing;
