@@ -53,7 +53,7 @@ export interface Cost {
 }
 
 /** Nanoseconds a process has run on a CPU, from `/proc/<pid>/sched` (ms with µs decimals). */
-function runtimeNs(pid: number): number {
+export function runtimeNs(pid: number): number {
   try {
     const match = /se\.sum_exec_runtime\s*:\s*([0-9.]+)/.exec(readFileSync(`/proc/${pid}/sched`, 'utf8'));
     return match === null ? Number.NaN : Number(match[1]) * 1e6;

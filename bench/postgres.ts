@@ -33,6 +33,7 @@ import type { Lease } from '../src/lease.js';
 import * as leasesModule from '../src/leases.js';
 import { startPostgres } from '../test/support/postgres-server.js';
 import { hotUpdates, PROBE_SETTINGS, startProbe, type Cost } from './postgres-probes.js';
+import { RAW_CLAIM, RAW_FENCED_INSERT, RAW_RELEASE, RAW_SCHEMA } from './postgres-raw.js';
 
 const MEASURE_MS = Number(process.env['BENCH_MS'] ?? 1_500);
 const ROUNDS = Number(process.env['BENCH_ROUNDS'] ?? 3);
@@ -40,22 +41,6 @@ const CLIENTS = (process.env['BENCH_CLIENTS'] ?? '1,8,32').split(',').map(Number
 const COMPARE = process.env['BENCH_COMPARE'];
 const TTL_MS = 60_000;
 const SEED_KEYS = 10_000;
-
-const RAW_SCHEMA = [
-  `CREATE TABLE raw_leases (name text PRIMARY KEY, holder text, token bigint NOT NULL, expires_at timestamptz NOT NULL)`,
-  `CREATE TABLE ledger (id bigserial PRIMARY KEY, key text NOT NULL, token bigint NOT NULL, entry text NOT NULL)`,
-];
-/** The research notes' single-statement claim (testing.md §6): READ COMMITTED is enough. */
-const RAW_CLAIM = `INSERT INTO raw_leases AS l (name, holder, token, expires_at)
-VALUES ($1, $2, 1, clock_timestamp() + make_interval(secs => $3::float8 / 1000))
-ON CONFLICT (name) DO UPDATE SET holder = EXCLUDED.holder, token = l.token + 1, expires_at = EXCLUDED.expires_at
-WHERE l.expires_at <= clock_timestamp() OR l.holder IS NULL
-RETURNING token::text`;
-const RAW_RELEASE = `UPDATE raw_leases SET holder = NULL, expires_at = clock_timestamp() WHERE name = $1 AND holder = $2 AND token = $3`;
-const RAW_FENCED_INSERT = `WITH cur AS (
-  SELECT token FROM raw_leases WHERE name = $1 AND holder = $2 AND token = $3 AND expires_at > clock_timestamp() FOR SHARE
-)
-INSERT INTO ledger (key, token, entry) SELECT $1, token, $4 FROM cur RETURNING id`;
 
 type Adapter = Pick<typeof adapter, 'createPostgresStore' | 'fromPgClient'>;
 type LeasesFactory = typeof leasesModule.createLeases;

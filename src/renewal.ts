@@ -63,7 +63,7 @@ export class Renewal {
   readonly controller: AbortController = new AbortController();
   readonly #renewAlarm: Alarm;
   readonly #deadlineAlarm: Alarm;
-  #inFlight: Promise<void> = Promise.resolve();
+  #inFlight: Promise<void> | null = null;
   #stopped = false;
   #lastFailure: unknown = undefined;
 
@@ -81,15 +81,17 @@ export class Renewal {
 
   start(): void {
     if (this.schedule === null) return;
-    this.#armDeadline();
     this.#scheduleRenew(this.schedule);
   }
 
-  /** Stops renewing and waits for a renewal in flight, so no renew can land after the release that follows. */
-  async stop(): Promise<void> {
+  /**
+   * Stops renewing. Returns the renewal in flight (if any) to wait for, so no renew can land after the
+   * release that follows; `undefined` when none is (the common case, which then costs no await).
+   */
+  stop(): Promise<void> | undefined {
     this.#stopped = true;
     this.#clear();
-    await this.#inFlight;
+    return this.#inFlight ?? undefined;
   }
 
   /** The lease is lost (or the work must stop for `reason`): stop renewing and abort the signal once. */
@@ -125,12 +127,28 @@ export class Renewal {
     });
   }
 
+  /**
+   * Arms the renew alarm. The deadline alarm is armed only from the moment a renewal is due (it then covers
+   * the renewal in flight and its retries), or now if the renewal is due no earlier than the safe deadline:
+   * a run shorter than a third of its TTL sets one timer, not two.
+   */
   #scheduleRenew(schedule: RenewalSchedule, delay?: number): void {
     if (this.#stopped) return;
     const now = this.monotonic();
     const wait = delay ?? Math.max(0, this.lease.localDeadline - now - schedule.ttlMs * (1 - schedule.renewAfterFraction));
-    this.#renewAlarm.set(now + wait, () => {
-      this.#inFlight = this.#renewOnce(schedule);
+    const due = now + wait;
+    if (due >= this.#safeDeadline(schedule)) this.#armDeadline();
+    this.#renewAlarm.set(due, () => {
+      // NOTE: armed before the renewal is sent; past due (a blocked event loop), it fires on the next turn
+      // unless the renewal is confirmed first, as the store judges it.
+      this.#armDeadline();
+      const renewing = this.#renewOnce(schedule);
+      this.#inFlight = renewing;
+      const settled = (): void => {
+        if (this.#inFlight === renewing) this.#inFlight = null;
+      };
+      // NOTE: forgotten once settled either way; `stop()` hands an unsettled one to withLease to await.
+      void renewing.then(settled, settled);
     });
   }
 
@@ -144,7 +162,8 @@ export class Renewal {
         return;
       }
       this.#lastFailure = undefined;
-      this.#armDeadline();
+      // NOTE: confirmed: the next renewal is due before the new safe deadline, and arms it when it is.
+      this.#deadlineAlarm.clear();
       this.#scheduleRenew(schedule);
     } catch (error) {
       if (this.#stopped) return;

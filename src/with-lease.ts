@@ -167,7 +167,8 @@ export async function runWithLease<T>(
       throw error;
     }
   }
-  await finish(renewal, external, stop, lease);
+  const inFlight = finish(renewal, external, stop, lease);
+  if (inFlight !== undefined) await inFlight;
   if (!signal.aborted) {
     const released = await releaseQuietly(leases, lease, settings.finalCheckpoint);
     return { ok: true, value: (settled as { value: T }).value, lease, lost: null, released };
@@ -179,11 +180,14 @@ export async function runWithLease<T>(
 
 const isAborted = (signal: AbortSignal | undefined): boolean => signal?.aborted === true;
 
-/** Stops the renewal and forgets the run, so nothing renews or aborts after the release. */
-async function finish(renewal: Renewal, external: AbortSignal | undefined, stop: () => void, lease: Lease): Promise<void> {
+/**
+ * Stops the renewal and forgets the run, so nothing renews or aborts after the release. Returns the renewal
+ * in flight to wait for, if any.
+ */
+function finish(renewal: Renewal, external: AbortSignal | undefined, stop: () => void, lease: Lease): Promise<void> | undefined {
   external?.removeEventListener('abort', stop);
   running.delete(lease);
-  await renewal.stop();
+  return renewal.stop();
 }
 
 /** Whether `error`, thrown by `fn` after its signal aborted with `reason`, is the work stopping because of it. */
@@ -222,7 +226,7 @@ function checkOptions(fn: unknown, options: WithLeaseOptions, maxCheckpointBytes
 /** Releases at the end of `withLease`; a lost lease or an unreachable store must not mask the work's result. */
 async function releaseQuietly(leases: Leases, lease: Lease, checkpoint: unknown): Promise<boolean> {
   try {
-    const outcome = await leases.release(lease, checkpoint === undefined ? {} : { checkpoint });
+    const outcome = await leases.release(lease, checkpoint === undefined ? undefined : { checkpoint });
     return outcome.ok;
   } catch {
     return false;

@@ -31,3 +31,19 @@ test.prop([fc.integer({ min: 3_000, max: MAX_TTL_MS }), fc.integer({ min: 0, max
     expect(clock.pending()).toBe(0);
   },
 );
+
+test.prop([fc.integer({ min: 3_000, max: MAX_TTL_MS }), fc.double({ min: 0, max: 0.99, noNaN: true })], { numRuns: 30 })(
+  'until its first renewal is due, a run keeps one timer armed, not two',
+  async (ttlMs, fractionOfFirstThird) => {
+    const clock = createQueueTimers();
+    const leases = createLeases(createMemoryStore({ clock: () => MEMORY_EPOCH + clock.now() }), { holder: 'worker', ttlMs, monotonicClock: clock.now });
+    const { work, running, finish } = controlledWork();
+    const outcome = leases.withLease('job:one-timer', work, { timers: clock.timers });
+    await running;
+    await clock.advance(Math.floor((fractionOfFirstThird * ttlMs) / 3));
+    expect(clock.pending()).toBe(1);
+    finish();
+    expect(await outcome).toMatchObject({ ok: true, released: true });
+    expect(clock.pending()).toBe(0);
+  },
+);

@@ -3,12 +3,29 @@
  * takeover can happen while a fenced write's callback runs.
  */
 export class KeyLock {
+  /** The last pending task per key; a key is absent when nothing on it is pending. */
   readonly #tails = new Map<string, Promise<unknown>>();
 
-  /** Runs `task` after every earlier task on `key` has settled. */
+  /**
+   * Runs `task` after every earlier task on `key` has settled: at once (inside this call) when nothing on
+   * `key` is pending, otherwise chained behind the last pending one.
+   */
   run<T>(key: string, task: () => T | Promise<T>): Promise<T> {
-    const before = this.#tails.get(key) ?? Promise.resolve();
-    const result = before.then(task, task);
+    const before = this.#tails.get(key);
+    if (before !== undefined) return this.#hold(key, before.then(task, task));
+    let value: T | Promise<T>;
+    try {
+      value = task();
+    } catch (error) {
+      return Promise.reject(error);
+    }
+    // NOTE: a synchronous task has already finished: nothing is pending on the key, so nothing to record.
+    // Only a task that returned a promise holds the key until it settles.
+    return isThenable(value) ? this.#hold(key, Promise.resolve(value)) : Promise.resolve(value);
+  }
+
+  /** Records `result` as the key's last pending task until it settles. */
+  #hold<T>(key: string, result: Promise<T>): Promise<T> {
     const tail = result.then(
       () => undefined,
       () => undefined,
@@ -20,3 +37,6 @@ export class KeyLock {
     return result;
   }
 }
+
+const isThenable = <T>(value: T | Promise<T>): value is Promise<T> =>
+  typeof value === 'object' && value !== null && typeof (value as { then?: unknown }).then === 'function';

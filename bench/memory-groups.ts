@@ -1,0 +1,88 @@
+/**
+ * `npm run bench`, memory store: claim + release through the public API (the baseline), the store's own
+ * claim + release without the shell, `withLease` around an empty function, and the AbortSignal every
+ * withLease run creates, in one process on one core.
+ * With BENCH_COMPARE (another checkout's `src/`), that tree's claim + release and withLease run in the same
+ * groups: before and after in the same run.
+ */
+import { resolve } from 'node:path';
+import { pathToFileURL } from 'node:url';
+import { createMemoryStore } from '../src/adapters/memory/index.js';
+import { createLeases } from '../src/leases.js';
+import type { Store } from '../src/store.js';
+import type { Contender, Group } from './slices.js';
+
+type LeasesFactory = typeof createLeases;
+type StoreFactory = () => Store;
+
+/** claim + release and withLease contenders of one tree, named with `label`. */
+function leasefence(label: string, makeLeases: LeasesFactory, makeStore: StoreFactory, baseline: string): Contender[] {
+  const leases = makeLeases(makeStore(), { holder: 'bench', ttlMs: 30_000 });
+  const claimRelease = `${label}claim + release`;
+  return [
+    {
+      name: claimRelease,
+      baseline,
+      prepare: async (worker) => async () => {
+        const claimed = await leases.claim(`cycle:${worker}`);
+        if (!claimed.ok) throw new Error(`${label}: not granted`);
+        await leases.release(claimed.lease);
+      },
+    },
+    {
+      name: `${label}withLease(empty fn)`,
+      baseline: claimRelease,
+      prepare: async (worker) => {
+        const work = async (): Promise<number> => worker;
+        return async () => {
+          const outcome = await leases.withLease(`with:${worker}`, work);
+          if (!outcome.ok) throw new Error(`${label}: withLease ${outcome.reason}`);
+        };
+      },
+    },
+  ];
+}
+
+/** The store alone: its claim and release commands, without validation, secrets or handles. */
+function storeAlone(): Contender {
+  const store = createMemoryStore();
+  return {
+    name: 'store.claim + store.release (no shell)',
+    baseline: 'claim + release',
+    prepare: async (worker) => {
+      const key = `store:${worker}`;
+      const secret = '0123456789abcdef0123456789abcdef';
+      return async () => {
+        const claimed = await store.claim({ key, holder: 'bench', runId: null, secret, ttlMs: 30_000, attributes: {}, recovering: false });
+        if (!claimed.ok) throw new Error('store: not granted');
+        await store.release({ fence: { key, token: claimed.token, secret, holder: 'bench', runId: null, attributes: {} } });
+      };
+    },
+  };
+}
+
+/**
+ * What every withLease run pays before it does anything: the AbortSignal handed to `fn` (Node 20 builds
+ * its EventTarget when `.signal` is first read). A reference row, not a contender.
+ */
+function abortSignalAlone(): Contender {
+  return {
+    name: 'new AbortController().signal alone (reference)',
+    baseline: 'claim + release',
+    prepare: async () => async () => new AbortController().signal,
+  };
+}
+
+/** The memory groups (one worker: the memory store is one process). */
+export async function memoryGroups(compare: string | undefined): Promise<Group[]> {
+  const [mine, withLease] = leasefence('', createLeases, () => createMemoryStore(), 'claim + release');
+  const control: Contender = { ...(mine as Contender), name: 'claim + release (control)' };
+  const contenders: Contender[] = [mine as Contender, control, withLease as Contender, storeAlone(), abortSignalAlone()];
+  if (compare !== undefined && compare !== '') {
+    const root = resolve(compare);
+    const other = (await import(pathToFileURL(`${root}/leases.ts`).href)) as { createLeases: LeasesFactory };
+    const memory = (await import(pathToFileURL(`${root}/adapters/memory/index.ts`).href)) as { createMemoryStore: StoreFactory };
+    contenders.push(...leasefence('before: ', other.createLeases, memory.createMemoryStore, 'claim + release'));
+  }
+  return [{ title: 'Memory store', workers: 1, contenders }];
+}

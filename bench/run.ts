@@ -1,0 +1,113 @@
+/**
+ * `npm run bench`: one command, one markdown report of leasefence against raw baselines and its peers on
+ * memory, Redis and PostgreSQL, each on a throwaway server of its own (test/support), measured in
+ * interleaved short slices (see slices.ts). About 5 minutes on 2 cores with the defaults.
+ *
+ *   npm run bench                              (everything, defaults below)
+ *   npm run bench -- --quick                   (a smoke run: every contender once, a few ms each)
+ *   BENCH_STORES=memory,redis npm run bench    (a subset: memory, redis, postgres)
+ *   BENCH_ROUNDS=9 BENCH_PASSES=10             rounds (ratios are medians over them), slices per round
+ *   BENCH_SLICE_MS=20                          slice length for memory and Redis (Postgres: twice that)
+ *   BENCH_WORKERS=32 BENCH_PG_CLIENTS=1,8,32   concurrency of the many-worker groups
+ *   BENCH_FSYNC_OFF=0                          skip the fsync-off Postgres groups (fsync on is always run)
+ *   BENCH_COMPARE=/tmp/before/src              adds that checkout's memory claim + release and withLease
+ *                                              (e.g. `git archive main src | tar -x -C /tmp/before`)
+ *
+ * Read the ratios (same run, same slices) before the absolute rates: a loaded machine moves rates a lot
+ * and ratios little, and each group's "(control)" row shows how far noise alone moves a ratio.
+ */
+import { cpus, loadavg } from 'node:os';
+import pg from 'pg';
+import { Redis } from 'ioredis';
+import { startPostgres } from '../test/support/postgres-server.js';
+import { startRedis } from '../test/support/redis-server.js';
+import { memoryGroups } from './memory-groups.js';
+import { postgresCycleGroup, postgresWriteGroup, preparePostgres, type PostgresTarget } from './postgres-groups.js';
+import { redisGroups } from './redis-groups.js';
+import { markdownTable, runGroup, type Group, type SliceSettings } from './slices.js';
+
+const QUICK = process.argv.includes('--quick');
+const env = (name: string, fallback: string): string => process.env[name] ?? fallback;
+const STORES = env('BENCH_STORES', 'memory,redis,postgres').split(',');
+const SLICE_MS = Number(env('BENCH_SLICE_MS', QUICK ? '5' : '20'));
+const SETTINGS: SliceSettings = { rounds: Number(env('BENCH_ROUNDS', QUICK ? '1' : '9')), passes: Number(env('BENCH_PASSES', QUICK ? '1' : '10')), sliceMs: SLICE_MS };
+const PG_SETTINGS: SliceSettings = { ...SETTINGS, sliceMs: SLICE_MS * 2 };
+const WORKERS = Number(env('BENCH_WORKERS', QUICK ? '4' : '32'));
+const PG_CLIENTS = env('BENCH_PG_CLIENTS', QUICK ? '1' : '1,8,32').split(',').map(Number);
+const FSYNC_OFF = env('BENCH_FSYNC_OFF', QUICK ? '0' : '1') !== '0';
+
+const load = (): string => loadavg().map((value) => value.toFixed(2)).join(' ');
+
+async function report(groups: readonly Group[], settings: SliceSettings): Promise<void> {
+  for (const group of groups) {
+    const started = performance.now();
+    const results = await runGroup(group, settings);
+    console.log(`${markdownTable(group, results)}\n\n(${((performance.now() - started) / 1000).toFixed(0)} s, load average after: ${load()})\n`);
+  }
+}
+
+async function memory(): Promise<void> {
+  console.log('## Memory store\n');
+  await report(await memoryGroups(process.env['BENCH_COMPARE']), SETTINGS);
+}
+
+async function redis(): Promise<void> {
+  const server = await startRedis({ persistence: 'none' });
+  const clients = { plain: new Redis(server.url), pipelining: new Redis(server.url, { enableAutoPipelining: true }), admin: new Redis(server.url) };
+  try {
+    const version = /redis_version:(\S+)/.exec(await clients.admin.info('server'))?.[1] ?? '?';
+    console.log(`## Redis\n\nredis-server ${version} (no persistence), ioredis 5, one shared client per setting, each worker on its own key.\n`);
+    await report(redisGroups(clients, WORKERS), SETTINGS);
+  } finally {
+    for (const client of Object.values(clients)) client.disconnect();
+    await server.stop();
+  }
+}
+
+async function postgresRun(fsync: 'on' | 'off'): Promise<void> {
+  const server = await startPostgres({ settings: { fsync } });
+  const admin = new pg.Client({ connectionString: server.url });
+  const target: PostgresTarget = { url: server.url, admin, closers: [] };
+  try {
+    await admin.connect();
+    await preparePostgres(target);
+    const version = (await admin.query<{ v: string }>("SELECT current_setting('server_version') AS v")).rows[0]?.v;
+    console.log(`## PostgreSQL, fsync ${fsync}\n\nPostgreSQL ${version}, fsync ${fsync}, synchronous_commit on, pg 8 and postgres.js 3, one pool per contender sized to its workers.\n`);
+    const groups: Group[] = [];
+    for (const clients of PG_CLIENTS) {
+      if (fsync === 'off' && clients !== PG_CLIENTS[0] && clients !== PG_CLIENTS.at(-1)) continue;
+      groups.push(postgresCycleGroup(target, clients, `PostgreSQL claim + release, fsync ${fsync}`, fsync === 'on'));
+      if (fsync === 'on') groups.push(postgresWriteGroup(target, clients, `PostgreSQL fenced write (transaction), fsync ${fsync}`));
+    }
+    for (const group of groups) {
+      await report([group], PG_SETTINGS);
+      // NOTE: each group's pools are closed before the next opens its own (max_connections).
+      await Promise.allSettled(target.closers.splice(0).map((close) => close()));
+    }
+  } finally {
+    await Promise.allSettled(target.closers.map((close) => close()));
+    await admin.end().catch(() => undefined);
+    await server.stop();
+  }
+}
+
+async function main(): Promise<void> {
+  const started = performance.now();
+  console.log(`# leasefence benchmark (npm run bench${QUICK ? ' -- --quick' : ''})\n`);
+  console.log(
+    `node ${process.version}, ${cpus().length} × ${cpus()[0]?.model ?? '?'}, load average at start ${load()}; ` +
+      `${SETTINGS.rounds} rounds × ${SETTINGS.passes} passes of ${SETTINGS.sliceMs} ms slices (Postgres ${PG_SETTINGS.sliceMs} ms), rotated order.\n` +
+      'cycles/s: median over rounds. ÷ baseline: median over rounds of the ratio within the round (min–max in brackets); ' +
+      'the "(control)" row is the baseline measured again (noise). CPU: µs per cycle, client = this Node process, ' +
+      'server = redis-server (INFO cpu) or the contender\'s Postgres backends (/proc/<pid>/sched).\n',
+  );
+  if (STORES.includes('memory')) await memory();
+  if (STORES.includes('redis')) await redis();
+  if (STORES.includes('postgres')) {
+    await postgresRun('on');
+    if (FSYNC_OFF) await postgresRun('off');
+  }
+  console.log(`Total ${((performance.now() - started) / 1000).toFixed(0)} s, load average at the end ${load()}.`);
+}
+
+await main();
