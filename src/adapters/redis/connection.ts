@@ -43,6 +43,7 @@ export interface NodeRedisClient {
 
 /** The parts of a node-redis cluster client (`createCluster()` from `redis`, v5) that leasefence uses. */
 export interface NodeRedisClusterClient {
+  /** Sends one command to the node that owns `firstKey`'s slot (node-redis follows MOVED and ASK). */
   sendCommand(firstKey: string | undefined, isReadonly: boolean | undefined, args: string[]): Promise<unknown>;
   /** `false` before `connect()` and after `close()` / `destroy()`. */
   readonly isOpen: boolean;
