@@ -5,7 +5,8 @@
  * total duration is spent, then prints the summary table and exits non-zero on any violation. Failing runs
  * keep their JSONL histories (the path is printed); `CHAOS_SEED=<seed>` replays the fault schedule.
  *
- * Options: --duration <s> (total, default 600), --scenario-duration <s> (default 30), --stores postgres,redis,
+ * Options: --duration <s> (total, default 600), --scenario-duration <s> (default 30), --stores postgres,redis,sqlite,
+ * --clients pg,postgres-js,ioredis,node-redis (the drivers the workers mix, by slot; default: all of each store),
  * --scenarios kleppmann,crash,... , --seed <n> (same as CHAOS_SEED), --keep (keep every history),
  * --variant unfenced-write|blind-renew|racy-claim (run a planted bug: the run must report violations).
  */
@@ -13,7 +14,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
-import type { StoreKind } from '../test/chaos/backend.js';
+import { CLIENTS, type ClientKind, type StoreKind } from '../test/chaos/backend.js';
 import { formatViolations } from '../test/chaos/checker.js';
 import { MUTANTS, type MutantName } from '../test/chaos/mutants.js';
 import { chaosSeed, createRandom } from '../test/chaos/prng.js';
@@ -27,7 +28,8 @@ const { values } = parseArgs({
   options: {
     duration: { type: 'string', default: '600' },
     'scenario-duration': { type: 'string', default: '30' },
-    stores: { type: 'string', default: 'postgres,redis' },
+    stores: { type: 'string', default: 'postgres,redis,sqlite' },
+    clients: { type: 'string' },
     scenarios: { type: 'string' },
     seed: { type: 'string' },
     keep: { type: 'boolean', default: false },
@@ -38,6 +40,12 @@ const { values } = parseArgs({
 const totalMs = Number(values.duration) * 1000;
 const scenarioMs = Number(values['scenario-duration']) * 1000;
 const stores = values.stores.split(',') as StoreKind[];
+/** The drivers to mix (each store takes those of its own among them); default: every driver of each store. */
+const clients = values.clients?.split(',') as ClientKind[] | undefined;
+const clientsOf = (store: StoreKind): readonly ClientKind[] => {
+  const chosen = clients?.filter((client) => CLIENTS[store].includes(client)) ?? [];
+  return chosen.length > 0 ? chosen : CLIENTS[store];
+};
 const only = values.scenarios?.split(',') ?? null;
 const seed = values.seed === undefined ? chaosSeed() : chaosSeed({ CHAOS_SEED: values.seed });
 const variant = (values.variant ?? null) as MutantName | null;
@@ -51,6 +59,8 @@ const results: RunResult[] = [];
 const shared = new Map<StoreKind, { url: string; stop(): Promise<void> }>();
 const startShared = async (store: StoreKind): Promise<void> => {
   await shared.get(store)?.stop().catch(() => undefined);
+  // NOTE: SQLite has no server: each run makes its own database file.
+  if (store === 'sqlite') return;
   shared.set(store, store === 'postgres' ? await startPostgres() : await startRedis({ persistence: 'aof' }));
 };
 /** Runs that could not complete (a server gone from under the harness, say): reported, and they fail the run. */
@@ -70,7 +80,7 @@ try {
         if (round > 1 && performance.now() - started >= totalMs) break;
         let result: RunResult;
         try {
-          result = await runScenario({ store, scenario, seed: roundSeed, durationMs: scenarioMs, variant, dir, sharedUrl: shared.get(store)?.url ?? null, log });
+          result = await runScenario({ store, scenario, seed: roundSeed, durationMs: scenarioMs, variant, dir, sharedUrl: shared.get(store)?.url ?? null, clients: clientsOf(store), log });
         } catch (error) {
           const message = `${store} ${scenario.name} (seed ${roundSeed}): ${error instanceof Error ? error.message : String(error)}`;
           harnessErrors.push(message);
@@ -82,6 +92,7 @@ try {
         const { violations, figures } = result.report;
         const faults = Object.entries(figures.faults).map(([name, count]) => `${name} ${count}`).join(', ');
         log(`    ${figures.operations} ops, ${figures.grants} grants, ${figures.unknown} unknown; faults: ${faults || 'none'}; ${violations.length} violations`);
+        if (result.diedInWrite.applied > 0) log(`    ${result.diedInWrite.applied} write(s) of workers killed before COMMIT are in the store`);
         if (violations.length > 0) log(`    history kept in ${result.historyDir}\n${formatViolations(violations)}`);
         for (const crash of result.crashes) log(`    WORKER CRASH ${crash.proc} (exit ${crash.code ?? crash.signal}):\n${crash.stderr}`);
       }
@@ -93,7 +104,7 @@ try {
   for (const server of shared.values()) await server.stop().catch(() => undefined);
 }
 
-const violations = results.reduce((sum, result) => sum + result.report.violations.length + result.crashes.length, 0) + harnessErrors.length;
+const violations = results.reduce((sum, result) => sum + result.report.violations.length + result.crashes.length + result.diedInWrite.applied, 0) + harnessErrors.length;
 log(`\n${formatSummary(results)}`);
 log(`\n${results.length} scenario runs in ${((performance.now() - started) / 1000).toFixed(0)} s, seed ${seed}, ${violations} violations, worker crashes and harness errors`);
 for (const error of harnessErrors) log(`harness error: ${error}`);

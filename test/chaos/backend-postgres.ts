@@ -4,12 +4,13 @@
  * row inserted inside the fenced transaction, the gated resource a row inserted inside the gate's write.
  */
 import pg from 'pg';
-import { createPostgresStore, createPostgresTokenGate, type PostgresWriteContext } from '../../src/adapters/postgres/index.js';
+import postgres from 'postgres';
+import { createPostgresStore, createPostgresTokenGate, fromPostgresJs, type PostgresClient, type PostgresWriteContext } from '../../src/adapters/postgres/index.js';
 import { createLeases } from '../../src/leases.js';
 import type { Lease } from '../../src/lease.js';
 import type { Leases } from '../../src/leases.js';
 import type { Store } from '../../src/store.js';
-import { resourceOf, type StoreAdmin, type WorkerBackend } from './backend.js';
+import { resourceOf, type ClientKind, type StoreAdmin, type WorkerBackend } from './backend.js';
 import type { FinalKeyState } from './history.js';
 import { decodeEntry } from './history.js';
 
@@ -41,25 +42,59 @@ export function workerPool(url: string, applicationName: string): pg.Pool {
   return pool;
 }
 
+/**
+ * A worker's postgres.js instance, set up like `workerPool` (the same server timeouts and application_name;
+ * postgres.js has no client-side query timeout, so a frozen server holds its queries until it resumes).
+ */
+export function workerPostgresJs(url: string, applicationName: string): postgres.Sql {
+  return postgres(url, {
+    max: 3,
+    connect_timeout: 2,
+    onnotice: () => undefined,
+    connection: { application_name: applicationName, statement_timeout: 3000, lock_timeout: 2000, idle_in_transaction_session_timeout: 3000 },
+  });
+}
+
 type PostgresLeaseStore = ReturnType<typeof createPostgresStore>;
 
-/** Builds the worker's backend; `wrap` swaps in a planted bug (mutants.ts). */
-export function createPostgresBackend(url: string, proc: string, wrap: (store: PostgresLeaseStore, pool: pg.Pool) => Store<PostgresWriteContext> = (s) => s): WorkerBackend {
-  const pool = workerPool(url, `chaos-${proc}`);
-  const store = wrap(createPostgresStore({ client: pool }), pool);
-  const gate = createPostgresTokenGate({ client: pool });
+/** A worker's connection: a pg Pool, or postgres.js through `fromPostgresJs`. */
+function workerClient(client: ClientKind, url: string, applicationName: string): { client: PostgresClient; pool: pg.Pool | null; end(): Promise<void> } {
+  if (client === 'postgres-js') {
+    const sql = workerPostgresJs(url, applicationName);
+    return { client: fromPostgresJs(sql), pool: null, end: () => sql.end({ timeout: 1 }) };
+  }
+  const pool = workerPool(url, applicationName);
+  return { client: pool, pool, end: () => pool.end() };
+}
+
+/** Builds the worker's backend on `client`; `wrap` swaps in a planted bug (mutants.ts; pg only). */
+export function createPostgresBackend(url: string, proc: string, client: ClientKind = 'pg', wrap?: (store: PostgresLeaseStore, pool: pg.Pool) => Store<PostgresWriteContext>): WorkerBackend {
+  const connection = workerClient(client, url, `chaos-${proc}`);
+  const real = createPostgresStore({ client: connection.client });
+  if (wrap !== undefined && connection.pool === null) throw new Error('planted bugs run on a pg Pool');
+  const store = wrap === undefined || connection.pool === null ? real : wrap(real, connection.pool);
+  const gate = createPostgresTokenGate({ client: connection.client });
+  let onDying: ((entry: string) => void) | null = null;
   return {
     store: store as Store,
     gate: gate as WorkerBackend['gate'],
     appendUnderFence: (leases: Leases, lease: Lease, entry: string) =>
       leases.fencedWrite(lease, async (tx) => {
         await (tx as PostgresWriteContext).query('INSERT INTO chaos_ledger (key, entry) VALUES ($1, $2)', [lease.key, entry]);
+        // NOTE: inside the fenced transaction, which holds the lease row's share lock: the process dies uncommitted.
+        if (onDying !== null) {
+          onDying(entry);
+          process.kill(process.pid, 'SIGKILL');
+        }
       }),
     appendThroughGate: (leases: Leases, lease: Lease, resource: string, entry: string) =>
       leases.gateWrite(gate, resource, lease, async (tx) => {
         await tx.query('INSERT INTO chaos_gate_ledger (resource, entry) VALUES ($1, $2)', [resource, entry]);
       }),
-    close: () => pool.end(),
+    dieInNextWrite: (callback) => {
+      onDying = callback;
+    },
+    close: () => connection.end(),
   };
 }
 

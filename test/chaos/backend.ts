@@ -11,7 +11,17 @@ import type { Store } from '../../src/store.js';
 import type { FinalKeyState } from './history.js';
 
 /** Which store a run targets. */
-export type StoreKind = 'postgres' | 'redis';
+export type StoreKind = 'postgres' | 'redis' | 'sqlite';
+
+/** Which driver a worker process talks to its store with (a run can mix them on one store). */
+export type ClientKind = 'pg' | 'postgres-js' | 'ioredis' | 'node-redis' | 'better-sqlite3';
+
+/** The drivers of each store, the first one the default (and the one planted bugs use). */
+export const CLIENTS: Readonly<Record<StoreKind, readonly ClientKind[]>> = {
+  postgres: ['pg', 'postgres-js'],
+  redis: ['ioredis', 'node-redis'],
+  sqlite: ['better-sqlite3'],
+};
 
 /** A worker's view of the store. */
 export interface WorkerBackend {
@@ -21,6 +31,12 @@ export interface WorkerBackend {
   appendUnderFence(leases: Leases, lease: Lease, entry: string): Promise<FencedWriteOutcome<unknown>>;
   /** Appends `entry` to `resource`'s ledger through the token gate with the lease's token. */
   appendThroughGate(leases: Leases, lease: Lease, resource: string, entry: string): Promise<GateOutcome<unknown>>;
+  /**
+   * Makes the process SIGKILL itself inside its next fenced write, after the ledger row is written and
+   * before the commit (Postgres, SQLite: the transaction holds the lease row's lock or the file's write
+   * lock). Absent where a fenced write holds nothing open in the client (Redis).
+   */
+  dieInNextWrite?(onDying: (entry: string) => void): void;
   close(): Promise<void>;
 }
 

@@ -150,7 +150,31 @@ function takeoverLatencies(index: OpIndex, boundMs: number | null): { latencies:
       }
     }
   }
+  latencies.push(...freezeTakeovers(index));
   return { latencies, violations };
+}
+
+/**
+ * Takeover after a whole-server freeze: for each key whose latest grant before the freeze was still held
+ * (not released, not superseded), the ms from the SIGCONT (the freeze's end) to the next grant of the key.
+ * Its holder's TTL ran out on the store's clock during the freeze, so this is how fast a claim succeeds once
+ * the server answers again. Reported, not bounded.
+ */
+function freezeTakeovers(index: OpIndex): number[] {
+  const latencies: number[] = [];
+  const freezes = index.all.filter((op) => op.proc === FAULT_PROC && op.invoke.reason === 'freeze' && op.done !== null);
+  for (const freeze of freezes) {
+    for (const key of index.keys()) {
+      const grants = index.grants(key);
+      const held = grants.filter((grant) => grant.end < freeze.start).sort((a, b) => ((a.token ?? 0n) < (b.token ?? 0n) ? -1 : 1)).pop();
+      if (held === undefined) continue;
+      const released = index.of(key, 'release').some((release) => release.token === held.token && release.status === 'ok' && release.end < freeze.start);
+      if (released) continue;
+      const next = grants.filter((grant) => (grant.token ?? 0n) > (held.token ?? 0n) && grant.end > freeze.end).sort((a, b) => (a.end < b.end ? -1 : 1))[0];
+      if (next !== undefined) latencies.push(msBetween(freeze.end, next.end));
+    }
+  }
+  return latencies;
 }
 
 /** The p-th percentile (0..100) of `values`, or `null` when empty. */

@@ -56,6 +56,8 @@ export interface WorkerSlot {
   incarnation: number;
   paused: boolean;
   alive: boolean;
+  /** Told to kill itself (`expectDeath`): its exit is a fault, not a crash. */
+  dying: boolean;
 }
 
 type Listener = (slot: WorkerSlot, message: WorkerMessage) => void;
@@ -87,7 +89,7 @@ export class Fleet {
     const started: Array<Promise<void>> = [];
     for (let slot = 0; slot < count; slot += 1) {
       const proc = `w${slot}.0`;
-      const worker: WorkerSlot = { slot, proc, process: this.#spawn(slot, proc), incarnation: 0, paused: false, alive: true };
+      const worker: WorkerSlot = { slot, proc, process: this.#spawn(slot, proc), incarnation: 0, paused: false, alive: true, dying: false };
       this.slots.push(worker);
       started.push(this.#ready(worker));
     }
@@ -117,7 +119,30 @@ export class Fleet {
     worker.proc = `w${worker.slot}.${worker.incarnation}`;
     worker.process = this.#spawn(worker.slot, worker.proc);
     worker.alive = true;
+    worker.dying = false;
     await this.#ready(worker);
+  }
+
+  /**
+   * Marks `worker` as about to kill itself; resolves `true` when it exited within `timeoutMs`, else SIGKILLs
+   * it and resolves `false`. Either way the slot is dead, ready for `respawn`.
+   */
+  expectDeath(worker: WorkerSlot, timeoutMs: number): Promise<boolean> {
+    worker.dying = true;
+    const child = worker.process;
+    if (child.exitCode !== null || child.signalCode !== null) return Promise.resolve(true);
+    return new Promise<boolean>((resolve) => {
+      const timer = setTimeout(() => {
+        child.off('exit', onExit);
+        this.kill(worker);
+        resolve(false);
+      }, timeoutMs);
+      const onExit = (): void => {
+        clearTimeout(timer);
+        resolve(true);
+      };
+      child.once('exit', onExit);
+    });
   }
 
   pause(worker: WorkerSlot): void {
@@ -162,7 +187,10 @@ export class Fleet {
     child.once('exit', (code, signal) => {
       const worker = this.slots.find((candidate) => candidate.process === child);
       // NOTE: a SIGKILL from the nemesis clears `alive` first; anything else before stop() is a crash.
-      if (worker !== undefined && worker.alive && !this.#stopping) {
+      if (worker !== undefined && worker.dying) {
+        worker.alive = false;
+        worker.paused = false;
+      } else if (worker !== undefined && worker.alive && !this.#stopping) {
         worker.alive = false;
         this.crashes.push({ proc, code, signal, stderr });
       }

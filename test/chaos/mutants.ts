@@ -18,6 +18,9 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type pg from 'pg';
 import type { Redis } from 'ioredis';
+import type Database from 'better-sqlite3';
+import type { SqliteWriteContext } from '../../src/adapters/sqlite/index.js';
+import { hashSecret } from '../../src/index.js';
 import type { PostgresWriteContext } from '../../src/adapters/postgres/index.js';
 import { secretHash } from '../../src/adapters/postgres/secret-hash.js';
 import { RedisKey, type RedisWriteContext } from '../../src/adapters/redis/index.js';
@@ -25,6 +28,7 @@ import type { ClaimCommand, ClaimOutcome, Inspection } from '../../src/fence/ope
 import type { Store } from '../../src/store.js';
 import { LEASE_TABLE } from './backend-postgres.js';
 import { redisRecordKey } from './backend-redis.js';
+import { SQLITE_LEASE_TABLE } from './backend-sqlite.js';
 
 /** The planted bugs. */
 export type MutantName = 'unfenced-write' | 'blind-renew' | 'racy-claim';
@@ -183,6 +187,60 @@ export function redisMutant(name: MutantName, store: Store<RedisWriteContext>, c
       await meetPartner(command.key);
       const token = inspection.token + 1n;
       const now = await blindGrant(command.key, token, command.holder, command.secret, command.runId, command.ttlMs);
+      return granted(inspection, command, token, now);
+    };
+  }
+  return mutant;
+}
+
+// ------------------------------------------------------------------------------------------------ SQLite
+
+/** Writes the caller's grant over the row, whatever is stored (blind renew and racy claim). */
+const SQLITE_BLIND_GRANT = `INSERT INTO ${SQLITE_LEASE_TABLE} (key, token, holder, run_id, secret_hash, acquired_at, expires_at, attributes, recovery_required)
+VALUES (?, ?, ?, ?, ?, ?, ?, '{}', 0)
+ON CONFLICT (key) DO UPDATE SET token = excluded.token, holder = excluded.holder, run_id = excluded.run_id, secret_hash = excluded.secret_hash,
+  acquired_at = excluded.acquired_at, expires_at = excluded.expires_at`;
+
+/** Wraps the real SQLite store with the planted bug `name` (the host's wall clock is the store's clock). */
+export function sqliteMutant(name: MutantName, store: Store<SqliteWriteContext>, database: Database.Database): Store<SqliteWriteContext> {
+  const mutant = delegatingStore(store);
+  const blindGrant = (key: string, token: bigint, holder: string, secret: string, runId: string | null, ttlMs: number | null): number => {
+    const now = Date.now();
+    database.prepare(SQLITE_BLIND_GRANT).run(key, token, holder, runId, hashSecret(secret), now, ttlMs === null ? null : now + ttlMs);
+    return now;
+  };
+  if (name === 'unfenced-write') {
+    mutant.fencedWrite = async (fence, write) => {
+      database.exec('BEGIN IMMEDIATE');
+      try {
+        const now = Date.now();
+        const statements = {
+          database,
+          run: (sql: string, ...params: unknown[]) => database.prepare(sql).run(...params),
+          get: (sql: string, ...params: unknown[]) => database.prepare(sql).get(...params),
+          all: (sql: string, ...params: unknown[]) => database.prepare(sql).all(...params),
+        } as unknown as SqliteWriteContext;
+        const value = await write({ ...statements, key: fence.key, token: fence.token, now });
+        database.exec('COMMIT');
+        return { ok: true, value, token: fence.token, checkpoint: null, now };
+      } catch (error) {
+        if (database.inTransaction) database.exec('ROLLBACK');
+        throw error;
+      }
+    };
+  } else if (name === 'blind-renew') {
+    mutant.renew = async ({ fence, ttlMs }) => {
+      const now = blindGrant(fence.key, fence.token, fence.holder, fence.secret, fence.runId, ttlMs);
+      return { ok: true, key: fence.key, token: fence.token, expiresAt: ttlMs === null ? null : now + ttlMs, now };
+    };
+  } else {
+    mutant.claim = async (command) => {
+      const inspection = await store.inspect(command.key);
+      const held = decideFromInspection(inspection, command);
+      if (held !== null) return held;
+      await meetPartner(command.key);
+      const token = inspection.token + 1n;
+      const now = blindGrant(command.key, token, command.holder, command.secret, command.runId, command.ttlMs);
       return granted(inspection, command, token, now);
     };
   }

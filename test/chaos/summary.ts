@@ -13,6 +13,8 @@ interface Row {
   grants: number;
   takeovers: number;
   refusals: Record<string, number>;
+  faults: Record<string, number>;
+  diedInWrite: { died: number; applied: number };
   unknown: number;
   unknownApplied: number;
   lostToAmnesia: number;
@@ -49,6 +51,8 @@ export function summarize(results: readonly RunResult[]): Row[] {
       grants: 0,
       takeovers: 0,
       refusals: {},
+      faults: {},
+      diedInWrite: { died: 0, applied: 0 },
       unknown: 0,
       unknownApplied: 0,
       lostToAmnesia: 0,
@@ -65,6 +69,9 @@ export function summarize(results: readonly RunResult[]): Row[] {
     row.grants += figures.grants;
     row.takeovers += figures.takeovers;
     for (const [reason, count] of Object.entries(staleRefusals(figures.refusals))) row.refusals[reason] = (row.refusals[reason] ?? 0) + count;
+    for (const [fault, count] of Object.entries(figures.faults)) row.faults[fault] = (row.faults[fault] ?? 0) + count;
+    row.diedInWrite.died += result.diedInWrite.died;
+    row.diedInWrite.applied += result.diedInWrite.applied;
     row.unknown += figures.unknown;
     row.unknownApplied += figures.unknownApplied;
     row.lostToAmnesia += figures.lostToAmnesia;
@@ -90,7 +97,7 @@ const ms = (value: number | null): string => (value === null ? '-' : `${Math.rou
 
 /** The table as text. */
 export function formatSummary(results: readonly RunResult[]): string {
-  const header = ['store', 'scenario', 'runs', 's', 'ops', 'grants', 'takeovers', 'stale writes refused (by reason)', 'unknown (applied)', 'lost to amnesia', 'takeover p50/p99 ms', 'kleppmann', 'violations', 'crashes', 'seed'];
+  const header = ['store', 'scenario', 'runs', 's', 'ops', 'grants', 'takeovers', 'faults (by kind)', 'killed in write (applied)', 'stale writes refused (by reason)', 'unknown (applied)', 'lost to amnesia', 'takeover p50/p99 ms', 'kleppmann', 'violations', 'crashes', 'seed'];
   const lines = summarize(results).map((row) => [
     row.store,
     row.scenario,
@@ -99,6 +106,11 @@ export function formatSummary(results: readonly RunResult[]): string {
     String(row.operations),
     String(row.grants),
     String(row.takeovers),
+    Object.entries(row.faults)
+      .sort((a, b) => b[1] - a[1])
+      .map(([fault, count]) => `${fault} ${count}`)
+      .join(', ') || '-',
+    row.diedInWrite.died === 0 ? '-' : `${row.diedInWrite.died} (${row.diedInWrite.applied})`,
     Object.entries(row.refusals)
       .sort((a, b) => b[1] - a[1])
       .map(([reason, count]) => `${reason} ${count}`)
