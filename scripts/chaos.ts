@@ -5,7 +5,8 @@
  * total duration is spent, then prints the summary table and exits non-zero on any violation. Failing runs
  * keep their JSONL histories (the path is printed); `CHAOS_SEED=<seed>` replays the fault schedule.
  *
- * Options: --duration <s> (total, default 600), --scenario-duration <s> (default 30), --stores postgres,redis,sqlite,
+ * Options: --duration <s> (total, default 600), --scenario-duration <s> (default 30), --stores postgres,redis,sqlite
+ * (also memory and pglite: an in-process fleet, for the kleppmann, crash and expiry-skew scenarios),
  * --clients pg,postgres-js,ioredis,node-redis (the drivers the workers mix, by slot; default: all of each store),
  * --scenarios kleppmann,crash,... , --seed <n> (same as CHAOS_SEED), --keep (keep every history),
  * --variant unfenced-write|blind-renew|racy-claim (run a planted bug: the run must report violations).
@@ -19,7 +20,8 @@ import { formatViolations } from '../test/chaos/checker.js';
 import { MUTANTS, type MutantName } from '../test/chaos/mutants.js';
 import { chaosSeed, createRandom } from '../test/chaos/prng.js';
 import { runScenario, type RunResult } from '../test/chaos/run.js';
-import { scenariosFor } from '../test/chaos/scenarios.js';
+import { SCENARIOS, scenariosFor } from '../test/chaos/scenarios.js';
+import { runInProcessScenario, runsInProcess, type InProcessStore } from '../test/chaos/in-process-fleet.js';
 import { formatSummary } from '../test/chaos/summary.js';
 import { startPostgres } from '../test/support/postgres-server.js';
 import { startRedis } from '../test/support/redis-server.js';
@@ -39,7 +41,8 @@ const { values } = parseArgs({
 
 const totalMs = Number(values.duration) * 1000;
 const scenarioMs = Number(values['scenario-duration']) * 1000;
-const stores = values.stores.split(',') as StoreKind[];
+const stores = values.stores.split(',') as Array<StoreKind | InProcessStore>;
+const inProcess = (store: StoreKind | InProcessStore): store is InProcessStore => store === 'memory' || store === 'pglite';
 /** The drivers to mix (each store takes those of its own among them); default: every driver of each store. */
 const clients = values.clients?.split(',') as ClientKind[] | undefined;
 const clientsOf = (store: StoreKind): readonly ClientKind[] => {
@@ -67,7 +70,7 @@ const startShared = async (store: StoreKind): Promise<void> => {
 const harnessErrors: string[] = [];
 let round = 0;
 try {
-  for (const store of stores) await startShared(store);
+  for (const store of stores) if (!inProcess(store)) await startShared(store);
   const seeds = createRandom(seed).fork('rounds');
   // NOTE: the first round always runs whole; later rounds stop when the duration is spent.
   while (round === 0 || performance.now() - started < totalMs) {
@@ -75,17 +78,20 @@ try {
     const roundSeed = round === 1 ? seed : seeds.int(0, 2 ** 32 - 1);
     log(`round ${round} (seed ${roundSeed})`);
     for (const store of stores) {
-      for (const scenario of scenariosFor(store)) {
+      const scenarios = inProcess(store) ? SCENARIOS.filter(runsInProcess) : scenariosFor(store);
+      for (const scenario of scenarios) {
         if (only !== null && !only.includes(scenario.name)) continue;
         if (round > 1 && performance.now() - started >= totalMs) break;
         let result: RunResult;
         try {
-          result = await runScenario({ store, scenario, seed: roundSeed, durationMs: scenarioMs, variant, dir, sharedUrl: shared.get(store)?.url ?? null, clients: clientsOf(store), log });
+          result = inProcess(store)
+            ? await runInProcessScenario({ store, scenario, seed: roundSeed, durationMs: scenarioMs, dir, log })
+            : await runScenario({ store, scenario, seed: roundSeed, durationMs: scenarioMs, variant, dir, sharedUrl: shared.get(store)?.url ?? null, clients: clientsOf(store), log });
         } catch (error) {
           const message = `${store} ${scenario.name} (seed ${roundSeed}): ${error instanceof Error ? error.message : String(error)}`;
           harnessErrors.push(message);
           log(`    HARNESS ERROR ${message}; restarting the shared ${store} server`);
-          await startShared(store);
+          if (!inProcess(store)) await startShared(store);
           continue;
         }
         results.push(result);

@@ -102,18 +102,24 @@ export function createPostgresBackend(url: string, proc: string, client: ClientK
 export async function createPostgresAdmin(url: string): Promise<StoreAdmin> {
   const pool = new pg.Pool({ connectionString: url, application_name: 'chaos-admin', max: 2, connectionTimeoutMillis: 5000 });
   pool.on('error', () => undefined);
-  const store = createPostgresStore({ client: pool });
+  return postgresAdmin(pool, () => pool.end());
+}
+
+/** The admin over any client the store takes (a pg Pool, PGlite for the in-process fleet); `end` closes it. */
+export async function postgresAdmin(client: PostgresClient, end: () => Promise<void>): Promise<StoreAdmin> {
+  const store = createPostgresStore({ client });
   await store.migrate();
-  const gate = createPostgresTokenGate({ client: pool });
+  const gate = createPostgresTokenGate({ client });
   await gate.migrate();
-  for (const statement of LEDGER_DDL) await pool.query(statement);
+  for (const statement of LEDGER_DDL) await client.query(statement);
   const operator = createLeases(store, { holder: 'chaos-operator' });
+  const entries = async (sql: string, param: string): Promise<string[]> => ((await client.query(sql, [param])).rows as Array<{ entry: string }>).map((row) => row.entry);
   return {
     forceExpire: async (key) => {
-      await pool.query(`UPDATE ${LEASE_TABLE} SET expires_at = date_trunc('milliseconds', clock_timestamp()) WHERE key = $1 AND holder IS NOT NULL`, [key]);
+      await client.query(`UPDATE ${LEASE_TABLE} SET expires_at = date_trunc('milliseconds', clock_timestamp()) WHERE key = $1 AND holder IS NOT NULL`, [key]);
     },
     killConnections: async () => {
-      const { rows } = await pool.query(`SELECT pg_terminate_backend(pid) AS killed FROM pg_stat_activity WHERE application_name LIKE 'chaos-w%'`);
+      const { rows } = await client.query(`SELECT pg_terminate_backend(pid) AS killed FROM pg_stat_activity WHERE application_name LIKE 'chaos-w%'`);
       return rows.length;
     },
     revoke: async (key) => (await operator.revoke(key, { reason: 'chaos: operator revoke', by: 'chaos-operator' })).ok,
@@ -121,18 +127,35 @@ export async function createPostgresAdmin(url: string): Promise<StoreAdmin> {
       Promise.all(
         keys.map(async (key): Promise<FinalKeyState> => {
           const inspection = await store.inspect(key);
-          const ledger = await pool.query<{ entry: string }>('SELECT entry FROM chaos_ledger WHERE key = $1 ORDER BY id', [key]);
-          const gated = await pool.query<{ entry: string }>('SELECT entry FROM chaos_gate_ledger WHERE resource = $1 ORDER BY id', [resourceOf(key)]);
           const checkpoint = inspection.checkpoint;
           return {
             key,
             token: inspection.token.toString(),
-            ledger: ledger.rows.map((row) => decodeEntry(row.entry)),
-            gateLedger: gated.rows.map((row) => decodeEntry(row.entry)),
+            ledger: (await entries('SELECT entry FROM chaos_ledger WHERE key = $1 ORDER BY id', key)).map(decodeEntry),
+            gateLedger: (await entries('SELECT entry FROM chaos_gate_ledger WHERE resource = $1 ORDER BY id', resourceOf(key))).map(decodeEntry),
             checkpoint: checkpoint === null ? null : { id: (JSON.parse(checkpoint.json) as { id: string }).id, token: checkpoint.token.toString() },
           };
         }),
       ),
-    close: () => pool.end(),
+    close: end,
+  };
+}
+
+/** A backend for an in-process worker sharing `client` (PGlite: one backend, no pool). */
+export function sharedPostgresBackend(client: PostgresClient, wrap: (store: Store) => Store = (s) => s): WorkerBackend {
+  const store = wrap(createPostgresStore({ client }) as Store);
+  const gate = createPostgresTokenGate({ client });
+  return {
+    store,
+    gate: gate as WorkerBackend['gate'],
+    appendUnderFence: (leases: Leases, lease: Lease, entry: string) =>
+      leases.fencedWrite(lease, async (tx) => {
+        await (tx as PostgresWriteContext).query('INSERT INTO chaos_ledger (key, entry) VALUES ($1, $2)', [lease.key, entry]);
+      }),
+    appendThroughGate: (leases: Leases, lease: Lease, resource: string, entry: string) =>
+      leases.gateWrite(gate, resource, lease, async (tx) => {
+        await tx.query('INSERT INTO chaos_gate_ledger (resource, entry) VALUES ($1, $2)', [resource, entry]);
+      }),
+    close: async () => undefined,
   };
 }

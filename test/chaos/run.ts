@@ -12,6 +12,7 @@ import { createAdmin } from './backends.js';
 import { checkHistory, type CheckReport } from './checker.js';
 import { startFaultProxy, type FaultProxy } from './fault-proxy.js';
 import { Fleet, type WorkerCrash } from './fleet.js';
+import type { InProcessStore } from './in-process-fleet.js';
 import { decodeEntry, diedInWritePath, HistoryWriter, readHistory, type FinalKeyState, type HistoryEvent } from './history.js';
 import type { MutantName } from './mutants.js';
 import { inject, type FreezableServer, type KleppmannTally, type NemesisContext, type RestartableServer } from './nemesis.js';
@@ -56,7 +57,8 @@ export interface RunProgress {
 
 /** What a run produced: the checker's verdict and figures, the pauses, the crashes. */
 export interface RunResult {
-  readonly store: StoreKind;
+  /** The store (the in-process runs: `memory`, `pglite`). */
+  readonly store: StoreKind | InProcessStore;
   readonly scenario: string;
   readonly variant: MutantName | null;
   readonly seed: number;
