@@ -100,6 +100,7 @@ try {
         log(`    ${figures.operations} ops, ${figures.grants} grants, ${figures.unknown} unknown; faults: ${faults || 'none'}; ${violations.length} violations`);
         if (result.diedInWrite.applied > 0) log(`    ${result.diedInWrite.applied} write(s) of workers killed before COMMIT are in the store`);
         if (violations.length > 0) log(`    history kept in ${result.historyDir}\n${formatViolations(violations)}`);
+        for (const crash of result.driverCrashes) log(`    driver crash ${crash.proc} (a known driver bug, see KNOWN_DRIVER_CRASHES in test/chaos/fleet.ts)`);
         for (const crash of result.crashes) log(`    WORKER CRASH ${crash.proc} (exit ${crash.code ?? crash.signal}):\n${crash.stderr}`);
       }
     }

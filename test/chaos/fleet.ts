@@ -44,6 +44,17 @@ export function workerEntry(): Promise<{ script: string; execArgv: string[] }> {
   return entry;
 }
 
+/**
+ * Crashes of a driver, not of leasefence, that the harness reports apart. postgres.js 3.4.9 throws from a
+ * `setImmediate` when a connection closes (terminated backend, reset, server restart) with a small write
+ * buffered: the TypeError escapes every try/catch and kills the process. Upstream: porsager/postgres#1154,
+ * #1066, #1208 (fixes proposed in #1168, #1209; not released in 3.4.9). A user's supervisor restarts the
+ * process, as the harness does; safety is still checked on the history, the dead process's requests unknown.
+ */
+export const KNOWN_DRIVER_CRASHES: ReadonlyArray<{ readonly issue: string; readonly pattern: RegExp }> = [
+  { issue: 'porsager/postgres#1154', pattern: /postgres\/src\/connection\.js:\d+[\s\S]*socket\.write[\s\S]*TypeError: Cannot read properties of null \(reading 'write'\)[\s\S]*at Immediate\.nextWrite/ },
+];
+
 /** How long a worker may take to load and report ready. */
 const WORKER_START_MS = 120_000;
 
@@ -76,6 +87,8 @@ export class Fleet {
   readonly slots: WorkerSlot[] = [];
   /** Workers that died on their own: a crash of the library or the driver under faults. */
   readonly crashes: WorkerCrash[] = [];
+  /** Workers killed by a known bug of their driver (`KNOWN_DRIVER_CRASHES`): reported, respawned, not failed. */
+  readonly driverCrashes: Array<WorkerCrash & { readonly known: string }> = [];
   readonly #listeners = new Set<Listener>();
   #stopping = false;
 
@@ -192,7 +205,13 @@ export class Fleet {
         worker.paused = false;
       } else if (worker !== undefined && worker.alive && !this.#stopping) {
         worker.alive = false;
-        this.crashes.push({ proc, code, signal, stderr });
+        // NOTE: classified once stderr is closed: its last chunks can arrive after the exit event.
+        child.once('close', () => {
+          const crash = { proc, code, signal, stderr };
+          const known = KNOWN_DRIVER_CRASHES.find((candidate) => candidate.pattern.test(stderr));
+          if (known === undefined) this.crashes.push(crash);
+          else this.driverCrashes.push({ ...crash, known: known.issue });
+        });
       }
     });
     child.on('message', (message: WorkerMessage) => {

@@ -188,7 +188,7 @@ export async function runInProcessScenario(options: InProcessRunOptions): Promis
   writer.close();
   await shared.admin.close().catch(() => undefined);
   const report = checkHistory(readHistory(join(historyDir, 'history.jsonl')), final, { takeoverBoundMs: scenario.takeoverBoundMs });
-  return { store, scenario: scenario.name, variant: null, seed, durationMs, historyDir, report, kleppmann, crashes: [], diedInWrite: { died: 0, applied: 0 } };
+  return { store, scenario: scenario.name, variant: null, seed, durationMs, historyDir, report, kleppmann, crashes: [], driverCrashes: [], diedInWrite: { died: 0, applied: 0 } };
 }
 
 interface InjectContext {

@@ -68,6 +68,8 @@ export interface RunResult {
   readonly kleppmann: KleppmannTally;
   /** Worker processes that died on their own (each one fails the run). */
   readonly crashes: readonly WorkerCrash[];
+  /** Worker processes killed by a known driver bug (fleet.ts `KNOWN_DRIVER_CRASHES`): reported, respawned. */
+  readonly driverCrashes: readonly WorkerCrash[];
   /**
    * Workers killed inside a fenced write, holding its transaction open (`kill-in-write`), and how many of
    * those uncommitted writes are in the store anyway (must be 0).
@@ -219,7 +221,7 @@ export async function runScenario(options: RunOptions): Promise<RunResult> {
     };
     const faults = scenario.faults.filter((fault) => (fault !== 'script-flush' || store === 'redis') && (fault !== 'kill-in-write' || store !== 'redis'));
     const until = performance.now() + durationMs;
-    let crashesSeen = 0;
+    const respawned = new Set<WorkerCrash>();
     while (performance.now() < until) {
       await sleep(context.random.int(...scenario.faultGapMs));
       if (performance.now() >= until) break;
@@ -227,11 +229,12 @@ export async function runScenario(options: RunOptions): Promise<RunResult> {
       const storeAdmin = admin;
       if (options.stopWhen !== undefined && (await options.stopWhen({ kleppmann, historyDir, readFinal: () => storeAdmin.readFinal(keys) }))) break;
       // NOTE: a crashed worker is reported, and respawned like a supervisor would, so the run goes on.
-      for (const crash of fleet.crashes.slice(crashesSeen)) {
+      const crashed = [...fleet.crashes, ...fleet.driverCrashes];
+      for (const crash of crashed.filter((candidate) => !respawned.has(candidate))) {
+        respawned.add(crash);
         const slot = fleet.slots.find((worker) => worker.proc === crash.proc);
         if (slot !== undefined) context.respawns.push(fleet.respawn(slot).catch(() => undefined));
       }
-      crashesSeen = fleet.crashes.length;
     }
     await Promise.allSettled(context.respawns);
     for (const proxy of proxies) {
@@ -245,7 +248,7 @@ export async function runScenario(options: RunOptions): Promise<RunResult> {
     writeFileSync(join(historyDir, 'final.json'), JSON.stringify(final));
     const history = readHistories(historyDir);
     const report = checkHistory(history, final, { takeoverBoundMs: scenario.takeoverBoundMs });
-    return { store, scenario: scenario.name, variant, seed, durationMs, historyDir, report, kleppmann, crashes: [...fleet.crashes], diedInWrite: diedInWrite(historyDir, final) };
+    return { store, scenario: scenario.name, variant, seed, durationMs, historyDir, report, kleppmann, crashes: [...fleet.crashes], driverCrashes: [...fleet.driverCrashes], diedInWrite: diedInWrite(historyDir, final) };
   } finally {
     await fleet?.stop(1000).catch(() => undefined);
     writer.close();

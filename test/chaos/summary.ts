@@ -22,6 +22,7 @@ interface Row {
   kleppmann: { rounds: number; refused: number; accepted: number; unknown: number };
   violations: number;
   crashes: number;
+  driverCrashes: number;
   seeds: number[];
 }
 
@@ -60,6 +61,7 @@ export function summarize(results: readonly RunResult[]): Row[] {
       kleppmann: { rounds: 0, refused: 0, accepted: 0, unknown: 0 },
       violations: 0,
       crashes: 0,
+      driverCrashes: 0,
       seeds: [],
     };
     const figures = result.report.figures;
@@ -82,6 +84,7 @@ export function summarize(results: readonly RunResult[]): Row[] {
     row.kleppmann.unknown += result.kleppmann.unknown;
     row.violations += result.report.violations.length;
     row.crashes += result.crashes.length;
+    row.driverCrashes += result.driverCrashes.length;
     row.seeds.push(result.seed);
     rows.set(id, row);
   }
@@ -97,7 +100,7 @@ const ms = (value: number | null): string => (value === null ? '-' : `${Math.rou
 
 /** The table as text. */
 export function formatSummary(results: readonly RunResult[]): string {
-  const header = ['store', 'scenario', 'runs', 's', 'ops', 'grants', 'takeovers', 'faults (by kind)', 'killed in write (applied)', 'stale writes refused (by reason)', 'unknown (applied)', 'lost to amnesia', 'takeover p50/p99 ms', 'kleppmann', 'violations', 'crashes', 'seed'];
+  const header = ['store', 'scenario', 'runs', 's', 'ops', 'grants', 'takeovers', 'faults (by kind)', 'killed in write (applied)', 'stale writes refused (by reason)', 'unknown (applied)', 'lost to amnesia', 'takeover p50/p99 ms', 'kleppmann', 'violations', 'crashes (driver bug)', 'seed'];
   const lines = summarize(results).map((row) => [
     row.store,
     row.scenario,
@@ -120,7 +123,7 @@ export function formatSummary(results: readonly RunResult[]): string {
     `${ms(percentile(row.latencies, 50))}/${ms(percentile(row.latencies, 99))}`,
     kleppmannCell(row.kleppmann),
     String(row.violations),
-    String(row.crashes),
+    `${row.crashes} (${row.driverCrashes})`,
     row.seeds.length === 1 ? String(row.seeds[0]) : `${row.seeds[0]}..(${row.seeds.length})`,
   ]);
   const table = [header, ...lines];
