@@ -149,12 +149,12 @@ export async function inject(ctx: NemesisContext, fault: FaultName): Promise<voi
       const victim = liveWorkers(ctx).length > 1 ? random.pick(liveWorkers(ctx)) : undefined;
       if (victim === undefined) return;
       // NOTE: the worker kills itself inside its next fenced write (transaction open, lock held); a worker
-      // that writes nothing in time is SIGKILLed wherever it is, like a plain kill.
-      await record(ctx, 'kill', fault, '', victim.proc, async () => {
-        const died = fleet.expectDeath(victim, 20 * ttlMs);
-        fleet.send(victim, { type: 'die-in-write' });
-        await died;
-      });
+      // that writes nothing in time is SIGKILLed wherever it is, like a plain kill. The kill is recorded when
+      // the harness sees the exit, so takeover latency runs from the death, not from the order.
+      const died = fleet.expectDeath(victim, 20 * ttlMs);
+      fleet.send(victim, { type: 'die-in-write' });
+      await died;
+      await record(ctx, 'kill', fault, '', victim.proc, async () => undefined);
       ctx.respawns.push(sleep(random.int(0, 500)).then(() => fleet.respawn(victim)).catch(() => undefined));
       return;
     }
