@@ -140,10 +140,13 @@ function takeoverLatencies(index: OpIndex, boundMs: number | null): { latencies:
       }
       const latency = msBetween(fault.start, next.end);
       latencies.push(latency);
-      // NOTE: the bound is on how long a worker that wants the key waits for it, so it runs from the first
-      // claim of the key by another worker after the fault. A key nobody asks for (the other workers killed,
-      // respawning or busy on other keys, as on a starved 2-core machine) is not held up by the store.
-      const demand = index.of(key, 'claim').filter((claim) => claim.proc !== victim && claim.start > fault.start).sort((a, b) => (a.start < b.start ? -1 : 1))[0];
+      // NOTE: the bound is on how long a worker that wants the key waits for it once the victim's grant has
+      // run out, so it runs from the first claim of the key by another worker sent one TTL after the fault (a
+      // dead or stopped holder renews nothing after it). A claim refused before that is right to be refused;
+      // a key nobody asks for (the other workers killed, respawning or busy on other keys, as on a starved
+      // 2-core machine) is not held up by the store.
+      const ttlNs = BigInt(Math.max(0, (held.done?.expiresAt ?? 0) - (held.done?.acquiredAt ?? 0))) * 1_000_000n;
+      const demand = index.of(key, 'claim').filter((claim) => claim.proc !== victim && claim.start > fault.start + ttlNs).sort((a, b) => (a.start < b.start ? -1 : 1))[0];
       const waited = msBetween(demand === undefined ? fault.start : demand.start, next.end);
       if (boundMs !== null && waited > boundMs) {
         violations.push({ check: 'slow-takeover', key, message: `takeover of ${key} took ${waited.toFixed(0)} ms after the first claim that followed the ${fault.op} of ${victim} (bound ${boundMs} ms)`, ops: [fault, held, next] });
