@@ -10,9 +10,7 @@ import { createLeases } from '../../src/leases.js';
 import type { Lease } from '../../src/lease.js';
 import type { Leases } from '../../src/leases.js';
 import type { Store } from '../../src/store.js';
-import { resourceOf, type ClientKind, type StoreAdmin, type WorkerBackend } from './backend.js';
-import type { FinalKeyState } from './history.js';
-import { decodeEntry } from './history.js';
+import { finalKeyState, resourceOf, type ClientKind, type StoreAdmin, type WorkerBackend } from './backend.js';
 
 /** The lease table every chaos run uses (the adapter's default). */
 export const LEASE_TABLE = 'leasefence_leases';
@@ -125,17 +123,14 @@ export async function postgresAdmin(client: PostgresClient, end: () => Promise<v
     revoke: async (key) => (await operator.revoke(key, { reason: 'chaos: operator revoke', by: 'chaos-operator' })).ok,
     readFinal: (keys) =>
       Promise.all(
-        keys.map(async (key): Promise<FinalKeyState> => {
-          const inspection = await store.inspect(key);
-          const checkpoint = inspection.checkpoint;
-          return {
+        keys.map(async (key) =>
+          finalKeyState(
             key,
-            token: inspection.token.toString(),
-            ledger: (await entries('SELECT entry FROM chaos_ledger WHERE key = $1 ORDER BY id', key)).map(decodeEntry),
-            gateLedger: (await entries('SELECT entry FROM chaos_gate_ledger WHERE resource = $1 ORDER BY id', resourceOf(key))).map(decodeEntry),
-            checkpoint: checkpoint === null ? null : { id: (JSON.parse(checkpoint.json) as { id: string }).id, token: checkpoint.token.toString() },
-          };
-        }),
+            await store.inspect(key),
+            await entries('SELECT entry FROM chaos_ledger WHERE key = $1 ORDER BY id', key),
+            await entries('SELECT entry FROM chaos_gate_ledger WHERE resource = $1 ORDER BY id', resourceOf(key)),
+          ),
+        ),
       ),
     close: end,
   };

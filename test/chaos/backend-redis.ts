@@ -10,8 +10,7 @@ import type { Lease } from '../../src/lease.js';
 import { createLeases } from '../../src/leases.js';
 import type { Leases } from '../../src/leases.js';
 import type { Store } from '../../src/store.js';
-import { resourceOf, type ClientKind, type StoreAdmin, type WorkerBackend } from './backend.js';
-import { decodeEntry, type FinalKeyState } from './history.js';
+import { finalKeyState, resourceOf, type ClientKind, type StoreAdmin, type WorkerBackend } from './backend.js';
 import { EXPIRE_NOW_SCRIPT } from '../support/redis-expire.js';
 
 /** The adapter's default key prefix (see src/adapters/redis/keys.ts). */
@@ -100,17 +99,9 @@ export function createRedisAdmin(url: string): StoreAdmin & { scriptFlush(): Pro
     },
     readFinal: (keys) =>
       Promise.all(
-        keys.map(async (key): Promise<FinalKeyState> => {
-          const inspection = await store.inspect(key);
-          const checkpoint = inspection.checkpoint;
-          return {
-            key,
-            token: inspection.token.toString(),
-            ledger: (await client.lrange(ledgerKey(key), 0, -1)).map(decodeEntry),
-            gateLedger: (await client.lrange(gateLedgerKey(resourceOf(key)), 0, -1)).map(decodeEntry),
-            checkpoint: checkpoint === null ? null : { id: (JSON.parse(checkpoint.json) as { id: string }).id, token: checkpoint.token.toString() },
-          };
-        }),
+        keys.map(async (key) =>
+          finalKeyState(key, await store.inspect(key), await client.lrange(ledgerKey(key), 0, -1), await client.lrange(gateLedgerKey(resourceOf(key)), 0, -1)),
+        ),
       ),
     close: async () => {
       client.disconnect();

@@ -10,8 +10,7 @@ import { createSqliteStore, createSqliteTokenGate, type SqliteWriteContext } fro
 import type { Lease } from '../../src/lease.js';
 import { createLeases, type Leases } from '../../src/leases.js';
 import type { Store } from '../../src/store.js';
-import { resourceOf, type StoreAdmin, type WorkerBackend } from './backend.js';
-import { decodeEntry, type FinalKeyState } from './history.js';
+import { finalKeyState, resourceOf, type StoreAdmin, type WorkerBackend } from './backend.js';
 
 /** The lease table every chaos run uses (the adapter's default). */
 export const SQLITE_LEASE_TABLE = 'leasefence_leases';
@@ -87,18 +86,11 @@ export async function createSqliteAdmin(path: string): Promise<StoreAdmin> {
     },
     killConnections: async () => 0,
     revoke: async (key) => (await operator.revoke(key, { reason: 'chaos: operator revoke', by: 'chaos-operator' })).ok,
-    readFinal: (keys) =>
+    readFinal: async (keys) =>
       Promise.all(
-        keys.map(async (key): Promise<FinalKeyState> => {
-          const inspection = await store.inspect(key);
-          const checkpoint = inspection.checkpoint;
-          return {
-            key,
-            token: inspection.token.toString(),
-            ledger: (ledger.all(key) as Array<{ entry: string }>).map((row) => decodeEntry(row.entry)),
-            gateLedger: (gated.all(resourceOf(key)) as Array<{ entry: string }>).map((row) => decodeEntry(row.entry)),
-            checkpoint: checkpoint === null ? null : { id: (JSON.parse(checkpoint.json) as { id: string }).id, token: checkpoint.token.toString() },
-          };
+        keys.map(async (key) => {
+          const entries = (rows: unknown[]): string[] => (rows as Array<{ entry: string }>).map((row) => row.entry);
+          return finalKeyState(key, await store.inspect(key), entries(ledger.all(key)), entries(gated.all(resourceOf(key))));
         }),
       ),
     close: async () => {

@@ -3,12 +3,12 @@
  * user would (a store, a token gate, and a ledger written inside the fenced write); the harness uses a
  * `StoreAdmin` to prepare the ledger, force expiries, cut connections and read the final state.
  */
-import type { FencedWriteOutcome, GateOutcome } from '../../src/fence/operations.js';
+import type { FencedWriteOutcome, GateOutcome, Inspection } from '../../src/fence/operations.js';
 import type { TokenGate } from '../../src/gate.js';
 import type { Lease } from '../../src/lease.js';
 import type { Leases } from '../../src/leases.js';
 import type { Store } from '../../src/store.js';
-import type { FinalKeyState } from './history.js';
+import { decodeEntry, type FinalKeyState } from './history.js';
 
 /** Which store a run targets. */
 export type StoreKind = 'postgres' | 'redis' | 'sqlite';
@@ -53,6 +53,18 @@ export interface StoreAdmin {
   /** Reads token, ledgers and checkpoint of each key. */
   readFinal(keys: readonly string[]): Promise<FinalKeyState[]>;
   close(): Promise<void>;
+}
+
+/** A key's final state from the store's inspection and its two ledgers (as stored, in apply order). */
+export function finalKeyState(key: string, inspection: Inspection, ledger: readonly string[], gateLedger: readonly string[]): FinalKeyState {
+  const checkpoint = inspection.checkpoint;
+  return {
+    key,
+    token: inspection.token.toString(),
+    ledger: ledger.map(decodeEntry),
+    gateLedger: gateLedger.map(decodeEntry),
+    checkpoint: checkpoint === null ? null : { id: (JSON.parse(checkpoint.json) as { id: string }).id, token: checkpoint.token.toString() },
+  };
 }
 
 /** The gated resource of a key. */

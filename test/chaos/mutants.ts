@@ -74,6 +74,29 @@ function granted(inspection: Inspection, command: ClaimCommand, token: bigint, n
   return { ok: true, key: command.key, token, acquiredAt: now, expiresAt, previous, checkpoint: inspection.checkpoint, now };
 }
 
+/** Writes a grant over the key's record whatever is stored; resolves with the store's now. */
+type BlindGrant = (key: string, token: bigint, holder: string, secret: string, runId: string | null, ttlMs: number | null) => number | Promise<number>;
+
+/** Plants `blind-renew` or `racy-claim` in `mutant` through `blindGrant` (Redis and SQLite share them). */
+function plantBlindGrant<C>(name: 'blind-renew' | 'racy-claim', mutant: ReturnType<typeof delegatingStore<C>>, store: Store<C>, blindGrant: BlindGrant): void {
+  if (name === 'blind-renew') {
+    mutant.renew = async ({ fence, ttlMs }) => {
+      const now = await blindGrant(fence.key, fence.token, fence.holder, fence.secret, fence.runId, ttlMs);
+      return { ok: true, key: fence.key, token: fence.token, expiresAt: ttlMs === null ? null : now + ttlMs, now };
+    };
+    return;
+  }
+  mutant.claim = async (command) => {
+    const inspection = await store.inspect(command.key);
+    const held = decideFromInspection(inspection, command);
+    if (held !== null) return held;
+    await meetPartner(command.key);
+    const token = inspection.token + 1n;
+    const now = await blindGrant(command.key, token, command.holder, command.secret, command.runId, command.ttlMs);
+    return granted(inspection, command, token, now);
+  };
+}
+
 /** A store that forwards every method to `store`: a mutant replaces the one method it breaks. */
 export function delegatingStore<C>(store: Store<C>): { -readonly [M in keyof Store<C>]: Store<C>[M] } {
   return {
@@ -174,21 +197,8 @@ export function redisMutant(name: MutantName, store: Store<RedisWriteContext>, c
       await Promise.all(pending);
       return { ok: true, value, token: fence.token, checkpoint: null, now: Date.now() };
     };
-  } else if (name === 'blind-renew') {
-    mutant.renew = async ({ fence, ttlMs }) => {
-      const now = await blindGrant(fence.key, fence.token, fence.holder, fence.secret, fence.runId, ttlMs);
-      return { ok: true, key: fence.key, token: fence.token, expiresAt: ttlMs === null ? null : now + ttlMs, now };
-    };
   } else {
-    mutant.claim = async (command) => {
-      const inspection = await store.inspect(command.key);
-      const held = decideFromInspection(inspection, command);
-      if (held !== null) return held;
-      await meetPartner(command.key);
-      const token = inspection.token + 1n;
-      const now = await blindGrant(command.key, token, command.holder, command.secret, command.runId, command.ttlMs);
-      return granted(inspection, command, token, now);
-    };
+    plantBlindGrant(name, mutant, store, blindGrant);
   }
   return mutant;
 }
@@ -228,21 +238,8 @@ export function sqliteMutant(name: MutantName, store: Store<SqliteWriteContext>,
         throw error;
       }
     };
-  } else if (name === 'blind-renew') {
-    mutant.renew = async ({ fence, ttlMs }) => {
-      const now = blindGrant(fence.key, fence.token, fence.holder, fence.secret, fence.runId, ttlMs);
-      return { ok: true, key: fence.key, token: fence.token, expiresAt: ttlMs === null ? null : now + ttlMs, now };
-    };
   } else {
-    mutant.claim = async (command) => {
-      const inspection = await store.inspect(command.key);
-      const held = decideFromInspection(inspection, command);
-      if (held !== null) return held;
-      await meetPartner(command.key);
-      const token = inspection.token + 1n;
-      const now = blindGrant(command.key, token, command.holder, command.secret, command.runId, command.ttlMs);
-      return granted(inspection, command, token, now);
-    };
+    plantBlindGrant(name, mutant, store, blindGrant);
   }
   return mutant;
 }
