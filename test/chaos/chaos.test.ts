@@ -19,7 +19,7 @@ import { formatSummary } from './summary.js';
 const seed = chaosSeed();
 const durationMs = Number(process.env['CHAOS_DURATION'] ?? 9000);
 /** Scenarios left to the long run (`npm run chaos`): their faults are covered by another short scenario. */
-const LONG_ONLY: Record<StoreKind, readonly string[]> = { postgres: ['lock-kill'], redis: [], sqlite: ['crash', 'expiry-skew'] };
+const LONG_ONLY: Record<StoreKind, readonly string[]> = { postgres: ['lock-kill'], redis: ['freeze'], sqlite: ['crash', 'expiry-skew'] };
 /** Per SQLite scenario in the short run, ms (`CHAOS_DURATION` lengthens it too). */
 const SQLITE_SHORT_MS = Number(process.env['CHAOS_DURATION'] ?? 5000);
 const dir = mkdtempSync(join(tmpdir(), 'leasefence-chaos-'));
@@ -42,7 +42,8 @@ describe.sequential(`chaos (seed ${seed})`, () => {
     for (const scenario of scenariosFor(store).filter((candidate) => !LONG_ONLY[store].includes(candidate.name))) {
       // NOTE: the scenarios added after the 3-minute budget was set (SQLite, freeze) run shorter: 45 s in all.
       const ms = Math.min(durationMs, scenario.shortMs ?? (store === 'sqlite' ? SQLITE_SHORT_MS : durationMs));
-      it(`${store} / ${scenario.name} (${CLIENTS[store].join(' + ')}): ${scenario.summary}; every check holds`, { timeout: ms + 90_000 }, async () => {
+      // NOTE: only a bound on a hung run: with load average 35 on 2 cores, a scenario with its own server took 96 s.
+      it(`${store} / ${scenario.name} (${CLIENTS[store].join(' + ')}): ${scenario.summary}; every check holds`, { timeout: ms + (scenario.ownServer ? 240_000 : 150_000) }, async () => {
         const result = await runScenario({ store, scenario, seed, durationMs: ms, dir, sharedUrl: sharedUrl[store] });
         results.push(result);
         const { report, crashes, kleppmann } = result;
