@@ -21,7 +21,7 @@ const durationMs = Number(process.env['CHAOS_DURATION'] ?? 9000);
 /** Scenarios left to the long run (`npm run chaos`): their faults are covered by another short scenario. */
 const LONG_ONLY: Record<StoreKind, readonly string[]> = { postgres: ['lock-kill'], redis: ['freeze'], sqlite: ['crash', 'expiry-skew'] };
 /** Per SQLite scenario in the short run, ms (`CHAOS_DURATION` lengthens it too). */
-const SQLITE_SHORT_MS = Number(process.env['CHAOS_DURATION'] ?? 5000);
+const SQLITE_SHORT_MS = Number(process.env['CHAOS_DURATION'] ?? 4000);
 const dir = mkdtempSync(join(tmpdir(), 'leasefence-chaos-'));
 const results: RunResult[] = [];
 let failed = false;

@@ -139,7 +139,7 @@ export const SCENARIOS: readonly Scenario[] = [
     faults: ['freeze', 'freeze', 'kill', 'pause'],
     faultGapMs: [500, 1500],
     ownServer: true,
-    shortMs: 6000,
+    shortMs: 5000,
   },
 ];
 
