@@ -77,7 +77,7 @@ function granted(inspection: Inspection, command: ClaimCommand, token: bigint, n
 /** Writes a grant over the key's record whatever is stored; resolves with the store's now. */
 type BlindGrant = (key: string, token: bigint, holder: string, secret: string, runId: string | null, ttlMs: number | null) => number | Promise<number>;
 
-/** Plants `blind-renew` or `racy-claim` in `mutant` through `blindGrant` (Redis and SQLite share them). */
+/** Plants `blind-renew` or `racy-claim` in `mutant` through `blindGrant` (Postgres plants only the claim here). */
 function plantBlindGrant<C>(name: 'blind-renew' | 'racy-claim', mutant: ReturnType<typeof delegatingStore<C>>, store: Store<C>, blindGrant: BlindGrant): void {
   if (name === 'blind-renew') {
     mutant.renew = async ({ fence, ttlMs }) => {
@@ -146,22 +146,18 @@ export function postgresMutant(name: MutantName, store: Store<PostgresWriteConte
       return { ok: true, key: fence.key, token: fence.token, expiresAt: Number(row?.expires), now: Number(row?.now) };
     };
   } else {
-    mutant.claim = async (command) => {
-      const inspection = await store.inspect(command.key);
-      const held = decideFromInspection(inspection, command);
-      if (held !== null) return held;
-      await meetPartner(command.key);
-      const token = inspection.token + 1n;
+    // NOTE: the write of a racy claim: the caller's grant over the row, whatever is stored.
+    plantBlindGrant(name, mutant, store, async (key, token, holder, secret, runId, ttlMs) => {
       const { rows } = await pool.query<{ now: string }>(
         `INSERT INTO ${LEASE_TABLE} AS l (key, token, holder, run_id, secret_hash, acquired_at, expires_at, attributes)
          VALUES ($1, $2, $3, $4, $5, date_trunc('milliseconds', clock_timestamp()), date_trunc('milliseconds', clock_timestamp()) + $6 * interval '1 millisecond', '{}')
          ON CONFLICT (key) DO UPDATE SET token = EXCLUDED.token, holder = EXCLUDED.holder, run_id = EXCLUDED.run_id, secret_hash = EXCLUDED.secret_hash,
            acquired_at = EXCLUDED.acquired_at, expires_at = EXCLUDED.expires_at, attributes = EXCLUDED.attributes
          RETURNING (extract(epoch FROM acquired_at) * 1000)::bigint::text AS now`,
-        [command.key, token.toString(), command.holder, command.runId, secretHash(command.secret), command.ttlMs],
+        [key, token.toString(), holder, runId, secretHash(secret), ttlMs],
       );
-      return granted(inspection, command, token, Number(rows[0]?.now));
-    };
+      return Number(rows[0]?.now);
+    });
   }
   return mutant;
 }
