@@ -4,9 +4,9 @@
  */
 import { createMemoryStore, createMemoryTokenGate, type MemoryStore } from '../../src/adapters/memory/index.js';
 import type { Store } from '../../src/store.js';
+import { createLeases } from '../../src/leases.js';
 import type { StoreAdmin, WorkerBackend } from './backend.js';
-import { resourceOf } from './backend.js';
-import { decodeEntry, type FinalKeyState } from './history.js';
+import { finalKeyState, resourceOf } from './backend.js';
 
 /** A shared in-process store with its ledgers; `backend()` hands each in-process worker its view. */
 export interface MemoryChaos {
@@ -32,25 +32,14 @@ export function createMemoryChaos(): MemoryChaos {
     appendThroughGate: (leases, lease, resource, entry) => leases.gateWrite(gate, resource, lease, () => append(`gate:${resource}`, entry)),
     close: async () => undefined,
   });
+  const operator = createLeases(store, { holder: 'chaos-operator' });
   const admin: StoreAdmin = {
     // NOTE: the memory store's clock is the system clock here; there is no record to rewrite from outside.
     forceExpire: async () => undefined,
     killConnections: async () => 0,
-    revoke: async () => false,
+    revoke: async (key) => (await operator.revoke(key, { reason: 'chaos: operator revoke', by: 'chaos-operator' })).ok,
     readFinal: async (keys) =>
-      Promise.all(
-        keys.map(async (key): Promise<FinalKeyState> => {
-          const inspection = await store.inspect(key);
-          const checkpoint = inspection.checkpoint;
-          return {
-            key,
-            token: inspection.token.toString(),
-            ledger: (ledgers.get(`ledger:${key}`) ?? []).map(decodeEntry),
-            gateLedger: (ledgers.get(`gate:${resourceOf(key)}`) ?? []).map(decodeEntry),
-            checkpoint: checkpoint === null ? null : { id: (JSON.parse(checkpoint.json) as { id: string }).id, token: checkpoint.token.toString() },
-          };
-        }),
-      ),
+      Promise.all(keys.map(async (key) => finalKeyState(key, await store.inspect(key), ledgers.get(`ledger:${key}`) ?? [], ledgers.get(`gate:${resourceOf(key)}`) ?? []))),
     close: async () => undefined,
   };
   return { store, backend, admin };

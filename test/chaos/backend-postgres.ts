@@ -4,14 +4,13 @@
  * row inserted inside the fenced transaction, the gated resource a row inserted inside the gate's write.
  */
 import pg from 'pg';
-import { createPostgresStore, createPostgresTokenGate, type PostgresWriteContext } from '../../src/adapters/postgres/index.js';
+import postgres from 'postgres';
+import { createPostgresStore, createPostgresTokenGate, fromPostgresJs, type PostgresClient, type PostgresWriteContext } from '../../src/adapters/postgres/index.js';
 import { createLeases } from '../../src/leases.js';
 import type { Lease } from '../../src/lease.js';
 import type { Leases } from '../../src/leases.js';
 import type { Store } from '../../src/store.js';
-import { resourceOf, type StoreAdmin, type WorkerBackend } from './backend.js';
-import type { FinalKeyState } from './history.js';
-import { decodeEntry } from './history.js';
+import { finalKeyState, resourceOf, type ClientKind, type StoreAdmin, type WorkerBackend } from './backend.js';
 
 /** The lease table every chaos run uses (the adapter's default). */
 export const LEASE_TABLE = 'leasefence_leases';
@@ -41,15 +40,108 @@ export function workerPool(url: string, applicationName: string): pg.Pool {
   return pool;
 }
 
+/**
+ * A worker's postgres.js instance, set up like `workerPool` (the same server timeouts and application_name;
+ * postgres.js has no client-side query timeout, so a frozen server holds its queries until it resumes).
+ */
+export function workerPostgresJs(url: string, applicationName: string): postgres.Sql {
+  return postgres(url, {
+    max: 3,
+    connect_timeout: 2,
+    onnotice: () => undefined,
+    connection: { application_name: applicationName, statement_timeout: 3000, lock_timeout: 2000, idle_in_transaction_session_timeout: 3000 },
+  });
+}
+
 type PostgresLeaseStore = ReturnType<typeof createPostgresStore>;
 
-/** Builds the worker's backend; `wrap` swaps in a planted bug (mutants.ts). */
-export function createPostgresBackend(url: string, proc: string, wrap: (store: PostgresLeaseStore, pool: pg.Pool) => Store<PostgresWriteContext> = (s) => s): WorkerBackend {
-  const pool = workerPool(url, `chaos-${proc}`);
-  const store = wrap(createPostgresStore({ client: pool }), pool);
-  const gate = createPostgresTokenGate({ client: pool });
+/** A worker's connection: a pg Pool, or postgres.js through `fromPostgresJs`. */
+function workerClient(client: ClientKind, url: string, applicationName: string): { client: PostgresClient; pool: pg.Pool | null; end(): Promise<void> } {
+  if (client === 'postgres-js') {
+    const sql = workerPostgresJs(url, applicationName);
+    return { client: fromPostgresJs(sql), pool: null, end: () => sql.end({ timeout: 1 }) };
+  }
+  const pool = workerPool(url, applicationName);
+  return { client: pool, pool, end: () => pool.end() };
+}
+
+/** Builds the worker's backend on `client`; `wrap` swaps in a planted bug (mutants.ts; pg only). */
+export function createPostgresBackend(url: string, proc: string, client: ClientKind = 'pg', wrap?: (store: PostgresLeaseStore, pool: pg.Pool) => Store<PostgresWriteContext>): WorkerBackend {
+  const connection = workerClient(client, url, `chaos-${proc}`);
+  const real = createPostgresStore({ client: connection.client });
+  if (wrap !== undefined && connection.pool === null) throw new Error('planted bugs run on a pg Pool');
+  const store = wrap === undefined || connection.pool === null ? real : wrap(real, connection.pool);
+  const gate = createPostgresTokenGate({ client: connection.client });
+  let onDying: ((entry: string) => void) | null = null;
   return {
     store: store as Store,
+    gate: gate as WorkerBackend['gate'],
+    appendUnderFence: (leases: Leases, lease: Lease, entry: string) =>
+      leases.fencedWrite(lease, async (tx) => {
+        await (tx as PostgresWriteContext).query('INSERT INTO chaos_ledger (key, entry) VALUES ($1, $2)', [lease.key, entry]);
+        // NOTE: inside the fenced transaction, which holds the lease row's share lock: the process dies uncommitted.
+        if (onDying !== null) {
+          onDying(entry);
+          process.kill(process.pid, 'SIGKILL');
+        }
+      }),
+    appendThroughGate: (leases: Leases, lease: Lease, resource: string, entry: string) =>
+      leases.gateWrite(gate, resource, lease, async (tx) => {
+        await tx.query('INSERT INTO chaos_gate_ledger (resource, entry) VALUES ($1, $2)', [resource, entry]);
+      }),
+    dieInNextWrite: (callback) => {
+      onDying = callback;
+    },
+    close: () => connection.end(),
+  };
+}
+
+/** The harness's admin pool: prepares the tables, forces expiries, terminates worker sessions, reads the end state. */
+export async function createPostgresAdmin(url: string): Promise<StoreAdmin> {
+  const pool = new pg.Pool({ connectionString: url, application_name: 'chaos-admin', max: 2, connectionTimeoutMillis: 5000 });
+  pool.on('error', () => undefined);
+  return postgresAdmin(pool, () => pool.end());
+}
+
+/** The admin over any client the store takes (a pg Pool, PGlite for the in-process fleet); `end` closes it. */
+export async function postgresAdmin(client: PostgresClient, end: () => Promise<void>): Promise<StoreAdmin> {
+  const store = createPostgresStore({ client });
+  await store.migrate();
+  const gate = createPostgresTokenGate({ client });
+  await gate.migrate();
+  for (const statement of LEDGER_DDL) await client.query(statement);
+  const operator = createLeases(store, { holder: 'chaos-operator' });
+  const entries = async (sql: string, param: string): Promise<string[]> => ((await client.query(sql, [param])).rows as Array<{ entry: string }>).map((row) => row.entry);
+  return {
+    forceExpire: async (key) => {
+      await client.query(`UPDATE ${LEASE_TABLE} SET expires_at = date_trunc('milliseconds', clock_timestamp()) WHERE key = $1 AND holder IS NOT NULL`, [key]);
+    },
+    killConnections: async () => {
+      const { rows } = await client.query(`SELECT pg_terminate_backend(pid) AS killed FROM pg_stat_activity WHERE application_name LIKE 'chaos-w%'`);
+      return rows.length;
+    },
+    revoke: async (key) => (await operator.revoke(key, { reason: 'chaos: operator revoke', by: 'chaos-operator' })).ok,
+    readFinal: (keys) =>
+      Promise.all(
+        keys.map(async (key) =>
+          finalKeyState(
+            key,
+            await store.inspect(key),
+            await entries('SELECT entry FROM chaos_ledger WHERE key = $1 ORDER BY id', key),
+            await entries('SELECT entry FROM chaos_gate_ledger WHERE resource = $1 ORDER BY id', resourceOf(key)),
+          ),
+        ),
+      ),
+    close: end,
+  };
+}
+
+/** A backend for an in-process worker sharing `client` (PGlite: one backend, no pool). */
+export function sharedPostgresBackend(client: PostgresClient, wrap: (store: Store) => Store = (s) => s): WorkerBackend {
+  const store = wrap(createPostgresStore({ client }) as Store);
+  const gate = createPostgresTokenGate({ client });
+  return {
+    store,
     gate: gate as WorkerBackend['gate'],
     appendUnderFence: (leases: Leases, lease: Lease, entry: string) =>
       leases.fencedWrite(lease, async (tx) => {
@@ -59,45 +151,6 @@ export function createPostgresBackend(url: string, proc: string, wrap: (store: P
       leases.gateWrite(gate, resource, lease, async (tx) => {
         await tx.query('INSERT INTO chaos_gate_ledger (resource, entry) VALUES ($1, $2)', [resource, entry]);
       }),
-    close: () => pool.end(),
-  };
-}
-
-/** The harness's admin pool: prepares the tables, forces expiries, terminates worker sessions, reads the end state. */
-export async function createPostgresAdmin(url: string): Promise<StoreAdmin> {
-  const pool = new pg.Pool({ connectionString: url, application_name: 'chaos-admin', max: 2, connectionTimeoutMillis: 5000 });
-  pool.on('error', () => undefined);
-  const store = createPostgresStore({ client: pool });
-  await store.migrate();
-  const gate = createPostgresTokenGate({ client: pool });
-  await gate.migrate();
-  for (const statement of LEDGER_DDL) await pool.query(statement);
-  const operator = createLeases(store, { holder: 'chaos-operator' });
-  return {
-    forceExpire: async (key) => {
-      await pool.query(`UPDATE ${LEASE_TABLE} SET expires_at = date_trunc('milliseconds', clock_timestamp()) WHERE key = $1 AND holder IS NOT NULL`, [key]);
-    },
-    killConnections: async () => {
-      const { rows } = await pool.query(`SELECT pg_terminate_backend(pid) AS killed FROM pg_stat_activity WHERE application_name LIKE 'chaos-w%'`);
-      return rows.length;
-    },
-    revoke: async (key) => (await operator.revoke(key, { reason: 'chaos: operator revoke', by: 'chaos-operator' })).ok,
-    readFinal: (keys) =>
-      Promise.all(
-        keys.map(async (key): Promise<FinalKeyState> => {
-          const inspection = await store.inspect(key);
-          const ledger = await pool.query<{ entry: string }>('SELECT entry FROM chaos_ledger WHERE key = $1 ORDER BY id', [key]);
-          const gated = await pool.query<{ entry: string }>('SELECT entry FROM chaos_gate_ledger WHERE resource = $1 ORDER BY id', [resourceOf(key)]);
-          const checkpoint = inspection.checkpoint;
-          return {
-            key,
-            token: inspection.token.toString(),
-            ledger: ledger.rows.map((row) => decodeEntry(row.entry)),
-            gateLedger: gated.rows.map((row) => decodeEntry(row.entry)),
-            checkpoint: checkpoint === null ? null : { id: (JSON.parse(checkpoint.json) as { id: string }).id, token: checkpoint.token.toString() },
-          };
-        }),
-      ),
-    close: () => pool.end(),
+    close: async () => undefined,
   };
 }

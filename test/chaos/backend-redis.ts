@@ -4,13 +4,13 @@
  * write's script, the gated resource an RPUSH inside the token gate's script.
  */
 import { Redis } from 'ioredis';
+import { createClient } from 'redis';
 import { createRedisStore, createRedisTokenGate, hashTagOf, type RedisWriteContext } from '../../src/adapters/redis/index.js';
 import type { Lease } from '../../src/lease.js';
 import { createLeases } from '../../src/leases.js';
 import type { Leases } from '../../src/leases.js';
 import type { Store } from '../../src/store.js';
-import { resourceOf, type StoreAdmin, type WorkerBackend } from './backend.js';
-import { decodeEntry, type FinalKeyState } from './history.js';
+import { finalKeyState, resourceOf, type ClientKind, type StoreAdmin, type WorkerBackend } from './backend.js';
 import { EXPIRE_NOW_SCRIPT } from '../support/redis-expire.js';
 
 /** The adapter's default key prefix (see src/adapters/redis/keys.ts). */
@@ -27,10 +27,34 @@ export function workerRedisClient(url: string, name: string): Redis {
   return client;
 }
 
-/** Builds the worker's backend; `wrap` swaps in a planted bug (mutants.ts). */
-export function createRedisBackend(url: string, proc: string, wrap: (store: Store<RedisWriteContext>, client: Redis) => Store<RedisWriteContext> = (s) => s): WorkerBackend {
-  const client = workerRedisClient(url, `chaos-${proc.replace('.', '-')}`);
-  const store = wrap(createRedisStore({ client }), client);
+/**
+ * A worker's node-redis 5 client, set up like `workerRedisClient`: a bound on every command, a fast
+ * reconnect, and no offline queue (a command sent while disconnected fails at once, known not sent).
+ */
+export async function workerNodeRedisClient(url: string, name: string): Promise<ReturnType<typeof createClient>> {
+  const client = createClient({ url, name, disableOfflineQueue: true, commandOptions: { timeout: 1500 }, socket: { connectTimeout: 2000, reconnectStrategy: () => 50 } });
+  client.on('error', () => undefined);
+  await client.connect();
+  return client;
+}
+
+/** A worker's connection: ioredis, or node-redis 5. */
+async function workerClient(kind: ClientKind, url: string, name: string): Promise<{ client: Redis | Awaited<ReturnType<typeof workerNodeRedisClient>>; ioredis: Redis | null; close(): void }> {
+  if (kind === 'node-redis') {
+    const client = await workerNodeRedisClient(url, name);
+    return { client, ioredis: null, close: () => client.destroy() };
+  }
+  const client = workerRedisClient(url, name);
+  return { client, ioredis: client, close: () => client.disconnect() };
+}
+
+/** Builds the worker's backend on `kind`; `wrap` swaps in a planted bug (mutants.ts; ioredis only). */
+export async function createRedisBackend(url: string, proc: string, kind: ClientKind = 'ioredis', wrap?: (store: Store<RedisWriteContext>, client: Redis) => Store<RedisWriteContext>): Promise<WorkerBackend> {
+  const connection = await workerClient(kind, url, `chaos-${proc.replace('.', '-')}`);
+  const { client } = connection;
+  const real = createRedisStore({ client });
+  if (wrap !== undefined && connection.ioredis === null) throw new Error('planted bugs run on ioredis');
+  const store = wrap === undefined || connection.ioredis === null ? real : wrap(real, connection.ioredis);
   const gate = createRedisTokenGate({ client });
   return {
     store: store as Store,
@@ -45,11 +69,10 @@ export function createRedisBackend(url: string, proc: string, wrap: (store: Stor
         void tx.call('RPUSH', gateLedgerKey(resource), entry);
       }),
     close: async () => {
-      client.disconnect();
+      connection.close();
     },
   };
 }
-
 
 /** The harness's admin connection. */
 export function createRedisAdmin(url: string): StoreAdmin & { scriptFlush(): Promise<void>; client: Redis } {
@@ -76,17 +99,9 @@ export function createRedisAdmin(url: string): StoreAdmin & { scriptFlush(): Pro
     },
     readFinal: (keys) =>
       Promise.all(
-        keys.map(async (key): Promise<FinalKeyState> => {
-          const inspection = await store.inspect(key);
-          const checkpoint = inspection.checkpoint;
-          return {
-            key,
-            token: inspection.token.toString(),
-            ledger: (await client.lrange(ledgerKey(key), 0, -1)).map(decodeEntry),
-            gateLedger: (await client.lrange(gateLedgerKey(resourceOf(key)), 0, -1)).map(decodeEntry),
-            checkpoint: checkpoint === null ? null : { id: (JSON.parse(checkpoint.json) as { id: string }).id, token: checkpoint.token.toString() },
-          };
-        }),
+        keys.map(async (key) =>
+          finalKeyState(key, await store.inspect(key), await client.lrange(ledgerKey(key), 0, -1), await client.lrange(gateLedgerKey(resourceOf(key)), 0, -1)),
+        ),
       ),
     close: async () => {
       client.disconnect();

@@ -3,15 +3,25 @@
  * user would (a store, a token gate, and a ledger written inside the fenced write); the harness uses a
  * `StoreAdmin` to prepare the ledger, force expiries, cut connections and read the final state.
  */
-import type { FencedWriteOutcome, GateOutcome } from '../../src/fence/operations.js';
+import type { FencedWriteOutcome, GateOutcome, Inspection } from '../../src/fence/operations.js';
 import type { TokenGate } from '../../src/gate.js';
 import type { Lease } from '../../src/lease.js';
 import type { Leases } from '../../src/leases.js';
 import type { Store } from '../../src/store.js';
-import type { FinalKeyState } from './history.js';
+import { decodeEntry, type FinalKeyState } from './history.js';
 
 /** Which store a run targets. */
-export type StoreKind = 'postgres' | 'redis';
+export type StoreKind = 'postgres' | 'redis' | 'sqlite';
+
+/** Which driver a worker process talks to its store with (a run can mix them on one store). */
+export type ClientKind = 'pg' | 'postgres-js' | 'ioredis' | 'node-redis' | 'better-sqlite3';
+
+/** The drivers of each store, the first one the default (and the one planted bugs use). */
+export const CLIENTS: Readonly<Record<StoreKind, readonly ClientKind[]>> = {
+  postgres: ['pg', 'postgres-js'],
+  redis: ['ioredis', 'node-redis'],
+  sqlite: ['better-sqlite3'],
+};
 
 /** A worker's view of the store. */
 export interface WorkerBackend {
@@ -21,6 +31,12 @@ export interface WorkerBackend {
   appendUnderFence(leases: Leases, lease: Lease, entry: string): Promise<FencedWriteOutcome<unknown>>;
   /** Appends `entry` to `resource`'s ledger through the token gate with the lease's token. */
   appendThroughGate(leases: Leases, lease: Lease, resource: string, entry: string): Promise<GateOutcome<unknown>>;
+  /**
+   * Makes the process SIGKILL itself inside its next fenced write, after the ledger row is written and
+   * before the commit (Postgres, SQLite: the transaction holds the lease row's lock or the file's write
+   * lock). Absent where a fenced write holds nothing open in the client (Redis).
+   */
+  dieInNextWrite?(onDying: (entry: string) => void): void;
   close(): Promise<void>;
 }
 
@@ -37,6 +53,18 @@ export interface StoreAdmin {
   /** Reads token, ledgers and checkpoint of each key. */
   readFinal(keys: readonly string[]): Promise<FinalKeyState[]>;
   close(): Promise<void>;
+}
+
+/** A key's final state from the store's inspection and its two ledgers (as stored, in apply order). */
+export function finalKeyState(key: string, inspection: Inspection, ledger: readonly string[], gateLedger: readonly string[]): FinalKeyState {
+  const checkpoint = inspection.checkpoint;
+  return {
+    key,
+    token: inspection.token.toString(),
+    ledger: ledger.map(decodeEntry),
+    gateLedger: gateLedger.map(decodeEntry),
+    checkpoint: checkpoint === null ? null : { id: (JSON.parse(checkpoint.json) as { id: string }).id, token: checkpoint.token.toString() },
+  };
 }
 
 /** The gated resource of a key. */

@@ -1,18 +1,22 @@
 /**
- * Picks the backend of a store kind, with or without a planted bug.
+ * Picks the backend of a store kind and client, with or without a planted bug.
  */
-import type { StoreAdmin, StoreKind, WorkerBackend } from './backend.js';
+import type { ClientKind, StoreAdmin, StoreKind, WorkerBackend } from './backend.js';
 import { createPostgresAdmin, createPostgresBackend } from './backend-postgres.js';
 import { createRedisAdmin, createRedisBackend } from './backend-redis.js';
-import { postgresMutant, redisMutant, type MutantName } from './mutants.js';
+import { createSqliteAdmin, createSqliteBackend } from './backend-sqlite.js';
+import { postgresMutant, redisMutant, sqliteMutant, type MutantName } from './mutants.js';
 
-/** A worker's backend for `store` at `url`; `variant` plants a bug. */
-export async function createBackend(store: StoreKind, url: string, variant: MutantName | null, proc: string): Promise<WorkerBackend> {
-  if (store === 'postgres') return createPostgresBackend(url, proc, variant === null ? undefined : (real, pool) => postgresMutant(variant, real, pool));
-  return createRedisBackend(url, proc, variant === null ? undefined : (real, client) => redisMutant(variant, real, client));
+/** A worker's backend for `store` at `url` (a file path for SQLite) over `client`; `variant` plants a bug. */
+export async function createBackend(store: StoreKind, url: string, client: ClientKind, variant: MutantName | null, proc: string): Promise<WorkerBackend> {
+  if (store === 'postgres') return createPostgresBackend(url, proc, client, variant === null ? undefined : (real, pool) => postgresMutant(variant, real, pool));
+  if (store === 'sqlite') return createSqliteBackend(url, variant === null ? undefined : (real, database) => sqliteMutant(variant, real, database));
+  return createRedisBackend(url, proc, client, variant === null ? undefined : (real, redis) => redisMutant(variant, real, redis));
 }
 
-/** The harness's admin connection to `store` at `url` (prepares tables on Postgres). */
+/** The harness's admin connection to `store` at `url` (prepares tables on Postgres and SQLite). */
 export async function createAdmin(store: StoreKind, url: string): Promise<StoreAdmin> {
-  return store === 'postgres' ? createPostgresAdmin(url) : createRedisAdmin(url);
+  if (store === 'postgres') return createPostgresAdmin(url);
+  if (store === 'sqlite') return createSqliteAdmin(url);
+  return createRedisAdmin(url);
 }

@@ -9,7 +9,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import type { StoreKind } from './backend.js';
+import { CLIENTS, type StoreKind } from './backend.js';
 import { formatViolations } from './checker.js';
 import { chaosSeed } from './prng.js';
 import { runScenario, type RunResult } from './run.js';
@@ -18,12 +18,17 @@ import { formatSummary } from './summary.js';
 
 const seed = chaosSeed();
 const durationMs = Number(process.env['CHAOS_DURATION'] ?? 9000);
+/** Scenarios left to the long run (`npm run chaos`): their faults are covered by another short scenario. */
+const LONG_ONLY: Record<StoreKind, readonly string[]> = { postgres: ['lock-kill'], redis: ['freeze'], sqlite: ['crash', 'expiry-skew'] };
+/** Per SQLite scenario in the short run, ms (`CHAOS_DURATION` lengthens it too). */
+const SQLITE_SHORT_MS = Number(process.env['CHAOS_DURATION'] ?? 4000);
 const dir = mkdtempSync(join(tmpdir(), 'leasefence-chaos-'));
 const results: RunResult[] = [];
 let failed = false;
 const sharedUrl: Record<StoreKind, string | null> = {
   postgres: process.env['LEASEFENCE_PG_URL'] ?? null,
   redis: process.env['LEASEFENCE_REDIS_URL'] ?? null,
+  sqlite: null,
 };
 
 afterAll(() => {
@@ -33,10 +38,13 @@ afterAll(() => {
 });
 
 describe.sequential(`chaos (seed ${seed})`, () => {
-  for (const store of ['postgres', 'redis'] as const) {
-    for (const scenario of scenariosFor(store)) {
-      it(`${store} / ${scenario.name}: ${scenario.summary}; every check holds`, { timeout: durationMs + 90_000 }, async () => {
-        const result = await runScenario({ store, scenario, seed, durationMs, dir, sharedUrl: sharedUrl[store] });
+  for (const store of ['postgres', 'redis', 'sqlite'] as const) {
+    for (const scenario of scenariosFor(store).filter((candidate) => !LONG_ONLY[store].includes(candidate.name))) {
+      // NOTE: the scenarios added after the 3-minute budget was set (SQLite, freeze) run shorter: 45 s in all.
+      const ms = Math.min(durationMs, scenario.shortMs ?? (store === 'sqlite' ? SQLITE_SHORT_MS : durationMs));
+      // NOTE: only a bound on a hung run: with load average 35 on 2 cores, a scenario with its own server took 96 s.
+      it(`${store} / ${scenario.name} (${CLIENTS[store].join(' + ')}): ${scenario.summary}; every check holds`, { timeout: ms + (scenario.ownServer ? 240_000 : 150_000) }, async () => {
+        const result = await runScenario({ store, scenario, seed, durationMs: ms, dir, sharedUrl: sharedUrl[store] });
         results.push(result);
         const { report, crashes, kleppmann } = result;
         failed ||= report.violations.length > 0 || crashes.length > 0;
@@ -44,6 +52,9 @@ describe.sequential(`chaos (seed ${seed})`, () => {
         expect(report.violations.length, `seed ${seed}, history in ${result.historyDir}\n${formatViolations(report.violations)}`).toBe(0);
         expect(report.figures.grants).toBeGreaterThan(5);
         expect(report.figures.writesAcked).toBeGreaterThan(10);
+        // NOTE: a write whose process died before COMMIT (transaction open, lock held) never lands.
+        expect(result.diedInWrite.applied).toBe(0);
+        if (scenario.name === 'lock-kill') expect(result.diedInWrite.died).toBeGreaterThan(0);
         if (scenario.name === 'kleppmann') {
           expect(kleppmann.rounds).toBeGreaterThan(0);
           expect(kleppmann.refused).toBe(kleppmann.rounds - kleppmann.unknown);

@@ -6,6 +6,7 @@
  * process was killed, or the run ended) counts as `info`.
  */
 import { closeSync, openSync, readFileSync, writeSync } from 'node:fs';
+import { join } from 'node:path';
 
 /** Operations of workers, and the harness's faults (`proc: 'nemesis'`). */
 export type OpName =
@@ -88,6 +89,14 @@ export interface LedgerEntry {
 /** Encodes a ledger entry as the single string workers store (`reqId|token`). */
 export function encodeEntry(entry: LedgerEntry): string {
   return `${entry.reqId}|${entry.token}`;
+}
+
+/**
+ * The file of a run's directory where a worker told to die inside a fenced write writes that write's ledger
+ * entry (synchronously, just before its SIGKILL): the write was never committed, so it must not be in the store.
+ */
+export function diedInWritePath(dir: string): string {
+  return join(dir, 'died-in-write.txt');
 }
 
 /** Decodes a stored ledger string. */

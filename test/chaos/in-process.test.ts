@@ -14,6 +14,7 @@ import { HistoryWriter, readHistory } from './history.js';
 import { Recorder } from './recorder.js';
 import { Workload, type WorkloadHooks } from './workload.js';
 import { delegatingStore } from './mutants.js';
+import { pausable } from './in-process-fleet.js';
 import { mutantRepeats } from '../support/repeats.js';
 
 const dir = mkdtempSync(join(tmpdir(), 'leasefence-chaos-'));
@@ -82,37 +83,6 @@ async function runInProcess(name: string, options: { wrap?: (store: Store) => St
   writer.close();
   const report = checkHistory(readHistory(path), await chaos.admin.readFinal(keys), { takeoverBoundMs: null });
   return { report, round };
-}
-
-/** A worker's link to the store that can be stopped like a paused process: requests wait until it resumes. */
-function pausable() {
-  let gate: Promise<void> | null = null;
-  let open = (): void => undefined;
-  const pass = async (): Promise<void> => {
-    while (gate !== null) await gate;
-  };
-  return {
-    pause: () => {
-      gate = new Promise((resolve) => {
-        open = resolve;
-      });
-    },
-    resume: () => {
-      gate = null;
-      open();
-    },
-    wrap: (store: Store): Store => ({
-      id: store.id,
-      claim: async (c) => (await pass(), store.claim(c)),
-      renew: async (c) => (await pass(), store.renew(c)),
-      checkpoint: async (c) => (await pass(), store.checkpoint(c)),
-      release: async (c) => (await pass(), store.release(c)),
-      revoke: async (c) => (await pass(), store.revoke(c)),
-      recover: async (c) => (await pass(), store.recover(c)),
-      inspect: async (k) => (await pass(), store.inspect(k)),
-      fencedWrite: async (fence, write, options) => (await pass(), store.fencedWrite(fence, write, options)),
-    }),
-  };
 }
 
 /** Network trouble in-process: now and then a renewal reaches the store late, after the grant ran out. */

@@ -1,15 +1,17 @@
 /**
  * The IPC vocabulary between the harness and its worker processes.
  */
-import type { StoreKind } from './backend.js';
+import type { ClientKind, StoreKind } from './backend.js';
 import type { MutantName } from './mutants.js';
 import type { WorkloadConfig } from './workload.js';
 
 /** What a worker process is started with (JSON in `CHAOS_WORKER`). */
 export interface WorkerSetup {
   readonly store: StoreKind;
-  /** The URL this worker connects to (its own fault proxy, or the server). */
+  /** The URL this worker connects to (its own fault proxy, or the server); SQLite: the database file. */
   readonly url: string;
+  /** The driver this worker uses. */
+  readonly client: ClientKind;
   /** A planted bug to run instead of the real adapter (`null`: the real adapter). */
   readonly variant: MutantName | null;
   readonly historyPath: string;
@@ -25,6 +27,8 @@ export type HarnessMessage =
   | { readonly type: 'go' }
   /** Claim `key` until granted (within `deadlineMs`), write once under it, release; answer `took-over`. */
   | { readonly type: 'takeover'; readonly id: number; readonly key: string; readonly deadlineMs: number }
+  /** SIGKILL yourself inside your next fenced write, holding its transaction open (see `dieInNextWrite`). */
+  | { readonly type: 'die-in-write' }
   | { readonly type: 'stop' };
 
 /** Worker to harness. */

@@ -51,6 +51,7 @@ const kleppmann = SCENARIOS.find((scenario) => scenario.name === 'kleppmann');
 const sharedUrl: Record<StoreKind, string | null> = {
   postgres: process.env['LEASEFENCE_PG_URL'] ?? null,
   redis: process.env['LEASEFENCE_REDIS_URL'] ?? null,
+  sqlite: null,
 };
 
 /** The checks each planted bug must trip (at least one of them). */
@@ -61,7 +62,7 @@ const EXPECTED: Record<MutantName, readonly string[]> = {
 };
 
 describe.sequential(`planted bugs are caught by the chaos checker (seed ${seed})`, () => {
-  for (const store of ['postgres', 'redis'] as const) {
+  for (const store of ['postgres', 'redis', 'sqlite'] as const) {
     for (const variant of MUTANTS) {
       it(`${store} with ${variant}: the checker reports ${EXPECTED[variant].join(' / ')}`, { timeout: durationMs + 180_000, repeats: mutantRepeats() }, async () => {
         if (kleppmann === undefined) throw new Error('no kleppmann scenario');

@@ -18,6 +18,9 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type pg from 'pg';
 import type { Redis } from 'ioredis';
+import type Database from 'better-sqlite3';
+import type { SqliteWriteContext } from '../../src/adapters/sqlite/index.js';
+import { hashSecret } from '../../src/index.js';
 import type { PostgresWriteContext } from '../../src/adapters/postgres/index.js';
 import { secretHash } from '../../src/adapters/postgres/secret-hash.js';
 import { RedisKey, type RedisWriteContext } from '../../src/adapters/redis/index.js';
@@ -25,6 +28,7 @@ import type { ClaimCommand, ClaimOutcome, Inspection } from '../../src/fence/ope
 import type { Store } from '../../src/store.js';
 import { LEASE_TABLE } from './backend-postgres.js';
 import { redisRecordKey } from './backend-redis.js';
+import { SQLITE_LEASE_TABLE } from './backend-sqlite.js';
 
 /** The planted bugs. */
 export type MutantName = 'unfenced-write' | 'blind-renew' | 'racy-claim';
@@ -68,6 +72,29 @@ function granted(inspection: Inspection, command: ClaimCommand, token: bigint, n
   const grant = inspection.grant;
   const previous = grant === null ? inspection.ending : { kind: 'expired' as const, token: grant.token, holder: grant.holder, runId: grant.runId, at: grant.expiresAt ?? now, reason: null, by: null };
   return { ok: true, key: command.key, token, acquiredAt: now, expiresAt, previous, checkpoint: inspection.checkpoint, now };
+}
+
+/** Writes a grant over the key's record whatever is stored; resolves with the store's now. */
+type BlindGrant = (key: string, token: bigint, holder: string, secret: string, runId: string | null, ttlMs: number | null) => number | Promise<number>;
+
+/** Plants `blind-renew` or `racy-claim` in `mutant` through `blindGrant` (Postgres plants only the claim here). */
+function plantBlindGrant<C>(name: 'blind-renew' | 'racy-claim', mutant: ReturnType<typeof delegatingStore<C>>, store: Store<C>, blindGrant: BlindGrant): void {
+  if (name === 'blind-renew') {
+    mutant.renew = async ({ fence, ttlMs }) => {
+      const now = await blindGrant(fence.key, fence.token, fence.holder, fence.secret, fence.runId, ttlMs);
+      return { ok: true, key: fence.key, token: fence.token, expiresAt: ttlMs === null ? null : now + ttlMs, now };
+    };
+    return;
+  }
+  mutant.claim = async (command) => {
+    const inspection = await store.inspect(command.key);
+    const held = decideFromInspection(inspection, command);
+    if (held !== null) return held;
+    await meetPartner(command.key);
+    const token = inspection.token + 1n;
+    const now = await blindGrant(command.key, token, command.holder, command.secret, command.runId, command.ttlMs);
+    return granted(inspection, command, token, now);
+  };
 }
 
 /** A store that forwards every method to `store`: a mutant replaces the one method it breaks. */
@@ -119,22 +146,18 @@ export function postgresMutant(name: MutantName, store: Store<PostgresWriteConte
       return { ok: true, key: fence.key, token: fence.token, expiresAt: Number(row?.expires), now: Number(row?.now) };
     };
   } else {
-    mutant.claim = async (command) => {
-      const inspection = await store.inspect(command.key);
-      const held = decideFromInspection(inspection, command);
-      if (held !== null) return held;
-      await meetPartner(command.key);
-      const token = inspection.token + 1n;
+    // NOTE: the write of a racy claim: the caller's grant over the row, whatever is stored.
+    plantBlindGrant(name, mutant, store, async (key, token, holder, secret, runId, ttlMs) => {
       const { rows } = await pool.query<{ now: string }>(
         `INSERT INTO ${LEASE_TABLE} AS l (key, token, holder, run_id, secret_hash, acquired_at, expires_at, attributes)
          VALUES ($1, $2, $3, $4, $5, date_trunc('milliseconds', clock_timestamp()), date_trunc('milliseconds', clock_timestamp()) + $6 * interval '1 millisecond', '{}')
          ON CONFLICT (key) DO UPDATE SET token = EXCLUDED.token, holder = EXCLUDED.holder, run_id = EXCLUDED.run_id, secret_hash = EXCLUDED.secret_hash,
            acquired_at = EXCLUDED.acquired_at, expires_at = EXCLUDED.expires_at, attributes = EXCLUDED.attributes
          RETURNING (extract(epoch FROM acquired_at) * 1000)::bigint::text AS now`,
-        [command.key, token.toString(), command.holder, command.runId, secretHash(command.secret), command.ttlMs],
+        [key, token.toString(), holder, runId, secretHash(secret), ttlMs],
       );
-      return granted(inspection, command, token, Number(rows[0]?.now));
-    };
+      return Number(rows[0]?.now);
+    });
   }
   return mutant;
 }
@@ -170,21 +193,49 @@ export function redisMutant(name: MutantName, store: Store<RedisWriteContext>, c
       await Promise.all(pending);
       return { ok: true, value, token: fence.token, checkpoint: null, now: Date.now() };
     };
-  } else if (name === 'blind-renew') {
-    mutant.renew = async ({ fence, ttlMs }) => {
-      const now = await blindGrant(fence.key, fence.token, fence.holder, fence.secret, fence.runId, ttlMs);
-      return { ok: true, key: fence.key, token: fence.token, expiresAt: ttlMs === null ? null : now + ttlMs, now };
+  } else {
+    plantBlindGrant(name, mutant, store, blindGrant);
+  }
+  return mutant;
+}
+
+// ------------------------------------------------------------------------------------------------ SQLite
+
+/** Writes the caller's grant over the row, whatever is stored (blind renew and racy claim). */
+const SQLITE_BLIND_GRANT = `INSERT INTO ${SQLITE_LEASE_TABLE} (key, token, holder, run_id, secret_hash, acquired_at, expires_at, attributes, recovery_required)
+VALUES (?, ?, ?, ?, ?, ?, ?, '{}', 0)
+ON CONFLICT (key) DO UPDATE SET token = excluded.token, holder = excluded.holder, run_id = excluded.run_id, secret_hash = excluded.secret_hash,
+  acquired_at = excluded.acquired_at, expires_at = excluded.expires_at`;
+
+/** Wraps the real SQLite store with the planted bug `name` (the host's wall clock is the store's clock). */
+export function sqliteMutant(name: MutantName, store: Store<SqliteWriteContext>, database: Database.Database): Store<SqliteWriteContext> {
+  const mutant = delegatingStore(store);
+  const blindGrant = (key: string, token: bigint, holder: string, secret: string, runId: string | null, ttlMs: number | null): number => {
+    const now = Date.now();
+    database.prepare(SQLITE_BLIND_GRANT).run(key, token, holder, runId, hashSecret(secret), now, ttlMs === null ? null : now + ttlMs);
+    return now;
+  };
+  if (name === 'unfenced-write') {
+    mutant.fencedWrite = async (fence, write) => {
+      database.exec('BEGIN IMMEDIATE');
+      try {
+        const now = Date.now();
+        const statements = {
+          database,
+          run: (sql: string, ...params: unknown[]) => database.prepare(sql).run(...params),
+          get: (sql: string, ...params: unknown[]) => database.prepare(sql).get(...params),
+          all: (sql: string, ...params: unknown[]) => database.prepare(sql).all(...params),
+        } as unknown as SqliteWriteContext;
+        const value = await write({ ...statements, key: fence.key, token: fence.token, now });
+        database.exec('COMMIT');
+        return { ok: true, value, token: fence.token, checkpoint: null, now };
+      } catch (error) {
+        if (database.inTransaction) database.exec('ROLLBACK');
+        throw error;
+      }
     };
   } else {
-    mutant.claim = async (command) => {
-      const inspection = await store.inspect(command.key);
-      const held = decideFromInspection(inspection, command);
-      if (held !== null) return held;
-      await meetPartner(command.key);
-      const token = inspection.token + 1n;
-      const now = await blindGrant(command.key, token, command.holder, command.secret, command.runId, command.ttlMs);
-      return granted(inspection, command, token, now);
-    };
+    plantBlindGrant(name, mutant, store, blindGrant);
   }
   return mutant;
 }

@@ -19,6 +19,12 @@ export interface RestartableServer {
   crashAndRestart(): Promise<void>;
 }
 
+/** A server the nemesis may freeze whole (every process of it stopped, then continued). */
+export interface FreezableServer {
+  /** SIGSTOPs every process of the server, waits `ms`, SIGCONTs them (always, even on failure). */
+  freeze(ms: number): Promise<void>;
+}
+
 /** The deterministic pauses of a run. */
 export interface KleppmannTally {
   rounds: number;
@@ -37,6 +43,7 @@ export interface NemesisContext {
   readonly proxies: readonly FaultProxy[] | null;
   readonly admin: StoreAdmin;
   readonly server: RestartableServer | null;
+  readonly freezable: FreezableServer | null;
   readonly keys: readonly string[];
   readonly random: Random;
   readonly recorder: Recorder;
@@ -136,6 +143,25 @@ export async function inject(ctx: NemesisContext, fault: FaultName): Promise<voi
         await sleep(random.int(Math.round(1.5 * ttlMs), 3 * ttlMs));
         fleet.resume(victim);
       });
+      return;
+    }
+    case 'kill-in-write': {
+      const victim = liveWorkers(ctx).length > 1 ? random.pick(liveWorkers(ctx)) : undefined;
+      if (victim === undefined) return;
+      // NOTE: the worker kills itself inside its next fenced write (transaction open, lock held); a worker
+      // that writes nothing in time is SIGKILLed wherever it is, like a plain kill. The kill is recorded when
+      // the harness sees the exit, so takeover latency runs from the death, not from the order.
+      const died = fleet.expectDeath(victim, 20 * ttlMs);
+      fleet.send(victim, { type: 'die-in-write' });
+      await died;
+      await record(ctx, 'kill', fault, '', victim.proc, async () => undefined);
+      ctx.respawns.push(sleep(random.int(0, 500)).then(() => fleet.respawn(victim)).catch(() => undefined));
+      return;
+    }
+    case 'freeze': {
+      const server = ctx.freezable;
+      if (server === null) return;
+      await record(ctx, 'fault', fault, '', undefined, () => server.freeze(random.int(2 * ttlMs, 4 * ttlMs)));
       return;
     }
     case 'kill-connections':

@@ -3,18 +3,19 @@
  * each worker, fork the workers, let the nemesis inject faults for the duration, heal everything, stop the
  * workers, read the store's final state and check the merged history.
  */
-import { mkdirSync, readdirSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { startPostgres } from '../support/postgres-server.js';
 import { startRedis } from '../support/redis-server.js';
-import type { StoreAdmin, StoreKind } from './backend.js';
+import { CLIENTS, type ClientKind, type StoreAdmin, type StoreKind } from './backend.js';
 import { createAdmin } from './backends.js';
 import { checkHistory, type CheckReport } from './checker.js';
 import { startFaultProxy, type FaultProxy } from './fault-proxy.js';
 import { Fleet, type WorkerCrash } from './fleet.js';
-import { HistoryWriter, readHistory, type FinalKeyState, type HistoryEvent } from './history.js';
+import type { InProcessStore } from './in-process-fleet.js';
+import { decodeEntry, diedInWritePath, HistoryWriter, readHistory, type FinalKeyState, type HistoryEvent } from './history.js';
 import type { MutantName } from './mutants.js';
-import { inject, type KleppmannTally, type NemesisContext, type RestartableServer } from './nemesis.js';
+import { inject, type FreezableServer, type KleppmannTally, type NemesisContext, type RestartableServer } from './nemesis.js';
 import { createRandom } from './prng.js';
 import { Recorder } from './recorder.js';
 import { TTL_MS, type Scenario } from './scenarios.js';
@@ -32,6 +33,12 @@ export interface RunOptions {
   readonly dir: string;
   /** A running server to use when the scenario does not need its own. */
   readonly sharedUrl?: string | null;
+  /**
+   * The drivers of the workers, by slot (slot i uses `clients[i % length]`), so one run mixes them on one
+   * store. Planted bugs always run on the store's first driver.
+   * @default every driver of the store (CLIENTS)
+   */
+  readonly clients?: readonly ClientKind[];
   readonly log?: (line: string) => void;
   /**
    * Checked after each fault: once it holds, the run stops early (`durationMs` is then a ceiling). Planted-bug
@@ -50,7 +57,8 @@ export interface RunProgress {
 
 /** What a run produced: the checker's verdict and figures, the pauses, the crashes. */
 export interface RunResult {
-  readonly store: StoreKind;
+  /** The store (the in-process runs: `memory`, `pglite`). */
+  readonly store: StoreKind | InProcessStore;
   readonly scenario: string;
   readonly variant: MutantName | null;
   readonly seed: number;
@@ -60,6 +68,13 @@ export interface RunResult {
   readonly kleppmann: KleppmannTally;
   /** Worker processes that died on their own (each one fails the run). */
   readonly crashes: readonly WorkerCrash[];
+  /** Worker processes killed by a known driver bug (fleet.ts `KNOWN_DRIVER_CRASHES`): reported, respawned. */
+  readonly driverCrashes: readonly WorkerCrash[];
+  /**
+   * Workers killed inside a fenced write, holding its transaction open (`kill-in-write`), and how many of
+   * those uncommitted writes are in the store anyway (must be 0).
+   */
+  readonly diedInWrite: { readonly died: number; readonly applied: number };
 }
 
 const sleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms));
@@ -67,17 +82,64 @@ const sleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout
 interface ServerHandle {
   readonly url: string;
   readonly restartable: RestartableServer | null;
+  readonly freezable: FreezableServer | null;
   stop(): Promise<void>;
 }
 
-async function openServer(options: RunOptions): Promise<ServerHandle> {
+/** Sends `signal` to each pid, skipping processes that are gone. */
+function signalAll(pids: readonly number[], signal: NodeJS.Signals): void {
+  for (const pid of pids) {
+    try {
+      process.kill(pid, signal);
+    } catch {
+      // NOTE: a backend that exited between listing and signalling.
+    }
+  }
+}
+
+/**
+ * Freezes a server whole: `head` first (the postmaster, so it forks no new backend while the rest are
+ * listed), then every process `rest` lists; SIGCONT in reverse order, always.
+ */
+function freezer(head: () => Promise<number | null>, rest: () => Promise<readonly number[]>): FreezableServer {
+  return {
+    freeze: async (ms) => {
+      const stopped: number[] = [];
+      try {
+        const first = await head();
+        if (first !== null) {
+          signalAll([first], 'SIGSTOP');
+          stopped.push(first);
+        }
+        const others = (await rest()).filter((pid) => pid !== first);
+        signalAll(others, 'SIGSTOP');
+        stopped.push(...others);
+        await sleep(ms);
+      } finally {
+        signalAll([...stopped].reverse(), 'SIGCONT');
+      }
+    },
+  };
+}
+
+async function openServer(options: RunOptions, historyDir: string): Promise<ServerHandle> {
   const { scenario, store } = options;
+  if (store === 'sqlite') {
+    // NOTE: no server: the workers share one WAL database file, as processes on one VM would.
+    return { url: join(historyDir, 'leases.db'), restartable: null, freezable: null, stop: async () => undefined };
+  }
   if (!scenario.ownServer && options.sharedUrl !== undefined && options.sharedUrl !== null) {
-    return { url: options.sharedUrl, restartable: null, stop: async () => undefined };
+    return { url: options.sharedUrl, restartable: null, freezable: null, stop: async () => undefined };
   }
   if (store === 'postgres') {
     const server = await startPostgres();
-    return { url: server.url, restartable: { losesData: false, crashAndRestart: () => server.restart('immediate') }, stop: () => server.stop() };
+    return {
+      url: server.url,
+      restartable: { losesData: false, crashAndRestart: () => server.restart('immediate') },
+      // NOTE: `pids()` lists the postmaster first, then its children (backends, checkpointer, walwriter, ...).
+      freezable: freezer(async () => (await server.pids())[0] ?? null, () => server.pids()),
+      stop: () => server.stop(),
+    };
   }
   const server = await startRedis({ persistence: scenario.redisPersistence });
   return {
@@ -89,6 +151,7 @@ async function openServer(options: RunOptions): Promise<ServerHandle> {
         await server.restart();
       },
     },
+    freezable: freezer(async () => server.pid, async () => []),
     stop: () => server.stop(),
   };
 }
@@ -108,19 +171,23 @@ export async function runScenario(options: RunOptions): Promise<RunResult> {
   const historyDir = join(options.dir, runName);
   mkdirSync(historyDir, { recursive: true });
   const keys = Array.from({ length: scenario.keys }, (_, i) => `chaos:${runName}:k${i}`);
-  const server = await openServer(options);
+  const server = await openServer(options, historyDir);
+  const clients = variant === null ? (options.clients ?? CLIENTS[store]) : CLIENTS[store].slice(0, 1);
   const proxies: FaultProxy[] = [];
   let admin: StoreAdmin | null = null;
   let fleet: Fleet | null = null;
   const writer = new HistoryWriter(join(historyDir, 'nemesis.jsonl'));
   try {
     admin = await createAdmin(store, server.url);
-    const port = Number(new URL(server.url).port);
-    if (scenario.proxies) for (let i = 0; i < scenario.workers; i += 1) proxies.push(await startFaultProxy(port));
+    if (scenario.proxies && store !== 'sqlite') {
+      const port = Number(new URL(server.url).port);
+      for (let i = 0; i < scenario.workers; i += 1) proxies.push(await startFaultProxy(port));
+    }
     const workerRandom = random.fork('workers');
     fleet = new Fleet((slot, proc) => ({
       store,
       url: scenario.proxies ? withPort(server.url, (proxies[slot] as FaultProxy).port) : server.url,
+      client: clients[slot % clients.length] as ClientKind,
       variant,
       historyPath: join(historyDir, `${proc}.jsonl`),
       workload: {
@@ -136,7 +203,7 @@ export async function runScenario(options: RunOptions): Promise<RunResult> {
       },
     }));
     await fleet.start(scenario.workers);
-    options.log?.(`  ${store} ${scenario.name}${variant === null ? '' : ` [${variant}]`}: ${scenario.workers} workers up, faults for ${durationMs} ms (seed ${seed})`);
+    options.log?.(`  ${store} ${scenario.name}${variant === null ? '' : ` [${variant}]`}: ${scenario.workers} workers (${clients.join(', ')}) up, faults for ${durationMs} ms (seed ${seed})`);
     const kleppmann: KleppmannTally = { rounds: 0, refused: 0, accepted: 0, unknown: 0, noTakeover: 0 };
     const context: NemesisContext = {
       store,
@@ -144,6 +211,7 @@ export async function runScenario(options: RunOptions): Promise<RunResult> {
       proxies: scenario.proxies ? proxies : null,
       admin,
       server: server.restartable,
+      freezable: server.freezable,
       keys,
       random: random.fork('nemesis'),
       recorder: new Recorder('nemesis', writer),
@@ -151,9 +219,9 @@ export async function runScenario(options: RunOptions): Promise<RunResult> {
       kleppmann,
       respawns: [],
     };
-    const faults = scenario.faults.filter((fault) => fault !== 'script-flush' || store === 'redis');
+    const faults = scenario.faults.filter((fault) => (fault !== 'script-flush' || store === 'redis') && (fault !== 'kill-in-write' || store !== 'redis'));
     const until = performance.now() + durationMs;
-    let crashesSeen = 0;
+    const respawned = new Set<WorkerCrash>();
     while (performance.now() < until) {
       await sleep(context.random.int(...scenario.faultGapMs));
       if (performance.now() >= until) break;
@@ -161,11 +229,12 @@ export async function runScenario(options: RunOptions): Promise<RunResult> {
       const storeAdmin = admin;
       if (options.stopWhen !== undefined && (await options.stopWhen({ kleppmann, historyDir, readFinal: () => storeAdmin.readFinal(keys) }))) break;
       // NOTE: a crashed worker is reported, and respawned like a supervisor would, so the run goes on.
-      for (const crash of fleet.crashes.slice(crashesSeen)) {
+      const crashed = [...fleet.crashes, ...fleet.driverCrashes];
+      for (const crash of crashed.filter((candidate) => !respawned.has(candidate))) {
+        respawned.add(crash);
         const slot = fleet.slots.find((worker) => worker.proc === crash.proc);
         if (slot !== undefined) context.respawns.push(fleet.respawn(slot).catch(() => undefined));
       }
-      crashesSeen = fleet.crashes.length;
     }
     await Promise.allSettled(context.respawns);
     for (const proxy of proxies) {
@@ -179,7 +248,7 @@ export async function runScenario(options: RunOptions): Promise<RunResult> {
     writeFileSync(join(historyDir, 'final.json'), JSON.stringify(final));
     const history = readHistories(historyDir);
     const report = checkHistory(history, final, { takeoverBoundMs: scenario.takeoverBoundMs });
-    return { store, scenario: scenario.name, variant, seed, durationMs, historyDir, report, kleppmann, crashes: [...fleet.crashes] };
+    return { store, scenario: scenario.name, variant, seed, durationMs, historyDir, report, kleppmann, crashes: [...fleet.crashes], driverCrashes: [...fleet.driverCrashes], diedInWrite: diedInWrite(historyDir, final) };
   } finally {
     await fleet?.stop(1000).catch(() => undefined);
     writer.close();
@@ -187,6 +256,14 @@ export async function runScenario(options: RunOptions): Promise<RunResult> {
     await admin?.close().catch(() => undefined);
     await server.stop().catch(() => undefined);
   }
+}
+
+/** The writes whose workers died inside them (see `diedInWritePath`), and how many the store holds. */
+function diedInWrite(dir: string, final: readonly FinalKeyState[]): RunResult['diedInWrite'] {
+  const path = diedInWritePath(dir);
+  const entries = existsSync(path) ? readFileSync(path, 'utf8').split('\n').filter((line) => line !== '') : [];
+  const stored = new Set(final.flatMap((state) => state.ledger.map((entry) => entry.reqId)));
+  return { died: entries.length, applied: entries.filter((entry) => stored.has(decodeEntry(entry).reqId)).length };
 }
 
 /** Merges every JSONL file of a run. */

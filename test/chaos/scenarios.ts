@@ -17,7 +17,9 @@ export type FaultName =
   | 'restart'
   | 'force-expire'
   | 'revoke'
-  | 'script-flush';
+  | 'script-flush'
+  | 'kill-in-write'
+  | 'freeze';
 
 /** A chaos scenario. */
 export interface Scenario {
@@ -41,6 +43,8 @@ export interface Scenario {
   readonly redisPersistence: 'aof' | 'none';
   /** Liveness bound on takeover after a kill or pause (ms), or null to only report it. */
   readonly takeoverBoundMs: number | null;
+  /** Per scenario run in the short run of `npm test` (ms), when shorter than the suite's default. */
+  readonly shortMs?: number;
 }
 
 /** Lease TTL of every worker, ms. */
@@ -63,6 +67,7 @@ export const SCENARIOS: readonly Scenario[] = [
   {
     ...base,
     name: 'kleppmann',
+    stores: ['postgres', 'redis', 'sqlite'],
     summary: 'deterministic pause: a worker passes its validity check, is SIGSTOPped past its TTL, another takes over and writes, SIGCONT; its write must be refused',
     faults: ['kleppmann'],
     faultGapMs: [100, 300],
@@ -72,7 +77,8 @@ export const SCENARIOS: readonly Scenario[] = [
     ...base,
     name: 'crash',
     summary: 'SIGKILL of workers mid-operation with respawn, and SIGSTOP/SIGCONT pauses of 1.5-3 TTL',
-    faults: ['kill', 'pause'],
+    stores: ['postgres', 'redis', 'sqlite'],
+    faults: ['kill', 'pause', 'kill-in-write'],
     // NOTE: generous (10 TTL): liveness under CPU starvation on 2 cores is noise, not a safety signal.
     takeoverBoundMs: 10 * TTL_MS,
   },
@@ -112,10 +118,28 @@ export const SCENARIOS: readonly Scenario[] = [
     ...base,
     name: 'expiry-skew',
     summary: 'forced early expiry, operator revokes, SCRIPT FLUSH (Redis), worker pauses, and every worker clock skewed (rate 0.25-3x, jumps of up to 8 s)',
+    stores: ['postgres', 'redis', 'sqlite'],
     faults: ['force-expire', 'revoke', 'script-flush', 'pause'],
     skewedClocks: true,
     // NOTE: SCRIPT FLUSH empties the whole server's script cache: keep it away from tests sharing a server.
     ownServer: true,
+  },
+  {
+    ...base,
+    name: 'lock-kill',
+    summary: 'a worker SIGKILLs itself inside a fenced write, its row written and uncommitted (SQLite: holding the write lock of BEGIN IMMEDIATE; Postgres: the lease row lock), and is respawned',
+    stores: ['postgres', 'sqlite'],
+    faults: ['kill-in-write'],
+    takeoverBoundMs: 10 * TTL_MS,
+  },
+  {
+    ...base,
+    name: 'freeze',
+    summary: 'the whole server frozen: SIGSTOP of redis-server / the postmaster and every backend for 2-4 TTL, then SIGCONT; worker kills and pauses in between',
+    faults: ['freeze', 'freeze', 'kill', 'pause'],
+    faultGapMs: [500, 1500],
+    ownServer: true,
+    shortMs: 5000,
   },
 ];
 

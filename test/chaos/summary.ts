@@ -13,6 +13,8 @@ interface Row {
   grants: number;
   takeovers: number;
   refusals: Record<string, number>;
+  faults: Record<string, number>;
+  diedInWrite: { died: number; applied: number };
   unknown: number;
   unknownApplied: number;
   lostToAmnesia: number;
@@ -20,6 +22,7 @@ interface Row {
   kleppmann: { rounds: number; refused: number; accepted: number; unknown: number };
   violations: number;
   crashes: number;
+  driverCrashes: number;
   seeds: number[];
 }
 
@@ -49,6 +52,8 @@ export function summarize(results: readonly RunResult[]): Row[] {
       grants: 0,
       takeovers: 0,
       refusals: {},
+      faults: {},
+      diedInWrite: { died: 0, applied: 0 },
       unknown: 0,
       unknownApplied: 0,
       lostToAmnesia: 0,
@@ -56,6 +61,7 @@ export function summarize(results: readonly RunResult[]): Row[] {
       kleppmann: { rounds: 0, refused: 0, accepted: 0, unknown: 0 },
       violations: 0,
       crashes: 0,
+      driverCrashes: 0,
       seeds: [],
     };
     const figures = result.report.figures;
@@ -65,6 +71,9 @@ export function summarize(results: readonly RunResult[]): Row[] {
     row.grants += figures.grants;
     row.takeovers += figures.takeovers;
     for (const [reason, count] of Object.entries(staleRefusals(figures.refusals))) row.refusals[reason] = (row.refusals[reason] ?? 0) + count;
+    for (const [fault, count] of Object.entries(figures.faults)) row.faults[fault] = (row.faults[fault] ?? 0) + count;
+    row.diedInWrite.died += result.diedInWrite.died;
+    row.diedInWrite.applied += result.diedInWrite.applied;
     row.unknown += figures.unknown;
     row.unknownApplied += figures.unknownApplied;
     row.lostToAmnesia += figures.lostToAmnesia;
@@ -75,6 +84,7 @@ export function summarize(results: readonly RunResult[]): Row[] {
     row.kleppmann.unknown += result.kleppmann.unknown;
     row.violations += result.report.violations.length;
     row.crashes += result.crashes.length;
+    row.driverCrashes += result.driverCrashes.length;
     row.seeds.push(result.seed);
     rows.set(id, row);
   }
@@ -90,7 +100,7 @@ const ms = (value: number | null): string => (value === null ? '-' : `${Math.rou
 
 /** The table as text. */
 export function formatSummary(results: readonly RunResult[]): string {
-  const header = ['store', 'scenario', 'runs', 's', 'ops', 'grants', 'takeovers', 'stale writes refused (by reason)', 'unknown (applied)', 'lost to amnesia', 'takeover p50/p99 ms', 'kleppmann', 'violations', 'crashes', 'seed'];
+  const header = ['store', 'scenario', 'runs', 's', 'ops', 'grants', 'takeovers', 'faults (by kind)', 'killed in write (applied)', 'stale writes refused (by reason)', 'unknown (applied)', 'lost to amnesia', 'takeover p50/p99 ms', 'kleppmann', 'violations', 'crashes (driver bug)', 'seed'];
   const lines = summarize(results).map((row) => [
     row.store,
     row.scenario,
@@ -99,6 +109,11 @@ export function formatSummary(results: readonly RunResult[]): string {
     String(row.operations),
     String(row.grants),
     String(row.takeovers),
+    Object.entries(row.faults)
+      .sort((a, b) => b[1] - a[1])
+      .map(([fault, count]) => `${fault} ${count}`)
+      .join(', ') || '-',
+    row.diedInWrite.died === 0 ? '-' : `${row.diedInWrite.died} (${row.diedInWrite.applied})`,
     Object.entries(row.refusals)
       .sort((a, b) => b[1] - a[1])
       .map(([reason, count]) => `${reason} ${count}`)
@@ -108,7 +123,7 @@ export function formatSummary(results: readonly RunResult[]): string {
     `${ms(percentile(row.latencies, 50))}/${ms(percentile(row.latencies, 99))}`,
     kleppmannCell(row.kleppmann),
     String(row.violations),
-    String(row.crashes),
+    `${row.crashes} (${row.driverCrashes})`,
     row.seeds.length === 1 ? String(row.seeds[0]) : `${row.seeds[0]}..(${row.seeds.length})`,
   ]);
   const table = [header, ...lines];

@@ -3,8 +3,10 @@
  * store as a user would, runs the workload until told to stop, and logs every operation to its own JSONL
  * file. IPC carries the deterministic-pause protocol and takeover requests (see messages.ts).
  */
+import { appendFileSync } from 'node:fs';
+import { dirname } from 'node:path';
 import { createBackend } from './backends.js';
-import { HistoryWriter } from './history.js';
+import { diedInWritePath, HistoryWriter } from './history.js';
 import type { HarnessMessage, WorkerMessage, WorkerSetup } from './messages.js';
 import { Recorder } from './recorder.js';
 import { Workload, type WorkloadHooks } from './workload.js';
@@ -17,7 +19,7 @@ async function main(): Promise<void> {
   const setup = JSON.parse(process.env['CHAOS_WORKER'] ?? '') as WorkerSetup;
   const writer = new HistoryWriter(setup.historyPath);
   const recorder = new Recorder(setup.workload.proc, writer);
-  const backend = await createBackend(setup.store, setup.url, setup.variant, setup.workload.proc);
+  const backend = await createBackend(setup.store, setup.url, setup.client, setup.variant, setup.workload.proc);
   let armed = false;
   let go: (() => void) | null = null;
   const hooks: WorkloadHooks = {
@@ -37,6 +39,7 @@ async function main(): Promise<void> {
     if (message.type === 'arm') armed = true;
     else if (message.type === 'disarm') armed = false;
     else if (message.type === 'go') go?.();
+    else if (message.type === 'die-in-write') backend.dieInNextWrite?.((entry) => appendFileSync(diedInWritePath(dirname(setup.historyPath)), `${entry}\n`));
     else if (message.type === 'takeover') {
       void workload.takeover(message.key, message.deadlineMs).then((token) => send({ type: 'took-over', id: message.id, token: token?.toString() ?? null }));
     } else if (message.type === 'stop') workload.stop();
