@@ -146,10 +146,16 @@ export class KeyWaiters {
 
   /** Sets the timer of the next attempt from the last reply. */
   #plan(): void {
-    this.#clearTimer();
     const last = this.#last;
     const head = this.#queue[0];
-    if (last === null || head === undefined) return;
+    if (head === undefined) return this.#clearTimer();
+    if (last === null) {
+      // NOTE: the store has failed every claim so far (or not answered yet): keep the pending retry, or
+      // start one. Clearing it here left waiters with no timer and no claim in flight, hung for good.
+      if (this.#timer === null) this.#retryAfter(head.request.settings.pollMs);
+      return;
+    }
+    this.#clearTimer();
     const now = this.context.monotonic();
     const remainingMs = Math.max(...this.#queue.map((waiter) => waiter.deadline)) - now;
     const { jitterMs, pollMs, recheckMs } = head.request.settings;

@@ -43,7 +43,7 @@ function runWorker(setup: WaiterWorkerSetup): Promise<WaiterWorkerSummary> {
     let err = '';
     child.stdout?.on('data', (chunk: Buffer) => (out += chunk.toString()));
     child.stderr?.on('data', (chunk: Buffer) => (err += chunk.toString()));
-    child.on('exit', (code) => {
+    child.on('close', (code) => {
       children.delete(child);
       if (code === 0) resolve(JSON.parse(out.trim().split('\n').at(-1) ?? '{}') as WaiterWorkerSummary);
       else reject(new Error(`waiter process ${setup.proc} exited with ${code}: ${err.slice(-2_000)}`));

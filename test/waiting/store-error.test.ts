@@ -40,4 +40,25 @@ describe('a store error while waiting', () => {
     expect(granted.ok).toBe(true);
     expect(counting.liveSubscriptions()).toBe(0);
   });
+
+  it('a waiter that joins while the store has failed every claim so far is still tried (no wait left without a timer)', async () => {
+    // Found by the cross-process test on Postgres: waiters of a server that was restarting hung forever
+    // (the process exited with 13, an unsettled await): a claim joining the queue cleared the pending
+    // retry, and with no answer from the store yet there was no next attempt to plan.
+    const flaky = flakyStore(createMemoryStore());
+    const counting = countingStore(flaky.store);
+    const waiting = createLeases(counting.store, { holder: 'waiter' });
+    flaky.down = true;
+    const wait = { timeoutMs: 2_000, pollMs: 20 };
+    const first = waiting.claim('job:2', { ttlMs: null, wait });
+    const second = waiting.claim('job:2', { ttlMs: null, wait });
+    await expect(first).rejects.toBeInstanceOf(StoreUnavailableError);
+    const third = waiting.claim('job:2', { ttlMs: null, wait });
+    flaky.down = false;
+    const granted = await second;
+    expect(granted.ok).toBe(true);
+    if (granted.ok) await waiting.release(granted.lease);
+    expect((await third).ok).toBe(true);
+    expect(counting.liveSubscriptions()).toBe(0);
+  });
 });
