@@ -3,11 +3,13 @@
  * ioredis `Cluster` (`shardedSubscribers: true`) and node-redis `createCluster` as client and subscriber,
  * a waiting claim on a key of each master is granted within about a second of the holder's release or
  * revoke, long before the holder's expiry (so the wake-up granted it, not the schedule), and its end
- * leaves no sharded subscription on that master.
+ * leaves no sharded subscription on that master. An ioredis `Cluster` without `shardedSubscribers` (which
+ * never emits `smessage`, so every wake-up would be lost) is refused as a subscriber.
  */
 import { Cluster } from 'ioredis';
 import { createCluster } from 'redis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { InvalidArgumentError } from '../../src/errors.js';
 import { createLeases, type Leases } from '../../src/leases.js';
 import { createRedisStore, hashTagOf, type RedisSubscriber } from '../../src/adapters/redis/index.js';
 import { clusterSlot } from '../../src/adapters/redis/cross-slot.js';
@@ -104,4 +106,21 @@ describe.each(kinds)('waiting claims on a redis cluster (%s)', (kind) => {
       }
     }, 60_000);
   }
+});
+
+describe('an ioredis Cluster subscriber without shardedSubscribers', () => {
+  it('is refused with InvalidArgumentError, given or made by the factory (its smessage events never reach the store)', async () => {
+    const plain = new Cluster([...topology.seeds], { lazyConnect: true });
+    plain.on('error', () => undefined);
+    const main = await openClusterClient('ioredis', topology.seeds);
+    try {
+      expect(() => createRedisStore({ client: main.client, subscriber: plain })).toThrow(InvalidArgumentError);
+      const leases = createLeases(createRedisStore({ client: main.client, prefix: freshPrefix('lf-cluster-wait-factory'), subscriber: () => plain }), { holder: 'w', ttlMs: HOLDER_TTL_MS });
+      await expect(leases.store.watchFreed?.('job:1', () => undefined)).rejects.toThrow(InvalidArgumentError);
+      expect(plain.status).toBe('wait');
+    } finally {
+      plain.disconnect();
+      await main.close();
+    }
+  });
 });
