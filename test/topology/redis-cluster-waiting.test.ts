@@ -11,7 +11,7 @@ import { createCluster } from 'redis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { InvalidArgumentError } from '../../src/errors.js';
 import { createLeases, type Leases } from '../../src/leases.js';
-import { createRedisStore, hashTagOf, type RedisSubscriber } from '../../src/adapters/redis/index.js';
+import { createRedisStore, hashTagOf, type RedisClient, type RedisSubscriber } from '../../src/adapters/redis/index.js';
 import { clusterSlot } from '../../src/adapters/redis/cross-slot.js';
 import { keyNames } from '../../src/adapters/redis/keys.js';
 import { freedChannelOf } from '../../src/adapters/redis/freed-channel.js';
@@ -34,11 +34,11 @@ afterAll(async () => {
 });
 
 /** A dedicated cluster subscriber connection of `kind`, with its `close()`. */
-async function openClusterSubscriber(kind: ClusterClientKind, seeds: ClusterSeeds): Promise<{ subscriber: RedisSubscriber; close: () => Promise<void> }> {
+async function openClusterSubscriber(kind: ClusterClientKind, client: RedisClient, seeds: ClusterSeeds): Promise<{ subscriber: RedisSubscriber; close: () => Promise<void> }> {
   if (kind === 'ioredis') {
     // NOTE: without `shardedSubscribers`, ioredis' Cluster sends SSUBSCRIBE to one arbitrary node, which refuses
     // channels of other shards' slots (CROSSSLOT / MOVED); with it, each shard gets its own subscriber connection.
-    const subscriber = new Cluster([...seeds], { shardedSubscribers: true, lazyConnect: true });
+    const subscriber = (client as Cluster).duplicate([], { shardedSubscribers: true, lazyConnect: true });
     subscriber.on('error', () => undefined);
     await subscriber.connect();
     return { subscriber, close: async () => void subscriber.disconnect() };
@@ -69,7 +69,7 @@ describe.each(kinds)('waiting claims on a redis cluster (%s)', (kind) => {
   beforeAll(async () => {
     const main = await openClusterClient(kind, topology.seeds);
     closers.push(main.close);
-    const sub = await openClusterSubscriber(kind, topology.seeds);
+    const sub = await openClusterSubscriber(kind, main.client, topology.seeds);
     closers.push(sub.close);
     holder = createLeases(createRedisStore({ client: main.client, prefix }), { holder: 'holder', ttlMs: HOLDER_TTL_MS });
     waiter = createLeases(createRedisStore({ client: main.client, prefix, subscriber: sub.subscriber }), { holder: 'waiter', ttlMs: HOLDER_TTL_MS });
@@ -113,13 +113,17 @@ describe('an ioredis Cluster subscriber without shardedSubscribers', () => {
     const plain = new Cluster([...topology.seeds], { lazyConnect: true });
     plain.on('error', () => undefined);
     const main = await openClusterClient('ioredis', topology.seeds);
+    // NOTE: a duplicate keeps its original's options (lazyConnect included), so an unsharded client's is refused too.
+    const duplicate = (main.client as Cluster).duplicate();
     try {
       expect(() => createRedisStore({ client: main.client, subscriber: plain })).toThrow(InvalidArgumentError);
+      expect(() => createRedisStore({ client: main.client, subscriber: duplicate })).toThrow(/shardedSubscribers: true/);
       const leases = createLeases(createRedisStore({ client: main.client, prefix: freshPrefix('lf-cluster-wait-factory'), subscriber: () => plain }), { holder: 'w', ttlMs: HOLDER_TTL_MS });
       await expect(leases.store.watchFreed?.('job:1', () => undefined)).rejects.toThrow(InvalidArgumentError);
       expect(plain.status).toBe('wait');
     } finally {
       plain.disconnect();
+      duplicate.disconnect();
       await main.close();
     }
   });
