@@ -1,12 +1,13 @@
 /**
  * Waiting claims woken on a real Redis Cluster (3 masters + 3 replicas, started once for this file): with
- * ioredis `Cluster` (`shardedSubscribers: true`) and node-redis `createCluster` as client and subscriber,
+ * ioredis 5 and 6 `Cluster` (`shardedSubscribers: true`) and node-redis `createCluster` as subscriber,
  * a waiting claim on a key of each master is granted within about a second of the holder's release or
  * revoke, long before the holder's expiry (so the wake-up granted it, not the schedule), and its end
  * leaves no sharded subscription on that master. An ioredis `Cluster` without `shardedSubscribers` (which
  * never emits `smessage`, so every wake-up would be lost) is refused as a subscriber.
  */
 import { Cluster } from 'ioredis';
+import { Cluster as Cluster6 } from 'ioredis6';
 import { createCluster } from 'redis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { InvalidArgumentError } from '../../src/errors.js';
@@ -19,7 +20,9 @@ import { freshPrefix, type RedisStore } from '../adapters/redis-harness.js';
 import { startRedisCluster, type RedisCluster } from '../support/redis-cluster.js';
 import { openClusterClient, type ClusterClientKind, type ClusterSeeds } from './redis-cluster-harness.js';
 
-const kinds: readonly ClusterClientKind[] = ['ioredis', 'node-redis'];
+/** The subscriber's client; the store's own client is ioredis 5's Cluster for `ioredis6`. */
+type SubscriberKind = ClusterClientKind | 'ioredis6';
+const kinds: readonly SubscriberKind[] = ['ioredis', 'ioredis6', 'node-redis'];
 /** The holder's TTL: far beyond the grant deadline, so only a wake-up can grant the waiter in time. */
 const HOLDER_TTL_MS = 30_000;
 /** A wake-up grants within this many ms of the release (generous for a loaded 2-core machine). */
@@ -34,11 +37,17 @@ afterAll(async () => {
 });
 
 /** A dedicated cluster subscriber connection of `kind`, with its `close()`. */
-async function openClusterSubscriber(kind: ClusterClientKind, client: RedisClient, seeds: ClusterSeeds): Promise<{ subscriber: RedisSubscriber; close: () => Promise<void> }> {
+async function openClusterSubscriber(kind: SubscriberKind, client: RedisClient, seeds: ClusterSeeds): Promise<{ subscriber: RedisSubscriber; close: () => Promise<void> }> {
   if (kind === 'ioredis') {
     // NOTE: without `shardedSubscribers`, ioredis' Cluster sends SSUBSCRIBE to one arbitrary node, which refuses
     // channels of other shards' slots (CROSSSLOT / MOVED); with it, each shard gets its own subscriber connection.
     const subscriber = (client as Cluster).duplicate([], { shardedSubscribers: true, lazyConnect: true });
+    subscriber.on('error', () => undefined);
+    await subscriber.connect();
+    return { subscriber, close: async () => void subscriber.disconnect() };
+  }
+  if (kind === 'ioredis6') {
+    const subscriber = new Cluster6([...seeds], { shardedSubscribers: true, lazyConnect: true });
     subscriber.on('error', () => undefined);
     await subscriber.connect();
     return { subscriber, close: async () => void subscriber.disconnect() };
@@ -67,7 +76,7 @@ describe.each(kinds)('waiting claims on a redis cluster (%s)', (kind) => {
   let waiter: Leases<RedisStore>;
 
   beforeAll(async () => {
-    const main = await openClusterClient(kind, topology.seeds);
+    const main = await openClusterClient(kind === 'ioredis6' ? 'ioredis' : kind, topology.seeds);
     closers.push(main.close);
     const sub = await openClusterSubscriber(kind, main.client, topology.seeds);
     closers.push(sub.close);
