@@ -66,6 +66,16 @@ export type RedisSubscriberOption = RedisSubscriber | (() => RedisSubscriber | P
 
 const NOT_A_SUBSCRIBER = '`subscriber` must be an ioredis client or a connected node-redis v5 client (or a function returning one)';
 
+const UNSHARDED_CLUSTER = '`subscriber`: an ioredis Cluster needs the option `shardedSubscribers: true` (without it, it never emits sharded messages, so no wait would be woken)';
+
+/** Whether `subscriber` is an ioredis Cluster that cannot deliver sharded messages. */
+function isUnshardedIoredisCluster(subscriber: RedisSubscriber): boolean {
+  const cluster = subscriber as { isCluster?: unknown; options?: { shardedSubscribers?: unknown } };
+  // NOTE: ioredis' Cluster sends SSUBSCRIBE to its one plain subscriber connection and forwards only its
+  // `message` / `pmessage` events: `smessage` is forwarded by the per-shard subscribers alone.
+  return cluster.isCluster === true && cluster.options?.shardedSubscribers !== true;
+}
+
 /** Whether a failure says the server does not know sharded pub/sub (Redis before 7). */
 const isUnknownCommand = (error: unknown): boolean => error instanceof Error && /unknown command/i.test(error.message);
 
@@ -85,6 +95,7 @@ function isNodeRedis(subscriber: RedisSubscriber): subscriber is NodeRedisSubscr
 
 /** Wires `subscriber`'s messages and reconnects to `deliver` / `deliverAll`. */
 function pubsubOf(subscriber: RedisSubscriber, deliver: (channel: string) => void, deliverAll: () => void): Pubsub {
+  if (isUnshardedIoredisCluster(subscriber)) throw new InvalidArgumentError(UNSHARDED_CLUSTER);
   // NOTE: both clients resubscribe by themselves after a reconnect; messages published meanwhile are lost,
   // so every watcher is woken once the connection is ready again (not at its first connect).
   let connected = (subscriber as Partial<IoredisSubscriber>).status === 'ready' || (subscriber as { isReady?: boolean }).isReady === true;
@@ -121,6 +132,7 @@ export interface RedisFreedOptions {
 export function createRedisFreed(options: RedisFreedOptions): (recordKey: string, onFreed: () => void) => Promise<() => void> {
   const given = options.subscriber;
   if (typeof given !== 'function' && !isIoredis(given) && !isNodeRedis(given)) throw new InvalidArgumentError(NOT_A_SUBSCRIBER);
+  if (typeof given !== 'function' && isUnshardedIoredisCluster(given)) throw new InvalidArgumentError(UNSHARDED_CLUSTER);
   let pubsub: Promise<Pubsub> | undefined;
   let sharded = true;
   const connect = async (): Promise<Pubsub> => {
