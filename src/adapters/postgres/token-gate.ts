@@ -176,6 +176,19 @@ export function createPostgresTokenGate(options: PostgresTokenGateOptions): Post
     return verdict.ok ? { row } : verdict;
   };
 
+  /** Reads (inspect) or forgets (reset) one resource's gate row: what the gate knew of it. */
+  const gateRecord = async (resource: string, sql: string, operation: string): Promise<PostgresGateRecord> => {
+    assertName('resource', resource);
+    assertEncodable('resource', resource);
+    let row: GateRow;
+    try {
+      row = (await session.statement(sql, [resource], operation))[0] as GateRow;
+    } catch (error) {
+      throw ownStatementFailure(error, operation);
+    }
+    return { resource, found: row?.lease_key == null || row.token == null ? null : { key: row.lease_key, token: BigInt(row.token) } };
+  };
+
   return {
     async migrate() {
       await session.transaction(async (tx) => {
@@ -212,27 +225,11 @@ export function createPostgresTokenGate(options: PostgresTokenGateOptions): Post
         return { ok: true, value, token: lease.token };
       }, 'gate write');
     },
-    async inspect(resource) {
-      assertName('resource', resource);
-      assertEncodable('resource', resource);
-      let row: GateRow;
-      try {
-        row = (await session.statement(inspectSql(table), [resource], 'gate inspect'))[0] as GateRow;
-      } catch (error) {
-        throw ownStatementFailure(error, 'gate inspect');
-      }
-      return { resource, found: row?.lease_key == null || row.token == null ? null : { key: row.lease_key, token: BigInt(row.token) } };
+    inspect(resource) {
+      return gateRecord(resource, inspectSql(table), 'gate inspect');
     },
-    async reset(resource) {
-      assertName('resource', resource);
-      assertEncodable('resource', resource);
-      let row: GateRow;
-      try {
-        row = (await session.statement(resetSql(table), [resource], 'gate reset'))[0] as GateRow;
-      } catch (error) {
-        throw ownStatementFailure(error, 'gate reset');
-      }
-      return { resource, found: row?.lease_key == null || row.token == null ? null : { key: row.lease_key, token: BigInt(row.token) } };
+    reset(resource) {
+      return gateRecord(resource, resetSql(table), 'gate reset');
     },
   };
 }
