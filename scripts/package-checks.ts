@@ -7,7 +7,7 @@
  * `dist/`, so a check can run while tests, the demo or another build use the checkout.
  */
 import { execFile } from 'node:child_process';
-import { copyFile, mkdir, readFile, symlink, writeFile } from 'node:fs/promises';
+import { copyFile, mkdir, readdir, readFile, symlink, writeFile } from 'node:fs/promises';
 import { existsSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -18,6 +18,9 @@ export const REPO_ROOT: string = resolve(fileURLToPath(new URL('..', import.meta
 const BIN = join(REPO_ROOT, 'node_modules', '.bin');
 /** Files `npm pack` takes besides `dist/` (per `files` in package.json); README.md may not exist yet. */
 const PACKAGE_FILES = ['package.json', 'README.md', 'LICENSE', 'CHANGELOG.md'];
+
+/** The guides and pictures in `docs/` that the package ships (per `files`), so the README can point at them. */
+const PACKAGE_DOCS = /^[\w-]+\.(md|svg)$/;
 
 /** What a finished command printed, and how long it took. */
 export interface CommandRun {
@@ -66,6 +69,10 @@ export async function packPackage(workDir: string): Promise<PackedPackage> {
   const build = assertSucceeded(await runCommand(join(BIN, 'tsup'), ['--out-dir', join(stage, 'dist')], REPO_ROOT));
   for (const file of PACKAGE_FILES) {
     if (existsSync(join(REPO_ROOT, file))) await copyFile(join(REPO_ROOT, file), join(stage, file));
+  }
+  await mkdir(join(stage, 'docs'), { recursive: true });
+  for (const file of (await readdir(join(REPO_ROOT, 'docs'))).filter((name) => PACKAGE_DOCS.test(name))) {
+    await copyFile(join(REPO_ROOT, 'docs', file), join(stage, 'docs', file));
   }
   const pack = assertSucceeded(
     await runCommand('npm', ['pack', '--json', '--ignore-scripts', '--pack-destination', out], stage),
