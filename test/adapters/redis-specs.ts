@@ -43,9 +43,10 @@ export function describeRedisAdapterSpecs(kind: RedisClientKind): void {
       watch = await watchCommands(url, client);
     });
     afterAll(async () => {
-      await watch.close();
-      await closeClient();
-      await server.stop();
+      // NOTE: each step runs even when beforeAll failed part-way, so no server outlives the file.
+      await watch?.close();
+      await closeClient?.();
+      await server?.stop();
     });
 
     /** Runs every operation once on a fresh key, each through `step(name, run)`. */
