@@ -209,11 +209,10 @@ export function createRedisStore(options: RedisStoreOptions): Store<RedisWriteCo
         recorder.fail(error);
         throw error;
       }
-      const verdict = checkFence(reply.record, fence, reply.now);
-      if (verdict.ok !== reply.applied) {
-        throw new Error(`leasefence redis: the fenced write script ${reply.applied ? 'passed' : 'refused'} a fence the pure core ${verdict.ok ? 'accepts' : 'refuses'}; this is a bug`);
-      }
-      if (!verdict.ok) {
+      if (!reply.applied) {
+        // NOTE: an applied write replies no pre-image (its script proved the fence); a refusal does, and the core explains it.
+        const verdict = checkFence(reply.record, fence, reply.now);
+        if (verdict.ok) throw new Error('leasefence redis: the fenced write script refused a fence the pure core accepts; this is a bug');
         recorder.refuse(verdict);
         return verdict;
       }

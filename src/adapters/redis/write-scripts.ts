@@ -4,7 +4,7 @@
  * with nothing in between, and the commands run only if the check passed.
  */
 import { DECIMAL_LESS } from './decimals.js';
-import { CLOCK, FENCED_MEMOISED, REMEMBER, REPLAYED } from './script-parts.js';
+import { CLOCK, FENCED_MEMOISED, MEMO_FIELDS, REMEMBER, REPLAYED } from './script-parts.js';
 
 /**
  * Decodes the recorded user commands. ARGV from `at`: command count, then per command its argument
@@ -76,21 +76,22 @@ end
  * CHECKPOINT_SCRIPT saves it (stamped with the token, resolving a pending recovery), so the write and
  * the progress it records apply together. Memoised (see FENCED_MEMOISED) when it recorded a command or a
  * checkpoint: a re-delivery returns the first reply and runs nothing again.
- * Reply: the lease reply of a fenced script (see `scripts.ts`), padded to `REPLY.extras`, then replies,
- * failed command index (0 = none), error, how many commands were applied. A command found wrong before
+ * Reply: a refusal is the lease reply of a fenced script (see `scripts.ts`); an applied write replies
+ * only status and clock (the script proved the fence), padded to `REPLY.extras`, then replies, failed
+ * command index (0 = none), error, how many commands were applied. A command found wrong before
  * any ran (see CHECK_COMMANDS) applies nothing, the checkpoint included; a command failing while it
  * runs leaves the ones before it applied and saves no checkpoint (Redis cannot roll a script back).
  */
 export const FENCED_WRITE_SCRIPT: string = `${FENCED_MEMOISED}${decodeCommands('at + 1')}${CHECK_COMMANDS}
-if failed > 0 then return {'+' .. clock, shown, false, false, false, {}, failed, err, 0} end
+if failed > 0 then return {'+' .. clock, false, false, false, false, {}, failed, err, 0} end
 ${RUN_COMMANDS}
-local reply = {'+' .. clock, shown, false, false, false, replies, failed, err, applied}
+local reply = {'+' .. clock, false, false, false, false, replies, failed, err, applied}
 if #commands > 0 or ARGV[at] ~= '' then
-  ${REMEMBER}
+  ${REMEMBER('KEYS[1]')}
   if failed == 0 and ARGV[at] ~= '' then
-    redis.call('HSET', KEYS[1], 'checkpoint', ARGV[1] .. '\\0' .. now_ms .. '\\0' .. ARGV[at], 'recovery', '', 'replay', replay)
+    redis.call('HSET', KEYS[1], 'checkpoint', ARGV[1] .. '\\0' .. now_ms .. '\\0' .. ARGV[at], 'recovery', '', ${MEMO_FIELDS})
   else
-    redis.call('HSET', KEYS[1], 'replay', replay)
+    redis.call('HSET', KEYS[1], ${MEMO_FIELDS})
   end
 end
 return reply
@@ -126,9 +127,9 @@ ${decodeCommands('at + 1')}${CHECK_COMMANDS}
 if failed > 0 then return {'+' .. clock, shown, false, false, false, 'ok', found[1], found[2], {}, failed, err, 0} end
 ${RUN_COMMANDS}
 local reply = {'+' .. clock, shown, false, false, false, 'ok', found[1], found[2], replies, failed, err, applied}
-${REMEMBER}
+${REMEMBER('KEYS[1]')}
 redis.call('HSET', KEYS[2], 'key', ARGV[at], 'token', ARGV[1])
-redis.call('HSET', KEYS[1], 'replay', replay)
+redis.call('HSET', KEYS[1], ${MEMO_FIELDS})
 return reply
 `;
 
@@ -154,13 +155,13 @@ return found
  * error, applied }.
  */
 export const GATE_WRITE_SCRIPT: string = `${CLOCK}
-local memos = redis.call('HGET', KEYS[1], 'replay') or ''
+local memos = redis.call('HGET', KEYS[1], 'memos') or ''
 local request, window = ARGV[3], tonumber(ARGV[4])
-${REPLAYED}${gateCheck('KEYS[1]', 'ARGV[1]', 'ARGV[2]', (reason) => `{${reason}, found[1], found[2]}`)}${decodeCommands('5')}${CHECK_COMMANDS}
+${REPLAYED('KEYS[1]')}${gateCheck('KEYS[1]', 'ARGV[1]', 'ARGV[2]', (reason) => `{${reason}, found[1], found[2]}`)}${decodeCommands('5')}${CHECK_COMMANDS}
 if failed > 0 then return {'ok', found[1], found[2], {}, failed, err, 0} end
 ${RUN_COMMANDS}
 local reply = {'ok', found[1], found[2], replies, failed, err, applied}
-${REMEMBER}
-redis.call('HSET', KEYS[1], 'key', ARGV[1], 'token', ARGV[2], 'replay', replay)
+${REMEMBER('KEYS[1]')}
+redis.call('HSET', KEYS[1], 'key', ARGV[1], 'token', ARGV[2], ${MEMO_FIELDS})
 return reply
 `;
