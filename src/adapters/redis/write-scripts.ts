@@ -8,14 +8,16 @@ import { CLOCK, FENCED_MEMOISED, MEMO_FIELDS, REMEMBER, REPLAYED } from './scrip
 
 /**
  * Decodes the recorded user commands. ARGV from `at`: command count, then per command its argument
- * count and arguments, each tagged: 'k' .. i is KEYS[i], 'v' .. text is the text. Leaves `commands`
- * (a list of argument lists).
+ * count (negated when the client's table of known commands accepts it, see `known-commands.ts`) and
+ * arguments, each tagged: 'k' .. i is KEYS[i], 'v' .. text is the text. Leaves `commands` (a list of
+ * argument lists) and `counted` (true at the index of each command whose count the table accepted).
  */
 const decodeCommands = (at: string): string => `
-local commands = {}
+local commands, counted = {}, {}
 local pos = ${at}
 for c = 1, tonumber(ARGV[pos]) do
   local argc = tonumber(ARGV[pos + 1])
+  if argc < 0 then argc, counted[c] = -argc, true end
   local argv = {}
   for i = 1, argc do
     local arg = ARGV[pos + 1 + i]
@@ -30,25 +32,37 @@ end
  * Checks every decoded command before any runs, so that what can be known up front fails with nothing
  * applied: an unknown command, a wrong argument count, a command scripts may not run, an ACL denial.
  * Leaves `failed` (1-based index, 0 = none) and `err`. A single command is not checked: if it fails,
- * nothing was applied anyway (and `COMMAND INFO` costs the server ~14 µs per command).
+ * nothing was applied anyway (and `COMMAND INFO` costs the server ~14 µs per command). A command whose
+ * count the client's table accepted (`counted`) skips `COMMAND INFO` on Redis 7+: `redis.acl_check_cmd`
+ * alone raises for a name the server does not know (renamed) and answers false for an ACL denial.
  */
 const CHECK_COMMANDS = `
 local failed, err, known = 0, '', {}
+local acl = redis.acl_check_cmd
 for c = 1, (#commands > 1 and #commands or 0) do
   local argv = commands[c]
   local name = string.lower(argv[1])
-  if known[name] == nil then known[name] = redis.call('COMMAND', 'INFO', name)[1] or false end
-  local info = known[name]
-  if not info then
-    failed, err = c, 'ERR unknown command ' .. name
-  elseif (info[2] >= 0 and #argv ~= info[2]) or (info[2] < 0 and #argv < -info[2]) then
-    failed, err = c, 'ERR wrong number of arguments for ' .. name
-  else
-    for _, flag in ipairs(info[3]) do
-      if flag.ok == 'noscript' then failed, err = c, 'ERR ' .. name .. ' is not allowed in scripts' end
-    end
-    if failed == 0 and redis.acl_check_cmd and not redis.acl_check_cmd(unpack(argv)) then
+  if counted[c] and acl then
+    local ok, allowed = pcall(acl, unpack(argv))
+    if not ok then
+      failed, err = c, 'ERR unknown command ' .. name
+    elseif not allowed then
       failed, err = c, 'NOPERM the user may not run ' .. name
+    end
+  else
+    if known[name] == nil then known[name] = redis.call('COMMAND', 'INFO', name)[1] or false end
+    local info = known[name]
+    if not info then
+      failed, err = c, 'ERR unknown command ' .. name
+    elseif (info[2] >= 0 and #argv ~= info[2]) or (info[2] < 0 and #argv < -info[2]) then
+      failed, err = c, 'ERR wrong number of arguments for ' .. name
+    else
+      for _, flag in ipairs(info[3]) do
+        if flag.ok == 'noscript' then failed, err = c, 'ERR ' .. name .. ' is not allowed in scripts' end
+      end
+      if failed == 0 and acl and not acl(unpack(argv)) then
+        failed, err = c, 'NOPERM the user may not run ' .. name
+      end
     end
   end
   if failed > 0 then break end
