@@ -19,7 +19,7 @@ import { assertNoSeparator, claimArgs, fenceArgs, floorOf, parseLeaseReply, ttlA
 import { CommandRecorder, type RedisWriteContext } from './recorder.js';
 import { defineScript, runScript, type Script } from './runner.js';
 import * as lua from './scripts.js';
-import { FENCED_WRITE_SCRIPT } from './write-scripts.js';
+import { FENCED_WRITE_SCRIPT, WRITTEN } from './write-scripts.js';
 
 /** Options of `createRedisStore`. */
 export interface RedisStoreOptions {
@@ -216,8 +216,8 @@ export function createRedisStore(options: RedisStoreOptions): Store<RedisWriteCo
         recorder.refuse(verdict);
         return verdict;
       }
-      const [replies, failed, message, applied] = reply.raw.slice(lua.REPLY.extras);
-      const failure = recorder.settle(replies, failed, message, applied);
+      const { raw } = reply;
+      const failure = recorder.settle(raw[WRITTEN.replies], raw[WRITTEN.failed], raw[WRITTEN.error], raw[WRITTEN.applied]);
       if (failure !== null) throw failure;
       const checkpoint = checkpointJson === undefined ? null : { json: checkpointJson, token: fence.token, writtenAt: reply.now };
       return { ok: true, value: await value, token: fence.token, checkpoint, now: reply.now };

@@ -108,11 +108,11 @@ ${REPLAYED('KEYS[1]')}`;
  * token SEP hashed secret SEP who (`prefix`) starts the lease field, the required attributes match and
  * the grant has not expired; `e` is then the position of the SEP after expires, in `lease`, which holds
  * the field with the secret hashed (a record written before secrets were hashed holds it plain: `lease`
- * is that field rewritten with the hash, so a renew stores it hashed). `shown` is the field as replied
+ * is that field rewritten with the hash, so a renew stores it hashed). `shown` (unless `shows` is false) is the field as replied
  * (secret part `'='`). When the fence does not hold, the script returns the lease (secret part `'='` if
  * it matches the presented one, else `''`) and the ending, which explain the refusal, and changes nothing.
  */
-const fencedCheck = (memoised: boolean): string => `${CLOCK}
+const fencedCheck = (memoised: boolean, shows = true): string => `${CLOCK}
 local read = redis.call('HMGET', KEYS[1], 'lease'${memoised ? ", 'memos'" : ''})
 local lease = read[1]
 local n = tonumber(ARGV[4]) or 0
@@ -148,7 +148,7 @@ if not holds then
   end
   return {'-' .. clock, lease, redis.call('HGET', KEYS[1], 'ending')}
 end
-local shown = ARGV[1] .. '\\0=\\0' .. ARGV[3] .. string.sub(lease, #prefix + 1)
+${shows ? "local shown = ARGV[1] .. '\\0=\\0' .. ARGV[3] .. string.sub(lease, #prefix + 1)" : ''}
 `;
 
 /** The fence check of renew and release (see `fencedCheck`). */
@@ -161,3 +161,6 @@ export const FENCED: string = fencedCheck(false);
  * refusal stays a refusal when re-evaluated, since a grant never becomes current again.
  */
 export const FENCED_MEMOISED: string = fencedCheck(true);
+
+/** `FENCED_MEMOISED` without `shown`: for the fenced write, whose applied reply carries no pre-image. */
+export const FENCED_MEMOISED_QUIET: string = fencedCheck(true, false);

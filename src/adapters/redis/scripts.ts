@@ -36,7 +36,8 @@
  * floor; now = µs / 1000). Then the record as read before any change, in one of three shapes:
  * - a table `{ status, lease, ending, checkpoint, recovery }` (`REPLY`), cut after the last part the
  *   operation's outcome reads, `false` for an absent part: refusals, claims over a grant, revoke,
- *   recover, inspect, fenced writes (which append their results at `REPLY.extras`);
+ *   recover, inspect, refused fenced writes, token gate writes with a fence (which append their results at
+ *   `REPLY.extras`; an applied fenced write replies `WRITTEN`, see `write-scripts.ts`);
  * - `HELD`, a string: status SEP lease, when a fenced operation applied (its lease holds a grant);
  * - `FREE`, a string: status SEP recovery SEP checkpoint (token SEP writtenAt SEP JSON, or two SEPs when
  *   none) SEP token SEP ending, when a claim found nothing held.
@@ -63,7 +64,7 @@ export const REPLY = {
   ending: 2,
   checkpoint: 3,
   recovery: 4,
-  /** Where a fenced write's own results start. */
+  /** Where a token gate write's own results start. */
   extras: 5,
 } as const;
 

@@ -4,7 +4,7 @@
  * with nothing in between, and the commands run only if the check passed.
  */
 import { DECIMAL_LESS } from './decimals.js';
-import { CLOCK, FENCED_MEMOISED, MEMO_FIELDS, REMEMBER, REPLAYED } from './script-parts.js';
+import { CLOCK, FENCED_MEMOISED, FENCED_MEMOISED_QUIET, MEMO_FIELDS, REMEMBER, REPLAYED } from './script-parts.js';
 
 /**
  * Decodes the recorded user commands. ARGV from `at`: command count, then per command its argument
@@ -83,6 +83,9 @@ for c = 1, #commands do
 end
 `;
 
+/** Where the parts of an applied fenced write's reply sit (0-based; see `FENCED_WRITE_SCRIPT`). */
+export const WRITTEN = { status: 0, replies: 1, failed: 2, error: 3, applied: 4 } as const;
+
 /**
  * fenced write. KEYS: record, then the user's declared keys. ARGV: fence, request id, replay window ms,
  * checkpoint JSON ('' = none), then the recorded commands. The user's commands run only after the fence
@@ -91,15 +94,15 @@ end
  * the progress it records apply together. Memoised (see FENCED_MEMOISED) when it recorded a command or a
  * checkpoint: a re-delivery returns the first reply and runs nothing again.
  * Reply: a refusal is the lease reply of a fenced script (see `scripts.ts`); an applied write replies
- * only status and clock (the script proved the fence), padded to `REPLY.extras`, then replies, failed
- * command index (0 = none), error, how many commands were applied. A command found wrong before
+ * `WRITTEN`: status and clock only (the script proved the fence), then replies, failed command index
+ * (0 = none), error, how many commands were applied. A command found wrong before
  * any ran (see CHECK_COMMANDS) applies nothing, the checkpoint included; a command failing while it
  * runs leaves the ones before it applied and saves no checkpoint (Redis cannot roll a script back).
  */
-export const FENCED_WRITE_SCRIPT: string = `${FENCED_MEMOISED}${decodeCommands('at + 1')}${CHECK_COMMANDS}
-if failed > 0 then return {'+' .. clock, false, false, false, false, {}, failed, err, 0} end
+export const FENCED_WRITE_SCRIPT: string = `${FENCED_MEMOISED_QUIET}${decodeCommands('at + 1')}${CHECK_COMMANDS}
+if failed > 0 then return {'+' .. clock, {}, failed, err, 0} end
 ${RUN_COMMANDS}
-local reply = {'+' .. clock, false, false, false, false, replies, failed, err, applied}
+local reply = {'+' .. clock, replies, failed, err, applied}
 if #commands > 0 or ARGV[at] ~= '' then
   ${REMEMBER('KEYS[1]')}
   if failed == 0 and ARGV[at] ~= '' then
