@@ -29,7 +29,8 @@
  *   first reply, cmsgpack-packed (see `REMEMBER` in `script-parts.ts`); absent until the first one. A
  *   record written by the previous version may also hold `replay` (its memos, packed in one field):
  *   read only by that version's scripts (which its clients re-send), left as it is by these.
- * Clearing writes `''` rather than deleting, so every change is a single HSET.
+ * Clearing writes `''` rather than deleting, so every change is a single HSET (plus, for a memoised
+ * operation past the 8th on a key, one HDEL of the oldest memo's reply).
  *
  * ## Reply
  * Every reply starts with `status`: `'+'` (applied) or `'-'` (not), then `TIME` in epoch µs (the token
