@@ -19,7 +19,7 @@ import { keyNames } from '../src/adapters/redis/keys.js';
 import { fenceArgs } from '../src/adapters/redis/record.js';
 import { defineScript } from '../src/adapters/redis/runner.js';
 import { CLAIM_SCRIPT, RELEASE_SCRIPT } from '../src/adapters/redis/scripts.js';
-import { REMEMBER } from '../src/adapters/redis/script-parts.js';
+import { MEMO_FIELDS, REMEMBER } from '../src/adapters/redis/script-parts.js';
 import { FENCED_WRITE_SCRIPT } from '../src/adapters/redis/write-scripts.js';
 import { createLeases } from '../src/leases.js';
 import { newSecret } from '../src/secret.js';
@@ -37,8 +37,8 @@ const TIME_ONLY = "local t = redis.call('TIME') return 1";
 
 /** Counterfactuals: each drops one feature of a real script (for pricing only; never shipped). */
 const VARIANTS: Record<string, string> = {
-  // NOTE: the replay memo of fenced writes (walk the memos, cmsgpack the reply, rewrite the field).
-  'fencedWrite without replay memo': FENCED_WRITE_SCRIPT.replace(REMEMBER, "\nlocal replay = ''\n"),
+  // NOTE: the replay memo of fenced writes (find the request in the index, cmsgpack the reply, write index and reply).
+  'fencedWrite without replay memo': FENCED_WRITE_SCRIPT.replace(REMEMBER('KEYS[1]'), '').replaceAll(MEMO_FIELDS, "'memos', ''"),
   // NOTE: the up-front checks of a multi-command write (COMMAND INFO per distinct command).
   'fencedWrite without command checks': FENCED_WRITE_SCRIPT.replace('for c = 1, (#commands > 1 and #commands or 0) do', 'for c = 1, 0 do'),
   // NOTE: release replying only status and clock, not the pre-image of the lease field.
@@ -190,7 +190,7 @@ async function main(): Promise<void> {
         totals.serverUs.push(usec / N);
         totals.clientUs.push((cpu.user + cpu.system) / N);
         perOperation.set(name, totals);
-        if (name === 'fencedWrite, 1 command') memoBytes = String(await client.hget(keyNames('bd:').record('write', 'lease'), 'replay')).length;
+        if (name === 'fencedWrite, 1 command') memoBytes = String(await client.hget(keyNames('bd:').record('write', 'lease'), 'memos')).length;
         const entries = (await admin.slowlog('GET', -1)) as [number, number, number, string[]][];
         for (const [, , micros, args] of entries) {
           const command = String(args[0]).toUpperCase();

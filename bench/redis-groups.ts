@@ -4,9 +4,13 @@
  * script, and `withLease` against leasefence's own claim + release; every contender on one shared ioredis
  * client, each worker on its own key (no contention: retry policies play no part). The same contenders on
  * a client with `enableAutoPipelining` show what that setting does for each library. Server CPU per cycle
- * is redis-server's `INFO cpu` (user + sys), read on a separate connection between slices.
+ * is redis-server's `INFO cpu` (user + sys), read on a separate connection between slices. With
+ * BENCH_COMPARE (another checkout's `src/`), that tree's claim + release and fenced write run in the same
+ * groups, as "before: ..." rows: before and after in one run.
  */
 import { randomUUID } from 'node:crypto';
+import { resolve } from 'node:path';
+import { pathToFileURL } from 'node:url';
 import { Redis } from 'ioredis';
 import { Mutex } from 'redis-semaphore';
 import { createLock, IoredisAdapter } from 'redlock-universal';
@@ -36,6 +40,23 @@ export async function redisCpuUs(admin: Redis): Promise<number> {
 
 let preparation = 0;
 
+/** The lease API and Redis store of a checkout: this one, or BENCH_COMPARE's. */
+interface Library {
+  readonly createLeases: typeof createLeases;
+  readonly createRedisStore: typeof createRedisStore;
+}
+
+const THIS: Library = { createLeases, createRedisStore };
+
+/** BENCH_COMPARE's checkout (its `src/`), loaded once, or null. */
+async function compared(): Promise<Library | null> {
+  const root = process.env['BENCH_COMPARE'];
+  if (root === undefined || root === '') return null;
+  const leases = (await import(pathToFileURL(`${resolve(root)}/leases.ts`).href)) as Pick<Library, 'createLeases'>;
+  const redis = (await import(pathToFileURL(`${resolve(root)}/adapters/redis/index.ts`).href)) as Pick<Library, 'createRedisStore'>;
+  return { createLeases: leases.createLeases, createRedisStore: redis.createRedisStore };
+}
+
 function raw(name: string, client: Redis, baseline?: string): Contender {
   return {
     name,
@@ -52,8 +73,8 @@ function raw(name: string, client: Redis, baseline?: string): Contender {
   };
 }
 
-function leasefence(name: string, client: Redis, baseline?: string): Contender {
-  const leases = createLeases(createRedisStore({ client, prefix: `bench:lf:${++preparation}:` }), { holder: 'bench', ttlMs: TTL_MS });
+function leasefence(name: string, client: Redis, baseline?: string, library: Library = THIS): Contender {
+  const leases = library.createLeases(library.createRedisStore({ client, prefix: `bench:lf:${++preparation}:` }), { holder: 'bench', ttlMs: TTL_MS });
   return {
     name,
     ...(baseline === undefined ? {} : { baseline }),
@@ -80,7 +101,7 @@ function semaphore(name: string, client: Redis, baseline?: string): Contender {
 }
 
 /** The claim + release group at `workers` workers. */
-function cycleGroup(clients: RedisClients, workers: number): Group {
+function cycleGroup(clients: RedisClients, workers: number, before: Library | null): Group {
   const { plain, pipelining } = clients;
   const redlock = new Redlock([plain], { retryCount: 0 });
   const adapter = new IoredisAdapter(plain);
@@ -119,14 +140,30 @@ function cycleGroup(clients: RedisClients, workers: number): Group {
       raw('raw, enableAutoPipelining', pipelining, rawName),
       leasefence('leasefence, enableAutoPipelining', pipelining, 'leasefence claim + release'),
       semaphore('redis-semaphore, enableAutoPipelining', pipelining, 'redis-semaphore Mutex'),
+      ...(before === null ? [] : [leasefence('before: leasefence claim + release', plain, rawName, before)]),
     ] satisfies Contender[]).map((contender) => ({ ...contender, serverCpuUs: () => redisCpuUs(clients.admin) })),
   };
 }
 
 /** The fenced write group: one SET under a lease, checked atomically. */
-function writeGroup(clients: RedisClients, workers: number): Group {
+function writeGroup(clients: RedisClients, workers: number, before: Library | null): Group {
   const { plain } = clients;
-  const leases = createLeases(createRedisStore({ client: plain, prefix: `bench:fw:${workers}:` }), { holder: 'bench', ttlMs: 600_000 });
+  const fencedWrite = (name: string, library: Library): Contender => {
+    const leases = library.createLeases(library.createRedisStore({ client: plain, prefix: `bench:fw:${workers}:${++preparation}:` }), { holder: 'bench', ttlMs: 600_000 });
+    return {
+      name,
+      ...(library === THIS ? {} : { baseline: 'raw check-and-SET script' }),
+      prepare: async (worker) => {
+        const key = `write:${worker}:${++preparation}`;
+        const lease = await leases.claimOrThrow(key);
+        const data = `${hashTagOf(key)}:data`;
+        return async () => {
+          const outcome = await leases.fencedWrite(lease, (tx) => tx.call('SET', data, 'x'));
+          if (!outcome.ok) throw new Error('leasefence: fenced');
+        };
+      },
+    };
+  };
   const rawWrite = (name: string): Contender => ({
     name,
     prepare: async (worker) => {
@@ -144,23 +181,16 @@ function writeGroup(clients: RedisClients, workers: number): Group {
     contenders: ([
       rawWrite('raw check-and-SET script'),
       rawWrite('raw (control)'),
-      {
-        name: 'leasefence fencedWrite(one SET)',
-        prepare: async (worker) => {
-          const key = `write:${worker}:${++preparation}`;
-          const lease = await leases.claimOrThrow(key);
-          const data = `${hashTagOf(key)}:data`;
-          return async () => {
-            const outcome = await leases.fencedWrite(lease, (tx) => tx.call('SET', data, 'x'));
-            if (!outcome.ok) throw new Error('leasefence: fenced');
-          };
-        },
-      },
+      fencedWrite('leasefence fencedWrite(one SET)', THIS),
+      ...(before === null ? [] : [fencedWrite('before: leasefence fencedWrite(one SET)', before)]),
     ] satisfies Contender[]).map((contender) => ({ ...contender, serverCpuUs: () => redisCpuUs(clients.admin) })),
   };
 }
 
-/** Every Redis group, at 1 and `manyWorkers` workers. */
+const BEFORE = await compared();
+
+/** Every Redis group, at 1 and `manyWorkers` workers (with BENCH_COMPARE's "before" rows). */
 export function redisGroups(clients: RedisClients, manyWorkers: number): Group[] {
-  return [cycleGroup(clients, 1), cycleGroup(clients, manyWorkers), writeGroup(clients, 1), writeGroup(clients, manyWorkers)];
+  const before = BEFORE;
+  return [cycleGroup(clients, 1, before), cycleGroup(clients, manyWorkers, before), writeGroup(clients, 1, before), writeGroup(clients, manyWorkers, before)];
 }

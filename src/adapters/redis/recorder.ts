@@ -6,6 +6,7 @@ import { InvalidArgumentError, LeaseLostError } from '../../errors.js';
 import { redactText } from '../../redact.js';
 import type { FenceRefusal } from '../../fence/types.js';
 import { isWellFormed } from './keys.js';
+import { knownArity } from './known-commands.js';
 
 /** A key argument declared with `tx.key(name)`: passed to the script in KEYS, never as a plain value. */
 export class RedisKey {
@@ -101,7 +102,7 @@ export interface Recording<T> {
   readonly value: T | Promise<T>;
   /** The declared keys, after the script's own. */
   readonly keys: string[];
-  /** The tagged ARGV: count, then argc + args per command. */
+  /** The tagged ARGV: count, then argc (negative when `knownArity` accepts it) + args per command. */
   readonly args: string[];
 }
 
@@ -234,7 +235,8 @@ export class CommandRecorder {
     this.#sealed = true;
     const args = [String(this.#commands.length)];
     for (const command of this.#commands) {
-      args.push(String(command.args.length));
+      // NOTE: a negative count marks a command whose name and count the table knows (see known-commands.ts).
+      args.push(String(knownArity(command.name, command.args.length) ? -command.args.length : command.args.length));
       for (const arg of command.args) args.push(arg);
     }
     return { keys: [...this.#keys], args };

@@ -19,7 +19,7 @@ import { assertNoSeparator, claimArgs, fenceArgs, floorOf, parseLeaseReply, ttlA
 import { CommandRecorder, type RedisWriteContext } from './recorder.js';
 import { defineScript, runScript, type Script } from './runner.js';
 import * as lua from './scripts.js';
-import { FENCED_WRITE_SCRIPT } from './write-scripts.js';
+import { FENCED_WRITE_SCRIPT, WRITTEN } from './write-scripts.js';
 
 /** Options of `createRedisStore`. */
 export interface RedisStoreOptions {
@@ -209,16 +209,15 @@ export function createRedisStore(options: RedisStoreOptions): Store<RedisWriteCo
         recorder.fail(error);
         throw error;
       }
-      const verdict = checkFence(reply.record, fence, reply.now);
-      if (verdict.ok !== reply.applied) {
-        throw new Error(`leasefence redis: the fenced write script ${reply.applied ? 'passed' : 'refused'} a fence the pure core ${verdict.ok ? 'accepts' : 'refuses'}; this is a bug`);
-      }
-      if (!verdict.ok) {
+      if (!reply.applied) {
+        // NOTE: an applied write replies no pre-image (its script proved the fence); a refusal does, and the core explains it.
+        const verdict = checkFence(reply.record, fence, reply.now);
+        if (verdict.ok) throw new Error('leasefence redis: the fenced write script refused a fence the pure core accepts; this is a bug');
         recorder.refuse(verdict);
         return verdict;
       }
-      const [replies, failed, message, applied] = reply.raw.slice(lua.REPLY.extras);
-      const failure = recorder.settle(replies, failed, message, applied);
+      const { raw } = reply;
+      const failure = recorder.settle(raw[WRITTEN.replies], raw[WRITTEN.failed], raw[WRITTEN.error], raw[WRITTEN.applied]);
       if (failure !== null) throw failure;
       const checkpoint = checkpointJson === undefined ? null : { json: checkpointJson, token: fence.token, writtenAt: reply.now };
       return { ok: true, value: await value, token: fence.token, checkpoint, now: reply.now };

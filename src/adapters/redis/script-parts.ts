@@ -56,46 +56,50 @@ export const TAKE_OVER: string = `'expired\\0' .. string.sub(lease, 1, s1) .. st
 export const REPLAY_SLOTS = 8;
 
 /**
- * Given `memos` (the record's `replay` field, `''` when absent), `request` (a request id: always 32
- * characters), `window` (ms) and `now`: a re-delivery of a request remembered within the window returns
- * its first reply, and changes nothing. The field is a run of entries, each request id (32) .. at ms (15
- * digits) .. reply length (10 digits) .. cmsgpack of the reply: walked by their headers, so only the
- * matching reply is ever unpacked.
+ * Given `memos` (the record's `memos` field, `''` when absent: the index of its memoised replies),
+ * `request` (a request id: always 32 hexadecimal characters), `window` (ms) and `now`: a re-delivery of a
+ * request remembered within the window returns its first reply (the field `'m:' .. request` of `key`),
+ * and changes nothing. The index is a run of 47-character entries, request id (32) .. at ms (15 digits),
+ * oldest first: one `string.find`, no walk. Only an aligned match is an entry (at digits and ids are
+ * both hexadecimal text).
  */
-export const REPLAYED: string = `
-local pos = 1
-while pos <= #memos do
-  local len = tonumber(string.sub(memos, pos + 47, pos + 56))
-  if string.sub(memos, pos, pos + 31) == request and now - tonumber(string.sub(memos, pos + 32, pos + 46)) < window then
-    return cmsgpack.unpack(string.sub(memos, pos + 57, pos + 56 + len))
-  end
-  pos = pos + 57 + len
+export const REPLAYED = (key: string): string => `
+local found = string.find(memos, request, 1, true)
+while found and found % 47 ~= 1 do found = string.find(memos, request, found + 1, true) end
+if found and now - tonumber(string.sub(memos, found + 32, found + 46)) < window then
+  -- NOTE: the index and the reply are written and deleted together; a missing reply fails the script
+  -- (cmsgpack.unpack(false) raises) rather than run the request again.
+  return cmsgpack.unpack(redis.call('HGET', ${key}, 'm:' .. request))
 end
 `;
 
 /**
- * Given `memos`, `request`, `window`, `now` and `reply`: sets `replay`, the record's new `replay`
- * field: the entries still within the window plus this one, at most `REPLAY_SLOTS`, oldest dropped first.
- * So memos live in the record they protect (no key per request), bounded per key.
+ * Given `memos`, `request`, `window`, `now` and `reply` (see `REPLAYED`): deletes the replies of the
+ * oldest entries that are out of the window or beyond `REPLAY_SLOTS - 1` (one HDEL, usually of one
+ * field), and sets `memos_after` (the new index) and `memo` (this reply, cmsgpack-packed): the caller
+ * writes `MEMO_FIELDS` in its HSET. So memos live in the record they protect (no key per request), at
+ * most `REPLAY_SLOTS` per key, and a write reads and rewrites one short index, not the replies.
  */
-export const REMEMBER: string = `
-local entries, pos = {}, 1
-while pos <= #memos do
-  local len = tonumber(string.sub(memos, pos + 47, pos + 56))
-  if now - tonumber(string.sub(memos, pos + 32, pos + 46)) < window then entries[#entries + 1] = string.sub(memos, pos, pos + 56 + len) end
-  pos = pos + 57 + len
+export const REMEMBER = (key: string): string => `
+local count, drop, dropped = #memos / 47, 0, {}
+while drop < count and (count - drop >= ${REPLAY_SLOTS} or now - tonumber(string.sub(memos, drop * 47 + 33, drop * 47 + 47)) >= window) do
+  drop = drop + 1
+  dropped[drop] = 'm:' .. string.sub(memos, drop * 47 - 46, drop * 47 - 15)
 end
-local packed = cmsgpack.pack(reply)
-entries[#entries + 1] = request .. string.format('%015.0f', now) .. string.format('%010d', #packed) .. packed
-local replay = table.concat(entries, '', math.max(1, #entries - ${REPLAY_SLOTS} + 1))
+if drop > 0 then redis.call('HDEL', ${key}, unpack(dropped)) end
+local memos_after = string.sub(memos, drop * 47 + 1) .. request .. string.format('%015.0f', now)
+local memo = cmsgpack.pack(reply)
 `;
+
+/** After `REMEMBER`: the field/value pairs to add to the script's HSET (the index and this reply). */
+export const MEMO_FIELDS = `'memos', memos_after, 'm:' .. request, memo`;
 
 /** After the fence's ARGV (`at`) and `read`: the request id, the replay window and `memos`, then `REPLAYED`. */
 const MEMOS = `
 local request, window = ARGV[at], tonumber(ARGV[at + 1])
 at = at + 2
 local memos = read[2] or ''
-${REPLAYED}`;
+${REPLAYED('KEYS[1]')}`;
 
 /**
  * The fence check and refusal of every fenced script. ARGV: token, secret, who (holder SEP run SEP), then
@@ -104,12 +108,12 @@ ${REPLAYED}`;
  * token SEP hashed secret SEP who (`prefix`) starts the lease field, the required attributes match and
  * the grant has not expired; `e` is then the position of the SEP after expires, in `lease`, which holds
  * the field with the secret hashed (a record written before secrets were hashed holds it plain: `lease`
- * is that field rewritten with the hash, so a renew stores it hashed). `shown` is the field as replied
+ * is that field rewritten with the hash, so a renew stores it hashed). `shown` (unless `shows` is false) is the field as replied
  * (secret part `'='`). When the fence does not hold, the script returns the lease (secret part `'='` if
  * it matches the presented one, else `''`) and the ending, which explain the refusal, and changes nothing.
  */
-const fencedCheck = (memoised: boolean): string => `${CLOCK}
-local read = redis.call('HMGET', KEYS[1], 'lease'${memoised ? ", 'replay'" : ''})
+const fencedCheck = (memoised: boolean, shows = true): string => `${CLOCK}
+local read = redis.call('HMGET', KEYS[1], 'lease'${memoised ? ", 'memos'" : ''})
 local lease = read[1]
 local n = tonumber(ARGV[4]) or 0
 local at = 5 + 2 * n
@@ -144,7 +148,7 @@ if not holds then
   end
   return {'-' .. clock, lease, redis.call('HGET', KEYS[1], 'ending')}
 end
-local shown = ARGV[1] .. '\\0=\\0' .. ARGV[3] .. string.sub(lease, #prefix + 1)
+${shows ? "local shown = ARGV[1] .. '\\0=\\0' .. ARGV[3] .. string.sub(lease, #prefix + 1)" : ''}
 `;
 
 /** The fence check of renew and release (see `fencedCheck`). */
@@ -157,3 +161,6 @@ export const FENCED: string = fencedCheck(false);
  * refusal stays a refusal when re-evaluated, since a grant never becomes current again.
  */
 export const FENCED_MEMOISED: string = fencedCheck(true);
+
+/** `FENCED_MEMOISED` without `shown`: for the fenced write, whose applied reply carries no pre-image. */
+export const FENCED_MEMOISED_QUIET: string = fencedCheck(true, false);

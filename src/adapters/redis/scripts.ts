@@ -25,16 +25,20 @@
  *   the reason, which may contain NUL, comes last).
  * - `checkpoint`: token SEP writtenAt SEP JSON text; `''` (or absent) for none.
  * - `recovery`: `'1'` while a revoke's required recovery is pending, else `''` (or absent).
- * - `replay`: the first replies of the last memoised requests on this key (see `REMEMBER` in
- *   `script-parts.ts`), cmsgpack-packed; absent until the first one.
- * Clearing writes `''` rather than deleting, so every change is a single HSET.
+ * - `memos`: the index of the last memoised requests on this key, and `m:` .. request id: each one's
+ *   first reply, cmsgpack-packed (see `REMEMBER` in `script-parts.ts`); absent until the first one. A
+ *   record written by the previous version may also hold `replay` (its memos, packed in one field):
+ *   read only by that version's scripts (which its clients re-send), left as it is by these.
+ * Clearing writes `''` rather than deleting, so every change is a single HSET (plus, for a memoised
+ * operation past the 8th on a key, one HDEL of the oldest memo's reply).
  *
  * ## Reply
  * Every reply starts with `status`: `'+'` (applied) or `'-'` (not), then `TIME` in epoch µs (the token
  * floor; now = µs / 1000). Then the record as read before any change, in one of three shapes:
  * - a table `{ status, lease, ending, checkpoint, recovery }` (`REPLY`), cut after the last part the
  *   operation's outcome reads, `false` for an absent part: refusals, claims over a grant, revoke,
- *   recover, inspect, fenced writes (which append their results at `REPLY.extras`);
+ *   recover, inspect, refused fenced writes, token gate writes with a fence (which append their results at
+ *   `REPLY.extras`; an applied fenced write replies `WRITTEN`, see `write-scripts.ts`);
  * - `HELD`, a string: status SEP lease, when a fenced operation applied (its lease holds a grant);
  * - `FREE`, a string: status SEP recovery SEP checkpoint (token SEP writtenAt SEP JSON, or two SEPs when
  *   none) SEP token SEP ending, when a claim found nothing held.
@@ -52,7 +56,7 @@
  */
 import { increment } from './decimals.js';
 import { PUBLISH_FREED } from './freed-channel.js';
-import { CLOCK, FENCED, FENCED_MEMOISED, GRANT_LOCALS, GRANT_PARTS, MASKED, REMEMBER, REPLAYED, SAFE_CHECKPOINT, TAKE_OVER } from './script-parts.js';
+import { CLOCK, FENCED, FENCED_MEMOISED, GRANT_LOCALS, GRANT_PARTS, MASKED, MEMO_FIELDS, REMEMBER, REPLAYED, SAFE_CHECKPOINT, TAKE_OVER } from './script-parts.js';
 
 /** Where each part sits in a lease script's reply (0-based). */
 export const REPLY = {
@@ -61,7 +65,7 @@ export const REPLY = {
   ending: 2,
   checkpoint: 3,
   recovery: 4,
-  /** Where a fenced write's own results start. */
+  /** Where a token gate write's own results start. */
   extras: 5,
 } as const;
 
@@ -125,8 +129,8 @@ return '+' .. clock .. '\\0' .. shown
  */
 export const CHECKPOINT_SCRIPT: string = `${FENCED_MEMOISED}
 local reply = '+' .. clock .. '\\0' .. shown
-${REMEMBER}
-redis.call('HSET', KEYS[1], 'checkpoint', ARGV[1] .. '\\0' .. now_ms .. '\\0' .. ARGV[at], 'recovery', '', 'replay', replay)
+${REMEMBER('KEYS[1]')}
+redis.call('HSET', KEYS[1], 'checkpoint', ARGV[1] .. '\\0' .. now_ms .. '\\0' .. ARGV[at], 'recovery', '', ${MEMO_FIELDS})
 return reply
 `;
 
@@ -157,10 +161,10 @@ return '+' .. clock .. '\\0' .. shown
  * ends a grant.
  */
 export const REVOKE_SCRIPT: string = `${CLOCK}
-local v = redis.call('HMGET', KEYS[1], 'lease', 'ending', 'checkpoint', 'recovery', 'replay')
+local v = redis.call('HMGET', KEYS[1], 'lease', 'ending', 'checkpoint', 'recovery', 'memos')
 local request, window = ARGV[5], tonumber(ARGV[6])
 local memos = v[5] or ''
-${REPLAYED}
+${REPLAYED('KEYS[1]')}
 local lease = v[1]
 local s1 = lease and string.find(lease, '\\0', 1, true)
 ${GRANT_LOCALS}
@@ -176,14 +180,14 @@ end
 local token = s1 and string.sub(lease, 1, s1 - 1)
 if s1 and (ARGV[4] == '' or ARGV[4] == token) then
   reply[1] = '+' .. clock
-  ${REMEMBER}
+  ${REMEMBER('KEYS[1]')}
   ${increment('bumped', 'token')}
-  redis.call('HSET', KEYS[1], 'lease', bumped, 'recovery', (ARGV[3] == '1' and has_checkpoint) and '1' or '', 'replay', replay,
+  redis.call('HSET', KEYS[1], 'lease', bumped, 'recovery', (ARGV[3] == '1' and has_checkpoint) and '1' or '', ${MEMO_FIELDS},
     'ending', 'revoked\\0' .. token .. '\\0' .. string.sub(lease, s2 + 1, s4) .. now_ms .. '\\0' .. ARGV[2] .. '\\0' .. ARGV[1])
   ${PUBLISH_FREED('revoked')}
 else
-  ${REMEMBER}
-  redis.call('HSET', KEYS[1], 'replay', replay)
+  ${REMEMBER('KEYS[1]')}
+  redis.call('HSET', KEYS[1], ${MEMO_FIELDS})
 end
 return reply
 `;
@@ -198,12 +202,12 @@ local checkpoint = redis.call('HGET', KEYS[1], 'checkpoint')
 local stored = checkpoint
 ${SAFE_CHECKPOINT}
 local reply = {'+' .. clock, shown, false, checkpoint}
-${REMEMBER}
+${REMEMBER('KEYS[1]')}
 if ARGV[at] == 'discard' or not stored or stored == '' then
-  redis.call('HSET', KEYS[1], 'checkpoint', '', 'recovery', '', 'replay', replay)
+  redis.call('HSET', KEYS[1], 'checkpoint', '', 'recovery', '', ${MEMO_FIELDS})
 else
   local json = string.sub(checkpoint, string.find(checkpoint, '\\0', string.find(checkpoint, '\\0', 1, true) + 1, true) + 1)
-  redis.call('HSET', KEYS[1], 'checkpoint', ARGV[1] .. '\\0' .. now_ms .. '\\0' .. json, 'recovery', '', 'replay', replay)
+  redis.call('HSET', KEYS[1], 'checkpoint', ARGV[1] .. '\\0' .. now_ms .. '\\0' .. json, 'recovery', '', ${MEMO_FIELDS})
 end
 return reply
 `;

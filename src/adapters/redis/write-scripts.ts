@@ -4,18 +4,20 @@
  * with nothing in between, and the commands run only if the check passed.
  */
 import { DECIMAL_LESS } from './decimals.js';
-import { CLOCK, FENCED_MEMOISED, REMEMBER, REPLAYED } from './script-parts.js';
+import { CLOCK, FENCED_MEMOISED, FENCED_MEMOISED_QUIET, MEMO_FIELDS, REMEMBER, REPLAYED } from './script-parts.js';
 
 /**
  * Decodes the recorded user commands. ARGV from `at`: command count, then per command its argument
- * count and arguments, each tagged: 'k' .. i is KEYS[i], 'v' .. text is the text. Leaves `commands`
- * (a list of argument lists).
+ * count (negated when the client's table of known commands accepts it, see `known-commands.ts`) and
+ * arguments, each tagged: 'k' .. i is KEYS[i], 'v' .. text is the text. Leaves `commands` (a list of
+ * argument lists) and `counted` (true at the index of each command whose count the table accepted).
  */
 const decodeCommands = (at: string): string => `
-local commands = {}
+local commands, counted = {}, {}
 local pos = ${at}
 for c = 1, tonumber(ARGV[pos]) do
   local argc = tonumber(ARGV[pos + 1])
+  if argc < 0 then argc, counted[c] = -argc, true end
   local argv = {}
   for i = 1, argc do
     local arg = ARGV[pos + 1 + i]
@@ -30,25 +32,37 @@ end
  * Checks every decoded command before any runs, so that what can be known up front fails with nothing
  * applied: an unknown command, a wrong argument count, a command scripts may not run, an ACL denial.
  * Leaves `failed` (1-based index, 0 = none) and `err`. A single command is not checked: if it fails,
- * nothing was applied anyway (and `COMMAND INFO` costs the server ~14 µs per command).
+ * nothing was applied anyway (and `COMMAND INFO` costs the server ~14 µs per command). A command whose
+ * count the client's table accepted (`counted`) skips `COMMAND INFO` on Redis 7+: `redis.acl_check_cmd`
+ * alone raises for a name the server does not know (renamed) and answers false for an ACL denial.
  */
 const CHECK_COMMANDS = `
 local failed, err, known = 0, '', {}
+local acl = redis.acl_check_cmd
 for c = 1, (#commands > 1 and #commands or 0) do
   local argv = commands[c]
   local name = string.lower(argv[1])
-  if known[name] == nil then known[name] = redis.call('COMMAND', 'INFO', name)[1] or false end
-  local info = known[name]
-  if not info then
-    failed, err = c, 'ERR unknown command ' .. name
-  elseif (info[2] >= 0 and #argv ~= info[2]) or (info[2] < 0 and #argv < -info[2]) then
-    failed, err = c, 'ERR wrong number of arguments for ' .. name
-  else
-    for _, flag in ipairs(info[3]) do
-      if flag.ok == 'noscript' then failed, err = c, 'ERR ' .. name .. ' is not allowed in scripts' end
-    end
-    if failed == 0 and redis.acl_check_cmd and not redis.acl_check_cmd(unpack(argv)) then
+  if counted[c] and acl then
+    local ok, allowed = pcall(acl, unpack(argv))
+    if not ok then
+      failed, err = c, 'ERR unknown command ' .. name
+    elseif not allowed then
       failed, err = c, 'NOPERM the user may not run ' .. name
+    end
+  else
+    if known[name] == nil then known[name] = redis.call('COMMAND', 'INFO', name)[1] or false end
+    local info = known[name]
+    if not info then
+      failed, err = c, 'ERR unknown command ' .. name
+    elseif (info[2] >= 0 and #argv ~= info[2]) or (info[2] < 0 and #argv < -info[2]) then
+      failed, err = c, 'ERR wrong number of arguments for ' .. name
+    else
+      for _, flag in ipairs(info[3]) do
+        if flag.ok == 'noscript' then failed, err = c, 'ERR ' .. name .. ' is not allowed in scripts' end
+      end
+      if failed == 0 and acl and not acl(unpack(argv)) then
+        failed, err = c, 'NOPERM the user may not run ' .. name
+      end
     end
   end
   if failed > 0 then break end
@@ -69,6 +83,9 @@ for c = 1, #commands do
 end
 `;
 
+/** Where the parts of an applied fenced write's reply sit (0-based; see `FENCED_WRITE_SCRIPT`). */
+export const WRITTEN = { status: 0, replies: 1, failed: 2, error: 3, applied: 4 } as const;
+
 /**
  * fenced write. KEYS: record, then the user's declared keys. ARGV: fence, request id, replay window ms,
  * checkpoint JSON ('' = none), then the recorded commands. The user's commands run only after the fence
@@ -76,21 +93,22 @@ end
  * CHECKPOINT_SCRIPT saves it (stamped with the token, resolving a pending recovery), so the write and
  * the progress it records apply together. Memoised (see FENCED_MEMOISED) when it recorded a command or a
  * checkpoint: a re-delivery returns the first reply and runs nothing again.
- * Reply: the lease reply of a fenced script (see `scripts.ts`), padded to `REPLY.extras`, then replies,
- * failed command index (0 = none), error, how many commands were applied. A command found wrong before
+ * Reply: a refusal is the lease reply of a fenced script (see `scripts.ts`); an applied write replies
+ * `WRITTEN`: status and clock only (the script proved the fence), then replies, failed command index
+ * (0 = none), error, how many commands were applied. A command found wrong before
  * any ran (see CHECK_COMMANDS) applies nothing, the checkpoint included; a command failing while it
  * runs leaves the ones before it applied and saves no checkpoint (Redis cannot roll a script back).
  */
-export const FENCED_WRITE_SCRIPT: string = `${FENCED_MEMOISED}${decodeCommands('at + 1')}${CHECK_COMMANDS}
-if failed > 0 then return {'+' .. clock, shown, false, false, false, {}, failed, err, 0} end
+export const FENCED_WRITE_SCRIPT: string = `${FENCED_MEMOISED_QUIET}${decodeCommands('at + 1')}${CHECK_COMMANDS}
+if failed > 0 then return {'+' .. clock, {}, failed, err, 0} end
 ${RUN_COMMANDS}
-local reply = {'+' .. clock, shown, false, false, false, replies, failed, err, applied}
+local reply = {'+' .. clock, replies, failed, err, applied}
 if #commands > 0 or ARGV[at] ~= '' then
-  ${REMEMBER}
+  ${REMEMBER('KEYS[1]')}
   if failed == 0 and ARGV[at] ~= '' then
-    redis.call('HSET', KEYS[1], 'checkpoint', ARGV[1] .. '\\0' .. now_ms .. '\\0' .. ARGV[at], 'recovery', '', 'replay', replay)
+    redis.call('HSET', KEYS[1], 'checkpoint', ARGV[1] .. '\\0' .. now_ms .. '\\0' .. ARGV[at], 'recovery', '', ${MEMO_FIELDS})
   else
-    redis.call('HSET', KEYS[1], 'replay', replay)
+    redis.call('HSET', KEYS[1], ${MEMO_FIELDS})
   end
 end
 return reply
@@ -126,9 +144,9 @@ ${decodeCommands('at + 1')}${CHECK_COMMANDS}
 if failed > 0 then return {'+' .. clock, shown, false, false, false, 'ok', found[1], found[2], {}, failed, err, 0} end
 ${RUN_COMMANDS}
 local reply = {'+' .. clock, shown, false, false, false, 'ok', found[1], found[2], replies, failed, err, applied}
-${REMEMBER}
+${REMEMBER('KEYS[1]')}
 redis.call('HSET', KEYS[2], 'key', ARGV[at], 'token', ARGV[1])
-redis.call('HSET', KEYS[1], 'replay', replay)
+redis.call('HSET', KEYS[1], ${MEMO_FIELDS})
 return reply
 `;
 
@@ -154,13 +172,13 @@ return found
  * error, applied }.
  */
 export const GATE_WRITE_SCRIPT: string = `${CLOCK}
-local memos = redis.call('HGET', KEYS[1], 'replay') or ''
+local memos = redis.call('HGET', KEYS[1], 'memos') or ''
 local request, window = ARGV[3], tonumber(ARGV[4])
-${REPLAYED}${gateCheck('KEYS[1]', 'ARGV[1]', 'ARGV[2]', (reason) => `{${reason}, found[1], found[2]}`)}${decodeCommands('5')}${CHECK_COMMANDS}
+${REPLAYED('KEYS[1]')}${gateCheck('KEYS[1]', 'ARGV[1]', 'ARGV[2]', (reason) => `{${reason}, found[1], found[2]}`)}${decodeCommands('5')}${CHECK_COMMANDS}
 if failed > 0 then return {'ok', found[1], found[2], {}, failed, err, 0} end
 ${RUN_COMMANDS}
 local reply = {'ok', found[1], found[2], replies, failed, err, applied}
-${REMEMBER}
-redis.call('HSET', KEYS[1], 'key', ARGV[1], 'token', ARGV[2], 'replay', replay)
+${REMEMBER('KEYS[1]')}
+redis.call('HSET', KEYS[1], 'key', ARGV[1], 'token', ARGV[2], ${MEMO_FIELDS})
 return reply
 `;
