@@ -1,12 +1,13 @@
 /**
  * The background renewal of one lease under `withLease`: renews on a schedule derived from the store's
- * expires-at and aborts its AbortController as soon as loss is known (a refused renew, no renewal confirmed
- * by the safe deadline, or a refusal that another operation on the lease reported through `lose`).
+ * expires-at and aborts the run as soon as loss is known (a refused renew, no renewal confirmed by the safe
+ * deadline, or a refusal that another operation on the lease reported through `lose`).
  */
-import type { Clock } from './clock.js';
+import { monotonicClock, type Clock } from './clock.js';
 import { isLeaseLostError, isStoreFailure, LeaseLostError, LeaseUnconfirmedError, type LeaseError } from './errors.js';
 import { publishLeaseLost } from './events.js';
-import type { Lease } from './lease.js';
+import type { Lease, LeaseRun } from './lease.js';
+import { LazyAbort } from './lazy-abort.js';
 import type { Leases } from './leases.js';
 
 /** Timer functions, injectable for tests. */
@@ -58,9 +59,30 @@ class Alarm {
   }
 }
 
-/** Renews one lease in the background and turns every sign of loss into an abort of `controller`. */
-export class Renewal {
-  readonly controller: AbortController = new AbortController();
+/** The default timers: the global ones, looked up at each call (so fake timers installed later apply). */
+export const SYSTEM_TIMERS: Timers = {
+  setTimeout: (callback, ms) => globalThis.setTimeout(callback, ms),
+  clearTimeout: (handle) => globalThis.clearTimeout(handle as ReturnType<typeof setTimeout>),
+};
+
+/** Renewals started on the system timers whose alarms are not armed yet (see `Renewal.start`). */
+const unarmed = new Set<Renewal>();
+/** When the pending `armStarted` was scheduled (monotonic ms; `null`: none pending). */
+let armScheduledAt: number | null = null;
+/** Longer than this and a pending `armStarted` is taken for lost (fake timers uninstalled): schedule another. */
+const ARM_LOST_AFTER_MS = 1_000;
+
+/** Arms the alarms of every run started since the last call that is still running. */
+function armStarted(): void {
+  armScheduledAt = null;
+  for (const renewal of unarmed) renewal.arm();
+  unarmed.clear();
+}
+
+/** Renews one lease in the background and turns every sign of loss into an abort of the run. */
+export class Renewal implements LeaseRun {
+  /** The run's abort, with its signal made on first read. */
+  readonly abort: LazyAbort = new LazyAbort();
   readonly #renewAlarm: Alarm;
   readonly #deadlineAlarm: Alarm;
   #inFlight: Promise<void> | null = null;
@@ -72,16 +94,42 @@ export class Renewal {
     private readonly leases: Leases,
     private readonly lease: Lease,
     private readonly monotonic: Clock,
-    timers: Timers,
+    private readonly timers: Timers,
     private readonly schedule: RenewalSchedule | null,
   ) {
     this.#renewAlarm = new Alarm(timers, monotonic);
     this.#deadlineAlarm = new Alarm(timers, monotonic);
   }
 
+  /** The run's signal (see `Lease.signal`). */
+  get signal(): AbortSignal {
+    return this.abort.signal;
+  }
+
+  /**
+   * Starts the schedule. On the system timers the alarms are armed lazily, by one timer shared by every
+   * run started in the same turn of the event loop: a run that ends within that turn (the memory store,
+   * a short `fn`) sets no timer of its own. Injected timers are armed at once.
+   */
   start(): void {
-    if (this.schedule === null) return;
-    this.#scheduleRenew(this.schedule);
+    if (this.schedule === null || this.#stopped) return;
+    if (this.timers !== SYSTEM_TIMERS) {
+      this.arm();
+      return;
+    }
+    unarmed.add(this);
+    const now = monotonicClock();
+    if (armScheduledAt === null || now - armScheduledAt > ARM_LOST_AFTER_MS) {
+      armScheduledAt = now;
+      // NOTE: the alarms are set for the due instants on the monotonic clock, so arming them a turn later
+      // moves no renewal and no deadline; a timer cannot fire within the current turn anyway.
+      SYSTEM_TIMERS.setTimeout(armStarted, 0);
+    }
+  }
+
+  /** Arms the renew alarm (and the deadline alarm when it is due first) now. @internal */
+  arm(): void {
+    if (this.schedule !== null) this.#scheduleRenew(this.schedule);
   }
 
   /**
@@ -94,16 +142,20 @@ export class Renewal {
     return this.#inFlight ?? undefined;
   }
 
-  /** The lease is lost (or the work must stop for `reason`): stop renewing and abort the signal once. */
+  /**
+   * The lease is lost (or the work must stop for `reason`): stop renewing and abort the run once. Nothing
+   * after `stop()`: the run has ended.
+   */
   lose(reason: unknown): void {
-    if (this.controller.signal.aborted) return;
+    if (this.#stopped) return;
     this.#stopped = true;
     this.#clear();
-    this.controller.abort(reason);
+    this.abort.abort(reason);
     if (isLeaseLostError(reason)) publishLeaseLost(this.lease, reason);
   }
 
   #clear(): void {
+    unarmed.delete(this);
     this.#renewAlarm.clear();
     this.#deadlineAlarm.clear();
   }
