@@ -67,16 +67,26 @@ export const SYSTEM_TIMERS: Timers = {
 
 /** Renewals started on the system timers whose alarms are not armed yet (see `Renewal.start`). */
 const unarmed = new Set<Renewal>();
-/** When the pending `armStarted` was scheduled (monotonic ms; `null`: none pending). */
-let armScheduledAt: number | null = null;
-/** Longer than this and a pending `armStarted` is taken for lost (fake timers uninstalled): schedule another. */
+/** The pending `armStarted`: the `setTimeout` it was given to and when (monotonic ms); `null`: none. */
+let armScheduled: { readonly by: unknown; readonly at: number } | null = null;
+/** Longer than this and a pending `armStarted` is taken for lost: schedule another (arming twice is harmless). */
 const ARM_LOST_AFTER_MS = 1_000;
 
 /** Arms the alarms of every run started since the last call that is still running. */
 function armStarted(): void {
-  armScheduledAt = null;
+  armScheduled = null;
   for (const renewal of unarmed) renewal.arm();
   unarmed.clear();
+}
+
+/** Makes sure an `armStarted` is pending on the current global timers. */
+function scheduleArming(): void {
+  const now = monotonicClock();
+  // NOTE: a pending call is lost when the timers it was given to were replaced (fake timers installed or
+  // uninstalled drop their pending timers); a new one is scheduled on the current ones.
+  if (armScheduled !== null && armScheduled.by === globalThis.setTimeout && now - armScheduled.at <= ARM_LOST_AFTER_MS) return;
+  armScheduled = { by: globalThis.setTimeout, at: now };
+  SYSTEM_TIMERS.setTimeout(armStarted, 0);
 }
 
 /** Renews one lease in the background and turns every sign of loss into an abort of the run. */
@@ -117,14 +127,10 @@ export class Renewal implements LeaseRun {
       this.arm();
       return;
     }
+    // NOTE: the alarms are set for the due instants on the monotonic clock, so arming them a turn later
+    // moves no renewal and no deadline; a timer cannot fire within the current turn anyway.
     unarmed.add(this);
-    const now = monotonicClock();
-    if (armScheduledAt === null || now - armScheduledAt > ARM_LOST_AFTER_MS) {
-      armScheduledAt = now;
-      // NOTE: the alarms are set for the due instants on the monotonic clock, so arming them a turn later
-      // moves no renewal and no deadline; a timer cannot fire within the current turn anyway.
-      SYSTEM_TIMERS.setTimeout(armStarted, 0);
-    }
+    scheduleArming();
   }
 
   /** Arms the renew alarm (and the deadline alarm when it is due first) now. @internal */
