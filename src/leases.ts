@@ -441,7 +441,8 @@ export function createLeases<S extends Store>(store: S, options: LeasesOptions):
       // NOTE: the full fence (with the secret): a gate in the lease store's backend checks the grant itself.
       const gateWriteOf = gateWriteMethod as (resource: string, lease: Fence, write: typeof callback) => Promise<GateOutcome<never>>;
       const callback = write as (context: unknown) => never;
-      return loggable(await gateWriteOf.call(gate, resource, fence, callback));
+      // NOTE: a frozen copy: a gate is the application's code, and the handle's own fence must stay as it is.
+      return loggable(await gateWriteOf.call(gate, resource, Object.freeze({ ...fence }), callback));
     },
 
     async gateWriteOrThrow(gate, resource, lease, write) {

@@ -134,7 +134,8 @@ export async function runWithLease<T>(
   const settings = checkOptions(fn, options, maxCheckpointBytes);
   const external = options.signal;
   if (isAborted(external)) return { ok: false, reason: 'stopped', key, lease: null, cause: external?.reason, lost: null, returned: null, released: false };
-  const claimed = await claimUnlessStopped(leases, key, options);
+  // NOTE: without a wait, a plain claim; without claim options, none (`readOptions` then copies nothing).
+  const claimed = options.wait === undefined ? await leases.claim<ClaimOptions>(key, hasClaimOptions(options) ? options : undefined) : await claimUnlessStopped(leases, key, options);
   if (claimed === null) return { ok: false, reason: 'stopped', key, lease: null, cause: external?.reason, lost: null, returned: null, released: false };
   if (!claimed.ok) return claimed;
   const { lease } = claimed;
@@ -236,11 +237,17 @@ function checkOptions(fn: unknown, options: WithLeaseOptions, maxCheckpointBytes
 }
 
 /** Releases at the end of `withLease`; a lost lease or an unreachable store must not mask the work's result. */
-async function releaseQuietly(leases: Leases, lease: Lease, checkpoint: unknown): Promise<boolean> {
+function releaseQuietly(leases: Leases, lease: Lease, checkpoint: unknown): Promise<boolean> {
   try {
-    const outcome = await leases.release(lease, checkpoint === undefined ? undefined : { checkpoint });
-    return outcome.ok;
+    return leases.release(lease, checkpoint === undefined ? undefined : { checkpoint }).then(isApplied, releaseFailed);
   } catch {
-    return false;
+    return Promise.resolve(false);
   }
 }
+
+const isApplied = (outcome: { readonly ok: boolean }): boolean => outcome.ok;
+const releaseFailed = (): boolean => false;
+
+/** Whether `options` sets any option of the claim itself (the others are `withLease`'s own). */
+const hasClaimOptions = (options: WithLeaseOptions): boolean =>
+  options.ttlMs !== undefined || options.runId !== undefined || options.attributes !== undefined || options.recovering !== undefined;
