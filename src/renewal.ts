@@ -67,26 +67,57 @@ export const SYSTEM_TIMERS: Timers = {
 
 /** Renewals started on the system timers whose alarms are not armed yet (see `Renewal.start`). */
 const unarmed = new Set<Renewal>();
-/** The pending `armStarted`: the `setTimeout` it was given to and when (monotonic ms); `null`: none. */
-let armScheduled: { readonly by: unknown; readonly at: number } | null = null;
-/** Longer than this and a pending `armStarted` is taken for lost: schedule another (arming twice is harmless). */
+
+/** The pending `armDue`: the `setTimeout` it was given to, its handle, and when the run it serves is due (monotonic ms). */
+let armScheduled: { readonly by: unknown; readonly handle: unknown; readonly at: number } | null = null;
+/** Overdue by more than this, a pending `armDue` is taken for lost: schedule another (arming twice is harmless). */
 const ARM_LOST_AFTER_MS = 1_000;
 
-/** Arms the alarms of every run started since the last call that is still running. */
-function armStarted(): void {
+/**
+ * How long before its first alarm is due a run gets its own timers: they then fire exactly when due (a
+ * timer armed at the due instant would fire a turn, at least 1 ms, late).
+ */
+const ARM_AHEAD_MS = 100;
+
+/** Arms the runs whose first alarm is due within `ARM_AHEAD_MS`; schedules itself again for the others. */
+function armDue(): void {
   armScheduled = null;
-  for (const renewal of unarmed) renewal.arm();
-  unarmed.clear();
+  let next = Number.POSITIVE_INFINITY;
+  for (const renewal of unarmed) {
+    const dueInMs = renewal.firstAlarmInMs();
+    if (dueInMs > ARM_AHEAD_MS) {
+      next = Math.min(next, dueInMs);
+      continue;
+    }
+    unarmed.delete(renewal);
+    renewal.arm();
+  }
+  if (next !== Number.POSITIVE_INFINITY) scheduleArming(next);
 }
 
-/** Makes sure an `armStarted` is pending on the current global timers. */
-function scheduleArming(): void {
+/** Clears the pending `armDue`, if any (nothing is left to arm). */
+function cancelArming(): void {
+  if (armScheduled !== null && armScheduled.by === globalThis.setTimeout) SYSTEM_TIMERS.clearTimeout(armScheduled.handle);
+  armScheduled = null;
+}
+
+/**
+ * Makes sure an `armDue` is pending on the current global timers, `ARM_AHEAD_MS` before `inMs` from now. One
+ * timer serves every run on the system timers: most runs end before their first renewal is due and never
+ * set a timer of their own.
+ */
+function scheduleArming(inMs: number): void {
   const now = monotonicClock();
-  // NOTE: a pending call is lost when the timers it was given to were replaced (fake timers installed or
-  // uninstalled drop their pending timers); a new one is scheduled on the current ones.
-  if (armScheduled !== null && armScheduled.by === globalThis.setTimeout && now - armScheduled.at <= ARM_LOST_AFTER_MS) return;
-  armScheduled = { by: globalThis.setTimeout, at: now };
-  SYSTEM_TIMERS.setTimeout(armStarted, 0);
+  const at = now + inMs;
+  if (armScheduled !== null) {
+    // NOTE: a pending call is lost when the timers it was given to were replaced (fake timers installed or
+    // uninstalled drop their pending timers); a new one is scheduled on the current ones.
+    const lost = armScheduled.by !== globalThis.setTimeout || now > armScheduled.at + ARM_LOST_AFTER_MS;
+    if (!lost && armScheduled.at <= at) return;
+    if (!lost) SYSTEM_TIMERS.clearTimeout(armScheduled.handle);
+  }
+  const delay = Math.min(Math.max(0, inMs - ARM_AHEAD_MS), MAX_TIMER_MS);
+  armScheduled = { by: globalThis.setTimeout, handle: SYSTEM_TIMERS.setTimeout(armDue, delay), at };
 }
 
 /** Renews one lease in the background and turns every sign of loss into an abort of the run. */
@@ -117,9 +148,9 @@ export class Renewal implements LeaseRun {
   }
 
   /**
-   * Starts the schedule. On the system timers the alarms are armed lazily, by one timer shared by every
-   * run started in the same turn of the event loop: a run that ends within that turn (the memory store,
-   * a short `fn`) sets no timer of its own. Injected timers are armed at once.
+   * Starts the schedule. On the system timers the alarms are armed lazily, by one timer shared by the runs
+   * in progress, due shortly before the earliest of their first alarms: a run that ends before its first
+   * renewal is due (most do) sets no timer of its own. Injected timers are armed at once.
    */
   start(): void {
     if (this.schedule === null || this.#stopped) return;
@@ -127,10 +158,18 @@ export class Renewal implements LeaseRun {
       this.arm();
       return;
     }
-    // NOTE: the alarms are set for the due instants on the monotonic clock, so arming them a turn later
-    // moves no renewal and no deadline; a timer cannot fire within the current turn anyway.
+    // NOTE: the shared timer fires when this run's first alarm is due and arms it then, for the same
+    // instant on the monotonic clock: no renewal and no deadline moves.
     unarmed.add(this);
-    scheduleArming();
+    scheduleArming(this.firstAlarmInMs());
+  }
+
+  /** In how many ms (on the run's monotonic clock) its first alarm is due: the renewal, or the safe deadline if sooner. @internal */
+  firstAlarmInMs(): number {
+    const { schedule } = this;
+    if (schedule === null) return Number.POSITIVE_INFINITY;
+    const renewIn = this.lease.localDeadline - this.monotonic() - schedule.ttlMs * (1 - schedule.renewAfterFraction);
+    return Math.min(renewIn, this.#safeDeadline(schedule) - this.monotonic());
   }
 
   /** Arms the renew alarm (and the deadline alarm when it is due first) now. @internal */
@@ -161,7 +200,9 @@ export class Renewal implements LeaseRun {
   }
 
   #clear(): void {
-    unarmed.delete(this);
+    // NOTE: the last unarmed run to end clears the shared timer: no timer is left behind to keep the
+    // process alive (runs that overlap share it; runs one after another each set and clear it).
+    if (unarmed.delete(this) && unarmed.size === 0) cancelArming();
     this.#renewAlarm.clear();
     this.#deadlineAlarm.clear();
   }

@@ -165,21 +165,37 @@ describe('withLease: the run signal is made on first read', () => {
 });
 
 describe('withLease: renewal timers are armed lazily', () => {
-  it('runs that end within their turn of the event loop arm no renewal timer; a longer run renews on schedule', async () => {
+  it('runs that end before their first renewal share one arming timer and set none of their own, leaving no timer behind; a longer run renews on schedule', async () => {
     const rig = createRig();
-    for (let run = 0; run < 20; run += 1) expect(await rig.worker.withLease(`${KEY}:${run}`, async (lease) => lease.token)).toMatchObject({ ok: true });
-    // NOTE: one shared timer arms the runs started in this turn; all of them have ended by the time it fires.
-    expect(vi.getTimerCount()).toBe(1);
+    const holder = rig.worker.withLease(`${KEY}:holder`, async () => sleep(TTL_MS / 6));
+    const runs = Array.from({ length: 20 }, (_, run) => rig.worker.withLease(`${KEY}:${run}`, async () => sleep(run * 10 + 1)));
     await vi.advanceTimersByTimeAsync(0);
+    // NOTE: 21 overlapping runs: each sleeps (its own timer), and all share the one arming timer.
+    expect(vi.getTimerCount()).toBe(21 + 1);
+    await vi.advanceTimersByTimeAsync(TTL_MS / 6);
+    for (const run of [holder, ...runs]) expect(await run).toMatchObject({ ok: true, released: true });
     expect(vi.getTimerCount()).toBe(0);
+    expect(callTimes(rig, 'renew')).toEqual([]);
 
+    const started = rig.elapsed();
     const long = rig.worker.withLease(KEY, async () => sleep(TTL_MS));
-    await vi.advanceTimersByTimeAsync(0);
-    // NOTE: armed now: fn's own sleep and the renew alarm.
-    expect(vi.getTimerCount()).toBe(2);
     await vi.advanceTimersByTimeAsync(TTL_MS);
     expect(await long).toMatchObject({ ok: true, released: true });
-    expect(callTimes(rig, 'renew')).toEqual([TTL_MS / 3, (2 * TTL_MS) / 3]);
+    expect(callTimes(rig, 'renew')).toEqual([started + TTL_MS / 3, started + (2 * TTL_MS) / 3]);
+    await vi.advanceTimersByTimeAsync(TTL_MS);
     expect(vi.getTimerCount()).toBe(0);
+  });
+
+  it('a run started later with a shorter TTL moves the shared timer earlier: its renewal is on time', async () => {
+    const rig = createRig();
+    const long = rig.worker.withLease(`${KEY}:long`, async () => sleep(TTL_MS));
+    await vi.advanceTimersByTimeAsync(10);
+    const short = rig.worker.withLease(KEY, async () => sleep(TTL_MS / 3), { ttlMs: TTL_MS / 5 });
+    await vi.advanceTimersByTimeAsync(TTL_MS);
+    expect(await short).toMatchObject({ ok: true, released: true });
+    expect(await long).toMatchObject({ ok: true, released: true });
+    const renews = callTimes(rig, 'renew');
+    expect(renews.slice(0, 2)).toEqual([10 + TTL_MS / 15, 10 + (2 * TTL_MS) / 15]);
+    expect(renews).toContain(TTL_MS / 3);
   });
 });
