@@ -17,7 +17,7 @@ export type {
 export type { WaitOptions } from './waiting/wait-options.js';
 export type { ClaimRefusal, WaitedRefusal, WaitEnded } from './waiting/refusal.js';
 export { Lease, type Checkpoint, type LeaseJson, type LoggableLease } from './lease.js';
-export type { Timers, WithLeaseCompleted, WithLeaseLost, WithLeaseOptions, WithLeaseOutcome, WithLeaseStopped } from './with-lease.js';
+export type { RunningLease, Timers, WithLeaseCompleted, WithLeaseLost, WithLeaseOptions, WithLeaseOutcome, WithLeaseStopped } from './with-lease.js';
 export type { Store, WriteContextOf } from './store.js';
 export type { TokenGate } from './gate.js';
 export { createOperator } from './operator.js';

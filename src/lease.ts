@@ -68,6 +68,20 @@ function isSecret(secret: unknown): secret is string {
 /** The fence a handle of this copy of the package was built with (`undefined`: not such a handle). */
 let builtFence: (lease: unknown) => Fence | undefined;
 
+/**
+ * What a `withLease` run attaches to the handle it claimed: its signal (made on first read) and how an
+ * operation on the handle that the store refused tells the run its lease is lost. @internal
+ */
+export interface LeaseRun {
+  readonly signal: AbortSignal;
+  lose(reason: unknown): void;
+}
+
+/** The run attached to a handle of this copy of the package (`null`: none, or not such a handle). */
+let attachedRun: (lease: unknown) => LeaseRun | null;
+/** Attaches `run` to `lease` (once, right after the claim). */
+let setRun: (lease: Lease, run: LeaseRun) => void;
+
 /** A granted lease. Release it with `leases.release(lease)` or `await using lease = ...`. */
 export class Lease {
   /** Which store granted it. */
@@ -92,8 +106,11 @@ export class Lease {
   localDeadline: number;
   /** Set by `Leases` so `await using` can release. */
   disposer: ((lease: Lease) => Promise<unknown>) | null = null;
-  // NOTE: the fence lives in a private field (frozen, made once): not enumerable, not copied by spread, not
-  // seen by JSON or util.inspect; the public fields are a view of it, so tampering with them changes nothing.
+  #run: LeaseRun | null = null;
+  // NOTE: the fence lives in a private field (made once, shared with the stores the shell hands it to): not
+  // enumerable, not copied by spread, not seen by JSON or util.inspect; the public fields are a view of it,
+  // so tampering with them changes nothing. Not frozen (a freeze per claim cost ~60 ns): no user code can
+  // reach this object, `fence()` hands out frozen copies.
   readonly #fence: Fence;
 
   /** Made by `createLeases` (a claim or `restore`); applications never construct a lease. @internal */
@@ -101,7 +118,7 @@ export class Lease {
     this.storeId = init.storeId;
     this.key = init.key;
     this.token = init.token;
-    this.#fence = Object.freeze({ key: init.key, token: init.token, secret: init.secret, holder: init.holder, runId: init.runId });
+    this.#fence = { key: init.key, token: init.token, secret: init.secret, holder: init.holder, runId: init.runId };
     this.holder = init.holder;
     this.runId = init.runId;
     this.attributes = init.attributes;
@@ -115,6 +132,10 @@ export class Lease {
 
   static {
     builtFence = (lease) => (typeof lease === 'object' && lease !== null && #fence in lease ? lease.#fence : undefined);
+    attachedRun = (lease) => (typeof lease === 'object' && lease !== null && #run in lease ? lease.#run : null);
+    setRun = (lease, run) => {
+      lease.#run = run;
+    };
     // NOTE: a symbol brand (not instanceof) so a handle from the ESM build is accepted by the CJS build; on
     // the prototype, so that making a handle (claim is the hot path) defines no property of its own.
     Object.defineProperty(Lease.prototype, LEASE_BRAND, { value: true });
@@ -128,9 +149,22 @@ export class Lease {
     });
   }
 
-  /** The fence this handle presents (with its secret); `attributes` are the ones the operation requires to match. */
+  /**
+   * The AbortSignal of the `withLease` run this handle was claimed for (the one `fn` may also take as its
+   * second argument): it aborts as soon as the lease is known lost or the run is stopped. Made on first
+   * read, so a run that never reads it does not pay for one; aborted already, with the reason, if the run
+   * ended that way before the read. `null` for a handle from `claim` or `restore`.
+   */
+  get signal(): AbortSignal | null {
+    return this.#run === null ? null : this.#run.signal;
+  }
+
+  /**
+   * The fence this handle presents (with its secret), as a frozen copy; `attributes` are the ones the
+   * operation requires to match.
+   */
   fence(attributes?: LeaseAttributes): Fence {
-    return attributes === undefined ? this.#fence : { ...this.#fence, attributes };
+    return Object.freeze(attributes === undefined ? { ...this.#fence } : { ...this.#fence, attributes });
   }
 
   /**
@@ -172,11 +206,22 @@ export class Lease {
   }
 }
 
+/** The `withLease` run `lease` was claimed for, if any (`null` also for anything that is not a handle). */
+export function runOf(lease: unknown): LeaseRun | null {
+  return attachedRun(lease);
+}
+
+/** Attaches a `withLease` run to the handle it claimed. */
+export function attachRun(lease: Lease, run: LeaseRun): void {
+  setRun(lease, run);
+}
+
 /**
  * The fence of `lease`, checked field by field before any I/O: a handle of the store `storeId` (by brand,
  * so a handle of another copy of the package is accepted), with a well-formed key, token, secret, holder,
  * run id and attributes. A forged or tampered object, a Proxy or a throwing getter gets
- * `InvalidArgumentError`. The fence returned is a fresh copy: the handle cannot change it afterwards.
+ * `InvalidArgumentError`. For a handle of this copy of the package, the fence returned is the handle's own
+ * (stores read it and must not change it); for any other, a fresh copy the handle cannot change afterwards.
  */
 export function leaseFence(lease: unknown, storeId: string): Fence {
   const built = builtFence(lease);

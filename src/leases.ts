@@ -26,9 +26,10 @@ import type {
 import type { CheckpointRecord, Ending, Fence, LeaseAttributes, StoreTime } from './fence/types.js';
 import type { TokenGate } from './gate.js';
 import { Lease, leaseFence, parseLeaseJson, type Checkpoint, type LeaseJson } from './lease.js';
-import { loggable, loggableFields } from './loggable.js';
+import { loggable } from './loggable.js';
 import { observeLeases } from './observed-leases.js';
 import { newSecret } from './secret.js';
+import { AppliedRelease, AppliedRenew, GrantedClaim } from './shell-results.js';
 import { parseStoredCheckpoint } from './unreadable-checkpoint.js';
 import type { WaitedRefusal } from './waiting/refusal.js';
 import { readWaitOptions, type WaitOptions } from './waiting/wait-options.js';
@@ -50,7 +51,7 @@ import {
   toAttributes,
   describe,
 } from './validate.js';
-import { noticeRefusal, runWithLease, type WithLeaseOptions, type WithLeaseOutcome } from './with-lease.js';
+import { noticeRefusal, runWithLease, type RunningLease, type WithLeaseOptions, type WithLeaseOutcome } from './with-lease.js';
 
 /** Options of `createLeases`. */
 export interface LeasesOptions {
@@ -113,21 +114,6 @@ export type NoExtraOptions<O> = { readonly [K in Exclude<keyof O, keyof ClaimOpt
 
 /** `claim`'s result for options `O`: a refusal says how long it waited when `O` has a `wait`. */
 export type ClaimResultOf<O> = O extends { readonly wait: WaitOptions } ? WaitedClaimResult : ClaimResult;
-
-/** A granted claim as the shell returns it: a fixed shape (claim is the hot path) with log-safe JSON. */
-class GrantedClaim implements Granted {
-  readonly ok = true as const;
-  constructor(
-    readonly lease: Lease,
-    readonly previous: Ending | null,
-    readonly checkpoint: Checkpoint | null,
-  ) {}
-
-  /** Log-safe JSON: tokens as decimal strings, the lease without its secret. */
-  toJSON(): unknown {
-    return loggableFields(this);
-  }
-}
 
 /** Options of a fenced operation (`checkpoint`). */
 export interface FenceOptions {
@@ -207,8 +193,12 @@ export interface Leases<S extends Store = Store> {
   gateWrite<C, T>(gate: TokenGate<C>, resource: string, lease: Lease, write: (context: C) => T | Promise<T>): Promise<GateOutcome<T>>;
   /** `gateWrite` that returns the callback's value or throws `GateRefusedError` / `LeaseLostError`. */
   gateWriteOrThrow<C, T>(gate: TokenGate<C>, resource: string, lease: Lease, write: (context: C) => T | Promise<T>): Promise<T>;
-  /** Claims, renews in the background, runs `fn`, always releases. See `WithLeaseOptions`. */
-  withLease<T>(key: string, fn: (lease: Lease, signal: AbortSignal) => Promise<T>, options?: WithLeaseOptions): Promise<WithLeaseOutcome<T>>;
+  /**
+   * Claims, renews in the background, runs `fn`, always releases. See `WithLeaseOptions`. `fn` gets the run's
+   * signal as its second argument, and as `lease.signal` (made only when read: a one-parameter `fn` that
+   * never reads it costs the run no AbortSignal).
+   */
+  withLease<T>(key: string, fn: (lease: RunningLease, signal: AbortSignal) => Promise<T>, options?: WithLeaseOptions): Promise<WithLeaseOutcome<T>>;
   /**
    * Rebuilds a handle from `lease.export()` (for example in another process). The JSON must carry the
    * secret: `JSON.stringify(lease)` leaves it out, so restoring that is refused.
@@ -222,6 +212,10 @@ function parseCheckpoint(record: CheckpointRecord | null): Checkpoint | null {
 }
 
 const CLAIM_OPTIONS = ['ttlMs', 'runId', 'attributes', 'recovering', 'wait'] as const;
+const RELEASE_OPTIONS = ['checkpoint'] as const;
+
+/** The shell's answer to a release: an applied one built once, a refusal made log-safe. */
+const releaseResult = (outcome: ReleaseOutcome): ReleaseOutcome => (outcome.ok ? new AppliedRelease(outcome) : loggable(outcome));
 
 /**
  * Creates the lease API for one holder on one store.
@@ -304,21 +298,26 @@ export function createLeases<S extends Store>(store: S, options: LeasesOptions):
     store,
     holder,
 
-    async claim(key, claimOptions) {
-      assertKey(key);
-      const given = readOptions('claim options', claimOptions, CLAIM_OPTIONS);
-      const ttlMs = ttlOf(given.ttlMs);
-      const runId = given.runId ?? null;
-      assertRunId(runId);
-      const attributes = toAttributes(given.attributes);
-      const { recovering } = given;
-      if (recovering !== undefined && typeof recovering !== 'boolean') throw new InvalidArgumentError('recovering must be a boolean');
-      // NOTE: the result type follows the options (a waited refusal carries `waitedMs`), which TS cannot
-      // see through the checks above.
-      if (given.wait === undefined) return (await claimOnce(key, ttlMs, runId, attributes, recovering === true)) as never;
-      const settings = readWaitOptions(given.wait);
-      const attempt = (): Promise<ClaimResult> => claimOnce(key, ttlMs, runId, attributes, recovering === true);
-      return (await waitForClaim(key, { settings, recovering: recovering === true, attempt })) as never;
+    // NOTE: not `async`: a plain claim is one async step (`claimOnce`), not two; bad input still rejects.
+    claim(key, claimOptions) {
+      try {
+        assertKey(key);
+        const given = readOptions('claim options', claimOptions, CLAIM_OPTIONS);
+        const ttlMs = ttlOf(given.ttlMs);
+        const runId = given.runId ?? null;
+        assertRunId(runId);
+        const attributes = toAttributes(given.attributes);
+        const { recovering } = given;
+        if (recovering !== undefined && typeof recovering !== 'boolean') throw new InvalidArgumentError('recovering must be a boolean');
+        // NOTE: the result type follows the options (a waited refusal carries `waitedMs`), which TS cannot
+        // see through the checks above.
+        if (given.wait === undefined) return claimOnce(key, ttlMs, runId, attributes, recovering === true) as Promise<never>;
+        const settings = readWaitOptions(given.wait);
+        const attempt = (): Promise<ClaimResult> => claimOnce(key, ttlMs, runId, attributes, recovering === true);
+        return waitForClaim(key, { settings, recovering: recovering === true, attempt }) as Promise<never>;
+      } catch (error) {
+        return Promise.reject(error as Error);
+      }
     },
 
     async claimOrThrow(key, claimOptions) {
@@ -343,9 +342,9 @@ export function createLeases<S extends Store>(store: S, options: LeasesOptions):
         } catch {
           // NOTE: a handle its owner froze keeps the expiry it knew; the renewal itself holds in the store.
         }
-      } else {
-        noticeRefusal(lease, outcome);
+        return new AppliedRenew(outcome);
       }
+      noticeRefusal(lease, outcome);
       return loggable(outcome);
     },
 
@@ -389,12 +388,17 @@ export function createLeases<S extends Store>(store: S, options: LeasesOptions):
       return outcome.value;
     },
 
-    async release(lease, releaseOptions) {
-      const fence = requireLease(lease);
-      const { checkpoint } = readOptions('release options', releaseOptions, ['checkpoint']);
-      if (checkpoint === undefined) return loggable(await store.release({ fence }));
-      const checkpointJson = checkpoint === null ? null : serializeCheckpoint(checkpoint, maxCheckpointBytes);
-      return loggable(await store.release({ fence, checkpointJson }));
+    // NOTE: not `async`, like `claim`: one async step (the store's), and bad input still rejects.
+    release(lease, releaseOptions) {
+      try {
+        const fence = requireLease(lease);
+        const { checkpoint } = readOptions('release options', releaseOptions, RELEASE_OPTIONS);
+        if (checkpoint === undefined) return store.release({ fence }).then(releaseResult);
+        const checkpointJson = checkpoint === null ? null : serializeCheckpoint(checkpoint, maxCheckpointBytes);
+        return store.release({ fence, checkpointJson }).then(releaseResult);
+      } catch (error) {
+        return Promise.reject(error as Error);
+      }
     },
 
     async revoke(key, revokeOptions) {
@@ -437,7 +441,8 @@ export function createLeases<S extends Store>(store: S, options: LeasesOptions):
       // NOTE: the full fence (with the secret): a gate in the lease store's backend checks the grant itself.
       const gateWriteOf = gateWriteMethod as (resource: string, lease: Fence, write: typeof callback) => Promise<GateOutcome<never>>;
       const callback = write as (context: unknown) => never;
-      return loggable(await gateWriteOf.call(gate, resource, fence, callback));
+      // NOTE: a frozen copy: a gate is the application's code, and the handle's own fence must stay as it is.
+      return loggable(await gateWriteOf.call(gate, resource, Object.freeze({ ...fence }), callback));
     },
 
     async gateWriteOrThrow(gate, resource, lease, write) {

@@ -1,12 +1,13 @@
 /**
  * The background renewal of one lease under `withLease`: renews on a schedule derived from the store's
- * expires-at and aborts its AbortController as soon as loss is known (a refused renew, no renewal confirmed
- * by the safe deadline, or a refusal that another operation on the lease reported through `lose`).
+ * expires-at and aborts the run as soon as loss is known (a refused renew, no renewal confirmed by the safe
+ * deadline, or a refusal that another operation on the lease reported through `lose`).
  */
-import type { Clock } from './clock.js';
+import { monotonicClock, type Clock } from './clock.js';
 import { isLeaseLostError, isStoreFailure, LeaseLostError, LeaseUnconfirmedError, type LeaseError } from './errors.js';
 import { publishLeaseLost } from './events.js';
-import type { Lease } from './lease.js';
+import type { Lease, LeaseRun } from './lease.js';
+import { LazyAbort } from './lazy-abort.js';
 import type { Leases } from './leases.js';
 
 /** Timer functions, injectable for tests. */
@@ -58,9 +59,71 @@ class Alarm {
   }
 }
 
-/** Renews one lease in the background and turns every sign of loss into an abort of `controller`. */
-export class Renewal {
-  readonly controller: AbortController = new AbortController();
+/** The default timers: the global ones, looked up at each call (so fake timers installed later apply). */
+export const SYSTEM_TIMERS: Timers = {
+  setTimeout: (callback, ms) => globalThis.setTimeout(callback, ms),
+  clearTimeout: (handle) => globalThis.clearTimeout(handle as ReturnType<typeof setTimeout>),
+};
+
+/** Renewals started on the system timers whose alarms are not armed yet (see `Renewal.start`). */
+const unarmed = new Set<Renewal>();
+
+/** The pending `armDue`: the `setTimeout` it was given to, its handle, and when the run it serves is due (monotonic ms). */
+let armScheduled: { readonly by: unknown; readonly handle: unknown; readonly at: number } | null = null;
+/** Overdue by more than this, a pending `armDue` is taken for lost: schedule another (arming twice is harmless). */
+const ARM_LOST_AFTER_MS = 1_000;
+
+/**
+ * How long before its first alarm is due a run gets its own timers: they then fire exactly when due (a
+ * timer armed at the due instant would fire a turn, at least 1 ms, late).
+ */
+const ARM_AHEAD_MS = 100;
+
+/** Arms the runs whose first alarm is due within `ARM_AHEAD_MS`; schedules itself again for the others. */
+function armDue(): void {
+  armScheduled = null;
+  let next = Number.POSITIVE_INFINITY;
+  for (const renewal of unarmed) {
+    const dueInMs = renewal.firstAlarmInMs();
+    if (dueInMs > ARM_AHEAD_MS) {
+      next = Math.min(next, dueInMs);
+      continue;
+    }
+    unarmed.delete(renewal);
+    renewal.arm();
+  }
+  if (next !== Number.POSITIVE_INFINITY) scheduleArming(next);
+}
+
+/** Clears the pending `armDue`, if any (nothing is left to arm). */
+function cancelArming(): void {
+  if (armScheduled !== null && armScheduled.by === globalThis.setTimeout) SYSTEM_TIMERS.clearTimeout(armScheduled.handle);
+  armScheduled = null;
+}
+
+/**
+ * Makes sure an `armDue` is pending on the current global timers, `ARM_AHEAD_MS` before `inMs` from now. One
+ * timer serves every run on the system timers: most runs end before their first renewal is due and never
+ * set a timer of their own.
+ */
+function scheduleArming(inMs: number): void {
+  const now = monotonicClock();
+  const at = now + inMs;
+  if (armScheduled !== null) {
+    // NOTE: a pending call is lost when the timers it was given to were replaced (fake timers installed or
+    // uninstalled drop their pending timers); a new one is scheduled on the current ones.
+    const lost = armScheduled.by !== globalThis.setTimeout || now > armScheduled.at + ARM_LOST_AFTER_MS;
+    if (!lost && armScheduled.at <= at) return;
+    if (!lost) SYSTEM_TIMERS.clearTimeout(armScheduled.handle);
+  }
+  const delay = Math.min(Math.max(0, inMs - ARM_AHEAD_MS), MAX_TIMER_MS);
+  armScheduled = { by: globalThis.setTimeout, handle: SYSTEM_TIMERS.setTimeout(armDue, delay), at };
+}
+
+/** Renews one lease in the background and turns every sign of loss into an abort of the run. */
+export class Renewal implements LeaseRun {
+  /** The run's abort, with its signal made on first read. */
+  readonly abort: LazyAbort = new LazyAbort();
   readonly #renewAlarm: Alarm;
   readonly #deadlineAlarm: Alarm;
   #inFlight: Promise<void> | null = null;
@@ -72,16 +135,46 @@ export class Renewal {
     private readonly leases: Leases,
     private readonly lease: Lease,
     private readonly monotonic: Clock,
-    timers: Timers,
+    private readonly timers: Timers,
     private readonly schedule: RenewalSchedule | null,
   ) {
     this.#renewAlarm = new Alarm(timers, monotonic);
     this.#deadlineAlarm = new Alarm(timers, monotonic);
   }
 
+  /** The run's signal (see `Lease.signal`). */
+  get signal(): AbortSignal {
+    return this.abort.signal;
+  }
+
+  /**
+   * Starts the schedule. On the system timers the alarms are armed lazily, by one timer shared by the runs
+   * in progress, due shortly before the earliest of their first alarms: a run that ends before its first
+   * renewal is due (most do) sets no timer of its own. Injected timers are armed at once.
+   */
   start(): void {
-    if (this.schedule === null) return;
-    this.#scheduleRenew(this.schedule);
+    if (this.schedule === null || this.#stopped) return;
+    if (this.timers !== SYSTEM_TIMERS) {
+      this.arm();
+      return;
+    }
+    // NOTE: the shared timer fires when this run's first alarm is due and arms it then, for the same
+    // instant on the monotonic clock: no renewal and no deadline moves.
+    unarmed.add(this);
+    scheduleArming(this.firstAlarmInMs());
+  }
+
+  /** In how many ms (on the run's monotonic clock) its first alarm is due: the renewal, or the safe deadline if sooner. @internal */
+  firstAlarmInMs(): number {
+    const { schedule } = this;
+    if (schedule === null) return Number.POSITIVE_INFINITY;
+    const renewIn = this.lease.localDeadline - this.monotonic() - schedule.ttlMs * (1 - schedule.renewAfterFraction);
+    return Math.min(renewIn, this.#safeDeadline(schedule) - this.monotonic());
+  }
+
+  /** Arms the renew alarm (and the deadline alarm when it is due first) now. @internal */
+  arm(): void {
+    if (this.schedule !== null) this.#scheduleRenew(this.schedule);
   }
 
   /**
@@ -94,16 +187,22 @@ export class Renewal {
     return this.#inFlight ?? undefined;
   }
 
-  /** The lease is lost (or the work must stop for `reason`): stop renewing and abort the signal once. */
+  /**
+   * The lease is lost (or the work must stop for `reason`): stop renewing and abort the run once. Nothing
+   * after `stop()`: the run has ended.
+   */
   lose(reason: unknown): void {
-    if (this.controller.signal.aborted) return;
+    if (this.#stopped) return;
     this.#stopped = true;
     this.#clear();
-    this.controller.abort(reason);
+    this.abort.abort(reason);
     if (isLeaseLostError(reason)) publishLeaseLost(this.lease, reason);
   }
 
   #clear(): void {
+    // NOTE: the last unarmed run to end clears the shared timer: no timer is left behind to keep the
+    // process alive (runs that overlap share it; runs one after another each set and clear it).
+    if (unarmed.delete(this) && unarmed.size === 0) cancelArming();
     this.#renewAlarm.clear();
     this.#deadlineAlarm.clear();
   }

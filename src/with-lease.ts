@@ -8,9 +8,9 @@ import type { Clock } from './clock.js';
 import { InvalidArgumentError, isLeaseLostError, LeaseLostError, type LeaseError } from './errors.js';
 import type { ClaimHeld, ClaimRecoveryRequired } from './fence/operations.js';
 import type { FenceRefusal } from './fence/types.js';
-import type { Lease } from './lease.js';
+import { attachRun, runOf, type Lease } from './lease.js';
 import type { ClaimOptions, Leases } from './leases.js';
-import { Renewal, type Timers } from './renewal.js';
+import { Renewal, SYSTEM_TIMERS, type Timers } from './renewal.js';
 import { DEFAULT_MAX_CHECKPOINT_BYTES, serializeCheckpoint } from './validate.js';
 import type { WaitedRefusal } from './waiting/refusal.js';
 import { claimUnlessStopped } from './waiting/with-lease-claim.js';
@@ -103,37 +103,39 @@ export interface WithLeaseStopped<T> {
  */
 export type WithLeaseOutcome<T> = WithLeaseCompleted<T> | WithLeaseLost<T> | WithLeaseStopped<T> | ClaimHeld | ClaimRecoveryRequired | WaitedRefusal;
 
-/** The renewals of the `withLease` runs in progress, by lease handle. */
-const running = new Map<Lease, Renewal>();
-
 /**
- * Tells a `withLease` running `lease` (if any) that an operation on it was refused: its signal aborts at
- * once with a `LeaseLostError`. Called by `leases.ts` on refusals only, so it costs nothing on success.
- * An attribute mismatch is not a loss: the grant is still current.
+ * A lease handle inside `withLease`: `lease.signal` is the run's signal (made on first read; see
+ * `Lease.signal`).
  */
-export function noticeRefusal(lease: Lease, refusal: FenceRefusal): void {
-  if (running.size === 0 || refusal.reason === 'attribute-mismatch') return;
-  running.get(lease)?.lose(new LeaseLostError(refusal));
+export interface RunningLease extends Lease {
+  /** The run's signal: aborts as soon as the lease is known lost or the run is stopped. */
+  readonly signal: AbortSignal;
 }
 
-const SYSTEM_TIMERS: Timers = {
-  setTimeout: (callback, ms) => globalThis.setTimeout(callback, ms),
-  clearTimeout: (handle) => globalThis.clearTimeout(handle as ReturnType<typeof setTimeout>),
-};
+/**
+ * Tells the `withLease` run of `lease` (if any, and still running) that an operation on it was refused: its
+ * signal aborts at once with a `LeaseLostError`. Called by `leases.ts` on refusals only, so it costs
+ * nothing on success. An attribute mismatch is not a loss: the grant is still current.
+ */
+export function noticeRefusal(lease: Lease, refusal: FenceRefusal): void {
+  if (refusal.reason === 'attribute-mismatch') return;
+  runOf(lease)?.lose(new LeaseLostError(refusal));
+}
 
 /** Implements `Leases.withLease`. */
 export async function runWithLease<T>(
   leases: Leases,
   monotonic: Clock,
   key: string,
-  fn: (lease: Lease, signal: AbortSignal) => Promise<T>,
+  fn: (lease: RunningLease, signal: AbortSignal) => Promise<T>,
   options: WithLeaseOptions,
   maxCheckpointBytes: number = DEFAULT_MAX_CHECKPOINT_BYTES,
 ): Promise<WithLeaseOutcome<T>> {
   const settings = checkOptions(fn, options, maxCheckpointBytes);
   const external = options.signal;
   if (isAborted(external)) return { ok: false, reason: 'stopped', key, lease: null, cause: external?.reason, lost: null, returned: null, released: false };
-  const claimed = await claimUnlessStopped(leases, key, options);
+  // NOTE: without a wait, a plain claim; without claim options, none (`readOptions` then copies nothing).
+  const claimed = options.wait === undefined ? await leases.claim<ClaimOptions>(key, hasClaimOptions(options) ? options : undefined) : await claimUnlessStopped(leases, key, options);
   if (claimed === null) return { ok: false, reason: 'stopped', key, lease: null, cause: external?.reason, lost: null, returned: null, released: false };
   if (!claimed.ok) return claimed;
   const { lease } = claimed;
@@ -148,45 +150,56 @@ export async function runWithLease<T>(
           retryDelayMs: options.retryDelayMs ?? Math.min(250, ttlMs / 10),
         };
   const renewal = new Renewal(leases, lease, monotonic, options.timers ?? SYSTEM_TIMERS, schedule);
-  const { signal } = renewal.controller;
-  const stop = (): void => renewal.lose(external?.reason);
-  external?.addEventListener('abort', stop, { once: true });
-  running.set(lease, renewal);
+  const { abort } = renewal;
+  const stop = external === undefined ? null : (): void => renewal.lose(external.reason);
+  if (stop !== null) external?.addEventListener('abort', stop, { once: true });
+  attachRun(lease, renewal);
   // NOTE: the caller's signal may have aborted while the claim was in flight: stop before running fn.
-  if (isAborted(external)) stop();
+  if (stop !== null && isAborted(external)) stop();
   renewal.start();
   let settled: { readonly value: T } | null = null;
   try {
-    if (!signal.aborted) settled = { value: await fn(lease, signal) };
+    if (!abort.aborted) settled = { value: await runFn(fn, lease as RunningLease, renewal) };
   } catch (error) {
     // NOTE: after the signal aborted, a rejection is the work stopping because of it (an AbortError, the
     // reason itself, a LeaseLostError from an ...OrThrow call); any other error is the work's own.
-    if (!signal.aborted || !causedByAbort(error, signal.reason)) {
-      await finish(renewal, external, stop, lease);
+    if (!abort.aborted || !causedByAbort(error, abort.reason)) {
+      await finish(renewal, external, stop);
       await releaseQuietly(leases, lease, undefined);
       throw error;
     }
   }
-  const inFlight = finish(renewal, external, stop, lease);
+  const inFlight = finish(renewal, external, stop);
   if (inFlight !== undefined) await inFlight;
-  if (!signal.aborted) {
+  if (!abort.aborted) {
     const released = await releaseQuietly(leases, lease, settings.finalCheckpoint);
     return { ok: true, value: (settled as { value: T }).value, lease, lost: null, released };
   }
   const released = await releaseQuietly(leases, lease, undefined);
-  if (isLeaseLostError(signal.reason)) return { ok: false, reason: 'lost', key, lease, lost: signal.reason, returned: settled, released };
-  return { ok: false, reason: 'stopped', key, lease, cause: signal.reason, lost: null, returned: settled, released };
+  const reason = abort.reason;
+  if (isLeaseLostError(reason)) return { ok: false, reason: 'lost', key, lease, lost: reason, returned: settled, released };
+  return { ok: false, reason: 'stopped', key, lease, cause: reason, lost: null, returned: settled, released };
+}
+
+/**
+ * Calls `fn`. One that declares exactly one parameter, `(lease) => ...`, is not handed the signal, so the
+ * run makes one only if `fn` reads `lease.signal`; any other is handed it as its second argument.
+ */
+function runFn<T>(fn: (lease: RunningLease, signal: AbortSignal) => Promise<T>, lease: RunningLease, renewal: Renewal): Promise<T> {
+  // NOTE: `fn.length` counts the parameters before the first default or rest one: `(lease, signal = x)` and
+  // `(lease, ...rest)` count 1 and get no second argument (documented; `lease.signal` is the same signal).
+  if (fn.length === 1) return (fn as (lease: RunningLease) => Promise<T>)(lease);
+  return fn(lease, renewal.signal);
 }
 
 const isAborted = (signal: AbortSignal | undefined): boolean => signal?.aborted === true;
 
 /**
- * Stops the renewal and forgets the run, so nothing renews or aborts after the release. Returns the renewal
- * in flight to wait for, if any.
+ * Stops the renewal, so nothing renews or aborts after the release (a refusal reported later is ignored).
+ * Returns the renewal in flight to wait for, if any.
  */
-function finish(renewal: Renewal, external: AbortSignal | undefined, stop: () => void, lease: Lease): Promise<void> | undefined {
-  external?.removeEventListener('abort', stop);
-  running.delete(lease);
+function finish(renewal: Renewal, external: AbortSignal | undefined, stop: (() => void) | null): Promise<void> | undefined {
+  if (stop !== null) external?.removeEventListener('abort', stop);
   return renewal.stop();
 }
 
@@ -224,11 +237,17 @@ function checkOptions(fn: unknown, options: WithLeaseOptions, maxCheckpointBytes
 }
 
 /** Releases at the end of `withLease`; a lost lease or an unreachable store must not mask the work's result. */
-async function releaseQuietly(leases: Leases, lease: Lease, checkpoint: unknown): Promise<boolean> {
+function releaseQuietly(leases: Leases, lease: Lease, checkpoint: unknown): Promise<boolean> {
   try {
-    const outcome = await leases.release(lease, checkpoint === undefined ? undefined : { checkpoint });
-    return outcome.ok;
+    return leases.release(lease, checkpoint === undefined ? undefined : { checkpoint }).then(isApplied, releaseFailed);
   } catch {
-    return false;
+    return Promise.resolve(false);
   }
 }
+
+const isApplied = (outcome: { readonly ok: boolean }): boolean => outcome.ok;
+const releaseFailed = (): boolean => false;
+
+/** Whether `options` sets any option of the claim itself (the others are `withLease`'s own). */
+const hasClaimOptions = (options: WithLeaseOptions): boolean =>
+  options.ttlMs !== undefined || options.runId !== undefined || options.attributes !== undefined || options.recovering !== undefined;

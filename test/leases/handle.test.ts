@@ -7,6 +7,9 @@ import { createManualClock } from '../../src/clock.js';
 import { createMemoryStore, createMemoryTokenGate } from '../../src/adapters/memory/index.js';
 import { createLeases } from '../../src/leases.js';
 import { Lease } from '../../src/lease.js';
+import type { GateOutcome } from '../../src/fence/operations.js';
+import type { Fence } from '../../src/fence/types.js';
+import type { TokenGate } from '../../src/gate.js';
 import { MEMORY_EPOCH } from '../adapters/memory-harness.js';
 
 const KEY = 'job:42';
@@ -108,5 +111,44 @@ describe('token gate (gateWrite)', () => {
       expected: { key: 'job:2', token: second.token },
       found: { key: 'job:1', token: first.token },
     });
+  });
+});
+
+describe('the handle stays immutable to its users (its fence is shared with the store, not frozen per handle)', () => {
+  it('fence() hands out frozen copies: changing one, or a gate changing its fence, never changes what the handle presents', async () => {
+    const { store, a } = setup();
+    const claimed = await a.claim(KEY);
+    if (!claimed.ok) throw new Error('expected a grant');
+    const { lease } = claimed;
+    const copy = lease.fence();
+    expect(Object.isFrozen(copy)).toBe(true);
+    expect(() => {
+      (copy as { token: bigint }).token = 999n;
+    }).toThrow(TypeError);
+    expect(lease.fence()).not.toBe(copy);
+    const hostileGate = {
+      async write<T>(_resource: string, fence: Fence, write: (context: null) => T | Promise<T>): Promise<GateOutcome<T>> {
+        expect(Object.isFrozen(fence)).toBe(true);
+        expect(() => {
+          (fence as { secret: string }).secret = 'f'.repeat(32);
+        }).toThrow(TypeError);
+        return { ok: true, value: await write(null), token: fence.token };
+      },
+    } as unknown as TokenGate<null>;
+    expect(await a.gateWrite(hostileGate, 'report', lease, () => 'written')).toMatchObject({ ok: true, value: 'written' });
+    expect(lease.fence()).toEqual({ key: KEY, token: lease.token, secret: store.record(KEY)?.grant?.secret, holder: 'a', runId: null });
+    expect(await a.renew(lease)).toMatchObject({ ok: true });
+    expect(await a.release(lease)).toMatchObject({ ok: true, alreadyReleased: false });
+  });
+
+  it('assigning its public fields is refused as tampering before any I/O, and the grant is untouched', async () => {
+    const { store, a } = setup();
+    const claimed = await a.claim(KEY);
+    if (!claimed.ok) throw new Error('expected a grant');
+    const { lease } = claimed;
+    const before = store.record(KEY);
+    (lease as { token: bigint }).token = lease.token + 1n;
+    await expect(a.release(lease)).rejects.toMatchObject({ code: 'INVALID_ARGUMENT' });
+    expect(store.record(KEY)).toBe(before);
   });
 });

@@ -1,5 +1,5 @@
 import { systemClock, type Clock } from '../../clock.js';
-import type { StoreFencedWriteOptions, FencedWriteOutcome } from '../../fence/operations.js';
+import type { FencedWriteOutcome, StoreFencedWriteOptions } from '../../fence/operations.js';
 import * as transitions from '../../fence/transitions.js';
 import type { Transition } from '../../fence/transitions.js';
 import type { Fence, LeaseRecord, StoreTime } from '../../fence/types.js';
@@ -58,11 +58,13 @@ export function createMemoryStore(options: MemoryStoreOptions = {}): MemoryStore
   const lock = new KeyLock();
   const freed = new FreedKeys();
 
-  const apply = <O>(key: string, step: (record: LeaseRecord | null, now: StoreTime) => Transition<O>): Promise<O> =>
+  /** Runs `step` on the key's record atomically; `committed` sees the outcome once the record is stored. */
+  const apply = <O>(key: string, step: (record: LeaseRecord | null, now: StoreTime) => Transition<O>, committed?: (key: string, outcome: O) => O): Promise<O> =>
     lock.run(key, () => {
       const { record, changed, outcome } = step(records.get(key) ?? null, clock());
       if (changed && record !== null) records.set(key, record);
-      return outcome;
+      // NOTE: in the same task (not a `.then` on its promise): telling watchers costs no extra promise.
+      return committed === undefined ? outcome : committed(key, outcome);
     });
 
   return {
@@ -70,8 +72,8 @@ export function createMemoryStore(options: MemoryStoreOptions = {}): MemoryStore
     claim: (command) => apply(command.key, (record, now) => transitions.claim(record, command, now, tokenFloor())),
     renew: (command) => apply(command.fence.key, (record, now) => transitions.renew(record, command, now)),
     checkpoint: (command) => apply(command.fence.key, (record, now) => transitions.checkpoint(record, command, now)),
-    release: (command) => apply(command.fence.key, (record, now) => transitions.release(record, command, now)).then((outcome) => freed.afterCommit(command.fence.key, outcome)),
-    revoke: (command) => apply(command.key, (record, now) => transitions.revoke(record, command, now)).then((outcome) => freed.afterCommit(command.key, outcome)),
+    release: (command) => apply(command.fence.key, (record, now) => transitions.release(record, command, now), freed.afterCommit),
+    revoke: (command) => apply(command.key, (record, now) => transitions.revoke(record, command, now), freed.afterCommit),
     recover: (command) => apply(command.fence.key, (record, now) => transitions.recover(record, command, now)),
     inspect: (key) => lock.run(key, () => transitions.inspect(records.get(key) ?? null, key, clock())),
     fencedWrite: <T>(fence: Fence, write: (context: MemoryWriteContext) => T | Promise<T>, writeOptions: StoreFencedWriteOptions = {}) =>
