@@ -11,6 +11,7 @@ import { postgresMutant, redisMutant, sqliteMutant, type MutantName } from './mu
 export async function createBackend(store: StoreKind, url: string, client: ClientKind, variant: MutantName | null, proc: string): Promise<WorkerBackend> {
   if (store === 'postgres') return createPostgresBackend(url, proc, client, variant === null ? undefined : (real, pool) => postgresMutant(variant, real, pool));
   if (store === 'sqlite') return createSqliteBackend(url, variant === null ? undefined : (real, database) => sqliteMutant(variant, real, database));
+  // NOTE: 'redis' and 'redis-cluster': the URL says which (clusterUrl).
   return createRedisBackend(url, proc, client, variant === null ? undefined : (real, redis) => redisMutant(variant, real, redis));
 }
 
