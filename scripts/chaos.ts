@@ -7,7 +7,8 @@
  *
  * Options: --duration <s> (total, default 600), --scenario-duration <s> (default 30), --stores postgres,redis,sqlite
  * (also memory and pglite: an in-process fleet, for the kleppmann, crash and expiry-skew scenarios; and
- * redis-cluster: a 3+3 Redis Cluster shared by its runs, with the `failover` scenario's master kills),
+ * redis-cluster: a 3+3 Redis Cluster, and redis-sentinel: a master, a replica and 3 Sentinels, each shared by
+ * its runs, with the `failover` scenario's master kills),
  * --clients pg,postgres-js,ioredis,node-redis (the drivers the workers mix, by slot; default: all of each store),
  * --scenarios kleppmann,crash,... , --seed <n> (same as CHAOS_SEED), --keep (keep every history),
  * --variant unfenced-write|blind-renew|racy-claim (run a planted bug: the run must report violations).
@@ -27,6 +28,7 @@ import { formatSummary } from '../test/chaos/summary.js';
 import { startPostgres } from '../test/support/postgres-server.js';
 import { startRedis } from '../test/support/redis-server.js';
 import { startRedisCluster, type RedisCluster } from '../test/support/redis-cluster.js';
+import { startRedisSentinel, type RedisSentinelSetup } from '../test/support/redis-sentinel.js';
 
 const { values } = parseArgs({
   options: {
@@ -63,6 +65,7 @@ const started = performance.now();
 const results: RunResult[] = [];
 const shared = new Map<StoreKind, { url: string; stop(): Promise<void> }>();
 let sharedCluster: RedisCluster | null = null;
+let sharedSentinel: RedisSentinelSetup | null = null;
 const startShared = async (store: StoreKind): Promise<void> => {
   await shared.get(store)?.stop().catch(() => undefined);
   // NOTE: SQLite has no server: each run makes its own database file.
@@ -70,6 +73,11 @@ const startShared = async (store: StoreKind): Promise<void> => {
   if (store === 'redis-cluster') {
     await sharedCluster?.stop().catch(() => undefined);
     sharedCluster = await startRedisCluster();
+    return;
+  }
+  if (store === 'redis-sentinel') {
+    await sharedSentinel?.stop().catch(() => undefined);
+    sharedSentinel = await startRedisSentinel();
     return;
   }
   shared.set(store, store === 'postgres' ? await startPostgres() : await startRedis({ persistence: 'aof' }));
@@ -94,7 +102,7 @@ try {
         try {
           result = inProcess(store)
             ? await runInProcessScenario({ store, scenario, seed: roundSeed, durationMs: scenarioMs, dir, log })
-            : await runScenario({ store, scenario, seed: roundSeed, durationMs: scenarioMs, variant, dir, sharedUrl: shared.get(store)?.url ?? null, sharedCluster, clients: clientsOf(store), log });
+            : await runScenario({ store, scenario, seed: roundSeed, durationMs: scenarioMs, variant, dir, sharedUrl: shared.get(store)?.url ?? null, sharedCluster, sharedSentinel, clients: clientsOf(store), log });
         } catch (error) {
           const message = `${store} ${scenario.name} (seed ${roundSeed}): ${error instanceof Error ? error.message : String(error)}`;
           harnessErrors.push(message);
@@ -119,6 +127,7 @@ try {
   for (const server of shared.values()) await server.stop().catch(() => undefined);
   // NOTE: assigned inside startShared, which the compiler's narrowing does not follow.
   await (sharedCluster as RedisCluster | null)?.stop().catch(() => undefined);
+  await (sharedSentinel as RedisSentinelSetup | null)?.stop().catch(() => undefined);
 }
 
 const violations = results.reduce((sum, result) => sum + result.report.violations.length + result.crashes.length + result.diedInWrite.applied, 0) + harnessErrors.length;

@@ -55,6 +55,26 @@ export function clusterSeeds(url: string): Array<{ host: string; port: number }>
     });
 }
 
+/** The URL of a Sentinel setup for the harness: `redis-sentinel://host:port,host:port/<master name>`. */
+export function sentinelUrl(sentinels: ReadonlyArray<{ readonly host: string; readonly port: number }>, name: string): string {
+  return `redis-sentinel://${sentinels.map(({ host, port }) => `${host}:${port}`).join(',')}/${name}`;
+}
+
+/** The Sentinels and master name of a `sentinelUrl`, or `null` for another URL. */
+function sentinelsOf(url: string): { sentinels: Array<{ host: string; port: number }>; name: string } | null {
+  if (!url.startsWith('redis-sentinel://')) return null;
+  const [list = '', name = ''] = url.slice('redis-sentinel://'.length).split('/');
+  return { sentinels: clusterSeeds(`redis-cluster://${list}`) ?? [], name };
+}
+
+/** A worker's ioredis client behind Sentinel (asks the Sentinels for the master), set up like `workerRedisClient`. */
+export function workerSentinelClient(url: string, name: string): Redis {
+  const { sentinels, name: master } = sentinelsOf(url) ?? { sentinels: [], name: '' };
+  const client = new Redis({ sentinels, name: master, connectionName: name, commandTimeout: 1500, maxRetriesPerRequest: 1, retryStrategy: () => 50, sentinelRetryStrategy: () => 50 });
+  client.on('error', () => undefined);
+  return client;
+}
+
 /**
  * A worker's ioredis `Cluster` client, set up like `workerRedisClient`: a bound on every command, quick
  * retries while a slot has no master (a failover in progress) or is being moved.
@@ -73,6 +93,10 @@ export function workerClusterClient(url: string, name: string): Cluster {
 
 /** A worker's connection: ioredis, node-redis 5, or ioredis' `Cluster`. */
 async function workerClient(kind: ClientKind, url: string, name: string): Promise<{ client: Redis | Cluster | Awaited<ReturnType<typeof workerNodeRedisClient>>; ioredis: Redis | null; close(): void }> {
+  if (kind === 'ioredis-sentinel') {
+    const client = workerSentinelClient(url, name);
+    return { client, ioredis: client, close: () => client.disconnect() };
+  }
   if (kind === 'ioredis-cluster') {
     const client = workerClusterClient(url, name);
     // NOTE: planted bugs send their few commands by key (EVAL, CALL): a Cluster routes them like a Redis does.
@@ -115,7 +139,12 @@ export async function createRedisBackend(url: string, proc: string, kind: Client
 /** The harness's admin connection. */
 export function createRedisAdmin(url: string): StoreAdmin & { scriptFlush(): Promise<void>; client: Redis | Cluster } {
   const seeds = clusterSeeds(url);
-  const client = seeds === null ? new Redis(url, { connectionName: 'chaos-admin', maxRetriesPerRequest: 20, retryStrategy: () => 50 }) : workerClusterClient(url, 'chaos-admin');
+  const client =
+    seeds !== null
+      ? workerClusterClient(url, 'chaos-admin')
+      : sentinelsOf(url) !== null
+        ? workerSentinelClient(url, 'chaos-admin')
+        : new Redis(url, { connectionName: 'chaos-admin', maxRetriesPerRequest: 20, retryStrategy: () => 50 });
   client.on('error', () => undefined);
   const store = createRedisStore({ client });
   const operator = createLeases(store, { holder: 'chaos-operator' });

@@ -10,21 +10,26 @@ import type { Leases } from '../../src/leases.js';
 import type { Store } from '../../src/store.js';
 import { decodeEntry, type FinalKeyState } from './history.js';
 
-/** Which store a run targets (`redis-cluster`: 3 masters + 3 replicas, whose masters the nemesis kills). */
-export type StoreKind = 'postgres' | 'redis' | 'sqlite' | 'redis-cluster';
+/**
+ * Which store a run targets (`redis-cluster`: 3 masters + 3 replicas; `redis-sentinel`: a master, a replica and
+ * three Sentinels; the nemesis kills their masters).
+ */
+export type StoreKind = 'postgres' | 'redis' | 'sqlite' | 'redis-cluster' | 'redis-sentinel';
 
 /** Which driver a worker process talks to its store with (a run can mix them on one store). */
-export type ClientKind = 'pg' | 'postgres-js' | 'ioredis' | 'node-redis' | 'better-sqlite3' | 'ioredis-cluster';
+export type ClientKind = 'pg' | 'postgres-js' | 'ioredis' | 'node-redis' | 'better-sqlite3' | 'ioredis-cluster' | 'ioredis-sentinel';
 
 /**
  * The drivers of each store, the first one the default (and the one planted bugs use). On a cluster only
- * ioredis' `Cluster`: node-redis' cluster client does not recover from a dead master (docs/topologies.md).
+ * ioredis' `Cluster`: node-redis' cluster client does not recover from a dead master (docs/topologies.md); behind
+ * Sentinel, ioredis asking the Sentinels for the master.
  */
 export const CLIENTS: Readonly<Record<StoreKind, readonly ClientKind[]>> = {
   postgres: ['pg', 'postgres-js'],
   redis: ['ioredis', 'node-redis'],
   sqlite: ['better-sqlite3'],
   'redis-cluster': ['ioredis-cluster'],
+  'redis-sentinel': ['ioredis-sentinel'],
 };
 
 /** A worker's view of the store. */

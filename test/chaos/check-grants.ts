@@ -24,9 +24,10 @@ export function faultBetween(index: OpIndex, key: string, kinds: readonly string
 /**
  * The grants of `key` a failover made the store forget, by design (asynchronous replication: the promoted
  * replica never received them). An acknowledged grant is lost only when both hold: a failover ended after
- * the grant was invoked, and the store later showed no trace of it: a grant completed after that failover
- * started reports a predecessor older than it, or the store's final token is below it. Without a failover
- * nothing is lost, and the checks below treat every grant as kept.
+ * the grant was invoked, and the store later showed no trace of it: the store's final token is below it, or a
+ * grant that completed after that failover started, is itself on the surviving history (at or below the final
+ * token) and names a predecessor (a key the new master knew), reports a predecessor older than it. Without a
+ * failover nothing is lost, and the checks below treat every grant as kept.
  */
 export function lostToFailover(index: OpIndex, key: string, final: FinalKeyState | undefined): Set<Op> {
   const lost = new Set<Op>();
@@ -40,7 +41,14 @@ export function lostToFailover(index: OpIndex, key: string, final: FinalKeyState
       (failover) =>
         failover.end >= grant.start &&
         ((finalToken !== null && finalToken < token) ||
-          grants.some((next) => (next.token ?? 0n) > token && next.end > failover.start && BigInt(next.done?.previousToken ?? '0') < token)),
+          grants.some(
+            (next) =>
+              (next.token ?? 0n) > token &&
+              (finalToken === null || (next.token ?? 0n) <= finalToken) &&
+              next.end > failover.start &&
+              next.done?.previousToken !== undefined &&
+              BigInt(next.done.previousToken) < token,
+          )),
     );
     if (forgotten) lost.add(grant);
   }
@@ -112,8 +120,9 @@ export function checkSingleHolder(index: OpIndex, key: string, lost: ReadonlySet
     const ended = index
       .of(key, 'release')
       .some((release) => release.token === previous.token && release.status !== 'fail' && release.start <= next.end);
-    // NOTE: a grant a failover forgot may overlap the next one (two workers believe they hold the key): by design.
-    if (ended || lost.has(previous) || faultBetween(index, key, ['revoke', 'force-expire', 'amnesia'], previous.start, next.end)) continue;
+    // NOTE: a grant a failover forgot may overlap the next one, and one a discarded master made (a split brain)
+    // the one before it: two workers believe they hold the key, by design.
+    if (ended || lost.has(previous) || lost.has(next) || faultBetween(index, key, ['revoke', 'force-expire', 'amnesia'], previous.start, next.end)) continue;
     const expiry = knownExpiry(index, key, previous);
     const acquiredAt = next.done?.acquiredAt;
     if (expiry === null || typeof acquiredAt !== 'number') continue;
@@ -148,12 +157,17 @@ export function checkStaleAccepted(index: OpIndex, key: string, appliedWrites: R
   const grants = index.grants(key).filter((grant) => !lost.has(grant));
   const completed = new CompletedGrants(grants);
   const grantOf = new Map(grants.map((grant) => [grant.token, grant]));
+  const lostTokens = new Set([...lost].map((grant) => grant.token));
   const releases = index.of(key, 'release').filter((release) => release.status === 'ok');
   const renewUnknown = new Set(index.of(key, 'renew').filter((renew) => renew.status === 'info').map((renew) => renew.token));
   for (const kind of FENCED_KINDS) {
     for (const op of index.of(key, kind)) {
       const accepted = op.status === 'ok' || (kind === 'write' && appliedWrites.has(op.reqId));
       if (!accepted || op.token === null) continue;
+      // NOTE: under a grant a failover forgot, an operation applied to the master that was discarded (a split
+      // brain: the killed master back, empty, taking writes until it is made a replica) is lost with it; a
+      // write of such a grant that is in the final store is checked like any other.
+      if (lostTokens.has(op.token) && !(kind === 'write' && appliedWrites.has(op.reqId))) continue;
       const newer = completed.newestBefore(op.start);
       if (newer !== null && (newer.token ?? 0n) > op.token) {
         found.push(violation('stale-accepted', key, `${describeOp(op)} was accepted although ${describeOp(newer)} completed before it was invoked`, [newer, op]));

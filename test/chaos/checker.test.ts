@@ -322,6 +322,26 @@ describe('chaos history checker after a failover (lost by design)', () => {
     expect(report.figures.grantsLostToFailover).toBe(1);
   });
 
+  it('accepts a split brain a failover ends: the killed master back, empty, taking grants and writes that are then discarded', () => {
+    const { story, w1, w3, g3 } = failoverStory();
+    // d claims on the old master (back empty, not yet a replica): token 5 from its clock, its predecessor none.
+    story.claim('d', 5, [56, 58], 1056);
+    story.write('d', 5, [59, 60], 'ok', 1059);
+    story.op({ proc: 'd', op: 'gate', token: 5, at: [61, 62] });
+    // c, on the promoted replica, writes through the gate after d did; d's gate write after c's is accepted by the old master.
+    const g3b = story.op({ proc: 'c', op: 'gate', token: 3, at: [63, 64] });
+    story.op({ proc: 'd', op: 'gate', token: 5, at: [65, 66] });
+    story.op({ proc: 'nemesis', op: 'failover', key: '', at: [50, 80], invoke: { reason: 'failover', target: 'k' } });
+    const report = check(story, finalOf([entry(w1, 1), entry(w3, 3)], { token: '3', gateLedger: [entry(g3, 3), entry(g3b, 3)] }));
+    expect(report.violations).toEqual([]);
+    expect(report.figures).toMatchObject({ grantsLostToFailover: 2, writesLostToFailover: 5 });
+    // ...but a stale write of the discarded grant that is in the store is a violation.
+    const stale = story.write('d', 5, [70, 71], 'ok', 1070);
+    story.claim('e', 6, [67, 69], 1067, 100, { previousToken: '3', reason: 'released' });
+    const fired = checksFired(story, finalOf([entry(w1, 1), entry(w3, 3), entry(stale, 5)], { token: '6', gateLedger: [entry(g3, 3), entry(g3b, 3)] }));
+    expect(fired).toContain('stale-accepted');
+  });
+
   // Planted bugs, each forced into a history with a failover: the by-design allowances must not hide them.
   it('flags a promoted store that re-issues a forgotten token (no clock floor)', () => {
     const story = new Story();

@@ -53,6 +53,7 @@ const sharedUrl: Record<StoreKind, string | null> = {
   redis: process.env['LEASEFENCE_REDIS_URL'] ?? null,
   sqlite: null,
   'redis-cluster': null,
+  'redis-sentinel': null,
 };
 
 /** The checks each planted bug must trip (at least one of them). */

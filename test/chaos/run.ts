@@ -9,7 +9,8 @@ import { startPostgres } from '../support/postgres-server.js';
 import { startRedis } from '../support/redis-server.js';
 import { startRedisCluster, type RedisCluster } from '../support/redis-cluster.js';
 import { clusterSlot } from '../../src/adapters/redis/cross-slot.js';
-import { clusterUrl, redisRecordKey } from './backend-redis.js';
+import { startRedisSentinel, type RedisSentinelSetup } from '../support/redis-sentinel.js';
+import { clusterUrl, redisRecordKey, sentinelUrl } from './backend-redis.js';
 import { CLIENTS, type ClientKind, type StoreAdmin, type StoreKind } from './backend.js';
 import { createAdmin } from './backends.js';
 import { checkHistory, type CheckReport } from './checker.js';
@@ -38,6 +39,8 @@ export interface RunOptions {
   readonly sharedUrl?: string | null;
   /** A running Redis Cluster to use (`redis-cluster`), so a file's scenarios share one cluster's startup. */
   readonly sharedCluster?: RedisCluster | null;
+  /** A running Sentinel setup to use (`redis-sentinel`). */
+  readonly sharedSentinel?: RedisSentinelSetup | null;
   /**
    * The drivers of the workers, by slot (slot i uses `clients[i % length]`), so one run mixes them on one
    * store. Planted bugs always run on the store's first driver.
@@ -90,6 +93,27 @@ interface ServerHandle {
   readonly freezable: FreezableServer | null;
   readonly failover?: FailoverServer;
   stop(): Promise<void>;
+}
+
+/**
+ * Master kills behind Sentinel: the master is SIGKILLed, the Sentinels promote the replica, and the killed
+ * server is restarted (empty, no persistence): the Sentinels make it a replica of the new master.
+ */
+export function sentinelFailover(setup: RedisSentinelSetup): FailoverServer {
+  return {
+    failOver: async () => {
+      const port = await setup.masterPort();
+      const victim = setup.server(port);
+      await victim.kill();
+      const deadline = Date.now() + 60_000;
+      while ((await setup.masterPort().catch(() => port)) === port) {
+        if (Date.now() > deadline) throw new Error(`the Sentinels did not promote a replica of ${port} within 60 s`);
+        await sleep(50);
+      }
+      await victim.restart();
+      await setup.waitUntilHealthy(60_000);
+    },
+  };
 }
 
 /**
@@ -155,6 +179,11 @@ async function openServer(options: RunOptions, historyDir: string): Promise<Serv
   if (store === 'sqlite') {
     // NOTE: no server: the workers share one WAL database file, as processes on one VM would.
     return { url: join(historyDir, 'leases.db'), restartable: null, freezable: null, stop: async () => undefined };
+  }
+  if (store === 'redis-sentinel') {
+    const shared = options.sharedSentinel ?? null;
+    const setup = shared ?? (await startRedisSentinel());
+    return { url: sentinelUrl(setup.sentinels, setup.name), restartable: null, freezable: null, failover: sentinelFailover(setup), stop: async () => (shared === null ? setup.stop() : undefined) };
   }
   if (store === 'redis-cluster') {
     const shared = options.sharedCluster ?? null;

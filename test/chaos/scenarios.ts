@@ -147,12 +147,12 @@ export const SCENARIOS: readonly Scenario[] = [
   {
     ...base,
     name: 'failover',
-    stores: ['redis-cluster'],
+    stores: ['redis-cluster', 'redis-sentinel'],
     summary: 'SIGKILL of the master serving a key, its replica promoted (asynchronous replication: acknowledged grants and writes may be lost, counted apart), the killed node restarted as a replica; Kleppmann pauses, worker kills and pauses in between',
     faults: ['failover', 'failover', 'kleppmann', 'kill', 'pause'],
     firstFault: 'failover',
     faultGapMs: [500, 1500],
-    shortMs: 15_000,
+    shortMs: 10_000,
   },
 ];
 

@@ -1,16 +1,19 @@
 /**
- * Chaos on a Redis Cluster (3 masters + 3 replicas, one cluster for the file): worker processes on ioredis'
- * `Cluster` while the nemesis kills the master serving a key (the first fault of the run, then drawn with
- * Kleppmann pauses, worker kills and pauses), the replica is promoted and the killed node rejoins. A failover
- * may lose acknowledged grants and writes (asynchronous replication): the checker counts them apart, and
- * still fails every real violation; a planted bug run through the same failovers must be caught. The long
- * run is `npm run chaos -- --stores redis-cluster`.
+ * Chaos on the replicated topologies: a Redis Cluster (3 masters + 3 replicas, one for the file; workers on
+ * ioredis' `Cluster`) and Sentinel (a master, a replica, 3 Sentinels; workers on ioredis asking the
+ * Sentinels). The nemesis kills the master serving a key (the first fault of a run, then drawn with Kleppmann
+ * pauses, worker kills and pauses), a replica is promoted and the killed node rejoins as a replica. A failover
+ * may lose acknowledged grants and writes (asynchronous replication): the checker counts them apart and still
+ * fails every real violation; a planted bug run through the same failovers must be caught. The long runs:
+ * `npm run chaos -- --stores redis-cluster` / `redis-sentinel`.
  */
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startRedisCluster, type RedisCluster } from '../support/redis-cluster.js';
+import { startRedisSentinel, type RedisSentinelSetup } from '../support/redis-sentinel.js';
+import { CLIENTS } from './backend.js';
 import { checkHistory, formatViolations } from './checker.js';
 import { chaosSeed } from './prng.js';
 import { readHistories, runScenario, type RunProgress, type RunResult } from './run.js';
@@ -24,34 +27,37 @@ process.env['LEASEFENCE_RACY_CLAIM_DIR'] = join(dir, 'racy-claim');
 const results: RunResult[] = [];
 let failed = false;
 let cluster: RedisCluster | null = null;
+let sentinel: RedisSentinelSetup | null = null;
 
 const failover = SCENARIOS.find((scenario) => scenario.name === 'failover');
 if (failover === undefined) throw new Error('no failover scenario');
 
 beforeAll(async () => {
-  cluster = await startRedisCluster();
+  [cluster, sentinel] = await Promise.all([startRedisCluster(), startRedisSentinel()]);
 }, 120_000);
 
 afterAll(async () => {
-  await cluster?.stop();
-  console.log(`\nchaos on a Redis Cluster, seed ${seed} (replay with CHAOS_SEED=${seed})\n${formatSummary(results)}`);
+  await Promise.all([cluster?.stop(), sentinel?.stop()]);
+  console.log(`\nchaos on Redis Cluster and Sentinel, seed ${seed} (replay with CHAOS_SEED=${seed})\n${formatSummary(results)}`);
   if (failed) console.log(`histories of the failing runs are kept in ${dir}`);
   else rmSync(dir, { recursive: true, force: true });
 });
 
-describe.sequential(`chaos on a Redis Cluster (seed ${seed})`, () => {
-  it(`redis-cluster / failover (ioredis Cluster): ${failover.summary}; every check holds`, { timeout: 300_000 }, async () => {
-    const result = await runScenario({ store: 'redis-cluster', scenario: failover, seed, durationMs: durationMs ?? failover.shortMs ?? 15_000, dir, sharedCluster: cluster });
-    results.push(result);
-    const { report, crashes } = result;
-    failed ||= !report.ok || crashes.length > 0;
-    expect(crashes.map((crash) => `${crash.proc} exited ${crash.code ?? crash.signal}: ${crash.stderr.slice(-600)}`)).toEqual([]);
-    expect(report.violations.length, `seed ${seed}, history in ${result.historyDir}\n${formatViolations(report.violations)}`).toBe(0);
-    expect(report.figures.faults['failover']).toBeGreaterThan(0);
-    expect(report.figures.grants).toBeGreaterThan(5);
-    expect(report.figures.writesAcked).toBeGreaterThan(10);
-    expect(result.kleppmann.accepted).toBe(0);
-  });
+describe.sequential(`chaos on Redis Cluster and Sentinel (seed ${seed})`, () => {
+  for (const store of ['redis-cluster', 'redis-sentinel'] as const) {
+    it(`${store} / failover (${CLIENTS[store].join(' + ')}): ${failover.summary}; every check holds`, { timeout: 300_000 }, async () => {
+      const result = await runScenario({ store, scenario: failover, seed, durationMs: durationMs ?? failover.shortMs ?? 10_000, dir, sharedCluster: cluster, sharedSentinel: sentinel });
+      results.push(result);
+      const { report, crashes } = result;
+      failed ||= !report.ok || crashes.length > 0;
+      expect(crashes.map((crash) => `${crash.proc} exited ${crash.code ?? crash.signal}: ${crash.stderr.slice(-600)}`)).toEqual([]);
+      expect(report.violations.length, `seed ${seed}, history in ${result.historyDir}\n${formatViolations(report.violations)}`).toBe(0);
+      expect(report.figures.faults['failover']).toBeGreaterThan(0);
+      expect(report.figures.grants).toBeGreaterThan(5);
+      expect(report.figures.writesAcked).toBeGreaterThan(10);
+      expect(result.kleppmann.accepted).toBe(0);
+    });
+  }
 
   // NOTE: the racy claim's read-write gap is held open until a second claimer has read (mutants.ts), so two
   // claims of a free key collide by construction; the run's first fault is a failover, so the allowances of
