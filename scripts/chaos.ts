@@ -8,7 +8,8 @@
  * Options: --duration <s> (total, default 600), --scenario-duration <s> (default 30), --stores postgres,redis,sqlite
  * (also memory and pglite: an in-process fleet, for the kleppmann, crash and expiry-skew scenarios; and
  * redis-cluster: a 3+3 Redis Cluster, and redis-sentinel: a master, a replica and 3 Sentinels, each shared by
- * its runs, with the `failover` scenario's master kills),
+ * its runs, with the `failover` scenario's master kills; and postgres-promotion: a primary and standby per run,
+ * the standby promoted once),
  * --clients pg,postgres-js,ioredis,node-redis (the drivers the workers mix, by slot; default: all of each store),
  * --scenarios kleppmann,crash,... , --seed <n> (same as CHAOS_SEED), --keep (keep every history),
  * --variant unfenced-write|blind-renew|racy-claim (run a planted bug: the run must report violations).
@@ -68,8 +69,8 @@ let sharedCluster: RedisCluster | null = null;
 let sharedSentinel: RedisSentinelSetup | null = null;
 const startShared = async (store: StoreKind): Promise<void> => {
   await shared.get(store)?.stop().catch(() => undefined);
-  // NOTE: SQLite has no server: each run makes its own database file.
-  if (store === 'sqlite') return;
+  // NOTE: SQLite has no server: each run makes its own database file; a promotion run its own primary and standby.
+  if (store === 'sqlite' || store === 'postgres-promotion') return;
   if (store === 'redis-cluster') {
     await sharedCluster?.stop().catch(() => undefined);
     sharedCluster = await startRedisCluster();

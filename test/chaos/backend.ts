@@ -12,9 +12,10 @@ import { decodeEntry, type FinalKeyState } from './history.js';
 
 /**
  * Which store a run targets (`redis-cluster`: 3 masters + 3 replicas; `redis-sentinel`: a master, a replica and
- * three Sentinels; the nemesis kills their masters).
+ * three Sentinels; the nemesis kills their masters; `postgres-promotion`: a primary and its asynchronous
+ * streaming standby, promoted once the primary is crashed).
  */
-export type StoreKind = 'postgres' | 'redis' | 'sqlite' | 'redis-cluster' | 'redis-sentinel';
+export type StoreKind = 'postgres' | 'redis' | 'sqlite' | 'redis-cluster' | 'redis-sentinel' | 'postgres-promotion';
 
 /** Which driver a worker process talks to its store with (a run can mix them on one store). */
 export type ClientKind = 'pg' | 'postgres-js' | 'ioredis' | 'node-redis' | 'better-sqlite3' | 'ioredis-cluster' | 'ioredis-sentinel';
@@ -30,6 +31,7 @@ export const CLIENTS: Readonly<Record<StoreKind, readonly ClientKind[]>> = {
   sqlite: ['better-sqlite3'],
   'redis-cluster': ['ioredis-cluster'],
   'redis-sentinel': ['ioredis-sentinel'],
+  'postgres-promotion': ['pg', 'postgres-js'],
 };
 
 /** A worker's view of the store. */

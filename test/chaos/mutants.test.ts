@@ -54,6 +54,7 @@ const sharedUrl: Record<StoreKind, string | null> = {
   sqlite: null,
   'redis-cluster': null,
   'redis-sentinel': null,
+  'postgres-promotion': null,
 };
 
 /** The checks each planted bug must trip (at least one of them). */

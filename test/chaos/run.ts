@@ -10,6 +10,7 @@ import { startRedis } from '../support/redis-server.js';
 import { startRedisCluster, type RedisCluster } from '../support/redis-cluster.js';
 import { clusterSlot } from '../../src/adapters/redis/cross-slot.js';
 import { startRedisSentinel, type RedisSentinelSetup } from '../support/redis-sentinel.js';
+import { startPostgresReplica } from '../support/postgres-replica.js';
 import { clusterUrl, redisRecordKey, sentinelUrl } from './backend-redis.js';
 import { CLIENTS, type ClientKind, type StoreAdmin, type StoreKind } from './backend.js';
 import { createAdmin } from './backends.js';
@@ -179,6 +180,32 @@ async function openServer(options: RunOptions, historyDir: string): Promise<Serv
   if (store === 'sqlite') {
     // NOTE: no server: the workers share one WAL database file, as processes on one VM would.
     return { url: join(historyDir, 'leases.db'), restartable: null, freezable: null, stop: async () => undefined };
+  }
+  if (store === 'postgres-promotion') {
+    const pair = await startPostgresReplica();
+    try {
+      // NOTE: workers and admin reach the primary through one proxy, retargeted to the standby once promoted, as a
+      // virtual IP or a failover manager's DNS would.
+      const front = await startFaultProxy(pair.primary.port);
+      let promoted = false;
+      const failover: FailoverServer = {
+        failOver: async () => {
+          if (promoted) return;
+          promoted = true;
+          await pair.crashPrimary();
+          await pair.promote();
+          front.retarget(pair.standby.port);
+        },
+      };
+      const stop = async (): Promise<void> => {
+        await front.close();
+        await pair.stop();
+      };
+      return { url: withPort(pair.primary.url, front.port), restartable: null, freezable: null, failover, stop };
+    } catch (error) {
+      await pair.stop();
+      throw error;
+    }
   }
   if (store === 'redis-sentinel') {
     const shared = options.sharedSentinel ?? null;

@@ -1,11 +1,13 @@
 /**
  * Chaos on the replicated topologies: a Redis Cluster (3 masters + 3 replicas, one for the file; workers on
- * ioredis' `Cluster`) and Sentinel (a master, a replica, 3 Sentinels; workers on ioredis asking the
- * Sentinels). The nemesis kills the master serving a key (the first fault of a run, then drawn with Kleppmann
+ * ioredis' `Cluster`), Sentinel (a master, a replica, 3 Sentinels; workers on ioredis asking the Sentinels),
+ * and a Postgres primary with an asynchronous streaming standby (pg and postgres.js workers through a proxy
+ * that follows the promotion: the primary crashed, the standby promoted, once per run, first). On Redis the
+ * nemesis kills the master serving a key (the first fault of a run, then drawn with Kleppmann
  * pauses, worker kills and pauses), a replica is promoted and the killed node rejoins as a replica. A failover
  * may lose acknowledged grants and writes (asynchronous replication): the checker counts them apart and still
  * fails every real violation; a planted bug run through the same failovers must be caught. The long runs:
- * `npm run chaos -- --stores redis-cluster` / `redis-sentinel`.
+ * `npm run chaos -- --stores redis-cluster` / `redis-sentinel` / `postgres-promotion`.
  */
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -30,7 +32,8 @@ let cluster: RedisCluster | null = null;
 let sentinel: RedisSentinelSetup | null = null;
 
 const failover = SCENARIOS.find((scenario) => scenario.name === 'failover');
-if (failover === undefined) throw new Error('no failover scenario');
+const promotion = SCENARIOS.find((scenario) => scenario.name === 'promotion');
+if (failover === undefined || promotion === undefined) throw new Error('no failover or promotion scenario');
 
 beforeAll(async () => {
   [cluster, sentinel] = await Promise.all([startRedisCluster(), startRedisSentinel()]);
@@ -44,9 +47,9 @@ afterAll(async () => {
 });
 
 describe.sequential(`chaos on Redis Cluster and Sentinel (seed ${seed})`, () => {
-  for (const store of ['redis-cluster', 'redis-sentinel'] as const) {
-    it(`${store} / failover (${CLIENTS[store].join(' + ')}): ${failover.summary}; every check holds`, { timeout: 300_000 }, async () => {
-      const result = await runScenario({ store, scenario: failover, seed, durationMs: durationMs ?? failover.shortMs ?? 10_000, dir, sharedCluster: cluster, sharedSentinel: sentinel });
+  for (const [store, scenario] of [['redis-cluster', failover], ['redis-sentinel', failover], ['postgres-promotion', promotion]] as const) {
+    it(`${store} / ${scenario.name} (${CLIENTS[store].join(' + ')}): ${scenario.summary}; every check holds`, { timeout: 300_000 }, async () => {
+      const result = await runScenario({ store, scenario, seed, durationMs: durationMs ?? scenario.shortMs ?? 6_000, dir, sharedCluster: cluster, sharedSentinel: sentinel });
       results.push(result);
       const { report, crashes } = result;
       failed ||= !report.ok || crashes.length > 0;
