@@ -79,9 +79,9 @@ export function workerSentinelClient(url: string, name: string): Redis {
  * A worker's ioredis `Cluster` client, set up like `workerRedisClient`: a bound on every command, quick
  * retries while a slot has no master (a failover in progress) or is being moved.
  */
-export function workerClusterClient(url: string, name: string): Cluster {
+export function workerClusterClient(url: string, name: string, commandTimeoutMs = 1500): Cluster {
   const client = new Cluster(clusterSeeds(url) ?? [], {
-    redisOptions: { connectionName: name, commandTimeout: 1500 },
+    redisOptions: { connectionName: name, commandTimeout: commandTimeoutMs },
     retryDelayOnFailover: 50,
     retryDelayOnClusterDown: 50,
     retryDelayOnTryAgain: 20,
@@ -141,7 +141,9 @@ export function createRedisAdmin(url: string): StoreAdmin & { scriptFlush(): Pro
   const seeds = clusterSeeds(url);
   const client =
     seeds !== null
-      ? workerClusterClient(url, 'chaos-admin')
+      ? // NOTE: the final read may come right after a failover: give the client time to find the new master
+        // (a 1.5 s bound once failed a 10-minute run with a harness error, the inspect timed out).
+        workerClusterClient(url, 'chaos-admin', 15_000)
       : sentinelsOf(url) !== null
         ? workerSentinelClient(url, 'chaos-admin')
         : new Redis(url, { connectionName: 'chaos-admin', maxRetriesPerRequest: 20, retryStrategy: () => 50 });
