@@ -10,7 +10,7 @@
  * The long runs:
  * `npm run chaos -- --stores redis-cluster` / `redis-sentinel` / `postgres-promotion`.
  */
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -18,6 +18,8 @@ import { startRedisCluster, type RedisCluster } from '../support/redis-cluster.j
 import { startRedisSentinel, type RedisSentinelSetup } from '../support/redis-sentinel.js';
 import { CLIENTS } from './backend.js';
 import { checkHistory, formatViolations } from './checker.js';
+import type { FinalKeyState } from './history.js';
+import { assembleOps } from './ops.js';
 import { chaosSeed } from './prng.js';
 import { readHistories, runScenario, type RunProgress, type RunResult } from './run.js';
 import { SCENARIOS } from './scenarios.js';
@@ -35,6 +37,16 @@ let sentinel: RedisSentinelSetup | null = null;
 const failover = SCENARIOS.find((scenario) => scenario.name === 'failover');
 const promotion = SCENARIOS.find((scenario) => scenario.name === 'promotion');
 if (failover === undefined || promotion === undefined) throw new Error('no failover or promotion scenario');
+
+/** Fenced writes invoked after the run's first failover started that the final store holds. */
+function writesKeptAfterFailover(historyDir: string): number {
+  const ops = assembleOps(readHistories(historyDir));
+  const first = ops.find((op) => op.op === 'failover');
+  if (first === undefined) return 0;
+  const final = JSON.parse(readFileSync(join(historyDir, 'final.json'), 'utf8')) as FinalKeyState[];
+  const kept = new Set(final.flatMap((state) => state.ledger.map((entry) => entry.reqId)));
+  return ops.filter((op) => op.op === 'write' && op.start > first.start && kept.has(op.reqId)).length;
+}
 
 beforeAll(async () => {
   [cluster, sentinel] = await Promise.all([startRedisCluster(), startRedisSentinel()]);
@@ -57,6 +69,8 @@ describe.sequential(`chaos on Redis Cluster and Sentinel (seed ${seed})`, () => 
       expect(crashes.map((crash) => `${crash.proc} exited ${crash.code ?? crash.signal}: ${crash.stderr.slice(-600)}`)).toEqual([]);
       expect(report.violations.length, `seed ${seed}, history in ${result.historyDir}\n${formatViolations(report.violations)}`).toBe(0);
       expect(report.figures.faults['failover']).toBeGreaterThan(0);
+      // The workers found the promoted master: a fenced write sent after the first kill is in the final store.
+      expect(writesKeptAfterFailover(result.historyDir)).toBeGreaterThan(0);
       expect(report.figures.grants).toBeGreaterThan(5);
       expect(report.figures.writesAcked).toBeGreaterThan(10);
       expect(result.kleppmann.accepted).toBe(0);
