@@ -6,7 +6,10 @@
  * keep their JSONL histories (the path is printed); `CHAOS_SEED=<seed>` replays the fault schedule.
  *
  * Options: --duration <s> (total, default 600), --scenario-duration <s> (default 30), --stores postgres,redis,sqlite
- * (also memory and pglite: an in-process fleet, for the kleppmann, crash and expiry-skew scenarios),
+ * (also memory and pglite: an in-process fleet, for the kleppmann, crash and expiry-skew scenarios; and
+ * redis-cluster: a 3+3 Redis Cluster, and redis-sentinel: a master, a replica and 3 Sentinels, each shared by
+ * its runs, with the `failover` scenario's master kills; and postgres-promotion: a primary and standby per run,
+ * the standby promoted once),
  * --clients pg,postgres-js,ioredis,node-redis (the drivers the workers mix, by slot; default: all of each store),
  * --scenarios kleppmann,crash,... , --seed <n> (same as CHAOS_SEED), --keep (keep every history),
  * --variant unfenced-write|blind-renew|racy-claim (run a planted bug: the run must report violations).
@@ -25,6 +28,8 @@ import { runInProcessScenario, runsInProcess, type InProcessStore } from '../tes
 import { formatSummary } from '../test/chaos/summary.js';
 import { startPostgres } from '../test/support/postgres-server.js';
 import { startRedis } from '../test/support/redis-server.js';
+import { startRedisCluster, type RedisCluster } from '../test/support/redis-cluster.js';
+import { startRedisSentinel, type RedisSentinelSetup } from '../test/support/redis-sentinel.js';
 
 const { values } = parseArgs({
   options: {
@@ -60,10 +65,22 @@ log(`leasefence chaos: total ${totalMs / 1000} s, ${scenarioMs / 1000} s per sce
 const started = performance.now();
 const results: RunResult[] = [];
 const shared = new Map<StoreKind, { url: string; stop(): Promise<void> }>();
+let sharedCluster: RedisCluster | null = null;
+let sharedSentinel: RedisSentinelSetup | null = null;
 const startShared = async (store: StoreKind): Promise<void> => {
   await shared.get(store)?.stop().catch(() => undefined);
-  // NOTE: SQLite has no server: each run makes its own database file.
-  if (store === 'sqlite') return;
+  // NOTE: SQLite has no server: each run makes its own database file; a promotion run its own primary and standby.
+  if (store === 'sqlite' || store === 'postgres-promotion') return;
+  if (store === 'redis-cluster') {
+    await sharedCluster?.stop().catch(() => undefined);
+    sharedCluster = await startRedisCluster();
+    return;
+  }
+  if (store === 'redis-sentinel') {
+    await sharedSentinel?.stop().catch(() => undefined);
+    sharedSentinel = await startRedisSentinel();
+    return;
+  }
   shared.set(store, store === 'postgres' ? await startPostgres() : await startRedis({ persistence: 'aof' }));
 };
 /** Runs that could not complete (a server gone from under the harness, say): reported, and they fail the run. */
@@ -86,7 +103,7 @@ try {
         try {
           result = inProcess(store)
             ? await runInProcessScenario({ store, scenario, seed: roundSeed, durationMs: scenarioMs, dir, log })
-            : await runScenario({ store, scenario, seed: roundSeed, durationMs: scenarioMs, variant, dir, sharedUrl: shared.get(store)?.url ?? null, clients: clientsOf(store), log });
+            : await runScenario({ store, scenario, seed: roundSeed, durationMs: scenarioMs, variant, dir, sharedUrl: shared.get(store)?.url ?? null, sharedCluster, sharedSentinel, clients: clientsOf(store), log });
         } catch (error) {
           const message = `${store} ${scenario.name} (seed ${roundSeed}): ${error instanceof Error ? error.message : String(error)}`;
           harnessErrors.push(message);
@@ -109,6 +126,9 @@ try {
   }
 } finally {
   for (const server of shared.values()) await server.stop().catch(() => undefined);
+  // NOTE: assigned inside startShared, which the compiler's narrowing does not follow.
+  await (sharedCluster as RedisCluster | null)?.stop().catch(() => undefined);
+  await (sharedSentinel as RedisSentinelSetup | null)?.stop().catch(() => undefined);
 }
 
 const violations = results.reduce((sum, result) => sum + result.report.violations.length + result.crashes.length + result.diedInWrite.applied, 0) + harnessErrors.length;

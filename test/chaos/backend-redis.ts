@@ -3,7 +3,7 @@
  * commands after a reconnect, plus a command timeout), the ledger is an RPUSH recorded inside the fenced
  * write's script, the gated resource an RPUSH inside the token gate's script.
  */
-import { Redis } from 'ioredis';
+import { Cluster, Redis } from 'ioredis';
 import { createClient } from 'redis';
 import { createRedisStore, createRedisTokenGate, hashTagOf, type RedisWriteContext } from '../../src/adapters/redis/index.js';
 import type { Lease } from '../../src/lease.js';
@@ -38,8 +38,70 @@ export async function workerNodeRedisClient(url: string, name: string): Promise<
   return client;
 }
 
-/** A worker's connection: ioredis, or node-redis 5. */
-async function workerClient(kind: ClientKind, url: string, name: string): Promise<{ client: Redis | Awaited<ReturnType<typeof workerNodeRedisClient>>; ioredis: Redis | null; close(): void }> {
+/** The URL of a cluster for the harness: `redis-cluster://host:port,host:port,...` (every node a seed). */
+export function clusterUrl(seeds: ReadonlyArray<{ readonly host: string; readonly port: number }>): string {
+  return `redis-cluster://${seeds.map(({ host, port }) => `${host}:${port}`).join(',')}`;
+}
+
+/** The seeds of a `clusterUrl`, or `null` for a plain Redis URL. */
+export function clusterSeeds(url: string): Array<{ host: string; port: number }> | null {
+  if (!url.startsWith('redis-cluster://')) return null;
+  return url
+    .slice('redis-cluster://'.length)
+    .split(',')
+    .map((address) => {
+      const [host = '', port = ''] = address.split(':');
+      return { host, port: Number(port) };
+    });
+}
+
+/** The URL of a Sentinel setup for the harness: `redis-sentinel://host:port,host:port/<master name>`. */
+export function sentinelUrl(sentinels: ReadonlyArray<{ readonly host: string; readonly port: number }>, name: string): string {
+  return `redis-sentinel://${sentinels.map(({ host, port }) => `${host}:${port}`).join(',')}/${name}`;
+}
+
+/** The Sentinels and master name of a `sentinelUrl`, or `null` for another URL. */
+function sentinelsOf(url: string): { sentinels: Array<{ host: string; port: number }>; name: string } | null {
+  if (!url.startsWith('redis-sentinel://')) return null;
+  const [list = '', name = ''] = url.slice('redis-sentinel://'.length).split('/');
+  return { sentinels: clusterSeeds(`redis-cluster://${list}`) ?? [], name };
+}
+
+/** A worker's ioredis client behind Sentinel (asks the Sentinels for the master), set up like `workerRedisClient`. */
+export function workerSentinelClient(url: string, name: string): Redis {
+  const { sentinels, name: master } = sentinelsOf(url) ?? { sentinels: [], name: '' };
+  const client = new Redis({ sentinels, name: master, connectionName: name, commandTimeout: 1500, maxRetriesPerRequest: 1, retryStrategy: () => 50, sentinelRetryStrategy: () => 50 });
+  client.on('error', () => undefined);
+  return client;
+}
+
+/**
+ * A worker's ioredis `Cluster` client, set up like `workerRedisClient`: a bound on every command, quick
+ * retries while a slot has no master (a failover in progress) or is being moved.
+ */
+export function workerClusterClient(url: string, name: string, commandTimeoutMs = 1500): Cluster {
+  const client = new Cluster(clusterSeeds(url) ?? [], {
+    redisOptions: { connectionName: name, commandTimeout: commandTimeoutMs },
+    retryDelayOnFailover: 50,
+    retryDelayOnClusterDown: 50,
+    retryDelayOnTryAgain: 20,
+    clusterRetryStrategy: () => 50,
+  });
+  client.on('error', () => undefined);
+  return client;
+}
+
+/** A worker's connection: ioredis, node-redis 5, or ioredis' `Cluster`. */
+async function workerClient(kind: ClientKind, url: string, name: string): Promise<{ client: Redis | Cluster | Awaited<ReturnType<typeof workerNodeRedisClient>>; ioredis: Redis | null; close(): void }> {
+  if (kind === 'ioredis-sentinel') {
+    const client = workerSentinelClient(url, name);
+    return { client, ioredis: client, close: () => client.disconnect() };
+  }
+  if (kind === 'ioredis-cluster') {
+    const client = workerClusterClient(url, name);
+    // NOTE: planted bugs send their few commands by key (EVAL, CALL): a Cluster routes them like a Redis does.
+    return { client, ioredis: client as unknown as Redis, close: () => client.disconnect() };
+  }
   if (kind === 'node-redis') {
     const client = await workerNodeRedisClient(url, name);
     return { client, ioredis: null, close: () => client.destroy() };
@@ -75,8 +137,16 @@ export async function createRedisBackend(url: string, proc: string, kind: Client
 }
 
 /** The harness's admin connection. */
-export function createRedisAdmin(url: string): StoreAdmin & { scriptFlush(): Promise<void>; client: Redis } {
-  const client = new Redis(url, { connectionName: 'chaos-admin', maxRetriesPerRequest: 20, retryStrategy: () => 50 });
+export function createRedisAdmin(url: string): StoreAdmin & { scriptFlush(): Promise<void>; client: Redis | Cluster } {
+  const seeds = clusterSeeds(url);
+  const client =
+    seeds !== null
+      ? // NOTE: the final read may come right after a failover: give the client time to find the new master
+        // (a 1.5 s bound once failed a 10-minute run with a harness error, the inspect timed out).
+        workerClusterClient(url, 'chaos-admin', 15_000)
+      : sentinelsOf(url) !== null
+        ? workerSentinelClient(url, 'chaos-admin')
+        : new Redis(url, { connectionName: 'chaos-admin', maxRetriesPerRequest: 20, retryStrategy: () => 50 });
   client.on('error', () => undefined);
   const store = createRedisStore({ client });
   const operator = createLeases(store, { holder: 'chaos-operator' });
@@ -87,6 +157,8 @@ export function createRedisAdmin(url: string): StoreAdmin & { scriptFlush(): Pro
       await client.eval(EXPIRE_NOW_SCRIPT, 1, redisRecordKey(key));
     },
     killConnections: async () => {
+      // NOTE: the cluster scenarios kill masters instead.
+      if (client instanceof Cluster) return 0;
       // NOTE: only the chaos workers' connections (by name), so tests sharing this server are not hit.
       const list = String(await client.call('CLIENT', 'LIST', 'TYPE', 'normal'));
       const ids = [...list.matchAll(/^id=(\d+) .*\bname=chaos-w\S*/gm)].map((match) => match[1] as string);

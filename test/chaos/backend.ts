@@ -10,17 +10,28 @@ import type { Leases } from '../../src/leases.js';
 import type { Store } from '../../src/store.js';
 import { decodeEntry, type FinalKeyState } from './history.js';
 
-/** Which store a run targets. */
-export type StoreKind = 'postgres' | 'redis' | 'sqlite';
+/**
+ * Which store a run targets (`redis-cluster`: 3 masters + 3 replicas; `redis-sentinel`: a master, a replica and
+ * three Sentinels; the nemesis kills their masters; `postgres-promotion`: a primary and its asynchronous
+ * streaming standby, promoted once the primary is crashed).
+ */
+export type StoreKind = 'postgres' | 'redis' | 'sqlite' | 'redis-cluster' | 'redis-sentinel' | 'postgres-promotion';
 
 /** Which driver a worker process talks to its store with (a run can mix them on one store). */
-export type ClientKind = 'pg' | 'postgres-js' | 'ioredis' | 'node-redis' | 'better-sqlite3';
+export type ClientKind = 'pg' | 'postgres-js' | 'ioredis' | 'node-redis' | 'better-sqlite3' | 'ioredis-cluster' | 'ioredis-sentinel';
 
-/** The drivers of each store, the first one the default (and the one planted bugs use). */
+/**
+ * The drivers of each store, the first one the default (and the one planted bugs use). On a cluster only
+ * ioredis' `Cluster`: node-redis' cluster client does not recover from a dead master (docs/topologies.md); behind
+ * Sentinel, ioredis asking the Sentinels for the master.
+ */
 export const CLIENTS: Readonly<Record<StoreKind, readonly ClientKind[]>> = {
   postgres: ['pg', 'postgres-js'],
   redis: ['ioredis', 'node-redis'],
   sqlite: ['better-sqlite3'],
+  'redis-cluster': ['ioredis-cluster'],
+  'redis-sentinel': ['ioredis-sentinel'],
+  'postgres-promotion': ['pg', 'postgres-js'],
 };
 
 /** A worker's view of the store. */
@@ -67,7 +78,10 @@ export function finalKeyState(key: string, inspection: Inspection, ledger: reado
   };
 }
 
-/** The gated resource of a key. */
+/**
+ * The gated resource of a key. NOTE: it carries the key as its hash tag, so on a Redis Cluster the
+ * full-fence gate's script (which reads the lease record) has all its keys in the lease's slot.
+ */
 export function resourceOf(key: string): string {
-  return `res:${key}`;
+  return `res:{${key}}`;
 }

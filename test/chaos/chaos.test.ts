@@ -19,7 +19,7 @@ import { formatSummary } from './summary.js';
 const seed = chaosSeed();
 const durationMs = Number(process.env['CHAOS_DURATION'] ?? 9000);
 /** Scenarios left to the long run (`npm run chaos`): their faults are covered by another short scenario. */
-const LONG_ONLY: Record<StoreKind, readonly string[]> = { postgres: ['lock-kill'], redis: ['freeze'], sqlite: ['crash', 'expiry-skew'] };
+const LONG_ONLY: Record<StoreKind, readonly string[]> = { postgres: ['lock-kill'], redis: ['freeze'], sqlite: ['crash', 'expiry-skew'], 'redis-cluster': [], 'redis-sentinel': [], 'postgres-promotion': [] };
 /** Per SQLite scenario in the short run, ms (`CHAOS_DURATION` lengthens it too). */
 const SQLITE_SHORT_MS = Number(process.env['CHAOS_DURATION'] ?? 4000);
 const dir = mkdtempSync(join(tmpdir(), 'leasefence-chaos-'));
@@ -29,6 +29,9 @@ const sharedUrl: Record<StoreKind, string | null> = {
   postgres: process.env['LEASEFENCE_PG_URL'] ?? null,
   redis: process.env['LEASEFENCE_REDIS_URL'] ?? null,
   sqlite: null,
+  'redis-cluster': null,
+  'redis-sentinel': null,
+  'postgres-promotion': null,
 };
 
 afterAll(() => {

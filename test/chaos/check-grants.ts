@@ -22,10 +22,44 @@ export function faultBetween(index: OpIndex, key: string, kinds: readonly string
 }
 
 /**
+ * The grants of `key` a failover made the store forget, by design (asynchronous replication: the promoted
+ * replica never received them). An acknowledged grant is lost only when both hold: a failover ended after
+ * the grant was invoked, and the store later showed no trace of it: the store's final token is below it, or a
+ * grant that completed after that failover started, is itself on the surviving history (at or below the final
+ * token) and names a predecessor (a key the new master knew), reports a predecessor older than it. Without a
+ * failover nothing is lost, and the checks below treat every grant as kept.
+ */
+export function lostToFailover(index: OpIndex, key: string, final: FinalKeyState | undefined): Set<Op> {
+  const lost = new Set<Op>();
+  const failovers = index.of(key, 'failover');
+  if (failovers.length === 0) return lost;
+  const grants = index.grants(key);
+  const finalToken = final === undefined ? null : BigInt(final.token);
+  for (const grant of grants) {
+    const token = grant.token ?? 0n;
+    const forgotten = failovers.some(
+      (failover) =>
+        failover.end >= grant.start &&
+        ((finalToken !== null && finalToken < token) ||
+          grants.some(
+            (next) =>
+              (next.token ?? 0n) > token &&
+              (finalToken === null || (next.token ?? 0n) <= finalToken) &&
+              next.end > failover.start &&
+              next.done?.previousToken !== undefined &&
+              BigInt(next.done.previousToken) < token,
+          )),
+    );
+    if (forgotten) lost.add(grant);
+  }
+  return lost;
+}
+
+/**
  * Invariant 2: tokens are unique per key, and a grant invoked after another completed has a larger token
  * (real-time order). Also: the store's final token is not below any token it granted.
  */
-export function checkTokens(index: OpIndex, key: string, final: FinalKeyState | undefined): Violation[] {
+export function checkTokens(index: OpIndex, key: string, final: FinalKeyState | undefined, lost: ReadonlySet<Op> = new Set()): Violation[] {
   const found: Violation[] = [];
   const grants = index.grants(key);
   const byToken = new Map<bigint, Op>();
@@ -44,8 +78,11 @@ export function checkTokens(index: OpIndex, key: string, final: FinalKeyState | 
       );
     }
   }
-  if (final !== undefined && grants.length > 0) {
-    const newest = grants.reduce((a, b) => ((b.token ?? 0n) > (a.token ?? 0n) ? b : a));
+  // NOTE: token-reused and token-order hold across failovers too (the clock floor); only a grant the store
+  // forgot by design may stand above its final token.
+  const kept = grants.filter((grant) => !lost.has(grant));
+  if (final !== undefined && kept.length > 0) {
+    const newest = kept.reduce((a, b) => ((b.token ?? 0n) > (a.token ?? 0n) ? b : a));
     const finalToken = BigInt(final.token);
     const forgotten = faultBetween(index, key, ['amnesia'], newest.start, 2n ** 80n);
     if (finalToken < (newest.token ?? 0n) && !forgotten) {
@@ -73,7 +110,7 @@ function knownExpiry(index: OpIndex, key: string, grant: Op): number | null {
  * or revoked, or a fault cut its life short (forced expiry, a store that forgot everything) in between.
  * Returns the violations and how many pairs could be checked.
  */
-export function checkSingleHolder(index: OpIndex, key: string): { violations: Violation[]; pairsChecked: number } {
+export function checkSingleHolder(index: OpIndex, key: string, lost: ReadonlySet<Op> = new Set()): { violations: Violation[]; pairsChecked: number } {
   const found: Violation[] = [];
   let pairsChecked = 0;
   const grants = index.grants(key).sort((a, b) => ((a.token ?? 0n) < (b.token ?? 0n) ? -1 : 1));
@@ -83,7 +120,9 @@ export function checkSingleHolder(index: OpIndex, key: string): { violations: Vi
     const ended = index
       .of(key, 'release')
       .some((release) => release.token === previous.token && release.status !== 'fail' && release.start <= next.end);
-    if (ended || faultBetween(index, key, ['revoke', 'force-expire', 'amnesia'], previous.start, next.end)) continue;
+    // NOTE: a grant a failover forgot may overlap the next one, and one a discarded master made (a split brain)
+    // the one before it: two workers believe they hold the key, by design.
+    if (ended || lost.has(previous) || lost.has(next) || faultBetween(index, key, ['revoke', 'force-expire', 'amnesia'], previous.start, next.end)) continue;
     const expiry = knownExpiry(index, key, previous);
     const acquiredAt = next.done?.acquiredAt;
     if (expiry === null || typeof acquiredAt !== 'number') continue;
@@ -111,17 +150,24 @@ const FENCED_KINDS = ['renew', 'release', 'checkpoint', 'write'] as const;
  * time at or after such a grant's acquiredAt (store clock), nor after its own grant was released, nor (for
  * ok outcomes with a store time) at or after its grant's latest known expiry.
  */
-export function checkStaleAccepted(index: OpIndex, key: string, appliedWrites: ReadonlySet<string>): Violation[] {
+export function checkStaleAccepted(index: OpIndex, key: string, appliedWrites: ReadonlySet<string>, lost: ReadonlySet<Op> = new Set()): Violation[] {
   const found: Violation[] = [];
-  const grants = index.grants(key);
+  // NOTE: a grant a failover forgot supersedes nothing in the store: the rolled-back grant before it is current
+  // again there (until it expires or a newer grant is made above both), so its holder's writes may land.
+  const grants = index.grants(key).filter((grant) => !lost.has(grant));
   const completed = new CompletedGrants(grants);
   const grantOf = new Map(grants.map((grant) => [grant.token, grant]));
+  const lostTokens = new Set([...lost].map((grant) => grant.token));
   const releases = index.of(key, 'release').filter((release) => release.status === 'ok');
   const renewUnknown = new Set(index.of(key, 'renew').filter((renew) => renew.status === 'info').map((renew) => renew.token));
   for (const kind of FENCED_KINDS) {
     for (const op of index.of(key, kind)) {
       const accepted = op.status === 'ok' || (kind === 'write' && appliedWrites.has(op.reqId));
       if (!accepted || op.token === null) continue;
+      // NOTE: under a grant a failover forgot, an operation applied to the master that was discarded (a split
+      // brain: the killed master back, empty, taking writes until it is made a replica) is lost with it; a
+      // write of such a grant that is in the final store is checked like any other.
+      if (lostTokens.has(op.token) && !(kind === 'write' && appliedWrites.has(op.reqId))) continue;
       const newer = completed.newestBefore(op.start);
       if (newer !== null && (newer.token ?? 0n) > op.token) {
         found.push(violation('stale-accepted', key, `${describeOp(op)} was accepted although ${describeOp(newer)} completed before it was invoked`, [newer, op]));
@@ -176,7 +222,7 @@ export function checkInheritance(index: OpIndex, key: string, final: FinalKeySta
     }
     const inheritedToken = done.checkpointToken === undefined ? 0n : BigInt(done.checkpointToken);
     const newestAcked = acked.filter((op) => op.end < grant.start).reduce<Op | null>((a, b) => (a === null || (b.token ?? 0n) > (a.token ?? 0n) ? b : a), null);
-    const forgotten = newestAcked !== null && faultBetween(index, key, ['amnesia'], newestAcked.start, grant.end);
+    const forgotten = newestAcked !== null && faultBetween(index, key, ['amnesia', 'failover'], newestAcked.start, grant.end);
     if (newestAcked !== null && !forgotten && inheritedToken < (newestAcked.token ?? 0n)) {
       const what = done.checkpointToken === undefined ? 'no checkpoint' : `checkpoint token ${done.checkpointToken}`;
       found.push(violation('acked-checkpoint-lost', key, `${describeOp(grant)} inherits ${what}, older than acknowledged ${describeOp(newestAcked)}`, [newestAcked, grant]));

@@ -280,3 +280,98 @@ describe('chaos history checker', () => {
     expect(percentile([5, 1, 3, 2, 4], 99)).toBe(5);
   });
 });
+
+describe('chaos history checker after a failover (lost by design)', () => {
+  /**
+   * A Redis Cluster failover as the harness records it: a's grant 1 and write w1 reach the replica; b's
+   * grant 2, its fenced write and its gate write do not; the master is killed at 20 ms and the replica,
+   * promoted, grants 3 to c (its predecessor: 1), refuses b's fenced write, and takes c's writes.
+   */
+  function failoverStory(): { story: Story; w1: string; w3: string; g3: string } {
+    const story = new Story();
+    story.claim('a', 1, [0, 2], 1000);
+    const w1 = story.write('a', 1, [3, 4], 'ok', 1003);
+    story.op({ proc: 'a', op: 'release', token: 1, at: [5, 6], done: { storeNow: 1005 } });
+    story.claim('b', 2, [10, 12], 1010, 100, { previousToken: '1', reason: 'released' });
+    story.write('b', 2, [13, 14], 'ok', 1013);
+    story.op({ proc: 'b', op: 'gate', token: 2, at: [15, 16] });
+    story.op({ proc: 'nemesis', op: 'failover', key: '', at: [20, 40], invoke: { reason: 'failover', target: 'k' } });
+    story.claim('c', 3, [45, 47], 1045, 100, { previousToken: '1', reason: 'released' });
+    story.op({ proc: 'b', op: 'write', token: 2, at: [50, 51], status: 'fail', done: { reason: 'superseded' } });
+    const w3 = story.write('c', 3, [52, 53], 'ok', 1052);
+    const g3 = story.op({ proc: 'c', op: 'gate', token: 3, at: [54, 55] });
+    return { story, w1, w3, g3 };
+  }
+
+  it('counts the grant and writes a failover forgot apart, not as violations, and measures kill-to-grant', () => {
+    const { story, w1, w3, g3 } = failoverStory();
+    const report = check(story, finalOf([entry(w1, 1), entry(w3, 3)], { token: '3', gateLedger: [entry(g3, 3)] }));
+    expect(report.violations).toEqual([]);
+    expect(report.figures).toMatchObject({ grantsLostToFailover: 1, writesLostToFailover: 2, takeoverLatencies: [27] });
+  });
+
+  it('accepts the writes of a grant current again on the promoted replica, whose successor it forgot', () => {
+    const story = new Story();
+    story.claim('a', 1, [0, 2], 1000, 200);
+    story.op({ proc: 'nemesis', op: 'force-expire', key: 'k', at: [5, 6] });
+    story.claim('b', 2, [10, 12], 1010, 100, { previousToken: '1', reason: 'expired' });
+    story.op({ proc: 'nemesis', op: 'failover', key: '', at: [20, 40], invoke: { reason: 'failover', target: 'k' } });
+    const w1 = story.write('a', 1, [45, 46], 'ok', 1045);
+    const report = check(story, finalOf([entry(w1, 1)], { token: '1' }));
+    expect(report.violations).toEqual([]);
+    expect(report.figures.grantsLostToFailover).toBe(1);
+  });
+
+  it('accepts a split brain a failover ends: the killed master back, empty, taking grants and writes that are then discarded', () => {
+    const { story, w1, w3, g3 } = failoverStory();
+    // d claims on the old master (back empty, not yet a replica): token 5 from its clock, its predecessor none.
+    story.claim('d', 5, [56, 58], 1056);
+    story.write('d', 5, [59, 60], 'ok', 1059);
+    story.op({ proc: 'd', op: 'gate', token: 5, at: [61, 62] });
+    // c, on the promoted replica, writes through the gate after d did; d's gate write after c's is accepted by the old master.
+    const g3b = story.op({ proc: 'c', op: 'gate', token: 3, at: [63, 64] });
+    story.op({ proc: 'd', op: 'gate', token: 5, at: [65, 66] });
+    story.op({ proc: 'nemesis', op: 'failover', key: '', at: [50, 80], invoke: { reason: 'failover', target: 'k' } });
+    const report = check(story, finalOf([entry(w1, 1), entry(w3, 3)], { token: '3', gateLedger: [entry(g3, 3), entry(g3b, 3)] }));
+    expect(report.violations).toEqual([]);
+    expect(report.figures).toMatchObject({ grantsLostToFailover: 2, writesLostToFailover: 5 });
+    // ...but a stale write of the discarded grant that is in the store is a violation.
+    const stale = story.write('d', 5, [70, 71], 'ok', 1070);
+    story.claim('e', 6, [67, 69], 1067, 100, { previousToken: '3', reason: 'released' });
+    const fired = checksFired(story, finalOf([entry(w1, 1), entry(w3, 3), entry(stale, 5)], { token: '6', gateLedger: [entry(g3, 3), entry(g3b, 3)] }));
+    expect(fired).toContain('stale-accepted');
+  });
+
+  // Planted bugs, each forced into a history with a failover: the by-design allowances must not hide them.
+  it('flags a promoted store that re-issues a forgotten token (no clock floor)', () => {
+    const story = new Story();
+    story.claim('a', 1, [0, 2], 1000);
+    story.op({ proc: 'a', op: 'release', token: 1, at: [5, 6], done: { storeNow: 1005 } });
+    story.claim('b', 2, [10, 12], 1010, 100, { previousToken: '1', reason: 'released' });
+    story.op({ proc: 'nemesis', op: 'failover', key: '', at: [20, 40], invoke: { reason: 'failover', target: 'k' } });
+    story.claim('c', 2, [45, 47], 1045, 100, { previousToken: '1', reason: 'released' });
+    expect(checksFired(story, finalOf([], { token: '2' }))).toEqual(expect.arrayContaining(['token-reused', 'token-order']));
+  });
+
+  it('flags fenced writes that land out of token order after a failover, and the stale write itself', () => {
+    const { story, w1, w3 } = failoverStory();
+    const stale = story.write('b', 2, [56, 57], 'ok', 1056);
+    expect(checksFired(story, finalOf([entry(w1, 1), entry(w3, 3), entry(stale, 2)], { token: '3' }))).toEqual(expect.arrayContaining(['ledger-order', 'stale-accepted']));
+  });
+
+  it('flags a token gate that accepts an older token after a newer gate write that survived the failover', () => {
+    const { story, w1, w3, g3 } = failoverStory();
+    const stale = story.op({ proc: 'b', op: 'gate', token: 2, at: [60, 61] });
+    const fired = checksFired(story, finalOf([entry(w1, 1), entry(w3, 3)], { token: '3', gateLedger: [entry(g3, 3), entry(stale, 2)] }));
+    expect(fired).toEqual(expect.arrayContaining(['gate-stale-accepted', 'ledger-order']));
+  });
+
+  it('flags a final token below a grant made after the failover, and two live grants after it', () => {
+    const { story, w1, w3, g3 } = failoverStory();
+    const gateLedger = [entry(g3, 3)];
+    expect(checksFired(story, finalOf([entry(w1, 1), entry(w3, 3)], { token: '1', gateLedger }))).toEqual(['token-regressed']);
+    story.claim('d', 4, [60, 62], 1060, 100, { previousToken: '3', reason: 'expired' });
+    expect(checksFired(story, finalOf([entry(w1, 1), entry(w3, 3)], { token: '4', gateLedger }))).toEqual(['two-live-grants']);
+  });
+});
+

@@ -3,7 +3,7 @@
  * workers and faults plus a final read of the store, and reports every broken guarantee (see
  * RELIABILITY.md for the list of checks) together with the figures of the run. Pure.
  */
-import { checkInheritance, checkSingleHolder, checkStaleAccepted, checkTokens, type Violation } from './check-grants.js';
+import { checkInheritance, checkSingleHolder, checkStaleAccepted, checkTokens, lostToFailover, type Violation } from './check-grants.js';
 import { checkBadInput, checkGateOrder, checkLedger } from './check-ledgers.js';
 import type { FinalKeyState, HistoryEvent } from './history.js';
 import { assembleOps, msBetween, OpIndex, type Op } from './ops.js';
@@ -33,6 +33,10 @@ export interface RunFigures {
   readonly writesAcked: number;
   readonly unknownApplied: number;
   readonly lostToAmnesia: number;
+  /** Acknowledged grants a failover made the store forget (by design, not violations). */
+  readonly grantsLostToFailover: number;
+  /** Acknowledged fenced and gated writes a failover lost (by design, not violations). */
+  readonly writesLostToFailover: number;
   /** Grant pairs the single-holder check could compare on the store's clock. */
   readonly pairsChecked: number;
   /** Latency (ms) from a holder's death or pause to the next grant of its key. */
@@ -58,15 +62,18 @@ export function checkHistory(history: readonly HistoryEvent[], final: readonly F
   let pairsChecked = 0;
   let unknownApplied = 0;
   let lostToAmnesia = 0;
+  let grantsLostToFailover = 0;
+  let writesLostToFailover = 0;
   for (const key of keys) {
     const state = finalByKey.get(key);
+    const lost = lostToFailover(index, key, state);
     const writes = checkLedger(index, key, 'write', state?.ledger ?? []);
     const gated = checkLedger(index, key, 'gate', state?.gateLedger ?? []);
-    const single = checkSingleHolder(index, key);
+    const single = checkSingleHolder(index, key, lost);
     violations.push(
-      ...checkTokens(index, key, state),
+      ...checkTokens(index, key, state, lost),
       ...single.violations,
-      ...checkStaleAccepted(index, key, writes.applied),
+      ...checkStaleAccepted(index, key, writes.applied, lost),
       ...checkInheritance(index, key, state),
       ...writes.violations,
       ...gated.violations,
@@ -75,14 +82,16 @@ export function checkHistory(history: readonly HistoryEvent[], final: readonly F
     pairsChecked += single.pairsChecked;
     unknownApplied += writes.unknownApplied + gated.unknownApplied;
     lostToAmnesia += writes.lostToAmnesia + gated.lostToAmnesia;
+    grantsLostToFailover += lost.size;
+    writesLostToFailover += writes.lostToFailover + gated.lostToFailover;
   }
   const takeover = takeoverLatencies(index, options.takeoverBoundMs);
   violations.push(...takeover.violations);
-  const figures = tally(index, { pairsChecked, unknownApplied, lostToAmnesia, takeoverLatencies: takeover.latencies });
+  const figures = tally(index, { pairsChecked, unknownApplied, lostToAmnesia, grantsLostToFailover, writesLostToFailover, takeoverLatencies: takeover.latencies });
   return { ok: violations.length === 0, violations, figures };
 }
 
-function tally(index: OpIndex, extra: Pick<RunFigures, 'pairsChecked' | 'unknownApplied' | 'lostToAmnesia' | 'takeoverLatencies'>): RunFigures {
+function tally(index: OpIndex, extra: Pick<RunFigures, 'pairsChecked' | 'unknownApplied' | 'lostToAmnesia' | 'grantsLostToFailover' | 'writesLostToFailover' | 'takeoverLatencies'>): RunFigures {
   const refusals: Record<string, number> = {};
   const faults: Record<string, number> = {};
   let operations = 0;
@@ -153,7 +162,7 @@ function takeoverLatencies(index: OpIndex, boundMs: number | null): { latencies:
       }
     }
   }
-  latencies.push(...freezeTakeovers(index));
+  latencies.push(...freezeTakeovers(index), ...failoverTakeovers(index));
   return { latencies, violations };
 }
 
@@ -176,6 +185,19 @@ function freezeTakeovers(index: OpIndex): number[] {
       const next = grants.filter((grant) => (grant.token ?? 0n) > (held.token ?? 0n) && grant.end > freeze.end).sort((a, b) => (a.end < b.end ? -1 : 1))[0];
       if (next !== undefined) latencies.push(msBetween(freeze.end, next.end));
     }
+  }
+  return latencies;
+}
+
+/**
+ * Takeover after a failover: for the key whose master was killed (the fault's target), the ms from the kill
+ * to the first grant of that key claimed after it (on the promoted replica). Reported, not bounded.
+ */
+function failoverTakeovers(index: OpIndex): number[] {
+  const latencies: number[] = [];
+  for (const failover of index.all.filter((op) => op.proc === FAULT_PROC && op.op === 'failover' && op.invoke.target !== undefined)) {
+    const next = index.grants(failover.invoke.target ?? '').filter((grant) => grant.start > failover.start).sort((a, b) => (a.end < b.end ? -1 : 1))[0];
+    if (next !== undefined) latencies.push(msBetween(failover.start, next.end));
   }
   return latencies;
 }

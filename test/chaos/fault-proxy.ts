@@ -23,6 +23,8 @@ export interface FaultProxy {
    * connection. Resolves after the reset.
    */
   loseRepliesThenReset(until: number | Promise<unknown>): Promise<void>;
+  /** Sends new connections to `port` from now on and resets the open ones (a failover's new primary). */
+  retarget(port: number): void;
   /** Open connections. */
   connections(): number;
   close(): Promise<void>;
@@ -35,12 +37,12 @@ interface Pair {
 
 /** Starts a proxy on a free loopback port in front of `targetPort`. */
 export async function startFaultProxy(targetPort: number, host = '127.0.0.1'): Promise<FaultProxy> {
-  const state = { latencyMs: 0, hold: false, swallowReplies: false };
+  const state = { latencyMs: 0, hold: false, swallowReplies: false, targetPort };
   const pairs = new Set<Pair>();
   const held: Array<() => void> = [];
   const server: Server = createServer((client) => {
     client.setNoDelay(true);
-    const upstream = connect(targetPort, host);
+    const upstream = connect(state.targetPort, host);
     upstream.setNoDelay(true);
     const pair = { client, upstream };
     pairs.add(pair);
@@ -101,6 +103,10 @@ export async function startFaultProxy(targetPort: number, host = '127.0.0.1'): P
       await (typeof until === 'number' ? new Promise((resolve) => setTimeout(resolve, until)) : until.catch(() => undefined));
       resetAll();
       state.swallowReplies = false;
+    },
+    retarget: (port) => {
+      state.targetPort = port;
+      resetAll();
     },
     connections: () => pairs.size,
     close: async () => {

@@ -25,6 +25,8 @@ export type OpName =
   | 'force-expire'
   | 'amnesia'
   | 'restart'
+  // NOTE: a master killed and its asynchronous replica promoted: acknowledged grants and writes may be lost.
+  | 'failover'
   | 'fault';
 
 /** Invoke, or how the operation ended (see the module comment). */

@@ -52,6 +52,9 @@ const sharedUrl: Record<StoreKind, string | null> = {
   postgres: process.env['LEASEFENCE_PG_URL'] ?? null,
   redis: process.env['LEASEFENCE_REDIS_URL'] ?? null,
   sqlite: null,
+  'redis-cluster': null,
+  'redis-sentinel': null,
+  'postgres-promotion': null,
 };
 
 /** The checks each planted bug must trip (at least one of them). */

@@ -25,6 +25,15 @@ export interface FreezableServer {
   freeze(ms: number): Promise<void>;
 }
 
+/** A replicated topology whose masters the nemesis may kill (Redis Cluster). */
+export interface FailoverServer {
+  /**
+   * SIGKILLs the master serving `key`, waits until a replica serves its slot, restarts the killed node (it
+   * rejoins as a replica) and waits until the topology is healthy again.
+   */
+  failOver(key: string): Promise<void>;
+}
+
 /** The deterministic pauses of a run. */
 export interface KleppmannTally {
   rounds: number;
@@ -44,6 +53,7 @@ export interface NemesisContext {
   readonly admin: StoreAdmin;
   readonly server: RestartableServer | null;
   readonly freezable: FreezableServer | null;
+  readonly failover: FailoverServer | null;
   readonly keys: readonly string[];
   readonly random: Random;
   readonly recorder: Recorder;
@@ -162,6 +172,14 @@ export async function inject(ctx: NemesisContext, fault: FaultName): Promise<voi
       const server = ctx.freezable;
       if (server === null) return;
       await record(ctx, 'fault', fault, '', undefined, () => server.freeze(random.int(2 * ttlMs, 4 * ttlMs)));
+      return;
+    }
+    case 'failover': {
+      const topology = ctx.failover;
+      if (topology === null) return;
+      // NOTE: recorded for every key (a master serves several slots); the target is the key whose master dies.
+      const key = random.pick(ctx.keys);
+      await record(ctx, 'failover', fault, '', key, () => topology.failOver(key));
       return;
     }
     case 'kill-connections':

@@ -7,6 +7,11 @@ import { existsSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from 
 import { join } from 'node:path';
 import { startPostgres } from '../support/postgres-server.js';
 import { startRedis } from '../support/redis-server.js';
+import { startRedisCluster, type RedisCluster } from '../support/redis-cluster.js';
+import { clusterSlot } from '../../src/adapters/redis/cross-slot.js';
+import { startRedisSentinel, type RedisSentinelSetup } from '../support/redis-sentinel.js';
+import { startPostgresReplica } from '../support/postgres-replica.js';
+import { clusterUrl, redisRecordKey, sentinelUrl } from './backend-redis.js';
 import { CLIENTS, type ClientKind, type StoreAdmin, type StoreKind } from './backend.js';
 import { createAdmin } from './backends.js';
 import { checkHistory, type CheckReport } from './checker.js';
@@ -15,7 +20,7 @@ import { Fleet, type WorkerCrash } from './fleet.js';
 import type { InProcessStore } from './in-process-fleet.js';
 import { decodeEntry, diedInWritePath, HistoryWriter, readHistory, type FinalKeyState, type HistoryEvent } from './history.js';
 import type { MutantName } from './mutants.js';
-import { inject, type FreezableServer, type KleppmannTally, type NemesisContext, type RestartableServer } from './nemesis.js';
+import { inject, type FailoverServer, type FreezableServer, type KleppmannTally, type NemesisContext, type RestartableServer } from './nemesis.js';
 import { createRandom } from './prng.js';
 import { Recorder } from './recorder.js';
 import { TTL_MS, type Scenario } from './scenarios.js';
@@ -33,6 +38,10 @@ export interface RunOptions {
   readonly dir: string;
   /** A running server to use when the scenario does not need its own. */
   readonly sharedUrl?: string | null;
+  /** A running Redis Cluster to use (`redis-cluster`), so a file's scenarios share one cluster's startup. */
+  readonly sharedCluster?: RedisCluster | null;
+  /** A running Sentinel setup to use (`redis-sentinel`). */
+  readonly sharedSentinel?: RedisSentinelSetup | null;
   /**
    * The drivers of the workers, by slot (slot i uses `clients[i % length]`), so one run mixes them on one
    * store. Planted bugs always run on the store's first driver.
@@ -83,7 +92,51 @@ interface ServerHandle {
   readonly url: string;
   readonly restartable: RestartableServer | null;
   readonly freezable: FreezableServer | null;
+  readonly failover?: FailoverServer;
   stop(): Promise<void>;
+}
+
+/**
+ * Master kills behind Sentinel: the master is SIGKILLed, the Sentinels promote the replica, and the killed
+ * server is restarted (empty, no persistence): the Sentinels make it a replica of the new master.
+ */
+export function sentinelFailover(setup: RedisSentinelSetup): FailoverServer {
+  return {
+    failOver: async () => {
+      const port = await setup.masterPort();
+      const victim = setup.server(port);
+      await victim.kill();
+      const deadline = Date.now() + 60_000;
+      while ((await setup.masterPort().catch(() => port)) === port) {
+        if (Date.now() > deadline) throw new Error(`the Sentinels did not promote a replica of ${port} within 60 s`);
+        await sleep(50);
+      }
+      await victim.restart();
+      await setup.waitUntilHealthy(60_000);
+    },
+  };
+}
+
+/**
+ * Master kills on a Redis Cluster: the master serving the key's record is SIGKILLed, a replica takes its
+ * slots, and the killed node is restarted (empty, no persistence: it rejoins as a replica and resyncs).
+ */
+export function clusterFailover(cluster: RedisCluster): FailoverServer {
+  return {
+    failOver: async (key) => {
+      const slot = clusterSlot(redisRecordKey(key));
+      const master = await cluster.masterOf(slot);
+      const victim = cluster.server(master.port);
+      await victim.kill();
+      const deadline = Date.now() + 60_000;
+      while ((await cluster.masterOf(slot).catch(() => master)).port === master.port) {
+        if (Date.now() > deadline) throw new Error(`no replica took slot ${slot} over from ${master.port} within 60 s`);
+        await sleep(50);
+      }
+      await victim.restart();
+      await cluster.waitUntilHealthy(60_000);
+    },
+  };
 }
 
 /** Sends `signal` to each pid, skipping processes that are gone. */
@@ -127,6 +180,42 @@ async function openServer(options: RunOptions, historyDir: string): Promise<Serv
   if (store === 'sqlite') {
     // NOTE: no server: the workers share one WAL database file, as processes on one VM would.
     return { url: join(historyDir, 'leases.db'), restartable: null, freezable: null, stop: async () => undefined };
+  }
+  if (store === 'postgres-promotion') {
+    const pair = await startPostgresReplica();
+    try {
+      // NOTE: workers and admin reach the primary through one proxy, retargeted to the standby once promoted, as a
+      // virtual IP or a failover manager's DNS would.
+      const front = await startFaultProxy(pair.primary.port);
+      let promoted = false;
+      const failover: FailoverServer = {
+        failOver: async () => {
+          if (promoted) return;
+          promoted = true;
+          await pair.crashPrimary();
+          await pair.promote();
+          front.retarget(pair.standby.port);
+        },
+      };
+      const stop = async (): Promise<void> => {
+        await front.close();
+        await pair.stop();
+      };
+      return { url: withPort(pair.primary.url, front.port), restartable: null, freezable: null, failover, stop };
+    } catch (error) {
+      await pair.stop();
+      throw error;
+    }
+  }
+  if (store === 'redis-sentinel') {
+    const shared = options.sharedSentinel ?? null;
+    const setup = shared ?? (await startRedisSentinel());
+    return { url: sentinelUrl(setup.sentinels, setup.name), restartable: null, freezable: null, failover: sentinelFailover(setup), stop: async () => (shared === null ? setup.stop() : undefined) };
+  }
+  if (store === 'redis-cluster') {
+    const shared = options.sharedCluster ?? null;
+    const cluster = shared ?? (await startRedisCluster());
+    return { url: clusterUrl(cluster.seeds), restartable: null, freezable: null, failover: clusterFailover(cluster), stop: async () => (shared === null ? cluster.stop() : undefined) };
   }
   if (!scenario.ownServer && options.sharedUrl !== undefined && options.sharedUrl !== null) {
     return { url: options.sharedUrl, restartable: null, freezable: null, stop: async () => undefined };
@@ -212,6 +301,7 @@ export async function runScenario(options: RunOptions): Promise<RunResult> {
       admin,
       server: server.restartable,
       freezable: server.freezable,
+      failover: server.failover ?? null,
       keys,
       random: random.fork('nemesis'),
       recorder: new Recorder('nemesis', writer),
@@ -222,10 +312,12 @@ export async function runScenario(options: RunOptions): Promise<RunResult> {
     const faults = scenario.faults.filter((fault) => (fault !== 'script-flush' || store === 'redis') && (fault !== 'kill-in-write' || store !== 'redis'));
     const until = performance.now() + durationMs;
     const respawned = new Set<WorkerCrash>();
+    let first = scenario.firstFault ?? null;
     while (performance.now() < until) {
       await sleep(context.random.int(...scenario.faultGapMs));
-      if (performance.now() >= until) break;
-      await inject(context, context.random.pick(faults));
+      if (performance.now() >= until && first === null) break;
+      await inject(context, first ?? context.random.pick(faults));
+      first = null;
       const storeAdmin = admin;
       if (options.stopWhen !== undefined && (await options.stopWhen({ kleppmann, historyDir, readFinal: () => storeAdmin.readFinal(keys) }))) break;
       // NOTE: a crashed worker is reported, and respawned like a supervisor would, so the run goes on.

@@ -19,7 +19,8 @@ export type FaultName =
   | 'revoke'
   | 'script-flush'
   | 'kill-in-write'
-  | 'freeze';
+  | 'freeze'
+  | 'failover';
 
 /** A chaos scenario. */
 export interface Scenario {
@@ -43,6 +44,8 @@ export interface Scenario {
   readonly redisPersistence: 'aof' | 'none';
   /** Liveness bound on takeover after a kill or pause (ms), or null to only report it. */
   readonly takeoverBoundMs: number | null;
+  /** The fault injected first, before the seeded draws (so a short run always holds one). */
+  readonly firstFault?: FaultName;
   /** Per scenario run in the short run of `npm test` (ms), when shorter than the suite's default. */
   readonly shortMs?: number;
 }
@@ -140,6 +143,29 @@ export const SCENARIOS: readonly Scenario[] = [
     faultGapMs: [500, 1500],
     ownServer: true,
     shortMs: 5000,
+  },
+  {
+    ...base,
+    name: 'failover',
+    stores: ['redis-cluster', 'redis-sentinel'],
+    summary: 'SIGKILL of the master serving a key, its replica promoted (asynchronous replication: acknowledged grants and writes may be lost, counted apart), the killed node restarted as a replica; Kleppmann pauses, worker kills and pauses in between',
+    faults: ['failover', 'failover', 'kleppmann', 'kill', 'pause'],
+    firstFault: 'failover',
+    faultGapMs: [500, 1500],
+    // NOTE: a failover alone takes 5-10 s (detection, election, the node restarted and resynced); the run lasts
+    // at least until the first one has healed.
+    shortMs: 6_000,
+  },
+  {
+    ...base,
+    name: 'promotion',
+    stores: ['postgres-promotion'],
+    summary: 'the Postgres primary crashed (immediate stop) while workers run, its asynchronous streaming standby promoted and the workers sent to it (commits it never received are lost, counted apart); Kleppmann pauses, worker kills and pauses before and after',
+    faults: ['kleppmann', 'kill', 'pause'],
+    firstFault: 'failover',
+    faultGapMs: [1000, 3000],
+    ownServer: true,
+    shortMs: 6_000,
   },
 ];
 

@@ -18,6 +18,7 @@ interface Row {
   unknown: number;
   unknownApplied: number;
   lostToAmnesia: number;
+  lostToFailover: { grants: number; writes: number };
   latencies: number[];
   kleppmann: { rounds: number; refused: number; accepted: number; unknown: number };
   violations: number;
@@ -57,6 +58,7 @@ export function summarize(results: readonly RunResult[]): Row[] {
       unknown: 0,
       unknownApplied: 0,
       lostToAmnesia: 0,
+      lostToFailover: { grants: 0, writes: 0 },
       latencies: [],
       kleppmann: { rounds: 0, refused: 0, accepted: 0, unknown: 0 },
       violations: 0,
@@ -77,6 +79,8 @@ export function summarize(results: readonly RunResult[]): Row[] {
     row.unknown += figures.unknown;
     row.unknownApplied += figures.unknownApplied;
     row.lostToAmnesia += figures.lostToAmnesia;
+    row.lostToFailover.grants += figures.grantsLostToFailover;
+    row.lostToFailover.writes += figures.writesLostToFailover;
     row.latencies.push(...figures.takeoverLatencies);
     row.kleppmann.rounds += result.kleppmann.rounds;
     row.kleppmann.refused += result.kleppmann.refused;
@@ -100,7 +104,7 @@ const ms = (value: number | null): string => (value === null ? '-' : `${Math.rou
 
 /** The table as text. */
 export function formatSummary(results: readonly RunResult[]): string {
-  const header = ['store', 'scenario', 'runs', 's', 'ops', 'grants', 'takeovers', 'faults (by kind)', 'killed in write (applied)', 'stale writes refused (by reason)', 'unknown (applied)', 'lost to amnesia', 'takeover p50/p99 ms', 'kleppmann', 'violations', 'crashes (driver bug)', 'seed'];
+  const header = ['store', 'scenario', 'runs', 's', 'ops', 'grants', 'takeovers', 'faults (by kind)', 'killed in write (applied)', 'stale writes refused (by reason)', 'unknown (applied)', 'lost to amnesia', 'lost to failover (grants/writes)', 'takeover p50/p99 ms', 'kleppmann', 'violations', 'crashes (driver bug)', 'seed'];
   const lines = summarize(results).map((row) => [
     row.store,
     row.scenario,
@@ -120,6 +124,7 @@ export function formatSummary(results: readonly RunResult[]): string {
       .join(', ') || '-',
     `${row.unknown} (${row.unknownApplied})`,
     String(row.lostToAmnesia),
+    row.lostToFailover.grants + row.lostToFailover.writes === 0 ? '-' : `${row.lostToFailover.grants}/${row.lostToFailover.writes}`,
     `${ms(percentile(row.latencies, 50))}/${ms(percentile(row.latencies, 99))}`,
     kleppmannCell(row.kleppmann),
     String(row.violations),
