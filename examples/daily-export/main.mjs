@@ -1,9 +1,10 @@
 // The daily export, exactly once across a crash: `node examples/daily-export/main.mjs` with LEASEFENCE_PG_URL
 // set (or `npm run example -- daily-export` from a clone, which starts a throwaway PostgreSQL).
 //
-// worker-a exports batches 1, 2, 3, starts batch 4 and is killed (SIGKILL) inside its fenced transaction.
-// worker-b waits for worker-a's lease to expire, inherits the checkpoint "resume at batch 4" and finishes.
-// At the end every batch is in the table exactly once.
+// worker-a writes batches 1 and 2 and is killed (SIGKILL) inside batch 3's fenced transaction, before its
+// COMMIT. worker-b waits for worker-a's lease to expire, inherits the checkpoint "resume at batch 3", writes
+// batches 3 to 5 and is killed right after batch 5 committed. worker-c inherits "resume at batch 6" and
+// finishes. At the end every batch is in the table exactly once.
 import { spawn } from 'node:child_process';
 import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
@@ -47,15 +48,18 @@ try {
   await createPostgresStore({ client: pool, table: LEASE_TABLE }).migrate();
   await pool.query(`CREATE TABLE ${ROWS_TABLE} (batch int NOT NULL, row_count int NOT NULL, token bigint NOT NULL, worker text NOT NULL)`);
 
-  const a = await runWorker('worker-a', { DAILY_EXPORT_STOP_IN_BATCH: '4' }, (line, child) => {
-    if (line.includes('COMMIT not sent yet')) {
-      console.log('main: SIGKILL worker-a');
-      child.kill('SIGKILL');
-    }
-  });
+  // NOTE: each worker announces its stop point and waits there; main kills it then, so the crash lands exactly there.
+  const killAtStop = (/** @type {string} */ name) => (/** @type {string} */ line, /** @type {import('node:child_process').ChildProcess} */ child) => {
+    if (!line.endsWith('(stopping here)')) return;
+    console.log(`main: SIGKILL ${name}`);
+    child.kill('SIGKILL');
+  };
+  const a = await runWorker('worker-a', { DAILY_EXPORT_STOP_AT: 'before-commit:3' }, killAtStop('worker-a'));
   console.log(`main: worker-a ended by ${a.signal ?? `exit code ${a.code}`}`);
-  const b = await runWorker('worker-b', {});
+  const b = await runWorker('worker-b', { DAILY_EXPORT_STOP_AT: 'after-commit:5' }, killAtStop('worker-b'));
   console.log(`main: worker-b ended by ${b.signal ?? `exit code ${b.code}`}`);
+  const c = await runWorker('worker-c', {});
+  console.log(`main: worker-c ended by ${c.signal ?? `exit code ${c.code}`}`);
 
   const { rows } = await pool.query(
     `SELECT batch, count(*)::int AS copies, string_agg(worker, ', ' ORDER BY worker) AS workers FROM ${ROWS_TABLE} GROUP BY batch ORDER BY batch`,
@@ -63,7 +67,7 @@ try {
   for (const row of rows) console.log(`main: batch ${row.batch}: ${row.copies} row(s), written by ${row.workers}`);
   const exactlyOnce = rows.length === BATCHES && rows.every((row, index) => row.batch === index + 1 && row.copies === 1);
   console.log(`main: every batch 1-${BATCHES} written exactly once: ${exactlyOnce ? 'yes' : 'NO'}`);
-  if (!exactlyOnce || b.code !== 0) process.exitCode = 1;
+  if (!exactlyOnce || c.code !== 0) process.exitCode = 1;
 } finally {
   await pool.end();
 }

@@ -12,9 +12,17 @@ if (url === undefined || url === '') {
   console.error('LEASEFENCE_PG_URL is not set (run examples/daily-export/main.mjs, which starts the workers)');
   process.exit(1);
 }
-// For the demo only: stop inside the fenced transaction of this batch, after its INSERT and before its
-// COMMIT, so that main.mjs can SIGKILL the worker at the worst moment.
-const stopInBatch = Number(process.env.DAILY_EXPORT_STOP_IN_BATCH ?? 0);
+// For the demo only: stop (until main.mjs SIGKILLs this process) at `before-commit:<batch>`, inside that
+// batch's fenced transaction after its INSERT, or at `after-commit:<batch>`, right after that batch and its
+// checkpoint committed.
+const [stopWhere = '', stopBatch = '0'] = (process.env.DAILY_EXPORT_STOP_AT ?? '').split(':');
+
+/**
+ * @param {number} batch
+ * @param {'before-commit' | 'after-commit'} where
+ */
+const stopsAt = (batch, where) => stopWhere === where && Number(stopBatch) === batch;
+const stopHere = () => new Promise(() => setInterval(() => undefined, 60_000));
 
 const pool = new pg.Pool({ connectionString: url, max: 2, statement_timeout: 5_000, lock_timeout: 2_000, idle_in_transaction_session_timeout: 10_000 });
 const store = createPostgresStore({ client: pool, table: LEASE_TABLE });
@@ -40,9 +48,9 @@ function writeBatch(lease, data) {
     lease,
     async (tx) => {
       await tx.query(`INSERT INTO ${ROWS_TABLE} (batch, row_count, token, worker) VALUES ($1, $2, $3, $4)`, [data.batch, data.rows, tx.token.toString(), worker]);
-      if (data.batch === stopInBatch) {
+      if (stopsAt(data.batch, 'before-commit')) {
         say(`batch ${data.batch} inserted in the fenced transaction, COMMIT not sent yet (stopping here)`);
-        await new Promise(() => setInterval(() => undefined, 60_000)); // until main.mjs kills this process
+        await stopHere();
       }
     },
     { checkpoint: { nextBatch: data.batch + 1 } },
@@ -68,6 +76,10 @@ try {
       break;
     }
     say(`batch ${batch} written, checkpoint: resume at batch ${batch + 1}`);
+    if (stopsAt(batch, 'after-commit')) {
+      say(`batch ${batch} and its checkpoint committed (stopping here)`);
+      await stopHere();
+    }
     await leases.renewOrThrow(lease);
   }
   if (process.exitCode === undefined) {

@@ -91,7 +91,7 @@ describe('the examples, as programs against the built package', { timeout: 120_0
 
   const main = (example: string): string => join(project, 'examples', example, 'main.mjs');
 
-  test('daily-export: worker-a is SIGKILLed inside its fenced transaction, worker-b resumes at its checkpoint, every batch lands once', async () => {
+  test('daily-export: a worker SIGKILLed before its COMMIT and one SIGKILLed right after it; each successor resumes at the checkpoint; every batch lands once', async () => {
     const url = await exportDatabase();
     const expected = (await expectedOutputs('daily-export')).get('');
     const run = await runNode(main('daily-export'), [], project, { ...process.env, LEASEFENCE_PG_URL: url });
@@ -102,9 +102,10 @@ describe('the examples, as programs against the built package', { timeout: 120_0
     await client.connect();
     try {
       const { rows } = await client.query<{ batch: number; worker: string; token: string }>('SELECT batch, worker, token::text FROM daily_export_rows ORDER BY batch');
-      expect(rows.map((row) => `${row.batch} ${row.worker}`)).toEqual(['1 worker-a', '2 worker-a', '3 worker-a', '4 worker-b', '5 worker-b', '6 worker-b']);
-      // worker-b's grant is newer than worker-a's: its token is greater.
-      expect(BigInt(rows[3]?.token ?? 0)).toBeGreaterThan(BigInt(rows[2]?.token ?? 0));
+      expect(rows.map((row) => `${row.batch} ${row.worker}`)).toEqual(['1 worker-a', '2 worker-a', '3 worker-b', '4 worker-b', '5 worker-b', '6 worker-c']);
+      // Each takeover is a newer grant: a greater token.
+      expect(BigInt(rows[2]?.token ?? 0)).toBeGreaterThan(BigInt(rows[1]?.token ?? 0));
+      expect(BigInt(rows[5]?.token ?? 0)).toBeGreaterThan(BigInt(rows[4]?.token ?? 0));
     } finally {
       await client.end();
     }
