@@ -9,4 +9,4 @@ export const ROWS_TABLE = 'daily_export_rows';
 /** Batches in the day's export. */
 export const BATCHES = 6;
 /** A short lease, so the takeover after a crash takes seconds (a real export would use 30 s or more). */
-export const TTL_MS = 2_000;
+export const TTL_MS = 3_000;
