@@ -22,7 +22,8 @@ const [stopWhere = '', stopBatch = '0'] = (process.env.DAILY_EXPORT_STOP_AT ?? '
  * @param {'before-commit' | 'after-commit'} where
  */
 const stopsAt = (batch, where) => stopWhere === where && Number(stopBatch) === batch;
-const stopHere = () => new Promise(() => setInterval(() => undefined, 60_000));
+// NOTE: bounded, so a worker whose main.mjs died does not wait for ever.
+const stopHere = () => new Promise(() => setTimeout(() => process.exit(3), 60_000));
 
 const pool = new pg.Pool({ connectionString: url, max: 2, statement_timeout: 5_000, lock_timeout: 2_000, idle_in_transaction_session_timeout: 10_000 });
 const store = createPostgresStore({ client: pool, table: LEASE_TABLE });
