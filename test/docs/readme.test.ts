@@ -10,14 +10,13 @@
  */
 import { execFile } from 'node:child_process';
 import { existsSync } from 'node:fs';
-import { copyFile, mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
+import { mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import pg from 'pg';
 import { Redis } from 'ioredis';
-import { build, type Options } from 'tsup';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
-import tsupConfig from '../../tsup.config.js';
+import { linkBuiltPackage } from '../support/built-package.js';
 import { BLOCK_CONTEXT } from './block-context.js';
 import { checkedBlocks, type CheckedBlock } from './code-blocks.js';
 
@@ -79,14 +78,10 @@ async function writeProject(project: string): Promise<void> {
   for (const block of blocks) await writeFile(join(project, fileNameOf(block)), block.code);
 }
 
-/** The built package in `<project>/node_modules/leasefence` (JavaScript only: the types come from src). */
+/** The built package as `<project>/node_modules/leasefence` (JavaScript only: the types come from src). */
 async function buildPackage(project: string): Promise<void> {
-  const target = join(project, 'node_modules', 'leasefence');
-  await mkdir(target, { recursive: true });
-  await copyFile(join(ROOT, 'package.json'), join(target, 'package.json'));
-  // NOTE: the library entries of tsup.config.ts (not the CLI), without declarations or source maps.
-  const [library] = tsupConfig as readonly Options[];
-  await build({ ...library, outDir: join(target, 'dist'), dts: false, sourcemap: false, silent: true, config: false });
+  // NOTE: shared with test/examples: built once per state of the sources (test/support/built-package.ts).
+  await linkBuiltPackage(project);
 }
 
 describe('the code blocks of the README and the guides', { timeout: 180_000 }, () => {
