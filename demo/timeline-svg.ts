@@ -313,7 +313,7 @@ export function renderTimelineSvg(timeline: Timeline): string {
     '<defs><pattern id="crash" width="6" height="6" patternUnits="userSpaceOnUse" patternTransform="rotate(45)">' +
     '<rect width="6" height="6" fill="#e5e7eb"/><line x1="0" y1="0" x2="0" y2="6" stroke="#9ca3af" stroke-width="2"/></pattern></defs>';
   return [
-    `<svg xmlns="http://www.w3.org/2000/svg" width="${TIMELINE_WIDTH}" height="${height}" viewBox="0 0 ${TIMELINE_WIDTH} ${height}" ${FONT}>`,
+    `<svg xmlns="http://www.w3.org/2000/svg" width="${TIMELINE_WIDTH}" height="${height}" viewBox="0 0 ${TIMELINE_WIDTH} ${height}" role="img" ${FONT}>`,
     title(timeline.title),
     defs,
     `<rect width="${TIMELINE_WIDTH}" height="${height}" fill="#ffffff"/>`,
