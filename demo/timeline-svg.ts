@@ -5,6 +5,7 @@
  * (a short label, and the full refusal in a `<title>` tooltip); the store clock along the x axis; a legend.
  * Every mark carries `data-kind` so a browser test can count them.
  */
+import { clockLabel } from './summary.js';
 
 /** How a grant ended: the `Ending` kinds, or `open` when it outlived the run. */
 export type GrantEnding = 'released' | 'expired' | 'revoked' | 'open';
@@ -115,13 +116,8 @@ export function escapeXml(text: string): string {
 /** A coordinate with at most one decimal, so the output is stable and short. */
 const num = (value: number): string => String(Math.round(value * 10) / 10);
 
-/** `mm:ss` of ms since the start (the axis labels), or `mm:ss.s` with `tenths`. */
-export function clockText(ms: number, tenths = false): string {
-  const minutes = Math.floor(ms / 60_000);
-  const seconds = (ms % 60_000) / 1000;
-  const secondsText = tenths ? seconds.toFixed(1).padStart(4, '0') : String(Math.floor(seconds)).padStart(2, '0');
-  return `${String(minutes).padStart(2, '0')}:${secondsText}`;
-}
+/** `mm:ss` of ms since the start: the axis labels (tooltips use the demo's `mm:ss.s`). */
+const axisLabel = (ms: number): string => clockLabel(ms).replace(/\.[0-9]$/, '');
 
 /** A rough text width in px for Helvetica at `size` px: enough to keep labels inside the picture. */
 const textWidth = (text: string, size: number): number => text.length * size * 0.56;
@@ -173,7 +169,7 @@ function axisSvg(layout: Layout): string[] {
     parts.push(
       `<line x1="${x}" y1="${PLOT_TOP}" x2="${x}" y2="${layout.plotBottom}" stroke="#e5e7eb"/>`,
       `<line x1="${x}" y1="${layout.plotBottom}" x2="${x}" y2="${layout.plotBottom + 5}" stroke="#374151"/>`,
-      `<text x="${x}" y="${layout.plotBottom + 17}" text-anchor="middle" font-size="11" fill="#374151">${clockText(ms)}</text>`,
+      `<text x="${x}" y="${layout.plotBottom + 17}" text-anchor="middle" font-size="11" fill="#374151">${axisLabel(ms)}</text>`,
     );
   }
   parts.push(`<text x="${TIMELINE_WIDTH - RIGHT}" y="${layout.plotBottom + 32}" text-anchor="end" font-size="11" fill="#374151">store clock (mm:ss since the run started)</text>`);
@@ -188,7 +184,7 @@ function shadesSvg(timeline: Timeline, layout: Layout): string[] {
     const word = shade.kind === 'pause' ? 'paused' : 'crashed';
     // NOTE: the word goes bottom left; a stale write's reason, if any, is centred on the right edge.
     const label = x2 - x1 > 80 ? `<text x="${num(x1 + 3)}" y="${top + REASON_Y}" font-size="9" fill="#6b7280">${word}</text>` : '';
-    const tooltip = `${shade.lane} ${word} ${clockText(shade.fromMs, true)} to ${clockText(shade.toMs, true)}: ${shade.note}`;
+    const tooltip = `${shade.lane} ${word} ${clockLabel(shade.fromMs)} to ${clockLabel(shade.toMs)}: ${shade.note}`;
     return `<g data-kind="${shade.kind}">${title(tooltip)}<rect x="${num(x1)}" y="${num(top)}" width="${num(x2 - x1)}" height="${LANE_HEIGHT}" ${fill}/>${label}</g>`;
   });
 }
@@ -202,7 +198,7 @@ function grantsSvg(timeline: Timeline, layout: Layout): string[] {
     const text = [long, `token ${grant.token}`, `${grant.token}`].find((candidate) => textWidth(candidate, 10) + 6 <= width);
     const label = text === undefined ? '' : `<text x="${num(x1 + width / 2)}" y="${num(y + 3.5)}" text-anchor="middle" font-size="10" fill="#ffffff">${escapeXml(text)}</text>`;
     const end = grant.ending === 'revoked' ? `<rect x="${num(x1 + width - 3)}" y="${num(y - BAR_HEIGHT / 2 - 2)}" width="3" height="${BAR_HEIGHT + 4}" fill="#111827"/>` : '';
-    const tooltip = `${grant.lane}: ${grant.key} token ${grant.token}, granted ${clockText(grant.fromMs, true)}, ${grant.ending === 'open' ? 'still held at the end' : `${grant.ending} ${clockText(grant.toMs, true)}`}`;
+    const tooltip = `${grant.lane}: ${grant.key} token ${grant.token}, granted ${clockLabel(grant.fromMs)}, ${grant.ending === 'open' ? 'still held at the end' : `${grant.ending} ${clockLabel(grant.toMs)}`}`;
     return `<g data-kind="grant" data-token="${grant.token}">${title(tooltip)}<rect x="${num(x1)}" y="${num(y - BAR_HEIGHT / 2)}" width="${num(width)}" height="${BAR_HEIGHT}" rx="3" fill="${colour}"/>${label}${end}</g>`;
   });
 }
@@ -210,7 +206,7 @@ function grantsSvg(timeline: Timeline, layout: Layout): string[] {
 function checkpointsSvg(timeline: Timeline, layout: Layout): string[] {
   return timeline.checkpoints.map((checkpoint) => {
     const [x, y] = [num(layout.x(checkpoint.atMs)), layout.top(checkpoint.lane) + BAR_Y];
-    const tooltip = `${checkpoint.lane}: checkpoint on ${checkpoint.key} under token ${checkpoint.token} at ${clockText(checkpoint.atMs, true)}: ${checkpoint.note}`;
+    const tooltip = `${checkpoint.lane}: checkpoint on ${checkpoint.key} under token ${checkpoint.token} at ${clockLabel(checkpoint.atMs)}: ${checkpoint.note}`;
     return `<g data-kind="checkpoint">${title(tooltip)}<line x1="${x}" y1="${num(y - BAR_HEIGHT / 2 - 6)}" x2="${x}" y2="${num(y - BAR_HEIGHT / 2)}" stroke="#111827" stroke-width="1.5"/></g>`;
   });
 }
@@ -221,7 +217,7 @@ const cross = (x: number, y: number, size: number, stroke: string, width: number
 
 /** An accepted write under the bar: a dot (ledger) or, just above it, a diamond (token gate). */
 function acceptedSvg(write: TimelineWrite, x: number, top: number): string {
-  const tooltip = `${write.lane}: ${write.via} "${write.what}" on ${write.target} under token ${write.token} at ${clockText(write.atMs, true)}: accepted`;
+  const tooltip = `${write.lane}: ${write.via} "${write.what}" on ${write.target} under token ${write.token} at ${clockLabel(write.atMs)}: accepted`;
   const shape =
     write.via === 'token gate'
       ? `<path d="M${num(x)} ${top + GATE_WRITE_Y - 3}l3 3l-3 3l-3 -3z" fill="#ffffff" stroke="#111827"/>`
@@ -232,7 +228,7 @@ function acceptedSvg(write: TimelineWrite, x: number, top: number): string {
 /** A refused stale write: a red cross on a white disc, its reason below. */
 function refusedSvg(write: TimelineWrite, refusal: { readonly reason: string; readonly detail: string }, x: number, top: number): string {
   const y = top + MARK_Y;
-  const tooltip = `${write.lane}: stale ${write.via} "${write.what}" on ${write.target} under token ${write.token} at ${clockText(write.atMs, true)} REFUSED, nothing applied: ${refusal.detail}`;
+  const tooltip = `${write.lane}: stale ${write.via} "${write.what}" on ${write.target} under token ${write.token} at ${clockLabel(write.atMs)} REFUSED, nothing applied: ${refusal.detail}`;
   const label = clampedLabel(x, top + REASON_Y, refusal.reason, 10, `font-weight="bold" fill="${REFUSED_RED}"`);
   return `<g data-kind="refused" data-reason="${escapeXml(refusal.reason)}">${title(tooltip)}<circle cx="${num(x)}" cy="${num(y)}" r="7" fill="#ffffff"/>${cross(x, y, 5, REFUSED_RED, 2.5)}${label}</g>`;
 }
@@ -250,7 +246,7 @@ function refusedOperationsSvg(timeline: Timeline, layout: Layout): string[] {
   return timeline.refusedOperations.map((refused) => {
     const [x, top] = [layout.x(refused.atMs), layout.top(refused.lane)];
     const y = top + MARK_Y;
-    const tooltip = `${refused.lane}: ${refused.operation} at ${clockText(refused.atMs, true)} refused: ${refused.detail}`;
+    const tooltip = `${refused.lane}: ${refused.operation} at ${clockLabel(refused.atMs)} refused: ${refused.detail}`;
     const label = clampedLabel(x, top + REASON_Y, `${refused.operation}: ${refused.reason}`, 9, 'fill="#4b5563"');
     return `<g data-kind="refused-operation">${title(tooltip)}${cross(x, y, 3.5, '#4b5563', 1.8)}${label}</g>`;
   });
@@ -260,7 +256,7 @@ function revokesSvg(timeline: Timeline, layout: Layout): string[] {
   return timeline.revokes.map((revoke) => {
     const [x, top] = [layout.x(revoke.atMs), layout.top(revoke.lane)];
     const y = top + BAR_Y;
-    const tooltip = `${revoke.lane} revoked ${revoke.key} token ${revoke.token} at ${clockText(revoke.atMs, true)}: "${revoke.reason}"`;
+    const tooltip = `${revoke.lane} revoked ${revoke.key} token ${revoke.token} at ${clockLabel(revoke.atMs)}: "${revoke.reason}"`;
     const label = clampedLabel(x, top + REASON_Y, `revoked ${revoke.key} token ${revoke.token}`, 9, 'fill="#111827"');
     return `<g data-kind="revoke">${title(tooltip)}<path d="M${num(x)} ${num(y - 7)}l6 7l-6 7l-6 -7z" fill="#111827"/>${label}</g>`;
   });
