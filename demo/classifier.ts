@@ -5,7 +5,7 @@
  */
 import type { Granted, Lease, Leases } from '../src/index.js';
 import type { MemoryStore } from '../src/adapters/memory/index.js';
-import { adopt, HORIZON, leasesFor, pausePastExpiry, release, saveCheckpoint, writeLedger, type Fleet } from './workers.js';
+import { adopt, granted, HORIZON, leasesFor, pausePastExpiry, release, restartAfterCrash, saveCheckpoint, writeLedger, type Fleet } from './workers.js';
 
 export const OCCURRENCES: readonly string[] = ['classify:occ-17', 'classify:occ-18', 'classify:occ-19'];
 const CLASSIFY_TTL = 20_000;
@@ -34,14 +34,14 @@ export async function classifier(fleet: Fleet, holder: string): Promise<void> {
     }
     runId = fleet.nextRunId();
     const fate = await classify(fleet, leases, claimed.lease);
-    if (fate === 'crashed') await sim.sleep(sim.random.int(20_000, 40_000));
+    if (fate === 'crashed') await restartAfterCrash(fleet, holder);
     else await release(fleet, leases, claimed.lease);
   }
 }
 
 async function classify(fleet: Fleet, leases: Leases<MemoryStore>, lease: Lease): Promise<'decided' | 'lost' | 'crashed'> {
   const { sim, tally } = fleet;
-  tally.granted(lease);
+  granted(fleet, lease);
   let evidence = lease.inherited;
   if (evidence !== null) {
     const age = (lease.acquiredAt ?? 0) - evidence.writtenAt;

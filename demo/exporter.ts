@@ -6,7 +6,7 @@
  */
 import type { Granted, Leases } from '../src/index.js';
 import type { MemoryStore } from '../src/adapters/memory/index.js';
-import { adopt, HORIZON, leasesFor, pausePastExpiry, release, renew, writeLedger, writeThroughGate, type Fleet } from './workers.js';
+import { adopt, granted, HORIZON, leasesFor, pausePastExpiry, release, renew, restartAfterCrash, writeLedger, writeThroughGate, type Fleet } from './workers.js';
 
 export const EXPORT_KEY = 'export:daily';
 export const EXPORT_FILE = 'bucket:exports/daily.csv';
@@ -27,14 +27,14 @@ export async function exporter(fleet: Fleet, holder: string): Promise<void> {
     }
     runId = fleet.nextRunId();
     const fate = await exportBatches(fleet, leases, claimed);
-    if (fate === 'crashed') await sim.sleep(sim.random.int(20_000, 40_000)); // the process restarts
+    if (fate === 'crashed') await restartAfterCrash(fleet, holder);
     else await release(fleet, leases, claimed.lease);
   }
 }
 
 async function exportBatches(fleet: Fleet, leases: Leases<MemoryStore>, { lease, checkpoint }: Granted): Promise<'done' | 'lost' | 'crashed'> {
   const { sim, tally } = fleet;
-  tally.granted(lease);
+  granted(fleet, lease);
   let next = 1;
   if (checkpoint !== null) {
     const { nextBatch } = checkpoint.value as { nextBatch: number };

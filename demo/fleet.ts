@@ -2,23 +2,22 @@
  * `npm run demo`: a simulated fleet of workers sharing leases on the in-memory store. No server, no real
  * waiting: simulated time is the store's manual clock, and every chance is drawn from one seeded PRNG.
  *
- *   npm run demo                  # seed 165
- *   npm run demo -- --seed 42     # or DEMO_SEED=42 npm run demo
- *   npm run demo -- --unfenced    # the straw man: refused writes land anyway; watch the final check fail
+ *   npm run demo                            # seed 165
+ *   npm run demo -- --seed 42               # or DEMO_SEED=42 npm run demo
+ *   npm run demo -- --unfenced              # the straw man: refused writes land anyway; watch the final check fail
+ *   npm run demo -- --timeline run.svg      # also draw the run as a timeline picture (docs/timeline.svg: seed 165)
  *
  * Exit code 0 when the final check passes, 1 when it fails, 2 on a bad argument.
  */
-import { createMemoryStore, createMemoryTokenGate } from '../src/adapters/memory/index.js';
-import { finalCheck, Journal, ProtectedData } from './ledger.js';
-import { createSimulation } from './sim.js';
-import { printSummary, Tally } from './summary.js';
-import { classifier, OCCURRENCES } from './classifier.js';
-import { EXPORT_BATCHES, exporter } from './exporter.js';
-import { operator, RAMP_WAVES, rampRunner } from './ramp.js';
-import type { Fleet } from './workers.js';
+import { writeFileSync } from 'node:fs';
+import { finalCheck } from './ledger.js';
+import { DEFAULT_SEED, runFleet, timelineSvgOf } from './fleet-run.js';
+import { printSummary } from './summary.js';
+import { OCCURRENCES } from './classifier.js';
+import { EXPORT_BATCHES } from './exporter.js';
+import { RAMP_WAVES } from './ramp.js';
 
-const DEFAULT_SEED = 165;
-const START = Date.UTC(2025, 0, 6, 9, 0, 0); // a Monday morning, on the store's clock
+const USAGE = 'usage: npm run demo -- [--seed N] [--unfenced] [--timeline FILE.svg]   (N: a non-negative integer; or DEMO_SEED=N)';
 
 /** The seed from `--seed N` or `DEMO_SEED`; `null` when it is not a non-negative integer. */
 function parseSeed(argv: readonly string[]): number | null {
@@ -29,39 +28,29 @@ function parseSeed(argv: readonly string[]): number | null {
   return /^[0-9]+$/.test(text) && Number.isSafeInteger(seed) ? seed : null;
 }
 
+/** The file of `--timeline FILE`: `undefined` without the flag, `null` when its value is missing. */
+function parseTimelineFile(argv: readonly string[]): string | null | undefined {
+  const flag = argv.indexOf('--timeline');
+  if (flag < 0) return undefined;
+  const file = argv[flag + 1] ?? '';
+  return file === '' || file.startsWith('--') ? null : file;
+}
+
 async function main(): Promise<number> {
   const wallStart = performance.now();
-  const seed = parseSeed(process.argv.slice(2));
-  if (seed === null) {
-    console.error('usage: npm run demo -- [--seed N] [--unfenced]   (N: a non-negative integer; or DEMO_SEED=N)');
+  const argv = process.argv.slice(2);
+  const seed = parseSeed(argv);
+  const timelineFile = parseTimelineFile(argv);
+  if (seed === null || timelineFile === null) {
+    console.error(USAGE);
     return 2;
   }
-  const unfenced = process.argv.includes('--unfenced');
-  const sim = createSimulation(seed, START);
-  let runs = 0;
-  const fleet: Fleet = {
-    sim,
-    store: createMemoryStore({ clock: sim.clock }),
-    gate: createMemoryTokenGate(),
-    data: new ProtectedData(),
-    journal: new Journal(),
-    tally: new Tally(sim.elapsed),
-    unfenced,
-    jobs: { exportedBatches: 0, sentWaves: 0, decided: new Set() },
-    nextRunId: () => `r${++runs}`,
-  };
-
-  const workers = [
-    ...['exporter-1', 'exporter-2', 'exporter-3'].map((holder) => () => exporter(fleet, holder)),
-    ...['ramp-cron', 'ramp-manual'].map((holder) => () => rampRunner(fleet, holder)),
-    ...['classifier-1', 'classifier-2', 'classifier-3'].map((holder) => () => classifier(fleet, holder)),
-  ];
-  for (const worker of workers) sim.spawn(worker);
-  sim.spawn(() => operator(fleet, 'oncall:ana'));
-  await sim.run();
+  const unfenced = argv.includes('--unfenced');
+  const run = await runFleet(seed, unfenced);
+  const { fleet, workers } = run;
 
   const wallMs = performance.now() - wallStart;
-  const { jobs, journal } = fleet;
+  const { jobs, journal, sim } = fleet;
   const accepted = journal.attempts.filter((attempt) => attempt.verdict === 'accepted').length;
   const passed = printSummary(fleet.tally, {
     seed,
@@ -76,6 +65,10 @@ async function main(): Promise<number> {
     ],
     check: finalCheck(fleet.data, journal),
   });
+  if (timelineFile !== undefined) {
+    writeFileSync(timelineFile, timelineSvgOf(run));
+    console.log(`timeline: ${timelineFile}`);
+  }
   return passed ? 0 : 1;
 }
 

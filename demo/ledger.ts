@@ -14,8 +14,12 @@ export interface WriteAttempt {
   readonly runId: string | null;
   /** What the write says, e.g. `batch 3`. */
   readonly what: string;
+  /** When it was attempted, in ms since the run started (the store's clock). */
+  readonly atMs: number;
   /** `accepted`, the refusal reason, or `null` while in flight. */
   verdict: string | null;
+  /** For a refused write: the refusal in one line (which condition failed, expected and found). */
+  detail: string | null;
 }
 
 /** The protected data: per target, the writes that landed, in the order they landed. */
@@ -40,8 +44,8 @@ export class Journal {
   readonly attempts: WriteAttempt[] = [];
 
   /** Records a write about to be attempted. */
-  propose(fields: Omit<WriteAttempt, 'id' | 'verdict'>): WriteAttempt {
-    const attempt: WriteAttempt = { ...fields, id: this.attempts.length + 1, verdict: null };
+  propose(fields: Omit<WriteAttempt, 'id' | 'verdict' | 'detail'>): WriteAttempt {
+    const attempt: WriteAttempt = { ...fields, id: this.attempts.length + 1, verdict: null, detail: null };
     this.attempts.push(attempt);
     return attempt;
   }

@@ -4,9 +4,10 @@
  * the ramp mid-run and requires recovery: plain claims are refused until a runner claims with
  * `recovering: true` and resumes (or discards) the displaced run's checkpoint.
  */
-import type { Lease, Leases } from '../src/index.js';
+import type { FenceRefusal, Lease, Leases } from '../src/index.js';
 import type { MemoryStore } from '../src/adapters/memory/index.js';
-import { adopt, HORIZON, leasesFor, saveCheckpoint, writeLedger, type Fleet } from './workers.js';
+import { refusalLine } from './summary.js';
+import { adopt, granted, HORIZON, leasesFor, saveCheckpoint, writeLedger, type Fleet } from './workers.js';
 
 export const RAMP_KEY = 'ramp:current';
 export const RAMP_WAVES = 5;
@@ -19,7 +20,7 @@ interface RampCheckpoint {
 
 /** Ramp runner: `withLease` renews in the background and aborts the signal when the lease is lost. */
 export async function rampRunner(fleet: Fleet, holder: string): Promise<void> {
-  const { sim, tally } = fleet;
+  const { sim, tally, recording } = fleet;
   const leases = leasesFor(fleet, holder, RAMP_TTL);
   let recovering = false;
   while (fleet.jobs.sentWaves < RAMP_WAVES && sim.elapsed() < HORIZON) {
@@ -28,11 +29,14 @@ export async function rampRunner(fleet: Fleet, holder: string): Promise<void> {
       recovering,
       timers: sim.timers,
     });
+    if ((outcome.ok || outcome.reason === 'stopped') && outcome.released && outcome.lease !== null) recording.released(outcome.lease);
     if (outcome.ok || outcome.reason === 'stopped') {
       recovering = false;
     } else if (outcome.reason === 'lost') {
       recovering = false;
       tally.aborted(holder, outcome.lost);
+      const refusal = 'refusal' in outcome.lost ? (outcome.lost.refusal as FenceRefusal) : null;
+      if (refusal !== null) recording.refusedOperation(holder, 'withLease renew', refusal.reason, refusalLine(refusal));
     } else {
       tally.claimRefused(outcome, holder);
       // NOTE: a revoke with requireRecovery refuses plain claims until someone promises to look at the
@@ -45,7 +49,7 @@ export async function rampRunner(fleet: Fleet, holder: string): Promise<void> {
 
 async function sendWaves(fleet: Fleet, leases: Leases<MemoryStore>, lease: Lease, signal: AbortSignal): Promise<void> {
   const { sim, tally } = fleet;
-  tally.granted(lease);
+  granted(fleet, lease);
   let wave = 1;
   let exported = false;
   if (lease.inherited !== null) {
@@ -82,6 +86,7 @@ export async function operator(fleet: Fleet, who: string): Promise<void> {
       const reason = `ramp looks stuck at wave ${(seen.checkpoint.value as RampCheckpoint).wave}`;
       const outcome = await leases.revoke(RAMP_KEY, { reason, by: who, requireRecovery: true, expectedToken: seen.grant.token });
       if (outcome.ok) {
+        fleet.recording.revoked(who, RAMP_KEY, outcome.revoked.token, reason);
         tally.log(`OPERATOR ${who} revoked ${RAMP_KEY} token ${outcome.revoked.token} (${outcome.revoked.holder}): "${reason}", recovery required`);
         return;
       }

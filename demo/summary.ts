@@ -15,6 +15,10 @@ export function clockLabel(ms: number): string {
   return `${String(minutes).padStart(2, '0')}:${seconds.toFixed(1).padStart(4, '0')}`;
 }
 
+/** A refusal in one line: which condition failed, with what was expected and found. */
+export const refusalLine = (refusal: FenceRefusal | GateRefusal): string =>
+  'resource' in refusal ? new GateRefusedError(refusal).message : describeRefusal(refusal);
+
 /** Counters and the timeline of notable events. */
 export class Tally {
   /** Grants by how the previous grant ended (`first`: the key's first grant). */
@@ -73,7 +77,7 @@ export class Tally {
     const counts = this.refusals.get(refusal.reason) ?? new Map<string, number>();
     bump(counts, operation);
     this.refusals.set(refusal.reason, counts);
-    if (!this.examples.has(refusal.reason)) this.examples.set(refusal.reason, gated ? new GateRefusedError(refusal).message : describeRefusal(refusal));
+    if (!this.examples.has(refusal.reason)) this.examples.set(refusal.reason, refusalLine(refusal));
     this.log(`REFUSED ${operation} by ${holder} (token ${refusal.expected.token}) on ${gated ? refusal.resource : refusal.key}: ${refusal.reason}`);
   }
 }

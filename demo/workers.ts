@@ -4,11 +4,12 @@
  * The workers themselves: exporter.ts (plain API), ramp.ts (`withLease`, and the operator who revokes),
  * classifier.ts (plain API with bound attributes).
  */
-import { createLeases, type Lease, type LeaseAttributes, type Leases, type TokenGate } from '../src/index.js';
+import { createLeases, type FenceRefusal, type Lease, type LeaseAttributes, type Leases, type TokenGate } from '../src/index.js';
 import type { MemoryGateContext, MemoryStore } from '../src/adapters/memory/index.js';
 import type { Journal, ProtectedData, WriteAttempt } from './ledger.js';
+import type { Recording } from './recording.js';
 import type { Simulation } from './sim.js';
-import type { Tally } from './summary.js';
+import { refusalLine, type Tally } from './summary.js';
 
 /** Everything a worker can reach. */
 export interface Fleet {
@@ -18,6 +19,8 @@ export interface Fleet {
   readonly data: ProtectedData;
   readonly journal: Journal;
   readonly tally: Tally;
+  /** The events the timeline picture draws. */
+  readonly recording: Recording;
   /** The straw man: writes land even when refused, as with a lock that has no fence (shows the check has teeth). */
   readonly unfenced: boolean;
   /** Application state the workers coordinate on (not lease state). */
@@ -40,12 +43,22 @@ export interface LedgerWriteOptions {
   readonly checkpoint?: unknown;
 }
 
+/** Counts and records a new grant. */
+export function granted(fleet: Fleet, lease: Lease): void {
+  fleet.tally.granted(lease);
+  fleet.recording.granted(lease);
+}
+
 /** Appends one row to the lease key's ledger, under the lease's fence (with its checkpoint, in one step). */
 export async function writeLedger(fleet: Fleet, leases: Leases<MemoryStore>, lease: Lease, what: string, options: LedgerWriteOptions = {}): Promise<boolean> {
-  const attempt = fleet.journal.propose({ target: lease.key, via: 'fenced write', token: lease.token, holder: lease.holder, runId: lease.runId, what });
+  const attempt = fleet.journal.propose({ target: lease.key, via: 'fenced write', token: lease.token, holder: lease.holder, runId: lease.runId, what, atMs: fleet.sim.elapsed() });
   const outcome = await leases.fencedWrite(lease, () => fleet.data.append(attempt), options);
   attempt.verdict = outcome.ok ? 'accepted' : outcome.reason;
-  if (outcome.ok) return true;
+  if (outcome.ok) {
+    if (options.checkpoint !== undefined) fleet.recording.checkpoint(lease, options.checkpoint);
+    return true;
+  }
+  attempt.detail = refusalLine(outcome);
   fleet.tally.refused('fenced write', outcome, lease.holder);
   return writeAnyway(fleet, attempt);
 }
@@ -58,10 +71,11 @@ function writeAnyway(fleet: Fleet, attempt: WriteAttempt): boolean {
 
 /** Writes a resource that lives outside the lease store, through the token gate. */
 export async function writeThroughGate(fleet: Fleet, leases: Leases<MemoryStore>, lease: Lease, resource: string, what: string): Promise<boolean> {
-  const attempt = fleet.journal.propose({ target: resource, via: 'token gate', token: lease.token, holder: lease.holder, runId: lease.runId, what });
+  const attempt = fleet.journal.propose({ target: resource, via: 'token gate', token: lease.token, holder: lease.holder, runId: lease.runId, what, atMs: fleet.sim.elapsed() });
   const outcome = await leases.gateWrite(fleet.gate, resource, lease, () => fleet.data.append(attempt));
   attempt.verdict = outcome.ok ? 'accepted' : outcome.reason;
   if (outcome.ok) return true;
+  attempt.detail = refusalLine(outcome);
   fleet.tally.refused('token gate', outcome, lease.holder);
   return writeAnyway(fleet, attempt);
 }
@@ -69,39 +83,57 @@ export async function writeThroughGate(fleet: Fleet, leases: Leases<MemoryStore>
 /** Saves the holder's progress under the fence. */
 export async function saveCheckpoint(fleet: Fleet, leases: Leases<MemoryStore>, lease: Lease, progress: unknown): Promise<boolean> {
   const outcome = await leases.checkpoint(lease, progress);
-  if (!outcome.ok) fleet.tally.refused('checkpoint', outcome, lease.holder);
+  if (outcome.ok) fleet.recording.checkpoint(lease, progress);
+  else refusedOperation(fleet, 'checkpoint', outcome, lease.holder);
   return outcome.ok;
 }
 
 /** Extends the grant by its TTL, from the store's now. */
 export async function renew(fleet: Fleet, leases: Leases<MemoryStore>, lease: Lease): Promise<boolean> {
   const outcome = await leases.renew(lease);
-  if (!outcome.ok) fleet.tally.refused('renew', outcome, lease.holder);
+  if (!outcome.ok) refusedOperation(fleet, 'renew', outcome, lease.holder);
   return outcome.ok;
 }
 
 /** Releases at the end of a run; after a loss this is refused, and that is fine: a stale grant ends nothing. */
 export async function release(fleet: Fleet, leases: Leases<MemoryStore>, lease: Lease): Promise<void> {
   const outcome = await leases.release(lease);
-  if (!outcome.ok) fleet.tally.refused('release', outcome, lease.holder);
+  // NOTE: a refused release is counted but not drawn: it follows the refused write that ended the run.
+  if (outcome.ok) fleet.recording.released(lease);
+  else fleet.tally.refused('release', outcome, lease.holder);
 }
 
 /** Resolves an inherited checkpoint: resume it under the new grant, or discard it. Returns whether it resumed. */
 export async function adopt(fleet: Fleet, leases: Leases<MemoryStore>, lease: Lease, action: 'resume' | 'discard', what: string): Promise<boolean> {
   const outcome = await leases.recover(lease, action);
   if (!outcome.ok) {
-    fleet.tally.refused('recover', outcome, lease.holder);
+    refusedOperation(fleet, 'recover', outcome, lease.holder);
     return false;
   }
   fleet.tally.recovered(lease, action, what);
   return action === 'resume';
 }
 
+/** Counts and records a refused operation other than a write or a release. */
+export function refusedOperation(fleet: Fleet, operation: string, refusal: FenceRefusal, holder: string): void {
+  fleet.tally.refused(operation, refusal, holder);
+  fleet.recording.refusedOperation(holder, operation, refusal.reason, refusalLine(refusal));
+}
+
+/** After a crash: the process is down for a while, then restarts (its lease is left to expire). */
+export async function restartAfterCrash(fleet: Fleet, holder: string): Promise<void> {
+  const downMs = fleet.sim.random.int(20_000, 40_000);
+  fleet.recording.idle(holder, 'crash', downMs, `down ${(downMs / 1000).toFixed(1)} s, then the process restarts`);
+  await fleet.sim.sleep(downMs);
+}
+
 /** A pause the worker does not notice (GC, swap, a slow call): Kleppmann's pause, past the lease's expiry. */
 export async function pausePastExpiry(fleet: Fleet, lease: Lease, during: string): Promise<void> {
   const overshoot = fleet.sim.random.int(200, 10_000);
   const pause = (lease.expiresAt ?? fleet.sim.clock()) - fleet.sim.clock() + overshoot;
-  fleet.tally.fault('pause', `${lease.holder} (token ${lease.token} on ${lease.key}) paused ${(pause / 1000).toFixed(1)} s during ${during}, waking ${(overshoot / 1000).toFixed(1)} s after its lease expired`);
+  const line = `${lease.holder} (token ${lease.token} on ${lease.key}) paused ${(pause / 1000).toFixed(1)} s during ${during}, waking ${(overshoot / 1000).toFixed(1)} s after its lease expired`;
+  fleet.tally.fault('pause', line);
+  fleet.recording.idle(lease.holder, 'pause', pause, line);
   await fleet.sim.sleep(pause);
 }
 
