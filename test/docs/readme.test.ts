@@ -131,6 +131,18 @@ describe('the code blocks of the README and the guides', { timeout: 180_000 }, (
     expect(readme.match(/\]\((?!https:\/\/|#)[^)]*\)|(?:src|href)="(?!https:\/\/)[^"]*"/g)).toBeNull();
   });
 
+  test('the files the README shows from the published package are in the repository and shipped', async () => {
+    const readme = await readFile(join(ROOT, 'README.md'), 'utf8');
+    const shipped = [...readme.matchAll(/https:\/\/cdn\.jsdelivr\.net\/npm\/leasefence\/([^"\s)]+)/g)].map((match) => match[1] ?? '');
+    expect(shipped).toContain('docs/timeline.svg');
+    const files = (JSON.parse(await readFile(join(ROOT, 'package.json'), 'utf8')) as { files: string[] }).files;
+    for (const path of shipped) {
+      expect(existsSync(join(ROOT, path)), path).toBe(true);
+      // NOTE: the `files` globs used here are `dir/*.ext`; test/package checks what `npm pack` really takes.
+      expect(files.some((glob) => new RegExp(`^${glob.replace(/\./g, '\\.').replace('*', '[^/]+')}$`).test(path)), path).toBe(true);
+    }
+  });
+
   test('every ts block is marked no-run and every runnable block has a text output block', () => {
     expect(blocks.filter((block) => block.language === 'ts' && block.runnable).map(where)).toEqual([]);
     expect(runnable.filter((block) => block.output === null).map(where)).toEqual([]);

@@ -36,6 +36,7 @@ describe('the packed package', { timeout: 180_000 }, () => {
     expect(packed.files.filter((file) => !/^(dist\/|package\.json$|README\.md$|LICENSE$|CHANGELOG\.md$|docs\/[\w-]+\.(md|svg)$)/.test(file))).toEqual([]);
     // NOTE: the guides ship with the package (the README points at them there), the generated API reference does not.
     expect(packed.files).toContain('docs/errors-and-operations.md');
+    expect(packed.files).toContain('docs/timeline.svg'); // the README's picture is served from the package
     expect(packed.files.filter((file) => file.startsWith('docs/api/'))).toEqual([]);
   });
 
