@@ -127,10 +127,10 @@ function cycleGroup(clients: RedisClients, workers: number, before: Library | nu
         prepare: async (worker) => async () => void (await (await redlock.acquire([`bench:srl:${workers}:${worker}`], TTL_MS)).release()),
       },
       {
-        name: 'leasefence withLease(empty fn)',
+        name: 'leasefence withLease((lease) => n)',
         baseline: 'leasefence claim + release',
         prepare: async (worker) => {
-          const work = async (): Promise<number> => worker;
+          const work = async (_lease: unknown): Promise<number> => worker; // NOTE: one parameter: no AbortSignal (see with-lease.ts runFn)
           return async () => {
             const outcome = await leases.withLease(`with:${worker}`, work);
             if (!outcome.ok) throw new Error(`withLease: ${outcome.reason}`);
