@@ -112,9 +112,10 @@ export function describePostgresConcurrencySpecs(kind: Exclude<PostgresClientKin
 
     /**
      * Runs `operation` while another transaction holds the key's row with `change` applied but not
-     * committed; commits it once `operation` waits for the row lock; returns what `operation` answered.
+     * committed; commits it once `operation` waits for the row lock; returns what `operation` answered,
+     * after checking that its store time was read after the wait (not before the commit).
      */
-    const behindUncommittedUpdate = async <T>(key: string, change: string, operation: () => Promise<T>): Promise<T> => {
+    const behindUncommittedUpdate = async <T extends { now: number }>(key: string, change: string, operation: () => Promise<T>): Promise<T> => {
       const holding = await openPostgresClient('pg-pool', await sharedPostgresUrl(), 1);
       try {
         const connection = await (holding.client.connect as NonNullable<typeof holding.client.connect>).call(holding.client);
@@ -127,8 +128,11 @@ export function describePostgresConcurrencySpecs(kind: Exclude<PostgresClientKin
             const { rows } = await admin().query(`SELECT count(*)::int AS n FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND query LIKE $1`, [`%${table}%`]);
             waiting = (rows[0] as { n: number }).n > 0;
           }
+          const { rows } = await connection.query(`SELECT floor(extract(epoch FROM clock_timestamp()) * 1000)::bigint::text AS at`);
           await connection.query('COMMIT');
-          return await answer;
+          const answered = await answer;
+          expect(answered.now).toBeGreaterThanOrEqual(Number((rows[0] as { at: string }).at));
+          return answered;
         } finally {
           connection.release();
         }
