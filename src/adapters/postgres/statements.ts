@@ -16,7 +16,7 @@
  * that one fails, before EvalPlanQual could test the newest (both rewrites fail the EvalPlanQual test in
  * test/adapters/postgres-concurrency.ts and the race suite).
  *
- * The lease statements (`lockedUpdate`, the claim) fold `clock` into `pre`: `pre` is the locking query as
+ * The lease statements (`lockedUpdate`, the claim, a fenced write's first statement) fold `clock` into `pre`: `pre` is the locking query as
  * a subquery, whose outer projection adds `now`. PostgreSQL never flattens a subquery with a locking clause,
  * so that projection runs on the row its LockRows node returned, after any lock wait. NOTE: two plan nodes
  * fewer than a separate `clock`, whose initialisation at every execution was a measurable part of the
@@ -211,8 +211,8 @@ export interface LeaseStatements {
  * RELIABILITY.md); a live one is stopped by the write context, which refuses statements after the grant's
  * local deadline.
  */
-export function transactionBound(setting: string, margin = '$2::bigint'): string {
-  const remaining = `(${epochMs('pre.expires_at')} OPERATOR(pg_catalog.-) ${epochMs('clock.now')} OPERATOR(pg_catalog.+) ${margin})`;
+export function transactionBound(setting: string, margin = '$2::bigint', now = 'clock.now'): string {
+  const remaining = `(${epochMs('pre.expires_at')} OPERATOR(pg_catalog.-) ${epochMs(now)} OPERATOR(pg_catalog.+) ${margin})`;
   const current = `pg_catalog.round(pg_catalog.date_part('epoch', pg_catalog.current_setting('${setting}')::interval) OPERATOR(pg_catalog.*) 1000::float8)::bigint`;
   return `pg_catalog.set_config('${setting}', (CASE WHEN ${current} OPERATOR(pg_catalog.>) 0::bigint
       THEN LEAST(${remaining}, ${current}) ELSE ${remaining} END)::text, true)`;
@@ -220,17 +220,13 @@ export function transactionBound(setting: string, margin = '$2::bigint'): string
 
 /** A fenced write's first statement: locks the row (`lock`), returns its pre-image, bounds the transaction. */
 function fencedWriteBegin(table: TableName, lock: 'NO KEY UPDATE' | 'SHARE'): string {
-  return `WITH pre AS MATERIALIZED (
-  SELECT ${preImageColumns(PRE_IMAGE_WIDTH.lockShared)} FROM ${table.quoted} WHERE key = $1::text FOR ${lock}
-),
-clock AS MATERIALIZED (
-  SELECT ${NOW} AS now, pg_catalog.count(*) AS locked FROM pre
-)
-SELECT ${preImageJson(PRE_IMAGE_WIDTH.lockShared, 'pre.', 'clock.now', 'false', '$3::text')} AS r,
-  CASE WHEN pre.holder IS NOT NULL AND pre.expires_at OPERATOR(pg_catalog.>) clock.now
-    THEN ${transactionBound('statement_timeout')} OPERATOR(pg_catalog.||) ${transactionBound('idle_in_transaction_session_timeout')}
+  const bound = (setting: string) => transactionBound(setting, '$2::bigint', 'pre.now');
+  return `WITH ${lockedPre(table, PRE_IMAGE_WIDTH.lockShared, lock)}
+SELECT ${preImageJson(PRE_IMAGE_WIDTH.lockShared, 'pre.', LOCKED_NOW, 'false', '$3::text')} AS r,
+  CASE WHEN pre.holder IS NOT NULL AND pre.expires_at OPERATOR(pg_catalog.>) pre.now
+    THEN ${bound('statement_timeout')} OPERATOR(pg_catalog.||) ${bound('idle_in_transaction_session_timeout')}
   END AS bounded
-FROM clock LEFT JOIN pre ON true`;
+FROM (SELECT) AS one LEFT JOIN pre ON true`;
 }
 
 /** Builds the statements of a (validated, quoted) lease table. */
