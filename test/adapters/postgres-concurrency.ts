@@ -123,11 +123,19 @@ export function describePostgresConcurrencySpecs(kind: Exclude<PostgresClientKin
           await connection.query('BEGIN');
           await connection.query(`UPDATE "${table}" SET ${change} WHERE key = $1`, [key]);
           const answer = operation();
+          let settled = false;
+          void answer.then(
+            () => (settled = true),
+            () => (settled = true),
+          );
           // NOTE: wait for the condition (a backend waiting for a tuple or transaction lock on this key's row), not a duration.
-          for (let waiting = false; !waiting; await sleep(5)) {
+          let waiting = false;
+          while (!waiting && !settled) {
             const { rows } = await admin().query(`SELECT count(*)::int AS n FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND query LIKE $1`, [`%${table}%`]);
             waiting = (rows[0] as { n: number }).n > 0;
+            if (!waiting) await sleep(5);
           }
+          if (!waiting) throw new Error(`the operation answered without waiting for the row lock: ${JSON.stringify(await answer, (_, value: unknown) => (typeof value === 'bigint' ? String(value) : value))}`);
           const { rows } = await connection.query(`SELECT floor(extract(epoch FROM clock_timestamp()) * 1000)::bigint::text AS at`);
           await connection.query('COMMIT');
           const answered = await answer;
