@@ -12,7 +12,7 @@ import postgres from 'postgres';
 import { createPostgresStore, fromPostgresJs, type PostgresStore } from '../src/adapters/postgres/index.js';
 import { createLeases, type Leases } from '../src/leases.js';
 import { runtimeNs } from './postgres-probes.js';
-import { LEDGER_INSERT, RAW_CLAIM, RAW_FENCE_CHECK, RAW_RELEASE, RAW_SCHEMA } from './postgres-raw.js';
+import { LEDGER_INSERT, RAW_CLAIM, RAW_FENCE_CHECK, RAW_RELEASE, RAW_RELEASE_NOTIFY, RAW_SCHEMA } from './postgres-raw.js';
 import type { Contender, Group } from './slices.js';
 
 const TTL_MS = 60_000;
@@ -63,13 +63,15 @@ function pooled(target: PostgresTarget, name: string, baseline: string | undefin
   };
 }
 
-function rawCycle(target: PostgresTarget, name: string, workers: number): Contender {
-  return pooled(target, name, undefined, workers, async (pool, worker) => {
+/** The raw claim + release; `notify`: the release also `pg_notify`s the key, as leasefence's does. */
+function rawCycle(target: PostgresTarget, name: string, workers: number, baseline?: string, notify = false): Contender {
+  const release = notify ? { name: 'raw-release-notify', text: RAW_RELEASE_NOTIFY } : { name: 'raw-release', text: RAW_RELEASE };
+  return pooled(target, name, baseline, workers, async (pool, worker) => {
     const key = `raw:${name}:${workers}:${worker}`;
     return async () => {
       const { rows } = await pool.query<{ token: string }>({ name: 'raw-claim', text: RAW_CLAIM, values: [key, 'bench', TTL_MS] });
       if (rows[0] === undefined) throw new Error('raw: not granted');
-      await pool.query({ name: 'raw-release', text: RAW_RELEASE, values: [key, 'bench', rows[0].token] });
+      await pool.query({ ...release, values: [key, 'bench', rows[0].token] });
     };
   });
 }
@@ -121,7 +123,13 @@ function postgresJsCycle(target: PostgresTarget, name: string, baseline: string,
 export function postgresCycleGroup(target: PostgresTarget, workers: number, title: string, full: boolean): Group {
   const raw = 'raw single-statement claim/release (pg Pool)';
   const mine = 'leasefence claim + release (pg Pool)';
-  const contenders = [rawCycle(target, raw, workers), rawCycle(target, 'raw (control)', workers), leasefenceCycle(target, mine, undefined, workers, true)];
+  const contenders = [
+    rawCycle(target, raw, workers),
+    rawCycle(target, 'raw (control)', workers),
+    leasefenceCycle(target, mine, undefined, workers, true),
+    // NOTE: leasefence's release notifies waiters (pg_notify); this row shows what that alone costs raw SQL.
+    rawCycle(target, 'raw, release also pg_notify (pg Pool)', workers, raw, true),
+  ];
   if (full) {
     let leases: Leases<PostgresStore> | undefined;
     contenders.push(

@@ -23,6 +23,14 @@ RETURNING token::text`;
 /** ATOMICITY: one statement; matches only the grant it was given. */
 export const RAW_RELEASE = `UPDATE raw_leases SET holder = NULL, expires_at = clock_timestamp() WHERE name = $1 AND holder = $2 AND token = $3`;
 
+/**
+ * The raw release that also wakes waiters as leasefence's release does (`pg_notify` of the key in the same
+ * statement): the control for what a notification costs. NOTE: PostgreSQL serialises every transaction
+ * that notified, from its pre-commit until its commit record is flushed (a lock on the database, async.c
+ * PreCommit_Notify), so releases that notify cannot share a WAL flush with each other.
+ */
+export const RAW_RELEASE_NOTIFY = `${RAW_RELEASE} RETURNING pg_catalog.pg_notify('raw_leases:freed', name)`;
+
 /** ATOMICITY: one statement; the CTE's FOR SHARE lock keeps a claim out until the INSERT commits. */
 export const RAW_FENCED_INSERT = `WITH cur AS (
   SELECT token FROM raw_leases WHERE name = $1 AND holder = $2 AND token = $3 AND expires_at > clock_timestamp() FOR SHARE

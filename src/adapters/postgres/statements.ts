@@ -11,7 +11,17 @@
  * pure transition. At READ COMMITTED, if the row changed after the statement's snapshot, the UPDATE
  * re-checks its WHERE on the newest version (EvalPlanQual), which is the version `pre` holds locked, so the
  * decision and the change concern the same version. NOTE: the UPDATE finds its row by key, not by `pre`'s
- * ctid: a version newer than the snapshot is invisible to a TID scan, and would not be updated.
+ * ctid: a version newer than the snapshot is invisible to a TID scan, and would not be updated. NOTE: its
+ * WHERE reads `pre`, not its own row `l`: on `l` it would test the snapshot's version and skip the row when
+ * that one fails, before EvalPlanQual could test the newest (both rewrites fail the EvalPlanQual test in
+ * test/adapters/postgres-concurrency.ts and the race suite).
+ *
+ * The lease statements (`lockedUpdate`, the claim, a fenced write's first statement) fold `clock` into `pre`: `pre` is the locking query as
+ * a subquery, whose outer projection adds `now`. PostgreSQL never flattens a subquery with a locking clause,
+ * so that projection runs on the row its LockRows node returned, after any lock wait. NOTE: two plan nodes
+ * fewer than a separate `clock`, whose initialisation at every execution was a measurable part of the
+ * statement's server CPU (BENCHMARKS.md, "PostgreSQL, round two"). With no row, `now` is read in the final
+ * SELECT (`LOCKED_NOW`).
  *
  * Bind parameters of fence-checking statements: $1 key, $2 token, $3 secret, $4 holder, $5 run id,
  * $6 required attributes (JSON text); operation parameters follow from $7. The secret travels as its hash
@@ -25,18 +35,18 @@ import type { TableName } from './identifier.js';
 import { claimPreImageJson, epochMs, NOW, preImageColumns, preImageJson, type PreImageWidth } from './rows.js';
 
 /**
- * The fence check of `verdict.ts#checkFence`, as SQL over `pre` at `clock.now`: true iff the verdict is ok.
+ * The fence check of `verdict.ts#checkFence`, as SQL over `pre` at `now` (an SQL expression): true iff the verdict is ok.
  * `param(i)` names the i-th fence parameter (1 key, 2 token, 3 secret, 4 holder, 5 run id, 6 attributes).
  * NOTE: the token is compared as numeric, so a forged token beyond bigint is refused, not an SQL error.
  */
-export function fenceHolds(param: (index: number) => string): string {
+export function fenceHolds(param: (index: number) => string, now = 'clock.now'): string {
   return `pre.holder IS NOT NULL
     AND pre.token::numeric OPERATOR(pg_catalog.=) ${param(2)}::numeric
     AND pre.secret_hash OPERATOR(pg_catalog.=) ${param(3)}::text
     AND pre.holder = ${param(4)}::text
     AND pre.run_id IS NOT DISTINCT FROM ${param(5)}::text
     AND pre.attributes OPERATOR(pg_catalog.@>) ${param(6)}::text::jsonb
-    AND (pre.expires_at IS NULL OR clock.now OPERATOR(pg_catalog.<) pre.expires_at)`;
+    AND (pre.expires_at IS NULL OR ${now} OPERATOR(pg_catalog.<) pre.expires_at)`;
 }
 
 const NO_ATTRIBUTES = '{}';
@@ -49,8 +59,23 @@ export function fenceParams(fence: Fence): unknown[] {
   return [fence.key, fence.token.toString(), secretHash(fence.secret), fence.holder, fence.runId, required];
 }
 
-/** `fenceHolds` with the fence parameters at $1..$6. */
-const FENCE_HOLDS: string = fenceHolds((index) => `$${index}`);
+/** `fenceHolds` with the fence parameters at $1..$6, in a lease statement (`lockedPre`). */
+const FENCE_HOLDS: string = fenceHolds((index) => `$${index}`, 'pre.now');
+
+/**
+ * The `pre` CTE of a lease statement: the key's row locked (`lock`, optionally `SKIP LOCKED`), with `now`
+ * read after the lock (see the file's comment).
+ */
+function lockedPre(table: TableName, width: PreImageWidth, lock: string): string {
+  return `pre AS MATERIALIZED (
+  SELECT locked.*, ${NOW} AS now FROM (
+    SELECT ${preImageColumns(width)} FROM ${table.quoted} WHERE key = $1::text FOR ${lock}
+  ) AS locked
+)`;
+}
+
+/** The store's now in a lease statement's final SELECT: read after the lock, or now when there was no row. */
+const LOCKED_NOW = `COALESCE(pre.now, ${NOW})`;
 
 /** The columns an ending grant clears. */
 const CLEAR_GRANT = `holder = NULL, run_id = NULL, secret_hash = NULL, acquired_at = NULL, expires_at = NULL, attributes = NULL`;
@@ -75,23 +100,18 @@ function lockedUpdate(
       : `,
 applied AS (
   UPDATE ${table.quoted} AS l SET ${set}
-  FROM pre, clock
+  FROM pre
   WHERE l.key = pre.key AND ${condition}
   RETURNING ${returning}
 )`;
-  return `WITH pre AS MATERIALIZED (
-  SELECT ${preImageColumns(width)} FROM ${table.quoted} WHERE key = $1::text FOR ${lock}
-),
-clock AS MATERIALIZED (
-  SELECT ${NOW} AS now, pg_catalog.count(*) AS locked FROM pre
-)${applied}
-SELECT ${preImageJson(width, 'pre.', 'clock.now', set === null ? 'false' : 'EXISTS (SELECT 1 FROM applied)', presented)} AS r
-FROM clock LEFT JOIN pre ON true`;
+  return `WITH ${lockedPre(table, width, lock)}${applied}
+SELECT ${preImageJson(width, 'pre.', LOCKED_NOW, set === null ? 'false' : 'EXISTS (SELECT 1 FROM applied)', presented)} AS r
+FROM (SELECT) AS one LEFT JOIN pre ON true`;
 }
 
 /** The claim statement's parameters, as `claim-rule.ts` terms. */
 const STATEMENT_TERMS: ClaimTerms = {
-  now: 'clock.now',
+  now: 'pre.now',
   holder: '$2::text',
   runId: '$3::text',
   secret: '$4::text',
@@ -107,26 +127,22 @@ const STATEMENT_TERMS: ClaimTerms = {
  * instead (schema.ts), which answers from the row as committed when it shows a live grant (`held`, with no
  * lock wait), and otherwise inserts the row or locks and decides on the newest version. NOTE: the
  * function is called in a CASE branch, which Postgres evaluates only when taken, so a claim of an existing
- * row never enters plpgsql; and its UPDATE CTE matches no row then (`pre` is empty).
+ * row never enters plpgsql; and its UPDATE CTE matches no row then (`pre` is empty: `pre.key`, the
+ * primary key, is NULL only then).
  */
 function claimStatement(table: TableName): string {
-  return `WITH pre AS MATERIALIZED (
-  SELECT ${preImageColumns(PRE_IMAGE_WIDTH.claim)} FROM ${table.quoted} WHERE key = $1::text FOR NO KEY UPDATE SKIP LOCKED
-),
-clock AS MATERIALIZED (
-  SELECT ${NOW} AS now, pg_catalog.count(*) AS locked FROM pre
-),
+  return `WITH ${lockedPre(table, PRE_IMAGE_WIDTH.claim, 'NO KEY UPDATE SKIP LOCKED')},
 applied AS (
   UPDATE ${table.quoted} AS l SET ${claimSet(STATEMENT_TERMS)}
-  FROM pre, clock
+  FROM pre
   WHERE l.key = pre.key AND ${claimable(STATEMENT_TERMS)}
   RETURNING 1
 )
-SELECT CASE WHEN clock.locked OPERATOR(pg_catalog.=) 0::bigint
+SELECT CASE WHEN pre.key IS NULL
   THEN ${claimFunction(table)}(${CLAIM_ARGUMENTS})
-  ELSE ${claimPreImageJson('pre.', 'clock.now', 'EXISTS (SELECT 1 FROM applied)', '$4::text')}
+  ELSE ${claimPreImageJson('pre.', 'pre.now', 'EXISTS (SELECT 1 FROM applied)', '$4::text')}
 END AS r
-FROM clock LEFT JOIN pre ON true`;
+FROM (SELECT) AS one LEFT JOIN pre ON true`;
 }
 
 /**
@@ -195,8 +211,8 @@ export interface LeaseStatements {
  * RELIABILITY.md); a live one is stopped by the write context, which refuses statements after the grant's
  * local deadline.
  */
-export function transactionBound(setting: string, margin = '$2::bigint'): string {
-  const remaining = `(${epochMs('pre.expires_at')} OPERATOR(pg_catalog.-) ${epochMs('clock.now')} OPERATOR(pg_catalog.+) ${margin})`;
+export function transactionBound(setting: string, margin = '$2::bigint', now = 'clock.now'): string {
+  const remaining = `(${epochMs('pre.expires_at')} OPERATOR(pg_catalog.-) ${epochMs(now)} OPERATOR(pg_catalog.+) ${margin})`;
   const current = `pg_catalog.round(pg_catalog.date_part('epoch', pg_catalog.current_setting('${setting}')::interval) OPERATOR(pg_catalog.*) 1000::float8)::bigint`;
   return `pg_catalog.set_config('${setting}', (CASE WHEN ${current} OPERATOR(pg_catalog.>) 0::bigint
       THEN LEAST(${remaining}, ${current}) ELSE ${remaining} END)::text, true)`;
@@ -204,17 +220,13 @@ export function transactionBound(setting: string, margin = '$2::bigint'): string
 
 /** A fenced write's first statement: locks the row (`lock`), returns its pre-image, bounds the transaction. */
 function fencedWriteBegin(table: TableName, lock: 'NO KEY UPDATE' | 'SHARE'): string {
-  return `WITH pre AS MATERIALIZED (
-  SELECT ${preImageColumns(PRE_IMAGE_WIDTH.lockShared)} FROM ${table.quoted} WHERE key = $1::text FOR ${lock}
-),
-clock AS MATERIALIZED (
-  SELECT ${NOW} AS now, pg_catalog.count(*) AS locked FROM pre
-)
-SELECT ${preImageJson(PRE_IMAGE_WIDTH.lockShared, 'pre.', 'clock.now', 'false', '$3::text')} AS r,
-  CASE WHEN pre.holder IS NOT NULL AND pre.expires_at OPERATOR(pg_catalog.>) clock.now
-    THEN ${transactionBound('statement_timeout')} OPERATOR(pg_catalog.||) ${transactionBound('idle_in_transaction_session_timeout')}
+  const bound = (setting: string) => transactionBound(setting, '$2::bigint', 'pre.now');
+  return `WITH ${lockedPre(table, PRE_IMAGE_WIDTH.lockShared, lock)}
+SELECT ${preImageJson(PRE_IMAGE_WIDTH.lockShared, 'pre.', LOCKED_NOW, 'false', '$3::text')} AS r,
+  CASE WHEN pre.holder IS NOT NULL AND pre.expires_at OPERATOR(pg_catalog.>) pre.now
+    THEN ${bound('statement_timeout')} OPERATOR(pg_catalog.||) ${bound('idle_in_transaction_session_timeout')}
   END AS bounded
-FROM clock LEFT JOIN pre ON true`;
+FROM (SELECT) AS one LEFT JOIN pre ON true`;
 }
 
 /** Builds the statements of a (validated, quoted) lease table. */
@@ -224,13 +236,13 @@ export function leaseStatements(table: TableName): LeaseStatements {
 
     claimCall: `SELECT ${claimFunction(table)}(${CLAIM_ARGUMENTS}) AS r`,
 
-    renew: lockedUpdate(table, PRE_IMAGE_WIDTH.renew, 'NO KEY UPDATE', `expires_at = clock.now OPERATOR(pg_catalog.+) ($7::bigint::float8 OPERATOR(pg_catalog.*) '1 millisecond'::interval)`, FENCE_HOLDS),
+    renew: lockedUpdate(table, PRE_IMAGE_WIDTH.renew, 'NO KEY UPDATE', `expires_at = pre.now OPERATOR(pg_catalog.+) ($7::bigint::float8 OPERATOR(pg_catalog.*) '1 millisecond'::interval)`, FENCE_HOLDS),
 
     checkpoint: lockedUpdate(
       table,
       PRE_IMAGE_WIDTH.checkpoint,
       'NO KEY UPDATE',
-      `checkpoint_json = $7::text, checkpoint_token = pre.token, checkpoint_written_at = clock.now, recovery_required = false`,
+      `checkpoint_json = $7::text, checkpoint_token = pre.token, checkpoint_written_at = pre.now, recovery_required = false`,
       FENCE_HOLDS,
     ),
 
@@ -243,10 +255,10 @@ export function leaseStatements(table: TableName): LeaseStatements {
       'NO KEY UPDATE',
       `${CLEAR_GRANT},
     ending_kind = 'released', ending_token = pre.token, ending_holder = pre.holder, ending_run_id = pre.run_id,
-    ending_at = clock.now, ending_reason = NULL, ending_by = NULL,
+    ending_at = pre.now, ending_reason = NULL, ending_by = NULL,
     checkpoint_json = CASE $7::text WHEN 'keep' THEN l.checkpoint_json WHEN 'clear' THEN NULL ELSE $8::text END,
     checkpoint_token = CASE $7::text WHEN 'keep' THEN l.checkpoint_token WHEN 'clear' THEN NULL ELSE pre.token END,
-    checkpoint_written_at = CASE $7::text WHEN 'keep' THEN l.checkpoint_written_at WHEN 'clear' THEN NULL ELSE clock.now END,
+    checkpoint_written_at = CASE $7::text WHEN 'keep' THEN l.checkpoint_written_at WHEN 'clear' THEN NULL ELSE pre.now END,
     recovery_required = CASE $7::text WHEN 'keep' THEN l.recovery_required ELSE false END`,
       FENCE_HOLDS,
       '$3::text',
@@ -259,7 +271,7 @@ export function leaseStatements(table: TableName): LeaseStatements {
       'NO KEY UPDATE',
       `token = pre.token OPERATOR(pg_catalog.+) 1::bigint, ${CLEAR_GRANT},
     ending_kind = 'revoked', ending_token = pre.token, ending_holder = pre.holder, ending_run_id = pre.run_id,
-    ending_at = clock.now, ending_reason = $2::text, ending_by = $3::text,
+    ending_at = pre.now, ending_reason = $2::text, ending_by = $3::text,
     recovery_required = ($4::boolean AND pre.checkpoint_json IS NOT NULL)`,
       `pre.holder IS NOT NULL AND ($5::numeric IS NULL OR pre.token::numeric OPERATOR(pg_catalog.=) $5::numeric)`,
       null,
@@ -273,7 +285,7 @@ export function leaseStatements(table: TableName): LeaseStatements {
       `recovery_required = false,
     checkpoint_json = CASE WHEN $7::text = 'discard' THEN NULL ELSE pre.checkpoint_json END,
     checkpoint_token = CASE WHEN $7::text = 'discard' OR pre.checkpoint_json IS NULL THEN NULL ELSE pre.token END,
-    checkpoint_written_at = CASE WHEN $7::text = 'discard' OR pre.checkpoint_json IS NULL THEN NULL ELSE clock.now END`,
+    checkpoint_written_at = CASE WHEN $7::text = 'discard' OR pre.checkpoint_json IS NULL THEN NULL ELSE pre.now END`,
       FENCE_HOLDS,
     ),
 
