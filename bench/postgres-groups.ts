@@ -136,10 +136,10 @@ export function postgresCycleGroup(target: PostgresTarget, workers: number, titl
       postgresJsCycle(target, 'raw, postgres.js (prepare: true)', raw, workers, 'raw'),
       postgresJsCycle(target, 'leasefence, postgres.js', mine, workers, 'leasefence'),
       leasefenceCycle(target, 'leasefence, prepare: false (pg Pool)', mine, workers, false),
-      pooled(target, 'leasefence withLease(empty fn) (pg Pool)', mine, workers, async (pool, worker) => {
+      pooled(target, 'leasefence withLease((lease) => n) (pg Pool)', mine, workers, async (pool, worker) => {
         leases ??= createLeases(createPostgresStore({ client: pool }), { holder: 'bench', ttlMs: TTL_MS });
         const own = leases;
-        const work = async (): Promise<number> => worker;
+        const work = async (_lease: unknown): Promise<number> => worker; // NOTE: one parameter: no AbortSignal (see with-lease.ts runFn)
         return async () => {
           const outcome = await own.withLease(`with:${workers}:${worker}`, work);
           if (!outcome.ok) throw new Error(`withLease: ${outcome.reason}`);
