@@ -100,7 +100,7 @@ class CommandReply extends Promise<unknown> {
 export interface Recording<T> {
   /** The callback's value: a synchronous callback's (a reply is awaited after the script), an async one's result. */
   readonly value: T | Promise<T>;
-  /** The declared keys, after the script's own. */
+  /** The declared keys, after the script's own (the recorder's own list: it records nothing more once sealed). */
   readonly keys: string[];
   /** The tagged ARGV: count, then argc (negative when `knownArity` accepts it) + args per command. */
   readonly args: string[];
@@ -169,7 +169,8 @@ export class CommandRecorder {
     if (args.length + 1 > MAX_COMMAND_ARGUMENTS) {
       throw new InvalidArgumentError(`a recorded redis command may have at most ${MAX_COMMAND_ARGUMENTS} arguments (Lua's unpack limit), ${command} has ${args.length + 1}: split it`);
     }
-    const encoded = [`v${command}`, ...args.map((arg) => this.#encode(arg))];
+    const encoded = [`v${command}`];
+    for (const arg of args) encoded.push(this.#encode(arg));
     let resolve!: (reply: unknown) => void;
     let reject!: (error: unknown) => void;
     const reply = new CommandReply((done, fail) => {
@@ -190,11 +191,12 @@ export class CommandRecorder {
 
   /**
    * Runs the user's callback and seals what it recorded. A synchronous callback (or one returning one of its
-   * replies) is sealed at once. An `async` callback is awaited first; if it uses one of its replies before it
-   * finishes, the write is refused (`InvalidArgumentError`, see `RedisWriteContext`) and nothing is sent.
-   * A callback that throws or rejects sends nothing either.
+   * replies) is sealed at once, and its recording returned as is (no promise: see `recorded`). An `async`
+   * callback is awaited first; if it uses one of its replies before it finishes, the write is refused
+   * (`InvalidArgumentError`, see `RedisWriteContext`) and nothing is sent. A callback that throws or rejects
+   * sends nothing either.
    */
-  async run<T>(write: (context: RedisWriteContext) => T | Promise<T>, token: bigint): Promise<Recording<T>> {
+  run<T>(write: (context: RedisWriteContext) => T | Promise<T>, token: bigint): Recording<T> | Promise<Recording<T>> {
     let result: T | Promise<T>;
     try {
       result = write(this.context(token));
@@ -202,7 +204,12 @@ export class CommandRecorder {
       this.#stop(error);
       throw error;
     }
-    if (!isThenable(result) || this.#replies.has(result)) return { value: result, ...this.#seal() };
+    if (!isThenable(result) || this.#replies.has(result)) return this.#seal(result);
+    return this.#settled(result);
+  }
+
+  /** The async part of `run`: awaits the callback's promise, refusing a use of one of its replies before it settles. */
+  async #settled<T>(result: PromiseLike<T>): Promise<Recording<T>> {
     const finished = Promise.resolve(result);
     finished.catch(ignore);
     const misuse = new InvalidArgumentError(
@@ -214,8 +221,7 @@ export class CommandRecorder {
     });
     try {
       if (this.#used) this.#refuse?.();
-      const value = await Promise.race([finished, refused]);
-      return { value, ...this.#seal() };
+      return this.#seal(await Promise.race([finished, refused]));
     } catch (error) {
       this.#stop(error);
       throw error;
@@ -230,8 +236,8 @@ export class CommandRecorder {
     this.fail(error);
   }
 
-  /** Stops recording; returns the declared keys and the tagged ARGV (count, then argc + args per command). */
-  #seal(): { keys: string[]; args: string[] } {
+  /** Stops recording; returns `value`, the declared keys and the tagged ARGV (count, then argc + args per command). */
+  #seal<T>(value: T | Promise<T>): Recording<T> {
     this.#sealed = true;
     const args = [String(this.#commands.length)];
     for (const command of this.#commands) {
@@ -239,7 +245,7 @@ export class CommandRecorder {
       args.push(String(knownArity(command.name, command.args.length) ? -command.args.length : command.args.length));
       for (const arg of command.args) args.push(arg);
     }
-    return { keys: [...this.#keys], args };
+    return { value, keys: this.#keys, args };
   }
 
   /**

@@ -199,7 +199,9 @@ export function createRedisStore(options: RedisStoreOptions): Store<RedisWriteCo
       const { checkpointJson } = writeOptions;
       const recorder = new CommandRecorder(1);
       const fenceArguments = fenceArgs(fence, [newSecret(), String(replayWindowMs), checkpointJson ?? '']);
-      const { value, keys: declared, args } = await recorder.run(write, fence.token);
+      const recording = recorder.run(write, fence.token);
+      // NOTE: a synchronous callback's recording is not a promise: no await, no extra microtasks.
+      const { value, keys: declared, args } = recording instanceof Promise ? await recording : recording;
       const keys = [names.record(fence.key, 'lease'), ...declared];
       let reply: LeaseReply;
       try {
