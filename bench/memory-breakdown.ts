@@ -14,6 +14,7 @@ import { execFileSync } from 'node:child_process';
 import { cpSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
+import { median } from './slices.js';
 
 /** One text edit of a copied file: `from` must occur exactly once. */
 interface Edit {
@@ -140,12 +141,6 @@ for (let round = 0; round < ROUNDS + WARM; round++) {
 }
 console.log(JSON.stringify({ ns: Object.fromEntries(ns), load: loadavg() }));
 `;
-
-const median = (values: readonly number[]): number => {
-  const sorted = [...values].sort((a, b) => a - b);
-  const middle = Math.floor(sorted.length / 2);
-  return sorted.length % 2 === 1 ? (sorted[middle] as number) : ((sorted[middle - 1] as number) + (sorted[middle] as number)) / 2;
-};
 
 function main(): void {
   const work = mkdtempSync(join(tmpdir(), 'leasefence-breakdown-'));
