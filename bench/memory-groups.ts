@@ -5,6 +5,7 @@
  * With BENCH_COMPARE (another checkout's `src/`), that tree's claim + release and withLease run in the same
  * groups: before and after in the same run.
  */
+import { readFileSync } from 'node:fs';
 import { resolve } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { createMemoryStore } from '../src/adapters/memory/index.js';
@@ -80,6 +81,28 @@ function abortSignalAlone(): Contender {
   };
 }
 
+/**
+ * Warns when the compared tree would load as CommonJS: tsx compiles `.ts` files under no `package.json`
+ * with `"type": "module"` to CommonJS, whose imported bindings are getters called on every use. Measured:
+ * an identical copy of this tree ran at 0.62–0.69 of this one that way, 0.77–0.84 with the `package.json`
+ * (a second copy stays slower in this harness: read "before" rows against an identical copy's; see
+ * BENCHMARKS.md, "Memory store and the shell, round three").
+ */
+function warnIfCommonJs(root: string): void {
+  let type: unknown;
+  try {
+    type = (JSON.parse(readFileSync(resolve(root, '..', 'package.json'), 'utf8')) as { type?: unknown }).type;
+  } catch {
+    type = undefined;
+  }
+  if (type !== 'module') {
+    console.log(
+      `**Warning: ${root}/../package.json does not say "type": "module", so the compared tree runs as CommonJS and measures slower than it is. ` +
+        'Extract it with its package.json: `git archive main src package.json | tar -x -C /tmp/before`.**\n',
+    );
+  }
+}
+
 /** The memory groups (one worker: the memory store is one process). */
 export async function memoryGroups(compare: string | undefined): Promise<Group[]> {
   const [mine, ...withLease] = leasefence('', createLeases, () => createMemoryStore(), 'claim + release');
@@ -87,6 +110,7 @@ export async function memoryGroups(compare: string | undefined): Promise<Group[]
   const contenders: Contender[] = [mine as Contender, control, ...withLease, storeAlone(), abortSignalAlone()];
   if (compare !== undefined && compare !== '') {
     const root = resolve(compare);
+    warnIfCommonJs(root);
     const other = (await import(pathToFileURL(`${root}/leases.ts`).href)) as { createLeases: LeasesFactory };
     const memory = (await import(pathToFileURL(`${root}/adapters/memory/index.ts`).href)) as { createMemoryStore: StoreFactory };
     contenders.push(...leasefence('before: ', other.createLeases, memory.createMemoryStore, 'claim + release'));

@@ -11,7 +11,8 @@
  *   BENCH_WORKERS=32 BENCH_PG_CLIENTS=1,8,32   concurrency of the many-worker groups
  *   BENCH_FSYNC_OFF=0                          skip the fsync-off Postgres groups (fsync on is always run)
  *   BENCH_COMPARE=/tmp/before/src              adds that checkout's memory claim + release and withLease
- *                                              (e.g. `git archive main src | tar -x -C /tmp/before`)
+ *                                              (`git archive main src package.json | tar -x -C /tmp/before`:
+ *                                              with its package.json, or tsx runs it as slower CommonJS)
  *
  * Read the ratios (same run, same slices) before the absolute rates: a loaded machine moves rates a lot
  * and ratios little, and each group's "(control)" row shows how far noise alone moves a ratio.

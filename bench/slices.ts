@@ -86,7 +86,8 @@ async function slice(cycles: readonly (() => Promise<unknown>)[], contender: Con
   return { done, ms, clientUs: client.user + client.system, serverUs };
 }
 
-const median = (values: readonly number[]): number => {
+/** The median of `values` (the mean of the two middle ones for an even count). */
+export const median = (values: readonly number[]): number => {
   const sorted = [...values].sort((a, b) => a - b);
   const middle = Math.floor(sorted.length / 2);
   return sorted.length % 2 === 1 ? (sorted[middle] ?? Number.NaN) : ((sorted[middle - 1] ?? 0) + (sorted[middle] ?? 0)) / 2;

@@ -58,8 +58,15 @@ const LONE_SURROGATE = /[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[
  * keep UTF-8, where it becomes U+FFFD, so two different keys could land on one record).
  */
 export function assertStorableText(what: string, value: string): void {
-  if (value.includes('\u0000')) throw new InvalidArgumentError(`${what} must not contain NUL characters`);
-  if (LONE_SURROGATE.test(value)) throw new InvalidArgumentError(`${what} contains a lone UTF-16 surrogate, which a store cannot keep exactly`);
+  // NOTE: one pass over the UTF-16 units: text without NUL or any surrogate (nearly every key and holder)
+  // needs no regex, which costs ~30 ns on the claim path; a surrogate sends the text to the regex.
+  let surrogates = false;
+  for (let index = 0; index < value.length; index += 1) {
+    const unit = value.charCodeAt(index);
+    if (unit === 0) throw new InvalidArgumentError(`${what} must not contain NUL characters`);
+    if ((unit & 0xf800) === 0xd800) surrogates = true;
+  }
+  if (surrogates && LONE_SURROGATE.test(value)) throw new InvalidArgumentError(`${what} contains a lone UTF-16 surrogate, which a store cannot keep exactly`);
 }
 
 /** A non-empty string of at most `MAX_NAME_BYTES` UTF-8 bytes that every store can keep exactly. */

@@ -6,6 +6,11 @@ export class KeyLock {
   /** The last pending task per key; a key is absent when nothing on it is pending. */
   readonly #tails = new Map<string, Promise<unknown>>();
 
+  /** Whether nothing on `key` is pending: a task run now would run at once, inside `run`. */
+  isIdle(key: string): boolean {
+    return !this.#tails.has(key);
+  }
+
   /**
    * Runs `task` after every earlier task on `key` has settled: at once (inside this call) when nothing on
    * `key` is pending, otherwise chained behind the last pending one.

@@ -1,5 +1,5 @@
 import { systemClock, type Clock } from '../../clock.js';
-import type { FencedWriteOutcome, StoreFencedWriteOptions } from '../../fence/operations.js';
+import type { ClaimCommand, ClaimOutcome, FencedWriteOutcome, StoreFencedWriteOptions } from '../../fence/operations.js';
 import * as transitions from '../../fence/transitions.js';
 import type { Transition } from '../../fence/transitions.js';
 import type { Fence, LeaseRecord, StoreTime } from '../../fence/types.js';
@@ -40,6 +40,11 @@ export interface MemoryStore extends Store<MemoryWriteContext> {
 
 let storeCount = 0;
 
+/** One of the pure transitions, as the store applies it to a key's record. */
+type Step<C, O> = (record: LeaseRecord | null, command: C, now: StoreTime) => Transition<O>;
+/** What runs once an outcome is stored (telling release watchers). */
+type Committed<O> = (key: string, outcome: O) => O;
+
 /**
  * Creates a lease store that lives in this process: every operation applies the pure transitions of
  * `fence/` atomically. Use it for tests, demos and single-process apps; data is lost when the process ends.
@@ -58,23 +63,36 @@ export function createMemoryStore(options: MemoryStoreOptions = {}): MemoryStore
   const lock = new KeyLock();
   const freed = new FreedKeys();
 
-  /** Runs `step` on the key's record atomically; `committed` sees the outcome once the record is stored. */
-  const apply = <O>(key: string, step: (record: LeaseRecord | null, now: StoreTime) => Transition<O>, committed?: (key: string, outcome: O) => O): Promise<O> =>
-    lock.run(key, () => {
-      const { record, changed, outcome } = step(records.get(key) ?? null, clock());
-      if (changed && record !== null) records.set(key, record);
-      // NOTE: in the same task (not a `.then` on its promise): telling watchers costs no extra promise.
-      return committed === undefined ? outcome : committed(key, outcome);
-    });
+  /** Applies `step` to the key's record at the store's now; `committed` sees the outcome once it is stored. */
+  const applyNow = <C, O>(key: string, step: Step<C, O>, command: C, committed: Committed<O> | undefined): O => {
+    const { record, changed, outcome } = step(records.get(key) ?? null, command, clock());
+    if (changed && record !== null) records.set(key, record);
+    // NOTE: in the same task (not a `.then` on its promise): telling watchers costs no extra promise.
+    return committed === undefined ? outcome : committed(key, outcome);
+  };
+
+  /** Runs `step` on the key's record atomically: now when nothing on the key is pending, else behind it. */
+  const apply = <C, O>(key: string, step: Step<C, O>, command: C, committed?: Committed<O>): Promise<O> => {
+    // NOTE: the usual case, a key nothing is pending on, runs at once without a closure for the lock (what
+    // `lock.run` does for it too, after one more allocation).
+    if (!lock.isIdle(key)) return lock.run(key, () => applyNow(key, step, command, committed));
+    try {
+      return Promise.resolve(applyNow(key, step, command, committed));
+    } catch (error) {
+      return Promise.reject(error as Error);
+    }
+  };
+
+  const claimStep: Step<ClaimCommand, ClaimOutcome> = (record, command, now) => transitions.claim(record, command, now, tokenFloor());
 
   return {
     id: `memory:${++storeCount}:${Math.random().toString(36).slice(2)}`,
-    claim: (command) => apply(command.key, (record, now) => transitions.claim(record, command, now, tokenFloor())),
-    renew: (command) => apply(command.fence.key, (record, now) => transitions.renew(record, command, now)),
-    checkpoint: (command) => apply(command.fence.key, (record, now) => transitions.checkpoint(record, command, now)),
-    release: (command) => apply(command.fence.key, (record, now) => transitions.release(record, command, now), freed.afterCommit),
-    revoke: (command) => apply(command.key, (record, now) => transitions.revoke(record, command, now), freed.afterCommit),
-    recover: (command) => apply(command.fence.key, (record, now) => transitions.recover(record, command, now)),
+    claim: (command) => apply(command.key, claimStep, command),
+    renew: (command) => apply(command.fence.key, transitions.renew, command),
+    checkpoint: (command) => apply(command.fence.key, transitions.checkpoint, command),
+    release: (command) => apply(command.fence.key, transitions.release, command, freed.afterCommit),
+    revoke: (command) => apply(command.key, transitions.revoke, command, freed.afterCommit),
+    recover: (command) => apply(command.fence.key, transitions.recover, command),
     inspect: (key) => lock.run(key, () => transitions.inspect(records.get(key) ?? null, key, clock())),
     fencedWrite: <T>(fence: Fence, write: (context: MemoryWriteContext) => T | Promise<T>, writeOptions: StoreFencedWriteOptions = {}) =>
       // NOTE: the key stays locked while the callback runs, so no claim, renew or revoke can interleave

@@ -1,0 +1,186 @@
+/**
+ * Where the time of a memory claim + release goes, shell piece by shell piece: each piece is removed in a
+ * throwaway copy of `src/` (a text edit, never shipped), every copy is bundled into one file with esbuild
+ * (as tsup bundles `dist/`, without tsx's per-module loading), and all of them run in ONE process in
+ * interleaved rounds: a tight single-threaded loop of `await claim; await release`, CPU time from
+ * `process.cpuUsage`. A piece's cost is the median over rounds of (full - without it) in the same round;
+ * "full (identical copy)" is the noise row (ideally 0). With BENCH_COMPARE (another checkout's `src/`), that
+ * tree and its store alone run too: before and after in the same process.
+ *
+ *   npx tsx bench/memory-breakdown.ts
+ *   BENCH_N=100000 BENCH_ROUNDS=11 BENCH_WARM=3 BENCH_COMPARE=/tmp/before/src npx tsx bench/memory-breakdown.ts
+ */
+import { execFileSync } from 'node:child_process';
+import { cpSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join, resolve } from 'node:path';
+import { median } from './slices.js';
+
+/** One text edit of a copied file: `from` must occur exactly once. */
+interface Edit {
+  readonly file: string;
+  readonly from: string;
+  readonly to: string;
+}
+
+/** A copy of `src/` without one piece, and whether that piece is a guarantee. */
+interface Variant {
+  readonly name: string;
+  readonly piece: string;
+  readonly guarantee: string;
+  readonly edits: readonly Edit[];
+}
+
+const VARIANTS: readonly Variant[] = [
+  { name: 'full', piece: '', guarantee: '', edits: [] },
+  { name: 'full (identical copy)', piece: 'noise (should be ~0)', guarantee: '', edits: [] },
+  {
+    name: 'no secret',
+    piece: 'a fresh secret per claim (newSecret)',
+    guarantee: 'yes: 128 CSPRNG bits per grant, or a stale handle could act as a newer grant',
+    edits: [{ file: 'leases.ts', from: 'const secret = newSecret();', to: "const secret = '0123456789abcdef0123456789abcdef';" }],
+  },
+  {
+    name: 'no monotonic read',
+    piece: "the worker's clock read before the claim (local deadline)",
+    guarantee: 'yes: the local deadline is a lower bound only if measured from before the request',
+    edits: [{ file: 'leases.ts', from: 'const sentAt = monotonic();\n    const outcome = await store.claim', to: 'const sentAt = 0;\n    const outcome = await store.claim' }],
+  },
+  {
+    name: 'no store clock',
+    piece: "the memory store's clock, read in claim and in release (2 × Date.now)",
+    guarantee: "yes: the store's clock decides expiry (inside the store alone too)",
+    edits: [{ file: 'adapters/memory/memory-store.ts', from: 'const clock = options.clock ?? systemClock;', to: 'const clock = options.clock ?? (() => 1_700_000_000_000);' }],
+  },
+  {
+    name: 'no validation',
+    piece: "claim's input checks (key, options, TTL, run id, attributes) and release's handle check",
+    guarantee: 'yes: bad input gets InvalidArgumentError before any I/O',
+    edits: [
+      {
+        file: 'leases.ts',
+        from: "assertKey(key);\n        const given = readOptions('claim options', claimOptions, CLAIM_OPTIONS);\n        const ttlMs = ttlOf(given.ttlMs);\n        const runId = given.runId ?? null;\n        assertRunId(runId);\n        const attributes = toAttributes(given.attributes);\n        const { recovering } = given;\n        if (recovering !== undefined && typeof recovering !== 'boolean') throw new InvalidArgumentError('recovering must be a boolean');",
+        to: 'const given = NO_ATTRIBUTES as { wait?: WaitOptions };\n        const ttlMs = defaultTtl;\n        const runId = null;\n        const attributes = NO_ATTRIBUTES;\n        const recovering = false as boolean;',
+      },
+      {
+        file: 'leases.ts',
+        from: "const fence = requireLease(lease);\n        const { checkpoint } = readOptions('release options', releaseOptions, RELEASE_OPTIONS);",
+        to: 'const fence = (lease as unknown as { fenceUnchecked: Fence }).fenceUnchecked;\n        const checkpoint = undefined as unknown;',
+      },
+      { file: 'lease.ts', from: '  /** Set by `Leases` so', to: '  get fenceUnchecked(): Fence {\n    return this.#fence;\n  }\n  /** Set by `Leases` so' },
+    ],
+  },
+  {
+    name: 'no events check',
+    piece: 'the diagnostics_channel check around each operation',
+    guarantee: 'yes: observers get their events',
+    edits: [{ file: 'leases.ts', from: 'return observeLeases(leases);', to: 'return leases;' }],
+  },
+  {
+    name: 'no release result',
+    piece: "the log-safe applied release (a `.then` and an AppliedRelease)",
+    guarantee: 'yes: JSON.stringify of a result works and never shows a secret',
+    edits: [{ file: 'leases.ts', from: 'if (checkpoint === undefined) return store.release({ fence }).then(releaseResult);', to: 'if (checkpoint === undefined) return store.release({ fence });' }],
+  },
+  {
+    name: 'no claim result class',
+    piece: 'the granted claim as a GrantedClaim (log-safe toJSON) instead of a plain object',
+    guarantee: 'yes: log-safe JSON of a claim result',
+    edits: [{ file: 'leases.ts', from: 'return new GrantedClaim(lease, outcome.previous, inherited);', to: 'return { ok: true, lease, previous: outcome.previous, checkpoint: inherited } as unknown as GrantedClaim;' }],
+  },
+];
+
+const env = (name: string, fallback: string): string => process.env[name] ?? fallback;
+const N = Number(env('BENCH_N', '100000'));
+const ROUNDS = Number(env('BENCH_ROUNDS', '11'));
+const WARM = Number(env('BENCH_WARM', '3'));
+const COMPARE = process.env['BENCH_COMPARE'];
+const SRC = resolve(import.meta.dirname, '../src');
+
+/** Copies `src/` to `directory` and applies `variant`'s edits, failing loudly when one no longer matches. */
+function makeCopy(variant: Variant, directory: string): void {
+  cpSync(SRC, directory, { recursive: true });
+  for (const edit of variant.edits) {
+    const path = join(directory, edit.file);
+    const text = readFileSync(path, 'utf8');
+    const count = text.split(edit.from).length - 1;
+    if (count !== 1) throw new Error(`${variant.name}: ${edit.file}: the edit matches ${count} times (src changed: update the variant)`);
+    writeFileSync(path, text.replace(edit.from, edit.to));
+  }
+}
+
+/** The loop run in the bundle: every tree's claim + release, the store alone, interleaved in rounds. */
+const RUNNER = `
+import { loadavg } from 'node:os';
+const [N, ROUNDS, WARM] = [${N}, ${ROUNDS}, ${WARM}];
+function shell(L, M) {
+  const leases = L.createLeases(M.createMemoryStore(), { holder: 'bench', ttlMs: 30000 });
+  return async (n) => { for (let i = 0; i < n; i++) { const c = await leases.claim('cycle:0'); if (!c.ok) throw new Error('not granted'); await leases.release(c.lease); } };
+}
+function storeAlone(M) {
+  const store = M.createMemoryStore();
+  const key = 'store:0'; const secret = '0123456789abcdef0123456789abcdef';
+  return async (n) => { for (let i = 0; i < n; i++) {
+    const c = await store.claim({ key, holder: 'bench', runId: null, secret, ttlMs: 30000, attributes: {}, recovering: false });
+    if (!c.ok) throw new Error('not granted');
+    await store.release({ fence: { key, token: c.token, secret, holder: 'bench', runId: null } });
+  } };
+}
+const contenders = trees.map(([name, L, M]) => [name, shell(L, M)]);
+for (const [name, M] of stores) contenders.push([name, storeAlone(M)]);
+const ns = new Map(contenders.map(([name]) => [name, []]));
+for (let round = 0; round < ROUNDS + WARM; round++) {
+  for (let index = 0; index < contenders.length; index++) {
+    const [name, run] = contenders[(index + round) % contenders.length];
+    await run(N / 10);
+    const before = process.cpuUsage();
+    await run(N);
+    const cpu = process.cpuUsage(before);
+    if (round >= WARM) ns.get(name).push(((cpu.user + cpu.system) * 1000) / N);
+  }
+}
+console.log(JSON.stringify({ ns: Object.fromEntries(ns), load: loadavg() }));
+`;
+
+function main(): void {
+  const work = mkdtempSync(join(tmpdir(), 'leasefence-breakdown-'));
+  try {
+    const trees: [string, string][] = VARIANTS.map((variant, index) => {
+      const directory = join(work, `v${index}`);
+      makeCopy(variant, directory);
+      return [variant.name, directory];
+    });
+    if (COMPARE !== undefined && COMPARE !== '') trees.push(['before (BENCH_COMPARE)', resolve(COMPARE)]);
+    const stores: [string, string][] = [['store alone', trees[0]?.[1] as string]];
+    if (COMPARE !== undefined && COMPARE !== '') stores.push(['store alone (before)', resolve(COMPARE)]);
+    const imports = [
+      ...trees.map(([, directory], index) => `import * as L${index} from ${JSON.stringify(join(directory, 'leases.ts'))};\nimport * as M${index} from ${JSON.stringify(join(directory, 'adapters/memory/index.ts'))};`),
+      ...stores.map(([, directory], index) => `import * as S${index} from ${JSON.stringify(join(directory, 'adapters/memory/index.ts'))};`),
+    ];
+    const entry = join(work, 'entry.mjs');
+    writeFileSync(
+      entry,
+      `${imports.join('\n')}\nconst trees = [${trees.map(([name], index) => `[${JSON.stringify(name)}, L${index}, M${index}]`).join(', ')}];\n` +
+        `const stores = [${stores.map(([name], index) => `[${JSON.stringify(name)}, S${index}]`).join(', ')}];\n${RUNNER}`,
+    );
+    const bundle = join(work, 'bundle.mjs');
+    const esbuild = resolve(import.meta.dirname, '../node_modules/.bin/esbuild');
+    execFileSync(esbuild, [entry, '--bundle', '--platform=node', '--format=esm', '--target=node20', `--outfile=${bundle}`, '--log-level=warning'], { stdio: 'inherit' });
+    const output = execFileSync(process.execPath, [bundle], { encoding: 'utf8', maxBuffer: 1 << 24 });
+    const { ns, load } = JSON.parse(output.trim().split('\n').at(-1) as string) as { ns: Record<string, number[]>; load: number[] };
+    const full = ns['full'] as number[];
+    console.log(`node ${process.version}, ${N} cycles × ${ROUNDS} rounds (after ${WARM} warm-up rounds), one process, load average after: ${load.map((value) => value.toFixed(2)).join(' ')}\n`);
+    console.log('| tree | ns CPU per claim + release | cycles per CPU-second | saves vs full (median of per-round differences) | piece removed | a guarantee? |');
+    console.log('|---|---:|---:|---:|---|---|');
+    for (const [name, values] of Object.entries(ns)) {
+      const variant = VARIANTS.find((candidate) => candidate.name === name);
+      const saves = median(values.map((value, round) => (full[round] as number) - value));
+      const own = median(values);
+      console.log(`| ${name} | ${own.toFixed(0)} | ${Math.round(1e9 / own).toLocaleString('en-US')} | ${name === 'full' ? '' : saves.toFixed(0)} | ${variant?.piece ?? ''} | ${variant?.guarantee ?? ''} |`);
+    }
+  } finally {
+    rmSync(work, { recursive: true, force: true });
+  }
+}
+
+main();
