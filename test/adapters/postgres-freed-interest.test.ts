@@ -1,0 +1,209 @@
+/**
+ * Waiter interest on the lease row (freed-interest.ts), on a real server: release and revoke notify only
+ * when a waiter marked its interest, and no wake-up is lost. The race between a waiter's mark and a
+ * release is forced in both orders: a third transaction holds the row FOR SHARE (as a fenced write does),
+ * the two statements queue behind it in the chosen order (PostgreSQL grants a row's lock to its waiters
+ * first come, first served), and the holder then commits. Whatever the order, the waiter that claims after
+ * its watch resolved is granted the key or hears the release.
+ */
+import { randomBytes } from 'node:crypto';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
+import pg from 'pg';
+import { createLeases, type Leases } from '../../src/leases.js';
+import { createPostgresStore, type NotifyFreed, type PostgresStore } from '../../src/adapters/postgres/index.js';
+import { freedChannelOf } from '../../src/adapters/postgres/freed-channel.js';
+import { tableName } from '../../src/adapters/postgres/identifier.js';
+import { InvalidArgumentError } from '../../src/errors.js';
+import { freshTable, sharedPostgresUrl } from './postgres-harness.js';
+
+const WAKE_TIMEOUT_MS = 5_000;
+
+interface Rig {
+  readonly table: string;
+  readonly pool: pg.Pool;
+  readonly store: PostgresStore;
+  /** Backends of `pool` waiting for a lock now. */
+  lockWaiters(): Promise<number>;
+  /** A session of its own on the table's channel: every payload it heard, in order. */
+  readonly heard: string[];
+  /** Holds `key`'s row FOR SHARE until the returned function commits. */
+  holdRow(key: string): Promise<() => Promise<void>>;
+  close(): Promise<void>;
+}
+
+async function openRig(notifyFreed: NotifyFreed): Promise<Rig> {
+  const url = await sharedPostgresUrl();
+  const table = freshTable('interest');
+  const application = `lf-interest-${randomBytes(4).toString('hex')}`;
+  const pool = new pg.Pool({ connectionString: url, max: 6, application_name: application });
+  pool.on('error', () => undefined);
+  const clients: pg.Client[] = [];
+  const connect = async (): Promise<pg.Client> => {
+    const client = new pg.Client({ connectionString: url });
+    client.on('error', () => undefined);
+    clients.push(client);
+    await client.connect();
+    return client;
+  };
+  const store = createPostgresStore({ client: pool, table, listener: connect, notifyFreed });
+  await store.migrate();
+  const spy = await connect();
+  const heard: string[] = [];
+  spy.on('notification', (message) => heard.push(message.payload ?? ''));
+  await spy.query(`LISTEN "${freedChannelOf(tableName(table))}"`);
+  return {
+    table,
+    pool,
+    store,
+    heard,
+    lockWaiters: async () =>
+      Number((await spy.query<{ n: string }>(`SELECT count(*) AS n FROM pg_stat_activity WHERE application_name = $1 AND wait_event_type = 'Lock'`, [application])).rows[0]!.n),
+    holdRow: async (key) => {
+      const holder = await connect();
+      await holder.query('BEGIN');
+      const { rowCount } = await holder.query(`SELECT 1 FROM "${table}" WHERE key = $1 FOR SHARE`, [key]);
+      expect(rowCount).toBe(1);
+      return async () => {
+        await holder.query('COMMIT');
+      };
+    },
+    close: async () => {
+      await Promise.all(clients.map((client) => client.end().catch(() => undefined)));
+      await pool.end();
+    },
+  };
+}
+
+/** A waiter as key-waiters.ts waits: watch first, claim once the watch resolved, then wait for a wake-up. */
+function startWaiter(rig: Rig, leases: Leases<PostgresStore>, key: string) {
+  const waiter = { state: 'subscribing' as 'subscribing' | 'claiming' | 'held' | 'granted', woken: false, end: (): void => undefined };
+  const done = (async () => {
+    waiter.end = await rig.store.watchFreed!(key, () => {
+      waiter.woken = true;
+    });
+    waiter.state = 'claiming';
+    const claimed = await leases.claim(key);
+    waiter.state = claimed.ok ? 'granted' : 'held';
+    if (claimed.ok) await leases.release(claimed.lease);
+  })();
+  return { waiter, done };
+}
+
+describe('postgres waiter interest: the mark and the release, in both orders', () => {
+  let rig: Rig;
+  let holder: Leases<PostgresStore>;
+  let waiting: Leases<PostgresStore>;
+
+  beforeAll(async () => {
+    rig = await openRig('when-waited');
+    holder = createLeases(rig.store, { holder: 'holder', ttlMs: 60_000 });
+    waiting = createLeases(rig.store, { holder: 'waiter', ttlMs: 60_000 });
+  });
+  afterAll(async () => {
+    await rig?.close();
+  });
+
+  it('release first: it finds no interest and sends nothing, and the waiter, claiming after its mark, is granted', async () => {
+    const key = 'race:release-first';
+    const lease = await holder.claimOrThrow(key);
+    const commit = await rig.holdRow(key);
+    const released = holder.release(lease);
+    await vi.waitFor(async () => expect(await rig.lockWaiters()).toBe(1), { timeout: WAKE_TIMEOUT_MS, interval: 5 });
+    const { waiter, done } = startWaiter(rig, waiting, key);
+    await vi.waitFor(async () => expect(await rig.lockWaiters()).toBe(2), { timeout: WAKE_TIMEOUT_MS, interval: 5 });
+    // NOTE: a watch that resolved before its mark committed has claimed by now, against the held row.
+    await vi.waitFor(() => expect(waiter.state).not.toBe('claiming'), { timeout: WAKE_TIMEOUT_MS, interval: 5 });
+    await commit();
+    expect((await released).ok).toBe(true);
+    await done;
+    if (waiter.state === 'held') await vi.waitFor(() => expect(waiter.woken).toBe(true), { timeout: WAKE_TIMEOUT_MS, interval: 10 });
+    expect(waiter.state).toBe('granted');
+    waiter.end();
+  });
+
+  it('mark first: the release reads the interest on the row it locked and wakes the waiter', async () => {
+    const key = 'race:mark-first';
+    const lease = await holder.claimOrThrow(key);
+    const commit = await rig.holdRow(key);
+    const { waiter, done } = startWaiter(rig, waiting, key);
+    await vi.waitFor(async () => expect(await rig.lockWaiters()).toBe(1), { timeout: WAKE_TIMEOUT_MS, interval: 5 });
+    expect(waiter.state).toBe('subscribing');
+    const released = holder.release(lease);
+    await vi.waitFor(async () => expect(await rig.lockWaiters()).toBe(2), { timeout: WAKE_TIMEOUT_MS, interval: 5 });
+    await commit();
+    expect((await released).ok).toBe(true);
+    await done;
+    await vi.waitFor(() => expect(waiter.woken).toBe(true), { timeout: WAKE_TIMEOUT_MS, interval: 10 });
+    expect(rig.heard).toContain(key);
+    waiter.end();
+  });
+
+  it("a key with no row yet: the mark leaves a placeholder that reads as no lease, carries the interest through another's first claim, and the release wakes the waiter", async () => {
+    const key = 'race:first-claim';
+    let woken = false;
+    const end = await rig.store.watchFreed!(key, () => {
+      woken = true;
+    });
+    expect(await rig.store.inspect(key)).toMatchObject({ exists: false, token: 0n });
+    expect((await rig.store.list!({ prefix: 'race:first', limit: 10, cursor: null })).leases).toEqual([]);
+    const lease = await holder.claimOrThrow(key);
+    expect(lease.token).toBeGreaterThan(1_000_000_000_000_000n);
+    expect((await waiting.claim(key)).ok).toBe(false);
+    expect((await holder.release(lease)).ok).toBe(true);
+    await vi.waitFor(() => expect(woken).toBe(true), { timeout: WAKE_TIMEOUT_MS, interval: 10 });
+    end();
+  });
+});
+
+describe.each<NotifyFreed>(['when-waited', 'always'])('postgres notifyFreed: %s', (notifyFreed) => {
+  let rig: Rig;
+  beforeAll(async () => {
+    rig = await openRig(notifyFreed);
+  });
+  afterAll(async () => {
+    await rig?.close();
+  });
+
+  it(notifyFreed === 'always' ? 'every release and revoke notifies' : 'a release or revoke nobody waits for sends nothing; one a waiter marked does', async () => {
+    const leases = createLeases(rig.store, { holder: 'a', ttlMs: 60_000 });
+    await leases.release(await leases.claimOrThrow('unwatched:released'));
+    await leases.claimOrThrow('unwatched:revoked');
+    await leases.revoke('unwatched:revoked', { reason: 'test', by: 'test' });
+    const end = await rig.store.watchFreed!('watched', () => undefined);
+    await leases.release(await leases.claimOrThrow('watched'));
+    // NOTE: notifications arrive in commit order: once the last one is heard, any earlier one has been.
+    await vi.waitFor(() => expect(rig.heard).toContain('watched'), { timeout: WAKE_TIMEOUT_MS, interval: 10 });
+    expect(rig.heard).toEqual(notifyFreed === 'always' ? ['unwatched:released', 'unwatched:revoked', 'watched'] : ['watched']);
+    end();
+  });
+});
+
+describe('postgres waiter interest: options and migration', () => {
+  it('refuses a bad notifyFreed before any I/O', async () => {
+    const pool = new pg.Pool({ connectionString: await sharedPostgresUrl(), max: 1 });
+    try {
+      expect(() => createPostgresStore({ client: pool, notifyFreed: 'sometimes' as NotifyFreed })).toThrow(InvalidArgumentError);
+      expect(pool.totalCount).toBe(0);
+    } finally {
+      await pool.end();
+    }
+  });
+
+  it('a table from before waiter interest upgrades in place, with concurrent migrations, keeping its leases', async () => {
+    const pool = new pg.Pool({ connectionString: await sharedPostgresUrl(), max: 4 });
+    pool.on('error', () => undefined);
+    try {
+      const table = freshTable('interest_upgrade');
+      const store = createPostgresStore({ client: pool, table });
+      await store.migrate();
+      const leases = createLeases(store, { holder: 'a', ttlMs: 60_000 });
+      const lease = await leases.claimOrThrow('kept');
+      await pool.query(`ALTER TABLE "${table}" DROP COLUMN waited_until`);
+      await expect(leases.release(lease)).rejects.toThrow(/migrate\(\)/);
+      await Promise.all([1, 2, 3].map(() => createPostgresStore({ client: pool, table }).migrate()));
+      expect((await leases.release(lease)).ok).toBe(true);
+    } finally {
+      await pool.end();
+    }
+  });
+});
