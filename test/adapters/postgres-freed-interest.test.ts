@@ -14,6 +14,7 @@ import { createPostgresStore, type NotifyFreed, type PostgresStore } from '../..
 import { freedChannelOf } from '../../src/adapters/postgres/freed-channel.js';
 import { tableName } from '../../src/adapters/postgres/identifier.js';
 import { InvalidArgumentError } from '../../src/errors.js';
+import { INTEREST_WINDOW_MS, REMARK_EVERY_MS } from '../../src/adapters/postgres/freed-interest.js';
 import { freshTable, sharedPostgresUrl } from './postgres-harness.js';
 
 const WAKE_TIMEOUT_MS = 5_000;
@@ -152,6 +153,37 @@ describe('postgres waiter interest: the mark and the release, in both orders', (
     expect((await holder.release(lease)).ok).toBe(true);
     await vi.waitFor(() => expect(woken).toBe(true), { timeout: WAKE_TIMEOUT_MS, interval: 10 });
     end();
+  });
+});
+
+describe('postgres waiter interest: renewed while watched, and only then', () => {
+  let rig: Rig;
+  beforeAll(async () => {
+    rig = await openRig('when-waited');
+  });
+  afterAll(async () => {
+    vi.useRealTimers();
+    await rig?.close();
+  });
+
+  it('a watched key is marked again every REMARK_EVERY_MS (one timer per key, whatever the watches), and no timer is left after the last watch ends', async () => {
+    const key = 'remark';
+    const until = async (): Promise<number> =>
+      Number((await rig.pool.query<{ ms: string }>(`SELECT (extract(epoch FROM waited_until) * 1000)::bigint::text AS ms FROM "${rig.table}" WHERE key = $1`, [key])).rows[0]!.ms);
+    vi.useFakeTimers({ toFake: ['setInterval', 'clearInterval'] });
+    const ends = [await rig.store.watchFreed!(key, () => undefined), await rig.store.watchFreed!(key, () => undefined)];
+    expect(vi.getTimerCount()).toBe(1);
+    const first = await until();
+    expect(first).toBeGreaterThan(Date.now() + INTEREST_WINDOW_MS - 5_000);
+    vi.advanceTimersByTime(REMARK_EVERY_MS);
+    // NOTE: the re-mark is a statement in flight: poll on real timers (only setInterval is faked).
+    for (let tries = 0; (await until()) === first && tries < 500; tries += 1) await new Promise((resolve) => setTimeout(resolve, 10));
+    expect(await until()).toBeGreaterThan(first);
+    ends[0]!();
+    expect(vi.getTimerCount()).toBe(1);
+    ends[1]!();
+    expect(vi.getTimerCount()).toBe(0);
+    vi.useRealTimers();
   });
 });
 
