@@ -8,6 +8,7 @@
  *   BENCH_COMPARE=/tmp/before/src BENCH_VARIANTS=0 npx tsx bench/postgres-variants.ts   (this checkout's
  *     statements against another checkout's, e.g. `git archive main src | tar -x -C /tmp/before`)
  */
+import { createHash } from 'node:crypto';
 import pg from 'pg';
 import { tableName } from '../src/adapters/postgres/identifier.js';
 import { claimPreImageJson, decodePreImage, epochMs, NOW, preImageJson } from '../src/adapters/postgres/rows.js';
@@ -44,11 +45,13 @@ function releaseParams(key: string, r: unknown): unknown[] {
 
 /** A leasefence-shaped variant: `claim` and `release` texts with the store's parameters. */
 function leasefence(name: string, claim: string, release: string): Variant {
+  // NOTE: prepared statement names are cut at 63 bytes by Postgres; the variants' names are longer.
+  const id = createHash('sha1').update(name).digest('hex').slice(0, 16);
   return {
     name,
     async cycle(client, key) {
-      const { rows } = await client.query({ name: `${name}-c`, text: claim, values: [key, 'bench', null, SECRET, TTL_MS, '{}', false] });
-      const reply = await client.query({ name: `${name}-r`, text: release, values: releaseParams(key, (rows[0] as { r: unknown }).r) });
+      const { rows } = await client.query({ name: `${id}-c`, text: claim, values: [key, 'bench', null, SECRET, TTL_MS, '{}', false] });
+      const reply = await client.query({ name: `${id}-r`, text: release, values: releaseParams(key, (rows[0] as { r: unknown }).r) });
       if (reply.rows.length !== 1) throw new Error(`${name}: release returned ${reply.rows.length} rows`);
     },
   };
@@ -201,13 +204,13 @@ const LEAN_CLAIM_CALL = `SELECT bench_lean_claim($1::text, $2::text, $3::text, $
  */
 function extraVariants(sql: ReturnType<typeof leaseStatements>): Variant[] {
   const finalSelect = /\nSELECT pg_catalog\.json_build_array\([\s\S]*\)::text AS r\n/;
-  const nowMs = `pg_catalog.round(pg_catalog.date_part('epoch', clock.now) OPERATOR(pg_catalog.*) 1000::float8)::bigint`;
+  const nowMs = epochMs(`COALESCE(pre.now, ${NOW})`);
   const shortRelease = sql.release.replace(finalSelect, (select) => `\nSELECT CASE WHEN EXISTS (SELECT 1 FROM applied) THEN ${nowMs}::text ELSE ${select.slice(8, -6)} END AS r\n`);
   const silentRelease = sql.release.replace(/RETURNING CASE WHEN [^\n]*pg_notify\([^)]*\) END/, 'RETURNING 1');
   const unlocked = sql.release.replace(' FOR NO KEY UPDATE\n', '\n');
   const notMaterialized = sql.release.replace(/AS MATERIALIZED/g, 'AS');
   const noJson = sql.release.replace(finalSelect, '\nSELECT EXISTS (SELECT 1 FROM applied)::text AS r\n');
-  const claimNoFunction = sql.claim.replace(/SELECT CASE WHEN clock\.locked[\s\S]*?\n  ELSE /, 'SELECT ').replace('\nEND AS r', ' AS r');
+  const claimNoFunction = sql.claim.replace(/SELECT CASE WHEN pre\.key IS NULL[\s\S]*?\n  ELSE /, 'SELECT ').replace('\nEND AS r', ' AS r');
   const claimNoSkip = sql.claim.replace(' SKIP LOCKED', '');
   return [
     leasefence('release: short success row, JSON pre-image only on refusal', sql.claim, shortRelease),
