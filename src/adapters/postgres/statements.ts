@@ -68,14 +68,23 @@ const FENCE_HOLDS: string = fenceHolds((index) => `$${index}`, 'pre.now');
  */
 function lockedPre(table: TableName, width: PreImageWidth, lock: string): string {
   return `pre AS MATERIALIZED (
-  SELECT locked.*, ${NOW} AS now FROM (
-    SELECT ${preImageColumns(width)} FROM ${table.quoted} WHERE key = $1::text FOR ${lock}
-  ) AS locked
+  ${lockedRow(table, width, lock, '$1')}
 )`;
 }
 
-/** The store's now in a lease statement's final SELECT: read after the lock, or now when there was no row. */
-const LOCKED_NOW = `COALESCE(pre.now, ${NOW})`;
+/**
+ * The query of a `pre` CTE: the row of key `key` (an SQL expression) locked (`lock`), with the store's now
+ * as column `now`, read after the lock (see the file's comment). Also the first CTE of a fenced statement
+ * and of a gated upsert.
+ */
+export function lockedRow(table: TableName, width: PreImageWidth, lock: string, key: string): string {
+  return `SELECT locked.*, ${NOW} AS now FROM (
+    SELECT ${preImageColumns(width)} FROM ${table.quoted} WHERE key = ${key}::text FOR ${lock}
+  ) AS locked`;
+}
+
+/** The store's now in a statement's final SELECT: read after the lock (`pre.now`), or now when there was no row. */
+export const LOCKED_NOW: string = `COALESCE(pre.now, ${NOW})`;
 
 /** The columns an ending grant clears. */
 const CLEAR_GRANT = `holder = NULL, run_id = NULL, secret_hash = NULL, acquired_at = NULL, expires_at = NULL, attributes = NULL`;
