@@ -13,7 +13,7 @@ import { createLeases, type Leases } from '../../src/leases.js';
 import { createPostgresStore, type NotifyFreed, type PostgresStore } from '../../src/adapters/postgres/index.js';
 import { freedChannelOf } from '../../src/adapters/postgres/freed-channel.js';
 import { tableName } from '../../src/adapters/postgres/identifier.js';
-import { InvalidArgumentError } from '../../src/errors.js';
+import { InvalidArgumentError, StoreUnavailableError } from '../../src/errors.js';
 import { INTEREST_WINDOW_MS, REMARK_EVERY_MS } from '../../src/adapters/postgres/freed-interest.js';
 import { freshTable, sharedPostgresUrl } from './postgres-harness.js';
 
@@ -207,6 +207,37 @@ describe.each<NotifyFreed>(['when-waited', 'always'])('postgres notifyFreed: %s'
     await vi.waitFor(() => expect(rig.heard).toContain('watched'), { timeout: WAKE_TIMEOUT_MS, interval: 10 });
     expect(rig.heard).toEqual(notifyFreed === 'always' ? ['unwatched:released', 'unwatched:revoked', 'watched'] : ['watched']);
     end();
+  });
+});
+
+describe('postgres waiter interest: behind a long fenced write', () => {
+  it('a mark that waits longer than subscribeTimeoutMs fails the watch (its waiters then claim on their schedule); the next watch, once the row is free, succeeds', async () => {
+    const rig = await openRig('when-waited');
+    const listeners: pg.Client[] = [];
+    try {
+      const url = await sharedPostgresUrl();
+      const listener = async (): Promise<pg.Client> => {
+        const client = new pg.Client({ connectionString: url });
+        client.on('error', () => undefined);
+        listeners.push(client);
+        await client.connect();
+        return client;
+      };
+      const store = createPostgresStore({ client: rig.pool, table: rig.table, listener, subscribeTimeoutMs: 200 });
+      const key = 'behind-fenced-write';
+      const holder = createLeases(store, { holder: 'holder', ttlMs: 60_000 });
+      await holder.claimOrThrow(key);
+      const commit = await rig.holdRow(key);
+      let woken = false;
+      await expect(store.watchFreed!(key, () => (woken = true))).rejects.toThrow(StoreUnavailableError);
+      await commit();
+      const end = await store.watchFreed!(key, () => (woken = true));
+      end();
+      expect(woken).toBe(false);
+    } finally {
+      await Promise.all(listeners.map((client) => client.end().catch(() => undefined)));
+      await rig.close();
+    }
   });
 });
 
