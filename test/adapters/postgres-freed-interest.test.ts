@@ -27,6 +27,8 @@ interface Rig {
   lockWaiters(): Promise<number>;
   /** A session of its own on the table's channel: every payload it heard, in order. */
   readonly heard: string[];
+  /** Opens a connection of its own (a listener factory), closed by `close`. */
+  connect(): Promise<pg.Client>;
   /** Holds `key`'s row FOR SHARE until the returned function commits. */
   holdRow(key: string): Promise<() => Promise<void>>;
   close(): Promise<void>;
@@ -57,6 +59,7 @@ async function openRig(notifyFreed: NotifyFreed): Promise<Rig> {
     pool,
     store,
     heard,
+    connect,
     lockWaiters: async () =>
       Number((await spy.query<{ n: string }>(`SELECT count(*) AS n FROM pg_stat_activity WHERE application_name = $1 AND wait_event_type = 'Lock'`, [application])).rows[0]!.n),
     holdRow: async (key) => {
@@ -213,17 +216,8 @@ describe.each<NotifyFreed>(['when-waited', 'always'])('postgres notifyFreed: %s'
 describe('postgres waiter interest: behind a long fenced write', () => {
   it('a mark that waits longer than subscribeTimeoutMs fails the watch (its waiters then claim on their schedule); the next watch, once the row is free, succeeds', async () => {
     const rig = await openRig('when-waited');
-    const listeners: pg.Client[] = [];
     try {
-      const url = await sharedPostgresUrl();
-      const listener = async (): Promise<pg.Client> => {
-        const client = new pg.Client({ connectionString: url });
-        client.on('error', () => undefined);
-        listeners.push(client);
-        await client.connect();
-        return client;
-      };
-      const store = createPostgresStore({ client: rig.pool, table: rig.table, listener, subscribeTimeoutMs: 200 });
+      const store = createPostgresStore({ client: rig.pool, table: rig.table, listener: rig.connect, subscribeTimeoutMs: 200 });
       const key = 'behind-fenced-write';
       const holder = createLeases(store, { holder: 'holder', ttlMs: 60_000 });
       await holder.claimOrThrow(key);
@@ -235,7 +229,6 @@ describe('postgres waiter interest: behind a long fenced write', () => {
       end();
       expect(woken).toBe(false);
     } finally {
-      await Promise.all(listeners.map((client) => client.end().catch(() => undefined)));
       await rig.close();
     }
   });
