@@ -7,6 +7,7 @@
  * its watch resolved is granted the key or hears the release.
  */
 import { randomBytes } from 'node:crypto';
+import { fc, test } from '@fast-check/vitest';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import pg from 'pg';
 import { createLeases, type Leases } from '../../src/leases.js';
@@ -14,7 +15,8 @@ import { createPostgresStore, type NotifyFreed, type PostgresStore } from '../..
 import { freedChannelOf } from '../../src/adapters/postgres/freed-channel.js';
 import { tableName } from '../../src/adapters/postgres/identifier.js';
 import { InvalidArgumentError, StoreUnavailableError } from '../../src/errors.js';
-import { INTEREST_WINDOW_MS, REMARK_EVERY_MS } from '../../src/adapters/postgres/freed-interest.js';
+import { interestStatement, INTEREST_WINDOW_MS, REMARK_EVERY_MS } from '../../src/adapters/postgres/freed-interest.js';
+import type { Lease } from '../../src/lease.js';
 import { freshTable, sharedPostgresUrl } from './postgres-harness.js';
 
 const WAKE_TIMEOUT_MS = 5_000;
@@ -156,6 +158,85 @@ describe('postgres waiter interest: the mark and the release, in both orders', (
     expect((await holder.release(lease)).ok).toBe(true);
     await vi.waitFor(() => expect(woken).toBe(true), { timeout: WAKE_TIMEOUT_MS, interval: 10 });
     end();
+  });
+});
+
+type Step = { readonly kind: 'claim' | 'release' | 'fencedWrite'; readonly holder: 'a' | 'b' } | { readonly kind: 'revoke' | 'mark' | 'inspect' | 'list' };
+
+const stepArb: fc.Arbitrary<Step> = fc.oneof(
+  fc.record({ kind: fc.constantFrom('claim' as const, 'release' as const, 'fencedWrite' as const), holder: fc.constantFrom('a' as const, 'b' as const) }),
+  fc.record({ kind: fc.constantFrom('revoke' as const, 'mark' as const, 'inspect' as const, 'list' as const) }),
+);
+
+describe('postgres waiter interest: a mark never changes what an operation decides', () => {
+  let rig: Rig;
+  let runs = 0;
+  beforeAll(async () => {
+    rig = await openRig('when-waited');
+  });
+  afterAll(async () => {
+    await rig?.close();
+  });
+
+  test.prop([fc.array(stepArb, { minLength: 1, maxLength: 10 })], { numRuns: 25 })(
+    'a key marked before its first claim (a placeholder row) and at any point after answers every operation as an unmarked key',
+    async (steps) => {
+      runs += 1;
+      const marked = `prop:${runs}:marked`;
+      const plain = `prop:${runs}:plain`;
+      const mark = (key: string) => rig.pool.query(interestStatement(tableName(rig.table)), [key]);
+      await mark(marked);
+      const leases = { a: createLeases(rig.store, { holder: 'a', ttlMs: 60_000 }), b: createLeases(rig.store, { holder: 'b', ttlMs: 60_000 }) };
+      const held = new Map<string, Lease>();
+      // NOTE: what an outcome says, without the key and the token (a time-based floor, different per key).
+      const summary = (value: unknown): unknown => JSON.parse(JSON.stringify(value, (name, field: unknown) => (['key', 'token', 'now', 'at', 'acquiredAt', 'expiresAt', 'lease', 'grant', 'writtenAt'].includes(name) ? typeof field : typeof field === 'bigint' ? 'bigint' : field)));
+      const run = async (key: string, step: Step): Promise<unknown> => {
+        switch (step.kind) {
+          case 'claim': {
+            const claimed = await leases[step.holder].claim(key);
+            if (claimed.ok) held.set(`${key}:${step.holder}`, claimed.lease);
+            return summary(claimed);
+          }
+          case 'release':
+          case 'fencedWrite': {
+            const lease = held.get(`${key}:${step.holder}`);
+            if (lease === undefined) return 'no lease';
+            if (step.kind === 'release') return summary(await leases[step.holder].release(lease));
+            return summary(await leases[step.holder].fencedWrite(lease, async (tx) => (await tx.query('SELECT 1 AS one')).rows.length));
+          }
+          case 'revoke':
+            return summary(await leases.a.revoke(key, { reason: 'prop', by: 'test' }));
+          case 'mark':
+            if (key === marked) await mark(key);
+            return 'marked';
+          case 'inspect':
+            return summary(await leases.a.inspect(key));
+          case 'list':
+            return (await rig.store.list!({ prefix: key, limit: 5, cursor: null })).leases.map((lease) => lease.grant?.holder ?? null);
+        }
+      };
+      for (const step of steps) expect(await run(marked, step)).toEqual(await run(plain, step));
+    },
+  );
+});
+
+describe('postgres waiter interest: listing past placeholders', () => {
+  it('a page of placeholder rows neither shows them nor ends the listing before the leases after them', async () => {
+    const rig = await openRig('when-waited');
+    try {
+      for (const key of ['page:a', 'page:b']) await rig.pool.query(interestStatement(tableName(rig.table)), [key]);
+      await createLeases(rig.store, { holder: 'a', ttlMs: 60_000 }).claimOrThrow('page:c');
+      const listed: string[] = [];
+      let cursor: string | null = null;
+      do {
+        const page = await rig.store.list!({ prefix: 'page:', limit: 1, cursor });
+        listed.push(...page.leases.map((lease) => lease.key));
+        cursor = page.cursor;
+      } while (cursor !== null);
+      expect(listed).toEqual(['page:c']);
+    } finally {
+      await rig.close();
+    }
   });
 });
 
