@@ -209,9 +209,15 @@ export async function startRedisCluster(options: StartRedisClusterOptions = {}):
     },
     topology,
     async masterOf(slot) {
-      const master = (await topology()).find((node) => node.role === 'master' && !node.failing && node.slots.some(([first, last]) => first <= slot && slot <= last));
-      if (master === undefined) throw new Error(`no master serves slot ${slot}`);
-      return master;
+      // NOTE: right after a failover, the node asked may not have heard of the promotion yet (its view still
+      // has the dead master, flagged failing, and no other master for the slot): ask again until one does.
+      const deadline = Date.now() + 30_000;
+      for (;;) {
+        const master = (await topology()).find((node) => node.role === 'master' && !node.failing && node.slots.some(([first, last]) => first <= slot && slot <= last));
+        if (master !== undefined) return master;
+        if (Date.now() > deadline) throw new Error(`no master serves slot ${slot} within 30 s`);
+        await sleep(50);
+      }
     },
     async replicasOf(masterId) {
       return (await topology()).filter((node) => node.masterId === masterId);

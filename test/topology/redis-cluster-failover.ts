@@ -27,6 +27,8 @@ export function describeClusterFailover(cluster: () => Promise<RedisCluster>): v
       try {
         const figures = await failOver(rig, key);
         console.info(`[topology] redis cluster failover: ${JSON.stringify(figures)}`);
+        // NOTE: every running node must agree on the promotion before one of them is asked who serves the slot.
+        await topology.waitUntilHealthy();
         expect((await topology.masterOf(clusterSlot(keyNames(prefix).record(key, 'lease')))).port).toBe(replica.port);
       } finally {
         rig.thaw();
