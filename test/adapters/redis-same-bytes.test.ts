@@ -13,21 +13,8 @@ import { fc, it } from '@fast-check/vitest';
 import { afterAll, beforeAll, describe, expect } from 'vitest';
 import { fromIoredis, type IoredisClient, type RedisConnection } from '../../src/adapters/redis/connection.js';
 import { claimArgs, fenceArgs } from '../../src/adapters/redis/record.js';
-import * as lua from '../../src/adapters/redis/scripts.js';
-import { FENCED_WRITE_SCRIPT } from '../../src/adapters/redis/write-scripts.js';
-import { freshPrefix, openClient, sharedRedisUrl } from './redis-harness.js';
+import { CURRENT_SCRIPTS, freshPrefix, openClient, sharedRedisUrl } from './redis-harness.js';
 import { REFERENCE_SCRIPTS } from './redis-reference-scripts.js';
-
-const CURRENT: Readonly<Record<string, string>> = {
-  claim: lua.CLAIM_SCRIPT,
-  renew: lua.RENEW_SCRIPT,
-  checkpoint: lua.CHECKPOINT_SCRIPT,
-  release: lua.RELEASE_SCRIPT,
-  revoke: lua.REVOKE_SCRIPT,
-  recover: lua.RECOVER_SCRIPT,
-  inspect: lua.INSPECT_SCRIPT,
-  'fenced write': FENCED_WRITE_SCRIPT,
-};
 
 // NOTE: the clock comes as the last two KEYS (seconds, µs), in the shape `TIME` replies.
 const withClock = (source: string): string => {
@@ -48,7 +35,7 @@ beforeAll(async () => {
   const opened = await openClient('ioredis', await sharedRedisUrl());
   raw = fromIoredis(opened.client as IoredisClient);
   close = opened.close;
-  for (const [name, source] of Object.entries(CURRENT)) {
+  for (const [name, source] of Object.entries(CURRENT_SCRIPTS)) {
     current[name] = String(await raw.send(['SCRIPT', 'LOAD', withClock(source)]));
     reference[name] = String(await raw.send(['SCRIPT', 'LOAD', withClock(REFERENCE_SCRIPTS[name] ?? '')]));
   }
