@@ -6,10 +6,16 @@
  * alike (round two found that scenario order alone made a false 8 µs).
  *
  *   npx tsx bench/redis-guarantees.ts       (BENCH_ROUNDS=40, BENCH_BLOCK=50)
+ *   BENCH_COMPARE=/tmp/before/src npx tsx bench/redis-guarantees.ts
+ *
+ * BENCH_COMPARE=<another checkout's src/> adds rows running that checkout's claim, release and fenced-write
+ * scripts with this checkout's arguments (so only a change of the Lua, not of the arguments, compares),
+ * and a second copy of this checkout's scripts as the noise control; BENCH_VARIANTS=0 leaves out the
+ * counterfactual rows.
  *
  * Two figures per cycle: the server's execution time of the scripts (SLOWLOG, threshold 0, 1 µs
- * resolution: a trimmed mean over every call, 10% cut at each end) and redis-server's whole CPU
- * (`INFO cpu` per block, which also counts reading the request, writing the reply and the socket:
+ * resolution: a trimmed mean over every call, 10% cut at each end; even rounds) and redis-server's whole CPU
+ * (`INFO cpu` per block, odd rounds, SLOWLOG off, which also counts reading the request, writing the reply and the socket:
  * the cost of more arguments shows there). The variants are sent with the arguments the store sends.
  */
 import { createHash, randomUUID } from 'node:crypto';
@@ -26,6 +32,8 @@ import { startRedis } from '../test/support/redis-server.js';
 import { redisCpuUs } from './redis-groups.js';
 
 const ROUNDS = Number(process.env['BENCH_ROUNDS'] ?? 40);
+const COMPARE = process.env['BENCH_COMPARE'];
+const VARIANTS = process.env['BENCH_VARIANTS'] !== '0';
 const BLOCK = Number(process.env['BENCH_BLOCK'] ?? 50);
 const TTL_MS = '600000';
 const COMPARE_AND_DELETE = "if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) end return 0";
@@ -90,9 +98,24 @@ const WRITE_VARIANTS: Record<string, Drops> = {
   'without all four': { time: true, hash: true, memo: true, decode: true },
 };
 
-function cycleScripts(drops: Drops): { claim: string; release: string } {
-  let claim = CLAIM_SCRIPT;
-  let release = RELEASE_SCRIPT;
+/** Another checkout's scripts (BENCH_COMPARE). */
+interface Scripts {
+  readonly claim: string;
+  readonly release: string;
+  readonly write: string;
+}
+
+const THIS: Scripts = { claim: CLAIM_SCRIPT, release: RELEASE_SCRIPT, write: FENCED_WRITE_SCRIPT };
+
+async function scriptsOf(src: string): Promise<Scripts> {
+  const lua = (await import(`${src}/adapters/redis/scripts.ts`)) as typeof import('../src/adapters/redis/scripts.js');
+  const writes = (await import(`${src}/adapters/redis/write-scripts.ts`)) as typeof import('../src/adapters/redis/write-scripts.js');
+  return { claim: lua.CLAIM_SCRIPT, release: lua.RELEASE_SCRIPT, write: writes.FENCED_WRITE_SCRIPT };
+}
+
+function cycleScripts(drops: Drops, base: Scripts = THIS): { claim: string; release: string } {
+  let claim = base.claim;
+  let release = base.release;
   if (drops.time) [claim, release] = [noTime(claim), noTime(release)];
   if (drops.hash) [claim, release] = [noClaimHash(claim), noFenceHash(release)];
   if (drops.floor) claim = noFloor(claim);
@@ -101,8 +124,8 @@ function cycleScripts(drops: Drops): { claim: string; release: string } {
   return { claim, release };
 }
 
-function writeScript(drops: Drops): string {
-  let script = FENCED_WRITE_SCRIPT;
+function writeScript(drops: Drops, base: Scripts = THIS): string {
+  let script = base.write;
   if (drops.time) script = noTime(script);
   if (drops.hash) script = noFenceHash(script);
   if (drops.memo) script = noMemo(script);
@@ -168,8 +191,15 @@ async function main(): Promise<void> {
       await send(['EVALSHA', empty, '1', 'g:floor', '1796093210433880', newSecret(), `bench${'\u0000'}${'\u0000'}`]);
     });
     let variant = 0;
-    for (const [name, drops] of Object.entries(CYCLE_VARIANTS)) {
-      const scripts = cycleScripts(drops);
+    // NOTE: each entry: row name, the drops, the scripts they apply to.
+    const compared: [string, Drops, Scripts][] = [];
+    const variants = (table: Record<string, Drops>): [string, Drops, Scripts][] => (VARIANTS ? Object.entries(table) : Object.entries(table).slice(0, 1)).map(([name, drops]) => [name, drops, THIS]);
+    if (COMPARE !== undefined) {
+      const before = await scriptsOf(COMPARE);
+      compared.push([`BENCH_COMPARE's scripts (${COMPARE})`, {}, before], ['real scripts, a second copy (noise control)', {}, THIS]);
+    }
+    for (const [name, drops, base] of [...variants(CYCLE_VARIANTS), ...compared]) {
+      const scripts = cycleScripts(drops, base);
       const [claim, release] = [await load(scripts.claim), await load(scripts.release)];
       const record = names.record(`cycle:${++variant}`, 'lease');
       row(`cycle: ${name}`, [claim, release], async () => {
@@ -198,8 +228,8 @@ async function main(): Promise<void> {
     row("fixed floor: EVALSHA `return 1` with the fenced write's argument count", [emptyWrite], async () => {
       await send(['EVALSHA', emptyWrite, '2', 'g:{f}:lease', 'g:{f}:data', '1796093210433880', newSecret(), `bench${'\u0000'}${'\u0000'}`, '0', newSecret(), '300000', '', '1', '-3', 'vSET', 'k2', 'vx']);
     });
-    for (const [name, drops] of Object.entries(WRITE_VARIANTS)) {
-      const source = writeScript(drops);
+    for (const [name, drops, base] of [...variants(WRITE_VARIANTS), ...compared]) {
+      const source = writeScript(drops, base);
       const sha = await load(source);
       const key = `write:${++variant}`;
       const record = names.record(key, 'lease');
@@ -219,14 +249,20 @@ async function main(): Promise<void> {
     for (const r of rows) await r.cycle();
 
     for (let round = 0; round < ROUNDS; round += 1) {
+      // NOTE: SLOWLOG at threshold 0 also logs every command a script runs, which costs the server ~0.2-0.4 µs per
+      // redis.call (measured: TIME, HGET, HMGET, HSET, SPUBLISH each, in a Lua loop timed with TIME); so
+      // execution is measured in even rounds and server CPU in odd rounds, with SLOWLOG off.
+      const logging = round % 2 === 0;
+      await admin.config('SET', 'slowlog-log-slower-than', logging ? '0' : '-1');
       await admin.slowlog('RESET');
       const order = rows.map((_, index) => (index + round) % rows.length);
       for (const index of order) {
         const r = rows[index]!;
         const before = await redisCpuUs(admin);
         for (let i = 0; i < BLOCK; i += 1) await r.cycle();
-        r.cpuUs.push(((await redisCpuUs(admin)) - before) / BLOCK);
+        if (!logging) r.cpuUs.push(((await redisCpuUs(admin)) - before) / BLOCK);
       }
+      if (!logging) continue;
       const entries = (await admin.slowlog('GET', -1)) as [number, number, number, string[]][];
       for (const [, , micros, args] of entries) {
         const command = String(args[0]).toUpperCase();
@@ -236,11 +272,11 @@ async function main(): Promise<void> {
         for (const r of rows) if (r.shas.has(id)) r.scriptUs.push(micros);
       }
     }
-    console.log(`redis-server ${/redis_version:(\S+)/.exec(await admin.info('server'))?.[1] ?? '?'}; ${ROUNDS} rounds × blocks of ${BLOCK} cycles per row, rotated order\n`);
+    console.log(`redis-server ${/redis_version:(\S+)/.exec(await admin.info('server'))?.[1] ?? '?'}; ${ROUNDS} rounds × blocks of ${BLOCK} cycles per row, rotated order; SLOWLOG on in even rounds (execution), off in odd rounds (server CPU)\n`);
     console.log('| row | logged calls per cycle | execution µs per cycle (SLOWLOG, trimmed mean × calls) | redis-server CPU µs per cycle (INFO cpu, median of blocks) |');
     console.log('|---|---:|---:|---:|');
     for (const r of rows) {
-      const calls = r.scriptUs.length / (ROUNDS * BLOCK);
+      const calls = r.scriptUs.length / (Math.ceil(ROUNDS / 2) * BLOCK);
       console.log(`| ${r.name} | ${calls.toFixed(2)} | ${(trimmed(r.scriptUs) * calls).toFixed(2)} | ${median(r.cpuUs).toFixed(2)} |`);
     }
   } finally {

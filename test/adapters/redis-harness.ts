@@ -12,6 +12,8 @@ import { randomBytes } from 'node:crypto';
 import { createRedisStore, hashTagOf, type RedisClient, type RedisWriteContext } from '../../src/adapters/redis/index.js';
 import { keyNames } from '../../src/adapters/redis/keys.js';
 import { toConnection } from '../../src/adapters/redis/connection.js';
+import * as lua from '../../src/adapters/redis/scripts.js';
+import { FENCED_WRITE_SCRIPT } from '../../src/adapters/redis/write-scripts.js';
 import type { Store } from '../../src/store.js';
 import type { StoreHarness } from '../../src/testing/index.js';
 import { startRedis, type RedisServer } from '../support/redis-server.js';
@@ -21,6 +23,18 @@ import { EXPIRE_NOW_SCRIPT } from '../support/redis-expire.js';
 export type RedisClientKind = 'ioredis' | 'ioredis6' | 'node-redis';
 
 export type RedisStore = Store<RedisWriteContext>;
+
+/** The lease scripts by operation name, as the previous versions' scripts are kept (see redis-previous-scripts.ts). */
+export const CURRENT_SCRIPTS: Readonly<Record<string, string>> = {
+  claim: lua.CLAIM_SCRIPT,
+  renew: lua.RENEW_SCRIPT,
+  checkpoint: lua.CHECKPOINT_SCRIPT,
+  release: lua.RELEASE_SCRIPT,
+  revoke: lua.REVOKE_SCRIPT,
+  recover: lua.RECOVER_SCRIPT,
+  inspect: lua.INSPECT_SCRIPT,
+  'fenced write': FENCED_WRITE_SCRIPT,
+};
 
 let ownServer: Promise<RedisServer> | null = null;
 

@@ -8,23 +8,11 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createRedisStore, hashTagOf } from '../../src/adapters/redis/index.js';
 import { fromIoredis, type IoredisClient, type RedisConnection } from '../../src/adapters/redis/connection.js';
 import { defineScript } from '../../src/adapters/redis/runner.js';
-import * as lua from '../../src/adapters/redis/scripts.js';
 import { FENCED_WRITE_SCRIPT, WRITTEN } from '../../src/adapters/redis/write-scripts.js';
 import { REPLAY_SLOTS } from '../../src/adapters/redis/script-parts.js';
 import { createLeases } from '../../src/leases.js';
-import { freshPrefix, openClient, sharedRedisUrl } from './redis-harness.js';
+import { CURRENT_SCRIPTS, freshPrefix, openClient, sharedRedisUrl } from './redis-harness.js';
 import { PREVIOUS_SCRIPTS } from './redis-previous-scripts.js';
-
-const CURRENT: Readonly<Record<string, string>> = {
-  claim: lua.CLAIM_SCRIPT,
-  renew: lua.RENEW_SCRIPT,
-  checkpoint: lua.CHECKPOINT_SCRIPT,
-  release: lua.RELEASE_SCRIPT,
-  revoke: lua.REVOKE_SCRIPT,
-  recover: lua.RECOVER_SCRIPT,
-  inspect: lua.INSPECT_SCRIPT,
-  'fenced write': FENCED_WRITE_SCRIPT,
-};
 
 const FENCED_WRITE_SHA = defineScript('fenced write', FENCED_WRITE_SCRIPT).sha;
 
@@ -41,7 +29,7 @@ afterAll(async () => close());
 
 /** A worker's connection: records every command it sends and every reply; `previous` runs the previous release's scripts instead. */
 function worker(previous: boolean) {
-  const previousBySha = new Map(Object.entries(CURRENT).map(([name, source]) => [defineScript(name, source).sha, PREVIOUS_SCRIPTS[name] as string]));
+  const previousBySha = new Map(Object.entries(CURRENT_SCRIPTS).map(([name, source]) => [defineScript(name, source).sha, PREVIOUS_SCRIPTS[name] as string]));
   const sent: string[][] = [];
   const replies: unknown[] = [];
   const connection: RedisConnection = {

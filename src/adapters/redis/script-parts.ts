@@ -87,7 +87,9 @@ while drop < count and (count - drop >= ${REPLAY_SLOTS} or now - tonumber(string
   dropped[drop] = 'm:' .. string.sub(memos, drop * 47 - 46, drop * 47 - 15)
 end
 if drop > 0 then redis.call('HDEL', ${key}, unpack(dropped)) end
-local memos_after = string.sub(memos, drop * 47 + 1) .. request .. string.format('%015.0f', now)
+-- NOTE: the at stamp is now_ms zero-padded to 15 digits, the text string.format('%015.0f', now) gives
+-- (now_ms has no leading zero), at a third of its cost.
+local memos_after = string.sub(memos, drop * 47 + 1) .. request .. string.sub('000000000000000', #now_ms + 1) .. now_ms
 local memo = cmsgpack.pack(reply)
 `;
 
@@ -113,8 +115,7 @@ ${REPLAYED('KEYS[1]')}`;
  * it matches the presented one, else `''`) and the ending, which explain the refusal, and changes nothing.
  */
 const fencedCheck = (memoised: boolean, shows = true): string => `${CLOCK}
-local read = redis.call('HMGET', KEYS[1], 'lease'${memoised ? ", 'memos'" : ''})
-local lease = read[1]
+${memoised ? "local read = redis.call('HMGET', KEYS[1], 'lease', 'memos')\nlocal lease = read[1]" : "local lease = redis.call('HGET', KEYS[1], 'lease')"}
 local n = tonumber(ARGV[4]) or 0
 local at = 5 + 2 * n
 ${memoised ? MEMOS : ''}
@@ -122,11 +123,13 @@ local hashed = '#' .. redis.sha1hex(ARGV[2])
 local prefix = ARGV[1] .. '\\0' .. hashed .. '\\0' .. ARGV[3]
 -- NOTE: a plain stored secret never starts with '#'; presenting a stored hash must not pass as plain.
 local legacy = string.byte(ARGV[2], 1) ~= 35
-if lease and legacy and string.sub(lease, 1, #prefix) ~= prefix then
+-- NOTE: a plain find anchored by '== 1' compares the prefix without copying it out of the field.
+local matches = lease and string.find(lease, prefix, 1, true) == 1
+if lease and legacy and not matches then
   local plain = ARGV[1] .. '\\0' .. ARGV[2] .. '\\0' .. ARGV[3]
-  if string.sub(lease, 1, #plain) == plain then lease = prefix .. string.sub(lease, #plain + 1) end
+  if string.find(lease, plain, 1, true) == 1 then lease, matches = prefix .. string.sub(lease, #plain + 1), true end
 end
-local e = lease and string.sub(lease, 1, #prefix) == prefix and string.find(lease, '\\0', #prefix + 1, true)
+local e = matches and string.find(lease, '\\0', #prefix + 1, true)
 local holds = false
 if e then
   local expires = string.sub(lease, #prefix + 1, e - 1)

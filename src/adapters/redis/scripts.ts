@@ -52,6 +52,8 @@
  *   (exact there), digit by digit above. The clock in µs is built from `TIME`'s two parts as text.
  * - The record is never deleted and never given a TTL: it keeps the token floor, the ending and the
  *   checkpoint. Expiry is the stored `expires` (epoch ms) compared with `TIME` (ms stay far below 2^53).
+ *   `expires` is written with `string.format('%d', ...)`: below 10^14 (the TTL is at most `MAX_TTL_MS`),
+ *   the same digits as `.. ''` (`%.14g`), at half the cost.
  * - Scripts are straight-line code (no per-call closures) and read `TIME` once, first.
  */
 import { increment } from './decimals.js';
@@ -104,7 +106,7 @@ else
     ${increment('bumped', 'token')}
     next_token = bumped
   end
-  local granted = next_token .. '\\0' .. hashed .. '\\0' .. ARGV[2] .. (ARGV[3] == '' and '' or ((now + ARGV[3]) .. '')) .. '\\0' .. now_ms .. '\\0' .. (ARGV[4] or '')
+  local granted = next_token .. '\\0' .. hashed .. '\\0' .. ARGV[2] .. (ARGV[3] == '' and '' or string.format('%d', now + ARGV[3])) .. '\\0' .. now_ms .. '\\0' .. (ARGV[4] or '')
   if s1 then
     -- the previous grant expired: it becomes the recorded ending
     redis.call('HSET', KEYS[1], 'lease', granted, 'ending', ${TAKE_OVER})
@@ -118,7 +120,7 @@ return status .. clock .. '\\0' .. (v[4] or '') .. '\\0' .. ((v[3] and v[3] ~= '
 
 /** renew. KEYS: record. ARGV: fence, then ttl ms ('' = never). */
 export const RENEW_SCRIPT: string = `${FENCED}
-redis.call('HSET', KEYS[1], 'lease', prefix .. (ARGV[at] == '' and '' or ((now + ARGV[at]) .. '')) .. string.sub(lease, e))
+redis.call('HSET', KEYS[1], 'lease', prefix .. (ARGV[at] == '' and '' or string.format('%d', now + ARGV[at])) .. string.sub(lease, e))
 return '+' .. clock .. '\\0' .. shown
 `;
 
