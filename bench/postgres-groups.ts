@@ -5,11 +5,12 @@
  * Every contender has a pool of its own with as many connections as workers (pg `Pool` or postgres.js
  * `max`), named by `application_name`, so that its backends' CPU time (`/proc/<pid>/sched`, see
  * postgres-probes.ts) is its own. Both lease tables hold the same 10,000 idle keys (index scans, as in a
- * table in use). Also measured: leasefence on postgres.js, leasefence with `prepare: false`, and withLease.
+ * table in use). Also measured: leasefence on postgres.js, leasefence with `prepare: false`, withLease,
+ * leasefence with `notifyFreed: 'always'`, and with BENCH_COMPARE another checkout's leasefence.
  */
 import pg from 'pg';
 import postgres from 'postgres';
-import { createPostgresStore, fromPostgresJs, type PostgresStore } from '../src/adapters/postgres/index.js';
+import { createPostgresStore, fromPostgresJs, type NotifyFreed, type PostgresStore } from '../src/adapters/postgres/index.js';
 import { createLeases, type Leases } from '../src/leases.js';
 import { runtimeNs } from './postgres-probes.js';
 import { LEDGER_INSERT, RAW_CLAIM, RAW_FENCE_CHECK, RAW_RELEASE, RAW_RELEASE_NOTIFY, RAW_SCHEMA } from './postgres-raw.js';
@@ -82,11 +83,28 @@ const claimRelease = (leases: Leases, key: string) => async () => {
   await leases.release(claimed.lease);
 };
 
-function leasefenceCycle(target: PostgresTarget, name: string, baseline: string | undefined, workers: number, prepare: boolean): Contender {
+function leasefenceCycle(target: PostgresTarget, name: string, baseline: string | undefined, workers: number, prepare: boolean, notifyFreed: NotifyFreed = 'when-waited'): Contender {
   let leases: Leases<PostgresStore> | undefined;
   return pooled(target, name, baseline, workers, async (pool, worker) => {
-    leases ??= createLeases(createPostgresStore({ client: pool, prepare }), { holder: 'bench', ttlMs: TTL_MS });
+    leases ??= createLeases(createPostgresStore({ client: pool, prepare, notifyFreed }), { holder: 'bench', ttlMs: TTL_MS });
     return claimRelease(leases, `cycle:${name}:${workers}:${worker}`);
+  });
+}
+
+/**
+ * leasefence claim + release from another checkout's `src/` (BENCH_COMPARE, e.g. `git archive main src |
+ * tar -x -C /tmp/before`), on the same table (this checkout migrated it; earlier statements ignore newer
+ * columns): before and after in the same slices.
+ */
+function comparedCycle(target: PostgresTarget, name: string, baseline: string, workers: number, compare: string): Contender {
+  let leases: Promise<Leases> | undefined;
+  return pooled(target, name, baseline, workers, async (pool, worker) => {
+    leases ??= (async () => {
+      const adapter = (await import(`${compare}/adapters/postgres/index.ts`)) as { createPostgresStore: typeof createPostgresStore };
+      const shell = (await import(`${compare}/leases.ts`)) as { createLeases: typeof createLeases };
+      return shell.createLeases(adapter.createPostgresStore({ client: pool }), { holder: 'bench', ttlMs: TTL_MS }) as unknown as Leases;
+    })();
+    return claimRelease(await leases, `before:${name}:${workers}:${worker}`);
   });
 }
 
@@ -127,9 +145,13 @@ export function postgresCycleGroup(target: PostgresTarget, workers: number, titl
     rawCycle(target, raw, workers),
     rawCycle(target, 'raw (control)', workers),
     leasefenceCycle(target, mine, undefined, workers, true),
-    // NOTE: leasefence's release notifies waiters (pg_notify); this row shows what that alone costs raw SQL.
+    // NOTE: leasefence's release notifies waiters (pg_notify) when a waiter marked interest, and with
+    // notifyFreed 'always' at every release; these rows show what notifying costs raw SQL and leasefence.
     rawCycle(target, 'raw, release also pg_notify (pg Pool)', workers, raw, true),
+    leasefenceCycle(target, "leasefence, notifyFreed: 'always' (pg Pool)", mine, workers, true, 'always'),
   ];
+  const compare = process.env['BENCH_COMPARE'];
+  if (compare !== undefined) contenders.push(comparedCycle(target, 'leasefence, BENCH_COMPARE src (pg Pool)', mine, workers, compare));
   if (full) {
     let leases: Leases<PostgresStore> | undefined;
     contenders.push(
@@ -147,8 +169,13 @@ export function postgresCycleGroup(target: PostgresTarget, workers: number, titl
       }),
     );
   }
-  return { title, workers, contenders };
+  // NOTE: every contender holds `workers` connections for the whole group; the throwaway server allows 300
+  // (test/support/postgres-server.ts), so at 32 clients with BENCH_COMPARE the last row (withLease) is left out.
+  return { title, workers, contenders: contenders.slice(0, Math.floor(MAX_BENCH_CONNECTIONS / workers)) };
 }
+
+/** Connections a group's contenders may hold together (the server's 300, less the admin's and some room). */
+const MAX_BENCH_CONNECTIONS = 290;
 
 /** The fenced write group at `workers` clients: one INSERT in a transaction, under a held lease. */
 export function postgresWriteGroup(target: PostgresTarget, workers: number, title: string): Group {

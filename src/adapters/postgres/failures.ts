@@ -79,8 +79,13 @@ function describe(error: unknown): string {
 function isMissingSchema(error: unknown, schema: SchemaCheck | undefined): boolean {
   if (schema === undefined || !isServerError(error)) return false;
   const { code, message } = error as DriverError;
-  // NOTE: Postgres quotes relation and column names and writes a function as name(argument types).
-  return MISSING_SCHEMA.has(code as string) && typeof message === 'string' && schema.names.some((name) => message.includes(`"${name}"`) || message.includes(`${name}(`));
+  // NOTE: Postgres quotes relation and column names and writes a function as name(argument types), but a
+  // column read through an alias unquoted ("column l.waited_until does not exist").
+  return (
+    MISSING_SCHEMA.has(code as string) &&
+    typeof message === 'string' &&
+    schema.names.some((name) => message.includes(`"${name}"`) || message.includes(`${name}(`) || message.includes(`.${name} `))
+  );
 }
 
 /** Whether `error` says the connection is gone (so a pooled connection must be destroyed, not reused). */

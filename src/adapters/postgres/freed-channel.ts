@@ -1,7 +1,8 @@
 /**
  * Postgres wake-ups for waiting claims: the release and revoke statements `pg_notify` the table's "freed"
  * channel with the lease key as payload, in the same statement (so the message is sent when, and only
- * if, the transaction that ends the grant commits), and `watchFreed` LISTENs on it (`freed-listener.ts`).
+ * if, the transaction that ends the grant commits) when a waiter marked its interest on the row
+ * (`freed-interest.ts`), and `watchFreed` LISTENs on it (`freed-listener.ts`).
  *
  * One channel per table, not per key: a process LISTENs once however many keys it waits for (the first
  * wait costs one round trip, the others none) and filters by payload. Every process listening on the
@@ -24,10 +25,3 @@ export function freedChannelOf(table: TableName): string {
   return plain.length <= MAX_IDENTIFIER_BYTES ? plain : `leasefence:freed:${createHash('sha256').update(table.name).digest('hex').slice(0, 40)}`;
 }
 
-/**
- * The `RETURNING` expression of release and revoke: notifies the table's channel with the key. A
- * RETURNING expression runs once per updated row, so it notifies exactly when the statement ends a grant.
- */
-export function freedNotify(table: TableName): string {
-  return `pg_catalog.pg_notify('${freedChannelOf(table)}', pre.key)`;
-}

@@ -6,8 +6,9 @@
  * long as its session, and a transaction-mode pooler hands the session to others after each statement,
  * so notifications would go to whoever holds it then. The store's own `client` may go through any pooler.
  */
-import { InvalidArgumentError } from '../../errors.js';
+import { InvalidArgumentError, StoreUnavailableError } from '../../errors.js';
 import { createFreedSubscriptions, wake, type FreedTransport } from '../freed-subscriptions.js';
+import { REMARK_EVERY_MS } from './freed-interest.js';
 
 /** The parts of a connected pg `Client` used for LISTEN. */
 export interface PgListenClient {
@@ -184,9 +185,19 @@ function transportOf(listener: PostgresListenerOption, events: ListenerEvents): 
   throw new InvalidArgumentError('`listener` must be a function returning a connected pg Client, a pg Client, a postgres.js sql instance or a PGlite instance');
 }
 
-/** `Store.watchFreed` for the Postgres store on `channel` through `listener`. */
-export function createPostgresFreed(listener: PostgresListenerOption, channel: string, subscribeTimeoutMs: number): (key: string, onFreed: () => void) => Promise<() => void> {
+/** Marks waiter interest in a key on its lease row (freed-interest.ts); resolves once the mark committed. */
+export type MarkInterest = (key: string) => Promise<void>;
+
+/**
+ * `Store.watchFreed` for the Postgres store on `channel` through `listener`. Each watch resolves once the
+ * LISTEN is live AND `mark` committed this key's interest (in that order: see freed-interest.ts); a watched
+ * key is marked again every `REMARK_EVERY_MS` until its last watch ends. A mark that fails, or that takes
+ * longer than `subscribeTimeoutMs` (the row is locked by a long fenced write), fails the watch: its waiters
+ * then claim on their schedule only.
+ */
+export function createPostgresFreed(listener: PostgresListenerOption, channel: string, subscribeTimeoutMs: number, mark: MarkInterest): (key: string, onFreed: () => void) => Promise<() => void> {
   const byKey = new Map<string, Set<() => void>>();
+  const remarks = new Map<string, ReturnType<typeof setInterval>>();
   const transport = transportOf(listener, {
     notified: (key) => wake(byKey.get(key) ?? []),
     reconnected: () => {
@@ -194,28 +205,53 @@ export function createPostgresFreed(listener: PostgresListenerOption, channel: s
     },
   });
   const channelSubscription = createFreedSubscriptions(transport, subscribeTimeoutMs);
+
+  const markWithin = async (key: string): Promise<void> => {
+    let timer: ReturnType<typeof setTimeout> | undefined;
+    const timeout = new Promise<never>((_, reject) => {
+      timer = setTimeout(() => reject(new StoreUnavailableError(`marking interest in ${JSON.stringify(key)} took longer than ${subscribeTimeoutMs} ms`)), subscribeTimeoutMs);
+    });
+    try {
+      await Promise.race([mark(key), timeout]);
+    } finally {
+      clearTimeout(timer);
+    }
+  };
+
   return async (key, onFreed) => {
     const watcher = (): void => onFreed();
     const watchers = byKey.get(key) ?? new Set();
     byKey.set(key, watchers);
     watchers.add(watcher);
+    let endListen: (() => void) | undefined;
     const forget = (): void => {
       watchers.delete(watcher);
-      if (watchers.size === 0 && byKey.get(key) === watchers) byKey.delete(key);
+      if (watchers.size === 0 && byKey.get(key) === watchers) {
+        byKey.delete(key);
+        clearInterval(remarks.get(key));
+        remarks.delete(key);
+      }
+      endListen?.();
     };
-    let endListen: () => void;
     try {
       endListen = await channelSubscription.watch(channel, () => undefined);
+      // NOTE: after the LISTEN is live and before the waiter's claim: the order that loses no wake-up.
+      await markWithin(key);
     } catch (error) {
       forget();
       throw error;
+    }
+    if (byKey.get(key) === watchers && !remarks.has(key)) {
+      // NOTE: a failed re-mark is retried at the next tick, well within the window (a third of it).
+      const remark = setInterval(() => void mark(key).catch(() => undefined), REMARK_EVERY_MS);
+      (remark as { unref?: () => void }).unref?.();
+      remarks.set(key, remark);
     }
     let ended = false;
     return () => {
       if (ended) return;
       ended = true;
       forget();
-      endListen();
     };
   };
 }

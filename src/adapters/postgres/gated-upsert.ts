@@ -12,9 +12,9 @@ import type { PostgresQueryable } from './client.js';
 import { assertEncodable } from './encodable.js';
 import { classifyFailure, ownStatementFailure } from './failures.js';
 import { columnName, tableName, type TableName } from './identifier.js';
-import { decodePreImage, NOW, preImageColumns, preImageJson } from './rows.js';
+import { decodePreImage, preImageJson } from './rows.js';
 import { DEFAULT_LEASE_TABLE } from './schema.js';
-import { fenceHolds, fenceParams, PRE_IMAGE_WIDTH } from './statements.js';
+import { fenceHolds, fenceParams, LOCKED_NOW, lockedRow, PRE_IMAGE_WIDTH } from './statements.js';
 
 /** One gated upsert. Column names are validated and quoted; values travel as bind parameters. */
 export interface GatedUpsert {
@@ -60,17 +60,15 @@ function fenceOf(lease: GatedUpsert['lease']): Fence | null {
 function fenceCtes(leaseTable: TableName, offset: number): { ctes: string; preImage: string } {
   const param = (index: number) => `$${offset + index}`;
   return {
+    // NOTE: now is read in `lf_pre` after the lock (`lockedRow`), or in the pre-image when there is no row.
     ctes: `lf_pre AS MATERIALIZED (
-  SELECT ${preImageColumns(PRE_IMAGE_WIDTH.lockShared)} FROM ${leaseTable.quoted} WHERE key = ${param(1)}::text FOR SHARE
-),
-lf_clock AS MATERIALIZED (
-  SELECT ${NOW} AS now, pg_catalog.count(*) AS locked FROM lf_pre
+  ${lockedRow(leaseTable, PRE_IMAGE_WIDTH.lockShared, 'SHARE', param(1))}
 ),
 lf_fence AS MATERIALIZED (
-  SELECT 1 AS holds FROM lf_pre AS pre, lf_clock AS clock WHERE ${fenceHolds(param)}
+  SELECT 1 AS holds FROM lf_pre AS pre WHERE ${fenceHolds(param, 'pre.now')}
 ),`,
-    preImage: `(SELECT ${preImageJson(PRE_IMAGE_WIDTH.lockShared, 'pre.', 'clock.now', 'EXISTS (SELECT 1 FROM lf_fence)', `${param(3)}::text`)}
-    FROM lf_clock AS clock LEFT JOIN lf_pre AS pre ON true)`,
+    preImage: `(SELECT ${preImageJson(PRE_IMAGE_WIDTH.lockShared, 'pre.', LOCKED_NOW, 'EXISTS (SELECT 1 FROM lf_fence)', `${param(3)}::text`)}
+    FROM (SELECT) AS lf_none LEFT JOIN lf_pre AS pre ON true)`,
   };
 }
 

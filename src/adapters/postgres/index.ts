@@ -49,6 +49,7 @@ export {
 } from './client.js';
 export { DEFAULT_LEASE_TABLE, postgresSchemaSql } from './schema.js';
 export type { PgListenClient, PGliteListen, PostgresJsListen, PostgresListenerOption } from './freed-listener.js';
+export type { NotifyFreed } from './freed-interest.js';
 export {
   createPostgresTokenGate,
   DEFAULT_GATE_TABLE,

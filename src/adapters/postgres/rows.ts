@@ -146,7 +146,8 @@ export function decodePreImage(r: unknown, presented: string | null = null): Pre
   if (typeof now !== 'number' || typeof applied !== 'boolean') throw new Error('leasefence/postgres: malformed pre-image');
   const key = cells[AT.key];
   const token = bigintOf(cells[AT.token]);
-  if (typeof key !== 'string' || token === null) return { now, applied, record: null };
+  // NOTE: token 0 is a placeholder row that only carries waiter interest (freed-interest.ts): no row yet.
+  if (typeof key !== 'string' || token === null || token === 0n) return { now, applied, record: null };
   const holder = cells[AT.holder];
   // NOTE: a NUL never occurs in a stored or presented secret (Postgres text has none), so this never matches.
   const secret = cells[AT.secret_matches] === true && presented !== null ? presented : `${presented ?? ''}\u0000not-presented`;

@@ -11,7 +11,8 @@ import { SQL_SECRET_HASH } from './secret-hash.js';
 export const DEFAULT_LEASE_TABLE = 'leasefence_leases';
 
 /**
- * One row per key, never deleted: `token` is the floor of every later grant (see token-floor.ts for the clock floor). Times are `timestamptz(3)`
+ * One row per key, never deleted (a row of token 0 is a placeholder that carries waiter interest only,
+ * `waited_until`: freed-interest.ts; it reads as no row): `token` is the floor of every later grant (see token-floor.ts for the clock floor). Times are `timestamptz(3)`
  * on the server's clock, truncated to milliseconds so that SQL and the pure core compare the same values.
  *
  * NOTE: no CHECK constraints. Postgres deserialises and compiles a table's CHECK expressions on every
@@ -42,7 +43,8 @@ function tableDdl(table: TableName): string {
   checkpoint_json text,
   checkpoint_token bigint,
   checkpoint_written_at timestamptz(3),
-  recovery_required boolean NOT NULL DEFAULT false
+  recovery_required boolean NOT NULL DEFAULT false,
+  waited_until timestamptz(3)
 )`;
 }
 
@@ -150,9 +152,24 @@ function secretHashMigration(table: TableName): string {
 END $leasefence_migrate$`;
 }
 
+/**
+ * Upgrades a table created before waiter interest (freed-interest.ts): adds `waited_until` (NULL: nobody
+ * waits), a catalog-only change. NOTE: checked in the catalog first, so that a current table is not locked
+ * ACCESS EXCLUSIVE by every `migrate()`; concurrent migrations are serialised by `MIGRATION_LOCK_SQL`.
+ */
+function interestMigration(table: TableName): string {
+  const t = table.quoted;
+  return `DO $leasefence_migrate$ BEGIN
+  IF NOT EXISTS (SELECT 1 FROM pg_catalog.pg_attribute
+      WHERE attrelid OPERATOR(pg_catalog.=) pg_catalog.to_regclass('${t}')::oid AND attname OPERATOR(pg_catalog.=) 'waited_until'::name AND NOT attisdropped) THEN
+    ALTER TABLE ${t} ADD COLUMN waited_until timestamptz(3);
+  END IF;
+END $leasefence_migrate$`;
+}
+
 /** The DDL statements of a lease table, in order. */
 export function schemaStatements(table: TableName): string[] {
-  return [tableDdl(table), secretHashMigration(table), qualifiedClaimFunctionDdl(table)];
+  return [tableDdl(table), secretHashMigration(table), interestMigration(table), qualifiedClaimFunctionDdl(table)];
 }
 
 /**

@@ -29,7 +29,7 @@
  */
 import type { Fence } from '../../fence/types.js';
 import { claimable, claimFunction, claimSet, type ClaimTerms } from './claim-rule.js';
-import { freedNotify } from './freed-channel.js';
+import { freedNotify, type NotifyFreed } from './freed-interest.js';
 import { secretHash } from './secret-hash.js';
 import type { TableName } from './identifier.js';
 import { claimPreImageJson, epochMs, NOW, preImageColumns, preImageJson, type PreImageWidth } from './rows.js';
@@ -68,14 +68,23 @@ const FENCE_HOLDS: string = fenceHolds((index) => `$${index}`, 'pre.now');
  */
 function lockedPre(table: TableName, width: PreImageWidth, lock: string): string {
   return `pre AS MATERIALIZED (
-  SELECT locked.*, ${NOW} AS now FROM (
-    SELECT ${preImageColumns(width)} FROM ${table.quoted} WHERE key = $1::text FOR ${lock}
-  ) AS locked
+  ${lockedRow(table, width, lock, '$1')}
 )`;
 }
 
-/** The store's now in a lease statement's final SELECT: read after the lock, or now when there was no row. */
-const LOCKED_NOW = `COALESCE(pre.now, ${NOW})`;
+/**
+ * The query of a `pre` CTE: the row of key `key` (an SQL expression) locked (`lock`), with the store's now
+ * as column `now`, read after the lock (see the file's comment). Also the first CTE of a fenced statement
+ * and of a gated upsert.
+ */
+export function lockedRow(table: TableName, width: PreImageWidth, lock: string, key: string): string {
+  return `SELECT locked.*, ${NOW} AS now FROM (
+    SELECT ${preImageColumns(width)} FROM ${table.quoted} WHERE key = ${key}::text FOR ${lock}
+  ) AS locked`;
+}
+
+/** The store's now in a statement's final SELECT: read after the lock (`pre.now`), or now when there was no row. */
+export const LOCKED_NOW: string = `COALESCE(pre.now, ${NOW})`;
 
 /** The columns an ending grant clears. */
 const CLEAR_GRANT = `holder = NULL, run_id = NULL, secret_hash = NULL, acquired_at = NULL, expires_at = NULL, attributes = NULL`;
@@ -229,8 +238,11 @@ SELECT ${preImageJson(PRE_IMAGE_WIDTH.lockShared, 'pre.', LOCKED_NOW, 'false', '
 FROM (SELECT) AS one LEFT JOIN pre ON true`;
 }
 
-/** Builds the statements of a (validated, quoted) lease table. */
-export function leaseStatements(table: TableName): LeaseStatements {
+/**
+ * Builds the statements of a (validated, quoted) lease table; `notify`: when release and revoke notify
+ * waiters (freed-interest.ts).
+ */
+export function leaseStatements(table: TableName, notify: NotifyFreed = 'when-waited'): LeaseStatements {
   return {
     claim: claimStatement(table),
 
@@ -262,7 +274,7 @@ export function leaseStatements(table: TableName): LeaseStatements {
     recovery_required = CASE $7::text WHEN 'keep' THEN l.recovery_required ELSE false END`,
       FENCE_HOLDS,
       '$3::text',
-      freedNotify(table),
+      freedNotify(table, notify),
     ),
 
     revoke: lockedUpdate(
@@ -275,7 +287,7 @@ export function leaseStatements(table: TableName): LeaseStatements {
     recovery_required = ($4::boolean AND pre.checkpoint_json IS NOT NULL)`,
       `pre.holder IS NOT NULL AND ($5::numeric IS NULL OR pre.token::numeric OPERATOR(pg_catalog.=) $5::numeric)`,
       null,
-      freedNotify(table),
+      freedNotify(table, notify),
     ),
 
     recover: lockedUpdate(

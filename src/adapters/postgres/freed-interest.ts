@@ -1,0 +1,56 @@
+/**
+ * Waiter interest on the lease row: release and revoke `pg_notify` only when the row says someone waits
+ * (`waited_until` later than the store's now), because PostgreSQL serialises notifying commits through
+ * their WAL flush (BENCHMARKS.md, "PostgreSQL, round three") and most releases have nobody waiting.
+ *
+ * WHY NO WAKE-UP IS LOST: a waiter LISTENs first, then marks its interest (`interestStatement`), and only
+ * then makes its claim (key-waiters.ts awaits `watchFreed` before claiming). The mark and a release both
+ * lock the row, so one commits before the other. If the release commits first, the claim made after the
+ * mark sees the grant ended; if the mark commits first, the release reads it on the row it locked and
+ * notifies, and the LISTEN was already live. For a key with no row yet, the mark inserts a placeholder row
+ * (token 0, no grant: decoded as "no row", rows.ts) that carries the interest, so a first claim made by
+ * someone else between the mark and the waiter's claim keeps it (a claim never writes `waited_until`).
+ *
+ * Interest lapses by itself: a mark lasts `INTEREST_WINDOW_MS` of store time and is renewed every
+ * `REMARK_EVERY_MS` while the process watches the key, so a crashed waiter costs at most one window of
+ * needless notifications.
+ */
+import { freedChannelOf } from './freed-channel.js';
+import type { TableName } from './identifier.js';
+import { NOW } from './rows.js';
+
+/** How long one mark of interest lasts, in store-clock ms. */
+export const INTEREST_WINDOW_MS = 30_000;
+
+/** How often a watched key's interest is marked again (a third of the window: one failed re-mark is harmless). */
+export const REMARK_EVERY_MS = 10_000;
+
+/**
+ * When release and revoke notify: `'when-waited'` only when a waiter marked its interest on the row (this
+ * version's `watchFreed` always does), `'always'` at every release and revoke (as before this option: for
+ * a fleet that still runs waiters of an earlier version, which mark nothing).
+ */
+export type NotifyFreed = 'when-waited' | 'always';
+
+/**
+ * Marks interest in `$1` (key) for `INTEREST_WINDOW_MS`. ATOMICITY: one statement; an existing row is
+ * locked as an UPDATE locks it (`FOR NO KEY UPDATE`, which release and revoke take too) and its interest
+ * read and extended after the lock wait (`clock_timestamp()` in DO UPDATE runs after it); a missing row is
+ * inserted as a placeholder (token 0: no grant, no history), or, when a concurrent first claim inserts it
+ * first, the conflict waits for that transaction and updates its row.
+ */
+export function interestStatement(table: TableName): string {
+  const until = `${NOW} OPERATOR(pg_catalog.+) '${INTEREST_WINDOW_MS} milliseconds'::interval`;
+  return `INSERT INTO ${table.quoted} AS l (key, token, waited_until) VALUES ($1::text, 0::bigint, ${until})
+ON CONFLICT (key) DO UPDATE SET waited_until = GREATEST(l.waited_until, ${until})`;
+}
+
+/**
+ * The `RETURNING` expression of release and revoke, which runs once per updated row (only when the
+ * statement ends a grant). `'when-waited'`: notifies only while the row's interest lasts; `l` is the row as
+ * updated, built from the version the statement locked, so a mark committed before the lock is seen.
+ */
+export function freedNotify(table: TableName, notify: NotifyFreed): string {
+  const send = `pg_catalog.pg_notify('${freedChannelOf(table)}', pre.key)`;
+  return notify === 'always' ? send : `CASE WHEN l.waited_until OPERATOR(pg_catalog.>) pre.now THEN ${send} END`;
+}
