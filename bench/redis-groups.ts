@@ -6,17 +6,16 @@
  * a client with `enableAutoPipelining` show what that setting does for each library. Server CPU per cycle
  * is redis-server's `INFO cpu` (user + sys), read on a separate connection between slices. With
  * BENCH_COMPARE (another checkout's `src/`), that tree's claim + release and fenced write run in the same
- * groups, as "before: ..." rows: before and after in one run.
+ * groups, as "before: ..." rows: before and after in one run. Both trees run bundled (library.ts).
  */
 import { randomUUID } from 'node:crypto';
-import { resolve } from 'node:path';
-import { pathToFileURL } from 'node:url';
-import { Redis } from 'ioredis';
+import type { Redis } from 'ioredis';
 import { Mutex } from 'redis-semaphore';
 import { createLock, IoredisAdapter } from 'redlock-universal';
 import { Redlock } from '@sesamecare-oss/redlock';
-import { createRedisStore, hashTagOf } from '../src/adapters/redis/index.js';
-import { createLeases } from '../src/leases.js';
+import type { createRedisStore } from '../src/adapters/redis/index.js';
+import type { createLeases } from '../src/leases.js';
+import { comparedLibrary, thisLibrary, type Library as Bundled } from './library.js';
 import type { Contender, Group } from './slices.js';
 
 const TTL_MS = 30_000;
@@ -40,22 +39,18 @@ export async function redisCpuUs(admin: Redis): Promise<number> {
 
 let preparation = 0;
 
-/** The lease API and Redis store of a checkout: this one, or BENCH_COMPARE's. */
+/** The lease API and Redis store of a checkout, bundled (library.ts): this one, or BENCH_COMPARE's. */
 interface Library {
   readonly createLeases: typeof createLeases;
   readonly createRedisStore: typeof createRedisStore;
 }
 
-const THIS: Library = { createLeases, createRedisStore };
+/** A bundled library's Redis part, or null. */
+const redisPart = (library: Bundled | null): Library | null =>
+  library === null ? null : { createLeases: library.root.createLeases, createRedisStore: library.redis.createRedisStore };
 
-/** BENCH_COMPARE's checkout (its `src/`), loaded once, or null. */
-async function compared(): Promise<Library | null> {
-  const root = process.env['BENCH_COMPARE'];
-  if (root === undefined || root === '') return null;
-  const leases = (await import(pathToFileURL(`${resolve(root)}/leases.ts`).href)) as Pick<Library, 'createLeases'>;
-  const redis = (await import(pathToFileURL(`${resolve(root)}/adapters/redis/index.ts`).href)) as Pick<Library, 'createRedisStore'>;
-  return { createLeases: leases.createLeases, createRedisStore: redis.createRedisStore };
-}
+const THIS = redisPart(await thisLibrary()) as Library;
+const { hashTagOf } = (await thisLibrary()).redis;
 
 function raw(name: string, client: Redis, baseline?: string): Contender {
   return {
@@ -105,7 +100,7 @@ function cycleGroup(clients: RedisClients, workers: number, before: Library | nu
   const { plain, pipelining } = clients;
   const redlock = new Redlock([plain], { retryCount: 0 });
   const adapter = new IoredisAdapter(plain);
-  const leases = createLeases(createRedisStore({ client: plain, prefix: `bench:with:${workers}:` }), { holder: 'bench', ttlMs: TTL_MS });
+  const leases = THIS.createLeases(THIS.createRedisStore({ client: plain, prefix: `bench:with:${workers}:` }), { holder: 'bench', ttlMs: TTL_MS });
   const rawName = 'raw SET NX PX + compare-and-delete';
   return {
     title: 'Redis claim + release',
@@ -187,7 +182,7 @@ function writeGroup(clients: RedisClients, workers: number, before: Library | nu
   };
 }
 
-const BEFORE = await compared();
+const BEFORE = redisPart(await comparedLibrary());
 
 /** Every Redis group, at 1 and `manyWorkers` workers (with BENCH_COMPARE's "before" rows). */
 export function redisGroups(clients: RedisClients, manyWorkers: number): Group[] {

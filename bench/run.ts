@@ -49,7 +49,7 @@ async function report(groups: readonly Group[], settings: SliceSettings): Promis
 
 async function memory(): Promise<void> {
   console.log('## Memory store\n');
-  await report(await memoryGroups(process.env['BENCH_COMPARE']), SETTINGS);
+  await report(await memoryGroups(), SETTINGS);
 }
 
 async function redis(): Promise<void> {
