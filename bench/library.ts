@@ -16,6 +16,7 @@ import type * as Root from '../src/index.js';
 import type * as Memory from '../src/adapters/memory/index.js';
 import type * as Postgres from '../src/adapters/postgres/index.js';
 import type * as Redis from '../src/adapters/redis/index.js';
+import type * as Cycles from './cycles.js';
 
 /** One tree's public entry points, as a user imports them (`leasefence`, `leasefence/memory`, ...). */
 export interface Library {
@@ -27,6 +28,8 @@ export interface Library {
   readonly postgres: typeof Postgres;
   /** `leasefence/redis`. */
   readonly redis: typeof Redis;
+  /** bench/cycles.ts, bundled with this tree: the loops that call it, a copy of their own per tree. */
+  readonly cycles: typeof Cycles;
 }
 
 /**
@@ -46,6 +49,8 @@ export const TARGET = 'node20';
 /** This checkout's `src/`. */
 export const THIS_SRC = resolve(import.meta.dirname, '../src');
 
+/** The benchmark loops, bundled into each tree's library (see cycles.ts for why). */
+const CYCLES = resolve(import.meta.dirname, 'cycles.ts');
 const NODE_MODULES = resolve(import.meta.dirname, '../node_modules');
 const directories: string[] = [];
 
@@ -70,7 +75,7 @@ export async function loadLibrary(src: string): Promise<Library> {
   symlinkSync(NODE_MODULES, join(directory, 'node_modules'), 'dir');
   const outdir = join(directory, 'dist');
   await build({
-    entryPoints: Object.fromEntries(Object.entries(ENTRIES).map(([name, file]) => [name, join(source, file)])),
+    entryPoints: { ...Object.fromEntries(Object.entries(ENTRIES).map(([name, file]) => [name, join(source, file)])), cycles: CYCLES },
     outdir,
     bundle: true,
     format: 'esm',
@@ -83,8 +88,8 @@ export async function loadLibrary(src: string): Promise<Library> {
     outExtension: { '.js': '.mjs' },
     logLevel: 'warning',
   });
-  const load = async <T>(name: keyof typeof ENTRIES): Promise<T> => (await import(pathToFileURL(join(outdir, `${name}.mjs`)).href)) as T;
-  return { root: await load('index'), memory: await load('memory'), postgres: await load('postgres'), redis: await load('redis') };
+  const load = async <T>(name: keyof typeof ENTRIES | 'cycles'): Promise<T> => (await import(pathToFileURL(join(outdir, `${name}.mjs`)).href)) as T;
+  return { root: await load('index'), memory: await load('memory'), postgres: await load('postgres'), redis: await load('redis'), cycles: await load('cycles') };
 }
 
 let mine: Promise<Library> | undefined;

@@ -110,30 +110,12 @@ function makeCopy(variant: Variant, directory: string): void {
 
 type Cycles = (n: number) => Promise<void>;
 
-/** `n` claim + release cycles of `library`'s shell, one after another, on one key. */
-function shell(library: Library): Cycles {
-  const leases = library.root.createLeases(library.memory.createMemoryStore(), { holder: 'bench', ttlMs: 30_000 });
-  return async (n) => {
-    for (let i = 0; i < n; i++) {
-      const claimed = await leases.claim('cycle:0');
-      if (!claimed.ok) throw new Error('not granted');
-      await leases.release(claimed.lease);
-    }
-  };
-}
+/** `n` claim + release cycles of `library`'s shell on a memory store, one key (its own copy of the loop). */
+const shell = (library: Library): Cycles =>
+  library.cycles.claimReleaseLoop(library.root.createLeases(library.memory.createMemoryStore(), { holder: 'bench', ttlMs: 30_000 }), 'cycle:0');
 
 /** `n` claim + release cycles of `library`'s memory store alone (no shell). */
-function storeAlone(library: Library): Cycles {
-  const store = library.memory.createMemoryStore();
-  const [key, secret] = ['store:0', '0123456789abcdef0123456789abcdef'];
-  return async (n) => {
-    for (let i = 0; i < n; i++) {
-      const claimed = await store.claim({ key, holder: 'bench', runId: null, secret, ttlMs: 30_000, attributes: {}, recovering: false });
-      if (!claimed.ok) throw new Error('not granted');
-      await store.release({ fence: { key, token: claimed.token, secret, holder: 'bench', runId: null, attributes: {} } });
-    }
-  };
-}
+const storeAlone = (library: Library): Cycles => library.cycles.storeLoop(library.memory.createMemoryStore(), 'store:0');
 
 /** Every contender in interleaved rounds (rotated order): ns of CPU per cycle, one value per measured round. */
 async function measure(contenders: readonly (readonly [string, Cycles])[]): Promise<Map<string, number[]>> {

@@ -6,65 +6,33 @@
  * `src/`), that tree's claim + release and withLease run in the same groups: before and after in the same run;
  * the self-check row (a second bundle of this tree) shows what loading a second copy alone does to a ratio.
  */
-import type { Lease } from '../src/lease.js';
-import type { createLeases } from '../src/leases.js';
-import type { Store } from '../src/store.js';
+import type { RunningLease } from '../src/with-lease.js';
 import { comparedLibrary, loadLibrary, thisLibrary, THIS_SRC, type Library } from './library.js';
 import type { Contender, Group } from './slices.js';
 
-type LeasesFactory = typeof createLeases;
-type StoreFactory = () => Store;
-
-/** claim + release and withLease contenders of one tree, named with `label`. */
-function leasefence(label: string, makeLeases: LeasesFactory, makeStore: StoreFactory, baseline: string): Contender[] {
-  const leases = makeLeases(makeStore(), { holder: 'bench', ttlMs: 30_000 });
+/** claim + release and withLease contenders of one tree, named with `label`, on a memory store of its own. */
+function leasefence(label: string, library: Library, baseline: string): Contender[] {
+  const { cycles } = library;
+  const leases = library.root.createLeases(library.memory.createMemoryStore(), { holder: 'bench', ttlMs: 30_000 });
   const claimRelease = `${label}claim + release`;
-  return [
-    {
-      name: claimRelease,
-      baseline,
-      prepare: async (worker) => async () => {
-        const claimed = await leases.claim(`cycle:${worker}`);
-        if (!claimed.ok) throw new Error(`${label}: not granted`);
-        await leases.release(claimed.lease);
-      },
-    },
-    withLeaseOf(`${label}withLease((lease) => token)`, leases, async (lease) => lease.token, claimRelease, label),
-    withLeaseOf(`${label}withLease((lease, signal) => signal.aborted)`, leases, async (_lease, signal) => signal.aborted, claimRelease, label),
-  ];
-}
-
-/**
- * withLease around `work`, which does nothing: a one-parameter `work` (the usual form) lets the run skip the
- * AbortSignal; one that takes the signal pays for it (~2.5 µs on Node 20).
- */
-function withLeaseOf(name: string, leases: ReturnType<LeasesFactory>, work: (lease: Lease, signal: AbortSignal) => Promise<unknown>, baseline: string, label: string): Contender {
-  return {
+  // NOTE: a one-parameter `fn` (the usual form) lets the run skip the AbortSignal; one that takes the
+  // signal pays for it (~2.5 µs on Node 20).
+  const withLease = (name: string, work: (lease: RunningLease, signal: AbortSignal) => Promise<unknown>): Contender => ({
     name,
-    baseline,
-    prepare: async (worker) => async () => {
-      const outcome = await leases.withLease(`with:${worker}`, work);
-      if (!outcome.ok) throw new Error(`${label}: withLease ${outcome.reason}`);
-    },
-  };
+    baseline: claimRelease,
+    prepare: async (worker) => cycles.withLease(leases, `with:${worker}`, work, label),
+  });
+  return [
+    { name: claimRelease, baseline, prepare: async (worker) => cycles.claimRelease(leases, `cycle:${worker}`, label) },
+    withLease(`${label}withLease((lease) => token)`, cycles.returnToken),
+    withLease(`${label}withLease((lease, signal) => signal.aborted)`, cycles.readSignal),
+  ];
 }
 
 /** The store alone: its claim and release commands, without validation, secrets or handles. */
 function storeAlone(library: Library): Contender {
   const store = library.memory.createMemoryStore();
-  return {
-    name: 'store.claim + store.release (no shell)',
-    baseline: 'claim + release',
-    prepare: async (worker) => {
-      const key = `store:${worker}`;
-      const secret = '0123456789abcdef0123456789abcdef';
-      return async () => {
-        const claimed = await store.claim({ key, holder: 'bench', runId: null, secret, ttlMs: 30_000, attributes: {}, recovering: false });
-        if (!claimed.ok) throw new Error('store: not granted');
-        await store.release({ fence: { key, token: claimed.token, secret, holder: 'bench', runId: null, attributes: {} } });
-      };
-    },
-  };
+  return { name: 'store.claim + store.release (no shell)', baseline: 'claim + release', prepare: async (worker) => library.cycles.storeCycle(store, `store:${worker}`) };
 }
 
 /**
@@ -86,12 +54,11 @@ function abortSignalAlone(): Contender {
  */
 export async function memoryGroups(): Promise<Group[]> {
   const library = await thisLibrary();
-  const [mine, ...withLease] = leasefence('', library.root.createLeases, () => library.memory.createMemoryStore(), 'claim + release');
+  const [mine, ...withLease] = leasefence('', library, 'claim + release');
   const control: Contender = { ...(mine as Contender), name: 'claim + release (control)' };
-  const copy = await loadLibrary(THIS_SRC);
-  const [selfCheck] = leasefence('self-check, a second bundle of this tree: ', copy.root.createLeases, () => copy.memory.createMemoryStore(), 'claim + release');
+  const [selfCheck] = leasefence('self-check, a second bundle of this tree: ', await loadLibrary(THIS_SRC), 'claim + release');
   const contenders: Contender[] = [mine as Contender, control, selfCheck as Contender, ...withLease, storeAlone(library), abortSignalAlone()];
   const before = await comparedLibrary();
-  if (before !== null) contenders.push(...leasefence('before: ', before.root.createLeases, () => before.memory.createMemoryStore(), 'claim + release'));
+  if (before !== null) contenders.push(...leasefence('before: ', before, 'claim + release'));
   return [{ title: 'Memory store', workers: 1, contenders }];
 }

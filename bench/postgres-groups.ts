@@ -22,6 +22,7 @@ import type { Contender, Group } from './slices.js';
 const {
   root: { createLeases },
   postgres: { createPostgresStore, fromPostgresJs },
+  cycles: { claimRelease: cycle },
 } = await thisLibrary();
 
 const TTL_MS = 60_000;
@@ -85,11 +86,7 @@ function rawCycle(target: PostgresTarget, name: string, workers: number, baselin
   });
 }
 
-const claimRelease = (leases: Leases, key: string) => async () => {
-  const claimed = await leases.claim(key);
-  if (!claimed.ok) throw new Error(`${key}: not granted`);
-  await leases.release(claimed.lease);
-};
+const claimRelease = (leases: Leases, key: string): (() => Promise<void>) => cycle(leases, key, key);
 
 function leasefenceCycle(target: PostgresTarget, name: string, baseline: string | undefined, workers: number, prepare: boolean, notifyFreed: NotifyFreed = 'when-waited'): Contender {
   let leases: Leases<PostgresStore> | undefined;
@@ -111,7 +108,8 @@ function comparedCycle(target: PostgresTarget, name: string, baseline: string, w
       const { root, postgres: adapter } = (await comparedLibrary()) as Library;
       return root.createLeases(adapter.createPostgresStore({ client: pool }), { holder: 'bench', ttlMs: TTL_MS }) as unknown as Leases;
     })();
-    return claimRelease(await leases, `before:${name}:${workers}:${worker}`);
+    const key = `before:${name}:${workers}:${worker}`;
+    return ((await comparedLibrary()) as Library).cycles.claimRelease(await leases, key, key);
   });
 }
 

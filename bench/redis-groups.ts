@@ -43,11 +43,12 @@ let preparation = 0;
 interface Library {
   readonly createLeases: typeof createLeases;
   readonly createRedisStore: typeof createRedisStore;
+  readonly cycles: Bundled['cycles'];
 }
 
 /** A bundled library's Redis part, or null. */
 const redisPart = (library: Bundled | null): Library | null =>
-  library === null ? null : { createLeases: library.root.createLeases, createRedisStore: library.redis.createRedisStore };
+  library === null ? null : { createLeases: library.root.createLeases, createRedisStore: library.redis.createRedisStore, cycles: library.cycles };
 
 const THIS = redisPart(await thisLibrary()) as Library;
 const { hashTagOf } = (await thisLibrary()).redis;
@@ -73,11 +74,7 @@ function leasefence(name: string, client: Redis, baseline?: string, library: Lib
   return {
     name,
     ...(baseline === undefined ? {} : { baseline }),
-    prepare: async (worker) => async () => {
-      const claimed = await leases.claim(`cycle:${worker}`);
-      if (!claimed.ok) throw new Error(`${name}: not granted`);
-      await leases.release(claimed.lease);
-    },
+    prepare: async (worker) => library.cycles.claimRelease(leases, `cycle:${worker}`, name),
   };
 }
 
