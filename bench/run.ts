@@ -64,7 +64,7 @@ async function redis(): Promise<void> {
   try {
     const version = /redis_version:(\S+)/.exec(await clients.admin.info('server'))?.[1] ?? '?';
     console.log(`## Redis\n\nredis-server ${version} (no persistence), ioredis 5, one shared client per setting, each worker on its own key.\n`);
-    await report(redisGroups(clients, WORKERS), SETTINGS);
+    await report(await redisGroups(clients, WORKERS), SETTINGS);
   } finally {
     for (const client of Object.values(clients)) client.disconnect();
     await server.stop();
