@@ -2,7 +2,7 @@
  * Where the time of a memory claim + release goes, shell piece by shell piece: each piece is removed in a
  * throwaway copy of `src/` (a text edit, never shipped), every copy is bundled as `dist/` is (library.ts:
  * one bundle per public entry point, the same way for every tree), and all of them run in ONE process in
- * interleaved rounds: a tight single-threaded loop of `await claim; await release`, CPU time from
+ * interleaved rounds (shuffled order): a tight single-threaded loop of `await claim; await release`, CPU time from
  * `process.cpuUsage`. A piece's cost is the median over rounds of (full - without it) in the same round;
  * "full (identical copy)" is the noise row (ideally 0). With BENCH_COMPARE (another checkout's `src/`), that
  * tree and its store alone run too: before and after in the same process.
@@ -14,7 +14,7 @@ import { cpSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:f
 import { loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { loadLibrary, THIS_SRC, type Library } from './library.js';
-import { median } from './slices.js';
+import { collectGarbage, median, seededRandom, shuffled } from './slices.js';
 
 /** One text edit of a copied file: `from` must occur exactly once. */
 interface Edit {
@@ -117,13 +117,17 @@ const shell = (library: Library): Cycles =>
 /** `n` claim + release cycles of `library`'s memory store alone (no shell). */
 const storeAlone = (library: Library): Cycles => library.cycles.storeLoop(library.memory.createMemoryStore(), 'store:0');
 
-/** Every contender in interleaved rounds (rotated order): ns of CPU per cycle, one value per measured round. */
+/**
+ * Every contender in interleaved rounds, in a new shuffled order each round (neighbours change: see
+ * slices.ts): ns of CPU per cycle, one value per measured round.
+ */
 async function measure(contenders: readonly (readonly [string, Cycles])[]): Promise<Map<string, number[]>> {
   const ns = new Map(contenders.map(([name]) => [name, [] as number[]]));
+  const random = seededRandom(0x1ea5e);
   for (let round = 0; round < ROUNDS + WARM; round++) {
-    for (let index = 0; index < contenders.length; index++) {
-      const [name, run] = contenders[(index + round) % contenders.length] as readonly [string, Cycles];
+    for (const [name, run] of shuffled(contenders, random)) {
       await run(N / 10);
+      collectGarbage();
       const before = process.cpuUsage();
       await run(N);
       const cpu = process.cpuUsage(before);

@@ -28,7 +28,8 @@ setFlagsFromString('--expose-gc');
 const gc = runInNewContext('gc') as (options: { type: 'minor' | 'major'; execution: 'sync' }) => void;
 // NOTE: a young-generation collection only: a forced full one also shrinks the young generation, after
 // which every slice ran ~5× slower (measured: 117k claim + release cycles/s instead of ~640k).
-const collectGarbage = (): void => gc({ type: 'minor', execution: 'sync' });
+/** A young-generation collection, now (untimed, before a slice). */
+export const collectGarbage = (): void => gc({ type: 'minor', execution: 'sync' });
 
 /** One thing measured: `prepare(worker)` sets up (untimed) and returns one timed cycle for that worker. */
 export interface Contender {
@@ -110,7 +111,7 @@ export const median = (values: readonly number[]): number => {
 };
 
 /** A deterministic generator of numbers in [0, 1) (mulberry32): the same slice orders in every run. */
-function seededRandom(seed: number): () => number {
+export function seededRandom(seed: number): () => number {
   let state = seed >>> 0;
   return () => {
     state = (state + 0x6d2b79f5) >>> 0;
@@ -122,7 +123,7 @@ function seededRandom(seed: number): () => number {
 }
 
 /** A copy of `items` in a random order (Fisher–Yates). */
-function shuffled<T>(items: readonly T[], random: () => number): T[] {
+export function shuffled<T>(items: readonly T[], random: () => number): T[] {
   const copy = [...items];
   for (let index = copy.length - 1; index > 0; index -= 1) {
     const other = Math.floor(random() * (index + 1));
