@@ -1,8 +1,8 @@
 /**
  * Where the time of a memory claim + release goes, shell piece by shell piece: each piece is removed in a
- * throwaway copy of `src/` (a text edit, never shipped), every copy is bundled into one file with esbuild
- * (as tsup bundles `dist/`, without tsx's per-module loading), and all of them run in ONE process in
- * interleaved rounds: a tight single-threaded loop of `await claim; await release`, CPU time from
+ * throwaway copy of `src/` (a text edit, never shipped), every copy is bundled as `dist/` is (library.ts:
+ * one bundle per public entry point, the same way for every tree), and all of them run in ONE process in
+ * interleaved rounds (shuffled order): a tight single-threaded loop of `await claim; await release`, CPU time from
  * `process.cpuUsage`. A piece's cost is the median over rounds of (full - without it) in the same round;
  * "full (identical copy)" is the noise row (ideally 0). With BENCH_COMPARE (another checkout's `src/`), that
  * tree and its store alone run too: before and after in the same process.
@@ -10,11 +10,11 @@
  *   npx tsx bench/memory-breakdown.ts
  *   BENCH_N=100000 BENCH_ROUNDS=11 BENCH_WARM=3 BENCH_COMPARE=/tmp/before/src npx tsx bench/memory-breakdown.ts
  */
-import { execFileSync } from 'node:child_process';
 import { cpSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join, resolve } from 'node:path';
-import { median } from './slices.js';
+import { loadavg, tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { loadLibrary, THIS_SRC, type Library } from './library.js';
+import { collectGarbage, median, seededRandom, shuffled } from './slices.js';
 
 /** One text edit of a copied file: `from` must occur exactly once. */
 interface Edit {
@@ -95,11 +95,10 @@ const N = Number(env('BENCH_N', '100000'));
 const ROUNDS = Number(env('BENCH_ROUNDS', '11'));
 const WARM = Number(env('BENCH_WARM', '3'));
 const COMPARE = process.env['BENCH_COMPARE'];
-const SRC = resolve(import.meta.dirname, '../src');
 
 /** Copies `src/` to `directory` and applies `variant`'s edits, failing loudly when one no longer matches. */
 function makeCopy(variant: Variant, directory: string): void {
-  cpSync(SRC, directory, { recursive: true });
+  cpSync(THIS_SRC, directory, { recursive: true });
   for (const edit of variant.edits) {
     const path = join(directory, edit.file);
     const text = readFileSync(path, 'utf8');
@@ -109,70 +108,55 @@ function makeCopy(variant: Variant, directory: string): void {
   }
 }
 
-/** The loop run in the bundle: every tree's claim + release, the store alone, interleaved in rounds. */
-const RUNNER = `
-import { loadavg } from 'node:os';
-const [N, ROUNDS, WARM] = [${N}, ${ROUNDS}, ${WARM}];
-function shell(L, M) {
-  const leases = L.createLeases(M.createMemoryStore(), { holder: 'bench', ttlMs: 30000 });
-  return async (n) => { for (let i = 0; i < n; i++) { const c = await leases.claim('cycle:0'); if (!c.ok) throw new Error('not granted'); await leases.release(c.lease); } };
-}
-function storeAlone(M) {
-  const store = M.createMemoryStore();
-  const key = 'store:0'; const secret = '0123456789abcdef0123456789abcdef';
-  return async (n) => { for (let i = 0; i < n; i++) {
-    const c = await store.claim({ key, holder: 'bench', runId: null, secret, ttlMs: 30000, attributes: {}, recovering: false });
-    if (!c.ok) throw new Error('not granted');
-    await store.release({ fence: { key, token: c.token, secret, holder: 'bench', runId: null } });
-  } };
-}
-const contenders = trees.map(([name, L, M]) => [name, shell(L, M)]);
-for (const [name, M] of stores) contenders.push([name, storeAlone(M)]);
-const ns = new Map(contenders.map(([name]) => [name, []]));
-for (let round = 0; round < ROUNDS + WARM; round++) {
-  for (let index = 0; index < contenders.length; index++) {
-    const [name, run] = contenders[(index + round) % contenders.length];
-    await run(N / 10);
-    const before = process.cpuUsage();
-    await run(N);
-    const cpu = process.cpuUsage(before);
-    if (round >= WARM) ns.get(name).push(((cpu.user + cpu.system) * 1000) / N);
-  }
-}
-console.log(JSON.stringify({ ns: Object.fromEntries(ns), load: loadavg() }));
-`;
+type Cycles = (n: number) => Promise<void>;
 
-function main(): void {
+/** `n` claim + release cycles of `library`'s shell on a memory store, one key (its own copy of the loop). */
+const shell = (library: Library): Cycles =>
+  library.cycles.claimReleaseLoop(library.root.createLeases(library.memory.createMemoryStore(), { holder: 'bench', ttlMs: 30_000 }), 'cycle:0');
+
+/** `n` claim + release cycles of `library`'s memory store alone (no shell). */
+const storeAlone = (library: Library): Cycles => library.cycles.storeLoop(library.memory.createMemoryStore(), 'store:0');
+
+/**
+ * Every contender in interleaved rounds, in a new shuffled order each round (neighbours change: see
+ * slices.ts): ns of CPU per cycle, one value per measured round.
+ */
+async function measure(contenders: readonly (readonly [string, Cycles])[]): Promise<Map<string, number[]>> {
+  const ns = new Map(contenders.map(([name]) => [name, [] as number[]]));
+  const random = seededRandom(0x1ea5e);
+  for (let round = 0; round < ROUNDS + WARM; round++) {
+    for (const [name, run] of shuffled(contenders, random)) {
+      await run(N / 10);
+      collectGarbage();
+      const before = process.cpuUsage();
+      await run(N);
+      const cpu = process.cpuUsage(before);
+      if (round >= WARM) ns.get(name)?.push(((cpu.user + cpu.system) * 1000) / N);
+    }
+  }
+  return ns;
+}
+
+async function main(): Promise<void> {
   const work = mkdtempSync(join(tmpdir(), 'leasefence-breakdown-'));
   try {
-    const trees: [string, string][] = VARIANTS.map((variant, index) => {
+    const libraries: Library[] = [];
+    for (const [index, variant] of VARIANTS.entries()) {
       const directory = join(work, `v${index}`);
       makeCopy(variant, directory);
-      return [variant.name, directory];
-    });
-    if (COMPARE !== undefined && COMPARE !== '') trees.push(['before (BENCH_COMPARE)', resolve(COMPARE)]);
-    const stores: [string, string][] = [['store alone', trees[0]?.[1] as string]];
-    if (COMPARE !== undefined && COMPARE !== '') stores.push(['store alone (before)', resolve(COMPARE)]);
-    const imports = [
-      ...trees.map(([, directory], index) => `import * as L${index} from ${JSON.stringify(join(directory, 'leases.ts'))};\nimport * as M${index} from ${JSON.stringify(join(directory, 'adapters/memory/index.ts'))};`),
-      ...stores.map(([, directory], index) => `import * as S${index} from ${JSON.stringify(join(directory, 'adapters/memory/index.ts'))};`),
-    ];
-    const entry = join(work, 'entry.mjs');
-    writeFileSync(
-      entry,
-      `${imports.join('\n')}\nconst trees = [${trees.map(([name], index) => `[${JSON.stringify(name)}, L${index}, M${index}]`).join(', ')}];\n` +
-        `const stores = [${stores.map(([name], index) => `[${JSON.stringify(name)}, S${index}]`).join(', ')}];\n${RUNNER}`,
-    );
-    const bundle = join(work, 'bundle.mjs');
-    const esbuild = resolve(import.meta.dirname, '../node_modules/.bin/esbuild');
-    execFileSync(esbuild, [entry, '--bundle', '--platform=node', '--format=esm', '--target=node20', `--outfile=${bundle}`, '--log-level=warning'], { stdio: 'inherit' });
-    const output = execFileSync(process.execPath, [bundle], { encoding: 'utf8', maxBuffer: 1 << 24 });
-    const { ns, load } = JSON.parse(output.trim().split('\n').at(-1) as string) as { ns: Record<string, number[]>; load: number[] };
-    const full = ns['full'] as number[];
-    console.log(`node ${process.version}, ${N} cycles × ${ROUNDS} rounds (after ${WARM} warm-up rounds), one process, load average after: ${load.map((value) => value.toFixed(2)).join(' ')}\n`);
+      libraries.push(await loadLibrary(directory));
+    }
+    const contenders: [string, Cycles][] = VARIANTS.map((variant, index) => [variant.name, shell(libraries[index] as Library)]);
+    const before = COMPARE === undefined || COMPARE === '' ? null : await loadLibrary(COMPARE);
+    if (before !== null) contenders.push(['before (BENCH_COMPARE)', shell(before)]);
+    contenders.push(['store alone', storeAlone(libraries[0] as Library)]);
+    if (before !== null) contenders.push(['store alone (before)', storeAlone(before)]);
+    const ns = await measure(contenders);
+    const full = ns.get('full') as number[];
+    console.log(`node ${process.version}, ${N} cycles × ${ROUNDS} rounds (after ${WARM} warm-up rounds), one process, load average after: ${loadavg().map((value) => value.toFixed(2)).join(' ')}\n`);
     console.log('| tree | ns CPU per claim + release | cycles per CPU-second | saves vs full (median of per-round differences) | piece removed | a guarantee? |');
     console.log('|---|---:|---:|---:|---|---|');
-    for (const [name, values] of Object.entries(ns)) {
+    for (const [name, values] of ns) {
       const variant = VARIANTS.find((candidate) => candidate.name === name);
       const saves = median(values.map((value, round) => (full[round] as number) - value));
       const own = median(values);
@@ -183,4 +167,4 @@ function main(): void {
   }
 }
 
-main();
+await main();

@@ -6,15 +6,24 @@
  * `max`), named by `application_name`, so that its backends' CPU time (`/proc/<pid>/sched`, see
  * postgres-probes.ts) is its own. Both lease tables hold the same 10,000 idle keys (index scans, as in a
  * table in use). Also measured: leasefence on postgres.js, leasefence with `prepare: false`, withLease,
- * leasefence with `notifyFreed: 'always'`, and with BENCH_COMPARE another checkout's leasefence.
+ * leasefence with `notifyFreed: 'always'`, and with BENCH_COMPARE another checkout's leasefence; both
+ * trees run bundled (library.ts).
  */
 import pg from 'pg';
 import postgres from 'postgres';
-import { createPostgresStore, fromPostgresJs, type NotifyFreed, type PostgresStore } from '../src/adapters/postgres/index.js';
-import { createLeases, type Leases } from '../src/leases.js';
+import type { NotifyFreed, PostgresStore } from '../src/adapters/postgres/index.js';
+import type { Leases } from '../src/leases.js';
+import { comparedLibrary, thisLibrary, type Library } from './library.js';
 import { runtimeNs } from './postgres-probes.js';
 import { LEDGER_INSERT, RAW_CLAIM, RAW_FENCE_CHECK, RAW_RELEASE, RAW_RELEASE_NOTIFY, RAW_SCHEMA } from './postgres-raw.js';
 import type { Contender, Group } from './slices.js';
+
+// NOTE: this checkout bundled like dist/ (library.ts), as BENCH_COMPARE's tree is.
+const {
+  root: { createLeases },
+  postgres: { createPostgresStore, fromPostgresJs },
+  cycles: { claimRelease: cycle },
+} = await thisLibrary();
 
 const TTL_MS = 60_000;
 const SEED_KEYS = 10_000;
@@ -77,11 +86,7 @@ function rawCycle(target: PostgresTarget, name: string, workers: number, baselin
   });
 }
 
-const claimRelease = (leases: Leases, key: string) => async () => {
-  const claimed = await leases.claim(key);
-  if (!claimed.ok) throw new Error(`${key}: not granted`);
-  await leases.release(claimed.lease);
-};
+const claimRelease = (leases: Leases, key: string): (() => Promise<void>) => cycle(leases, key, key);
 
 function leasefenceCycle(target: PostgresTarget, name: string, baseline: string | undefined, workers: number, prepare: boolean, notifyFreed: NotifyFreed = 'when-waited'): Contender {
   let leases: Leases<PostgresStore> | undefined;
@@ -96,15 +101,15 @@ function leasefenceCycle(target: PostgresTarget, name: string, baseline: string 
  * tar -x -C /tmp/before`), on the same table (this checkout migrated it; earlier statements ignore newer
  * columns): before and after in the same slices.
  */
-function comparedCycle(target: PostgresTarget, name: string, baseline: string, workers: number, compare: string): Contender {
+function comparedCycle(target: PostgresTarget, name: string, baseline: string, workers: number): Contender {
   let leases: Promise<Leases> | undefined;
   return pooled(target, name, baseline, workers, async (pool, worker) => {
     leases ??= (async () => {
-      const adapter = (await import(`${compare}/adapters/postgres/index.ts`)) as { createPostgresStore: typeof createPostgresStore };
-      const shell = (await import(`${compare}/leases.ts`)) as { createLeases: typeof createLeases };
-      return shell.createLeases(adapter.createPostgresStore({ client: pool }), { holder: 'bench', ttlMs: TTL_MS }) as unknown as Leases;
+      const { root, postgres: adapter } = (await comparedLibrary()) as Library;
+      return root.createLeases(adapter.createPostgresStore({ client: pool }), { holder: 'bench', ttlMs: TTL_MS }) as unknown as Leases;
     })();
-    return claimRelease(await leases, `before:${name}:${workers}:${worker}`);
+    const key = `before:${name}:${workers}:${worker}`;
+    return ((await comparedLibrary()) as Library).cycles.claimRelease(await leases, key, key);
   });
 }
 
@@ -151,7 +156,7 @@ export function postgresCycleGroup(target: PostgresTarget, workers: number, titl
     leasefenceCycle(target, "leasefence, notifyFreed: 'always' (pg Pool)", mine, workers, true, 'always'),
   ];
   const compare = process.env['BENCH_COMPARE'];
-  if (compare !== undefined) contenders.push(comparedCycle(target, 'leasefence, BENCH_COMPARE src (pg Pool)', mine, workers, compare));
+  if (compare !== undefined && compare !== '') contenders.push(comparedCycle(target, 'leasefence, BENCH_COMPARE src (pg Pool)', mine, workers));
   if (full) {
     let leases: Leases<PostgresStore> | undefined;
     contenders.push(

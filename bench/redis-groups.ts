@@ -6,17 +6,16 @@
  * a client with `enableAutoPipelining` show what that setting does for each library. Server CPU per cycle
  * is redis-server's `INFO cpu` (user + sys), read on a separate connection between slices. With
  * BENCH_COMPARE (another checkout's `src/`), that tree's claim + release and fenced write run in the same
- * groups, as "before: ..." rows: before and after in one run.
+ * groups, as "before: ..." rows: before and after in one run. Both trees run bundled (library.ts).
  */
 import { randomUUID } from 'node:crypto';
-import { resolve } from 'node:path';
-import { pathToFileURL } from 'node:url';
-import { Redis } from 'ioredis';
+import type { Redis } from 'ioredis';
 import { Mutex } from 'redis-semaphore';
 import { createLock, IoredisAdapter } from 'redlock-universal';
 import { Redlock } from '@sesamecare-oss/redlock';
-import { createRedisStore, hashTagOf } from '../src/adapters/redis/index.js';
-import { createLeases } from '../src/leases.js';
+import type { createRedisStore, hashTagOf } from '../src/adapters/redis/index.js';
+import type { createLeases } from '../src/leases.js';
+import { comparedLibrary, thisLibrary, type Library as Bundled } from './library.js';
 import type { Contender, Group } from './slices.js';
 
 const TTL_MS = 30_000;
@@ -40,22 +39,17 @@ export async function redisCpuUs(admin: Redis): Promise<number> {
 
 let preparation = 0;
 
-/** The lease API and Redis store of a checkout: this one, or BENCH_COMPARE's. */
+/** The lease API and Redis store of a checkout, bundled (library.ts): this one, or BENCH_COMPARE's. */
 interface Library {
   readonly createLeases: typeof createLeases;
   readonly createRedisStore: typeof createRedisStore;
+  readonly hashTagOf: typeof hashTagOf;
+  readonly cycles: Bundled['cycles'];
 }
 
-const THIS: Library = { createLeases, createRedisStore };
-
-/** BENCH_COMPARE's checkout (its `src/`), loaded once, or null. */
-async function compared(): Promise<Library | null> {
-  const root = process.env['BENCH_COMPARE'];
-  if (root === undefined || root === '') return null;
-  const leases = (await import(pathToFileURL(`${resolve(root)}/leases.ts`).href)) as Pick<Library, 'createLeases'>;
-  const redis = (await import(pathToFileURL(`${resolve(root)}/adapters/redis/index.ts`).href)) as Pick<Library, 'createRedisStore'>;
-  return { createLeases: leases.createLeases, createRedisStore: redis.createRedisStore };
-}
+/** A bundled library's Redis part, or null. */
+const redisPart = (library: Bundled | null): Library | null =>
+  library === null ? null : ({ createLeases: library.root.createLeases, createRedisStore: library.redis.createRedisStore, hashTagOf: library.redis.hashTagOf, cycles: library.cycles });
 
 function raw(name: string, client: Redis, baseline?: string): Contender {
   return {
@@ -73,16 +67,12 @@ function raw(name: string, client: Redis, baseline?: string): Contender {
   };
 }
 
-function leasefence(name: string, client: Redis, baseline?: string, library: Library = THIS): Contender {
+function leasefence(library: Library, name: string, client: Redis, baseline?: string): Contender {
   const leases = library.createLeases(library.createRedisStore({ client, prefix: `bench:lf:${++preparation}:` }), { holder: 'bench', ttlMs: TTL_MS });
   return {
     name,
     ...(baseline === undefined ? {} : { baseline }),
-    prepare: async (worker) => async () => {
-      const claimed = await leases.claim(`cycle:${worker}`);
-      if (!claimed.ok) throw new Error(`${name}: not granted`);
-      await leases.release(claimed.lease);
-    },
+    prepare: async (worker) => library.cycles.claimRelease(leases, `cycle:${worker}`, name),
   };
 }
 
@@ -101,11 +91,11 @@ function semaphore(name: string, client: Redis, baseline?: string): Contender {
 }
 
 /** The claim + release group at `workers` workers. */
-function cycleGroup(clients: RedisClients, workers: number, before: Library | null): Group {
+function cycleGroup(clients: RedisClients, workers: number, mine: Library, before: Library | null): Group {
   const { plain, pipelining } = clients;
   const redlock = new Redlock([plain], { retryCount: 0 });
   const adapter = new IoredisAdapter(plain);
-  const leases = createLeases(createRedisStore({ client: plain, prefix: `bench:with:${workers}:` }), { holder: 'bench', ttlMs: TTL_MS });
+  const leases = mine.createLeases(mine.createRedisStore({ client: plain, prefix: `bench:with:${workers}:` }), { holder: 'bench', ttlMs: TTL_MS });
   const rawName = 'raw SET NX PX + compare-and-delete';
   return {
     title: 'Redis claim + release',
@@ -113,7 +103,7 @@ function cycleGroup(clients: RedisClients, workers: number, before: Library | nu
     contenders: ([
       raw(rawName, plain),
       raw('raw (control)', plain),
-      leasefence('leasefence claim + release', plain),
+      leasefence(mine, 'leasefence claim + release', plain),
       semaphore('redis-semaphore Mutex', plain),
       {
         name: 'redlock-universal',
@@ -138,25 +128,25 @@ function cycleGroup(clients: RedisClients, workers: number, before: Library | nu
         },
       },
       raw('raw, enableAutoPipelining', pipelining, rawName),
-      leasefence('leasefence, enableAutoPipelining', pipelining, 'leasefence claim + release'),
+      leasefence(mine, 'leasefence, enableAutoPipelining', pipelining, 'leasefence claim + release'),
       semaphore('redis-semaphore, enableAutoPipelining', pipelining, 'redis-semaphore Mutex'),
-      ...(before === null ? [] : [leasefence('before: leasefence claim + release', plain, rawName, before)]),
+      ...(before === null ? [] : [leasefence(before, 'before: leasefence claim + release', plain, rawName)]),
     ] satisfies Contender[]).map((contender) => ({ ...contender, serverCpuUs: () => redisCpuUs(clients.admin) })),
   };
 }
 
 /** The fenced write group: one SET under a lease, checked atomically. */
-function writeGroup(clients: RedisClients, workers: number, before: Library | null): Group {
+function writeGroup(clients: RedisClients, workers: number, mine: Library, before: Library | null): Group {
   const { plain } = clients;
   const fencedWrite = (name: string, library: Library): Contender => {
     const leases = library.createLeases(library.createRedisStore({ client: plain, prefix: `bench:fw:${workers}:${++preparation}:` }), { holder: 'bench', ttlMs: 600_000 });
     return {
       name,
-      ...(library === THIS ? {} : { baseline: 'raw check-and-SET script' }),
+      ...(library === mine ? {} : { baseline: 'raw check-and-SET script' }),
       prepare: async (worker) => {
         const key = `write:${worker}:${++preparation}`;
         const lease = await leases.claimOrThrow(key);
-        const data = `${hashTagOf(key)}:data`;
+        const data = `${library.hashTagOf(key)}:data`;
         return async () => {
           const outcome = await leases.fencedWrite(lease, (tx) => tx.call('SET', data, 'x'));
           if (!outcome.ok) throw new Error('leasefence: fenced');
@@ -181,16 +171,20 @@ function writeGroup(clients: RedisClients, workers: number, before: Library | nu
     contenders: ([
       rawWrite('raw check-and-SET script'),
       rawWrite('raw (control)'),
-      fencedWrite('leasefence fencedWrite(one SET)', THIS),
+      fencedWrite('leasefence fencedWrite(one SET)', mine),
       ...(before === null ? [] : [fencedWrite('before: leasefence fencedWrite(one SET)', before)]),
     ] satisfies Contender[]).map((contender) => ({ ...contender, serverCpuUs: () => redisCpuUs(clients.admin) })),
   };
 }
 
-const BEFORE = await compared();
-
 /** Every Redis group, at 1 and `manyWorkers` workers (with BENCH_COMPARE's "before" rows). */
-export function redisGroups(clients: RedisClients, manyWorkers: number): Group[] {
-  const before = BEFORE;
-  return [cycleGroup(clients, 1, before), cycleGroup(clients, manyWorkers, before), writeGroup(clients, 1, before), writeGroup(clients, manyWorkers, before)];
+export async function redisGroups(clients: RedisClients, manyWorkers: number): Promise<Group[]> {
+  const mine = redisPart(await thisLibrary()) as Library;
+  const before = redisPart(await comparedLibrary());
+  return [
+    cycleGroup(clients, 1, mine, before),
+    cycleGroup(clients, manyWorkers, mine, before),
+    writeGroup(clients, 1, mine, before),
+    writeGroup(clients, manyWorkers, mine, before),
+  ];
 }

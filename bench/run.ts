@@ -10,9 +10,15 @@
  *   BENCH_SLICE_MS=20                          slice length for memory and Redis (Postgres: twice that)
  *   BENCH_WORKERS=32 BENCH_PG_CLIENTS=1,8,32   concurrency of the many-worker groups
  *   BENCH_FSYNC_OFF=0                          skip the fsync-off Postgres groups (fsync on is always run)
- *   BENCH_COMPARE=/tmp/before/src              adds that checkout's memory claim + release and withLease
- *                                              (`git archive main src package.json | tar -x -C /tmp/before`:
- *                                              with its package.json, or tsx runs it as slower CommonJS)
+ *   BENCH_COMPARE=/tmp/before/src              adds that tree's rows ("before: ...") to the memory group, the
+ *                                              Redis and Postgres claim + release groups, the Redis fenced write
+ *                                              (`git archive main src | tar -x -C /tmp/before`)
+ *
+ * What runs is the library as users run it: this checkout's `src/` and BENCH_COMPARE's are each bundled
+ * the way `dist/` is (library.ts: esbuild, ESM, node20, one bundle per public entry point) and imported,
+ * the same way for both, so a "before" row differs from "after" only by its code. The memory group's
+ * self-check row, a second bundle of this tree, shows that (~1.00; BENCH_COMPARE at a copy of this very
+ * tree measured 0.95, control 0.94, at load 3.3).
  *
  * Read the ratios (same run, same slices) before the absolute rates: a loaded machine moves rates a lot
  * and ratios little, and each group's "(control)" row shows how far noise alone moves a ratio.
@@ -49,7 +55,7 @@ async function report(groups: readonly Group[], settings: SliceSettings): Promis
 
 async function memory(): Promise<void> {
   console.log('## Memory store\n');
-  await report(await memoryGroups(process.env['BENCH_COMPARE']), SETTINGS);
+  await report(await memoryGroups(), SETTINGS);
 }
 
 async function redis(): Promise<void> {
@@ -58,7 +64,7 @@ async function redis(): Promise<void> {
   try {
     const version = /redis_version:(\S+)/.exec(await clients.admin.info('server'))?.[1] ?? '?';
     console.log(`## Redis\n\nredis-server ${version} (no persistence), ioredis 5, one shared client per setting, each worker on its own key.\n`);
-    await report(redisGroups(clients, WORKERS), SETTINGS);
+    await report(await redisGroups(clients, WORKERS), SETTINGS);
   } finally {
     for (const client of Object.values(clients)) client.disconnect();
     await server.stop();

@@ -3,7 +3,8 @@
  * (other processes, CPU frequency, JIT warm-up) hits every contender of a group alike.
  *
  * A group is a set of contenders run with the same number of concurrent workers. Each round gives every
- * contender `passes` slices of `sliceMs`, in an order rotated at every pass; a contender's rate in a round
+ * contender `passes` slices of `sliceMs`, in a new shuffled order at every pass (a fixed seed: the same
+ * orders in every run), each slice started on a collected heap; a contender's rate in a round
  * is its cycles over its time summed over that round's slices. Its ratio to its baseline is computed per
  * round and the median of those ratios is reported, with the median round rate. The "(control)" row of a
  * group is its baseline measured a second time under another name: its ratio (ideally 1.00) shows how much
@@ -12,7 +13,23 @@
  * CPU per cycle, summed over all slices: the client is this process (`process.cpuUsage`: the library, the
  * driver, syscalls), the server is what the contender's `serverCpuUs` reports (redis-server's `INFO cpu`,
  * the Postgres backends' run time), both in µs per cycle.
+ *
+ * NOTE: a slice's garbage is collected in whichever slice runs next. A rotated order (as before) kept every
+ * contender behind the same neighbour in every pass, so a row after one that makes much garbage (withLease
+ * with an AbortSignal, the AbortSignal reference row) paid for it in every pass: an identical copy of the
+ * claim + release measured 0.81 of itself that way. Hence the full collection (untimed) before every slice,
+ * and orders that change neighbours.
  */
+import { setFlagsFromString } from 'node:v8';
+import { runInNewContext } from 'node:vm';
+
+// NOTE: the documented way to reach `gc()` without starting Node with --expose-gc.
+setFlagsFromString('--expose-gc');
+const gc = runInNewContext('gc') as (options: { type: 'minor' | 'major'; execution: 'sync' }) => void;
+// NOTE: a young-generation collection only: a forced full one also shrinks the young generation, after
+// which every slice ran ~5× slower (measured: 117k claim + release cycles/s instead of ~640k).
+/** A young-generation collection, now (untimed, before a slice). */
+export const collectGarbage = (): void => gc({ type: 'minor', execution: 'sync' });
 
 /** One thing measured: `prepare(worker)` sets up (untimed) and returns one timed cycle for that worker. */
 export interface Contender {
@@ -35,7 +52,7 @@ export interface Group {
 export interface SliceSettings {
   /** Rounds; ratios are medians over rounds. */
   readonly rounds: number;
-  /** Slices per contender per round, each pass in a rotated order. */
+  /** Slices per contender per round, each pass in its own shuffled order. */
   readonly passes: number;
   /** Length of one slice in ms. */
   readonly sliceMs: number;
@@ -93,6 +110,28 @@ export const median = (values: readonly number[]): number => {
   return sorted.length % 2 === 1 ? (sorted[middle] ?? Number.NaN) : ((sorted[middle - 1] ?? 0) + (sorted[middle] ?? 0)) / 2;
 };
 
+/** A deterministic generator of numbers in [0, 1) (mulberry32): the same slice orders in every run. */
+export function seededRandom(seed: number): () => number {
+  let state = seed >>> 0;
+  return () => {
+    state = (state + 0x6d2b79f5) >>> 0;
+    let t = state;
+    t = Math.imul(t ^ (t >>> 15), t | 1);
+    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+  };
+}
+
+/** A copy of `items` in a random order (Fisher–Yates). */
+export function shuffled<T>(items: readonly T[], random: () => number): T[] {
+  const copy = [...items];
+  for (let index = copy.length - 1; index > 0; index -= 1) {
+    const other = Math.floor(random() * (index + 1));
+    [copy[index], copy[other]] = [copy[other] as T, copy[index] as T];
+  }
+  return copy;
+}
+
 /** Measures every contender of `group` in interleaved slices (see the module comment). */
 export async function runGroup(group: Group, settings: SliceSettings): Promise<Measured[]> {
   const { contenders, workers } = group;
@@ -104,16 +143,15 @@ export async function runGroup(group: Group, settings: SliceSettings): Promise<M
     cycles.set(contender, prepared);
   }
   const tallies = new Map<Contender, Tally>(contenders.map((contender) => [contender, { cycles: [], ms: [], clientUs: 0, serverUs: 0, total: 0 }]));
-  let turn = 0;
+  const random = seededRandom(0x1ea5e);
   for (let round = 0; round < settings.rounds; round += 1) {
     for (const tally of tallies.values()) {
       tally.cycles.push(0);
       tally.ms.push(0);
     }
     for (let pass = 0; pass < settings.passes; pass += 1) {
-      const offset = turn % contenders.length;
-      turn += 1;
-      for (const contender of [...contenders.slice(offset), ...contenders.slice(0, offset)]) {
+      for (const contender of shuffled(contenders, random)) {
+        collectGarbage();
         const measured = await slice(cycles.get(contender) ?? [], contender, settings.sliceMs);
         const tally = tallies.get(contender) as Tally;
         tally.cycles[round] = (tally.cycles[round] ?? 0) + measured.done;
