@@ -103,7 +103,7 @@ async function main(): Promise<void> {
   console.log(`# leasefence benchmark (npm run bench${QUICK ? ' -- --quick' : ''})\n`);
   console.log(
     `node ${process.version}, ${cpus().length} × ${cpus()[0]?.model ?? '?'}, load average at start ${load()}; ` +
-      `${SETTINGS.rounds} rounds × ${SETTINGS.passes} passes of ${SETTINGS.sliceMs} ms slices (Postgres ${PG_SETTINGS.sliceMs} ms), rotated order.\n` +
+      `${SETTINGS.rounds} rounds × ${SETTINGS.passes} passes of ${SETTINGS.sliceMs} ms slices (Postgres ${PG_SETTINGS.sliceMs} ms), a new shuffled order at every pass.\n` +
       'cycles/s: median over rounds. ÷ baseline: median over rounds of the ratio within the round (min–max in brackets); ' +
       'the "(control)" row is the baseline measured again (noise). CPU: µs per cycle, client = this Node process, ' +
       'server = redis-server (INFO cpu) or the contender\'s Postgres backends (/proc/<pid>/sched).\n',
