@@ -6,7 +6,8 @@
  *
  * Each run gets its own PostgreSQL database (DATABASE_URL), its own Redis logical database (REDIS_URL) and
  * its own working directory (a SQLite file), so the ESM and CommonJS forms of a quick start both start from
- * nothing, as a new user does.
+ * nothing, as a new user does. A block that keeps state there then runs a second time in the same place and
+ * must print the same: a user runs a quick start again, or its other form, on the same server and directory.
  */
 import { execFile } from 'node:child_process';
 import { existsSync } from 'node:fs';
@@ -39,6 +40,8 @@ const blocks = DOC_FILES.flatMap((file) => checkedBlocks(ROOT, file));
 const runnable = blocks.filter((block) => block.runnable);
 const where = (block: CodeBlock): string => `${block.file}:${block.line}`;
 type CodeBlock = Pick<CheckedBlock, 'file' | 'line'>;
+/** Whether a runnable block leaves state behind (a database, Redis keys, a SQLite file in its directory). */
+const keepsState = (block: CheckedBlock): boolean => /DATABASE_URL|REDIS_URL|new Database\(/.test(block.code);
 const fileNameOf = (block: CheckedBlock): string => `${block.file.replaceAll('/', '_')}-L${block.line}.${EXTENSION[block.language]}`;
 
 interface Run {
@@ -112,6 +115,8 @@ describe('the code blocks of the README and the guides', { timeout: 180_000 }, (
       expect(quickStarts).toContain(`js: ${store}`);
       expect(quickStarts).toContain(`cjs: ${store}`);
     }
+    // NOTE: the Postgres, Redis and SQLite quick starts, each in both forms, also run a second time.
+    expect(runnable.filter((block) => block.file === 'README.md' && keepsState(block))).toHaveLength(6);
   });
 
   test('the client versions the README names are the ones the adapter suites run against', async () => {
@@ -201,6 +206,11 @@ describe('the code blocks of the README and the guides', { timeout: 180_000 }, (
         if (block.code.includes('REDIS_URL')) env['REDIS_URL'] = await freshRedis(1 + (index % 15));
         const program = await run(process.execPath, [file], cwd, env);
         expect({ exitCode: program.exitCode, stdout: program.stdout, stderr: program.stderr }).toEqual({ exitCode: 0, stdout: block.output, stderr: '' });
+        if (!keepsState(block)) return;
+        // NOTE: a user runs a quick start again, or its other module form, against the same database, Redis
+        // and directory: what the first run left behind must not change the second run's output.
+        const again = await run(process.execPath, [file], cwd, env);
+        expect({ exitCode: again.exitCode, stdout: again.stdout, stderr: again.stderr }, 'run a second time in the same place').toEqual({ exitCode: 0, stdout: block.output, stderr: '' });
       });
     });
   });
