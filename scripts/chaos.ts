@@ -17,7 +17,6 @@
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { parseArgs } from 'node:util';
 import { CLIENTS, type ClientKind, type StoreKind } from '../test/chaos/backend.js';
 import { formatViolations } from '../test/chaos/checker.js';
 import { MUTANTS, type MutantName } from '../test/chaos/mutants.js';
@@ -26,38 +25,41 @@ import { runScenario, type RunResult } from '../test/chaos/run.js';
 import { SCENARIOS, scenariosFor } from '../test/chaos/scenarios.js';
 import { runInProcessScenario, runsInProcess, type InProcessStore } from '../test/chaos/in-process-fleet.js';
 import { formatSummary } from '../test/chaos/summary.js';
+import { CHAOS_USAGE, ChaosUsageError, parseChaosOptions, type ChaosCatalog, type ChaosOptions } from './chaos-options.js';
 import { startPostgres } from '../test/support/postgres-server.js';
 import { startRedis } from '../test/support/redis-server.js';
 import { startRedisCluster, type RedisCluster } from '../test/support/redis-cluster.js';
 import { startRedisSentinel, type RedisSentinelSetup } from '../test/support/redis-sentinel.js';
 
-const { values } = parseArgs({
-  options: {
-    duration: { type: 'string', default: '600' },
-    'scenario-duration': { type: 'string', default: '30' },
-    stores: { type: 'string', default: 'postgres,redis,sqlite' },
-    clients: { type: 'string' },
-    scenarios: { type: 'string' },
-    seed: { type: 'string' },
-    keep: { type: 'boolean', default: false },
-    variant: { type: 'string' },
-  },
-});
-
-const totalMs = Number(values.duration) * 1000;
-const scenarioMs = Number(values['scenario-duration']) * 1000;
-const stores = values.stores.split(',') as Array<StoreKind | InProcessStore>;
 const inProcess = (store: StoreKind | InProcessStore): store is InProcessStore => store === 'memory' || store === 'pglite';
+const SERVER_STORES = Object.keys(CLIENTS) as StoreKind[];
+const CATALOG: ChaosCatalog = {
+  scenarios: {
+    ...Object.fromEntries(SERVER_STORES.map((store) => [store, scenariosFor(store).map((scenario) => scenario.name)])),
+    ...Object.fromEntries((['memory', 'pglite'] as const).map((store) => [store, SCENARIOS.filter(runsInProcess).map((scenario) => scenario.name)])),
+  },
+  clients: CLIENTS,
+  variants: MUTANTS,
+};
+let options: ChaosOptions;
+try {
+  options = parseChaosOptions(process.argv.slice(2), CATALOG);
+} catch (error) {
+  if (!(error instanceof ChaosUsageError)) throw error;
+  console.error(`chaos: ${error.message}\n${CHAOS_USAGE}`);
+  process.exit(2);
+}
+const { totalMs, scenarioMs } = options;
+const only = options.scenarios;
+const stores = options.stores as Array<StoreKind | InProcessStore>;
 /** The drivers to mix (each store takes those of its own among them); default: every driver of each store. */
-const clients = values.clients?.split(',') as ClientKind[] | undefined;
+const clients = options.clients as ClientKind[] | undefined;
 const clientsOf = (store: StoreKind): readonly ClientKind[] => {
   const chosen = clients?.filter((client) => CLIENTS[store].includes(client)) ?? [];
   return chosen.length > 0 ? chosen : CLIENTS[store];
 };
-const only = values.scenarios?.split(',') ?? null;
-const seed = values.seed === undefined ? chaosSeed() : chaosSeed({ CHAOS_SEED: values.seed });
-const variant = (values.variant ?? null) as MutantName | null;
-if (variant !== null && !MUTANTS.includes(variant)) throw new Error(`--variant must be one of ${MUTANTS.join(', ')}`);
+const seed = options.seed === undefined ? chaosSeed() : chaosSeed({ CHAOS_SEED: options.seed });
+const variant = options.variant as MutantName | null;
 const dir = mkdtempSync(join(tmpdir(), 'leasefence-chaos-'));
 const log = (line: string): void => console.log(line);
 
@@ -135,7 +137,7 @@ const violations = results.reduce((sum, result) => sum + result.report.violation
 log(`\n${formatSummary(results)}`);
 log(`\n${results.length} scenario runs in ${((performance.now() - started) / 1000).toFixed(0)} s, seed ${seed}, ${violations} violations, worker crashes and harness errors`);
 for (const error of harnessErrors) log(`harness error: ${error}`);
-if (violations === 0 && !values.keep) rmSync(dir, { recursive: true, force: true });
+if (violations === 0 && !options.keep) rmSync(dir, { recursive: true, force: true });
 else log(`histories in ${dir}`);
 // NOTE: with a planted bug, finding violations is the success.
 process.exit((violations === 0) === (variant === null) ? 0 : 1);

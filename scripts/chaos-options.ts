@@ -1,0 +1,104 @@
+/**
+ * The options of `npm run chaos`, checked before any server starts: a misspelt store, scenario, client or
+ * variant, or a duration that is not a number, is a usage error (exit 2), not a run of nothing that reports
+ * "0 violations".
+ */
+import { parseArgs } from 'node:util';
+
+/** What the harness can run: the scenario names of each store, the drivers and the planted bugs. */
+export interface ChaosCatalog {
+  /** Every store the harness knows, with the names of the scenarios it runs there. */
+  readonly scenarios: Readonly<Record<string, readonly string[]>>;
+  /** The drivers a worker can use, by store. */
+  readonly clients: Readonly<Record<string, readonly string[]>>;
+  /** The planted bugs `--variant` takes. */
+  readonly variants: readonly string[];
+}
+
+/** A chaos run as the command line asked for it. */
+export interface ChaosOptions {
+  readonly totalMs: number;
+  readonly scenarioMs: number;
+  readonly stores: readonly string[];
+  /** The drivers to mix; `undefined`: every driver of each store. */
+  readonly clients: readonly string[] | undefined;
+  /** The scenarios to run; `null`: every scenario of each store. */
+  readonly scenarios: readonly string[] | null;
+  /** `--seed` as given (validated as `CHAOS_SEED` is), or `undefined`. */
+  readonly seed: string | undefined;
+  readonly keep: boolean;
+  readonly variant: string | null;
+}
+
+/** A bad command line: the message says what to change. */
+export class ChaosUsageError extends Error {
+  override name = 'ChaosUsageError' as const;
+}
+
+/** One line of usage, printed after a usage error. */
+export const CHAOS_USAGE =
+  'usage: npm run chaos -- [--duration <s>] [--scenario-duration <s>] [--stores a,b] [--scenarios a,b] [--clients a,b] [--seed <n>] [--keep] [--variant <bug>]';
+
+const list = (text: string | undefined): string[] | undefined => (text === undefined ? undefined : text.split(',').map((item) => item.trim()));
+
+function seconds(text: string, option: string): number {
+  const value = Number(text);
+  if (text.trim() === '' || !Number.isFinite(value) || value <= 0) throw new ChaosUsageError(`--${option} must be a positive number of seconds, got ${JSON.stringify(text)}`);
+  return value * 1000;
+}
+
+function oneOf(items: readonly string[], known: readonly string[], option: string): void {
+  const unknown = items.filter((item) => !known.includes(item));
+  if (unknown.length > 0) throw new ChaosUsageError(`--${option}: unknown ${unknown.map((item) => JSON.stringify(item)).join(', ')}; known: ${known.join(', ')}`);
+}
+
+/** Parses and checks `argv` (the arguments after the script) against `catalog`. */
+export function parseChaosOptions(argv: readonly string[], catalog: ChaosCatalog): ChaosOptions {
+  let values;
+  try {
+    ({ values } = parseArgs({
+      args: [...argv],
+      options: {
+        duration: { type: 'string', default: '600' },
+        'scenario-duration': { type: 'string', default: '30' },
+        stores: { type: 'string', default: 'postgres,redis,sqlite' },
+        clients: { type: 'string' },
+        scenarios: { type: 'string' },
+        seed: { type: 'string' },
+        keep: { type: 'boolean', default: false },
+        variant: { type: 'string' },
+      },
+    }));
+  } catch (error) {
+    throw new ChaosUsageError(error instanceof Error ? error.message : String(error));
+  }
+  const stores = list(values.stores) ?? [];
+  oneOf(stores, Object.keys(catalog.scenarios), 'stores');
+  const scenarios = list(values.scenarios) ?? null;
+  if (scenarios !== null) {
+    oneOf(scenarios, [...new Set(Object.values(catalog.scenarios).flat())], 'scenarios');
+    for (const store of stores) {
+      const runs = catalog.scenarios[store] ?? [];
+      if (!scenarios.some((scenario) => runs.includes(scenario))) {
+        throw new ChaosUsageError(`--scenarios ${scenarios.join(',')}: store ${store} runs none of them (it runs ${runs.join(', ')})`);
+      }
+    }
+  }
+  const clients = list(values.clients);
+  if (clients !== undefined) {
+    const usable = [...new Set(stores.flatMap((store) => catalog.clients[store] ?? []))];
+    oneOf(clients, usable, 'clients');
+  }
+  if (values.variant !== undefined) oneOf([values.variant], catalog.variants, 'variant');
+  if (values.seed !== undefined && !(/^\d{1,10}$/.test(values.seed) && Number(values.seed) <= 0xffffffff)) throw new ChaosUsageError(`--seed must be an integer in [0, 2^32), got ${JSON.stringify(values.seed)}`);
+  return {
+    totalMs: seconds(values.duration, 'duration'),
+    scenarioMs: seconds(values['scenario-duration'], 'scenario-duration'),
+    stores,
+    clients,
+    scenarios,
+    seed: values.seed,
+    keep: values.keep,
+    variant: values.variant ?? null,
+  };
+}
