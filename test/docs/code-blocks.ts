@@ -2,8 +2,9 @@
  * The fenced code blocks of a Markdown file, as the docs tests read them: language, flags and text, with the
  * line they start on and the output block that follows a runnable one.
  *
- * A block's info string is its language and then flags: ```ts no-run is type-checked but not run, and
- * ```text output is the expected standard output of the runnable block just before it.
+ * A block's info string is its language and then flags: ```ts no-run is type-checked but not run, ```ts
+ * no-check is neither (an excerpt of a file, not a program), and ```text output is the expected standard
+ * output of the runnable block just before it.
  */
 import { readFileSync } from 'node:fs';
 
@@ -52,7 +53,7 @@ export function codeBlocks(file: string, markdown: string): CodeBlock[] {
 }
 
 const isChecked = (block: CodeBlock): block is CodeBlock & { language: CheckedLanguage } =>
-  (CHECKED_LANGUAGES as readonly string[]).includes(block.language);
+  (CHECKED_LANGUAGES as readonly string[]).includes(block.language) && !block.flags.includes('no-check');
 
 /** The blocks of `file` (relative to `root`) that the docs tests type-check, with their expected output. */
 export function checkedBlocks(root: string, file: string): CheckedBlock[] {

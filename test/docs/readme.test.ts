@@ -10,7 +10,7 @@
  * must print the same: a user runs a quick start again, or its other form, on the same server and directory.
  */
 import { execFile } from 'node:child_process';
-import { existsSync } from 'node:fs';
+import { existsSync, readdirSync } from 'node:fs';
 import { mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -23,8 +23,8 @@ import { checkedBlocks, type CheckedBlock } from './code-blocks.js';
 
 const ROOT = fileURLToPath(new URL('../..', import.meta.url));
 const BIN = join(ROOT, 'node_modules', '.bin');
-/** The Markdown files whose code blocks are checked. */
-const DOC_FILES = ['README.md', 'docs/migrating.md', 'docs/errors-and-operations.md'].filter((file) => existsSync(join(ROOT, file)));
+/** The Markdown files whose code blocks are checked: the README and every guide. */
+const DOC_FILES = ['README.md', ...readdirSync(join(ROOT, 'docs')).filter((file) => file.endsWith('.md')).sort().map((file) => `docs/${file}`)];
 /** The package's entries, as a user imports them, and their sources. */
 const ENTRIES: Readonly<Record<string, string>> = {
   leasefence: 'src/index.ts',
