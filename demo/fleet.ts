@@ -7,45 +7,25 @@
  *   npm run demo -- --unfenced              # the straw man: refused writes land anyway; watch the final check fail
  *   npm run demo -- --timeline run.svg      # also draw the run as a timeline picture (docs/timeline.svg: seed 165)
  *
- * Exit code 0 when the final check passes, 1 when it fails, 2 on a bad argument.
+ * Exit code 0 when the final check passes, 1 when it fails, 2 on a bad or unknown argument.
  */
 import { writeFileSync } from 'node:fs';
 import { finalCheck } from './ledger.js';
-import { DEFAULT_SEED, runFleet, timelineSvgOf } from './fleet-run.js';
+import { DEMO_USAGE, parseDemoArguments } from './arguments.js';
+import { runFleet, timelineSvgOf } from './fleet-run.js';
 import { printSummary } from './summary.js';
 import { OCCURRENCES } from './classifier.js';
 import { EXPORT_BATCHES } from './exporter.js';
 import { RAMP_WAVES } from './ramp.js';
 
-const USAGE = 'usage: npm run demo -- [--seed N] [--unfenced] [--timeline FILE.svg]   (N: a non-negative integer; or DEMO_SEED=N)';
-
-/** The seed from `--seed N` or `DEMO_SEED`; `null` when it is not a non-negative integer. */
-function parseSeed(argv: readonly string[]): number | null {
-  const flag = argv.indexOf('--seed');
-  const text = flag >= 0 ? (argv[flag + 1] ?? '') : (process.env['DEMO_SEED'] ?? '');
-  if (flag < 0 && text === '') return DEFAULT_SEED;
-  const seed = Number(text);
-  return /^[0-9]+$/.test(text) && Number.isSafeInteger(seed) ? seed : null;
-}
-
-/** The file of `--timeline FILE`: `undefined` without the flag, `null` when its value is missing. */
-function parseTimelineFile(argv: readonly string[]): string | null | undefined {
-  const flag = argv.indexOf('--timeline');
-  if (flag < 0) return undefined;
-  const file = argv[flag + 1] ?? '';
-  return file === '' || file.startsWith('--') ? null : file;
-}
-
 async function main(): Promise<number> {
   const wallStart = performance.now();
-  const argv = process.argv.slice(2);
-  const seed = parseSeed(argv);
-  const timelineFile = parseTimelineFile(argv);
-  if (seed === null || timelineFile === null) {
-    console.error(USAGE);
+  const parsed = parseDemoArguments(process.argv.slice(2), process.env);
+  if (parsed === null) {
+    console.error(DEMO_USAGE);
     return 2;
   }
-  const unfenced = argv.includes('--unfenced');
+  const { seed, unfenced, timelineFile } = parsed;
   const run = await runFleet(seed, unfenced);
   const { fleet, workers } = run;
 
