@@ -19,19 +19,31 @@ const separator = process.argv.indexOf('--', 2);
 const ownArgs = separator === -1 ? process.argv.slice(2) : process.argv.slice(2, separator);
 const vitestArgs = separator === -1 ? [] : process.argv.slice(separator + 1);
 
-const { values, positionals } = parseArgs({
-  args: ownArgs,
-  allowPositionals: true,
-  options: {
-    load: { type: 'boolean', default: false },
-    'load-max': { type: 'string', default: '1800' },
-    keep: { type: 'boolean', default: false },
-  },
-});
+const USAGE = 'usage: npm run test:repeat -- <runs> [--load] [--load-max <s>] [--keep] [-- <vitest args>]   (--load-max: 1 to 86400 s)';
+
+const OPTIONS = {
+  load: { type: 'boolean', default: false },
+  'load-max': { type: 'string', default: '1800' },
+  keep: { type: 'boolean', default: false },
+} as const;
+
+/** The command line; a bad one prints the usage and exits 2. */
+function parse(): ReturnType<typeof parseArgs<{ options: typeof OPTIONS; allowPositionals: true }>> {
+  try {
+    return parseArgs({ args: ownArgs, allowPositionals: true, options: OPTIONS });
+  } catch (error) {
+    console.error(`${error instanceof Error ? error.message : String(error)}\n${USAGE}`);
+    process.exit(2);
+  }
+}
+const { values, positionals } = parse();
 
 const runs = Number(positionals[0] ?? 1);
-if (!Number.isInteger(runs) || runs < 1) {
-  console.error('usage: npm run test:repeat -- <runs> [--load] [--load-max <s>] [--keep] [-- <vitest args>]');
+const loadMax = Number(values['load-max']);
+// NOTE: a --load-max that is not a number would start hogs that stop at once (no load), an infinite one hogs
+// that never stop by themselves.
+if (!Number.isInteger(runs) || runs < 1 || positionals.length > 1 || !(loadMax > 0 && loadMax <= 86_400)) {
+  console.error(USAGE);
   process.exit(2);
 }
 
@@ -89,7 +101,7 @@ function runVitest(outputFile: string): Promise<number | null> {
 
 async function runOnce(run: number): Promise<RunOutcome> {
   const outputFile = join(reportDir, `run-${run}.json`);
-  const hogs = values.load ? startLoad(Number(values['load-max'])) : [];
+  const hogs = values.load ? startLoad(loadMax) : [];
   const started = performance.now();
   let exitCode: number | null;
   try {
