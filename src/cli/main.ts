@@ -8,7 +8,7 @@ import { isLeaseError, isStoreFailure } from '../errors.js';
 import { LIST_STATES, type ListState } from '../list.js';
 import { createOperator, type ListedLease, type Operator } from '../operator.js';
 import { confirm } from './confirm.js';
-import { openStore, operatorGateOf, redactUrl, type OpenedStore } from './connect.js';
+import { openStore, operatorGateOf, redactUrl, type OpenedStore, type StoreSettings } from './connect.js';
 import { CliError, EXIT, type ExitCode } from './exit-codes.js';
 import { formatGate, formatInspection, formatLeaseTable, toJson } from './render.js';
 import { runWatch } from './watch.js';
@@ -109,7 +109,10 @@ function argument(positionals: readonly string[], at: number, what: string): str
   return value;
 }
 
-async function runCommand(opened: OpenedStore, positionals: readonly string[], values: Values, io: CliIo): Promise<ExitCode> {
+/** Replaces the open store with a new connection (the old one is closed) and returns it. */
+type Reopen = () => Promise<OpenedStore>;
+
+async function runCommand(opened: OpenedStore, reopen: Reopen, positionals: readonly string[], values: Values, io: CliIo): Promise<ExitCode> {
   const json = values.json === true;
   const out = (text: string): void => void io.stdout.write(`${text}\n`);
   const gate = operatorGateOf(opened.gate);
@@ -180,15 +183,20 @@ async function runCommand(opened: OpenedStore, positionals: readonly string[], v
     const interval = Number(intervalText);
     if (!Number.isFinite(interval) || interval < 0.1 || interval > 3600) throw new CliError(EXIT.usage, `--interval must be seconds from 0.1 to 3600, got ${JSON.stringify(intervalText)}`);
     const iterations = values.iterations === undefined ? Number.POSITIVE_INFINITY : integerOption(values, 'iterations', 1);
-    await runWatch({
-      frame: () => collect(operator, values),
+    let current = opened;
+    const failure = await runWatch({
+      frame: () => collect(createOperator(current.store), values),
+      reconnect: async () => {
+        current = await reopen();
+      },
       title: `leasefence watch ${redactUrl(values.store ?? io.env['LEASEFENCE_STORE'] ?? '')}`.trimEnd(),
       intervalMs: interval * 1000,
       iterations,
       json,
       io,
     });
-    return EXIT.ok;
+    // NOTE: the failure was drawn as the last frame; the exit code says it too (5: store unavailable).
+    return failure === null ? EXIT.ok : failureOf(failure).code;
   }
 
   throw new CliError(EXIT.usage, `unknown command ${JSON.stringify(command ?? '')}\n\n${USAGE}`);
@@ -220,13 +228,21 @@ export async function runCli(argv: readonly string[], io: CliIo): Promise<ExitCo
     }
     const url = values.store ?? io.env['LEASEFENCE_STORE'];
     if (url === undefined || url === '') throw new CliError(EXIT.usage, 'no store: pass --store postgres://... or redis://..., or set LEASEFENCE_STORE');
-    opened = await openStore({
+    const settings: StoreSettings = {
       url,
       ...(values.table === undefined ? {} : { table: values.table }),
       ...(values['gate-table'] === undefined ? {} : { gateTable: values['gate-table'] }),
       ...(values.prefix === undefined ? {} : { prefix: values.prefix }),
-    });
-    return await runCommand(opened, positionals, values, io);
+    };
+    opened = await openStore(settings);
+    const reopen: Reopen = async () => {
+      const previous = opened;
+      opened = null;
+      await previous?.close().catch(() => undefined);
+      opened = await openStore(settings);
+      return opened;
+    };
+    return await runCommand(opened, reopen, positionals, values, io);
   } catch (error) {
     const { code, message } = failureOf(error);
     io.stderr.write(`leasefence: ${message}\n`);

@@ -2,6 +2,7 @@
  * The `leasefence` CLI end to end: a spawned process against the real Postgres and redis-server of the
  * test run, a tmux pseudo-terminal for the confirmation and for `watch`.
  */
+import { spawn } from 'node:child_process';
 import { tmpdir } from 'node:os';
 import { Redis } from 'ioredis';
 import pg from 'pg';
@@ -11,6 +12,7 @@ import { createRedisStore } from '../../src/adapters/redis/index.js';
 import { createLeases, type Leases } from '../../src/leases.js';
 import { freshTable, sharedPostgresUrl } from '../adapters/postgres-harness.js';
 import { freshPrefix, sharedRedisUrl } from '../adapters/redis-harness.js';
+import { startRedis, type RedisServer } from '../support/redis-server.js';
 import { CLI_COMMAND, runCli, shellWord, startTerminal } from './cli-harness.js';
 
 describe('leasefence CLI on Postgres', () => {
@@ -165,5 +167,52 @@ describe('leasefence CLI on Redis', () => {
     } finally {
       await terminal.close();
     }
+  });
+});
+
+describe('leasefence watch when its server goes away', () => {
+  let server: RedisServer;
+  beforeAll(async () => {
+    server = await startRedis({ persistence: 'none' });
+  });
+  afterAll(async () => server.stop());
+
+  it('reconnects once the server is back, and exits with the state of its last frame (0 here, 5 while down)', async () => {
+    const [command, ...args] = CLI_COMMAND as [string, ...string[]];
+    const child = spawn(command, [...args, 'watch', '--json', '--interval', '0.2', '--store', server.url], { stdio: ['ignore', 'pipe', 'pipe'] });
+    const exited = new Promise<number | null>((resolve) => child.on('close', resolve));
+    const lines: string[] = [];
+    let pending = '';
+    child.stdout.on('data', (chunk: Buffer) => {
+      pending += chunk.toString();
+      const complete = pending.split('\n');
+      pending = complete.pop() ?? '';
+      lines.push(...complete);
+    });
+    /** Waits for a frame after the `after`-th that matches `pattern`; returns its index. */
+    const frameAfter = async (after: number, pattern: RegExp): Promise<number> => {
+      const deadline = Date.now() + 20_000;
+      for (;;) {
+        const index = lines.findIndex((line, at) => at > after && pattern.test(line));
+        if (index >= 0) return index;
+        if (Date.now() > deadline) throw new Error(`no frame matching ${pattern} after frame ${after}; frames:\n${lines.join('\n')}`);
+        await new Promise((wait) => setTimeout(wait, 50));
+      }
+    };
+    try {
+      const first = await frameAfter(-1, /^\{"at":/);
+      await server.kill();
+      const failed = await frameAfter(first, /^refresh failed: /);
+      await server.restart();
+      await frameAfter(failed, /^\{"at":\d+,"leases":\[\]\}$/);
+      child.kill('SIGINT');
+      expect(await exited).toBe(0);
+    } finally {
+      child.kill('SIGKILL');
+    }
+    await server.kill();
+    const down = await runCli(['watch', '--json', '--iterations', '2', '--interval', '0.1', '--store', server.url]);
+    expect(down.stdout).toMatch(/^refresh failed: /m);
+    expect(down.code).toBe(5);
   });
 });
