@@ -27,7 +27,7 @@ export interface FuzzTarget {
   /** How many I/O operations (store calls, statements, commands) `run` caused. */
   ioDuring(run: () => Promise<void>): Promise<number>;
   freshKey(): string;
-  /** Whether `fencedWrite(..., { checkpoint })` is implemented (Postgres and Redis: TODO(issue 8)). */
+  /** Whether `fencedWrite(..., { checkpoint })` is fuzzed. */
   readonly checkpointWithWrite: boolean;
 }
 
@@ -206,8 +206,19 @@ async function snapshot(setup: Leases<Store>, keys: readonly string[]): Promise<
 /** Thrown by the `...OrThrow` variants (and `withLease`'s claim) after I/O: normal results. */
 const TYPED_OUTCOMES = new Set(['LEASE_BUSY', 'LEASE_LOST', 'RECOVERY_REQUIRED', 'GATE_REFUSED']);
 
+/** How a call ended, and what it answered: `invalid`, the typed error's code, or the result's `ok` / `reason`. */
+export interface CallAnswer {
+  readonly kind: 'invalid' | 'result' | 'typed';
+  readonly answer: string;
+}
+
 /** Runs one call against a fresh lease and checks the property; returns how the call ended. */
 export async function runCall(target: FuzzTarget, recipe: Call): Promise<'invalid' | 'result' | 'typed'> {
+  return (await answerCall(target, recipe)).kind;
+}
+
+/** `runCall`, also saying what the call answered (to compare stores). */
+export async function answerCall(target: FuzzTarget, recipe: Call): Promise<CallAnswer> {
   const { leases, setup } = target;
   const leaseKey = target.freshKey();
   const claimed = await setup.claimOrThrow(leaseKey, { runId: 'r1', attributes: { model: 'v1' }, ttlMs: 60_000 });
@@ -284,21 +295,24 @@ export async function runCall(target: FuzzTarget, recipe: Call): Promise<'invali
     if (isLeaseError(error, 'INVALID_ARGUMENT')) {
       expect(io, `${recipe.method} refused its input after ${io} I/O operations`).toBe(0);
       expect(after, `${recipe.method} refused its input but changed a lease`).toEqual(before);
-      return 'invalid';
+      return { kind: 'invalid', answer: 'INVALID_ARGUMENT' };
     }
     if (isLeaseError(error) && TYPED_OUTCOMES.has(error.code) && (recipe.method.endsWith('OrThrow') || recipe.method === 'withLease')) {
       expect(JSON.stringify(error)).not.toContain(exported.secret);
-      return 'typed';
+      return { kind: 'typed', answer: error.code };
     }
     throw new Error(`${recipe.method} threw ${isLeaseError(error) ? error.code : 'an untyped'} error: ${String(error)}`, { cause: error });
   }
   if (recipe.method === 'restore') {
     expect(io).toBe(0);
     expect(result).toBeInstanceOf(Lease);
-    return 'result';
+    return { kind: 'result', answer: 'restored' };
   }
   const json = JSON.stringify(result);
   if (json !== undefined) expect(json).not.toContain(exported.secret);
-  if (typeof result === 'object' && result !== null && 'ok' in result) expect(typeof result.ok).toBe('boolean');
-  return 'result';
+  if (typeof result === 'object' && result !== null && 'ok' in result) {
+    expect(typeof result.ok).toBe('boolean');
+    return { kind: 'result', answer: result.ok === true ? 'ok' : String((result as { reason?: unknown }).reason) };
+  }
+  return { kind: 'result', answer: typeof result };
 }
