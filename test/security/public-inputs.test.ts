@@ -6,7 +6,8 @@
  */
 import { describe, expect, it } from 'vitest';
 import { createMemoryStore, createMemoryTokenGate } from '../../src/adapters/memory/index.js';
-import { isLeaseError } from '../../src/errors.js';
+import { isLeaseError, isLeaseLostError, isStoreFailure } from '../../src/errors.js';
+import { toLoggable } from '../../src/loggable.js';
 import { Lease } from '../../src/lease.js';
 import { createLeases } from '../../src/leases.js';
 import { createOperator } from '../../src/operator.js';
@@ -119,5 +120,37 @@ describe('a handle with throwing getters on its public view is a tampered handle
     await refused(calls, () => leases.renew(otherCopy({ fence: () => throwingGetter('secret', { key: 'job:1' }) })));
     await refused(calls, () => leases.release(otherCopy({ fence: () => goodFence, storeId: { toString: () => { throw new Error('toString'); } } }))); // prettier-ignore
     expect((await leases.inspect('job:1')).grant).toMatchObject({ token: lease.token });
+  });
+});
+
+describe('the error guards never throw', () => {
+  it('isLeaseError, isLeaseLostError and isStoreFailure answer false for a revoked Proxy or one that throws on every read', () => {
+    const { proxy: revoked, revoke } = Proxy.revocable({}, {});
+    revoke();
+    for (const thrown of [revoked, throwingProxy()]) {
+      expect(isLeaseError(thrown)).toBe(false);
+      expect(isLeaseError(thrown, 'LEASE_LOST')).toBe(false);
+      expect(isLeaseLostError(thrown)).toBe(false);
+      expect(isStoreFailure(thrown)).toBe(false);
+    }
+  });
+});
+
+describe('toLoggable never throws', () => {
+  it('a throwing getter or Proxy is logged as unreadable, the rest as usual, secrets redacted', () => {
+    const { proxy: revoked, revoke } = Proxy.revocable({}, {});
+    revoke();
+    const value = { token: 7n, secret: 'f'.repeat(32), broken: throwingGetter('field'), proxy: throwingProxy(), revoked, items: [revoked] };
+    Object.defineProperty(value, 'getter', { enumerable: true, get: () => { throw new Error('getter'); } }); // prettier-ignore
+    expect(JSON.parse(JSON.stringify(toLoggable(value)))).toEqual({
+      token: '7',
+      secret: '[redacted]',
+      broken: { field: '[unreadable]' },
+      proxy: '[unreadable]',
+      revoked: '[unreadable]',
+      items: ['[unreadable]'],
+      getter: '[unreadable]',
+    });
+    expect(toLoggable(throwingProxy())).toBe('[unreadable]');
   });
 });
