@@ -81,7 +81,7 @@ export interface LeasePage {
 export interface Operator {
   readonly store: Store;
   /**
-   * One page of leases: in key order on memory and Postgres; in `SCAN` order on Redis (sorted within the
+   * One page of leases: in key order on memory, Postgres and SQLite; in `SCAN` order on Redis (sorted within the
    * page, and `limit` is `SCAN`'s `COUNT`, so a page may hold a few more). Each call examines about
    * `limit` records (O(limit)), so a filtered page may be short or empty while `cursor` is not `null`.
    * A key that exists throughout a listing is listed once; each listed lease was true at some moment of

@@ -26,6 +26,7 @@ import {
 } from '../../index.js';
 import type { SqliteDatabase } from './client.js';
 import { classifyFailure, runCallback } from './failures.js';
+import { createSqliteList } from './list.js';
 import { tableName, type TableName } from './identifier.js';
 import { recordOf, recordParams, selectRecordSql, upsertRecordSql } from './rows.js';
 import { busyTimeoutPragma, DEFAULT_BUSY_TIMEOUT_MS, DEFAULT_LEASE_TABLE, leaseTableSql, WAL_PRAGMA } from './schema.js';
@@ -243,6 +244,7 @@ export function createSqliteStore(options: SqliteStoreOptions): SqliteStore {
       refuseAsyncCallback(callback, 'fenced write');
       return fencedWrite(fence, callback as (context: SqliteWriteContext) => T, writeOptions);
     },
+    list: createSqliteList(database, table, now),
   };
   judges.set(store, { database, now, read });
   return store;
