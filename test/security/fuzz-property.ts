@@ -324,3 +324,17 @@ export async function answerCall(target: FuzzTarget, recipe: Call): Promise<Call
   }
   return { kind: 'result', answer: typeof result };
 }
+
+/** Runs the property on `runs` sampled calls against `target`, and checks the mix reached both sides of it. */
+export async function assertFuzzProperty(target: FuzzTarget, runs: number): Promise<void> {
+  const endings = { invalid: 0, result: 0, typed: 0 };
+  await fc.assert(
+    fc.asyncProperty(calls(target.checkpointWithWrite), async (recipe) => {
+      endings[await runCall(target, recipe)] += 1;
+    }),
+    { numRuns: runs },
+  );
+  // NOTE: the mix must reach both sides of the property, or it proves little.
+  expect(endings.invalid).toBeGreaterThan(runs / 10);
+  expect(endings.result).toBeGreaterThan(runs / 10);
+}

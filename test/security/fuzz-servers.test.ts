@@ -3,9 +3,8 @@
  * (commands counted by the server, through MONITOR of the fuzzed connection). Runs `FUZZ_SERVER_RUNS`
  * cases per store, `fencedWrite` with a `checkpoint` included (default 800, about 30 s on a loaded 2-core machine; each case is a few round trips of set-up and snapshots).
  */
-import fc from 'fast-check';
-import { afterAll, describe, expect, it } from 'vitest';
-import { calls, runCall, type FuzzTarget } from './fuzz-property.js';
+import { afterAll, describe, it } from 'vitest';
+import { assertFuzzProperty } from './fuzz-property.js';
 import { postgresFuzzTarget, redisFuzzTarget, type Closers } from './fuzz-targets.js';
 
 const RUNS = Number(process.env['FUZZ_SERVER_RUNS'] ?? 800);
@@ -14,24 +13,12 @@ afterAll(async () => {
   for (const close of closers.reverse()) await close();
 });
 
-async function fuzz(target: FuzzTarget): Promise<void> {
-  const endings = { invalid: 0, result: 0, typed: 0 };
-  await fc.assert(
-    fc.asyncProperty(calls(target.checkpointWithWrite), async (recipe) => {
-      endings[await runCall(target, recipe)] += 1;
-    }),
-    { numRuns: RUNS },
-  );
-  expect(endings.invalid).toBeGreaterThan(RUNS / 10);
-  expect(endings.result).toBeGreaterThan(RUNS / 10);
-}
-
 describe('fuzz: every public method on real servers', () => {
   it(`Postgres (pg Pool): INVALID_ARGUMENT with no statement sent and leases unchanged, or a normal result (${RUNS} runs)`, async () => {
-    await fuzz(await postgresFuzzTarget(closers));
+    await assertFuzzProperty(await postgresFuzzTarget(closers), RUNS);
   }, 60_000 + RUNS * 100);
 
   it(`Redis (ioredis): INVALID_ARGUMENT with no command sent and leases unchanged, or a normal result (${RUNS} runs)`, async () => {
-    await fuzz(await redisFuzzTarget(closers));
+    await assertFuzzProperty(await redisFuzzTarget(closers), RUNS);
   }, 60_000 + RUNS * 100);
 });
