@@ -173,8 +173,15 @@ export class OutcomeUnknownError extends LeaseError {
 
 /** Whether `error` is a leasefence error (from any copy of the package), optionally with a given code. */
 export function isLeaseError(error: unknown, code?: LeaseErrorCode): error is LeaseError {
-  if (typeof error !== 'object' || error === null || (error as Record<symbol, unknown>)[BRAND] !== true) return false;
-  return code === undefined || (error as LeaseError).code === code;
+  if (typeof error !== 'object' || error === null) return false;
+  try {
+    if ((error as Record<symbol, unknown>)[BRAND] !== true) return false;
+    return code === undefined || (error as LeaseError).code === code;
+  } catch {
+    // NOTE: what a callback threw may be a (revoked) Proxy that throws on every read: no LeaseError, and a
+    // guard in a catch block must never throw in place of the error it is asked about.
+    return false;
+  }
 }
 
 /** Whether `error` says the lease was lost: fenced (`LEASE_LOST`) or unconfirmed past its safe deadline. */

@@ -228,28 +228,38 @@ export function leaseFence(lease: unknown, storeId: string): Fence {
   if (built !== undefined) {
     // NOTE: a handle of this copy: its fence was checked when it was made; only its public view can differ.
     const handle = lease as Lease;
-    if (handle.key !== built.key || handle.token !== built.token || handle.holder !== built.holder || handle.runId !== built.runId) {
-      throw new InvalidArgumentError(`lease ${built.key} was tampered with: its key, token, holder or run id differs from its grant`);
+    let owner: unknown;
+    let tampered: boolean;
+    try {
+      tampered = handle.key !== built.key || handle.token !== built.token || handle.holder !== built.holder || handle.runId !== built.runId;
+      owner = handle.storeId;
+    } catch {
+      // NOTE: a getter defined on the handle after it was made: the caller gets the typed refusal, not its error.
+      throw new InvalidArgumentError(`lease ${built.key} was tampered with: a field of its public view could not be read`);
     }
-    if (handle.storeId !== storeId) throw new InvalidArgumentError(`lease ${built.key} belongs to store ${String(handle.storeId)}, not ${storeId}`);
+    if (tampered) throw new InvalidArgumentError(`lease ${built.key} was tampered with: its key, token, holder or run id differs from its grant`);
+    if (owner !== storeId) throw new InvalidArgumentError(`lease ${built.key} belongs to store ${typeof owner === 'string' ? owner : typeof owner}, not ${storeId}`);
     return built;
   }
-  let fence: Fence;
+  let fields: Record<'key' | 'token' | 'secret' | 'holder' | 'runId', unknown>;
   let owner: unknown;
   try {
     if (typeof lease !== 'object' || lease === null || (lease as Record<symbol, unknown>)[LEASE_BRAND] !== true) {
       throw new InvalidArgumentError('lease must be a Lease handle from claim() or restore()');
     }
     owner = (lease as Lease).storeId;
-    fence = (lease as Lease).fence();
+    const fence: unknown = (lease as Lease).fence();
+    if (typeof fence !== 'object' || fence === null) throw new InvalidArgumentError('lease must be a Lease handle from claim() or restore()');
+    // NOTE: each field read once, inside the try: a getter on another copy's fence cannot escape raw or change.
+    const { key, token, secret, holder, runId } = fence as Fence;
+    fields = { key, token, secret, holder, runId };
   } catch (error) {
     if (isLeaseError(error)) throw error;
     throw new InvalidArgumentError('lease must be a Lease handle from claim() or restore(); this object is not one (forged, proxied or tampered with)');
   }
-  if (typeof fence !== 'object' || fence === null) throw new InvalidArgumentError('lease must be a Lease handle from claim() or restore()');
-  const { key, token, secret, holder, runId } = fence;
+  const { key, token, secret, holder, runId } = fields;
   assertKey(key);
-  if (owner !== storeId) throw new InvalidArgumentError(`lease ${key} belongs to store ${String(owner)}, not ${storeId}`);
+  if (owner !== storeId) throw new InvalidArgumentError(`lease ${key} belongs to store ${typeof owner === 'string' ? owner : typeof owner}, not ${storeId}`);
   assertToken('lease token', token);
   if (!isSecret(secret)) throw new InvalidArgumentError(`lease ${key} has a malformed secret (tampered with?)`);
   assertName('holder', holder);

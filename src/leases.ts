@@ -211,6 +211,33 @@ function parseCheckpoint(record: CheckpointRecord | null): Checkpoint | null {
   return record === null ? null : { value: parseStoredCheckpoint(record.json), token: record.token, writtenAt: record.writtenAt };
 }
 
+/** The TTL a bare `renew` extends by, read once from the handle's public view (a throwing getter is a tampered handle). */
+function leaseTtlOf(lease: Lease, key: string): unknown {
+  try {
+    return lease.ttlMs;
+  } catch {
+    throw new InvalidArgumentError(`lease ${key} was tampered with: its ttlMs could not be read`);
+  }
+}
+
+/** The operations every `Store` implements (`list` and `watchFreed` are optional). */
+const STORE_OPERATIONS = ['claim', 'renew', 'checkpoint', 'fencedWrite', 'release', 'revoke', 'recover', 'inspect'] as const;
+
+/** Checks that `store` is a `Store` (an object with an id and every operation) before any call reaches it. */
+function assertStore(store: unknown): void {
+  let missing: string | undefined;
+  try {
+    if (typeof store !== 'object' || store === null) throw new InvalidArgumentError(`createLeases needs a Store, got ${describe(store)}`);
+    const { id } = store as Store;
+    if (typeof id !== 'string' || id.length === 0) throw new InvalidArgumentError('createLeases needs a Store with a non-empty string id');
+    missing = STORE_OPERATIONS.find((operation) => typeof (store as Record<string, unknown>)[operation] !== 'function');
+  } catch (error) {
+    if (error instanceof InvalidArgumentError) throw error;
+    throw new InvalidArgumentError('createLeases needs a Store; this one could not be read (a getter or Proxy threw)');
+  }
+  if (missing !== undefined) throw new InvalidArgumentError(`createLeases needs a Store; this one has no ${missing} method`);
+}
+
 const CLAIM_OPTIONS = ['ttlMs', 'runId', 'attributes', 'recovering', 'wait'] as const;
 const RELEASE_OPTIONS = ['checkpoint'] as const;
 
@@ -231,6 +258,7 @@ const releaseResult = (outcome: ReleaseOutcome): ReleaseOutcome => (outcome.ok ?
  * ```
  */
 export function createLeases<S extends Store>(store: S, options: LeasesOptions): Leases<S> {
+  assertStore(store);
   if (options === undefined) throw new InvalidArgumentError('createLeases needs options with a holder');
   const given = readOptions('createLeases options', options, ['holder', 'ttlMs', 'maxCheckpointBytes', 'monotonicClock']);
   const { holder } = given;
@@ -331,7 +359,7 @@ export function createLeases<S extends Store>(store: S, options: LeasesOptions):
       const fence = requireLease(lease);
       const given = readOptions('renew options', renewOptions, ['ttlMs']);
       // NOTE: a bare renew keeps the lease's own TTL (a `ttlMs: null` lease stays unexpiring), not the default.
-      const ttlMs = ttlOf(given.ttlMs === undefined ? lease.ttlMs : given.ttlMs);
+      const ttlMs = ttlOf(given.ttlMs === undefined ? leaseTtlOf(lease, fence.key) : given.ttlMs);
       const sentAt = monotonic();
       const outcome = await store.renew({ fence, ttlMs });
       if (outcome.ok) {

@@ -9,7 +9,7 @@
  */
 import { InvalidArgumentError } from './errors.js';
 import type { Inspection } from './fence/operations.js';
-import { assertStorableText, MAX_NAME_BYTES } from './validate.js';
+import { assertStorableText, describe, MAX_NAME_BYTES } from './validate.js';
 
 /** What a store's `list` takes (already validated). */
 export interface StoreListQuery {
@@ -67,7 +67,7 @@ export function toStoreListQuery(prefix: unknown, limit: unknown, cursor: unknow
   }
   assertStorableText('prefix', prefix);
   if (typeof limit !== 'number' || !Number.isInteger(limit) || limit < 1 || limit > MAX_LIST_LIMIT) {
-    throw new InvalidArgumentError(`limit must be an integer from 1 to ${MAX_LIST_LIMIT}, got ${String(limit)}`);
+    throw new InvalidArgumentError(`limit must be an integer from 1 to ${MAX_LIST_LIMIT}, got ${describe(limit)}`);
   }
   if (cursor !== null && (typeof cursor !== 'string' || cursor.length === 0)) {
     throw new InvalidArgumentError('cursor must be a cursor a previous page returned, or null');
@@ -80,8 +80,15 @@ export function toStoreListQuery(prefix: unknown, limit: unknown, cursor: unknow
 export function toStateFilter(states: unknown): ReadonlySet<ListState> | null {
   if (states === undefined || states === null) return null;
   if (!Array.isArray(states)) throw new InvalidArgumentError(`states must be an array of ${LIST_STATES.join(', ')}`);
-  for (const state of states) {
-    if (!LIST_STATES.includes(state as ListState)) throw new InvalidArgumentError(`unknown lease state ${JSON.stringify(state)}; expected one of ${LIST_STATES.join(', ')}`);
+  let copy: unknown[];
+  try {
+    copy = Array.from(states as unknown[]);
+  } catch {
+    throw new InvalidArgumentError('states could not be read (a getter or Proxy threw)');
   }
-  return states.length === 0 ? null : new Set(states as ListState[]);
+  for (const state of copy) {
+    // NOTE: `describe`, not JSON.stringify: a bigint or a throwing toJSON must get this refusal, not a TypeError.
+    if (!LIST_STATES.includes(state as ListState)) throw new InvalidArgumentError(`unknown lease state ${describe(state)}; expected one of ${LIST_STATES.join(', ')}`);
+  }
+  return copy.length === 0 ? null : new Set(copy as ListState[]);
 }

@@ -19,17 +19,35 @@ export function toLoggable(value: unknown, depth = 0): unknown {
   if (typeof value === 'bigint') return value.toString();
   if (typeof value !== 'object' || value === null) return value;
   if (depth >= MAX_DEPTH) return '[deep]';
-  if (Array.isArray(value)) return value.map((item) => toLoggable(item, depth + 1));
-  if (typeof (value as { toJSON?: unknown }).toJSON === 'function') return value;
-  return loggableFields(value, depth);
+  // NOTE: a helper for logging never throws: a Proxy or getter that throws is logged as unreadable.
+  try {
+    if (Array.isArray(value)) return value.map((item) => toLoggable(item, depth + 1));
+    if (typeof (value as { toJSON?: unknown }).toJSON === 'function') return value;
+    return loggableFields(value, depth);
+  } catch {
+    return UNREADABLE;
+  }
 }
+
+/** What `toLoggable` writes for a value it cannot read. */
+const UNREADABLE = '[unreadable]';
 
 /** The own enumerable fields of `value`, each made loggable (see `toLoggable`). */
 export function loggableFields(value: object, depth = 0): Record<string, unknown> {
   // NOTE: a null prototype, so a property named `__proto__` is copied like any other.
   const copy = Object.create(null) as Record<string, unknown>;
   for (const name of Object.keys(value)) {
-    copy[name] = name === 'secret' ? REDACTED : toLoggable((value as Record<string, unknown>)[name], depth + 1);
+    if (name === 'secret') {
+      copy[name] = REDACTED;
+      continue;
+    }
+    let field: unknown;
+    try {
+      field = (value as Record<string, unknown>)[name];
+    } catch {
+      field = UNREADABLE;
+    }
+    copy[name] = toLoggable(field, depth + 1);
   }
   return copy;
 }

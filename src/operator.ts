@@ -16,7 +16,7 @@ import {
   type ListState,
 } from './list.js';
 import type { Store } from './store.js';
-import { assertName } from './validate.js';
+import { assertName, describe, readOptions } from './validate.js';
 
 /** What a token gate tells an operator about a resource (see `TokenGate.inspect` / `reset`). */
 export interface GateInspection {
@@ -81,7 +81,7 @@ export interface LeasePage {
 export interface Operator {
   readonly store: Store;
   /**
-   * One page of leases: in key order on memory and Postgres; in `SCAN` order on Redis (sorted within the
+   * One page of leases: in key order on memory, Postgres and SQLite; in `SCAN` order on Redis (sorted within the
    * page, and `limit` is `SCAN`'s `COUNT`, so a page may hold a few more). Each call examines about
    * `limit` records (O(limit)), so a filtered page may be short or empty while `cursor` is not `null`.
    * A key that exists throughout a listing is listed once; each listed lease was true at some moment of
@@ -100,6 +100,22 @@ export interface Operator {
   gateReset(resource: string): Promise<GateInspection>;
 }
 
+const LIST_QUERY = ['prefix', 'states', 'limit', 'cursor'] as const;
+const REVOKE_OPTIONS = ['reason', 'by', 'requireRecovery', 'expectedToken'] as const;
+
+/** The `gate` option: absent, or an object with `inspect` and `reset` methods (checked when the operator is made). */
+function toOperatorGate(gate: unknown): OperatorGate | undefined {
+  if (gate === undefined) return undefined;
+  let methods: boolean;
+  try {
+    methods = typeof gate === 'object' && gate !== null && typeof (gate as OperatorGate).inspect === 'function' && typeof (gate as OperatorGate).reset === 'function';
+  } catch {
+    methods = false;
+  }
+  if (!methods) throw new InvalidArgumentError(`gate must be a token gate with inspect and reset methods, got ${describe(gate)}`);
+  return gate as OperatorGate;
+}
+
 /**
  * Creates the operators' API on a store (and optionally a token gate).
  *
@@ -109,12 +125,13 @@ export interface Operator {
  * await operator.revoke('job:42', { reason: 'stuck since 03:00', requireRecovery: true });
  * ```
  */
-export function createOperator(store: Store, options: OperatorOptions = {}): Operator {
-  const by = options.by ?? 'operator';
-  assertName('by', by);
+export function createOperator(store: Store, options?: OperatorOptions): Operator {
   // NOTE: the holder id is never used: an operator only inspects and revokes, which record `by` instead.
   const leases = createLeases(store, { holder: 'leasefence-operator' });
-  const { gate } = options;
+  const given = readOptions('createOperator options', options, ['gate', 'by']);
+  const by = given.by ?? 'operator';
+  assertName('by', by);
+  const gate = toOperatorGate(given.gate);
 
   const requireGate = (): OperatorGate => {
     if (gate === undefined) throw new InvalidArgumentError('this operator has no token gate (pass `gate` to createOperator)');
@@ -124,9 +141,10 @@ export function createOperator(store: Store, options: OperatorOptions = {}): Ope
   const operator: Operator = {
     store,
 
-    async list(query = {}) {
-      const storeQuery = toStoreListQuery(query.prefix ?? '', query.limit ?? DEFAULT_LIST_LIMIT, query.cursor ?? null);
-      const states = toStateFilter(query.states);
+    async list(query) {
+      const given = readOptions('list query', query, LIST_QUERY);
+      const storeQuery = toStoreListQuery(given.prefix ?? '', given.limit ?? DEFAULT_LIST_LIMIT, given.cursor ?? null);
+      const states = toStateFilter(given.states);
       if (store.list === undefined) throw new InvalidArgumentError(`the store ${store.id} cannot list leases (it has no \`list\`)`);
       const page = await store.list(storeQuery);
       const listed: ListedLease[] = [];
@@ -147,10 +165,12 @@ export function createOperator(store: Store, options: OperatorOptions = {}): Ope
       return { leases: listed, cursor: page.cursor };
     },
 
-    async *listAll(query = {}) {
+    async *listAll(query) {
+      // NOTE: read once: every page gets the same query, whatever a getter would answer later.
+      const { prefix, states, limit } = readOptions('listAll query', query, LIST_QUERY);
       let cursor: string | null = null;
       do {
-        const page: LeasePage = await operator.list({ ...query, cursor });
+        const page: LeasePage = await operator.list({ prefix, states, limit, cursor } as ListQuery);
         yield* page.leases;
         cursor = page.cursor;
       } while (cursor !== null);
@@ -159,8 +179,9 @@ export function createOperator(store: Store, options: OperatorOptions = {}): Ope
     inspect: (key) => leases.inspect(key),
 
     async revoke(key, revokeOptions) {
-      if (typeof revokeOptions !== 'object' || revokeOptions === null) throw new InvalidArgumentError('revoke needs options with a reason');
-      return leases.revoke(key, { ...revokeOptions, by: revokeOptions.by ?? by });
+      if (revokeOptions === undefined) throw new InvalidArgumentError('revoke needs options with a reason');
+      const given = readOptions('revoke options', revokeOptions, REVOKE_OPTIONS);
+      return leases.revoke(key, { ...given, by: given.by ?? by } as RevokeOptions);
     },
 
     async gateInspect(resource) {

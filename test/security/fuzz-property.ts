@@ -13,6 +13,7 @@ import { Lease } from '../../src/lease.js';
 import { toLoggable } from '../../src/loggable.js';
 import type { Leases } from '../../src/leases.js';
 import type { Store } from '../../src/store.js';
+import { everyLogText } from './setup.js';
 
 /** One store under fuzz: a counted API, an uncounted view, and how to count I/O. */
 export interface FuzzTarget {
@@ -27,7 +28,7 @@ export interface FuzzTarget {
   /** How many I/O operations (store calls, statements, commands) `run` caused. */
   ioDuring(run: () => Promise<void>): Promise<number>;
   freshKey(): string;
-  /** Whether `fencedWrite(..., { checkpoint })` is implemented (Postgres and Redis: TODO(issue 8)). */
+  /** Whether `fencedWrite(..., { checkpoint })` is fuzzed. */
   readonly checkpointWithWrite: boolean;
 }
 
@@ -203,11 +204,26 @@ async function snapshot(setup: Leases<Store>, keys: readonly string[]): Promise<
   }));
 }
 
+function expectNoSecret(text: string, secrets: readonly string[], what: string): void {
+  for (const secret of secrets) expect(text.includes(secret), `${what} shows a lease secret`).toBe(false);
+}
+
 /** Thrown by the `...OrThrow` variants (and `withLease`'s claim) after I/O: normal results. */
 const TYPED_OUTCOMES = new Set(['LEASE_BUSY', 'LEASE_LOST', 'RECOVERY_REQUIRED', 'GATE_REFUSED']);
 
+/** How a call ended, and what it answered: `invalid`, the typed error's code, or the result's `ok` / `reason`. */
+export interface CallAnswer {
+  readonly kind: 'invalid' | 'result' | 'typed';
+  readonly answer: string;
+}
+
 /** Runs one call against a fresh lease and checks the property; returns how the call ended. */
 export async function runCall(target: FuzzTarget, recipe: Call): Promise<'invalid' | 'result' | 'typed'> {
+  return (await answerCall(target, recipe)).kind;
+}
+
+/** `runCall`, also saying what the call answered (to compare stores). */
+export async function answerCall(target: FuzzTarget, recipe: Call): Promise<CallAnswer> {
   const { leases, setup } = target;
   const leaseKey = target.freshKey();
   const claimed = await setup.claimOrThrow(leaseKey, { runId: 'r1', attributes: { model: 'v1' }, ttlMs: 60_000 });
@@ -281,24 +297,44 @@ export async function runCall(target: FuzzTarget, recipe: Call): Promise<'invali
   });
   const after = await snapshot(setup, keys);
   if (threw) {
+    // NOTE: every way a logger could print it (JSON, util.inspect with hidden fields, String, the stack).
+    expectNoSecret(everyLogText(error), [exported.secret], `${recipe.method}'s error`);
     if (isLeaseError(error, 'INVALID_ARGUMENT')) {
       expect(io, `${recipe.method} refused its input after ${io} I/O operations`).toBe(0);
       expect(after, `${recipe.method} refused its input but changed a lease`).toEqual(before);
-      return 'invalid';
+      return { kind: 'invalid', answer: 'INVALID_ARGUMENT' };
     }
     if (isLeaseError(error) && TYPED_OUTCOMES.has(error.code) && (recipe.method.endsWith('OrThrow') || recipe.method === 'withLease')) {
-      expect(JSON.stringify(error)).not.toContain(exported.secret);
-      return 'typed';
+      return { kind: 'typed', answer: error.code };
     }
     throw new Error(`${recipe.method} threw ${isLeaseError(error) ? error.code : 'an untyped'} error: ${String(error)}`, { cause: error });
   }
   if (recipe.method === 'restore') {
     expect(io).toBe(0);
     expect(result).toBeInstanceOf(Lease);
-    return 'result';
+    return { kind: 'result', answer: 'restored' };
   }
-  const json = JSON.stringify(result);
-  if (json !== undefined) expect(json).not.toContain(exported.secret);
-  if (typeof result === 'object' && result !== null && 'ok' in result) expect(typeof result.ok).toBe('boolean');
-  return 'result';
+  // NOTE: a claim's or withLease's result carries a handle with its own, new secret.
+  const granted = (result as { lease?: unknown } | null)?.lease;
+  const secrets = granted instanceof Lease ? [exported.secret, granted.export().secret] : [exported.secret];
+  expectNoSecret(everyLogText(result), secrets, `${recipe.method}'s result`);
+  if (typeof result === 'object' && result !== null && 'ok' in result) {
+    expect(typeof result.ok).toBe('boolean');
+    return { kind: 'result', answer: result.ok === true ? 'ok' : String((result as { reason?: unknown }).reason) };
+  }
+  return { kind: 'result', answer: typeof result };
+}
+
+/** Runs the property on `runs` sampled calls against `target`, and checks the mix reached both sides of it. */
+export async function assertFuzzProperty(target: FuzzTarget, runs: number): Promise<void> {
+  const endings = { invalid: 0, result: 0, typed: 0 };
+  await fc.assert(
+    fc.asyncProperty(calls(target.checkpointWithWrite), async (recipe) => {
+      endings[await runCall(target, recipe)] += 1;
+    }),
+    { numRuns: runs },
+  );
+  // NOTE: the mix must reach both sides of the property, or it proves little.
+  expect(endings.invalid).toBeGreaterThan(runs / 10);
+  expect(endings.result).toBeGreaterThan(runs / 10);
 }

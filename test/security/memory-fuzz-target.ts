@@ -1,11 +1,11 @@
 /** The fuzz target on the memory store: I/O is counted by a spy around the store the fuzzed `Leases` use. */
-import { createMemoryStore, createMemoryTokenGate } from '../../src/adapters/memory/index.js';
+import { createMemoryStore, createMemoryTokenGate, type MemoryStoreOptions } from '../../src/adapters/memory/index.js';
 import { createLeases } from '../../src/leases.js';
 import { spyOn } from '../leases/spy-store.js';
 import type { FuzzTarget } from './fuzz-property.js';
 
-export async function memoryFuzzTarget(): Promise<FuzzTarget> {
-  const memory = createMemoryStore();
+export async function memoryFuzzTarget(options?: MemoryStoreOptions): Promise<FuzzTarget> {
+  const memory = createMemoryStore(options);
   const spy = spyOn(memory);
   let keys = 0;
   return {

@@ -2,6 +2,8 @@ import type { GateOutcome, GateRecord, GateRefusal } from '../../fence/operation
 import type { Fence } from '../../fence/types.js';
 import type { TokenGate } from '../../gate.js';
 import type { Store } from '../../store.js';
+import { InvalidArgumentError } from '../../errors.js';
+import { describe, readOptions } from '../../validate.js';
 import { KeyLock } from './key-lock.js';
 
 /** What a memory gate's write callback receives. */
@@ -28,6 +30,19 @@ export interface MemoryTokenGate extends TokenGate<MemoryGateContext> {
   reset(resource: string): Promise<GateRecord>;
 }
 
+/** The `store` option: absent, or a store with a `fencedWrite` (checked here, not at the first write). */
+function toGateStore(store: unknown): Store | undefined {
+  if (store === undefined) return undefined;
+  let fencedWrite: unknown;
+  try {
+    fencedWrite = typeof store === 'object' && store !== null ? (store as Store).fencedWrite : undefined;
+  } catch {
+    fencedWrite = undefined;
+  }
+  if (typeof fencedWrite !== 'function') throw new InvalidArgumentError(`store must be the memory lease store the gate's writers hold their leases in, got ${describe(store)}`);
+  return store as Store;
+}
+
 /**
  * Creates an in-process token gate: per resource, the highest token that wrote it; older tokens are refused.
  *
@@ -37,8 +52,8 @@ export interface MemoryTokenGate extends TokenGate<MemoryGateContext> {
  * const outcome = await leases.gateWrite(gate, 'report.csv', lease, () => fs.writeFileSync('report.csv', rows));
  * ```
  */
-export function createMemoryTokenGate(options: MemoryTokenGateOptions = {}): MemoryTokenGate {
-  const { store } = options;
+export function createMemoryTokenGate(options?: MemoryTokenGateOptions): MemoryTokenGate {
+  const store = toGateStore(readOptions('createMemoryTokenGate options', options, ['store']).store);
   const highest = new Map<string, { key: string; token: bigint }>();
   const lock = new KeyLock();
 

@@ -5,6 +5,8 @@ import type { Transition } from '../../fence/transitions.js';
 import type { Fence, LeaseRecord, StoreTime } from '../../fence/types.js';
 import { checkFence } from '../../fence/verdict.js';
 import type { Store } from '../../store.js';
+import { InvalidArgumentError } from '../../errors.js';
+import { describe, MAX_TOKEN, readOptions } from '../../validate.js';
 import { KeyLock } from './key-lock.js';
 import { createMemoryList } from './memory-list.js';
 import { FreedKeys } from './freed-keys.js';
@@ -40,6 +42,28 @@ export interface MemoryStore extends Store<MemoryWriteContext> {
 
 let storeCount = 0;
 
+/** The `clock` option, checked: a function, whose every reading must be finite epoch ms (else no operation applies). */
+function checkedClock(clock: unknown): Clock {
+  if (typeof clock !== 'function') throw new InvalidArgumentError(`clock must be a function returning epoch milliseconds, got ${describe(clock)}`);
+  return () => {
+    const now: unknown = clock();
+    if (typeof now !== 'number' || !Number.isFinite(now)) throw new InvalidArgumentError(`the memory store's clock returned ${describe(now)}, not finite epoch milliseconds`);
+    return now;
+  };
+}
+
+/** The `tokenFloor` option, checked: a function, whose every reading must be a bigint a token can grow from. */
+function checkedTokenFloor(tokenFloor: unknown): () => bigint {
+  if (typeof tokenFloor !== 'function') throw new InvalidArgumentError(`tokenFloor must be a function returning a bigint, got ${describe(tokenFloor)}`);
+  return () => {
+    const floor: unknown = tokenFloor();
+    // NOTE: a number would mix with bigint tokens (a TypeError at the next claim), and a floor past
+    // MAX_TOKEN would grant a token no handle can present.
+    if (typeof floor !== 'bigint' || floor < 0n || floor > MAX_TOKEN) throw new InvalidArgumentError(`tokenFloor returned ${describe(floor)}, not a bigint from 0 to 2^63-1`);
+    return floor;
+  };
+}
+
 /** One of the pure transitions, as the store applies it to a key's record. */
 type Step<C, O> = (record: LeaseRecord | null, command: C, now: StoreTime) => Transition<O>;
 /** What runs once an outcome is stored (telling release watchers). */
@@ -56,9 +80,10 @@ type Committed<O> = (key: string, outcome: O) => O;
  * const leases = createLeases(createMemoryStore(), { holder: 'worker-1' });
  * ```
  */
-export function createMemoryStore(options: MemoryStoreOptions = {}): MemoryStore {
-  const clock = options.clock ?? systemClock;
-  const tokenFloor = options.tokenFloor ?? (() => 0n);
+export function createMemoryStore(options?: MemoryStoreOptions): MemoryStore {
+  const given = readOptions('createMemoryStore options', options, ['clock', 'tokenFloor']);
+  const clock = given.clock === undefined ? systemClock : checkedClock(given.clock);
+  const tokenFloor = given.tokenFloor === undefined ? () => 0n : checkedTokenFloor(given.tokenFloor);
   const records = new Map<string, LeaseRecord>();
   const lock = new KeyLock();
   const freed = new FreedKeys();

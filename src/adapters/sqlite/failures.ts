@@ -37,12 +37,46 @@ function isClosed(error: DriverError): boolean {
   return typeof error.message === 'string' && /(database|connection) (connection )?is not open/i.test(error.message);
 }
 
+/** Whether `error` comes from the SQLite driver (better-sqlite3 `SqliteError`, node:sqlite `ERR_SQLITE_ERROR`). */
+function isDriverError(error: DriverError): boolean {
+  const { code, errcode } = error;
+  return (typeof code === 'string' && (code.startsWith('SQLITE_') || code === 'ERR_SQLITE_ERROR')) || typeof errcode === 'number';
+}
+
+/** Whether `error` says leasefence's table (or a column a newer version added) is missing. */
+function isMissingSchema(error: DriverError): boolean {
+  return typeof error.message === 'string' && /no such table|no such column|has no column named/i.test(error.message);
+}
+
+/**
+ * What the caller's own callback threw inside a transaction (a fenced or gate write): `classifyFailure`
+ * hands it back as it is, so the caller sees its own error, never a store failure.
+ */
+export class CallbackFailure {
+  constructor(readonly error: unknown) {}
+}
+
+/** Runs the caller's callback, marking what it throws as the caller's (see `CallbackFailure`). */
+export function runCallback<T>(callback: () => T): T {
+  try {
+    return callback();
+  } catch (error) {
+    throw new CallbackFailure(error);
+  }
+}
+
 /** The error to throw for `error`, raised by `operation` in `phase`. */
 export function classifyFailure(error: unknown, phase: FailurePhase, operation: string): unknown {
+  if (error instanceof CallbackFailure) return error.error;
   if (isLeaseError(error)) return error;
   const driverError = (error ?? {}) as DriverError;
   const text = typeof driverError.message === 'string' ? driverError.message : String(error);
-  if (phase === 'before-commit' && (isLockTimeout(driverError) || isClosed(driverError))) {
+  if (phase === 'before-commit' && isMissingSchema(driverError)) {
+    return new StoreUnavailableError(`SQLite unavailable for ${operation}, nothing applied: ${text} (run \`await store.migrate()\` once, or the schema SQL in your migrations)`, { cause: loggableCause(error) });
+  }
+  // NOTE: any driver error before COMMIT (read-only file, disk full, corrupt file, a lock) rolled back:
+  // nothing applied, whatever its kind.
+  if (phase === 'before-commit' && (isLockTimeout(driverError) || isClosed(driverError) || isDriverError(driverError))) {
     return new StoreUnavailableError(`SQLite unavailable for ${operation}, nothing applied: ${text}`, { cause: loggableCause(error) });
   }
   if (phase === 'commit') {

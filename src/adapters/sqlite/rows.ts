@@ -31,11 +31,14 @@ interface LeaseRow {
   readonly recovery_required: number | bigint;
 }
 
+/** The lease row's columns as `recordOf` reads them (tokens as decimal text). */
+export const RECORD_COLUMNS_SQL = `key, CAST(token AS TEXT) AS token, holder, run_id, secret_hash, acquired_at, expires_at, attributes,
+  ending_kind, CAST(ending_token AS TEXT) AS ending_token, ending_holder, ending_run_id, ending_at, ending_reason, ending_by,
+  checkpoint_json, CAST(checkpoint_token AS TEXT) AS checkpoint_token, checkpoint_written_at, recovery_required`;
+
 /** ATOMICITY: a single read; inside the operation's `BEGIN IMMEDIATE` it sees the row as the writer holds it. */
 export function selectRecordSql(table: TableName): string {
-  return `SELECT key, CAST(token AS TEXT) AS token, holder, run_id, secret_hash, acquired_at, expires_at, attributes,
-  ending_kind, CAST(ending_token AS TEXT) AS ending_token, ending_holder, ending_run_id, ending_at, ending_reason, ending_by,
-  checkpoint_json, CAST(checkpoint_token AS TEXT) AS checkpoint_token, checkpoint_written_at, recovery_required
+  return `SELECT ${RECORD_COLUMNS_SQL}
 FROM ${table.quoted} WHERE key = ?`;
 }
 

@@ -9,6 +9,7 @@ import {
   checkpoint,
   InvalidArgumentError,
   inspect,
+  MAX_TOKEN,
   recover,
   release,
   renew,
@@ -24,7 +25,8 @@ import {
   type Transition,
 } from '../../index.js';
 import type { SqliteDatabase } from './client.js';
-import { classifyFailure } from './failures.js';
+import { classifyFailure, runCallback } from './failures.js';
+import { createSqliteList } from './list.js';
 import { tableName, type TableName } from './identifier.js';
 import { recordOf, recordParams, selectRecordSql, upsertRecordSql } from './rows.js';
 import { busyTimeoutPragma, DEFAULT_BUSY_TIMEOUT_MS, DEFAULT_LEASE_TABLE, leaseTableSql, WAL_PRAGMA } from './schema.js';
@@ -112,12 +114,23 @@ function assertBusyTimeout(ms: unknown): asserts ms is number | null {
   }
 }
 
+/** A reading of the caller's clock or floor for a message: numbers and bigints as they are, anything else by type. */
+const shown = (value: unknown): string => (typeof value === 'number' || typeof value === 'bigint' ? `${value}${typeof value === 'bigint' ? 'n' : ''}` : typeof value);
+
+/** The largest clock reading accepted, in ms either side of the epoch: the range of a JS `Date`. */
+const MAX_CLOCK_MS = 8.64e15;
+
 /** Validates the connection: something with `prepare` and `exec`. */
 export function assertDatabase(database: unknown): asserts database is SqliteDatabase {
-  const candidate = database as Partial<SqliteDatabase> | null | undefined;
-  if (typeof candidate?.prepare !== 'function' || typeof candidate.exec !== 'function') {
-    throw new InvalidArgumentError('database must be a better-sqlite3 Database or a node:sqlite DatabaseSync (an object with prepare and exec)');
+  let usable: boolean;
+  try {
+    const candidate = database as Partial<SqliteDatabase> | null | undefined;
+    usable = typeof candidate?.prepare === 'function' && typeof candidate.exec === 'function';
+  } catch {
+    // NOTE: a Proxy or getter that throws is no connection either.
+    usable = false;
   }
+  if (!usable) throw new InvalidArgumentError('database must be a better-sqlite3 Database or a node:sqlite DatabaseSync (an object with prepare and exec)');
 }
 
 /**
@@ -137,14 +150,28 @@ export function assertDatabase(database: unknown): asserts database is SqliteDat
  */
 export function createSqliteStore(options: SqliteStoreOptions): SqliteStore {
   if (typeof options !== 'object' || options === null) throw new InvalidArgumentError('createSqliteStore needs options with a database');
-  const { database } = options;
+  let given: { readonly [K in keyof SqliteStoreOptions]-?: unknown };
+  try {
+    const { database, table, clock, tokenFloor, busyTimeoutMs } = options;
+    given = { database, table, clock, tokenFloor, busyTimeoutMs };
+  } catch {
+    // NOTE: read once, here: a getter or Proxy that throws gets the typed refusal, not its own error.
+    throw new InvalidArgumentError('createSqliteStore options could not be read (a getter or Proxy threw)');
+  }
+  const { database } = given;
   assertDatabase(database);
-  const table: TableName = tableName(options.table ?? DEFAULT_LEASE_TABLE);
-  const clock = options.clock ?? systemClock;
+  const table: TableName = tableName((given.table as string | undefined) ?? DEFAULT_LEASE_TABLE);
+  const clock = given.clock ?? systemClock;
   if (typeof clock !== 'function') throw new InvalidArgumentError('clock must be a function returning epoch milliseconds');
-  const tokenFloor = options.tokenFloor ?? clockTokenFloor;
-  if (typeof tokenFloor !== 'function') throw new InvalidArgumentError('tokenFloor must be a function of the store now returning a bigint');
-  const busyTimeoutMs = options.busyTimeoutMs === undefined ? DEFAULT_BUSY_TIMEOUT_MS : options.busyTimeoutMs;
+  const floorOf = given.tokenFloor ?? clockTokenFloor;
+  if (typeof floorOf !== 'function') throw new InvalidArgumentError('tokenFloor must be a function of the store now returning a bigint');
+  const tokenFloor = (at: StoreTime): bigint => {
+    const floor: unknown = floorOf(at);
+    // NOTE: a number would be minted as a number token, and a floor past MAX_TOKEN cannot be bound.
+    if (typeof floor !== 'bigint' || floor > MAX_TOKEN) throw new InvalidArgumentError(`tokenFloor returned ${shown(floor)}, not a bigint up to 2^63-1`);
+    return floor;
+  };
+  const busyTimeoutMs = given.busyTimeoutMs === undefined ? DEFAULT_BUSY_TIMEOUT_MS : given.busyTimeoutMs;
   assertBusyTimeout(busyTimeoutMs);
   if (busyTimeoutMs !== null) database.exec(busyTimeoutPragma(busyTimeoutMs));
 
@@ -152,7 +179,11 @@ export function createSqliteStore(options: SqliteStoreOptions): SqliteStore {
   const selectRecord = selectRecordSql(table);
   const upsertRecord = upsertRecordSql(table);
   // NOTE: whole milliseconds, like every stored time: the INTEGER columns of a STRICT table refuse fractions.
-  const now = (): StoreTime => Math.floor(clock());
+  const now = (): StoreTime => {
+    const reading: unknown = clock();
+    if (typeof reading !== 'number' || !(Math.abs(reading) <= MAX_CLOCK_MS)) throw new InvalidArgumentError(`the SQLite store's clock returned ${shown(reading)}, not epoch milliseconds`);
+    return Math.floor(reading);
+  };
   const read = (key: string): LeaseRecord | null => recordOf(statementFor(database, selectRecord).get(key));
   const write = (record: LeaseRecord): void => void statementFor(database, upsertRecord).run(...recordParams(record));
 
@@ -173,7 +204,7 @@ export function createSqliteStore(options: SqliteStoreOptions): SqliteStore {
       const { statements, close } = transactionStatements(database, 'fenced write');
       let value: T;
       try {
-        value = callback({ ...statements, key: fence.key, token: fence.token, now: at });
+        value = runCallback(() => callback({ ...statements, key: fence.key, token: fence.token, now: at }));
       } finally {
         close();
       }
@@ -213,6 +244,7 @@ export function createSqliteStore(options: SqliteStoreOptions): SqliteStore {
       refuseAsyncCallback(callback, 'fenced write');
       return fencedWrite(fence, callback as (context: SqliteWriteContext) => T, writeOptions);
     },
+    list: createSqliteList(database, table, now),
   };
   judges.set(store, { database, now, read });
   return store;

@@ -14,7 +14,7 @@ import {
   type GateOutcome,
 } from '../../index.js';
 import type { SqliteDatabase, SqliteValue } from './client.js';
-import { classifyFailure } from './failures.js';
+import { classifyFailure, runCallback } from './failures.js';
 import { tableName, type TableName } from './identifier.js';
 import { DEFAULT_GATE_TABLE, gateTableSql, WAL_PRAGMA } from './schema.js';
 import { hashedFence } from './secret-hash.js';
@@ -114,17 +114,24 @@ function assertGateLease(lease: unknown): asserts lease is Fence {
  */
 export function createSqliteTokenGate(options: SqliteTokenGateOptions): SqliteTokenGate {
   if (typeof options !== 'object' || options === null) throw new InvalidArgumentError('createSqliteTokenGate needs options with a store or a database');
+  let given: { readonly hasStore: boolean; readonly store: unknown; readonly database: unknown; readonly table: unknown };
+  try {
+    given = { hasStore: 'store' in options, store: (options as { store?: unknown }).store, database: (options as { database?: unknown }).database, table: options.table };
+  } catch {
+    // NOTE: read once, here: a getter or Proxy that throws gets the typed refusal, not its own error.
+    throw new InvalidArgumentError('createSqliteTokenGate options could not be read (a getter or Proxy threw)');
+  }
   let judge: SqliteFenceJudge | null = null;
   let database: SqliteDatabase;
-  if ('store' in options) {
-    judge = fenceJudgeOf(options.store) ?? null;
+  if (given.hasStore) {
+    judge = fenceJudgeOf(given.store as SqliteStore) ?? null;
     if (judge === null) throw new InvalidArgumentError('store must be a store made by createSqliteStore');
     database = judge.database;
   } else {
-    assertDatabase(options.database);
-    database = options.database;
+    assertDatabase(given.database);
+    database = given.database;
   }
-  const table = tableName(options.table ?? DEFAULT_GATE_TABLE, 'gate table');
+  const table = tableName((given.table as string | undefined) ?? DEFAULT_GATE_TABLE, 'gate table');
   const select = selectGateSql(table);
   const upsert = upsertGateSql(table);
   const remove = deleteGateSql(table);
@@ -154,7 +161,7 @@ export function createSqliteTokenGate(options: SqliteTokenGateOptions): SqliteTo
         const { statements, close } = transactionStatements(database, 'gate write');
         let value: T | Promise<T>;
         try {
-          value = write({ ...statements, token: lease.token });
+          value = runCallback(() => write({ ...statements, token: lease.token }));
         } finally {
           close();
         }

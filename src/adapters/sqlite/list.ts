@@ -1,0 +1,42 @@
+/**
+ * The SQLite store's `list`: keyset paging on the lease table's primary key. The key column has SQLite's
+ * BINARY collation (UTF-8 byte order, which is code-point order), in which the keys that start with a
+ * prefix are contiguous: a page reads at most `limit` rows from the later of the cursor and the prefix,
+ * and the first key past the prefix ends the listing.
+ */
+import { inspect, type Inspection, type StoreListPage, type StoreListQuery } from '../../index.js';
+import type { SqliteDatabase } from './client.js';
+import type { TableName } from './identifier.js';
+import { RECORD_COLUMNS_SQL, recordOf } from './rows.js';
+import { statementFor } from './statement-cache.js';
+import { immediate } from './transaction.js';
+
+/**
+ * One page; parameters in order: the cursor (the last key examined, `''` from the start), the prefix, the limit.
+ * ATOMICITY: one SELECT, run in a `BEGIN IMMEDIATE` transaction that writes nothing (see `createSqliteList`).
+ */
+export function listPageSql(table: TableName): string {
+  return `SELECT ${RECORD_COLUMNS_SQL}
+FROM ${table.quoted} WHERE key > ? AND key >= ? ORDER BY key LIMIT ?`;
+}
+
+/** Builds `list` over a lease table; `now` is the store's clock, read once per page. */
+export function createSqliteList(database: SqliteDatabase, table: TableName, now: () => number): (query: StoreListQuery) => Promise<StoreListPage> {
+  const text = listPageSql(table);
+  return async ({ prefix, limit, cursor }) => {
+    // NOTE: under the write lock, like every operation: no writer can change a row between the clock
+    // reading and the SELECT, so each lease is listed as it stood at `at`.
+    const { rows, at } = immediate(database, 'list', () => ({ outcome: { at: now(), rows: statementFor(database, text).all(cursor ?? '', prefix, limit) }, commit: false }));
+    const leases: Inspection[] = [];
+    let last: string | null = null;
+    for (const row of rows) {
+      const record = recordOf(row);
+      if (record === null) continue;
+      // NOTE: in key order the prefix's keys are contiguous: the first key past them ends the listing.
+      if (!record.key.startsWith(prefix)) return { leases, cursor: null };
+      last = record.key;
+      leases.push(inspect(record, record.key, at));
+    }
+    return { leases, cursor: rows.length < limit ? null : last };
+  };
+}
