@@ -6,6 +6,9 @@
  * renewals conservatively from the store's expires-at.
  */
 
+import { InvalidArgumentError } from './errors.js';
+import { describe } from './validate.js';
+
 /** A source of epoch milliseconds. */
 export type Clock = () => number;
 
@@ -18,9 +21,9 @@ export const monotonicClock: Clock = () => performance.now();
 /** A clock that moves only when told: for tests, demos and simulations. */
 export interface ManualClock {
   (): number;
-  /** Moves the clock forward by `ms` (never backwards). */
+  /** Moves the clock forward by `ms` (a finite number >= 0; anything else is `InvalidArgumentError`). */
   advance(ms: number): void;
-  /** Sets the clock to `epochMs`. */
+  /** Sets the clock to `epochMs` (a finite number; anything else is `InvalidArgumentError`). */
   set(epochMs: number): void;
 }
 
@@ -33,14 +36,21 @@ export interface ManualClock {
  * ```
  */
 export function createManualClock(startMs = 0): ManualClock {
-  let now = startMs;
+  let now = finiteMs(startMs, 'a manual clock starts at a finite number of epoch ms');
   const clock = (() => now) as ManualClock;
   clock.advance = (ms: number) => {
-    if (!(ms >= 0)) throw new RangeError(`a manual clock only moves forward, got ${ms}`);
-    now += ms;
+    const step = finiteMs(ms, 'a manual clock advances by a finite number of ms');
+    if (step < 0) throw new InvalidArgumentError(`a manual clock only moves forward, got ${step}`);
+    now += step;
   };
   clock.set = (epochMs: number) => {
-    now = epochMs;
+    now = finiteMs(epochMs, 'a manual clock is set to a finite number of epoch ms');
   };
   return clock;
+}
+
+/** `value` when it is a finite number; otherwise `InvalidArgumentError` (a NaN time would expire nothing, ever). */
+function finiteMs(value: unknown, expected: string): number {
+  if (typeof value !== 'number' || !Number.isFinite(value)) throw new InvalidArgumentError(`${expected}, got ${describe(value)}`);
+  return value;
 }
