@@ -13,11 +13,12 @@ import { startPostgres } from '../test/support/postgres-server.js';
 import { startRedis } from '../test/support/redis-server.js';
 
 /** Each example and the servers it needs. */
-const EXAMPLES: Readonly<Record<string, ReadonlyArray<'postgres' | 'redis'>>> = {
-  'daily-export': ['postgres'],
-  'ramp-runner': ['redis'],
-  classifier: [],
-};
+// NOTE: a Map, not an object: `EXAMPLES.get('toString')` is undefined, an object's `toString` is its prototype's.
+const EXAMPLES: ReadonlyMap<string, ReadonlyArray<'postgres' | 'redis'>> = new Map([
+  ['daily-export', ['postgres']],
+  ['ramp-runner', ['redis']],
+  ['classifier', []],
+]);
 const ROOT = fileURLToPath(new URL('..', import.meta.url));
 
 interface Server {
@@ -47,9 +48,9 @@ function runExample(name: string, args: readonly string[], env: NodeJS.ProcessEn
 
 async function main(): Promise<number> {
   const [name, ...args] = process.argv.slice(2);
-  const servers = name === undefined ? undefined : EXAMPLES[name];
+  const servers = name === undefined ? undefined : EXAMPLES.get(name);
   if (name === undefined || servers === undefined) {
-    console.error(`usage: npm run example -- <${Object.keys(EXAMPLES).join(' | ')}> [args]`);
+    console.error(`usage: npm run example -- <${[...EXAMPLES.keys()].join(' | ')}> [args]`);
     return 2;
   }
   const [library] = tsupConfig as readonly Options[];

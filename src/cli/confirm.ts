@@ -3,12 +3,13 @@
  * the command's output), one line of answer; only `y` or `yes` proceeds.
  */
 import { createInterface } from 'node:readline';
+import { printable } from '../fence/printable.js';
 import type { CliIo } from './main.js';
 
-/** Asks `question` and resolves whether the answer was yes (end of input: no). */
+/** Asks `question` (one line, escaped: it names keys and holders) and resolves whether the answer was yes (end of input: no). */
 export function confirm(io: CliIo, question: string): Promise<boolean> {
   const reader = createInterface({ input: io.stdin, output: io.stderr, terminal: false });
-  io.stderr.write(question);
+  io.stderr.write(printable(question));
   return new Promise((resolve) => {
     let answered = false;
     reader.once('line', (line) => {

@@ -21,12 +21,18 @@ export const EXIT = {
 /** One of the CLI's exit codes. */
 export type ExitCode = (typeof EXIT)[keyof typeof EXIT];
 
-/** An error the CLI reports as one line on stderr and exits with `code`. */
+/**
+ * An error the CLI reports as one line on stderr (escaped: it may quote caller text), followed by the usage
+ * when `options.usage`, and exits with `code`.
+ */
 export class CliError extends Error {
   override name = 'CliError' as const;
   readonly code: ExitCode;
-  constructor(code: ExitCode, message: string) {
+  /** Whether the usage text follows the message. */
+  readonly usage: boolean;
+  constructor(code: ExitCode, message: string, options: { readonly usage?: boolean } = {}) {
     super(message);
     this.code = code;
+    this.usage = options.usage === true;
   }
 }

@@ -5,6 +5,7 @@
  */
 import { parseArgs } from 'node:util';
 import { isLeaseError, isStoreFailure } from '../errors.js';
+import { printable } from '../fence/printable.js';
 import { LIST_STATES, type ListState } from '../list.js';
 import { createOperator, type ListedLease, type Operator } from '../operator.js';
 import { confirm } from './confirm.js';
@@ -105,7 +106,7 @@ async function collect(operator: Operator, values: Values): Promise<ListedLease[
 /** The one positional argument a command needs. */
 function argument(positionals: readonly string[], at: number, what: string): string {
   const value = positionals[at];
-  if (value === undefined || value === '') throw new CliError(EXIT.usage, `missing ${what}\n\n${USAGE}`);
+  if (value === undefined || value === '') throw new CliError(EXIT.usage, `missing ${what}`, { usage: true });
   return value;
 }
 
@@ -127,7 +128,7 @@ async function runCommand(opened: OpenedStore, reopen: Reopen, positionals: read
 
   if (command === 'inspect') {
     const inspection = await operator.inspect(argument(positionals, 1, 'the key to inspect'));
-    out(json ? toJson(inspection) : inspection.exists ? formatInspection(inspection) : `no lease ${inspection.key}`);
+    out(json ? toJson(inspection) : inspection.exists ? formatInspection(inspection) : `no lease ${printable(inspection.key)}`);
     return inspection.exists ? EXIT.ok : EXIT.notFound;
   }
 
@@ -152,12 +153,13 @@ async function runCommand(opened: OpenedStore, reopen: Reopen, positionals: read
     });
     if (json) out(toJson(outcome));
     if (!outcome.ok) {
-      if (!json) io.stderr.write(`not revoked: ${key} is ${outcome.reason}${outcome.token === null ? '' : ` (token ${outcome.token})`}\n`);
+      if (!json) io.stderr.write(`not revoked: ${printable(key)} is ${outcome.reason}${outcome.token === null ? '' : ` (token ${outcome.token})`}\n`);
       return outcome.reason === 'missing' ? EXIT.notFound : EXIT.refused;
     }
     const { revoked } = outcome;
     if (!json) {
-      out(`revoked ${key}: token ${revoked.token} (${revoked.holder}${revoked.runId === null ? '' : `, run ${revoked.runId}`}) is fenced; token is now ${outcome.token}${outcome.recoveryRequired ? '; the next claim must recover the checkpoint' : ''}`);
+      const holder = `${revoked.holder}${revoked.runId === null ? '' : `, run ${revoked.runId}`}`;
+      out(printable(`revoked ${key}: token ${revoked.token} (${holder}) is fenced; token is now ${outcome.token}${outcome.recoveryRequired ? '; the next claim must recover the checkpoint' : ''}`));
     }
     return EXIT.ok;
   }
@@ -199,12 +201,12 @@ async function runCommand(opened: OpenedStore, reopen: Reopen, positionals: read
     return failure === null ? EXIT.ok : failureOf(failure).code;
   }
 
-  throw new CliError(EXIT.usage, `unknown command ${JSON.stringify(command ?? '')}\n\n${USAGE}`);
+  throw new CliError(EXIT.usage, `unknown command ${JSON.stringify(command ?? '')}`, { usage: true });
 }
 
-/** The exit code and one-line message of a failure. */
-function failureOf(error: unknown): { code: ExitCode; message: string } {
-  if (error instanceof CliError) return { code: error.code, message: error.message };
+/** The exit code and one-line message of a failure (not yet escaped), and whether the usage follows it. */
+function failureOf(error: unknown): { code: ExitCode; message: string; usage?: boolean } {
+  if (error instanceof CliError) return { code: error.code, message: error.message, usage: error.usage };
   if (isLeaseError(error, 'INVALID_ARGUMENT')) return { code: EXIT.usage, message: error.message };
   if (isStoreFailure(error)) return { code: EXIT.unavailable, message: error.message };
   const message = error instanceof Error ? error.message : String(error);
@@ -219,7 +221,7 @@ export async function runCli(argv: readonly string[], io: CliIo): Promise<ExitCo
     try {
       parsed = parseArgs({ args: [...argv], options: OPTIONS, allowPositionals: true, strict: true });
     } catch (error) {
-      throw new CliError(EXIT.usage, `${error instanceof Error ? error.message : String(error)}\n\n${USAGE}`);
+      throw new CliError(EXIT.usage, error instanceof Error ? error.message : String(error), { usage: true });
     }
     const { values, positionals } = parsed;
     if (values.help === true || positionals.length === 0) {
@@ -244,8 +246,9 @@ export async function runCli(argv: readonly string[], io: CliIo): Promise<ExitCo
     };
     return await runCommand(opened, reopen, positionals, values, io);
   } catch (error) {
-    const { code, message } = failureOf(error);
-    io.stderr.write(`leasefence: ${message}\n`);
+    const { code, message, usage = false } = failureOf(error);
+    // NOTE: messages quote caller text (a command, a key, an option, a driver's error): one escaped line, always.
+    io.stderr.write(`leasefence: ${printable(message)}\n${usage ? `\n${USAGE}` : ''}`);
     return code;
   } finally {
     await opened?.close().catch(() => undefined);

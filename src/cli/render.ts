@@ -1,7 +1,10 @@
 /**
  * How the CLI shows leases: table cells with relative times for people, JSON (tokens as decimal
- * strings, times as epoch ms of the store's clock) for scripts.
+ * strings, times as epoch ms of the store's clock) for scripts. Keys, holders, run ids, reasons, `by`
+ * and resources are caller text: tables escape every cell, the other views escape them with `printable`,
+ * JSON with its own `\uXXXX` escapes.
  */
+import { printable } from '../fence/printable.js';
 import type { Ending } from '../fence/types.js';
 import type { LeaseInspection } from '../leases.js';
 import type { ListedLease } from '../operator.js';
@@ -9,9 +12,17 @@ import type { GateInspection } from '../operator.js';
 import { formatDuration, formatRelative } from './durations.js';
 import { formatTable } from './table.js';
 
-/** JSON text with bigints as decimal strings. */
-export function toJson(value: unknown): string {
-  return JSON.stringify(value, (_, field: unknown) => (typeof field === 'bigint' ? field.toString() : field), 2);
+/**
+ * The characters `printable` escapes that `JSON.stringify` leaves raw (it escapes only U+0000-U+001F): DEL,
+ * the C1 controls (U+009B is CSI), the line separators and the bidi overrides.
+ */
+const RAW_IN_JSON = /[\u007f-\u009f\u2028\u2029\u202a-\u202e\u2066-\u2069]/g;
+
+/** JSON text with bigints as decimal strings, indented by `indent` spaces (0: one line), safe for a terminal. */
+export function toJson(value: unknown, indent = 2): string {
+  const text = JSON.stringify(value, (_, field: unknown) => (typeof field === 'bigint' ? field.toString() : field), indent);
+  // NOTE: outside strings JSON text is ASCII, so these occur only inside strings, where `\uXXXX` is the same character.
+  return text.replace(RAW_IN_JSON, (character) => `\\u${character.charCodeAt(0).toString(16).padStart(4, '0')}`);
 }
 
 const runOf = (runId: string | null): string => (runId === null ? '' : `, run ${runId}`);
@@ -66,19 +77,20 @@ export function formatInspection(inspection: LeaseInspection): string {
     ['holder', describeHolder(inspection)],
     ['expires', describeExpiry(inspection)],
   ];
-  if (grant !== null && Object.keys(grant.attributes).length > 0) rows.push(['attributes', JSON.stringify(grant.attributes)]);
+  if (grant !== null && Object.keys(grant.attributes).length > 0) rows.push(['attributes', toJson(grant.attributes, 0)]);
   rows.push(['last ending', describeEnding(inspection.ending, now)]);
   rows.push(['recovery', inspection.recoveryRequired ? 'required: the next claim must say `recovering`' : 'none pending']);
   const { checkpoint } = inspection;
   rows.push(['checkpoint', checkpoint === null ? '-' : `token ${checkpoint.token}, written ${formatRelative(checkpoint.writtenAt, now)}`]);
   rows.push(['store time', new Date(now).toISOString()]);
   const table = formatTable(['FIELD', 'VALUE'], rows);
-  return checkpoint === null ? table : `${table}\n\n${JSON.stringify(checkpoint.value, null, 2)}`;
+  return checkpoint === null ? table : `${table}\n\n${toJson(checkpoint.value)}`;
 }
 
-/** The `gate inspect|reset` view. */
+/** The `gate inspect|reset` view: one line, the resource and key escaped. */
 export function formatGate(inspection: GateInspection, verb: 'holds' | 'forgot'): string {
-  const { resource, found } = inspection;
+  const { found } = inspection;
+  const resource = printable(inspection.resource);
   if (found === null) return verb === 'holds' ? `gate ${resource}: no token recorded` : `gate ${resource}: nothing to forget`;
-  return `gate ${resource}: ${verb} token ${found.token} of lease ${found.key}`;
+  return `gate ${resource}: ${verb} token ${found.token} of lease ${printable(found.key)}`;
 }

@@ -4,6 +4,7 @@
  * `iterations` frames. A failed refresh shows its error and the next one tries again, on a new connection
  * (see `WatchOptions.reconnect`); the exit code then reports the last frame's failure.
  */
+import { printable } from '../fence/printable.js';
 import type { ListedLease } from '../operator.js';
 import type { CliIo } from './main.js';
 import { formatLeaseTable, toJson } from './render.js';
@@ -46,14 +47,14 @@ export async function runWatch(options: WatchOptions): Promise<unknown> {
       if (failure !== null) await options.reconnect();
       const leases = await options.frame();
       failure = null;
-      body = json ? JSON.stringify(JSON.parse(toJson({ at: Date.now(), leases }))) : leases.length === 0 ? 'no leases' : formatLeaseTable(leases);
+      body = json ? toJson({ at: Date.now(), leases }, 0) : leases.length === 0 ? 'no leases' : formatLeaseTable(leases);
     } catch (error) {
       failure = error;
-      body = `refresh failed: ${error instanceof Error ? error.message : String(error)}`;
+      body = printable(`refresh failed: ${error instanceof Error ? error.message : String(error)}`);
     }
     if (json) io.stdout.write(`${body}\n`);
     else {
-      const header = `${options.title}  ${new Date().toISOString()}  every ${options.intervalMs / 1000} s, Ctrl-C to quit`;
+      const header = `${printable(options.title)}  ${new Date().toISOString()}  every ${options.intervalMs / 1000} s, Ctrl-C to quit`;
       io.stdout.write(`${terminal ? CLEAR_SCREEN : drawn > 0 ? '\n' : ''}${header}\n\n${body}\n`);
     }
     if (drawn + 1 < options.iterations) await sleep(options.intervalMs, io.interrupted);

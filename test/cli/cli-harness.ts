@@ -87,3 +87,9 @@ export async function startTerminal(command: string): Promise<TerminalSession> {
 
 /** Quotes one shell word. */
 export const shellWord = (word: string): string => `'${word.replaceAll("'", "'\\''")}'`;
+
+/**
+ * What a terminal must never receive from caller text: controls but the newline (newlines are checked by
+ * counting lines), DEL, C1 controls (U+009B is CSI), line separators and bidi overrides.
+ */
+export const UNSAFE_ON_A_TERMINAL = /[\u0000-\u0009\u000b-\u001f\u007f-\u009f\u2028\u2029\u202a-\u202e\u2066-\u2069]/;
