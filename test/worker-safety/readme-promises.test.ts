@@ -20,9 +20,12 @@ import { createClient } from 'redis';
 import pg from 'pg';
 import postgres from 'postgres';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { createPostgresStore, fromPostgresJs, type PostgresStore } from '../../src/adapters/postgres/index.js';
-import { createRedisStore, hashTagOf } from '../../src/adapters/redis/index.js';
+import { createPostgresStore, fromPostgresJs, type PostgresWriteContext } from '../../src/adapters/postgres/index.js';
+import { createRedisStore, hashTagOf, type RedisWriteContext } from '../../src/adapters/redis/index.js';
+import { isLeaseError, LeaseLostError } from '../../src/errors.js';
+import type { Lease } from '../../src/lease.js';
 import { createLeases, type Leases } from '../../src/leases.js';
+import type { Timers } from '../../src/renewal.js';
 import type { Store } from '../../src/store.js';
 import { startFaultProxy, type FaultProxy } from '../chaos/fault-proxy.js';
 
@@ -165,5 +168,262 @@ describe('waiting claims whose notification connection is dead (README "Waiting 
       // NOTE: the first answer is one claim's round trip after the deadline at most, not the subscription's timeout.
       expect(waitedMs).toBeLessThan(200 + 1_000);
     });
+  });
+});
+
+/** One store on one client, with a ledger that fenced writes append to. */
+interface Backend {
+  leases(holder: string): Leases<Store<never>>;
+  /** A fenced write callback that appends `entry` to `key`'s ledger. */
+  entry(key: string, entry: string): (tx: never) => unknown;
+  ledger(key: string): Promise<string[]>;
+}
+
+type ClientKind = 'ioredis' | 'node-redis' | 'pg' | 'postgres.js';
+const CLIENTS: readonly ClientKind[] = ['ioredis', 'node-redis', 'pg', 'postgres.js'];
+
+async function redisBackend(kind: 'ioredis' | 'node-redis', url: string): Promise<Backend> {
+  const port = portOf(url);
+  const client = kind === 'ioredis' ? ioredis(port) : await nodeRedis(port);
+  const reader = ioredis(port);
+  const store = erase(createRedisStore({ client, prefix: `${fresh('readme')}:` }));
+  const ledgerKey = (key: string): string => `${hashTagOf(key)}:ledger`;
+  return {
+    leases: (holder) => createLeases(store, { holder }),
+    entry: (key, entry) => ((tx: RedisWriteContext) => void tx.call('RPUSH', ledgerKey(key), entry)) as (tx: never) => unknown,
+    ledger: (key) => reader.lrange(ledgerKey(key), 0, -1),
+  };
+}
+
+async function postgresBackend(kind: 'pg' | 'postgres.js', url: string): Promise<Backend> {
+  const pool = pgPool(url);
+  const table = `readme_${randomBytes(4).toString('hex')}`;
+  let client: Parameters<typeof createPostgresStore>[0]['client'] = pool;
+  if (kind === 'postgres.js') {
+    const sql = postgres(url, { max: 2, onnotice: () => undefined });
+    closers.push(() => sql.end({ timeout: 1 }));
+    client = fromPostgresJs(sql);
+  }
+  const store = createPostgresStore({ client, table });
+  await store.migrate();
+  await pool.query(`CREATE TABLE ${table}_ledger (id bigserial PRIMARY KEY, key text NOT NULL, entry text NOT NULL, token bigint NOT NULL)`);
+  return {
+    leases: (holder) => createLeases(erase(store), { holder }),
+    entry: (key, entry) =>
+      (async (tx: PostgresWriteContext) => {
+        await tx.query(`INSERT INTO ${table}_ledger (key, entry, token) VALUES ($1, $2, $3)`, [key, entry, tx.token.toString()]);
+      }) as (tx: never) => unknown,
+    ledger: async (key) => (await pool.query<{ entry: string }>(`SELECT entry FROM ${table}_ledger WHERE key = $1 ORDER BY id`, [key])).rows.map((row) => row.entry),
+  };
+}
+
+const backendOn = (kind: ClientKind): Promise<Backend> =>
+  kind === 'ioredis' || kind === 'node-redis' ? redisBackend(kind, redisUrl()) : postgresBackend(kind, postgresUrl());
+
+/**
+ * Timers of a paused process: nothing fires while paused (SIGSTOP runs no timer); `resume()` fires what
+ * fell due meanwhile on the next turn, as a process does after SIGCONT.
+ */
+function pausableTimers(): Timers & { resume(): void; readonly pending: number } {
+  let paused = true;
+  const parked = new Map<object, { callback: () => void; at: number; live: unknown }>();
+  return {
+    setTimeout(callback, ms) {
+      const handle = {};
+      parked.set(handle, { callback, at: performance.now() + ms, live: paused ? null : setTimeout(() => parked.delete(handle) && callback(), ms) });
+      return handle;
+    },
+    clearTimeout(handle) {
+      const timer = parked.get(handle as object);
+      if (timer?.live) clearTimeout(timer.live as ReturnType<typeof setTimeout>);
+      parked.delete(handle as object);
+    },
+    resume() {
+      paused = false;
+      for (const [handle, timer] of [...parked].sort((a, b) => a[1].at - b[1].at)) {
+        timer.live = setTimeout(() => parked.delete(handle) && timer.callback(), Math.max(0, timer.at - performance.now()));
+      }
+    },
+    get pending() {
+      return parked.size;
+    },
+  };
+}
+
+/** A promise and its resolver. */
+function deferred<T = void>(): { promise: Promise<T>; resolve: (value: T) => void } {
+  let resolve!: (value: T) => void;
+  const promise = new Promise<T>((done) => (resolve = done));
+  return { promise, resolve };
+}
+
+const abortedSignal = (signal: AbortSignal): Promise<void> =>
+  signal.aborted ? Promise.resolve() : new Promise((resolve) => signal.addEventListener('abort', () => resolve(), { once: true }));
+
+describe.each(CLIENTS)('withLease against real servers (%s)', (kind) => {
+  it('a worker paused past its TTL: another takes over and writes; on resuming its write is refused superseded, its signal aborted, the outcome lost', async () => {
+    const backend = await backendOn(kind);
+    const key = fresh('export');
+    const [w1, w2] = [backend.leases('w1'), backend.leases('w2')];
+    const timers = pausableTimers();
+    const running = deferred<Lease>();
+    const wake = deferred();
+    const seen: { error?: unknown; abortedWhenRefused?: boolean } = {};
+    const run = w1.withLease(
+      key,
+      async (lease, signal) => {
+        running.resolve(lease);
+        await wake.promise;
+        try {
+          await w1.fencedWriteOrThrow(lease, backend.entry(key, 'w1'));
+        } catch (error) {
+          seen.error = error;
+          seen.abortedWhenRefused = signal.aborted;
+          throw error;
+        }
+        return 'wrote';
+      },
+      { ttlMs: 400, timers },
+    );
+    const first = await running.promise;
+    // NOTE: w1 is "paused": none of its timers fire. w2 waits on the store's clock for w1's expiry.
+    const taken = await w2.claim(key, { wait: { timeoutMs: 10_000 } });
+    expect(taken).toMatchObject({ ok: true, previous: { kind: 'expired', token: first.token } });
+    if (!taken.ok) return;
+    await w2.fencedWriteOrThrow(taken.lease, backend.entry(key, 'w2'));
+    wake.resolve();
+    const outcome = await run;
+    expect(outcome).toMatchObject({ ok: false, reason: 'lost', returned: null, released: false });
+    expect(seen.abortedWhenRefused).toBe(true);
+    expect(seen.error).toBeInstanceOf(LeaseLostError);
+    const refusal = (seen.error as LeaseLostError).refusal;
+    expect(refusal).toMatchObject({ reason: 'superseded', expected: { token: first.token, holder: 'w1' }, found: { token: taken.lease.token, holder: 'w2' } });
+    // NOTE: no timer ran, so the write is what noticed the loss: the outcome carries its refusal.
+    expect(outcome.ok === false && outcome.reason === 'lost' && isLeaseError(outcome.lost, 'LEASE_LOST') && (outcome.lost as LeaseLostError).refusal.reason).toBe('superseded');
+    expect(timers.pending).toBe(0);
+    expect(await backend.ledger(key)).toEqual(['w2']);
+    expect((await w2.inspect(key)).grant).toMatchObject({ token: taken.lease.token, holder: 'w2' });
+  });
+
+  it("an operator's revoke with a reason: the running worker's signal aborts with it, and its later write is refused revoked", async () => {
+    const backend = await backendOn(kind);
+    const key = fresh('ramp');
+    const worker = backend.leases('ramp-cron');
+    const running = deferred<Lease>();
+    const seen: { reason?: unknown; write?: unknown } = {};
+    const run = worker.withLease(
+      key,
+      async (lease, signal) => {
+        running.resolve(lease);
+        await abortedSignal(signal);
+        seen.reason = signal.reason;
+        seen.write = await worker.fencedWrite(lease, backend.entry(key, 'after revoke'));
+        return 'stopped';
+      },
+      { ttlMs: 600 },
+    );
+    const lease = await running.promise;
+    expect(await backend.leases('ops').revoke(key, { reason: 'bad ramp', by: 'alice' })).toMatchObject({ ok: true });
+    const outcome = await run;
+    const revoked = { reason: 'revoked', expected: { token: lease.token }, found: { ending: { kind: 'revoked', reason: 'bad ramp', by: 'alice' } } };
+    expect(seen.reason).toBeInstanceOf(LeaseLostError);
+    expect((seen.reason as LeaseLostError).refusal).toMatchObject(revoked);
+    expect((seen.reason as LeaseLostError).message).toContain('bad ramp');
+    expect(seen.write).toMatchObject(revoked);
+    expect(outcome).toMatchObject({ ok: false, reason: 'lost', lost: seen.reason, returned: { value: 'stopped' }, released: false });
+    expect(await backend.ledger(key)).toEqual([]);
+  });
+});
+
+/** Polls `condition` (a read on a direct connection) until it holds. */
+async function until(condition: () => Promise<boolean>, what: string, timeoutMs = 10_000): Promise<void> {
+  const giveUpAt = performance.now() + timeoutMs;
+  while (!(await condition())) {
+    if (performance.now() > giveUpAt) throw new Error(`timed out waiting until ${what}`);
+    await new Promise((resolve) => setTimeout(resolve, 5));
+  }
+}
+
+describe.each(['pg', 'postgres.js'] as const)('a reply lost after Postgres applied the command (%s, README "Refusal reasons and errors")', (kind) => {
+  /** A store reached through a fault proxy, and the same table read directly. */
+  async function rig(): Promise<{ proxy: FaultProxy; through: Leases<Store<never>>; direct: Leases<Store<never>>; ledger: (key: string) => Promise<string[]>; entry: Backend['entry'] }> {
+    const proxy = await proxyTo(postgresUrl());
+    const viaProxy = postgresUrl().replace(`:${portOf(postgresUrl())}/`, `:${proxy.port}/`);
+    const pool = pgPool(postgresUrl());
+    const table = `readme_lost_${randomBytes(4).toString('hex')}`;
+    let client: Parameters<typeof createPostgresStore>[0]['client'];
+    if (kind === 'pg') client = pgPool(viaProxy);
+    else {
+      const sql = postgres(viaProxy, { max: 1, onnotice: () => undefined });
+      closers.push(() => sql.end({ timeout: 0 }));
+      client = fromPostgresJs(sql);
+    }
+    const direct = createPostgresStore({ client: pool, table });
+    await direct.migrate();
+    await pool.query(`CREATE TABLE ${table}_ledger (id bigserial PRIMARY KEY, key text NOT NULL, entry text NOT NULL)`);
+    const through = createLeases(erase(createPostgresStore({ client, table })), { holder: 'a', ttlMs: 30_000 });
+    // NOTE: connect and prepare through the proxy first (postgres.js describes a new statement in a round
+    // trip of its own), so the lost reply is the one of the statement that applies.
+    const warm = await through.claimOrThrow(fresh('warm-up'));
+    await through.fencedWrite(warm, () => undefined, { checkpoint: {} });
+    await through.renew(warm);
+    return {
+      proxy,
+      through,
+      direct: createLeases(erase(direct), { holder: 'auditor' }),
+      ledger: async (key) => (await pool.query<{ entry: string }>(`SELECT entry FROM ${table}_ledger WHERE key = $1 ORDER BY id`, [key])).rows.map((row) => row.entry),
+      entry: (key, entry) =>
+        (async (tx: PostgresWriteContext) => {
+          await tx.query(`INSERT INTO ${table}_ledger (key, entry) VALUES ($1, $2)`, [key, entry]);
+        }) as (tx: never) => unknown,
+    };
+  }
+
+  it('a claim: OUTCOME_UNKNOWN, inspect shows the grant, and claiming again mints no second grant', async () => {
+    const { proxy, through, direct } = await rig();
+    const key = fresh('job');
+    const lost = proxy.loseRepliesThenReset(until(async () => (await direct.inspect(key)).grant !== null, 'the claim committed'));
+    const claimed = await through.claim(key).then(
+      (value) => value,
+      (error: unknown) => error,
+    );
+    await lost;
+    expect(isLeaseError(claimed, 'OUTCOME_UNKNOWN')).toBe(true);
+    const seen = await through.inspect(key);
+    expect(seen.grant).toMatchObject({ holder: 'a', live: true });
+    const again = await through.claim(key);
+    expect(again).toMatchObject({ ok: false, reason: 'held', holder: 'a', token: seen.token });
+    expect((await direct.inspect(key)).token).toBe(seen.token);
+  });
+
+  it('a fenced write with its checkpoint: OUTCOME_UNKNOWN after COMMIT, both landed once, and inspect says so', async () => {
+    const { proxy, through, direct, ledger, entry } = await rig();
+    const key = fresh('export');
+    const lease = await through.claimOrThrow(key);
+    const write = entry(key, 'batch 1');
+    const committed = until(async () => (await ledger(key)).length > 0, 'the fenced write committed').then(() => {
+      proxy.resetAll();
+      proxy.latency(0);
+    });
+    const written = await through
+      .fencedWrite(
+        lease,
+        async (tx: never) => {
+          await write(tx);
+          // NOTE: from here every byte is held 250 ms each way; the proxy cuts the connection as soon as
+          // the COMMIT is visible, before its (held) reply is delivered.
+          proxy.latency(250);
+        },
+        { checkpoint: { next: 2 } },
+      )
+      .then(
+        (value) => value,
+        (error: unknown) => error,
+      );
+    await committed;
+    expect(isLeaseError(written, 'OUTCOME_UNKNOWN') ? 'OUTCOME_UNKNOWN' : written).toBe('OUTCOME_UNKNOWN');
+    expect(await ledger(key)).toEqual(['batch 1']);
+    expect((await direct.inspect(key)).checkpoint).toMatchObject({ value: { next: 2 }, token: lease.token });
+    expect((await through.renew(lease)).ok).toBe(true);
   });
 });
