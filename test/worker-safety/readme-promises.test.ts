@@ -525,3 +525,37 @@ describe('PostgreSQL crash-restarts while a worker holds a lease (pg Pool with t
     expect(next).toMatchObject({ previous: { kind: 'released' }, inherited: { value: { next: 2 } } });
   });
 });
+
+describe.each(CLIENTS)('the store becomes unreachable without a reset (a partition: bytes held, no RST) while withLease runs (%s)', (kind) => {
+  it('the signal aborts by the safe deadline and withLease returns soon after, lost, instead of waiting for replies that never come', async () => {
+    const url = kind === 'ioredis' || kind === 'node-redis' ? redisUrl() : postgresUrl();
+    const proxy = await proxyTo(url);
+    const viaProxy = url.replace(`:${portOf(url)}/`, `:${proxy.port}/`).replace(/:(\d+)$/, `:${proxy.port}`);
+    const backend = kind === 'ioredis' || kind === 'node-redis' ? await redisBackend(kind, viaProxy) : await postgresBackend(kind, viaProxy);
+    const key = fresh('export');
+    const started = performance.now();
+    let abortedAfterMs = -1;
+    let deadline = 0;
+    const outcome = await backend.leases('w1').withLease(
+      key,
+      async (lease, signal) => {
+        deadline = lease.localDeadline;
+        proxy.partition();
+        await abortedSignal(signal);
+        abortedAfterMs = performance.now() - started;
+        return 'stopped';
+      },
+      { ttlMs: 600 },
+    );
+    const returnedAfterMs = performance.now() - started;
+    expect(outcome).toMatchObject({ ok: false, reason: 'lost', returned: { value: 'stopped' }, released: false });
+    expect(outcome.ok === false && outcome.reason === 'lost' && outcome.lost).toBeInstanceOf(LeaseUnconfirmedError);
+    expect(abortedAfterMs).toBeGreaterThan(0);
+    // NOTE: after the loss, the in-flight renewal and the release are waited for until the grant's local
+    // deadline at most (plus a grace of the safety margin, 60 ms here), not until the partition heals.
+    expect(performance.now() - deadline).toBeLessThan(1_000);
+    expect(returnedAfterMs).toBeLessThan(600 + 1_000);
+    // NOTE: the client still waits for its replies; cut them so that it can be closed.
+    await proxy.close();
+  });
+});
