@@ -136,6 +136,8 @@ export class KeyWaiters {
       this.#leave(waiter, () => waiter.grant(result));
       const held = heldBy(result.lease);
       this.#remember(held, repliedAt);
+      // NOTE: waiters whose deadline passed before this first answer end with it: the key is held by the grant.
+      for (const overdue of this.#queue.filter((queued) => queued.overdue)) this.#leave(overdue, () => overdue.end(held, 'timeout'));
       if (!this.#closed) this.#plan();
       return;
     }
