@@ -203,7 +203,7 @@ async function postgresBackend(kind: 'pg' | 'postgres.js', url: string): Promise
   let client: Parameters<typeof createPostgresStore>[0]['client'] = pool;
   if (kind === 'postgres.js') {
     const sql = postgres(url, { max: 2, onnotice: () => undefined });
-    closers.push(() => sql.end({ timeout: 1 }));
+    closers.push(() => sql.end({ timeout: 0 }));
     client = fromPostgresJs(sql);
   }
   const store = createPostgresStore({ client, table });
@@ -412,9 +412,9 @@ describe.each(['pg', 'postgres.js'] as const)('a reply lost after Postgres appli
         lease,
         async (tx: never) => {
           await write(tx);
-          // NOTE: from here every byte is held 250 ms each way; the proxy cuts the connection as soon as
+          // NOTE: from here every byte is held 150 ms each way; the proxy cuts the connection as soon as
           // the COMMIT is visible, before its (held) reply is delivered.
-          proxy.latency(250);
+          proxy.latency(150);
         },
         { checkpoint: { next: 2 } },
       )
@@ -456,7 +456,7 @@ describe.each([
         return 'done';
       },
       // NOTE: the abort is due 300 ms before the local deadline: room for a late timer on a loaded machine.
-      { ttlMs: 1_000, safetyMarginMs: 300 },
+      { ttlMs: 800, safetyMarginMs: 300 },
     );
     const lease = await running.promise;
     await server.kill();
