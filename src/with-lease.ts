@@ -2,7 +2,9 @@
  * `withLease`: claim, renew in the background on a schedule derived from the store's expires-at, hand the
  * work an AbortSignal that fires as soon as loss is known (from the renewal, or from a renew, checkpoint or
  * fenced write of the lease refused while `fn` runs), always release at the end, and say truthfully how it
- * ended: completed, lost, or stopped by the caller's signal.
+ * ended: completed, lost, or stopped by the caller's signal. Once the run is lost or stopped, the renewal in
+ * flight and the final release are waited for until the grant's local deadline at most, so a store that
+ * stopped answering cannot keep `withLease` from returning.
  */
 import type { Clock } from './clock.js';
 import { InvalidArgumentError, isLeaseLostError, LeaseLostError, type LeaseError } from './errors.js';
@@ -10,7 +12,7 @@ import type { ClaimHeld, ClaimRecoveryRequired } from './fence/operations.js';
 import type { FenceRefusal } from './fence/types.js';
 import { attachRun, runOf, type Lease } from './lease.js';
 import type { ClaimOptions, Leases } from './leases.js';
-import { Renewal, SYSTEM_TIMERS, type Timers } from './renewal.js';
+import { MAX_TIMER_MS, Renewal, SYSTEM_TIMERS, type Timers } from './renewal.js';
 import { DEFAULT_MAX_CHECKPOINT_BYTES, serializeCheckpoint } from './validate.js';
 import type { WaitedRefusal } from './waiting/refusal.js';
 import { claimUnlessStopped } from './waiting/with-lease-claim.js';
@@ -149,7 +151,12 @@ export async function runWithLease<T>(
           safetyMarginMs: options.safetyMarginMs ?? Math.min(1000, ttlMs / 10),
           retryDelayMs: options.retryDelayMs ?? Math.min(250, ttlMs / 10),
         };
-  const renewal = new Renewal(leases, lease, monotonic, options.timers ?? SYSTEM_TIMERS, schedule);
+  const timers = options.timers ?? SYSTEM_TIMERS;
+  const renewal = new Renewal(leases, lease, monotonic, timers, schedule);
+  // NOTE: once the run is lost or stopped (or while a renewal is still in flight), a store that never answers
+  // (a partition, a frozen server: no reset, and no client timeout) must not keep withLease from returning.
+  const cleanup = <R>(settling: Promise<R>, fallback: R): Promise<R> =>
+    schedule === null ? settling : boundedByDeadline(settling, fallback, lease, schedule.safetyMarginMs, monotonic, timers);
   const { abort } = renewal;
   const stop = external === undefined ? null : (): void => renewal.lose(external.reason);
   if (stop !== null) external?.addEventListener('abort', stop, { once: true });
@@ -164,18 +171,22 @@ export async function runWithLease<T>(
     // NOTE: after the signal aborted, a rejection is the work stopping because of it (an AbortError, the
     // reason itself, a LeaseLostError from an ...OrThrow call); any other error is the work's own.
     if (!abort.aborted || !causedByAbort(error, abort.reason)) {
-      await finish(renewal, external, stop);
-      await releaseQuietly(leases, lease, undefined);
+      const stopping = finish(renewal, external, stop);
+      if (stopping !== undefined) await cleanup(stopping, undefined);
+      const releasing = releaseQuietly(leases, lease, undefined);
+      await (abort.aborted || stopping !== undefined ? cleanup(releasing, false) : releasing);
       throw error;
     }
   }
   const inFlight = finish(renewal, external, stop);
-  if (inFlight !== undefined) await inFlight;
+  if (inFlight !== undefined) await cleanup(inFlight, undefined);
   if (!abort.aborted) {
-    const released = await releaseQuietly(leases, lease, settings.finalCheckpoint);
+    const releasing = releaseQuietly(leases, lease, settings.finalCheckpoint);
+    // NOTE: a renewal still in flight when fn returned: the store may not be answering; bound the release too.
+    const released = await (inFlight === undefined ? releasing : cleanup(releasing, false));
     return { ok: true, value: (settled as { value: T }).value, lease, lost: null, released };
   }
-  const released = await releaseQuietly(leases, lease, undefined);
+  const released = await cleanup(releaseQuietly(leases, lease, undefined), false);
   const reason = abort.reason;
   if (isLeaseLostError(reason)) return { ok: false, reason: 'lost', key, lease, lost: reason, returned: settled, released };
   return { ok: false, reason: 'stopped', key, lease, cause: reason, lost: null, returned: settled, released };
@@ -234,6 +245,24 @@ function checkOptions(fn: unknown, options: WithLeaseOptions, maxCheckpointBytes
   // NOTE: serialized now only to refuse a bad value before the claim; the release serializes it again.
   if (finalCheckpoint !== undefined && finalCheckpoint !== null) serializeCheckpoint(finalCheckpoint, maxCheckpointBytes);
   return { renewAfterFraction: fraction, finalCheckpoint };
+}
+
+/**
+ * Waits for `settling` until the grant's local deadline, and at least `graceMs` from now; then resolves
+ * `fallback`. Past that deadline the grant has expired as far as this process can tell, so a reply still
+ * awaited (a renewal, the final release) changes nothing it could rely on; it may still land later, and a
+ * stale grant changes nothing then either.
+ */
+function boundedByDeadline<R>(settling: Promise<R>, fallback: R, lease: Lease, graceMs: number, monotonic: Clock, timers: Timers): Promise<R> {
+  const waitMs = Math.min(Math.max(lease.localDeadline - monotonic(), graceMs), MAX_TIMER_MS);
+  return new Promise((resolve) => {
+    const handle = timers.setTimeout(() => resolve(fallback), waitMs);
+    const settle = (value: R): void => {
+      timers.clearTimeout(handle);
+      resolve(value);
+    };
+    settling.then(settle, () => settle(fallback));
+  });
 }
 
 /** Releases at the end of `withLease`; a lost lease or an unreachable store must not mask the work's result. */

@@ -43,6 +43,8 @@ export class KeyWaiters {
   #unsubscribe: (() => void) | null = null;
   #timer: ReturnType<typeof setTimeout> | null = null;
   #last: LastReply | null = null;
+  /** While the first subscription is pending: stops waiting for it. */
+  #stopSubscribing: (() => void) | null = null;
 
   constructor(
     readonly key: string,
@@ -65,16 +67,23 @@ export class KeyWaiters {
     this.#busy = true;
     const { watchFreed } = this.context;
     if (watchFreed !== null) {
-      try {
-        const unsubscribe = await watchFreed(this.key, () => this.#freed());
-        if (this.#closed) unsubscribe();
-        else {
-          this.#unsubscribe = unsubscribe;
-          this.#watching = true;
-        }
-      } catch {
+      const watched = watchFreed(this.key, () => this.#freed()).then(
+        (unsubscribe) => {
+          if (this.#closed) unsubscribe();
+          else {
+            this.#unsubscribe = unsubscribe;
+            this.#watching = true;
+          }
+        },
         // NOTE: notifications are best effort: without a subscription the waiters poll (`pollMs`).
-      }
+        () => undefined,
+      );
+      // NOTE: a deadline that passes while the subscription is pending (a half-open notification connection
+      // answers only after subscribeTimeoutMs) ends the wait for it: the overdue waiter gets its one answer
+      // from the store now, and a subscription that still comes serves the waiters left.
+      const overdue = new Promise<void>((resolve) => (this.#stopSubscribing = resolve));
+      await Promise.race([watched, overdue]);
+      this.#stopSubscribing = null;
     }
     if (!this.#closed) await this.#attempt();
     else this.#busy = false;
@@ -127,6 +136,8 @@ export class KeyWaiters {
       this.#leave(waiter, () => waiter.grant(result));
       const held = heldBy(result.lease);
       this.#remember(held, repliedAt);
+      // NOTE: waiters whose deadline passed before this first answer end with it: the key is held by the grant.
+      for (const overdue of this.#queue.filter((queued) => queued.overdue)) this.#leave(overdue, () => overdue.end(held, 'timeout'));
       if (!this.#closed) this.#plan();
       return;
     }
@@ -174,8 +185,10 @@ export class KeyWaiters {
   #deadline(waiter: Waiter): void {
     const last = this.#last;
     // NOTE: a waiter always gets one answer from the store: with none yet, it ends with the first.
-    if (last === null) waiter.overdue = true;
-    else this.#leave(waiter, () => waiter.end(last.refusal, 'timeout'));
+    if (last === null) {
+      waiter.overdue = true;
+      this.#stopSubscribing?.();
+    } else this.#leave(waiter, () => waiter.end(last.refusal, 'timeout'));
   }
 
   #abort(waiter: Waiter): void {

@@ -205,4 +205,24 @@ describe('a command that cannot be sent is StoreUnavailableError', () => {
     while (offline.isReady) await new Promise((resolve) => setTimeout(resolve, 5));
     await expect(leasesOn(offline).claim('k')).rejects.toBeInstanceOf(StoreUnavailableError);
   });
+
+  it('node-redis with its defaults (offline queue, reconnecting for ever), server down: StoreUnavailableError within readyTimeoutMs, and nothing lands when it is back', async () => {
+    const own = await startRedis();
+    const client = createClient({ url: own.url });
+    client.on('error', () => undefined);
+    try {
+      await client.connect();
+      const leases = createLeases(createRedisStore({ client: fromNodeRedis(client, { readyTimeoutMs: 300 }), prefix: freshPrefix('down') }), { holder: 'a' });
+      await own.kill();
+      while (client.isReady) await new Promise((resolve) => setTimeout(resolve, 5));
+      // NOTE: before the fix the claim sat in node-redis' offline queue until the server came back (for ever if it did not).
+      await expect(leases.claim('k')).rejects.toBeInstanceOf(StoreUnavailableError);
+      await own.restart();
+      while (!client.isReady) await new Promise((resolve) => setTimeout(resolve, 5));
+      expect((await leases.inspect('k')).grant).toBeNull();
+    } finally {
+      client.destroy();
+      await own.stop();
+    }
+  });
 });

@@ -36,6 +36,28 @@ describe('a waiting claim that times out', () => {
     expect(counting.claims()).toBe(4);
   });
 
+  it('waiters whose deadline passed before the first answer, a grant to the head: the others end with the new holder, none hangs', async () => {
+    const inner = createMemoryStore();
+    let answer!: () => void;
+    const answering = new Promise<void>((resolve) => (answer = resolve));
+    // NOTE: the store's first answer comes only after every waiter's deadline (a slow store, or a subscription still pending).
+    const slow = new Proxy(inner, {
+      get(target, property) {
+        if (property === 'claim') return async (command: Parameters<typeof inner.claim>[0]) => answering.then(() => target.claim(command));
+        const value: unknown = Reflect.get(target, property, target);
+        return typeof value === 'function' ? (value as (...args: unknown[]) => unknown).bind(target) : value;
+      },
+    });
+    const waiting = createLeases(slow, { holder: 'waiter' });
+    const started = performance.now();
+    const claims = [1, 2, 3].map((index) => waiting.claim('job:overdue', { runId: `r${index}`, wait: { timeoutMs: 10 } }));
+    await until(() => performance.now() - started > 30, 'every deadline passed');
+    answer();
+    const [first, ...rest] = await Promise.all(claims);
+    expect(first).toMatchObject({ ok: true });
+    for (const result of rest) expect(result).toMatchObject({ ok: false, reason: 'held', holder: 'waiter', runId: 'r1', waitEnded: 'timeout' });
+  });
+
   it('claimOrThrow raises LeaseBusyError carrying waitedMs, or RecoveryRequiredError', async () => {
     const store = createMemoryStore();
     const holder = createLeases(store, { holder: 'holder' });

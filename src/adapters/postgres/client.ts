@@ -3,6 +3,7 @@
  * this tiny structural interface. A pg `Pool` and a PGlite instance fit it as they are; postgres.js and a
  * single pg `Client` fit through `fromPostgresJs(sql)` and `fromPgClient(client)`.
  */
+import { isConnectionFailure } from './failures.js';
 
 /** Anything that runs one parameterised statement and returns its rows. */
 export interface PostgresQueryable {
@@ -66,6 +67,18 @@ interface NamedQuery {
 const PREPARE = { prepare: true } as const;
 
 /**
+ * Passes on a postgres.js failure; one that says the connection is gone only after a timer turn.
+ * NOTE: postgres.js 3.4 rejects a lost connection's queries at the socket's 'error' but frees the
+ * connection only at its 'close', a loop phase later; a query made in between (a caller that retries at
+ * once, in a microtask or setImmediate) is written to the dead socket and never settles. After a timer
+ * turn 'close' has been handled and the next query opens a new connection.
+ */
+async function afterConnectionClosed(error: unknown): Promise<never> {
+  if (isConnectionFailure(error)) await new Promise((resolve) => setTimeout(resolve, 0));
+  throw error;
+}
+
+/**
  * A query result of postgres.js (an array of rows) as `{ rows }`. A pg query config (from leasefence's own
  * statements) is sent prepared. NOTE: postgres.js sends a parameterised `unsafe` query that is not
  * prepared as Parse + Describe, waits for the parameter types, then Bind + Execute: two round trips. A
@@ -75,7 +88,8 @@ const PREPARE = { prepare: true } as const;
 function queryVia(sql: PostgresJsSql): PostgresQueryable['query'] {
   return async (text, params = []) => {
     const named = text as unknown as NamedQuery | string;
-    const result = typeof named === 'string' ? await sql.unsafe(named, params) : await sql.unsafe(named.text, named.values, PREPARE);
+    const sent = typeof named === 'string' ? sql.unsafe(named, params) : sql.unsafe(named.text, named.values, PREPARE);
+    const result = await Promise.resolve(sent).catch(afterConnectionClosed);
     return { rows: Array.from(result) };
   };
 }
@@ -102,7 +116,7 @@ export function fromPostgresJs(sql: PostgresJsRoot): PostgresClient {
     query: queryVia(sql),
     // NOTE: the transaction handle also carries postgres.js's own `sql` (tagged templates inside a fenced write).
     transaction: async <T>(run: (tx: PostgresQueryable) => Promise<T>): Promise<T> =>
-      (await sql.begin((tx) => run({ query: queryVia(tx), sql: tx } as PostgresQueryable))) as T,
+      (await sql.begin((tx) => run({ query: queryVia(tx), sql: tx } as PostgresQueryable)).catch(afterConnectionClosed)) as T,
   };
 }
 

@@ -39,6 +39,14 @@ export interface NodeRedisClient {
   sendCommand(args: string[]): Promise<unknown>;
   /** `false` before `connect()` and after `quit()` / `destroy()`. */
   readonly isOpen: boolean;
+  /** `false` while the client (re)connects; with it, leasefence waits for `ready` instead of queueing a command. */
+  readonly isReady?: boolean;
+  /** Listens once for a connection event (`ready`, `end`). */
+  once?(event: string, listener: () => void): unknown;
+  /** Stops listening for a connection event. */
+  removeListener?(event: string, listener: () => void): unknown;
+  /** The client's options: with `disableOfflineQueue`, node-redis itself fails a command at once while not ready. */
+  readonly options?: { readonly disableOfflineQueue?: boolean } | undefined;
 }
 
 /** The parts of a node-redis cluster client (`createCluster()` from `redis`, v5) that leasefence uses. */
@@ -85,7 +93,7 @@ function isNodeRedisReply(error: Error): boolean {
   return prototypeNames(error).includes('ErrorReply') || /^[A-Z]{2,}[A-Z_-]* /.test(error.message);
 }
 
-/** Options of `fromIoredis`. */
+/** Options of `fromIoredis` and `fromNodeRedis`. */
 export interface IoredisOptions {
   /**
    * How long a command waits for a connection that is not ready yet (connecting or reconnecting) before
@@ -110,12 +118,22 @@ interface Waiter {
   readonly timer: ReturnType<typeof setTimeout>;
 }
 
+/** A client whose connection state `readiness` can wait on. */
+interface ReadyWatch {
+  once(event: string, listener: () => void): unknown;
+  removeListener(event: string, listener: () => void): unknown;
+  /** `ready`, `end`, or how the client stands while it is neither (for the timeout's message). */
+  state(): string;
+  /** Starts connecting a client that was created without connecting (ioredis `lazyConnect`). */
+  start?(): void;
+}
+
 /**
- * Waits until an ioredis client is `ready`, each caller at most `timeoutMs` (`StoreUnavailableError` when
- * the client ends or the wait times out). All callers share one pair of listeners on the client, however
- * many commands wait (so a burst of commands at start-up adds no listener per command).
+ * Waits until a client is `ready`, each caller at most `timeoutMs` (`StoreUnavailableError` when the client
+ * ends or the wait times out). All callers share one pair of listeners on the client, however many commands
+ * wait (so a burst of commands at start-up adds no listener per command).
  */
-function readiness(client: IoredisClient, timeoutMs: number): () => Promise<void> {
+function readiness(client: ReadyWatch, timeoutMs: number): () => Promise<void> {
   const waiting = new Set<Waiter>();
   const settle = (error: Error | null): void => {
     client.removeListener('ready', onReady);
@@ -130,8 +148,9 @@ function readiness(client: IoredisClient, timeoutMs: number): () => Promise<void
   const onReady = (): void => settle(null);
   const onEnd = (): void => settle(new StoreUnavailableError('redis client closed before it was ready'));
   return () => {
-    if (client.status === 'ready') return Promise.resolve();
-    if (client.status === 'end') return Promise.reject(new StoreUnavailableError('redis client is closed (ioredis status "end")'));
+    const state = client.state();
+    if (state === 'ready') return Promise.resolve();
+    if (state === 'end') return Promise.reject(new StoreUnavailableError('redis client is closed (status "end")'));
     return new Promise((resolve, reject) => {
       const waiter: Waiter = {
         resolve,
@@ -139,14 +158,14 @@ function readiness(client: IoredisClient, timeoutMs: number): () => Promise<void
         timer: setTimeout(() => {
           waiting.delete(waiter);
           if (waiting.size === 0) settle(null);
-          reject(new StoreUnavailableError(`redis connection not ready within ${timeoutMs} ms (ioredis status "${client.status}")`));
+          reject(new StoreUnavailableError(`redis connection not ready within ${timeoutMs} ms (status "${client.state()}")`));
         }, timeoutMs),
       };
       waiting.add(waiter);
       if (waiting.size > 1) return;
       client.once('ready', onReady);
       client.once('end', onEnd);
-      if (client.status === 'wait') client.connect().catch(() => undefined);
+      client.start?.();
     });
   };
 }
@@ -160,7 +179,15 @@ function readiness(client: IoredisClient, timeoutMs: number): () => Promise<void
  * ```
  */
 export function fromIoredis(client: IoredisClient, options: IoredisOptions = {}): RedisConnection {
-  const whenReady = readiness(client, options.readyTimeoutMs ?? 5_000);
+  const whenReady = readiness(
+    {
+      once: (event, listener) => client.once(event, listener),
+      removeListener: (event, listener) => client.removeListener(event, listener),
+      state: () => client.status,
+      start: () => void (client.status === 'wait' && client.connect().catch(() => undefined)),
+    },
+    options.readyTimeoutMs ?? 5_000,
+  );
   const sendNow = (args: readonly string[]): Promise<unknown> => (Reflect.apply(client.call, client, args) as Promise<unknown>).catch(ioredisFailure);
   const cluster = typeof (client as { nodes?: unknown }).nodes === 'function';
   return {
@@ -175,15 +202,33 @@ export function fromIoredis(client: IoredisClient, options: IoredisOptions = {})
 
 /**
  * Wraps a node-redis v5 client (connect it first). node-redis never re-sends a command that was written,
- * and keeps unsent commands queued while it reconnects.
+ * and would keep a command queued for as long as it reconnects (for ever, with its defaults, if the server
+ * stays down): leasefence hands it a command only once the client is ready, and fails it with
+ * `StoreUnavailableError` when the client is not ready within `readyTimeoutMs`.
  *
  * ```ts
  * const client = await createClient({ url }).connect();
- * const store = createRedisStore({ client: fromNodeRedis(client) });
+ * const store = createRedisStore({ client: fromNodeRedis(client, { readyTimeoutMs: 2_000 }) });
  * ```
  */
-export function fromNodeRedis(client: NodeRedisClient): RedisConnection {
-  return { send: (args) => sendNodeRedis(client, () => client.sendCommand([...args])) };
+export function fromNodeRedis(client: NodeRedisClient, options: IoredisOptions = {}): RedisConnection {
+  const send = (args: readonly string[]): Promise<unknown> => sendNodeRedis(client, () => client.sendCommand([...args]));
+  const { once, removeListener } = client;
+  // NOTE: a client that does not say whether it is ready (an older or a hand-made one) is sent to as it is.
+  if (typeof once !== 'function' || typeof removeListener !== 'function' || typeof client.isReady !== 'boolean') return { send };
+  if (client.options?.disableOfflineQueue === true) return { send };
+  const whenReady = readiness(
+    {
+      once: (event, listener) => once.call(client, event, listener),
+      removeListener: (event, listener) => removeListener.call(client, event, listener),
+      state: () => (!client.isOpen ? 'end' : client.isReady === true ? 'ready' : 'reconnecting'),
+    },
+    options.readyTimeoutMs ?? 5_000,
+  );
+  return {
+    // NOTE: a client never connected or closed is refused by `sendNodeRedis` itself, with its own message.
+    send: (args) => (client.isReady === true || !client.isOpen ? send(args) : whenReady().then(() => send(args))),
+  };
 }
 
 /** Sends on an open node-redis client or cluster, mapping its failures (see `RedisConnection.send`). */
