@@ -13,7 +13,7 @@ import type { FenceRefusal } from './fence/types.js';
 import { attachRun, runOf, type Lease } from './lease.js';
 import type { ClaimOptions, Leases } from './leases.js';
 import { MAX_TIMER_MS, Renewal, SYSTEM_TIMERS, type Timers } from './renewal.js';
-import { DEFAULT_MAX_CHECKPOINT_BYTES, serializeCheckpoint } from './validate.js';
+import { DEFAULT_MAX_CHECKPOINT_BYTES, describe, serializeCheckpoint } from './validate.js';
 import type { WaitedRefusal } from './waiting/refusal.js';
 import { claimUnlessStopped } from './waiting/with-lease-claim.js';
 
@@ -163,9 +163,10 @@ export async function runWithLease<T>(
   attachRun(lease, renewal);
   // NOTE: the caller's signal may have aborted while the claim was in flight: stop before running fn.
   if (stop !== null && isAborted(external)) stop();
-  renewal.start();
   let settled: { readonly value: T } | null = null;
   try {
+    // NOTE: inside the try, so timers that throw still release the lease and detach the caller's signal.
+    renewal.start();
     if (!abort.aborted) settled = { value: await runFn(fn, lease as RunningLease, renewal) };
   } catch (error) {
     // NOTE: after the signal aborted, a rejection is the work stopping because of it (an AbortError, the
@@ -230,13 +231,13 @@ function checkOptions(fn: unknown, options: WithLeaseOptions, maxCheckpointBytes
   if (typeof fn !== 'function') throw new InvalidArgumentError('withLease needs a function to run under the lease');
   if (typeof options !== 'object' || options === null) throw new InvalidArgumentError('withLease options must be an object');
   const fraction = options.renewAfterFraction ?? 1 / 3;
-  if (!(fraction > 0 && fraction < 1)) throw new InvalidArgumentError(`renewAfterFraction must be between 0 and 1, got ${String(fraction)}`);
+  if (typeof fraction !== 'number' || !(fraction > 0 && fraction < 1)) throw new InvalidArgumentError(`renewAfterFraction must be a number between 0 and 1, got ${describe(fraction)}`);
   const { safetyMarginMs, retryDelayMs, timers, signal, finalCheckpoint } = options;
   if (safetyMarginMs !== undefined && !(typeof safetyMarginMs === 'number' && Number.isFinite(safetyMarginMs) && safetyMarginMs >= 0)) {
-    throw new InvalidArgumentError(`safetyMarginMs must be a finite number of ms >= 0, got ${String(safetyMarginMs)}`);
+    throw new InvalidArgumentError(`safetyMarginMs must be a finite number of ms >= 0, got ${describe(safetyMarginMs)}`);
   }
   if (retryDelayMs !== undefined && !(typeof retryDelayMs === 'number' && Number.isFinite(retryDelayMs) && retryDelayMs > 0)) {
-    throw new InvalidArgumentError(`retryDelayMs must be a finite number of ms > 0, got ${String(retryDelayMs)}`);
+    throw new InvalidArgumentError(`retryDelayMs must be a finite number of ms > 0, got ${describe(retryDelayMs)}`);
   }
   if (timers !== undefined && (typeof timers !== 'object' || timers === null || typeof timers.setTimeout !== 'function' || typeof timers.clearTimeout !== 'function')) {
     throw new InvalidArgumentError('timers must be an object with setTimeout and clearTimeout functions');

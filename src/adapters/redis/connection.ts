@@ -4,7 +4,7 @@
  */
 import { InvalidArgumentError, StoreUnavailableError } from '../../errors.js';
 import { loggableCause, redactText } from '../../redact.js';
-import { crossSlotReply, scriptKeys } from './cross-slot.js';
+import { clusterSlot, crossSlotReply, scriptKeys } from './cross-slot.js';
 
 /**
  * A connection leasefence can send commands on. `fromIoredis` and `fromNodeRedis` build one from your
@@ -57,6 +57,16 @@ export interface NodeRedisClusterClient {
   readonly isOpen: boolean;
   /** The cluster's masters (how leasefence tells a cluster client from a single-node one). */
   readonly masters: readonly unknown[];
+  /** The shard of each slot, with its master's node client once node-redis made it (to wait until it is ready). */
+  readonly slots?: ReadonlyArray<{ readonly master: NodeRedisClusterNode } | undefined>;
+  /** Makes (and connects) a node's client if it has none yet. */
+  nodeClient?(node: NodeRedisClusterNode): Promise<unknown>;
+}
+
+/** A node of a node-redis cluster: its client, once made. */
+export interface NodeRedisClusterNode {
+  /** The node's own client, once made. */
+  readonly client?: NodeRedisClient | undefined;
 }
 
 /** A client leasefence accepts: an ioredis client or Cluster, a node-redis client or cluster, or a `RedisConnection`. */
@@ -93,7 +103,7 @@ function isNodeRedisReply(error: Error): boolean {
   return prototypeNames(error).includes('ErrorReply') || /^[A-Z]{2,}[A-Z_-]* /.test(error.message);
 }
 
-/** Options of `fromIoredis` and `fromNodeRedis`. */
+/** Options of `fromIoredis`, `fromNodeRedis` and `fromNodeRedisCluster`. */
 export interface IoredisOptions {
   /**
    * How long a command waits for a connection that is not ready yet (connecting or reconnecting) before
@@ -256,13 +266,42 @@ async function sendNodeRedis(client: { readonly isOpen: boolean }, send: () => P
  * const store = createRedisStore({ client: fromNodeRedisCluster(cluster) });
  * ```
  */
-export function fromNodeRedisCluster(client: NodeRedisClusterClient): RedisConnection {
+export function fromNodeRedisCluster(client: NodeRedisClusterClient, options: IoredisOptions = {}): RedisConnection {
+  const readyTimeoutMs = options.readyTimeoutMs ?? 5_000;
+  const readinessByNode = new WeakMap<NodeRedisClient, () => Promise<void>>();
+  /** Resolves once the master that will receive a command on `firstKey` is ready (at once when it is, or is unknown). */
+  const masterReady = (firstKey: string | undefined): Promise<void> => {
+    const node = firstKey === undefined ? undefined : client.slots?.[clusterSlot(firstKey)]?.master;
+    if (node === undefined || typeof client.nodeClient !== 'function') return Promise.resolve();
+    // NOTE: node-redis makes a node's client (and starts connecting it) at the first command to that node.
+    if (node.client === undefined) client.nodeClient(node).catch(() => undefined);
+    const nodeClient = node.client;
+    if (nodeClient === undefined || nodeClient.isReady !== false || !nodeClient.isOpen || nodeClient.options?.disableOfflineQueue === true) return Promise.resolve();
+    const { once, removeListener } = nodeClient;
+    if (typeof once !== 'function' || typeof removeListener !== 'function') return Promise.resolve();
+    let whenReady = readinessByNode.get(nodeClient);
+    if (whenReady === undefined) {
+      whenReady = readiness(
+        {
+          once: (event, listener) => once.call(nodeClient, event, listener),
+          removeListener: (event, listener) => removeListener.call(nodeClient, event, listener),
+          state: () => (!nodeClient.isOpen ? 'end' : nodeClient.isReady === true ? 'ready' : 'reconnecting'),
+        },
+        readyTimeoutMs,
+      );
+      readinessByNode.set(nodeClient, whenReady);
+    }
+    return whenReady();
+  };
   return {
     async send(args) {
       const crossSlot = crossSlotReply(args);
       if (crossSlot !== null) throw new RedisReplyError(crossSlot);
       const keys = scriptKeys(args);
       const firstKey = keys === null ? args[1] : keys[0];
+      // NOTE: a node's client queues a command for as long as it reconnects (for ever with the defaults
+      // while the node is down), as a single client does: send only once the slot's master is ready.
+      if (client.isOpen) await masterReady(firstKey);
       return sendNodeRedis(client, () => client.sendCommand(firstKey, false, [...args]));
     },
   };

@@ -59,8 +59,9 @@ export interface NodeRedisSubscriber {
 export type RedisSubscriber = IoredisSubscriber | NodeRedisSubscriber;
 
 /**
- * The `subscriber` option: a dedicated connection (`client.duplicate()`; for node-redis, connected), or a
- * function that makes one, called once, at the first wait. You close it at shutdown.
+ * The `subscriber` option: a dedicated connection (`client.duplicate()`; for node-redis, connected), which
+ * you close at shutdown; or a function that makes one, called when a wait needs it: the store closes the
+ * connection it returned once nobody waits, and calls the function again at the next wait.
  */
 export type RedisSubscriberOption = RedisSubscriber | (() => RedisSubscriber | Promise<RedisSubscriber>);
 
@@ -74,6 +75,18 @@ function isUnshardedIoredisCluster(subscriber: RedisSubscriber): boolean {
   // NOTE: ioredis' Cluster sends SSUBSCRIBE to its one plain subscriber connection and forwards only its
   // `message` / `pmessage` events: `smessage` is forwarded by the per-shard subscribers alone.
   return cluster.isCluster === true && cluster.options?.shardedSubscribers !== true;
+}
+
+/** Closes a connection the `subscriber` factory made (node-redis `destroy`, ioredis `disconnect`), ignoring failures. */
+function closeMade(subscriber: RedisSubscriber): void {
+  const client = subscriber as { destroy?: () => unknown; disconnect?: () => unknown };
+  try {
+    // NOTE: node-redis' `disconnect` is a deprecated alias of `destroy`; ioredis has no `destroy`.
+    const closing = typeof client.destroy === 'function' ? client.destroy() : client.disconnect?.();
+    void Promise.resolve(closing).catch(() => undefined);
+  } catch {
+    // NOTE: a connection that is already closed is what we want.
+  }
 }
 
 /** Whether a failure says the server does not know sharded pub/sub (Redis before 7). */
@@ -133,19 +146,30 @@ export function createRedisFreed(options: RedisFreedOptions): (recordKey: string
   const given = options.subscriber;
   if (typeof given !== 'function' && !isIoredis(given) && !isNodeRedis(given)) throw new InvalidArgumentError(NOT_A_SUBSCRIBER);
   if (typeof given !== 'function' && isUnshardedIoredisCluster(given)) throw new InvalidArgumentError(UNSHARDED_CLUSTER);
-  let pubsub: Promise<Pubsub> | undefined;
+  const made = typeof given === 'function';
+  let pubsub: Promise<Pubsub & { readonly subscriber: RedisSubscriber }> | undefined;
   let sharded = true;
-  const connect = async (): Promise<Pubsub> => {
+  /** Channels subscribed or being subscribed: a made connection is closed when none is left. */
+  const channels = new Set<string>();
+  const connect = async (): Promise<Pubsub & { readonly subscriber: RedisSubscriber }> => {
     const { subscriber } = options;
-    return pubsubOf(typeof subscriber === 'function' ? await subscriber() : subscriber, subscriptions.deliver, subscriptions.deliverAll);
+    const connection = typeof subscriber === 'function' ? await subscriber() : subscriber;
+    try {
+      return { ...pubsubOf(connection, subscriptions.deliver, subscriptions.deliverAll), subscriber: connection };
+    } catch (error) {
+      if (made) closeMade(connection);
+      throw error;
+    }
   };
   const transport: FreedTransport = {
     async subscribe(channel) {
+      channels.add(channel);
       // NOTE: a failed connect is forgotten, so the next watch asks the factory again.
-      const connection = await (pubsub ??= connect().catch((error: unknown) => {
-        pubsub = undefined;
-        throw error;
-      }));
+      const connecting = (pubsub ??= connect());
+      connecting.catch(() => {
+        if (pubsub === connecting) pubsub = undefined;
+      });
+      const connection = await connecting;
       try {
         await connection.subscribe(channel, sharded);
       } catch (error) {
@@ -155,7 +179,17 @@ export function createRedisFreed(options: RedisFreedOptions): (recordKey: string
       }
     },
     async unsubscribe(channel) {
-      await (await pubsub)?.unsubscribe(channel, sharded);
+      channels.delete(channel);
+      const connecting = pubsub;
+      if (made && channels.size === 0) {
+        // NOTE: the factory's connection would keep the process alive; closing it ends every subscription,
+        // and the next wait asks the factory for a new one.
+        pubsub = undefined;
+        const connection = await connecting?.catch(() => undefined);
+        if (connection !== undefined) closeMade(connection.subscriber);
+        return;
+      }
+      await (await connecting)?.unsubscribe(channel, sharded);
     },
   };
   const subscriptions = createFreedSubscriptions(transport, options.subscribeTimeoutMs);

@@ -9,6 +9,7 @@ export {
   type IoredisOptions,
   type NodeRedisClient,
   type NodeRedisClusterClient,
+  type NodeRedisClusterNode,
   type RedisClient,
   type RedisConnection,
 } from './connection.js';

@@ -44,8 +44,9 @@ export interface RedisStoreOptions {
   /**
    * A connection dedicated to pub/sub, for waiting claims woken at once by a release or revoke: your
    * client's `duplicate()` (ioredis), `await client.duplicate().connect()` (node-redis), or a function
-   * that returns one (called once, at the first wait). All waits of the store share it, one channel per
-   * waited key, subscribed while someone waits. You close it at shutdown. Without it the store has no
+   * that returns one (called when a wait needs it; the store closes that connection once nobody waits).
+   * All waits of the store share it, one channel per waited key, subscribed while someone waits. You
+   * close a connection you passed at shutdown. Without it the store has no
    * `watchFreed` and waiting claims retry on their schedule only (see docs/waiting.md).
    */
   readonly subscriber?: RedisSubscriberOption;
