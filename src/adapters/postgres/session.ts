@@ -42,17 +42,16 @@ export interface Session {
  * connection that dies while checked out emits `error`, which would otherwise be an uncaught exception.
  */
 async function checkOut(client: PostgresClient, operation: string, classifyFailure: Session['classifyFailure']): Promise<{ connection: PostgresPooledConnection; release(broken: boolean): void }> {
-  let connection: PostgresPooledConnection;
-  try {
-    connection = await (client.connect as NonNullable<PostgresClient['connect']>).call(client);
-  } catch (error) {
-    throw classifyFailure(error, 'connect', operation);
-  }
   let dead = false;
   const onError = (): void => {
     dead = true;
   };
-  connection.on?.('error', onError);
+  let connection: PostgresPooledConnection;
+  try {
+    connection = await connectListening(client, onError);
+  } catch (error) {
+    throw classifyFailure(error, 'connect', operation);
+  }
   return {
     connection,
     release(broken) {
@@ -60,6 +59,42 @@ async function checkOut(client: PostgresClient, operation: string, classifyFailu
       connection.release(broken || dead ? true : undefined);
     },
   };
+}
+
+/** A pool's `connect` called with a callback (pg-pool's form) or without (a promise). */
+type ConnectEither = (callback: (error: unknown, connection?: PostgresPooledConnection) => void) => Promise<PostgresPooledConnection> | undefined;
+
+/**
+ * `client.connect()` with `onError` listening on the connection from the moment the pool hands it over.
+ * NOTE: pg-pool hands a new connection over from inside the socket's data handler (at ReadyForQuery), with
+ * its own `error` listener already removed; when the same chunk also carries an ErrorResponse (a server
+ * shutting down: 57P01), pg emits `error` before any promise continuation runs, and with no listener that
+ * crashes the process (seen in test/waiting-stores/cross-process.test.ts). Its callback form runs
+ * synchronously there, so the listener is on before the next message is parsed. A pool whose `connect`
+ * takes no callback answers with its promise.
+ */
+function connectListening(client: PostgresClient, onError: () => void): Promise<PostgresPooledConnection> {
+  return new Promise((resolve, reject) => {
+    let settled = false;
+    const take = (connection: PostgresPooledConnection): void => {
+      if (settled) return;
+      settled = true;
+      connection.on?.('error', onError);
+      resolve(connection);
+    };
+    const fail = (error: unknown): void => {
+      if (settled) return;
+      settled = true;
+      reject(error);
+    };
+    const connect = client.connect as unknown as ConnectEither;
+    const returned = connect.call(client, (error, connection) => {
+      if (error !== null && error !== undefined) fail(error);
+      else if (connection === undefined) fail(new Error('the pool handed over no connection'));
+      else take(connection);
+    });
+    if (returned !== undefined && typeof (returned as { then?: unknown }).then === 'function') returned.then(take, fail);
+  });
 }
 
 const control: TransactionControl = {
