@@ -194,6 +194,24 @@ describe('the code blocks of the README and the guides', { timeout: 180_000 }, (
       return url.toString();
     }
 
+    test('the exactly-once pattern: a second run of a finished job (a cron firing twice, a retry after success) writes nothing', async () => {
+      await built;
+      const readme = await readFile(join(ROOT, 'README.md'), 'utf8');
+      const heading = readme.split('\n').indexOf('## The exactly-once pattern') + 1;
+      expect(heading, 'README.md has a "## The exactly-once pattern" section').toBeGreaterThan(0);
+      const block = runnable.find((candidate) => candidate.file === 'README.md' && candidate.line > heading);
+      if (block === undefined) throw new Error('no runnable block after "## The exactly-once pattern"');
+      const cwd = join(project, 'run-exactly-once');
+      await mkdir(cwd);
+      const file = join(cwd, `main.${EXTENSION[block.language]}`);
+      await writeFile(file, block.code);
+      const program = await run(process.execPath, [file], cwd);
+      // NOTE: asserted here, not only through the block's own output block, so that editing both together
+      // cannot make the pattern redo a finished job unnoticed: run 1 writes every batch, run 2 nothing.
+      expect({ exitCode: program.exitCode, stderr: program.stderr }).toEqual({ exitCode: 0, stderr: '' });
+      expect(program.stdout.split('\n')).toEqual([`exporter-1 wrote [ 'batch 1', 'batch 2', 'batch 3' ]`, 'exporter-2 wrote []', '']);
+    });
+
     runnable.forEach((block, index) => {
       test(`${where(block)} (${block.language}) prints its output`, async () => {
         await built;
