@@ -63,7 +63,7 @@ async function explain(client: pg.Client, into: Explained, text: string, values:
       values[setup.text.includes('raw_leases') ? 2 : 1] = minted.rows[0]?.token;
     }
     const { rows } = await client.query<{ 'QUERY PLAN': unknown }>(`EXPLAIN (ANALYZE, BUFFERS, WAL, FORMAT JSON) ${text}`, values);
-    const [plan] = rows[0]?.['QUERY PLAN'] as [{ 'Execution Time': number; 'Planning Time': number; Plan: { 'Shared Hit Blocks'?: number; 'WAL Bytes'?: number } }];
+    const [plan] = rows[0]!['QUERY PLAN'] as [{ 'Execution Time': number; 'Planning Time': number; Plan: { 'Shared Hit Blocks'?: number; 'WAL Bytes'?: number } }];
     into.exec.push(plan['Execution Time'] * 1000);
     into.plan.push(plan['Planning Time'] * 1000);
     into.hit.push(plan.Plan['Shared Hit Blocks'] ?? 0);

@@ -68,7 +68,10 @@ function pooled(target: PostgresTarget, name: string, baseline: string | undefin
   return {
     name,
     ...(baseline === undefined ? {} : { baseline }),
-    prepare: async (worker) => cycle(await (pool ??= openPool(target, application, workers)), worker),
+    prepare: async (worker) => {
+      pool ??= openPool(target, application, workers);
+      return cycle(await pool, worker);
+    },
     serverCpuUs: () => backendCpuUs(target.admin, application),
   };
 }

@@ -210,7 +210,7 @@ function extraVariants(sql: ReturnType<typeof leaseStatements>): Variant[] {
   const unlocked = sql.release.replace(' FOR NO KEY UPDATE\n', '\n');
   const notMaterialized = sql.release.replace(/AS MATERIALIZED/g, 'AS');
   const noJson = sql.release.replace(finalSelect, '\nSELECT EXISTS (SELECT 1 FROM applied)::text AS r\n');
-  const claimNoFunction = sql.claim.replace(/SELECT CASE WHEN pre\.key IS NULL[\s\S]*?\n  ELSE /, 'SELECT ').replace('\nEND AS r', ' AS r');
+  const claimNoFunction = sql.claim.replace(/SELECT CASE WHEN pre\.key IS NULL[\s\S]*?\n {2}ELSE /, 'SELECT ').replace('\nEND AS r', ' AS r');
   const claimNoSkip = sql.claim.replace(' SKIP LOCKED', '');
   return [
     leasefence('release: short success row, JSON pre-image only on refusal', sql.claim, shortRelease),

@@ -59,7 +59,10 @@ async function main(): Promise<void> {
         const base = Number(await client.evalsha(empty, 1, '{k}', ...args));
         for (const [index, [name]] of PIECES.entries()) {
           const us = Number(await client.evalsha(shas[index] ?? '', 1, '{k}', ...args));
-          (ns[`${slowlog} ${name}`] ??= []).push(((us - base) * 1000) / N);
+          const piece = `${slowlog} ${name}`;
+          const samples = ns[piece] ?? [];
+          samples.push(((us - base) * 1000) / N);
+          ns[piece] = samples;
         }
       }
     }

@@ -154,7 +154,7 @@ function clampedLabel(x: number, y: number, text: string, size: number, attribut
   return `<text x="${num(centre)}" y="${num(y)}" text-anchor="middle" font-size="${size}" ${attributes}>${escapeXml(text)}</text>`;
 }
 
-function lanesSvg(timeline: Timeline, layout: Layout): string[] {
+function lanesSvg(timeline: Timeline): string[] {
   return timeline.lanes.map((lane, i) => {
     const top = PLOT_TOP + i * LANE_HEIGHT;
     const band = i % 2 === 0 ? `<rect x="0" y="${top}" width="${TIMELINE_WIDTH}" height="${LANE_HEIGHT}" fill="#f8fafc"/>` : '';
@@ -315,7 +315,7 @@ export function renderTimelineSvg(timeline: Timeline): string {
     `<rect width="${TIMELINE_WIDTH}" height="${height}" fill="#ffffff"/>`,
     `<text x="16" y="22" font-size="15" font-weight="bold" fill="#111827">${escapeXml(timeline.title)}</text>`,
     `<text x="16" y="41" font-size="11" fill="#374151">${escapeXml(timeline.subtitle)}</text>`,
-    ...lanesSvg(timeline, layout),
+    ...lanesSvg(timeline),
     ...axisSvg(layout),
     ...shadesSvg(timeline, layout),
     ...grantsSvg(timeline, layout),

@@ -1,12 +1,12 @@
 /**
- * `npm run check:package`: builds, packs, lints (publint, attw) and smoke-tests the package in a temp dir,
+ * `npm run check:package`: builds, packs, lints (publint, attw), smoke-tests and type-checks the package in a temp dir,
  * prints each step with its duration, and exits non-zero if any step fails. The same steps run inside
  * `npm test` as test/package/package.test.ts.
  */
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { packPackage, runAttw, runPublint, runSmoke, runTestingSmoke, type CommandRun } from './package-checks.js';
+import { type CommandRun, packPackage, runAttw, runPeerSmoke, runPublint, runSmoke, runTestingSmoke, runTypeChecks } from './package-checks.js';
 
 const workDir = await mkdtemp(join(tmpdir(), 'leasefence-package-'));
 let failed = 0;
@@ -27,8 +27,12 @@ try {
   show('attw', await runAttw(packed.tarball), true);
   const { install, smoke } = await runSmoke(workDir, packed.tarball);
   show('install tarball', install, false);
-  show('smoke (require + import of every subpath)', smoke, true);
+  show('smoke (require + import of every entry in "exports")', smoke, true);
+  show('entries with a peer dependency, once it is installed', await runPeerSmoke(workDir), true);
   show('leasefence/testing under node --test', await runTestingSmoke(workDir), false);
+  for (const check of await runTypeChecks(workDir, packed.tarball)) {
+    show(`types with typescript ${check.typescript} and @types/node ${check.typesNode}`, check.run, false);
+  }
 } catch (error) {
   failed += 1;
   console.error(error instanceof Error ? error.message : error);

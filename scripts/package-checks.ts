@@ -1,6 +1,8 @@
 /**
  * Checks of the package as users get it: build with tsup, `npm pack`, lint the tarball with publint and
- * @arethetypeswrong/cli, install it into a throwaway project and run test/package/smoke.mjs there.
+ * @arethetypeswrong/cli, install it into a throwaway project and run test/package/smoke.mjs there, and
+ * type-check the installed declarations with several TypeScript and @types/node versions.
+ * The entries come from package.json "exports", so a new entry is checked without editing the checks.
  * Used by `npm run check:package` (scripts/check-package.ts) and by test/package/package.test.ts.
  *
  * Everything happens in a temp work dir: the build goes to `<workDir>/package/dist`, never to the repo's
@@ -8,8 +10,8 @@
  */
 import { execFile } from 'node:child_process';
 import { copyFile, mkdir, readdir, readFile, symlink, writeFile } from 'node:fs/promises';
-import { existsSync } from 'node:fs';
-import { join, resolve } from 'node:path';
+import { existsSync, readFileSync } from 'node:fs';
+import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
 /** The repository root (this file lives in `scripts/`). */
@@ -21,6 +23,29 @@ const PACKAGE_FILES = ['package.json', 'README.md', 'LICENSE', 'CHANGELOG.md'];
 
 /** The guides and pictures in `docs/` that the package ships (per `files`), so the README can point at them. */
 const PACKAGE_DOCS = /^[\w-]+\.(md|svg)$/;
+
+/** One entry point of the package: its import specifier and its file name in `dist/` (`index`, `memory`, ...). */
+export interface PackageEntry {
+  readonly specifier: string;
+  readonly file: string;
+}
+
+/** The repository's package.json. */
+function manifest(): { name: string; exports: Record<string, unknown>; peerDependencies?: Record<string, string> } {
+  return JSON.parse(readFileSync(join(REPO_ROOT, 'package.json'), 'utf8')) as ReturnType<typeof manifest>;
+}
+
+/** Every entry point in package.json "exports" (but `./package.json`), in the order written there. */
+export function packageEntries(): PackageEntry[] {
+  const { name, exports } = manifest();
+  return Object.entries(exports)
+    .filter(([subpath]) => subpath !== './package.json')
+    .map(([subpath, target]) => {
+      const file = /^\.\/dist\/([\w-]+)\.js$/.exec((target as { import?: { default?: string } }).import?.default ?? '')?.[1];
+      if (file === undefined) throw new Error(`package.json exports["${subpath}"]: expected import.default "./dist/<entry>.js"`);
+      return { specifier: subpath === '.' ? name : `${name}/${subpath.slice(2)}`, file };
+    });
+}
 
 /** What a finished command printed, and how long it took. */
 export interface CommandRun {
@@ -112,14 +137,107 @@ export async function runSmoke(workDir: string, tarball: string): Promise<{ inst
 }
 
 /**
- * After `runSmoke`: links the repo's fast-check into the consumer project (the optional peer dependency of
- * `leasefence/testing`, which the smoke run proved every other entry loads without) and runs
- * test/package/testing-smoke.mjs there under `node --test`.
+ * Links the repo's copies of the package's (optional) peer dependencies into `project`'s node_modules.
+ * NOTE: links, not installs (offline): their own dependencies resolve from their real paths in the repo.
+ */
+async function linkPeers(project: string): Promise<void> {
+  for (const peer of Object.keys(manifest().peerDependencies ?? {})) {
+    const link = join(project, 'node_modules', peer);
+    if (existsSync(link)) continue;
+    await mkdir(dirname(link), { recursive: true });
+    await symlink(join(REPO_ROOT, 'node_modules', peer), link, 'dir');
+  }
+}
+
+/**
+ * After `runSmoke`, which proved every entry without a peer dependency loads without them: links the peer
+ * dependencies into the consumer project and loads the entries that need one (`leasefence/otel`,
+ * `leasefence/testing`) through import and require (`smoke.mjs --with-peers`).
+ */
+export async function runPeerSmoke(workDir: string): Promise<CommandRun> {
+  const project = join(workDir, 'consumer');
+  await linkPeers(project);
+  return runCommand(process.execPath, ['smoke.mjs', '--with-peers'], project);
+}
+
+/**
+ * After `runSmoke`: links the peer dependencies into the consumer project (fast-check is `leasefence/testing`'s)
+ * and runs test/package/testing-smoke.mjs there under `node --test`.
  */
 export async function runTestingSmoke(workDir: string): Promise<CommandRun> {
   const project = join(workDir, 'consumer');
-  // NOTE: a link, not an install (offline): fast-check's own dependencies resolve from its real path in the repo.
-  await symlink(join(REPO_ROOT, 'node_modules', 'fast-check'), join(project, 'node_modules', 'fast-check'), 'dir');
+  await linkPeers(project);
   await writeFile(join(project, 'testing-smoke.mjs'), await readFile(join(REPO_ROOT, 'test', 'package', 'testing-smoke.mjs')));
   return runCommand(process.execPath, ['--test', '--test-reporter=tap', 'testing-smoke.mjs'], project);
+}
+
+/** A TypeScript compiler from devDependencies (aliased beside `typescript`, so `npm ci` installs every one). */
+const TYPESCRIPTS = ['typescript5', 'typescript', 'typescript7'];
+/** The @types/node versions from devDependencies: `@types/node` is the repo's own (Node 20), the rest aliases. */
+const NODE_TYPES = ['node', 'node22', 'node24', 'node26'];
+
+/** One compiler and one @types/node, and what `tsc` said about the installed package's declarations. */
+export interface TypeCheck {
+  readonly typescript: string;
+  readonly typesNode: string;
+  readonly run: CommandRun;
+}
+
+/** The `version` field of an installed package. */
+function versionOf(directory: string): string {
+  return (JSON.parse(readFileSync(join(directory, 'package.json'), 'utf8')) as { version: string }).version;
+}
+
+/**
+ * Installs the tarball into a fresh project with the peer dependencies linked, and runs `tsc` (strict,
+ * `skipLibCheck: false`, `module: nodenext`) on a file that imports every entry from ESM (`.mts`: the
+ * `.d.ts` declarations) and one that imports every entry from CommonJS (`.cts`: the `.d.cts`), once per
+ * TypeScript in `TYPESCRIPTS` and @types/node in `NODE_TYPES` (a `typeRoots` per @types/node version).
+ * Runs two compilers at a time.
+ */
+export async function runTypeChecks(workDir: string, tarball: string): Promise<TypeCheck[]> {
+  const project = join(workDir, 'types-consumer');
+  await mkdir(project, { recursive: true });
+  await writeFile(join(project, 'package.json'), `${JSON.stringify({ name: 'leasefence-types', private: true }, null, 2)}\n`);
+  assertSucceeded(
+    await runCommand('npm', ['install', '--no-save', '--offline', '--ignore-scripts', '--no-audit', '--no-fund', tarball], project),
+  );
+  await linkPeers(project);
+  const entries = packageEntries();
+  const imports = entries.map((entry, at) => `import * as entry${at} from '${entry.specifier}';`).join('\n');
+  const uses = `export const entries = [${entries.map((_, at) => `entry${at}`).join(', ')}];`;
+  await writeFile(join(project, 'consumer.mts'), `${imports}\n${uses}\n`);
+  await writeFile(join(project, 'consumer.cts'), `${imports}\n${uses}\n`);
+
+  const checks: (() => Promise<TypeCheck>)[] = [];
+  for (const typesNode of NODE_TYPES) {
+    const installed = join(REPO_ROOT, 'node_modules', '@types', typesNode);
+    const roots = join(project, 'types', typesNode);
+    await mkdir(roots, { recursive: true });
+    await symlink(installed, join(roots, 'node'), 'dir');
+    const compilerOptions = {
+      module: 'nodenext',
+      moduleResolution: 'nodenext',
+      target: 'es2022',
+      strict: true,
+      noEmit: true,
+      skipLibCheck: false,
+      types: ['node'],
+      typeRoots: [`./types/${typesNode}`],
+    };
+    const tsconfig = `tsconfig.${typesNode}.json`;
+    await writeFile(join(project, tsconfig), `${JSON.stringify({ compilerOptions, files: ['consumer.mts', 'consumer.cts'] }, null, 2)}\n`);
+    for (const typescript of TYPESCRIPTS) {
+      const compiler = join(REPO_ROOT, 'node_modules', typescript);
+      checks.push(async () => ({
+        typescript: versionOf(compiler),
+        typesNode: versionOf(installed),
+        run: await runCommand(process.execPath, [join(compiler, 'bin', 'tsc'), '-p', tsconfig], project),
+      }));
+    }
+  }
+  const results: TypeCheck[] = [];
+  // NOTE: two at a time: each TypeScript 5/6 run takes ~10 s of one core; TypeScript 7 about 1 s.
+  for (let at = 0; at < checks.length; at += 2) results.push(...(await Promise.all(checks.slice(at, at + 2).map((check) => check()))));
+  return results;
 }

@@ -79,18 +79,24 @@ export interface LeaseLostEvent {
 /** The name of the channel `withLease` publishes a lost lease on. */
 export const LEASE_LOST_CHANNEL = 'leasefence:lease-lost';
 
-const channels = Object.fromEntries(LEASE_OPERATIONS.map((operation) => [operation, tracingChannel<unknown, OperationEvent>(`leasefence:${operation}`)])) as Readonly<
-  Record<LeaseOperation, TracingChannel<unknown, OperationEvent>>
+/**
+ * NOTE: both type arguments are the event: @types/node 20-24 read `TracingChannel<StoreType, ContextType>`,
+ * @types/node 26 `TracingChannel<ContextType extends object, StoreType>`; only this pair is valid in both orders.
+ */
+type OperationTracingChannel = TracingChannel<OperationEvent, OperationEvent>;
+
+const channels = Object.fromEntries(LEASE_OPERATIONS.map((operation) => [operation, tracingChannel<OperationEvent, OperationEvent>(`leasefence:${operation}`)])) as Readonly<
+  Record<LeaseOperation, OperationTracingChannel>
 >;
 const leaseLost = channel(LEASE_LOST_CHANNEL);
 
 /** The tracing channel of `operation` (`leasefence:<operation>`). */
-export function operationChannel(operation: LeaseOperation): TracingChannel<unknown, OperationEvent> {
+export function operationChannel(operation: LeaseOperation): OperationTracingChannel {
   return channels[operation];
 }
 
 /** Whether anyone listens to any event of `traced`. NOTE: each sub-channel, as `TracingChannel.hasSubscribers` is Node >= 20.13. */
-export function isObserved(traced: TracingChannel<unknown, OperationEvent>): boolean {
+export function isObserved(traced: OperationTracingChannel): boolean {
   return traced.start.hasSubscribers || traced.end.hasSubscribers || traced.asyncStart.hasSubscribers || traced.asyncEnd.hasSubscribers || traced.error.hasSubscribers;
 }
 
@@ -100,7 +106,7 @@ export function isObserved(traced: TracingChannel<unknown, OperationEvent>): boo
  * `isObserved`: the caller skips building `event` otherwise.
  */
 export async function traceOperation<T>(
-  traced: TracingChannel<unknown, OperationEvent>,
+  traced: OperationTracingChannel,
   event: OperationEvent,
   run: () => Promise<T>,
   summarize: (result: T) => OperationOutcome,

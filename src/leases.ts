@@ -45,7 +45,6 @@ import {
   assertTtl,
   copyOptions,
   DEFAULT_MAX_CHECKPOINT_BYTES,
-  NO_ATTRIBUTES,
   readOptions,
   serializeCheckpoint,
   toAttributes,

@@ -8,6 +8,7 @@
  * C0 and C1 controls, DEL, the Unicode line and paragraph separators, and the bidirectional overrides and
  * isolates (which can make a line read differently from what it says).
  */
+// biome-ignore lint/suspicious/noControlCharactersInRegex: matching control characters is what this pattern is for
 const UNPRINTABLE = /[\u0000-\u001f\u007f-\u009f\u2028\u2029\u202a-\u202e\u2066-\u2069]/g;
 
 const SHORT_ESCAPES: Readonly<Record<string, string>> = { '\n': '\\n', '\r': '\\r', '\t': '\\t' };

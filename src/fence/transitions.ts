@@ -54,7 +54,7 @@ export function claim(record: LeaseRecord | null, command: ClaimCommand, now: St
   }
   const previous = grant !== null ? expiredEnding(grant) : (record?.ending ?? null);
   const checkpoint = record?.checkpoint ?? null;
-  if (record !== null && record.recoveryRequired && !command.recovering) {
+  if (record?.recoveryRequired && !command.recovering) {
     return unchanged(record, { ok: false, reason: 'recovery-required', key, token: record.token, previous, checkpoint, now });
   }
   const token = mintToken(record?.token ?? 0n, tokenFloor);

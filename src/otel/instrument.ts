@@ -135,7 +135,7 @@ export function instrumentLeasefence(options: InstrumentationOptions = {}): Inst
     asyncEnd: onSettled,
     error: () => undefined,
   };
-  const traced = LEASE_OPERATIONS.map((operation) => tracingChannel<unknown, OperationEvent>(`leasefence:${operation}`));
+  const traced = LEASE_OPERATIONS.map((operation) => tracingChannel<OperationEvent, OperationEvent>(`leasefence:${operation}`));
   for (const channelOf of traced) channelOf.subscribe(subscribers);
 
   const lost = channel(LEASE_LOST_CHANNEL);

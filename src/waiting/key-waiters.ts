@@ -159,7 +159,10 @@ export class KeyWaiters {
   #plan(): void {
     const last = this.#last;
     const head = this.#queue[0];
-    if (head === undefined) return this.#clearTimer();
+    if (head === undefined) {
+      this.#clearTimer();
+      return;
+    }
     if (last === null) {
       // NOTE: the store has failed every claim so far (or not answered yet): keep the pending retry, or
       // start one. Clearing it here left waiters with no timer and no claim in flight, hung for good.

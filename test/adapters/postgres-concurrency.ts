@@ -74,7 +74,10 @@ export function describePostgresConcurrencySpecs(kind: Exclude<PostgresClientKin
       const write = await a.fencedWrite(lease, async (tx) => {
         await tx.query(`INSERT INTO ${out} (key, token) VALUES ($1, $2)`, [key, tx.token.toString()]);
         await untilServerPast(lease.expiresAt); // the grant expires while the write is under way
-        takeover = b.claim(key).then((outcome) => (events.push('takeover done'), outcome));
+        takeover = b.claim(key).then((outcome) => {
+          events.push('takeover done');
+          return outcome;
+        });
         await sleep(100);
         events.push('write ends');
         // NOTE: past the grant's deadline the write context refuses to send, and the write is refused.

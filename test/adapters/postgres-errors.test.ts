@@ -4,27 +4,12 @@
  * (server error, timeout, connection loss) puts the lease secret into a leasefence error's message, cause
  * chain, `util.inspect` or `JSON.stringify`.
  */
-import { inspect } from 'node:util';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createPostgresStore, type PostgresStore } from '../../src/adapters/postgres/index.js';
+import { createPostgresStore } from '../../src/adapters/postgres/index.js';
 import { isLeaseError, isStoreFailure } from '../../src/errors.js';
 import { createLeases } from '../../src/leases.js';
 import { freshTable, sharedPostgresUrl } from './postgres-harness.js';
-
-/** Everything a logger could print of `error`. */
-function printed(error: unknown): string {
-  const parts = [inspect(error, { depth: 10, showHidden: true })];
-  for (let current: unknown = error, depth = 0; current instanceof Error && depth < 10; current = current.cause, depth += 1) {
-    parts.push(String(current.message), String(current.stack));
-    try {
-      parts.push(JSON.stringify(current));
-    } catch {
-      parts.push('unserialisable');
-    }
-  }
-  return parts.join('\n');
-}
 
 describe('postgres errors (pg Pool)', () => {
   let url: string;

@@ -43,11 +43,17 @@ function recordingPool(pool: pg.Pool): { client: PostgresClient; params: unknown
     totalCount: 0,
     idleCount: 0,
     waitingCount: 0,
-    query: (text: string, values?: unknown[]) => (record(text, values), pool.query(text as never, values as never)),
+    query: (text: string, values?: unknown[]) => {
+      record(text, values);
+      return pool.query(text as never, values as never);
+    },
     connect: async () => {
       const connection = await pool.connect();
       return {
-        query: (text: string, values?: unknown[]) => (record(text, values), connection.query(text as never, values as never)),
+        query: (text: string, values?: unknown[]) => {
+          record(text, values);
+          return connection.query(text as never, values as never);
+        },
         release: (error?: Error | boolean) => connection.release(error as never),
         on: connection.on.bind(connection),
         removeListener: connection.removeListener.bind(connection),

@@ -8,6 +8,7 @@ import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { Redis } from 'ioredis';
 import { Redis as Redis6 } from 'ioredis6';
 import { createClient } from 'redis';
+import { createClient as createClient6 } from 'redis6';
 import { InvalidArgumentError } from '../../src/errors.js';
 import { createLeases, type Leases } from '../../src/leases.js';
 import { createRedisStore, type RedisSubscriber } from '../../src/adapters/redis/index.js';
@@ -17,12 +18,12 @@ import { freedChannelOf } from '../../src/adapters/redis/freed-channel.js';
 import { expectHeardAfterReconnect, expectOwnKeyWoken, expectReleaseAndRevokeHeard, wakeCounter } from '../waiting-stores/freed-specs.js';
 import { freshPrefix, openClient, sharedRedisUrl, type RedisClientKind, type RedisStore } from './redis-harness.js';
 
-const KINDS: RedisClientKind[] = ['ioredis', 'ioredis6', 'node-redis'];
+const KINDS: RedisClientKind[] = ['ioredis', 'ioredis6', 'node-redis', 'node-redis6'];
 
 /** A dedicated subscriber connection of `kind`, with its `close()`. */
 async function openSubscriber(kind: RedisClientKind, url: string): Promise<{ subscriber: RedisSubscriber; close: () => Promise<void> }> {
-  if (kind === 'node-redis') {
-    const client = createClient({ url });
+  if (kind === 'node-redis' || kind === 'node-redis6') {
+    const client = kind === 'node-redis' ? createClient({ url }) : createClient6({ url });
     client.on('error', () => undefined);
     await client.connect();
     return { subscriber: client, close: async () => void (client.isOpen ? await client.close() : undefined) };

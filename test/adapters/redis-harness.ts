@@ -8,6 +8,7 @@
 import { Redis } from 'ioredis';
 import { Redis as Redis6 } from 'ioredis6';
 import { createClient } from 'redis';
+import { createClient as createClient6 } from 'redis6';
 import { randomBytes } from 'node:crypto';
 import { createRedisStore, hashTagOf, type RedisClient, type RedisWriteContext } from '../../src/adapters/redis/index.js';
 import { keyNames } from '../../src/adapters/redis/keys.js';
@@ -19,8 +20,8 @@ import type { StoreHarness } from '../../src/testing/index.js';
 import { startRedis, type RedisServer } from '../support/redis-server.js';
 import { EXPIRE_NOW_SCRIPT } from '../support/redis-expire.js';
 
-/** The Redis clients leasefence supports: ioredis 5 and 6 (installed as `ioredis6`), node-redis 5. */
-export type RedisClientKind = 'ioredis' | 'ioredis6' | 'node-redis';
+/** The Redis clients leasefence supports: ioredis 5 and 6 (installed as `ioredis6`), node-redis 5 and 6 (as `redis6`). */
+export type RedisClientKind = 'ioredis' | 'ioredis6' | 'node-redis' | 'node-redis6';
 
 export type RedisStore = Store<RedisWriteContext>;
 
@@ -54,7 +55,7 @@ export async function openClient(kind: RedisClientKind, url: string, ioredisOpti
     await client.connect();
     return { client, close: async () => void client.disconnect() };
   }
-  const client = createClient({ url });
+  const client = kind === 'node-redis' ? createClient({ url }) : createClient6({ url });
   client.on('error', () => undefined);
   await client.connect();
   return { client, close: async () => void (client.isOpen ? await client.close() : undefined) };

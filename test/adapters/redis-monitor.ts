@@ -91,8 +91,7 @@ async function openMonitor(url: string, onCommand: (args: string[], source: stri
   socket.setEncoding('latin1');
   socket.on('data', (chunk: string) => {
     buffered += chunk;
-    let end: number;
-    while ((end = buffered.indexOf('\r\n')) >= 0) {
+    for (let end = buffered.indexOf('\r\n'); end >= 0; end = buffered.indexOf('\r\n')) {
       const line = buffered.slice(0, end);
       buffered = buffered.slice(end + 2);
       if (line === '+OK') started?.();

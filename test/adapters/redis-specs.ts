@@ -565,7 +565,9 @@ export function describeRedisAdapterSpecs(kind: RedisClientKind): void {
       });
       expect(sent).toEqual([]);
       let late: (() => unknown) | null = null;
-      await leases.fencedWrite(lease, (tx) => void (late = () => tx.call('SET', 'late', 'x')));
+      await leases.fencedWrite(lease, (tx) => {
+        late = () => tx.call('SET', 'late', 'x');
+      });
       expect(() => late?.()).toThrow(InvalidArgumentError);
     });
 

@@ -11,14 +11,20 @@ import { createRedisStore } from '../../src/adapters/redis/index.js';
 const [kind, url, prefix] = process.argv.slice(2) as [string, string, string];
 let made = 0;
 
-async function main(): Promise<{ close: () => Promise<unknown> | void; store: ReturnType<typeof createRedisStore> }> {
+async function main(): Promise<{ close: () => unknown; store: ReturnType<typeof createRedisStore> }> {
   if (kind === 'node-redis') {
     const client = createClient({ url });
     await client.connect();
-    return { close: () => client.close(), store: createRedisStore({ client, prefix, subscriber: () => ((made += 1), client.duplicate().connect()) }) };
+    return { close: () => client.close(), store: createRedisStore({ client, prefix, subscriber: () => {
+        made += 1;
+        return client.duplicate().connect();
+      } }) };
   }
   const client = new Redis(url);
-  return { close: () => client.disconnect(), store: createRedisStore({ client, prefix, subscriber: () => ((made += 1), client.duplicate()) }) };
+  return { close: () => client.disconnect(), store: createRedisStore({ client, prefix, subscriber: () => {
+      made += 1;
+      return client.duplicate();
+    } }) };
 }
 
 const { close, store } = await main();

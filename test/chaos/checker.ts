@@ -6,7 +6,7 @@
 import { checkInheritance, checkSingleHolder, checkStaleAccepted, checkTokens, lostToFailover, type Violation } from './check-grants.js';
 import { checkBadInput, checkGateOrder, checkLedger } from './check-ledgers.js';
 import type { FinalKeyState, HistoryEvent } from './history.js';
-import { assembleOps, msBetween, OpIndex, type Op } from './ops.js';
+import { assembleOps, msBetween, OpIndex } from './ops.js';
 
 export type { Violation } from './check-grants.js';
 

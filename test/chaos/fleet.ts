@@ -200,10 +200,10 @@ export class Fleet {
     child.once('exit', (code, signal) => {
       const worker = this.slots.find((candidate) => candidate.process === child);
       // NOTE: a SIGKILL from the nemesis clears `alive` first; anything else before stop() is a crash.
-      if (worker !== undefined && worker.dying) {
+      if (worker?.dying) {
         worker.alive = false;
         worker.paused = false;
-      } else if (worker !== undefined && worker.alive && !this.#stopping) {
+      } else if (worker?.alive && !this.#stopping) {
         worker.alive = false;
         // NOTE: classified once stderr is closed: its last chunks can arrive after the exit event.
         child.once('close', () => {

@@ -59,14 +59,38 @@ export function pausable() {
     },
     wrap: (store: Store): Store => ({
       id: store.id,
-      claim: async (c) => (await pass(), store.claim(c)),
-      renew: async (c) => (await pass(), store.renew(c)),
-      checkpoint: async (c) => (await pass(), store.checkpoint(c)),
-      release: async (c) => (await pass(), store.release(c)),
-      revoke: async (c) => (await pass(), store.revoke(c)),
-      recover: async (c) => (await pass(), store.recover(c)),
-      inspect: async (k) => (await pass(), store.inspect(k)),
-      fencedWrite: async (fence, write, options) => (await pass(), store.fencedWrite(fence, write, options)),
+      claim: async (c) => {
+        await pass();
+        return store.claim(c);
+      },
+      renew: async (c) => {
+        await pass();
+        return store.renew(c);
+      },
+      checkpoint: async (c) => {
+        await pass();
+        return store.checkpoint(c);
+      },
+      release: async (c) => {
+        await pass();
+        return store.release(c);
+      },
+      revoke: async (c) => {
+        await pass();
+        return store.revoke(c);
+      },
+      recover: async (c) => {
+        await pass();
+        return store.recover(c);
+      },
+      inspect: async (k) => {
+        await pass();
+        return store.inspect(k);
+      },
+      fencedWrite: async (fence, write, options) => {
+        await pass();
+        return store.fencedWrite(fence, write, options);
+      },
     }),
   };
 }

@@ -44,7 +44,8 @@ const RUN_CEILING_MS = 60_000;
 async function runInProcess(name: string, options: { wrap?: (store: Store) => Store; rate: number; minMs: number; enough: (figures: RunFigures) => boolean }) {
   const chaos = createMemoryChaos();
   // NOTE: one history file per run, so that a repeated test never checks an earlier run's history.
-  const path = join(dir, `${name}-${(runs += 1)}.jsonl`);
+  runs += 1;
+  const path = join(dir, `${name}-${runs}.jsonl`);
   const writer = new HistoryWriter(path);
   const keys = ['k1', 'k2'];
   const victim = pausable();

@@ -34,8 +34,12 @@ export function runCli(args: readonly string[], options: { readonly cwd?: string
     });
     let stdout = '';
     let stderr = '';
-    child.stdout.on('data', (chunk: Buffer) => void (stdout += chunk.toString()));
-    child.stderr.on('data', (chunk: Buffer) => void (stderr += chunk.toString()));
+    child.stdout.on('data', (chunk: Buffer) => {
+      stdout += chunk.toString();
+    });
+    child.stderr.on('data', (chunk: Buffer) => {
+      stderr += chunk.toString();
+    });
     child.on('error', fail);
     child.on('close', (code) => done({ code: code ?? -1, stdout, stderr }));
     child.stdin.end(options.input ?? '');
@@ -92,4 +96,5 @@ export const shellWord = (word: string): string => `'${word.replaceAll("'", "'\\
  * What a terminal must never receive from caller text: controls but the newline (newlines are checked by
  * counting lines), DEL, C1 controls (U+009B is CSI), line separators and bidi overrides.
  */
+// biome-ignore lint/suspicious/noControlCharactersInRegex: matching control characters is what this pattern is for
 export const UNSAFE_ON_A_TERMINAL = /[\u0000-\u0009\u000b-\u001f\u007f-\u009f\u2028\u2029\u202a-\u202e\u2066-\u2069]/;

@@ -51,8 +51,12 @@ describe('the CLI prints caller text escaped', () => {
     const stdout = new PassThrough();
     const stderr = new PassThrough();
     const chunks = { stdout: '', stderr: '' };
-    stdout.on('data', (chunk: Buffer) => void (chunks.stdout += chunk.toString()));
-    stderr.on('data', (chunk: Buffer) => void (chunks.stderr += chunk.toString()));
+    stdout.on('data', (chunk: Buffer) => {
+      chunks.stdout += chunk.toString();
+    });
+    stderr.on('data', (chunk: Buffer) => {
+      chunks.stderr += chunk.toString();
+    });
     const stdin = Object.assign(new PassThrough(), { isTTY: tty });
     stdin.end(answer);
     const io: CliIo = { stdout, stderr, stdin, env: {} };

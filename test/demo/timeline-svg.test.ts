@@ -36,7 +36,6 @@ function tagProblem(svg: string): string | null {
 const count = (svg: string, kind: string): number => svg.split(`data-kind="${kind}"`).length - 1;
 
 const nameArb = fc.string({ minLength: 1, maxLength: 16, unit: fc.constantFrom('a', 'z', '-', ':', ' ', '<', '>', '&', '"', "'", 'é', '1') });
-const msArb = fc.integer({ min: 0, max: 3_600_000 });
 
 const timelineArb: fc.Arbitrary<Timeline> = fc
   .record({ lanes: fc.uniqueArray(nameArb, { minLength: 1, maxLength: 10 }), keys: fc.uniqueArray(nameArb, { minLength: 1, maxLength: 5 }), durationMs: fc.integer({ min: 1, max: 3_600_000 }) })

@@ -51,7 +51,7 @@ describe('withLease: the run signal is made on first read', () => {
     const two = await leases.withLease(KEY, async (lease, signal) => signal instanceof AbortSignal && signal === lease.signal);
     expect(two).toMatchObject({ ok: true, value: true });
     const none = await leases.withLease(KEY, async function (this: unknown) {
-      // eslint-disable-next-line prefer-rest-params -- the point: a zero-parameter function can still read it
+      // biome-ignore lint/complexity/noArguments: the point: a zero-parameter function can still read it
       const [lease, signal] = arguments as unknown as [RunningLease, AbortSignal];
       return signal instanceof AbortSignal && signal === lease.signal;
     });

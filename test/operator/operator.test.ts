@@ -23,8 +23,14 @@ describe('createOperator', () => {
     const calls: string[] = [];
     const answer = (resource: string): Promise<GateInspection> => Promise.resolve({ resource, found: { key: 'job:1', token: 7n } });
     const gate: OperatorGate = {
-      inspect: (resource) => (calls.push(`inspect ${resource}`), answer(resource)),
-      reset: (resource) => (calls.push(`reset ${resource}`), answer(resource)),
+      inspect: (resource) => {
+        calls.push(`inspect ${resource}`);
+        return answer(resource);
+      },
+      reset: (resource) => {
+        calls.push(`reset ${resource}`);
+        return answer(resource);
+      },
     };
     const operator = createOperator(createMemoryStore(), { gate });
     expect(await operator.gateInspect('report.csv')).toEqual({ resource: 'report.csv', found: { key: 'job:1', token: 7n } });

@@ -1,7 +1,9 @@
 // Smoke test of the INSTALLED package, run by plain `node` from a temp project whose node_modules holds the
-// packed tarball (see scripts/package-checks.ts). It loads every subpath through `import` and `require`, runs
-// a claim / fenced write / release on the memory store in each module system, and checks that the guards of
-// one copy (ESM or CJS) recognise the errors and lease handles of the other.
+// packed tarball (see scripts/package-checks.ts). It loads every entry of package.json "exports" that needs no
+// peer dependency through `import` and `require` (an entry that needs one must say so), runs a claim / fenced
+// write / release on the memory store in each module system, and checks that the guards of one copy (ESM or
+// CJS) recognise the errors and lease handles of the other. With `--with-peers` (the peer dependencies
+// linked in), it loads the entries that need them instead.
 // Prints `ok <check>` per check; any failure throws and exits non-zero.
 import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
@@ -9,8 +11,6 @@ import { builtinModules, createRequire } from 'node:module';
 import { dirname, join } from 'node:path';
 
 const require = createRequire(import.meta.url);
-const SUBPATHS = ['leasefence', 'leasefence/memory', 'leasefence/postgres', 'leasefence/redis', 'leasefence/sqlite'];
-
 const ok = (check) => console.log(`ok ${check}`);
 
 /** Runs `fn`, expecting it to reject, and returns what it threw. */
@@ -23,23 +23,6 @@ async function thrownBy(fn) {
   throw new assert.AssertionError({ message: 'expected a rejection' });
 }
 
-const manifest = JSON.parse(readFileSync(require.resolve('leasefence/package.json'), 'utf8'));
-assert.equal(manifest.dependencies, undefined, 'leasefence has zero runtime dependencies');
-ok('zero runtime dependencies');
-
-// NOTE: the consumer project has no pg, postgres, ioredis, redis or better-sqlite3 installed, so loading
-// leasefence/postgres, leasefence/redis and leasefence/sqlite also proves that the adapters never import a
-// client library at run time.
-const esm = {};
-const cjs = {};
-for (const subpath of SUBPATHS) {
-  esm[subpath] = await import(subpath);
-  cjs[subpath] = require(subpath);
-  for (const [system, loaded] of [['import', esm[subpath]], ['require', cjs[subpath]]]) {
-    assert.equal(typeof loaded, 'object', `${system} ${subpath} yields a module namespace`);
-  }
-  ok(`load ${subpath} via import and require`);
-}
 /** Every bare specifier (a package or a built-in) that `file` imports, through the chunks it imports. */
 function bareImports(file, seen = new Set()) {
   if (seen.has(file)) return new Set();
@@ -54,23 +37,65 @@ function bareImports(file, seen = new Set()) {
   }
   return found;
 }
+
+const manifest = JSON.parse(readFileSync(require.resolve('leasefence/package.json'), 'utf8'));
 const dist = dirname(require.resolve('leasefence'));
 const builtins = new Set(builtinModules.flatMap((name) => [name, `node:${name}`]));
-for (const entry of ['index', 'memory', 'postgres', 'redis', 'sqlite']) {
-  for (const file of [`${entry}.js`, `${entry}.cjs`]) {
-    const packages = [...bareImports(join(dist, file))].filter((specifier) => !builtins.has(specifier));
-    assert.deepEqual(packages, [], `dist/${file} imports only Node built-ins`);
-  }
-}
-assert.ok(bareImports(join(dist, 'testing.js')).has('fast-check'), 'the testing entry imports fast-check');
-ok('the runtime entries import only Node built-ins; fast-check only from leasefence/testing');
+// NOTE: the entries are package.json's "exports", so a new entry is checked without editing this script;
+// `peers` are the packages an entry's built files import (both formats), which must be peer dependencies.
+const ENTRIES = Object.entries(manifest.exports)
+  .filter(([subpath]) => subpath !== './package.json')
+  .map(([subpath, target]) => {
+    const specifier = subpath === '.' ? manifest.name : `${manifest.name}/${subpath.slice(2)}`;
+    const file = /^\.\/dist\/([\w-]+)\.js$/.exec(target.import.default)[1];
+    const [esmPeers, cjsPeers] = [`${file}.js`, `${file}.cjs`].map((built) => [...bareImports(join(dist, built))].filter((name) => !builtins.has(name)).sort());
+    assert.deepEqual(cjsPeers, esmPeers, `dist/${file}.js and dist/${file}.cjs import the same packages`);
+    return { specifier, file, peers: esmPeers };
+  });
+const RUNTIME = ENTRIES.filter((entry) => entry.peers.length === 0).map((entry) => entry.specifier);
+const WITH_PEERS = ENTRIES.filter((entry) => entry.peers.length > 0);
 
-// NOTE: fast-check is an optional peer dependency, absent from this project: only leasefence/testing needs it.
-const missingPeer = await import('leasefence/testing').then(() => null, (error) => error);
-assert.equal(missingPeer?.code, 'ERR_MODULE_NOT_FOUND', 'import leasefence/testing without fast-check fails');
-assert.match(missingPeer.message, /fast-check/);
-assert.throws(() => require('leasefence/testing'), /fast-check/);
-ok('leasefence/testing asks for its peer dependency fast-check');
+if (process.argv.includes('--with-peers')) {
+  // NOTE: run after the plain run, once package-checks.ts has linked the peer dependencies in.
+  for (const { specifier, peers } of WITH_PEERS) {
+    const [esm, cjs] = [await import(specifier), require(specifier)];
+    assert.match(require.resolve(specifier), /\.cjs$/);
+    assert.deepEqual(Object.keys(cjs).sort(), Object.keys(esm).filter((name) => name !== 'default').sort(), `${specifier}: the same exports from require and import`);
+    ok(`load ${specifier} via import and require with ${peers.join(', ')}`);
+  }
+  process.exit(0);
+}
+
+assert.equal(manifest.dependencies, undefined, 'leasefence has zero runtime dependencies');
+ok('zero runtime dependencies');
+
+for (const { specifier, peers } of ENTRIES) {
+  for (const peer of peers) assert.ok(peer in (manifest.peerDependencies ?? {}), `${specifier} imports ${peer}, which is not a peer dependency`);
+}
+ok(`entries import only Node built-ins and peer dependencies: ${WITH_PEERS.map(({ specifier, peers }) => `${specifier} (${peers.join(', ')})`).join(', ')}`);
+
+// NOTE: the consumer project has no pg, postgres, ioredis, redis or better-sqlite3 installed, so loading
+// leasefence/postgres, leasefence/redis and leasefence/sqlite also proves that the adapters never import a
+// client library at run time.
+const esm = {};
+const cjs = {};
+for (const subpath of RUNTIME) {
+  esm[subpath] = await import(subpath);
+  cjs[subpath] = require(subpath);
+  for (const [system, loaded] of [['import', esm[subpath]], ['require', cjs[subpath]]]) {
+    assert.equal(typeof loaded, 'object', `${system} ${subpath} yields a module namespace`);
+  }
+  ok(`load ${subpath} via import and require`);
+}
+
+// NOTE: the peer dependencies are optional and absent from this project: an entry that needs one says so.
+for (const { specifier, peers } of WITH_PEERS) {
+  const missingPeer = await import(specifier).then(() => null, (error) => error);
+  assert.equal(missingPeer?.code, 'ERR_MODULE_NOT_FOUND', `import ${specifier} without ${peers.join(', ')} fails`);
+  assert.match(missingPeer.message, new RegExp(peers.join('|')));
+  assert.throws(() => require(specifier), new RegExp(peers.join('|')));
+  ok(`${specifier} asks for its peer dependency ${peers.join(', ')}`);
+}
 
 assert.match(require.resolve('leasefence'), /\.cjs$/, 'require resolves the CJS build');
 assert.notEqual(esm.leasefence.LeaseError, cjs.leasefence.LeaseError, 'ESM and CJS are two copies of the classes');

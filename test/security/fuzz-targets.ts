@@ -70,12 +70,24 @@ export async function redisFuzzTarget(closers: Closers): Promise<FuzzTarget> {
 function counted(database: SqliteDatabase): { readonly database: SqliteDatabase; count(): number } {
   let runs = 0;
   const statement = (inner: SqliteStatement): SqliteStatement => ({
-    run: (...params) => ((runs += 1), inner.run(...params)),
-    get: (...params) => ((runs += 1), inner.get(...params)),
-    all: (...params) => ((runs += 1), inner.all(...params)),
+    run: (...params) => {
+      runs += 1;
+      return inner.run(...params);
+    },
+    get: (...params) => {
+      runs += 1;
+      return inner.get(...params);
+    },
+    all: (...params) => {
+      runs += 1;
+      return inner.all(...params);
+    },
   });
   return {
-    database: { prepare: (sql) => statement(database.prepare(sql)), exec: (sql) => ((runs += 1), database.exec(sql)) },
+    database: { prepare: (sql) => statement(database.prepare(sql)), exec: (sql) => {
+        runs += 1;
+        return database.exec(sql);
+      } },
     count: () => runs,
   };
 }

@@ -15,6 +15,7 @@ import { MEMORY_EPOCH } from '../adapters/memory-harness.js';
 import { thrownBy } from './setup.js';
 
 /** Characters that must never reach a message raw: C0, DEL, C1, line/paragraph separators, bidi controls. */
+// biome-ignore lint/suspicious/noControlCharactersInRegex: matching control characters is what this pattern is for
 const UNSAFE = /[\u0000-\u001f\u007f-\u009f\u2028\u2029\u202a-\u202e\u2066-\u2069]/;
 const EVIL = 'x\n2026-01-01 INFO forged line\r\u001b[2J\u009b31m\u202eevil\u2028';
 

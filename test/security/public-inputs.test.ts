@@ -8,7 +8,7 @@ import { describe, expect, it } from 'vitest';
 import { createMemoryStore, createMemoryTokenGate } from '../../src/adapters/memory/index.js';
 import { isLeaseError, isLeaseLostError, isStoreFailure } from '../../src/errors.js';
 import { toLoggable } from '../../src/loggable.js';
-import { Lease } from '../../src/lease.js';
+import type { Lease } from '../../src/lease.js';
 import { createLeases } from '../../src/leases.js';
 import { createOperator } from '../../src/operator.js';
 import type { Store } from '../../src/store.js';

@@ -11,13 +11,12 @@ import {
   InvalidArgumentError,
   isLeaseError,
   LeaseBusyError,
-  LeaseLostError,
   LeaseUnconfirmedError,
   OutcomeUnknownError,
   RecoveryRequiredError,
   StoreUnavailableError,
 } from '../../src/errors.js';
-import { Lease } from '../../src/lease.js';
+import type { Lease } from '../../src/lease.js';
 import { everyLogText, securitySetup, thrownBy } from './setup.js';
 
 const KEY = 'job:42';

@@ -4,7 +4,7 @@
  * never a raw TypeError or RangeError, and no store call.
  */
 import { describe, expect, it } from 'vitest';
-import { InvalidArgumentError, isLeaseError } from '../../src/errors.js';
+import { type InvalidArgumentError, isLeaseError } from '../../src/errors.js';
 import { Lease } from '../../src/lease.js';
 import { MAX_NAME_BYTES } from '../../src/validate.js';
 import { securitySetup, thrownBy } from './setup.js';
@@ -115,7 +115,8 @@ describe('hostile options and checkpoints get INVALID_ARGUMENT, never a raw Type
     let deep: unknown = 1;
     for (let level = 0; level < 100_000; level += 1) deep = [deep];
     const cases: unknown[] = [
-      [1, , 3], // eslint-disable-line no-sparse-arrays
+      // biome-ignore lint/suspicious/noSparseArray: a hole is the input under test
+      [1, , 3],
       extra,
       { get step() { throw new Error('getter'); } },
       new Proxy({ step: 1 }, { ownKeys: () => { throw new Error('trap'); } }),

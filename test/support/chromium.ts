@@ -80,8 +80,12 @@ export function runChromium(args: readonly string[], timeoutMs = 60_000): Promis
     }
   };
   let [stdout, stderr] = ['', ''];
-  child.stdout.on('data', (chunk: Buffer) => void (stdout += chunk.toString()));
-  child.stderr.on('data', (chunk: Buffer) => void (stderr += chunk.toString()));
+  child.stdout.on('data', (chunk: Buffer) => {
+    stdout += chunk.toString();
+  });
+  child.stderr.on('data', (chunk: Buffer) => {
+    stderr += chunk.toString();
+  });
   return new Promise<ChromiumRun>((resolve, reject) => {
     const timer = setTimeout(() => {
       killGroup();

@@ -15,7 +15,7 @@
  * await server.stop();
  * ```
  */
-import { execFile, execFileSync, spawn, spawnSync } from 'node:child_process';
+import { execFile, execFileSync, spawnSync } from 'node:child_process';
 import { chownSync, existsSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { findOrInstall, freePort, isRoot, watchForOrphan } from './provision.js';
 import { tmpdir } from 'node:os';

@@ -78,7 +78,9 @@ export function startTcpProxy(target: TcpProxyTarget): Promise<TcpProxy> {
       resolve({
         host: '127.0.0.1',
         port: address.port,
-        dropNextReply: () => void (dropArmed = true),
+        dropNextReply: () => {
+          dropArmed = true;
+        },
         get dropped() {
           return dropped;
         },

@@ -120,7 +120,7 @@ export function describeClusterResharding(kind: ClusterClientKind, cluster: () =
     for (const entry of ledger.unknown) expect(times(entry)).toBeLessThanOrEqual(1);
     expect(applied.length).toBe(ledger.acknowledged.length + ledger.unknown.filter((entry) => times(entry) === 1).length);
     const appliedTokens = applied.map((entry) => BigInt(entry.split(':')[0] ?? ''));
-    appliedTokens.slice(1).forEach((token, index) => expect(token).toBeGreaterThan(appliedTokens[index]!));
-    ledger.grants.slice(1).forEach((token, index) => expect(token).toBeGreaterThan(ledger.grants[index]!));
+    for (const [index, token] of appliedTokens.slice(1).entries()) expect(token).toBeGreaterThan(appliedTokens[index]!);
+    for (const [index, token] of ledger.grants.slice(1).entries()) expect(token).toBeGreaterThan(ledger.grants[index]!);
   });
 }

@@ -33,7 +33,9 @@ function report(topology: string, series: FailoverSeries): void {
 describe.skipIf(rounds === 0)('redis failovers, measured (LEASEFENCE_TOPOLOGY_FAILOVERS)', () => {
   describe.each(['ioredis'] as const)('cluster (%s)', (kind: ClusterClientKind) => {
     let cluster: RedisCluster;
-    beforeAll(async () => void (cluster = await startRedisCluster()));
+    beforeAll(async () => {
+      cluster = await startRedisCluster();
+    });
     afterAll(async () => void (await cluster?.stop()));
 
     it(`${rounds} master kills`, { timeout: timeoutMs }, async () => {
@@ -59,7 +61,9 @@ describe.skipIf(rounds === 0)('redis failovers, measured (LEASEFENCE_TOPOLOGY_FA
 
   describe('sentinel (ioredis)', () => {
     let setup: RedisSentinelSetup;
-    beforeAll(async () => void (setup = await startRedisSentinel()));
+    beforeAll(async () => {
+      setup = await startRedisSentinel();
+    });
     afterAll(async () => void (await setup?.stop()));
 
     it(`${rounds} master kills`, { timeout: timeoutMs }, async () => {

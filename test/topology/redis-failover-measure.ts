@@ -84,7 +84,7 @@ export async function measureFailovers(rig: MeasureRig, prefix: string, key: str
         await Promise.all(workers);
         const ledger = new Set(((await reader.send(['LRANGE', ledgerKey, '0', '-1'])) as string[]).map(BigInt));
         const tokens = [...ledger];
-        tokens.slice(1).forEach((token, at) => token > tokens[at]! || series.violations.push(`round ${round}: ledger token ${token} after ${tokens[at]}`));
+        for (const [at, token] of tokens.slice(1).entries()) if (token <= tokens[at]!) series.violations.push(`round ${round}: ledger token ${token} after ${tokens[at]}`);
         const before = grants.filter((grant) => grant.ackAt <= killedAt);
         const after = grants.filter((grant) => grant.sentAt > killedAt);
         const highestBefore = before.reduce((a, grant) => (grant.token > a ? grant.token : a), 0n);

@@ -19,7 +19,7 @@ import { Redis } from 'ioredis';
 import { createClient } from 'redis';
 import pg from 'pg';
 import postgres from 'postgres';
-import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { afterEach, describe, expect, it } from 'vitest';
 import { createPostgresStore, fromPostgresJs, type PostgresWriteContext } from '../../src/adapters/postgres/index.js';
 import { createRedisStore, hashTagOf, type RedisWriteContext } from '../../src/adapters/redis/index.js';
 import { isLeaseError, LeaseLostError, LeaseUnconfirmedError } from '../../src/errors.js';

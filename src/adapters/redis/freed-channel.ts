@@ -165,7 +165,8 @@ export function createRedisFreed(options: RedisFreedOptions): (recordKey: string
     async subscribe(channel) {
       channels.add(channel);
       // NOTE: a failed connect is forgotten, so the next watch asks the factory again.
-      const connecting = (pubsub ??= connect());
+      pubsub ??= connect();
+      const connecting = pubsub;
       connecting.catch(() => {
         if (pubsub === connecting) pubsub = undefined;
       });

@@ -96,7 +96,7 @@ export function createRedisList(client: RedisClient, connection: RedisConnection
     const scan = target.address === position.address ? position.scan : '0';
     const reply = (await target.connection.send(['SCAN', scan, 'MATCH', matchPattern(namespace, prefix), 'COUNT', String(limit)])) as [string, string[]];
     const [nextScan, names] = reply;
-    const keys = [...new Set(names)].map((name) => [name, leaseKeyOf(namespace, name)] as const).filter(([, key]) => key !== null && key.startsWith(prefix));
+    const keys = [...new Set(names)].map((name) => [name, leaseKeyOf(namespace, name)] as const).filter(([, key]) => key?.startsWith(prefix));
     const replies = await Promise.all(keys.map(([name]) => runScript(connection, INSPECT, [name], NO_ARGS)));
     const leases: Inspection[] = [];
     keys.forEach(([, key], at) => {

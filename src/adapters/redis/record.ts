@@ -48,7 +48,7 @@ export function assertStorable(what: string, text: string | null): void {
  * and lone surrogates in every name already; this keeps a direct `Store` caller from corrupting a record.
  */
 export function assertNoSeparator(what: string, text: string | null): void {
-  if (text !== null && text.includes(SEP)) throw new InvalidArgumentError(`${what} must not contain NUL characters`);
+  if (text?.includes(SEP)) throw new InvalidArgumentError(`${what} must not contain NUL characters`);
 }
 
 /** A TTL as a script argument: `''` for no expiry. */

@@ -90,6 +90,7 @@ class CommandReply extends Promise<unknown> {
 
   onUse: (() => void) | null = null;
 
+    // biome-ignore lint/suspicious/noThenProperty: a Promise subclass overrides then to record that the reply was used
   override then<A = unknown, B = never>(onFulfilled?: ((value: unknown) => A | PromiseLike<A>) | null, onRejected?: ((reason: unknown) => B | PromiseLike<B>) | null): Promise<A | B> {
     this.onUse?.();
     return super.then(onFulfilled, onRejected);
