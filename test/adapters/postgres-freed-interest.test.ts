@@ -11,10 +11,10 @@ import { fc, test } from '@fast-check/vitest';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import pg from 'pg';
 import { createLeases, type Leases } from '../../src/leases.js';
-import { createPostgresStore, type NotifyFreed, type PostgresStore } from '../../src/adapters/postgres/index.js';
+import { createPostgresStore, type PostgresStore } from '../../src/adapters/postgres/index.js';
 import { freedChannelOf } from '../../src/adapters/postgres/freed-channel.js';
 import { tableName } from '../../src/adapters/postgres/identifier.js';
-import { InvalidArgumentError, StoreUnavailableError } from '../../src/errors.js';
+import { StoreUnavailableError } from '../../src/errors.js';
 import { interestStatement, INTEREST_WINDOW_MS, REMARK_EVERY_MS } from '../../src/adapters/postgres/freed-interest.js';
 import type { Lease } from '../../src/lease.js';
 import { freshTable, sharedPostgresUrl } from './postgres-harness.js';
@@ -36,7 +36,7 @@ interface Rig {
   close(): Promise<void>;
 }
 
-async function openRig(notifyFreed: NotifyFreed): Promise<Rig> {
+async function openRig(): Promise<Rig> {
   const url = await sharedPostgresUrl();
   const table = freshTable('interest');
   const application = `lf-interest-${randomBytes(4).toString('hex')}`;
@@ -50,7 +50,7 @@ async function openRig(notifyFreed: NotifyFreed): Promise<Rig> {
     await client.connect();
     return client;
   };
-  const store = createPostgresStore({ client: pool, table, listener: connect, notifyFreed });
+  const store = createPostgresStore({ client: pool, table, listener: connect });
   await store.migrate();
   const spy = await connect();
   const heard: string[] = [];
@@ -101,7 +101,7 @@ describe('postgres waiter interest: the mark and the release, in both orders', (
   let waiting: Leases<PostgresStore>;
 
   beforeAll(async () => {
-    rig = await openRig('when-waited');
+    rig = await openRig();
     holder = createLeases(rig.store, { holder: 'holder', ttlMs: 60_000 });
     waiting = createLeases(rig.store, { holder: 'waiter', ttlMs: 60_000 });
   });
@@ -172,7 +172,7 @@ describe('postgres waiter interest: a mark never changes what an operation decid
   let rig: Rig;
   let runs = 0;
   beforeAll(async () => {
-    rig = await openRig('when-waited');
+    rig = await openRig();
   });
   afterAll(async () => {
     await rig?.close();
@@ -222,7 +222,7 @@ describe('postgres waiter interest: a mark never changes what an operation decid
 
 describe('postgres waiter interest: listing past placeholders', () => {
   it('a page of placeholder rows neither shows them nor ends the listing before the leases after them', async () => {
-    const rig = await openRig('when-waited');
+    const rig = await openRig();
     try {
       for (const key of ['page:a', 'page:b']) await rig.pool.query(interestStatement(tableName(rig.table)), [key]);
       await createLeases(rig.store, { holder: 'a', ttlMs: 60_000 }).claimOrThrow('page:c');
@@ -243,7 +243,7 @@ describe('postgres waiter interest: listing past placeholders', () => {
 describe('postgres waiter interest: renewed while watched, and only then', () => {
   let rig: Rig;
   beforeAll(async () => {
-    rig = await openRig('when-waited');
+    rig = await openRig();
   });
   afterAll(async () => {
     vi.useRealTimers();
@@ -271,16 +271,16 @@ describe('postgres waiter interest: renewed while watched, and only then', () =>
   });
 });
 
-describe.each<NotifyFreed>(['when-waited', 'always'])('postgres notifyFreed: %s', (notifyFreed) => {
+describe('postgres: who is notified', () => {
   let rig: Rig;
   beforeAll(async () => {
-    rig = await openRig(notifyFreed);
+    rig = await openRig();
   });
   afterAll(async () => {
     await rig?.close();
   });
 
-  it(notifyFreed === 'always' ? 'every release and revoke notifies' : 'a release or revoke nobody waits for sends nothing; one a waiter marked does', async () => {
+  it('a release or revoke nobody waits for sends nothing; one a waiter marked does', async () => {
     const leases = createLeases(rig.store, { holder: 'a', ttlMs: 60_000 });
     await leases.release(await leases.claimOrThrow('unwatched:released'));
     await leases.claimOrThrow('unwatched:revoked');
@@ -289,14 +289,14 @@ describe.each<NotifyFreed>(['when-waited', 'always'])('postgres notifyFreed: %s'
     await leases.release(await leases.claimOrThrow('watched'));
     // NOTE: notifications arrive in commit order: once the last one is heard, any earlier one has been.
     await vi.waitFor(() => expect(rig.heard).toContain('watched'), { timeout: WAKE_TIMEOUT_MS, interval: 10 });
-    expect(rig.heard).toEqual(notifyFreed === 'always' ? ['unwatched:released', 'unwatched:revoked', 'watched'] : ['watched']);
+    expect(rig.heard).toEqual(['watched']);
     end();
   });
 });
 
 describe('postgres waiter interest: behind a long fenced write', () => {
   it('a mark that waits longer than subscribeTimeoutMs fails the watch (its waiters then claim on their schedule); the next watch, once the row is free, succeeds', async () => {
-    const rig = await openRig('when-waited');
+    const rig = await openRig();
     try {
       const store = createPostgresStore({ client: rig.pool, table: rig.table, listener: rig.connect, subscribeTimeoutMs: 200 });
       const key = 'behind-fenced-write';
@@ -311,36 +311,6 @@ describe('postgres waiter interest: behind a long fenced write', () => {
       expect(woken).toBe(false);
     } finally {
       await rig.close();
-    }
-  });
-});
-
-describe('postgres waiter interest: options and migration', () => {
-  it('refuses a bad notifyFreed before any I/O', async () => {
-    const pool = new pg.Pool({ connectionString: await sharedPostgresUrl(), max: 1 });
-    try {
-      expect(() => createPostgresStore({ client: pool, notifyFreed: 'sometimes' as NotifyFreed })).toThrow(InvalidArgumentError);
-      expect(pool.totalCount).toBe(0);
-    } finally {
-      await pool.end();
-    }
-  });
-
-  it('a table from before waiter interest upgrades in place, with concurrent migrations, keeping its leases', async () => {
-    const pool = new pg.Pool({ connectionString: await sharedPostgresUrl(), max: 4 });
-    pool.on('error', () => undefined);
-    try {
-      const table = freshTable('interest_upgrade');
-      const store = createPostgresStore({ client: pool, table });
-      await store.migrate();
-      const leases = createLeases(store, { holder: 'a', ttlMs: 60_000 });
-      const lease = await leases.claimOrThrow('kept');
-      await pool.query(`ALTER TABLE "${table}" DROP COLUMN waited_until`);
-      await expect(leases.release(lease)).rejects.toThrow(/migrate\(\)/);
-      await Promise.all([1, 2, 3].map(() => createPostgresStore({ client: pool, table }).migrate()));
-      expect((await leases.release(lease)).ok).toBe(true);
-    } finally {
-      await pool.end();
     }
   });
 });

@@ -3,7 +3,6 @@
  * transitions of `fence/`; fenced writes run in a transaction that holds the lease row FOR SHARE.
  */
 import { InvalidArgumentError } from '../../errors.js';
-import { describe } from '../../validate.js';
 import type { FencedWriteOutcome, StoreFencedWriteOptions } from '../../fence/operations.js';
 import * as transitions from '../../fence/transitions.js';
 import type { Transition } from '../../fence/transitions.js';
@@ -19,7 +18,7 @@ import { createStatementCache, runFencedStatement, type FencedStatementOptions, 
 import { tableName, type TableName } from './identifier.js';
 import { subscribeTimeoutOf } from '../freed-subscriptions.js';
 import { freedChannelOf } from './freed-channel.js';
-import { interestStatement, type NotifyFreed } from './freed-interest.js';
+import { interestStatement } from './freed-interest.js';
 import { createPostgresFreed, type PostgresListenerOption } from './freed-listener.js';
 import { createPostgresList, listStatement } from './list.js';
 import { decodePreImage, type PreImage } from './rows.js';
@@ -42,7 +41,7 @@ export interface PostgresStoreOptions {
   readonly prepare?: boolean;
   /**
    * The lease table, optionally schema-qualified (`app.leases`). Validated as an identifier and always
-   * quoted. Its claim function is `<table>_try_claim_v2` in the same schema.
+   * quoted. Its claim function is `<table>_try_claim` in the same schema.
    * @default 'leasefence_leases'
    */
   readonly table?: string;
@@ -57,7 +56,7 @@ export interface PostgresStoreOptions {
   /**
    * A dedicated LISTEN connection, for waiting claims woken at once by a release or revoke (release and
    * revoke NOTIFY the table's channel, `<table>:freed`, with the key, when a waiter marked its interest on
-   * the lease row: see `notifyFreed`): a function returning a new
+   * the lease row: freed-interest.ts): a function returning a new
    * connected pg `Client` (reopened after a loss, ended when nobody waits), your own pg `Client`, a
    * postgres.js `sql` or a PGlite instance (see `PostgresListenerOption`). It must reach Postgres directly
    * or through pgbouncer in session mode: LISTEN does not work through transaction mode. Without it the
@@ -70,15 +69,6 @@ export interface PostgresStoreOptions {
    * @default 2_000
    */
   readonly subscribeTimeoutMs?: number;
-  /**
-   * When release and revoke NOTIFY waiters. `'when-waited'`: only when a waiter marked its interest on the
-   * lease row (this version's waits do, before their first claim), which spares the commits nobody waits
-   * for the cost of notifying (PostgreSQL serialises notifying commits). `'always'`: every release and
-   * revoke notifies, as earlier versions did: use it while waiters of an earlier version still run, since
-   * they mark no interest (they would wait until their next scheduled attempt). See docs/waiting.md.
-   * @default 'when-waited'
-   */
-  readonly notifyFreed?: NotifyFreed;
 }
 
 /** The Postgres lease store. */
@@ -149,13 +139,9 @@ function preImageOf(rows: unknown[], operation: string, presented: string | null
  */
 export function createPostgresStore(options: PostgresStoreOptions): PostgresStore {
   const table: TableName = tableName(options.table ?? DEFAULT_LEASE_TABLE);
-  const schema = { names: [table.bare, `${table.bare}_${CLAIM_FUNCTION_SUFFIX}`, 'secret_hash', 'waited_until'], fix: 'await store.migrate()' };
-  const notifyFreed = options.notifyFreed ?? 'when-waited';
-  if (notifyFreed !== 'when-waited' && notifyFreed !== 'always') {
-    throw new InvalidArgumentError(`notifyFreed must be 'when-waited' or 'always', got ${describe(notifyFreed)}`);
-  }
+  const schema = { names: [table.bare, `${table.bare}_${CLAIM_FUNCTION_SUFFIX}`], fix: 'await store.migrate()' };
   const session: Session = createSession(options.client, options.prepare === undefined ? { schema } : { prepare: options.prepare, schema });
-  const sql = leaseStatements(table, notifyFreed);
+  const sql = leaseStatements(table);
   // NOTE: unprepared, the claim statement would be planned at every call (more than it costs to run); the
   // claim function's plpgsql keeps its plans for the session (schema.ts).
   const claimText = session.prepared ? sql.claim : sql.claimCall;

@@ -29,7 +29,7 @@
  */
 import type { Fence } from '../../fence/types.js';
 import { claimable, claimFunction, claimSet, type ClaimTerms } from './claim-rule.js';
-import { freedNotify, type NotifyFreed } from './freed-interest.js';
+import { freedNotify } from './freed-interest.js';
 import { secretHash } from './secret-hash.js';
 import type { TableName } from './identifier.js';
 import { claimPreImageJson, epochMs, NOW, preImageColumns, preImageJson, type PreImageWidth } from './rows.js';
@@ -242,7 +242,7 @@ FROM (SELECT) AS one LEFT JOIN pre ON true`;
  * Builds the statements of a (validated, quoted) lease table; `notify`: when release and revoke notify
  * waiters (freed-interest.ts).
  */
-export function leaseStatements(table: TableName, notify: NotifyFreed = 'when-waited'): LeaseStatements {
+export function leaseStatements(table: TableName): LeaseStatements {
   return {
     claim: claimStatement(table),
 
@@ -274,7 +274,7 @@ export function leaseStatements(table: TableName, notify: NotifyFreed = 'when-wa
     recovery_required = CASE $7::text WHEN 'keep' THEN l.recovery_required ELSE false END`,
       FENCE_HOLDS,
       '$3::text',
-      freedNotify(table, notify),
+      freedNotify(table),
     ),
 
     revoke: lockedUpdate(
@@ -287,7 +287,7 @@ export function leaseStatements(table: TableName, notify: NotifyFreed = 'when-wa
     recovery_required = ($4::boolean AND pre.checkpoint_json IS NOT NULL)`,
       `pre.holder IS NOT NULL AND ($5::numeric IS NULL OR pre.token::numeric OPERATOR(pg_catalog.=) $5::numeric)`,
       null,
-      freedNotify(table, notify),
+      freedNotify(table),
     ),
 
     recover: lockedUpdate(
