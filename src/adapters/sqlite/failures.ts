@@ -32,6 +32,11 @@ function isLockTimeout(error: DriverError): boolean {
   return typeof errcode === 'number' && LOCK_RESULT_CODES.has(errcode & 0xff);
 }
 
+/** Whether `error` is a driver error saying another connection holds the lock this one needed. */
+export function isLockFailure(error: unknown): boolean {
+  return typeof error === 'object' && error !== null && isLockTimeout(error as DriverError);
+}
+
 /** Whether `error` says the connection is closed (nothing can have been sent). */
 function isClosed(error: DriverError): boolean {
   return typeof error.message === 'string' && /(database|connection) (connection )?is not open/i.test(error.message);
