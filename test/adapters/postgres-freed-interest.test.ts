@@ -184,7 +184,7 @@ describe('postgres waiter interest: a mark never changes what an operation decid
       runs += 1;
       const marked = `prop:${runs}:marked`;
       const plain = `prop:${runs}:plain`;
-      const mark = (key: string) => rig.pool.query(interestStatement(tableName(rig.table)), [key]);
+      const mark = (key: string) => rig.pool.query(interestStatement(tableName(rig.table), 2_000), [key]);
       await mark(marked);
       const leases = { a: createLeases(rig.store, { holder: 'a', ttlMs: 60_000 }), b: createLeases(rig.store, { holder: 'b', ttlMs: 60_000 }) };
       const held = new Map<string, Lease>();
@@ -220,11 +220,78 @@ describe('postgres waiter interest: a mark never changes what an operation decid
   );
 });
 
+describe('postgres waiter interest: a mark never outlives its budget (issue 29 item 1)', () => {
+  const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+
+  it('a mark behind a long fenced write gives the row lock up at subscribeTimeoutMs: no pooled connection keeps waiting for it', async () => {
+    const rig = await openRig();
+    try {
+      const store = createPostgresStore({ client: rig.pool, table: rig.table, listener: rig.connect, subscribeTimeoutMs: 200 });
+      const key = 'parked';
+      await createLeases(store, { holder: 'holder', ttlMs: 60_000 }).claimOrThrow(key);
+      const commit = await rig.holdRow(key);
+      try {
+        await expect(store.watchFreed!(key, () => undefined)).rejects.toThrow(StoreUnavailableError);
+        // NOTE: the server ends the statement's lock wait at its lock_timeout (the budget); give it a moment.
+        let waiting = await rig.lockWaiters();
+        for (let tries = 0; waiting > 0 && tries < 20; tries += 1) {
+          await sleep(50);
+          waiting = await rig.lockWaiters();
+        }
+        expect(waiting, 'pooled connections still waiting for the row lock after the watch gave up').toBe(0);
+      } finally {
+        await commit();
+      }
+      // The next watch, once the row is free, marks and succeeds.
+      (await store.watchFreed!(key, () => undefined))();
+    } finally {
+      await rig.close();
+    }
+  });
+
+  it("the mark's lock_timeout is its own transaction's: the pooled connection keeps its setting", async () => {
+    const rig = await openRig();
+    const single = new pg.Pool({ connectionString: await sharedPostgresUrl(), max: 1 });
+    single.on('error', () => undefined);
+    try {
+      const before = (await single.query<{ lock_timeout: string }>('SHOW lock_timeout')).rows[0]!.lock_timeout;
+      const store = createPostgresStore({ client: single, table: rig.table, listener: rig.connect, subscribeTimeoutMs: 321 });
+      (await store.watchFreed!('own-setting', () => undefined))();
+      expect((await single.query<{ lock_timeout: string }>('SHOW lock_timeout')).rows[0]!.lock_timeout).toBe(before);
+      expect(before).not.toBe('321ms');
+    } finally {
+      await single.end();
+      await rig.close();
+    }
+  });
+
+  it('several watches of one key behind a locked row send at most one mark at a time, and all succeed once it is free', async () => {
+    const rig = await openRig();
+    try {
+      const store = createPostgresStore({ client: rig.pool, table: rig.table, listener: rig.connect, subscribeTimeoutMs: 5_000 });
+      const key = 'crowded';
+      await createLeases(store, { holder: 'holder', ttlMs: 60_000 }).claimOrThrow(key);
+      const commit = await rig.holdRow(key);
+      const watches = [1, 2, 3].map(() => store.watchFreed!(key, () => undefined));
+      let most = 0;
+      for (let tries = 0; tries < 10; tries += 1) {
+        await sleep(50);
+        most = Math.max(most, await rig.lockWaiters());
+      }
+      await commit();
+      for (const end of await Promise.all(watches)) end();
+      expect(most).toBe(1);
+    } finally {
+      await rig.close();
+    }
+  });
+});
+
 describe('postgres waiter interest: listing past placeholders', () => {
   it('a page of placeholder rows neither shows them nor ends the listing before the leases after them', async () => {
     const rig = await openRig();
     try {
-      for (const key of ['page:a', 'page:b']) await rig.pool.query(interestStatement(tableName(rig.table)), [key]);
+      for (const key of ['page:a', 'page:b']) await rig.pool.query(interestStatement(tableName(rig.table), 2_000), [key]);
       await createLeases(rig.store, { holder: 'a', ttlMs: 60_000 }).claimOrThrow('page:c');
       const listed: string[] = [];
       let cursor: string | null = null;

@@ -31,10 +31,18 @@ export const REMARK_EVERY_MS = 10_000;
  * read and extended after the lock wait (`clock_timestamp()` in DO UPDATE runs after it); a missing row is
  * inserted as a placeholder (token 0: no grant, no history), or, when a concurrent first claim inserts it
  * first, the conflict waits for that transaction and updates its row.
+ *
+ * NOTE: the lock wait is bounded by `budgetMs` (the watch's `subscribeTimeoutMs`, a validated integer):
+ * behind a long fenced write the statement would otherwise keep its pooled connection until that write
+ * ends, long after the watch gave up. `set_config(..., true)` sets `lock_timeout` for this statement's own
+ * transaction only, in the row source the INSERT reads before it inserts or waits on a conflict.
  */
-export function interestStatement(table: TableName): string {
+export function interestStatement(table: TableName, budgetMs: number): string {
   const until = `${NOW} OPERATOR(pg_catalog.+) '${INTEREST_WINDOW_MS} milliseconds'::interval`;
-  return `INSERT INTO ${table.quoted} AS l (key, token, waited_until) VALUES ($1::text, 0::bigint, ${until})
+  return `INSERT INTO ${table.quoted} AS l (key, token, waited_until)
+SELECT $1::text, 0::bigint, ${until}
+FROM (SELECT pg_catalog.set_config('lock_timeout', '${Math.trunc(budgetMs)}', true) AS lock_timeout) AS budget
+WHERE budget.lock_timeout IS NOT NULL
 ON CONFLICT (key) DO UPDATE SET waited_until = GREATEST(l.waited_until, ${until})`;
 }
 

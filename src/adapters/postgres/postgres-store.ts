@@ -154,12 +154,13 @@ export function createPostgresStore(options: PostgresStoreOptions): PostgresStor
     throw new InvalidArgumentError(`fencedTransactionMarginMs must be an integer number of milliseconds from 0 to ${MAX_MARGIN_MS}`);
   }
   const guard = (key: string | null, operation: string): void => refuseInsideFencedWrite(client, table.quoted, key, operation);
-  const interest = interestStatement(table);
+  const subscribeTimeoutMs = subscribeTimeoutOf(options.subscribeTimeoutMs);
+  const interest = interestStatement(table, subscribeTimeoutMs);
   const markInterest = async (key: string): Promise<void> => {
     guard(key, 'watchFreed');
     await ownStatement('watchFreed', interest, [key]);
   };
-  const watchFreed = options.listener === undefined ? undefined : createPostgresFreed(options.listener, freedChannelOf(table), subscribeTimeoutOf(options.subscribeTimeoutMs), markInterest);
+  const watchFreed = options.listener === undefined ? undefined : createPostgresFreed(options.listener, freedChannelOf(table), subscribeTimeoutMs, markInterest);
 
   /** Sends one of leasefence's statements; an SQL error it raises never carries the driver's error. */
   const ownStatement = async (operation: string, text: string, params: unknown[]): Promise<unknown[]> => {
