@@ -11,7 +11,7 @@ import { fc, test } from '@fast-check/vitest';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import pg from 'pg';
 import { createLeases, type Leases } from '../../src/leases.js';
-import { createPostgresStore, type PostgresStore } from '../../src/adapters/postgres/index.js';
+import { createPostgresStore, type PostgresClient, type PostgresStore } from '../../src/adapters/postgres/index.js';
 import { freedChannelOf } from '../../src/adapters/postgres/freed-channel.js';
 import { tableName } from '../../src/adapters/postgres/identifier.js';
 import { StoreUnavailableError } from '../../src/errors.js';
@@ -281,6 +281,56 @@ describe('postgres waiter interest: a mark never outlives its budget (issue 29 i
       await commit();
       for (const end of await Promise.all(watches)) end();
       expect(most).toBe(1);
+    } finally {
+      await rig.close();
+    }
+  });
+});
+
+describe('postgres: a full notification queue never fails a release or revoke (issue 29 item 3)', () => {
+  /**
+   * A client whose statements that would pg_notify fail as a full queue fails them. NOTE: simulated at the
+   * statement boundary: PostgreSQL 15's queue holds 8 GB and its size is not settable, so a real fill is
+   * impractical. As at a real full queue (the error is raised in PreCommit_Notify), the statement runs and
+   * its transaction is then rolled back: nothing is applied.
+   */
+  function fullQueueClient(pool: pg.Pool, failed: string[]): PostgresClient {
+    return {
+      acceptsNamedStatements: true,
+      query: async (text, params) => {
+        const named = typeof text === 'string' ? null : (text as { text: string; values?: unknown[] });
+        const sql = named === null ? (text as string) : named.text;
+        if (!sql.includes('pg_notify')) return pool.query(text as never, params as never);
+        failed.push(sql);
+        const connection = await pool.connect();
+        try {
+          await connection.query('BEGIN');
+          await connection.query(sql, (named?.values ?? params) as unknown[]);
+        } finally {
+          await connection.query('ROLLBACK');
+          connection.release();
+        }
+        throw Object.assign(new Error('too many notifications in the NOTIFY queue'), { code: '54000', severity: 'ERROR' });
+      },
+    };
+  }
+
+  it.each([true, false])('release and revoke still end their grants, without the notification (prepared: %s)', async (prepare) => {
+    const rig = await openRig();
+    try {
+      const failed: string[] = [];
+      const store = createPostgresStore({ client: fullQueueClient(rig.pool, failed), table: rig.table, listener: rig.connect, prepare });
+      const leases = createLeases(store, { holder: 'a', ttlMs: 60_000 });
+      const end = await store.watchFreed!('full:released', () => undefined);
+      const lease = await leases.claimOrThrow('full:released');
+      await leases.checkpointOrThrow(lease, { step: 1 });
+      expect(await leases.release(lease, { checkpoint: { step: 2 } })).toMatchObject({ ok: true, alreadyReleased: false });
+      expect(await leases.inspect('full:released')).toMatchObject({ grant: null, ending: { kind: 'released', token: lease.token }, checkpoint: { value: { step: 2 } } });
+      end();
+      const held = await leases.claimOrThrow('full:revoked');
+      expect(await leases.revoke('full:revoked', { reason: 'full queue', expectedToken: held.token })).toMatchObject({ ok: true });
+      expect(await leases.inspect('full:revoked')).toMatchObject({ grant: null, ending: { kind: 'revoked', token: held.token, reason: 'full queue' } });
+      expect(failed.length).toBeGreaterThanOrEqual(2);
     } finally {
       await rig.close();
     }

@@ -28,6 +28,9 @@ import { createSession, type Session } from './session.js';
 import { fenceParams, leaseStatements } from './statements.js';
 import { tokenFloorAt } from './token-floor.js';
 
+/** SQLSTATE program_limit_exceeded: what a NOTIFY the server could not queue (its queue is full) fails with. */
+const NOTIFY_QUEUE_FULL = '54000';
+
 export interface PostgresStoreOptions {
   /** Your pool or client: a pg `Pool`, a PGlite instance, `fromPostgresJs(sql)` or `fromPgClient(client)`. */
   readonly client: PostgresClient;
@@ -188,6 +191,28 @@ export function createPostgresStore(options: PostgresStoreOptions): PostgresStor
     return outcome;
   };
 
+  /**
+   * `apply` for a statement that may `pg_notify` waiters (release, revoke). A full notification queue (any
+   * role that LISTENs and then idles in a transaction can fill it) fails the statement's commit with
+   * SQLSTATE 54000, and it is then rolled back: nothing applied. The grant must still end, so the same
+   * statement runs again without its notification (`quiet`); waiters then wake on their schedule.
+   */
+  const applyNotifying = async <O>(
+    operation: string,
+    text: string,
+    quiet: string,
+    params: unknown[],
+    presented: string | null,
+    decide: (record: LeaseRecord | null, now: StoreTime) => Transition<O>,
+  ): Promise<O> => {
+    try {
+      return await apply(operation, text, params, presented, decide);
+    } catch (error) {
+      if ((error as { code?: unknown } | null)?.code !== NOTIFY_QUEUE_FULL) throw error;
+      return apply(operation, quiet, params, presented, decide);
+    }
+  };
+
   return {
     id,
     table: table.name,
@@ -233,7 +258,7 @@ export function createPostgresStore(options: PostgresStoreOptions): PostgresStor
       const mode = json === undefined ? 'keep' : json === null ? 'clear' : 'replace';
       const params = [...fenceParams(command.fence), mode, typeof json === 'string' ? json : null];
       guard(command.fence.key, 'release');
-      return apply('release', sql.release, params, command.fence.secret, (record, now) => transitions.release(record, command, now));
+      return applyNotifying('release', sql.release, sql.releaseQuiet, params, command.fence.secret, (record, now) => transitions.release(record, command, now));
     },
 
     revoke(command) {
@@ -242,7 +267,7 @@ export function createPostgresStore(options: PostgresStoreOptions): PostgresStor
       assertEncodable('revoked by', command.by);
       const params = [command.key, command.reason, command.by, command.requireRecovery, command.expectedToken?.toString() ?? null];
       guard(command.key, 'revoke');
-      return apply('revoke', sql.revoke, params, null, (record, now) => transitions.revoke(record, command, now));
+      return applyNotifying('revoke', sql.revoke, sql.revokeQuiet, params, null, (record, now) => transitions.revoke(record, command, now));
     },
 
     recover(command) {
