@@ -48,7 +48,7 @@ function isDriverError(error: DriverError): boolean {
   return (typeof code === 'string' && (code.startsWith('SQLITE_') || code === 'ERR_SQLITE_ERROR')) || typeof errcode === 'number';
 }
 
-/** Whether `error` says leasefence's table (or a column a newer version added) is missing. */
+/** Whether `error` says leasefence's table (or one of its columns) is missing. */
 function isMissingSchema(error: DriverError): boolean {
   return typeof error.message === 'string' && /no such table|no such column|has no column named/i.test(error.message);
 }
