@@ -6,12 +6,12 @@
  * `max`), named by `application_name`, so that its backends' CPU time (`/proc/<pid>/sched`, see
  * postgres-probes.ts) is its own. Both lease tables hold the same 10,000 idle keys (index scans, as in a
  * table in use). Also measured: leasefence on postgres.js, leasefence with `prepare: false`, withLease,
- * leasefence with `notifyFreed: 'always'`, and with BENCH_COMPARE another checkout's leasefence; both
+ * and with BENCH_COMPARE another checkout's leasefence; both
  * trees run bundled (library.ts).
  */
 import pg from 'pg';
 import postgres from 'postgres';
-import type { NotifyFreed, PostgresStore } from '../src/adapters/postgres/index.js';
+import type { PostgresStore } from '../src/adapters/postgres/index.js';
 import type { Leases } from '../src/leases.js';
 import { comparedLibrary, thisLibrary, type Library } from './library.js';
 import { runtimeNs } from './postgres-probes.js';
@@ -91,10 +91,10 @@ function rawCycle(target: PostgresTarget, name: string, workers: number, baselin
 
 const claimRelease = (leases: Leases, key: string): (() => Promise<void>) => cycle(leases, key, key);
 
-function leasefenceCycle(target: PostgresTarget, name: string, baseline: string | undefined, workers: number, prepare: boolean, notifyFreed: NotifyFreed = 'when-waited'): Contender {
+function leasefenceCycle(target: PostgresTarget, name: string, baseline: string | undefined, workers: number, prepare: boolean): Contender {
   let leases: Leases<PostgresStore> | undefined;
   return pooled(target, name, baseline, workers, async (pool, worker) => {
-    leases ??= createLeases(createPostgresStore({ client: pool, prepare, notifyFreed }), { holder: 'bench', ttlMs: TTL_MS });
+    leases ??= createLeases(createPostgresStore({ client: pool, prepare }), { holder: 'bench', ttlMs: TTL_MS });
     return claimRelease(leases, `cycle:${name}:${workers}:${worker}`);
   });
 }
@@ -153,10 +153,9 @@ export function postgresCycleGroup(target: PostgresTarget, workers: number, titl
     rawCycle(target, raw, workers),
     rawCycle(target, 'raw (control)', workers),
     leasefenceCycle(target, mine, undefined, workers, true),
-    // NOTE: leasefence's release notifies waiters (pg_notify) when a waiter marked interest, and with
-    // notifyFreed 'always' at every release; these rows show what notifying costs raw SQL and leasefence.
+    // NOTE: leasefence's release notifies waiters (pg_notify) only when a waiter marked interest; this row
+    // shows what notifying at every release would cost raw SQL.
     rawCycle(target, 'raw, release also pg_notify (pg Pool)', workers, raw, true),
-    leasefenceCycle(target, "leasefence, notifyFreed: 'always' (pg Pool)", mine, workers, true, 'always'),
   ];
   const compare = process.env['BENCH_COMPARE'];
   if (compare !== undefined && compare !== '') contenders.push(comparedCycle(target, 'leasefence, BENCH_COMPARE src (pg Pool)', mine, workers));

@@ -66,7 +66,7 @@ describe('postgres: a hostile schema first on the search_path', () => {
     const bare = table.split('.')[1]!;
     // NOTE: a function of the claim function's name and exact signature, first on the path.
     await admin.query(
-      spy(`${bare}_try_claim_v2`, 'p_key text, p_holder text, p_run_id text, p_secret text, p_ttl_ms bigint, p_attributes jsonb, p_recovering boolean', 'text', "'[0, false]'"),
+      spy(`${bare}_try_claim`, 'p_key text, p_holder text, p_run_id text, p_secret text, p_ttl_ms bigint, p_attributes jsonb, p_recovering boolean', 'text', "'[0, false]'"),
     );
     const store = createPostgresStore({ client: hostile, table });
     await store.migrate();

@@ -122,29 +122,6 @@ describe('postgres: the lease secret (pg Pool)', () => {
     expect(again).toMatchObject({ ok: true, token: lease.token });
   });
 
-  it('migrate() converts a table of the old format (plain secret column) in place; held grants stay valid', async () => {
-    const old = freshTable('lf_old');
-    const oldStore = createPostgresStore({ client: pool, table: old });
-    await oldStore.migrate();
-    const holder = createLeases(oldStore, { holder: 'a', ttlMs: 60_000 });
-    const lease = await holder.claimOrThrow('k');
-    // NOTE: the row as the previous version wrote it: the secret in plain text, no hash column.
-    await pool.query(`ALTER TABLE "${old}" ADD COLUMN secret text`);
-    await pool.query(`UPDATE "${old}" SET secret = $1`, [secretOf(lease)]);
-    await pool.query(`ALTER TABLE "${old}" DROP COLUMN secret_hash`);
-    const stale = await holder.renew(lease).then(
-      () => null,
-      (error: unknown) => error,
-    );
-    expect(isLeaseError(stale, 'STORE_UNAVAILABLE') && (stale as Error).message).toContain('await store.migrate()');
-    await oldStore.migrate();
-    await oldStore.migrate();
-    expect((await holder.renew(lease)).ok).toBe(true);
-    const { rows } = await pool.query(`SELECT * FROM "${old}"`);
-    expect(JSON.stringify(rows)).not.toContain(secretOf(lease));
-    expect((rows[0] as { secret_hash: string }).secret_hash).toBe(sha256(secretOf(lease)));
-  });
-
   it('no failure path puts the secret (or its hash) into an error: server error, statement timeout, connection loss', async () => {
     const lease = await leases.claimOrThrow('failures');
     const failures: unknown[] = [];

@@ -25,7 +25,7 @@ export type RedisClientKind = 'ioredis' | 'ioredis6' | 'node-redis' | 'node-redi
 
 export type RedisStore = Store<RedisWriteContext>;
 
-/** The lease scripts by operation name, as the previous versions' scripts are kept (see redis-previous-scripts.ts). */
+/** The lease scripts by operation name, as the reference scripts are kept (see redis-reference-scripts.ts). */
 export const CURRENT_SCRIPTS: Readonly<Record<string, string>> = {
   claim: lua.CLAIM_SCRIPT,
   renew: lua.RENEW_SCRIPT,

@@ -1,13 +1,11 @@
 /**
  * The Postgres token floor (issue 14.3): a grant's token is `GREATEST(last + 1, now in µs)`, minted in SQL
  * on every claim path (the claim statement, the claim function's insert and update), and equal to the
- * token the store reports (which the pure core mints from the same now). And the upgrade: a database
- * whose claim function predates the floor refuses first claims with "run migrate()" until it is migrated.
+ * token the store reports (which the pure core mints from the same now).
  */
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createPostgresStore, postgresSchemaSql, type PostgresClient } from '../../src/adapters/postgres/index.js';
-import { StoreUnavailableError } from '../../src/errors.js';
+import { createPostgresStore, type PostgresClient } from '../../src/adapters/postgres/index.js';
 import { createLeases, type Leases } from '../../src/leases.js';
 import { freshTable, openPostgresClient, sharedPostgresUrl, type OpenedClient } from '../adapters/postgres-harness.js';
 
@@ -62,23 +60,4 @@ describe('postgres token floor', () => {
     expect((await claimStored(leases, 'k')).token).toBe(high + 3n);
   });
 
-  it('a database migrated before the floor refuses first claims with "run migrate()" (nothing written), and migrate() upgrades it', async () => {
-    const table = freshTable('lf_pre_floor');
-    // NOTE: the layout of the previous version: the same table, and its claim function `<table>_try_claim`.
-    await pool.query(postgresSchemaSql(table));
-    await pool.query(`ALTER FUNCTION "${table}_try_claim_v2"(text, text, text, text, bigint, jsonb, boolean) RENAME TO "${table}_try_claim"`);
-    await pool.query(`INSERT INTO "${table}" (key, token, ending_kind, ending_token, ending_holder, ending_at) VALUES ('old', 7, 'released', 7, 'v1', now())`);
-    const store = createPostgresStore({ client: pool, table });
-    const leases = createLeases(store, { holder: 'w', ttlMs: 60_000 });
-    const refused = leases.claim('new');
-    await expect(refused).rejects.toBeInstanceOf(StoreUnavailableError);
-    await expect(refused).rejects.toThrow(/run await store\.migrate\(\)/);
-    expect((await leases.inspect('new')).exists).toBe(false);
-    await store.migrate();
-    const fresh = await claimStored(leases, 'new');
-    expect(fresh.token).toBe(floorAt(fresh.acquiredAt));
-    const old = await claimStored(leases, 'old');
-    expect(old.token).toBe(floorAt(old.acquiredAt));
-    expect((await leases.inspect('old')).grant?.token).toBe(old.token);
-  });
 });

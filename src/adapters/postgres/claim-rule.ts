@@ -9,15 +9,10 @@
 import type { TableName } from './identifier.js';
 import { mintTokenSql } from './token-floor.js';
 
-/**
- * The claim function's name in the table's schema: `<table>_try_claim_v2`. NOTE: versioned, because
- * the function mints tokens and the adapter answers with the token the pure core mints: a database still
- * holding the function of a version that minted `last + 1` (`_try_claim`, before the token floor) must
- * fail with "run migrate()", not grant tokens other than those it reports.
- */
-export const CLAIM_FUNCTION_SUFFIX = 'try_claim_v2';
+/** The claim function's name in the table's schema: `<table>_try_claim`. */
+export const CLAIM_FUNCTION_SUFFIX = 'try_claim';
 
-/** The claim function of a lease table, quoted: `<table>_try_claim_v2` in the table's schema. */
+/** The claim function of a lease table, quoted: `<table>_try_claim` in the table's schema. */
 export function claimFunction(table: TableName): string {
   return table.derive(CLAIM_FUNCTION_SUFFIX);
 }

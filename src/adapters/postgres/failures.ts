@@ -31,7 +31,7 @@ const CONTENTION = new Set(['55P03', '40P01']);
  * missing-object error whose message names one of `names` is answered with `fix`.
  */
 export interface SchemaCheck {
-  /** Unquoted object names (the table, its functions, columns added by later versions). */
+  /** Unquoted object names (the table, its functions). */
   readonly names: readonly string[];
   /** What to run, e.g. `await store.migrate()`. */
   readonly fix: string;

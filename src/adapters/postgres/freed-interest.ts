@@ -26,31 +26,31 @@ export const INTEREST_WINDOW_MS = 30_000;
 export const REMARK_EVERY_MS = 10_000;
 
 /**
- * When release and revoke notify: `'when-waited'` only when a waiter marked its interest on the row (this
- * version's `watchFreed` always does), `'always'` at every release and revoke (as before this option: for
- * a fleet that still runs waiters of an earlier version, which mark nothing).
- */
-export type NotifyFreed = 'when-waited' | 'always';
-
-/**
  * Marks interest in `$1` (key) for `INTEREST_WINDOW_MS`. ATOMICITY: one statement; an existing row is
  * locked as an UPDATE locks it (`FOR NO KEY UPDATE`, which release and revoke take too) and its interest
  * read and extended after the lock wait (`clock_timestamp()` in DO UPDATE runs after it); a missing row is
  * inserted as a placeholder (token 0: no grant, no history), or, when a concurrent first claim inserts it
  * first, the conflict waits for that transaction and updates its row.
+ *
+ * NOTE: the lock wait is bounded by `budgetMs` (the watch's `subscribeTimeoutMs`, a validated integer):
+ * behind a long fenced write the statement would otherwise keep its pooled connection until that write
+ * ends, long after the watch gave up. `set_config(..., true)` sets `lock_timeout` for this statement's own
+ * transaction only, in the row source the INSERT reads before it inserts or waits on a conflict.
  */
-export function interestStatement(table: TableName): string {
+export function interestStatement(table: TableName, budgetMs: number): string {
   const until = `${NOW} OPERATOR(pg_catalog.+) '${INTEREST_WINDOW_MS} milliseconds'::interval`;
-  return `INSERT INTO ${table.quoted} AS l (key, token, waited_until) VALUES ($1::text, 0::bigint, ${until})
+  return `INSERT INTO ${table.quoted} AS l (key, token, waited_until)
+SELECT $1::text, 0::bigint, ${until}
+FROM (SELECT pg_catalog.set_config('lock_timeout', '${Math.trunc(budgetMs)}', true) AS lock_timeout) AS budget
+WHERE budget.lock_timeout IS NOT NULL
 ON CONFLICT (key) DO UPDATE SET waited_until = GREATEST(l.waited_until, ${until})`;
 }
 
 /**
  * The `RETURNING` expression of release and revoke, which runs once per updated row (only when the
- * statement ends a grant). `'when-waited'`: notifies only while the row's interest lasts; `l` is the row as
- * updated, built from the version the statement locked, so a mark committed before the lock is seen.
+ * statement ends a grant): notifies only while the row's interest lasts; `l` is the row as updated, built
+ * from the version the statement locked, so a mark committed before the lock is seen.
  */
-export function freedNotify(table: TableName, notify: NotifyFreed): string {
-  const send = `pg_catalog.pg_notify('${freedChannelOf(table)}', pre.key)`;
-  return notify === 'always' ? send : `CASE WHEN l.waited_until OPERATOR(pg_catalog.>) pre.now THEN ${send} END`;
+export function freedNotify(table: TableName): string {
+  return `CASE WHEN l.waited_until OPERATOR(pg_catalog.>) pre.now THEN pg_catalog.pg_notify('${freedChannelOf(table)}', pre.key) END`;
 }

@@ -206,13 +206,38 @@ export function createPostgresFreed(listener: PostgresListenerOption, channel: s
   });
   const channelSubscription = createFreedSubscriptions(transport, subscribeTimeoutMs);
 
+  // NOTE: at most one mark per key in flight, so marks stuck behind a locked row never stack up on the pool.
+  const marking = new Map<string, { readonly running: Promise<void>; next: Promise<void> | null }>();
+  const startMark = (key: string): Promise<void> => {
+    const state: { readonly running: Promise<void>; next: Promise<void> | null } = { running: mark(key), next: null };
+    marking.set(key, state);
+    const settled = (): void => {
+      if (marking.get(key) === state && state.next === null) marking.delete(key);
+    };
+    state.running.then(settled, settled);
+    return state.running;
+  };
+  /**
+   * Marks `key`; while a mark of it runs, joins the one queued behind it, which starts after this call (so
+   * after the caller's LISTEN was live: no wake-up lost), instead of sending another.
+   */
+  const markOnce = (key: string): Promise<void> => {
+    const state = marking.get(key);
+    if (state === undefined) return startMark(key);
+    state.next ??= state.running.then(
+      () => startMark(key),
+      () => startMark(key),
+    );
+    return state.next;
+  };
+
   const markWithin = async (key: string): Promise<void> => {
     let timer: ReturnType<typeof setTimeout> | undefined;
     const timeout = new Promise<never>((_, reject) => {
       timer = setTimeout(() => reject(new StoreUnavailableError(`marking interest in ${JSON.stringify(key)} took longer than ${subscribeTimeoutMs} ms`)), subscribeTimeoutMs);
     });
     try {
-      await Promise.race([mark(key), timeout]);
+      await Promise.race([markOnce(key), timeout]);
     } finally {
       clearTimeout(timer);
     }
@@ -242,8 +267,9 @@ export function createPostgresFreed(listener: PostgresListenerOption, channel: s
       throw error;
     }
     if (byKey.get(key) === watchers && !remarks.has(key)) {
-      // NOTE: a failed re-mark is retried at the next tick, well within the window (a third of it).
-      const remark = setInterval(() => void mark(key).catch(() => undefined), REMARK_EVERY_MS);
+      // NOTE: a failed re-mark is retried at the next tick, well within the window (a third of it); a
+      // re-mark due while a mark of the key is in flight is skipped (that one extends the interest).
+      const remark = setInterval(() => void (marking.has(key) ? undefined : startMark(key).catch(() => undefined)), REMARK_EVERY_MS);
       (remark as { unref?: () => void }).unref?.();
       remarks.set(key, remark);
     }

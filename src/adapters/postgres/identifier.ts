@@ -6,7 +6,7 @@ import { InvalidArgumentError } from '../../errors.js';
 
 /**
  * One identifier part: a letter or underscore, then letters, digits or underscores; at most 48 characters,
- * so that derived names (`<table>_try_claim_v2`) stay within Postgres's 63-byte limit.
+ * so that derived names (`<table>_try_claim`) stay within Postgres's 63-byte limit.
  */
 const PART = /^[A-Za-z_][A-Za-z0-9_]{0,47}$/;
 

@@ -16,9 +16,8 @@
  * `leases.fencedWrite(lease, write, { checkpoint })`. A background renewal simply waits its turn.
  *
  * Secrets: the table keeps `secret_hash` (SHA-256), never the secret, and the secret is hashed before it is
- * sent. Tables created by earlier versions (a `secret` column) are converted by `await store.migrate()`
- * (hashes held grants in place, drops the column); until then operations fail with STORE_UNAVAILABLE
- * naming `store.migrate()`.
+ * sent. Until `await store.migrate()` has created the table and its claim function, operations fail with
+ * STORE_UNAVAILABLE naming `store.migrate()`.
  *
  * What the table keeps, per key, for ever: one row (never deleted: its token is the floor of every later
  * grant), with the current grant (holder, run, secret hash, times, at most 64 attributes), how the last
@@ -49,7 +48,6 @@ export {
 } from './client.js';
 export { DEFAULT_LEASE_TABLE, postgresSchemaSql } from './schema.js';
 export type { PgListenClient, PGliteListen, PostgresJsListen, PostgresListenerOption } from './freed-listener.js';
-export type { NotifyFreed } from './freed-interest.js';
 export {
   createPostgresTokenGate,
   DEFAULT_GATE_TABLE,

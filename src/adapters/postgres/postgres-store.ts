@@ -3,7 +3,6 @@
  * transitions of `fence/`; fenced writes run in a transaction that holds the lease row FOR SHARE.
  */
 import { InvalidArgumentError } from '../../errors.js';
-import { describe } from '../../validate.js';
 import type { FencedWriteOutcome, StoreFencedWriteOptions } from '../../fence/operations.js';
 import * as transitions from '../../fence/transitions.js';
 import type { Transition } from '../../fence/transitions.js';
@@ -19,7 +18,7 @@ import { createStatementCache, runFencedStatement, type FencedStatementOptions, 
 import { tableName, type TableName } from './identifier.js';
 import { subscribeTimeoutOf } from '../freed-subscriptions.js';
 import { freedChannelOf } from './freed-channel.js';
-import { interestStatement, type NotifyFreed } from './freed-interest.js';
+import { interestStatement } from './freed-interest.js';
 import { createPostgresFreed, type PostgresListenerOption } from './freed-listener.js';
 import { createPostgresList, listStatement } from './list.js';
 import { decodePreImage, type PreImage } from './rows.js';
@@ -28,6 +27,9 @@ import { secretHash } from './secret-hash.js';
 import { createSession, type Session } from './session.js';
 import { fenceParams, leaseStatements } from './statements.js';
 import { tokenFloorAt } from './token-floor.js';
+
+/** SQLSTATE program_limit_exceeded: what a NOTIFY the server could not queue (its queue is full) fails with. */
+const NOTIFY_QUEUE_FULL = '54000';
 
 export interface PostgresStoreOptions {
   /** Your pool or client: a pg `Pool`, a PGlite instance, `fromPostgresJs(sql)` or `fromPgClient(client)`. */
@@ -42,7 +44,7 @@ export interface PostgresStoreOptions {
   readonly prepare?: boolean;
   /**
    * The lease table, optionally schema-qualified (`app.leases`). Validated as an identifier and always
-   * quoted. Its claim function is `<table>_try_claim_v2` in the same schema.
+   * quoted. Its claim function is `<table>_try_claim` in the same schema.
    * @default 'leasefence_leases'
    */
   readonly table?: string;
@@ -57,7 +59,7 @@ export interface PostgresStoreOptions {
   /**
    * A dedicated LISTEN connection, for waiting claims woken at once by a release or revoke (release and
    * revoke NOTIFY the table's channel, `<table>:freed`, with the key, when a waiter marked its interest on
-   * the lease row: see `notifyFreed`): a function returning a new
+   * the lease row: freed-interest.ts): a function returning a new
    * connected pg `Client` (reopened after a loss, ended when nobody waits), your own pg `Client`, a
    * postgres.js `sql` or a PGlite instance (see `PostgresListenerOption`). It must reach Postgres directly
    * or through pgbouncer in session mode: LISTEN does not work through transaction mode. Without it the
@@ -70,15 +72,6 @@ export interface PostgresStoreOptions {
    * @default 2_000
    */
   readonly subscribeTimeoutMs?: number;
-  /**
-   * When release and revoke NOTIFY waiters. `'when-waited'`: only when a waiter marked its interest on the
-   * lease row (this version's waits do, before their first claim), which spares the commits nobody waits
-   * for the cost of notifying (PostgreSQL serialises notifying commits). `'always'`: every release and
-   * revoke notifies, as earlier versions did: use it while waiters of an earlier version still run, since
-   * they mark no interest (they would wait until their next scheduled attempt). See docs/waiting.md.
-   * @default 'when-waited'
-   */
-  readonly notifyFreed?: NotifyFreed;
 }
 
 /** The Postgres lease store. */
@@ -149,13 +142,9 @@ function preImageOf(rows: unknown[], operation: string, presented: string | null
  */
 export function createPostgresStore(options: PostgresStoreOptions): PostgresStore {
   const table: TableName = tableName(options.table ?? DEFAULT_LEASE_TABLE);
-  const schema = { names: [table.bare, `${table.bare}_${CLAIM_FUNCTION_SUFFIX}`, 'secret_hash', 'waited_until'], fix: 'await store.migrate()' };
-  const notifyFreed = options.notifyFreed ?? 'when-waited';
-  if (notifyFreed !== 'when-waited' && notifyFreed !== 'always') {
-    throw new InvalidArgumentError(`notifyFreed must be 'when-waited' or 'always', got ${describe(notifyFreed)}`);
-  }
+  const schema = { names: [table.bare, `${table.bare}_${CLAIM_FUNCTION_SUFFIX}`], fix: 'await store.migrate()' };
   const session: Session = createSession(options.client, options.prepare === undefined ? { schema } : { prepare: options.prepare, schema });
-  const sql = leaseStatements(table, notifyFreed);
+  const sql = leaseStatements(table);
   // NOTE: unprepared, the claim statement would be planned at every call (more than it costs to run); the
   // claim function's plpgsql keeps its plans for the session (schema.ts).
   const claimText = session.prepared ? sql.claim : sql.claimCall;
@@ -168,12 +157,13 @@ export function createPostgresStore(options: PostgresStoreOptions): PostgresStor
     throw new InvalidArgumentError(`fencedTransactionMarginMs must be an integer number of milliseconds from 0 to ${MAX_MARGIN_MS}`);
   }
   const guard = (key: string | null, operation: string): void => refuseInsideFencedWrite(client, table.quoted, key, operation);
-  const interest = interestStatement(table);
+  const subscribeTimeoutMs = subscribeTimeoutOf(options.subscribeTimeoutMs);
+  const interest = interestStatement(table, subscribeTimeoutMs);
   const markInterest = async (key: string): Promise<void> => {
     guard(key, 'watchFreed');
     await ownStatement('watchFreed', interest, [key]);
   };
-  const watchFreed = options.listener === undefined ? undefined : createPostgresFreed(options.listener, freedChannelOf(table), subscribeTimeoutOf(options.subscribeTimeoutMs), markInterest);
+  const watchFreed = options.listener === undefined ? undefined : createPostgresFreed(options.listener, freedChannelOf(table), subscribeTimeoutMs, markInterest);
 
   /** Sends one of leasefence's statements; an SQL error it raises never carries the driver's error. */
   const ownStatement = async (operation: string, text: string, params: unknown[]): Promise<unknown[]> => {
@@ -199,6 +189,28 @@ export function createPostgresStore(options: PostgresStoreOptions): PostgresStor
       throw new Error(`leasefence/postgres: ${operation} disagrees with the core (core changed=${changed}, SQL applied=${applied})`);
     }
     return outcome;
+  };
+
+  /**
+   * `apply` for a statement that may `pg_notify` waiters (release, revoke). A full notification queue (any
+   * role that LISTENs and then idles in a transaction can fill it) fails the statement's commit with
+   * SQLSTATE 54000, and it is then rolled back: nothing applied. The grant must still end, so the same
+   * statement runs again without its notification (`quiet`); waiters then wake on their schedule.
+   */
+  const applyNotifying = async <O>(
+    operation: string,
+    text: string,
+    quiet: string,
+    params: unknown[],
+    presented: string | null,
+    decide: (record: LeaseRecord | null, now: StoreTime) => Transition<O>,
+  ): Promise<O> => {
+    try {
+      return await apply(operation, text, params, presented, decide);
+    } catch (error) {
+      if ((error as { code?: unknown } | null)?.code !== NOTIFY_QUEUE_FULL) throw error;
+      return apply(operation, quiet, params, presented, decide);
+    }
   };
 
   return {
@@ -246,7 +258,7 @@ export function createPostgresStore(options: PostgresStoreOptions): PostgresStor
       const mode = json === undefined ? 'keep' : json === null ? 'clear' : 'replace';
       const params = [...fenceParams(command.fence), mode, typeof json === 'string' ? json : null];
       guard(command.fence.key, 'release');
-      return apply('release', sql.release, params, command.fence.secret, (record, now) => transitions.release(record, command, now));
+      return applyNotifying('release', sql.release, sql.releaseQuiet, params, command.fence.secret, (record, now) => transitions.release(record, command, now));
     },
 
     revoke(command) {
@@ -255,7 +267,7 @@ export function createPostgresStore(options: PostgresStoreOptions): PostgresStor
       assertEncodable('revoked by', command.by);
       const params = [command.key, command.reason, command.by, command.requireRecovery, command.expectedToken?.toString() ?? null];
       guard(command.key, 'revoke');
-      return apply('revoke', sql.revoke, params, null, (record, now) => transitions.revoke(record, command, now));
+      return applyNotifying('revoke', sql.revoke, sql.revokeQuiet, params, null, (record, now) => transitions.revoke(record, command, now));
     },
 
     recover(command) {

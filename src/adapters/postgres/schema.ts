@@ -5,7 +5,6 @@
 import { CLAIM_FUNCTION_SUFFIX, claimable, claimSet, firstGrant, type ClaimTerms } from './claim-rule.js';
 import { tableName, type TableName } from './identifier.js';
 import { claimPreImageJson, NOW } from './rows.js';
-import { SQL_SECRET_HASH } from './secret-hash.js';
 
 /** The default lease table. */
 export const DEFAULT_LEASE_TABLE = 'leasefence_leases';
@@ -135,41 +134,9 @@ function qualifiedClaimFunctionDdl(table: TableName): string {
 END $leasefence_ddl$`;
 }
 
-/**
- * Upgrades a table created before leasefence kept secret hashes: hashes every held grant's secret into
- * `secret_hash` and drops the `secret` column, in the migration's transaction (a held grant stays valid:
- * its holder presents the same secret, which the adapter hashes). Does nothing on a current table.
- */
-function secretHashMigration(table: TableName): string {
-  const t = table.quoted;
-  return `DO $leasefence_migrate$ BEGIN
-  ALTER TABLE ${t} ADD COLUMN IF NOT EXISTS secret_hash text;
-  IF EXISTS (SELECT 1 FROM pg_catalog.pg_attribute
-      WHERE attrelid OPERATOR(pg_catalog.=) pg_catalog.to_regclass('${t}')::oid AND attname OPERATOR(pg_catalog.=) 'secret'::name AND NOT attisdropped) THEN
-    UPDATE ${t} SET secret_hash = ${SQL_SECRET_HASH('secret')} WHERE secret IS NOT NULL;
-    ALTER TABLE ${t} DROP COLUMN secret;
-  END IF;
-END $leasefence_migrate$`;
-}
-
-/**
- * Upgrades a table created before waiter interest (freed-interest.ts): adds `waited_until` (NULL: nobody
- * waits), a catalog-only change. NOTE: checked in the catalog first, so that a current table is not locked
- * ACCESS EXCLUSIVE by every `migrate()`; concurrent migrations are serialised by `MIGRATION_LOCK_SQL`.
- */
-function interestMigration(table: TableName): string {
-  const t = table.quoted;
-  return `DO $leasefence_migrate$ BEGIN
-  IF NOT EXISTS (SELECT 1 FROM pg_catalog.pg_attribute
-      WHERE attrelid OPERATOR(pg_catalog.=) pg_catalog.to_regclass('${t}')::oid AND attname OPERATOR(pg_catalog.=) 'waited_until'::name AND NOT attisdropped) THEN
-    ALTER TABLE ${t} ADD COLUMN waited_until timestamptz(3);
-  END IF;
-END $leasefence_migrate$`;
-}
-
 /** The DDL statements of a lease table, in order. */
 export function schemaStatements(table: TableName): string[] {
-  return [tableDdl(table), secretHashMigration(table), interestMigration(table), qualifiedClaimFunctionDdl(table)];
+  return [tableDdl(table), qualifiedClaimFunctionDdl(table)];
 }
 
 /**

@@ -7,8 +7,3 @@
 /** Lowercase hex SHA-256 of the secret's UTF-8 bytes: what `secret_hash` holds. */
 export { hashSecret as secretHash } from '../../secret-hash.js';
 
-/**
- * The SQL of the same hash, for rows written before the table kept hashes (`migrate()` converts them).
- * NOTE: equal to `secretHash` for every string: both hash its UTF-8 bytes.
- */
-export const SQL_SECRET_HASH = (column: string): string => `pg_catalog.encode(pg_catalog.sha256(pg_catalog.convert_to(${column}, 'UTF8')), 'hex')`;

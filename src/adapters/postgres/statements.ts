@@ -29,7 +29,7 @@
  */
 import type { Fence } from '../../fence/types.js';
 import { claimable, claimFunction, claimSet, type ClaimTerms } from './claim-rule.js';
-import { freedNotify, type NotifyFreed } from './freed-interest.js';
+import { freedNotify } from './freed-interest.js';
 import { secretHash } from './secret-hash.js';
 import type { TableName } from './identifier.js';
 import { claimPreImageJson, epochMs, NOW, preImageColumns, preImageJson, type PreImageWidth } from './rows.js';
@@ -166,7 +166,9 @@ export const PRE_IMAGE_WIDTH: Readonly<Record<keyof LeaseStatements, PreImageWid
   renew: 'fence',
   checkpoint: 'fence',
   release: 'fence',
+  releaseQuiet: 'fence',
   revoke: 'record',
+  revokeQuiet: 'record',
   recover: 'record',
   inspect: 'record',
   lockShared: 'fence',
@@ -191,6 +193,10 @@ export interface LeaseStatements {
   readonly release: string;
   /** $1 key, $2 reason, $3 by, $4 require recovery, $5 expected token (NULL: any). */
   readonly revoke: string;
+  /** `release` without its notification: for when the server cannot queue one (postgres-store.ts). */
+  readonly releaseQuiet: string;
+  /** `revoke` without its notification. */
+  readonly revokeQuiet: string;
   /** Fence params, $7 'resume' | 'discard'. */
   readonly recover: string;
   /** $1 key. */
@@ -238,11 +244,26 @@ SELECT ${preImageJson(PRE_IMAGE_WIDTH.lockShared, 'pre.', LOCKED_NOW, 'false', '
 FROM (SELECT) AS one LEFT JOIN pre ON true`;
 }
 
-/**
- * Builds the statements of a (validated, quoted) lease table; `notify`: when release and revoke notify
- * waiters (freed-interest.ts).
- */
-export function leaseStatements(table: TableName, notify: NotifyFreed = 'when-waited'): LeaseStatements {
+/** The SET list of a release ($7 'keep' | 'clear' | 'replace', $8 checkpoint JSON text). */
+const RELEASE_SET = `${CLEAR_GRANT},
+    ending_kind = 'released', ending_token = pre.token, ending_holder = pre.holder, ending_run_id = pre.run_id,
+    ending_at = pre.now, ending_reason = NULL, ending_by = NULL,
+    checkpoint_json = CASE $7::text WHEN 'keep' THEN l.checkpoint_json WHEN 'clear' THEN NULL ELSE $8::text END,
+    checkpoint_token = CASE $7::text WHEN 'keep' THEN l.checkpoint_token WHEN 'clear' THEN NULL ELSE pre.token END,
+    checkpoint_written_at = CASE $7::text WHEN 'keep' THEN l.checkpoint_written_at WHEN 'clear' THEN NULL ELSE pre.now END,
+    recovery_required = CASE $7::text WHEN 'keep' THEN l.recovery_required ELSE false END`;
+
+/** The SET list of a revoke ($2 reason, $3 by, $4 require recovery). */
+const REVOKE_SET = `token = pre.token OPERATOR(pg_catalog.+) 1::bigint, ${CLEAR_GRANT},
+    ending_kind = 'revoked', ending_token = pre.token, ending_holder = pre.holder, ending_run_id = pre.run_id,
+    ending_at = pre.now, ending_reason = $2::text, ending_by = $3::text,
+    recovery_required = ($4::boolean AND pre.checkpoint_json IS NOT NULL)`;
+
+/** Which grant a revoke ends: any held one, or the one of $5 (the expected token). */
+const REVOKE_CONDITION = `pre.holder IS NOT NULL AND ($5::numeric IS NULL OR pre.token::numeric OPERATOR(pg_catalog.=) $5::numeric)`;
+
+/** Builds the statements of a (validated, quoted) lease table. */
+export function leaseStatements(table: TableName): LeaseStatements {
   return {
     claim: claimStatement(table),
 
@@ -261,34 +282,13 @@ export function leaseStatements(table: TableName, notify: NotifyFreed = 'when-wa
     // NOTE: the kept checkpoint is read from `l`, the row being updated (the version `pre` locked), so that
     // the pre-image need not carry it back to the client. An explicit checkpoint decision (clear or replace)
     // resolves a pending recovery, as `transitions.release` does; keep leaves it pending.
-    release: lockedUpdate(
-      table,
-      PRE_IMAGE_WIDTH.release,
-      'NO KEY UPDATE',
-      `${CLEAR_GRANT},
-    ending_kind = 'released', ending_token = pre.token, ending_holder = pre.holder, ending_run_id = pre.run_id,
-    ending_at = pre.now, ending_reason = NULL, ending_by = NULL,
-    checkpoint_json = CASE $7::text WHEN 'keep' THEN l.checkpoint_json WHEN 'clear' THEN NULL ELSE $8::text END,
-    checkpoint_token = CASE $7::text WHEN 'keep' THEN l.checkpoint_token WHEN 'clear' THEN NULL ELSE pre.token END,
-    checkpoint_written_at = CASE $7::text WHEN 'keep' THEN l.checkpoint_written_at WHEN 'clear' THEN NULL ELSE pre.now END,
-    recovery_required = CASE $7::text WHEN 'keep' THEN l.recovery_required ELSE false END`,
-      FENCE_HOLDS,
-      '$3::text',
-      freedNotify(table, notify),
-    ),
+    release: lockedUpdate(table, PRE_IMAGE_WIDTH.release, 'NO KEY UPDATE', RELEASE_SET, FENCE_HOLDS, '$3::text', freedNotify(table)),
 
-    revoke: lockedUpdate(
-      table,
-      PRE_IMAGE_WIDTH.revoke,
-      'NO KEY UPDATE',
-      `token = pre.token OPERATOR(pg_catalog.+) 1::bigint, ${CLEAR_GRANT},
-    ending_kind = 'revoked', ending_token = pre.token, ending_holder = pre.holder, ending_run_id = pre.run_id,
-    ending_at = pre.now, ending_reason = $2::text, ending_by = $3::text,
-    recovery_required = ($4::boolean AND pre.checkpoint_json IS NOT NULL)`,
-      `pre.holder IS NOT NULL AND ($5::numeric IS NULL OR pre.token::numeric OPERATOR(pg_catalog.=) $5::numeric)`,
-      null,
-      freedNotify(table, notify),
-    ),
+    revoke: lockedUpdate(table, PRE_IMAGE_WIDTH.revoke, 'NO KEY UPDATE', REVOKE_SET, REVOKE_CONDITION, null, freedNotify(table)),
+
+    releaseQuiet: lockedUpdate(table, PRE_IMAGE_WIDTH.release, 'NO KEY UPDATE', RELEASE_SET, FENCE_HOLDS, '$3::text'),
+
+    revokeQuiet: lockedUpdate(table, PRE_IMAGE_WIDTH.revoke, 'NO KEY UPDATE', REVOKE_SET, REVOKE_CONDITION, null),
 
     recover: lockedUpdate(
       table,

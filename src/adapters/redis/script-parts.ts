@@ -108,11 +108,10 @@ ${REPLAYED('KEYS[1]')}`;
  * n and n attribute name/value pairs (n may be left out when it is 0 and nothing follows); `at` is the
  * first ARGV index after them. The fence holds (exactly when fence/verdict.ts#checkFence returns ok) when
  * token SEP hashed secret SEP who (`prefix`) starts the lease field, the required attributes match and
- * the grant has not expired; `e` is then the position of the SEP after expires, in `lease`, which holds
- * the field with the secret hashed (a record written before secrets were hashed holds it plain: `lease`
- * is that field rewritten with the hash, so a renew stores it hashed). `shown` (unless `shows` is false) is the field as replied
- * (secret part `'='`). When the fence does not hold, the script returns the lease (secret part `'='` if
- * it matches the presented one, else `''`) and the ending, which explain the refusal, and changes nothing.
+ * the grant has not expired; `e` is then the position of the SEP after expires, in `lease`. `shown`
+ * (unless `shows` is false) is the field as replied (secret part `'='`). When the fence does not hold,
+ * the script returns the lease (secret part `'='` if it matches the presented one, else `''`) and the
+ * ending, which explain the refusal, and changes nothing.
  */
 const fencedCheck = (memoised: boolean, shows = true): string => `${CLOCK}
 ${memoised ? "local read = redis.call('HMGET', KEYS[1], 'lease', 'memos')\nlocal lease = read[1]" : "local lease = redis.call('HGET', KEYS[1], 'lease')"}
@@ -121,15 +120,8 @@ local at = 5 + 2 * n
 ${memoised ? MEMOS : ''}
 local hashed = '#' .. redis.sha1hex(ARGV[2])
 local prefix = ARGV[1] .. '\\0' .. hashed .. '\\0' .. ARGV[3]
--- NOTE: a plain stored secret never starts with '#'; presenting a stored hash must not pass as plain.
-local legacy = string.byte(ARGV[2], 1) ~= 35
 -- NOTE: a plain find anchored by '== 1' compares the prefix without copying it out of the field.
-local matches = lease and string.find(lease, prefix, 1, true) == 1
-if lease and legacy and not matches then
-  local plain = ARGV[1] .. '\\0' .. ARGV[2] .. '\\0' .. ARGV[3]
-  if string.find(lease, plain, 1, true) == 1 then lease, matches = prefix .. string.sub(lease, #plain + 1), true end
-end
-local e = matches and string.find(lease, '\\0', #prefix + 1, true)
+local e = lease and string.find(lease, prefix, 1, true) == 1 and string.find(lease, '\\0', #prefix + 1, true)
 local holds = false
 if e then
   local expires = string.sub(lease, #prefix + 1, e - 1)
@@ -147,7 +139,7 @@ if not holds then
   if s1 then
     local s2 = string.find(lease, '\\0', s1 + 1, true)
     local stored = string.sub(lease, s1 + 1, s2 - 1)
-    lease = string.sub(lease, 1, s1) .. ((stored == hashed or (legacy and stored == ARGV[2])) and '=' or '') .. string.sub(lease, s2)
+    lease = string.sub(lease, 1, s1) .. (stored == hashed and '=' or '') .. string.sub(lease, s2)
   end
   return {'-' .. clock, lease, redis.call('HGET', KEYS[1], 'ending')}
 end

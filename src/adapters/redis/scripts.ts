@@ -15,8 +15,7 @@
  *   SEP acquired SEP attributes, or just the token when nothing is held. The secret is stored as
  *   `'#' .. SHA1 hex of the secret` (`redis.sha1hex`), hashed by the script from what the caller
  *   presents: whoever reads the record (or MONITORs a replica, which receives the script's effects)
- *   cannot present it. A record written before secrets were hashed holds the plain secret: it is still
- *   accepted, and stored hashed from its next renew. The run is `''` for none, else
+ *   cannot present it. The run is `''` for none, else
  *   `'='` .. run; expires `''` for never; attributes JSON text, `''` for none. A fence presents token SEP
  *   secret SEP holder SEP run SEP: it holds when that is the field's prefix and the grant has not expired,
  *   so the hot path reads, compares and rewrites one field. The token is never deleted: it is the floor of
@@ -26,9 +25,7 @@
  * - `checkpoint`: token SEP writtenAt SEP JSON text; `''` (or absent) for none.
  * - `recovery`: `'1'` while a revoke's required recovery is pending, else `''` (or absent).
  * - `memos`: the index of the last memoised requests on this key, and `m:` .. request id: each one's
- *   first reply, cmsgpack-packed (see `REMEMBER` in `script-parts.ts`); absent until the first one. A
- *   record written by the previous version may also hold `replay` (its memos, packed in one field):
- *   read only by that version's scripts (which its clients re-send), left as it is by these.
+ *   first reply, cmsgpack-packed (see `REMEMBER` in `script-parts.ts`); absent until the first one.
  * Clearing writes `''` rather than deleting, so every change is a single HSET (plus, for a memoised
  * operation past the 8th on a key, one HDEL of the oldest memo's reply).
  *
@@ -90,7 +87,7 @@ if s1 then
   ${GRANT_PARTS}
   local live = expires == '' or now < tonumber(expires)
   local stored = string.sub(lease, s1 + 1, s2 - 1)
-  if stored == hashed or (stored == ARGV[1] and string.byte(stored, 1) ~= 35) then
+  if stored == hashed then
     return {'-' .. clock, string.sub(lease, 1, s1) .. '=' .. string.sub(lease, s2), v[2], v[3], v[4]}
   end
   v[1] = ${MASKED}

@@ -32,6 +32,11 @@ function isLockTimeout(error: DriverError): boolean {
   return typeof errcode === 'number' && LOCK_RESULT_CODES.has(errcode & 0xff);
 }
 
+/** Whether `error` is a driver error saying another connection holds the lock this one needed. */
+export function isLockFailure(error: unknown): boolean {
+  return typeof error === 'object' && error !== null && isLockTimeout(error as DriverError);
+}
+
 /** Whether `error` says the connection is closed (nothing can have been sent). */
 function isClosed(error: DriverError): boolean {
   return typeof error.message === 'string' && /(database|connection) (connection )?is not open/i.test(error.message);
@@ -43,7 +48,7 @@ function isDriverError(error: DriverError): boolean {
   return (typeof code === 'string' && (code.startsWith('SQLITE_') || code === 'ERR_SQLITE_ERROR')) || typeof errcode === 'number';
 }
 
-/** Whether `error` says leasefence's table (or a column a newer version added) is missing. */
+/** Whether `error` says leasefence's table (or one of its columns) is missing. */
 function isMissingSchema(error: DriverError): boolean {
   return typeof error.message === 'string' && /no such table|no such column|has no column named/i.test(error.message);
 }

@@ -27,6 +27,7 @@ import {
 import type { SqliteDatabase } from './client.js';
 import { classifyFailure, runCallback } from './failures.js';
 import { createSqliteList } from './list.js';
+import { runMigration } from './migration.js';
 import { tableName, type TableName } from './identifier.js';
 import { recordOf, recordParams, selectRecordSql, upsertRecordSql } from './rows.js';
 import { busyTimeoutPragma, DEFAULT_BUSY_TIMEOUT_MS, DEFAULT_LEASE_TABLE, leaseTableSql, WAL_PRAGMA } from './schema.js';
@@ -224,8 +225,7 @@ export function createSqliteStore(options: SqliteStoreOptions): SqliteStore {
     database,
     async migrate() {
       // NOTE: journal_mode cannot change inside a transaction; CREATE TABLE IF NOT EXISTS is atomic on its own.
-      database.exec(WAL_PRAGMA);
-      database.exec(leaseTableSql(table));
+      await runMigration(database, [WAL_PRAGMA, leaseTableSql(table)], 'migrate');
     },
     claim: async (command) => apply(command.key, 'claim', (record, at) => claim(record, hashedClaim(command), at, tokenFloor(at))),
     renew: async (command) => apply(command.fence.key, 'renew', (record, at) => renew(record, { ...command, fence: hashedFence(command.fence) }, at)),

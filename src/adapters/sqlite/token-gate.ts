@@ -16,6 +16,7 @@ import {
 import type { SqliteDatabase, SqliteValue } from './client.js';
 import { classifyFailure, runCallback } from './failures.js';
 import { tableName, type TableName } from './identifier.js';
+import { runMigration } from './migration.js';
 import { DEFAULT_GATE_TABLE, gateTableSql, WAL_PRAGMA } from './schema.js';
 import { hashedFence } from './secret-hash.js';
 import { statementFor } from './statement-cache.js';
@@ -140,8 +141,7 @@ export function createSqliteTokenGate(options: SqliteTokenGateOptions): SqliteTo
   return {
     table: table.name,
     async migrate() {
-      database.exec(WAL_PRAGMA);
-      database.exec(gateTableSql(table));
+      await runMigration(database, [WAL_PRAGMA, gateTableSql(table)], 'gate migrate');
     },
     async write<T>(resource: string, lease: Fence, write: (context: SqliteGateContext) => T | Promise<T>): Promise<GateOutcome<T> | FenceRefusal> {
       assertName('resource', resource);

@@ -1,0 +1,94 @@
+/**
+ * Re-delivery on a shared lease: two workers (two stores on one Redis) write under one grant, and a request
+ * re-delivered after a lost reply (the very command sent again, as ioredis re-sends it after a reconnect)
+ * never applies twice, whichever worker sent it, also when two writes on one lease were in flight together.
+ */
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createRedisStore, hashTagOf } from '../../src/adapters/redis/index.js';
+import { fromIoredis, type IoredisClient, type RedisConnection } from '../../src/adapters/redis/connection.js';
+import { WRITTEN } from '../../src/adapters/redis/write-scripts.js';
+import { REPLAY_SLOTS } from '../../src/adapters/redis/script-parts.js';
+import { createLeases } from '../../src/leases.js';
+import { freshPrefix, openClient, sharedRedisUrl } from './redis-harness.js';
+
+let raw: RedisConnection;
+let close: () => Promise<void> = async () => undefined;
+const prefix = freshPrefix('lf-redelivery');
+
+beforeAll(async () => {
+  const opened = await openClient('ioredis', await sharedRedisUrl());
+  raw = fromIoredis(opened.client as IoredisClient);
+  close = opened.close;
+});
+afterAll(async () => close());
+
+/** A worker's connection: records every command it sends and every reply. */
+function worker(holder: string) {
+  const sent: string[][] = [];
+  const replies: unknown[] = [];
+  const connection: RedisConnection = {
+    send: (args) => {
+      sent.push([...args]);
+      return raw.send(args).then((reply) => {
+        replies.push(reply);
+        return reply;
+      });
+    },
+  };
+  return { leases: createLeases(createRedisStore({ client: connection, prefix }), { holder, ttlMs: 60_000 }), sent, replies };
+}
+
+const counterOf = async (counter: string): Promise<string | null> => (await raw.send(['GET', counter])) as string | null;
+
+describe('redis adapter: re-delivered requests on a shared lease', () => {
+  it('a fenced write, checkpoint or revoke re-delivered after another worker wrote in between applies once and replies as it first did', async () => {
+    const [old, next] = [worker('old'), worker('new')];
+    const key = `shared-replay:${Date.now()}`;
+    const counter = `${prefix}${hashTagOf(key)}:n`;
+    const lease = await old.leases.claimOrThrow(key);
+    const restored = next.leases.restore(lease.export());
+    const firsts: { command: string[]; reply: unknown }[] = [];
+    const send = async (from: { sent: string[][]; replies: unknown[] }, run: () => Promise<unknown>): Promise<void> => {
+      await run();
+      // NOTE: the last command sent (a first EVALSHA may have been refused with NOSCRIPT, then EVAL ran).
+      firsts.push({ command: from.sent[from.sent.length - 1] as string[], reply: from.replies[from.replies.length - 1] });
+    };
+    for (let round = 0; round < 3; round += 1) {
+      await send(old, () => old.leases.fencedWriteOrThrow(lease, (tx) => tx.call('INCR', counter)));
+      await send(next, () => next.leases.fencedWriteOrThrow(restored, (tx) => tx.call('INCR', counter)));
+      await send(old, () => old.leases.checkpointOrThrow(lease, { old: round }));
+      await send(next, () => next.leases.checkpointOrThrow(restored, { next: round }));
+    }
+    expect(await counterOf(counter)).toBe('6');
+    const checkpoint = (await next.leases.inspect(key)).checkpoint;
+    // NOTE: 12 memoised requests on one record, more than REPLAY_SLOTS: only the last REPLAY_SLOTS are kept.
+    firsts.splice(0, firsts.length - REPLAY_SLOTS);
+    for (const { command, reply } of firsts) expect(await raw.send(command)).toEqual(reply);
+    expect(await counterOf(counter)).toBe('6');
+    expect((await next.leases.inspect(key)).checkpoint).toEqual(checkpoint);
+    // NOTE: a revoke re-delivered after the next grant returns its first reply and leaves that grant alone.
+    const revoking = await next.leases.revoke(key, { reason: 'shared' });
+    const revoke = next.sent[next.sent.length - 1] as string[];
+    const after = await old.leases.claimOrThrow(key);
+    expect(await raw.send(revoke)).toEqual(next.replies[next.replies.length - 1]);
+    expect(revoking).toMatchObject({ ok: true });
+    expect((await next.leases.inspect(key)).grant).toMatchObject({ token: after.token, holder: 'old' });
+  });
+
+  it('two fenced writes on one lease in flight together, both re-delivered (twice, in either order): each applies once and replays its own first reply', async () => {
+    const { leases, sent } = worker('new');
+    const key = `concurrent-replay:${Date.now()}`;
+    const [a, b] = [`${prefix}${hashTagOf(key)}:a`, `${prefix}${hashTagOf(key)}:b`];
+    const lease = await leases.claimOrThrow(key);
+    const before = sent.length;
+    const [first, second] = await Promise.all([leases.fencedWriteOrThrow(lease, (tx) => tx.call('INCR', a)), leases.fencedWriteOrThrow(lease, (tx) => tx.call('INCRBY', b, 10))]);
+    expect([first, second]).toEqual([1, 10]);
+    const [writeA, writeB] = sent.slice(before) as [string[], string[]];
+    const replies = await Promise.all([raw.send(writeB), raw.send(writeA), raw.send(writeA), raw.send(writeB)]);
+    expect((replies[1] as unknown[])[WRITTEN.replies]).toEqual([1]);
+    expect((replies[0] as unknown[])[WRITTEN.replies]).toEqual([10]);
+    expect(replies[2]).toEqual(replies[1]);
+    expect(replies[3]).toEqual(replies[0]);
+    expect([await counterOf(a), await counterOf(b)]).toEqual(['1', '10']);
+  });
+});
