@@ -11,18 +11,11 @@ import { createOperator, type ListedLease, type Operator } from '../operator.js'
 import { confirm } from './confirm.js';
 import { openStore, operatorGateOf, redactUrl, type OpenedStore, type StoreSettings } from './connect.js';
 import { CliError, EXIT, type ExitCode } from './exit-codes.js';
+import type { CliIo } from './io.js';
 import { formatGate, formatInspection, formatLeaseTable, toJson } from './render.js';
 import { runWatch } from './watch.js';
 
-/** The streams and environment the CLI runs with. */
-export interface CliIo {
-  readonly stdout: NodeJS.WritableStream;
-  readonly stderr: NodeJS.WritableStream;
-  readonly stdin: NodeJS.ReadableStream & { readonly isTTY?: boolean };
-  readonly env: Readonly<Record<string, string | undefined>>;
-  /** Resolves when the user interrupts (Ctrl-C): `watch` stops then. */
-  readonly interrupted?: Promise<void>;
-}
+export type { CliIo } from './io.js';
 
 export const USAGE = `Usage: leasefence <command> [options]
 

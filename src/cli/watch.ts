@@ -6,7 +6,7 @@
  */
 import { printable } from '../fence/printable.js';
 import type { ListedLease } from '../operator.js';
-import type { CliIo } from './main.js';
+import type { CliIo } from './io.js';
 import { formatLeaseTable, toJson } from './render.js';
 
 /** What `runWatch` draws and how often. */
