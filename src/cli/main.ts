@@ -39,7 +39,8 @@ Options:
   --interval S        watch: seconds between refreshes (default 2)
   --iterations N      watch: stop after N refreshes (default: until Ctrl-C)
   --json              machine-readable output (tokens as decimal strings, times as epoch ms)
-  --yes               do not ask for confirmation
+  --yes               do not ask for confirmation (required by revoke and gate reset when stdin
+                      is not a terminal)
   --help              this text
 
 Exit codes: 0 ok, 1 unexpected failure, 2 bad usage, 3 not found, 4 refused by the store,
@@ -96,6 +97,11 @@ async function collect(operator: Operator, values: Values): Promise<ListedLease[
   return leases.sort((a, b) => (a.key < b.key ? -1 : a.key > b.key ? 1 : 0));
 }
 
+/** Refuses a confirmation that cannot be asked: on a pipe or file, an answer may be anything (or nothing). */
+function requireTerminal(io: CliIo, command: string): void {
+  if (io.stdin.isTTY !== true) throw new CliError(EXIT.usage, `${command} asks for confirmation and stdin is not a terminal: pass --yes to proceed without asking`);
+}
+
 /** The one positional argument a command needs. */
 function argument(positionals: readonly string[], at: number, what: string): string {
   const value = positionals[at];
@@ -131,18 +137,27 @@ async function runCommand(opened: OpenedStore, reopen: Reopen, positionals: read
     if (reason === undefined) throw new CliError(EXIT.usage, 'revoke needs --reason "why" (shown to the holder and the next claimer)');
     const expected = values['expected-token'];
     if (expected !== undefined && !/^[1-9]\d*$/.test(expected)) throw new CliError(EXIT.usage, `--expected-token must be a positive integer, got ${JSON.stringify(expected)}`);
-    if (values.yes !== true && io.stdin.isTTY === true) {
+    let confirmed: bigint | undefined;
+    if (values.yes !== true) {
+      requireTerminal(io, 'revoke');
       const current = await operator.inspect(key);
+      if (!current.exists) {
+        io.stderr.write(`not revoked: no lease ${printable(key)}\n`);
+        return EXIT.notFound;
+      }
       const holder = current.grant === null ? 'nothing held' : `token ${current.grant.token}, held by ${current.grant.holder}${current.grant.runId === null ? '' : `, run ${current.grant.runId}`}`;
       if (!(await confirm(io, `Revoke ${key} (${holder})? The holder is fenced at once. [y/N] `))) {
         io.stderr.write('not revoked\n');
         return EXIT.aborted;
       }
+      // NOTE: the revoke acts only on what the operator saw: if the key changed hands since, it is refused (superseded).
+      confirmed = current.token;
     }
+    const expectedToken = expected === undefined ? confirmed : BigInt(expected);
     const outcome = await operator.revoke(key, {
       reason,
       requireRecovery: values['require-recovery'] === true,
-      ...(expected === undefined ? {} : { expectedToken: BigInt(expected) }),
+      ...(expectedToken === undefined ? {} : { expectedToken }),
     });
     if (json) out(toJson(outcome));
     if (!outcome.ok) {
@@ -162,10 +177,20 @@ async function runCommand(opened: OpenedStore, reopen: Reopen, positionals: read
     if (action !== 'inspect' && action !== 'reset') throw new CliError(EXIT.usage, `gate needs inspect or reset, got ${JSON.stringify(action ?? '')}`);
     const resource = argument(positionals, 2, 'the gated resource');
     if (gate === undefined) throw new CliError(EXIT.failure, `this store's token gate cannot ${action} resources yet (this leasefence version lacks TokenGate.${action})`);
-    if (action === 'reset' && values.yes !== true && io.stdin.isTTY === true) {
-      if (!(await confirm(io, `Forget the highest token of ${resource}? Any lease's token may then write it. [y/N] `))) {
+    if (action === 'reset' && values.yes !== true) {
+      requireTerminal(io, 'gate reset');
+      const seen = await operator.gateInspect(resource);
+      const what = seen.found === null ? 'no token recorded' : `token ${seen.found.token} of lease ${seen.found.key}`;
+      if (!(await confirm(io, `Forget the highest token of ${resource} (${what})? Any lease's token may then write it. [y/N] `))) {
         io.stderr.write('not reset\n');
         return EXIT.aborted;
+      }
+      // NOTE: a gate's reset takes no expected token; re-reading narrows (but cannot close) the window in
+      // which a write between the prompt and the answer would be forgotten unseen.
+      const now = await operator.gateInspect(resource);
+      if (now.found?.token !== seen.found?.token || now.found?.key !== seen.found?.key) {
+        io.stderr.write(`${printable(`not reset: ${resource} changed since the question (it now holds ${now.found === null ? 'no token' : `token ${now.found.token} of lease ${now.found.key}`}); run it again`)}\n`);
+        return EXIT.refused;
       }
     }
     const result = action === 'inspect' ? await operator.gateInspect(resource) : await operator.gateReset(resource);
