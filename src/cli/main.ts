@@ -1,6 +1,6 @@
 /**
  * The `leasefence` command line: list, inspect and revoke leases, inspect and reset token gates, and
- * watch leases live, on a Postgres or Redis store. `runCli` takes its arguments and streams so tests can
+ * watch leases live, on a Postgres, Redis or SQLite store. `runCli` takes its arguments and streams so tests can
  * drive it; `bin.ts` runs it on the process.
  */
 import { parseArgs } from 'node:util';
@@ -9,9 +9,10 @@ import { printable } from '../fence/printable.js';
 import { LIST_STATES, type ListState } from '../list.js';
 import { createOperator, type ListedLease, type Operator } from '../operator.js';
 import { confirm } from './confirm.js';
-import { openStore, operatorGateOf, redactUrl, type OpenedStore, type StoreSettings } from './connect.js';
+import { openStore, operatorGateOf, type OpenedStore, type StoreSettings } from './connect.js';
 import { CliError, EXIT, type ExitCode } from './exit-codes.js';
 import type { CliIo } from './io.js';
+import { describeStoreUrl, maskSecrets } from './store-url.js';
 import { formatGate, formatInspection, formatLeaseTable, toJson } from './render.js';
 import { runWatch } from './watch.js';
 
@@ -29,9 +30,11 @@ Commands:
   watch                     a live view of the leases, refreshed every --interval seconds
 
 Options:
-  --store URL         postgres://... or redis://... (default: $LEASEFENCE_STORE)
-  --table NAME        Postgres lease table (default leasefence_leases)
-  --gate-table NAME   Postgres token gate table (default leasefence_gates)
+  --store URL         postgres://..., redis://... or sqlite:/path/file.db (default: $LEASEFENCE_STORE)
+  --table NAME        Postgres or SQLite lease table (default leasefence_leases)
+  --gate-table NAME   Postgres or SQLite token gate table (default leasefence_gates)
+  --driver-path DIR   load the driver (pg, ioredis or redis, better-sqlite3) from DIR/node_modules
+                      (default: the project leasefence is installed in; never the current directory)
   --prefix NS         Redis key namespace (default leasefence:)
   --key-prefix P      only keys that start with P (list, watch)
   --state S           only leases in state S: live, expired, released, revoked, recovery-required (repeatable)
@@ -52,6 +55,7 @@ const OPTIONS = {
   table: { type: 'string' },
   'gate-table': { type: 'string' },
   prefix: { type: 'string' },
+  'driver-path': { type: 'string' },
   'key-prefix': { type: 'string' },
   state: { type: 'string', multiple: true },
   limit: { type: 'string' },
@@ -209,7 +213,8 @@ async function runCommand(opened: OpenedStore, reopen: Reopen, positionals: read
       reconnect: async () => {
         current = await reopen();
       },
-      title: `leasefence watch ${redactUrl(values.store ?? io.env['LEASEFENCE_STORE'] ?? '')}`.trimEnd(),
+      title: `leasefence watch ${describeStoreUrl(values.store ?? io.env['LEASEFENCE_STORE'] ?? '')}`,
+      mask: (text) => maskSecrets(text, values.store ?? io.env['LEASEFENCE_STORE']),
       intervalMs: interval * 1000,
       iterations,
       json,
@@ -231,6 +236,12 @@ function failureOf(error: unknown): { code: ExitCode; message: string; usage?: b
   return { code: EXIT.failure, message: `unexpected failure: ${message}` };
 }
 
+/** `text` without the secrets of any store URL in `argv` or `LEASEFENCE_STORE`. */
+function maskAll(text: string, argv: readonly string[], io: CliIo): string {
+  const urls = [...argv.map((arg) => arg.replace(/^--[a-z-]+=/, '')), io.env['LEASEFENCE_STORE'] ?? ''].filter((arg) => /^[a-z][a-z0-9+.-]*:\/\//i.test(arg));
+  return urls.reduce((masked, url) => maskSecrets(masked, url), text);
+}
+
 /** Runs the CLI on `argv` (without node and the script) and returns its exit code. */
 export async function runCli(argv: readonly string[], io: CliIo): Promise<ExitCode> {
   let opened: OpenedStore | null = null;
@@ -247,12 +258,13 @@ export async function runCli(argv: readonly string[], io: CliIo): Promise<ExitCo
       return positionals.length === 0 && values.help !== true ? EXIT.usage : EXIT.ok;
     }
     const url = values.store ?? io.env['LEASEFENCE_STORE'];
-    if (url === undefined || url === '') throw new CliError(EXIT.usage, 'no store: pass --store postgres://... or redis://..., or set LEASEFENCE_STORE');
+    if (url === undefined || url === '') throw new CliError(EXIT.usage, 'no store: pass --store postgres://..., redis://... or sqlite:/path/file.db, or set LEASEFENCE_STORE');
     const settings: StoreSettings = {
       url,
       ...(values.table === undefined ? {} : { table: values.table }),
       ...(values['gate-table'] === undefined ? {} : { gateTable: values['gate-table'] }),
       ...(values.prefix === undefined ? {} : { prefix: values.prefix }),
+      ...(values['driver-path'] === undefined ? {} : { driverPath: values['driver-path'] }),
     };
     opened = await openStore(settings);
     const reopen: Reopen = async () => {
@@ -265,8 +277,9 @@ export async function runCli(argv: readonly string[], io: CliIo): Promise<ExitCo
     return await runCommand(opened, reopen, positionals, values, io);
   } catch (error) {
     const { code, message, usage = false } = failureOf(error);
-    // NOTE: messages quote caller text (a command, a key, an option, a driver's error): one escaped line, always.
-    io.stderr.write(`leasefence: ${printable(message)}\n${usage ? `\n${USAGE}` : ''}`);
+    // NOTE: messages quote caller text (a command, a key, an option, a driver's error): one escaped line, always,
+    // without the secrets of any store URL it was given (a driver may quote them, or a URL passed as a command).
+    io.stderr.write(`leasefence: ${printable(maskAll(message, argv, io))}\n${usage ? `\n${USAGE}` : ''}`);
     return code;
   } finally {
     await opened?.close().catch(() => undefined);

@@ -93,10 +93,10 @@ describe('leasefence CLI on Postgres', () => {
     expect((await runCli(['list', '--store', 'mysql://x'])).code).toBe(2);
   });
 
-  it('exits 5 with a clear message when the driver is not installed in the project, or the store is down', async () => {
-    const run = await runCli(['list', '--store', url], { cwd: tmpdir() });
+  it('exits 5 with a clear message when the driver is not installed where it looks, or the store is down', async () => {
+    const run = await runCli(['list', '--store', url, '--driver-path', tmpdir()], { cwd: tmpdir() });
     expect(run.code).toBe(5);
-    expect(run.stderr).toMatch(/needs the pg package in your project: npm install pg/);
+    expect(run.stderr).toMatch(/needs the pg package installed next to leasefence .*: npm install pg/);
     const down = await runCli(['list', '--store', 'postgres://127.0.0.1:1/none']);
     expect(down.code).toBe(5);
   });
