@@ -5,7 +5,7 @@
  */
 import { parseArgs } from 'node:util';
 import { isLeaseError, isStoreFailure } from '../errors.js';
-import { printable } from '../fence/printable.js';
+import { parsePrintable, printable } from '../fence/printable.js';
 import { LIST_STATES, type ListState } from '../list.js';
 import { createOperator, type ListedLease, type Operator } from '../operator.js';
 import { confirm } from './confirm.js';
@@ -46,6 +46,10 @@ Options:
                       is not a terminal)
   --help              this text
 
+Keys and resources are printed with the backslash, control and bidi characters escaped (\\\\, \\n, \\u001b);
+type them the same way: the CLI reads these escapes back. A key that starts with - goes after --, at the end:
+  leasefence inspect --store URL -- -odd:key
+
 Exit codes: 0 ok, 1 unexpected failure, 2 bad usage, 3 not found, 4 refused by the store,
             5 store unavailable (or driver missing), 6 declined at the confirmation.
 `;
@@ -72,18 +76,31 @@ const OPTIONS = {
 
 type Values = ReturnType<typeof parseArgs<{ options: typeof OPTIONS; allowPositionals: true }>>['values'];
 
+/** Caller text quoted in a message (the whole message is escaped once, by `printable`, when printed). */
+const quote = (text: string): string => `"${text}"`;
+
+/**
+ * A key, resource or key prefix as typed: the CLI prints them escaped (`printable`), so it reads the same
+ * escapes back, and pasting a printed key names that key.
+ */
+function nameInput(typed: string, what: string): string {
+  const text = parsePrintable(typed);
+  if (text === null) throw new CliError(EXIT.usage, `${what} ${quote(typed)} has an invalid escape: type keys as the CLI prints them (a backslash itself twice; a control character as n, r, t or uXXXX after one)`);
+  return text;
+}
+
 /** A positive integer option, or its default. */
 function integerOption(values: Values, name: 'limit' | 'iterations', fallback: number): number {
   const text = values[name];
   if (text === undefined) return fallback;
-  if (!/^[1-9]\d{0,8}$/.test(text)) throw new CliError(EXIT.usage, `--${name} must be a positive integer, got ${JSON.stringify(text)}`);
+  if (!/^[1-9]\d{0,8}$/.test(text)) throw new CliError(EXIT.usage, `--${name} must be a positive integer, got ${quote(text)}`);
   return Number(text);
 }
 
 function statesOption(values: Values): ListState[] | undefined {
   const states = values.state?.flatMap((state) => state.split(','));
   for (const state of states ?? []) {
-    if (!LIST_STATES.includes(state as ListState)) throw new CliError(EXIT.usage, `--state must be one of ${LIST_STATES.join(', ')}, got ${JSON.stringify(state)}`);
+    if (!LIST_STATES.includes(state as ListState)) throw new CliError(EXIT.usage, `--state must be one of ${LIST_STATES.join(', ')}, got ${quote(state)}`);
   }
   return states as ListState[] | undefined;
 }
@@ -93,7 +110,7 @@ async function collect(operator: Operator, values: Values): Promise<ListedLease[
   const limit = integerOption(values, 'limit', 1000);
   const states = statesOption(values);
   const leases: ListedLease[] = [];
-  const query = { prefix: values['key-prefix'] ?? '', limit: Math.min(limit, 1000), ...(states === undefined ? {} : { states }) };
+  const query = { prefix: nameInput(values['key-prefix'] ?? '', '--key-prefix'), limit: Math.min(limit, 1000), ...(states === undefined ? {} : { states }) };
   for await (const lease of operator.listAll(query)) {
     leases.push(lease);
     if (leases.length >= limit) break;
@@ -110,7 +127,7 @@ function requireTerminal(io: CliIo, command: string): void {
 function argument(positionals: readonly string[], at: number, what: string): string {
   const value = positionals[at];
   if (value === undefined || value === '') throw new CliError(EXIT.usage, `missing ${what}`, { usage: true });
-  return value;
+  return nameInput(value, what);
 }
 
 /** Replaces the open store with a new connection (the old one is closed) and returns it. */
@@ -140,7 +157,7 @@ async function runCommand(opened: OpenedStore, reopen: Reopen, positionals: read
     const reason = values.reason;
     if (reason === undefined) throw new CliError(EXIT.usage, 'revoke needs --reason "why" (shown to the holder and the next claimer)');
     const expected = values['expected-token'];
-    if (expected !== undefined && !/^[1-9]\d*$/.test(expected)) throw new CliError(EXIT.usage, `--expected-token must be a positive integer, got ${JSON.stringify(expected)}`);
+    if (expected !== undefined && !/^[1-9]\d*$/.test(expected)) throw new CliError(EXIT.usage, `--expected-token must be a positive integer, got ${quote(expected)}`);
     let confirmed: bigint | undefined;
     if (values.yes !== true) {
       requireTerminal(io, 'revoke');
@@ -178,7 +195,7 @@ async function runCommand(opened: OpenedStore, reopen: Reopen, positionals: read
 
   if (command === 'gate') {
     const action = positionals[1];
-    if (action !== 'inspect' && action !== 'reset') throw new CliError(EXIT.usage, `gate needs inspect or reset, got ${JSON.stringify(action ?? '')}`);
+    if (action !== 'inspect' && action !== 'reset') throw new CliError(EXIT.usage, `gate needs inspect or reset, got ${quote(action ?? '')}`);
     const resource = argument(positionals, 2, 'the gated resource');
     if (gate === undefined) throw new CliError(EXIT.failure, `this store's token gate cannot ${action} resources yet (this leasefence version lacks TokenGate.${action})`);
     if (action === 'reset' && values.yes !== true) {
@@ -205,7 +222,7 @@ async function runCommand(opened: OpenedStore, reopen: Reopen, positionals: read
   if (command === 'watch') {
     const intervalText = values.interval ?? '2';
     const interval = Number(intervalText);
-    if (!Number.isFinite(interval) || interval < 0.1 || interval > 3600) throw new CliError(EXIT.usage, `--interval must be seconds from 0.1 to 3600, got ${JSON.stringify(intervalText)}`);
+    if (!Number.isFinite(interval) || interval < 0.1 || interval > 3600) throw new CliError(EXIT.usage, `--interval must be seconds from 0.1 to 3600, got ${quote(intervalText)}`);
     const iterations = values.iterations === undefined ? Number.POSITIVE_INFINITY : integerOption(values, 'iterations', 1);
     let current = opened;
     const failure = await runWatch({
@@ -224,7 +241,7 @@ async function runCommand(opened: OpenedStore, reopen: Reopen, positionals: read
     return failure === null ? EXIT.ok : failureOf(failure).code;
   }
 
-  throw new CliError(EXIT.usage, `unknown command ${JSON.stringify(command ?? '')}`, { usage: true });
+  throw new CliError(EXIT.usage, `unknown command ${quote(command ?? '')}`, { usage: true });
 }
 
 /** The exit code and one-line message of a failure (not yet escaped), and whether the usage follows it. */
