@@ -12,6 +12,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createPostgresStore } from '../../src/adapters/postgres/index.js';
 import { freshTable, sharedPostgresUrl } from '../adapters/postgres-harness.js';
 import { sharedRedisUrl } from '../adapters/redis-harness.js';
+import { installDirectories, loadDriver } from '../../src/cli/drivers.js';
 import { runCli } from './cli-harness.js';
 
 const PLANTED = ['pg', 'ioredis', 'redis', 'better-sqlite3'];
@@ -62,5 +63,35 @@ describe('the CLI loads drivers from its own install only', () => {
     } finally {
       rmSync(empty, { recursive: true, force: true });
     }
+  });
+});
+
+describe('an installed leasefence (npm layout) loads drivers from its project, never from above it', () => {
+  let root: string;
+  beforeAll(() => {
+    root = mkdtempSync(join(tmpdir(), 'leasefence-layout-'));
+  });
+  afterAll(() => rmSync(root, { recursive: true, force: true }));
+
+  /** A package `name` in `directory` whose module says where it was loaded from. */
+  function plant(directory: string, name: string, from: string): void {
+    mkdirSync(join(directory, name), { recursive: true });
+    writeFileSync(join(directory, name, 'package.json'), JSON.stringify({ name, version: '1.0.0', main: 'index.js' }));
+    writeFileSync(join(directory, name, 'index.js'), `module.exports = { from: ${JSON.stringify(from)} };\n`);
+  }
+
+  it('finds the project next to the package, and nothing in the directories above the project', async () => {
+    const project = join(root, 'home', 'app');
+    const cli = join(project, 'node_modules', 'leasefence', 'dist', 'cli.js');
+    mkdirSync(join(project, 'node_modules', 'leasefence', 'dist'), { recursive: true });
+    writeFileSync(join(project, 'node_modules', 'leasefence', 'package.json'), JSON.stringify({ name: 'leasefence', version: '0.1.0' }));
+    writeFileSync(cli, '');
+    expect(installDirectories(cli)).toEqual([join(project, 'node_modules', 'leasefence', 'node_modules'), join(project, 'node_modules')]);
+    plant(join(root, 'node_modules'), 'pg', 'above the project');
+    plant(join(root, 'home', 'node_modules'), 'ioredis', 'above the project');
+    expect(await loadDriver('pg', installDirectories(cli))).toBeNull();
+    expect(await loadDriver('ioredis', installDirectories(cli))).toBeNull();
+    plant(join(project, 'node_modules'), 'pg', 'the project');
+    expect(await loadDriver('pg', installDirectories(cli))).toMatchObject({ default: { from: 'the project' } });
   });
 });
