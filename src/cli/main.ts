@@ -160,7 +160,6 @@ async function runCommand(opened: OpenedStore, reopen: Reopen, positionals: read
     if (expected !== undefined && !/^[1-9]\d*$/.test(expected)) throw new CliError(EXIT.usage, `--expected-token must be a positive integer, got ${quote(expected)}`);
     let confirmed: bigint | undefined;
     if (values.yes !== true) {
-      requireTerminal(io, 'revoke');
       const current = await operator.inspect(key);
       if (!current.exists) {
         io.stderr.write(`not revoked: no lease ${printable(key)}\n`);
@@ -199,7 +198,6 @@ async function runCommand(opened: OpenedStore, reopen: Reopen, positionals: read
     const resource = argument(positionals, 2, 'the gated resource');
     if (gate === undefined) throw new CliError(EXIT.failure, `this store's token gate cannot ${action} resources yet (this leasefence version lacks TokenGate.${action})`);
     if (action === 'reset' && values.yes !== true) {
-      requireTerminal(io, 'gate reset');
       const seen = await operator.gateInspect(resource);
       const what = seen.found === null ? 'no token recorded' : `token ${seen.found.token} of lease ${seen.found.key}`;
       if (!(await confirm(io, `Forget the highest token of ${resource} (${what})? Any lease's token may then write it. [y/N] `))) {
@@ -274,6 +272,9 @@ export async function runCli(argv: readonly string[], io: CliIo): Promise<ExitCo
       io.stdout.write(USAGE);
       return positionals.length === 0 && values.help !== true ? EXIT.usage : EXIT.ok;
     }
+    // NOTE: before connecting: a confirmation that cannot be asked is bad usage, and nothing is sent.
+    const destructive = positionals[0] === 'revoke' ? 'revoke' : positionals[0] === 'gate' && positionals[1] === 'reset' ? 'gate reset' : null;
+    if (destructive !== null && values.yes !== true) requireTerminal(io, destructive);
     const url = values.store ?? io.env['LEASEFENCE_STORE'];
     if (url === undefined || url === '') throw new CliError(EXIT.usage, 'no store: pass --store postgres://..., redis://... or sqlite:/path/file.db, or set LEASEFENCE_STORE');
     const settings: StoreSettings = {

@@ -51,6 +51,17 @@ const backends: Record<string, () => Promise<Backend>> = {
   },
 };
 
+describe('a confirmation that cannot be asked', () => {
+  it('is bad usage before anything is sent: exit 2 even for a store that cannot be reached', async () => {
+    for (const args of [['revoke', 'k', '--reason', 'r'], ['gate', 'reset', 'r']]) {
+      const run = startInProcess([...args, '--store', 'redis://127.0.0.1:1'], { tty: false });
+      run.answer('y\n');
+      expect(await run.exited).toBe(2);
+      expect(run.printed.stderr).toMatch(/stdin is not a terminal: pass --yes/);
+    }
+  });
+});
+
 describe.each(Object.keys(backends))('the CLI confirms before it acts (%s)', (name) => {
   let backend: Backend;
   beforeAll(async () => {
