@@ -4,8 +4,7 @@
  * prefix are contiguous: a page reads at most `limit` rows from the later of the cursor and the prefix,
  * and the first key past the prefix ends the listing. A page reads the checkpoint's size, never its JSON.
  */
-import { inspect, type StoreListPage, type StoreListQuery } from '../../index.js';
-import type { ListedInspection } from '../../list.js';
+import { inspect, type ListedInspection, type StoreListPage, type StoreListQuery } from '../../index.js';
 import type { SqliteDatabase } from './client.js';
 import type { TableName } from './identifier.js';
 import { RECORD_COLUMNS_SQL, recordOf } from './rows.js';
