@@ -24,7 +24,7 @@ export { createOperator } from './operator.js';
 export { LEASE_LOST_CHANNEL, LEASE_OPERATIONS, operationChannel } from './events.js';
 export type { LeaseLostEvent, LeaseOperation, OperationEvent, OperationOutcome } from './events.js';
 export type { GateInspection, LeasePage, ListedLease, ListQuery, Operator, OperatorGate, OperatorOptions } from './operator.js';
-export { LIST_STATES, type LeaseState, type ListState, type StoreListPage, type StoreListQuery } from './list.js';
+export { LIST_STATES, type LeaseState, type ListedCheckpoint, type ListedInspection, type ListState, type StoreListPage, type StoreListQuery } from './list.js';
 export {
   GateRefusedError,
   InvalidArgumentError,

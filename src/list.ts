@@ -9,7 +9,8 @@
  */
 import { InvalidArgumentError } from './errors.js';
 import type { Inspection } from './fence/operations.js';
-import { assertStorableText, describe, MAX_NAME_BYTES } from './validate.js';
+import type { StoreTime } from './fence/types.js';
+import { assertStorableText, describe, MAX_NAME_BYTES, utf8Length } from './validate.js';
 
 /** What a store's `list` takes (already validated). */
 export interface StoreListQuery {
@@ -21,10 +22,34 @@ export interface StoreListQuery {
   readonly cursor: string | null;
 }
 
+/**
+ * A checkpoint as a listing shows it: who wrote it, when, and how large it is; never its JSON, which stays
+ * in the store (a listing of many keys would otherwise carry every checkpoint, up to its size limit each).
+ */
+export interface ListedCheckpoint {
+  /** The token of the grant that wrote (or adopted) it. */
+  readonly token: bigint;
+  /** When it was written, on the store's clock. */
+  readonly writtenAt: StoreTime;
+  /** The size of its JSON text, in UTF-8 bytes. */
+  readonly bytes: number;
+}
+
+/** A record as a store's `list` returns it: what `inspect` answers, with the checkpoint summarized. */
+export interface ListedInspection extends Omit<Inspection, 'checkpoint'> {
+  readonly checkpoint: ListedCheckpoint | null;
+}
+
+/** `inspection` as a listing returns it, for a store that holds the checkpoint's JSON at hand anyway (memory). */
+export function toListedInspection(inspection: Inspection): ListedInspection {
+  const { checkpoint } = inspection;
+  return { ...inspection, checkpoint: checkpoint === null ? null : { token: checkpoint.token, writtenAt: checkpoint.writtenAt, bytes: utf8Length(checkpoint.json) } };
+}
+
 /** A page of a store's `list`. */
 export interface StoreListPage {
-  /** The examined records that exist and match the prefix, each as `inspect` would answer for it. */
-  readonly leases: readonly Inspection[];
+  /** The examined records that exist and match the prefix, each as `inspect` would answer for it (checkpoint summarized). */
+  readonly leases: readonly ListedInspection[];
   /** Pass it back to continue after this page; `null` when the listing is complete. */
   readonly cursor: string | null;
 }
@@ -43,13 +68,13 @@ export const LIST_STATES: readonly ListState[] = ['live', 'expired', 'released',
  * (An expiry is recorded as an ending only when the next claim takes over, so a record without a grant
  * ended by release or revoke.)
  */
-export function leaseState(inspection: Inspection): LeaseState {
+export function leaseState(inspection: Pick<Inspection, 'grant' | 'ending'>): LeaseState {
   if (inspection.grant !== null) return inspection.grant.live ? 'live' : 'expired';
   return inspection.ending?.kind === 'revoked' ? 'revoked' : 'released';
 }
 
 /** Whether a lease matches a state filter: its state is listed, or it has a pending recovery and `recovery-required` is. */
-export function matchesStates(inspection: Inspection, states: ReadonlySet<ListState> | null): boolean {
+export function matchesStates(inspection: Pick<Inspection, 'grant' | 'ending' | 'recoveryRequired'>, states: ReadonlySet<ListState> | null): boolean {
   if (states === null) return true;
   return states.has(leaseState(inspection)) || (inspection.recoveryRequired && states.has('recovery-required'));
 }

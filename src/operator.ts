@@ -13,6 +13,7 @@ import {
   toStateFilter,
   toStoreListQuery,
   type LeaseState,
+  type ListedCheckpoint,
   type ListState,
 } from './list.js';
 import type { Store } from './store.js';
@@ -63,8 +64,8 @@ export interface ListedLease {
   readonly token: bigint;
   readonly grant: LeaseInspection['grant'];
   readonly ending: LeaseInspection['ending'];
-  /** The checkpoint's token and time (its JSON stays in the store: `inspect` the key to read it). */
-  readonly checkpoint: { readonly token: bigint; readonly writtenAt: StoreTime } | null;
+  /** The checkpoint's token, time and size (its JSON stays in the store: `inspect` the key to read it). */
+  readonly checkpoint: ListedCheckpoint | null;
   readonly recoveryRequired: boolean;
   /** The store's now when this lease was read. */
   readonly now: StoreTime;
@@ -157,7 +158,7 @@ export function createOperator(store: Store, options?: OperatorOptions): Operato
           token,
           grant,
           ending,
-          checkpoint: checkpoint === null ? null : { token: checkpoint.token, writtenAt: checkpoint.writtenAt },
+          checkpoint: checkpoint === null ? null : { token: checkpoint.token, writtenAt: checkpoint.writtenAt, bytes: checkpoint.bytes },
           recoveryRequired,
           now,
         });

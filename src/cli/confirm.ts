@@ -4,7 +4,7 @@
  */
 import { createInterface } from 'node:readline';
 import { printable } from '../fence/printable.js';
-import type { CliIo } from './main.js';
+import type { CliIo } from './io.js';
 
 /** Asks `question` (one line, escaped: it names keys and holders) and resolves whether the answer was yes (end of input: no). */
 export function confirm(io: CliIo, question: string): Promise<boolean> {

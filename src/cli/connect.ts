@@ -1,29 +1,31 @@
 /**
- * Opens a store from a URL (`postgres://...`, `postgresql://...`, `redis://...`, `rediss://...`), with
- * the driver loaded from the user's project: `pg` for Postgres; `ioredis`, else `redis`, for Redis.
- * leasefence itself depends on none of them.
+ * Opens a store from a URL (`postgres://...`, `postgresql://...`, `redis://...`, `rediss://...`,
+ * `sqlite:/path/file.db`), with the driver loaded from the project that installed leasefence (or
+ * `--driver-path`, see `drivers.ts`): `pg` for Postgres; `ioredis`, else `redis`, for Redis;
+ * `better-sqlite3`, else Node's built-in `node:sqlite`, for SQLite. leasefence itself depends on none of them.
  */
-import { createRequire } from 'node:module';
-import { join } from 'node:path';
-import { pathToFileURL } from 'node:url';
+import { existsSync } from 'node:fs';
 import { createPostgresStore, createPostgresTokenGate } from '../adapters/postgres/index.js';
 import { createRedisStore, createRedisTokenGate } from '../adapters/redis/index.js';
 import type { RedisClient } from '../adapters/redis/connection.js';
+import { createSqliteStore, createSqliteTokenGate, type SqliteDatabase } from '../adapters/sqlite/index.js';
 import type { OperatorGate } from '../operator.js';
 import type { Store } from '../store.js';
+import { driverDirectory, installDirectories, loadDriver } from './drivers.js';
 import { CliError, EXIT } from './exit-codes.js';
+import { describeStoreUrl, schemeOf, sqlitePathOf } from './store-url.js';
 
 /** Where the CLI looks for `--store`'s options. */
 export interface StoreSettings {
   readonly url: string;
-  /** Postgres: the lease table. */
+  /** Postgres and SQLite: the lease table. */
   readonly table?: string;
-  /** Postgres: the token gate's table. */
+  /** Postgres and SQLite: the token gate's table. */
   readonly gateTable?: string;
   /** Redis: the adapter's key namespace. */
   readonly prefix?: string;
-  /** Directories to load drivers from, in order. @default [process.cwd()] */
-  readonly searchPaths?: readonly string[];
+  /** `--driver-path`: load drivers from this project directory (or `node_modules`) only. @default leasefence's own install */
+  readonly driverPath?: string;
 }
 
 /** An opened store, its gate (when the backend has one) and how to close its connection. */
@@ -33,24 +35,14 @@ export interface OpenedStore {
   close(): Promise<void>;
 }
 
-/**
- * Loads `name` from the first of `searchPaths` that has it installed (the user's project, and its parents' node_modules);
- * `null` when none has it.
- */
-export async function loadDriver(name: string, searchPaths: readonly string[]): Promise<unknown> {
-  for (const directory of searchPaths) {
-    try {
-      const resolved = createRequire(join(directory, 'package.json')).resolve(name);
-      return await import(pathToFileURL(resolved).href);
-    } catch {
-      // NOTE: not installed there; try the next place.
-    }
-  }
-  return null;
-}
+/** The `node_modules` directories drivers may come from. */
+const driverDirectories = (settings: StoreSettings): string[] => (settings.driverPath === undefined ? installDirectories() : [driverDirectory(settings.driverPath)]);
 
-const missing = (drivers: string, scheme: string): CliError =>
-  new CliError(EXIT.unavailable, `${scheme} needs the ${drivers} package in your project: npm install ${drivers.split(' or ')[0] ?? drivers}`);
+const missing = (drivers: string, store: string, directories: readonly string[]): CliError =>
+  new CliError(
+    EXIT.unavailable,
+    `${store} needs the ${drivers} package installed next to leasefence (looked in ${directories.join(', ') || 'no directory'}): npm install ${drivers.split(' or ')[0] ?? drivers}, or pass --driver-path DIR`,
+  );
 
 /** The module's default export when it has one (CommonJS drivers loaded through `import`). */
 const moduleOf = <T>(loaded: unknown): T => ((loaded as { default?: T }).default ?? loaded) as T;
@@ -58,11 +50,12 @@ const moduleOf = <T>(loaded: unknown): T => ((loaded as { default?: T }).default
 /** Opens the store (and gate) that `settings.url` names. */
 export async function openStore(settings: StoreSettings): Promise<OpenedStore> {
   const { url } = settings;
-  const searchPaths = settings.searchPaths ?? [process.cwd()];
-  const scheme = /^([a-z]+):\/\//i.exec(url)?.[1]?.toLowerCase();
-  if (scheme === 'postgres' || scheme === 'postgresql') {
-    const pg = await loadDriver('pg', searchPaths);
-    if (pg === null) throw missing('pg', 'a postgres:// store');
+  const directories = driverDirectories(settings);
+  const scheme = schemeOf(url);
+  const hierarchical = /^[a-z][a-z0-9+.-]*:\/\//i.test(url);
+  if ((scheme === 'postgres' || scheme === 'postgresql') && hierarchical) {
+    const pg = await loadDriver('pg', directories);
+    if (pg === null) throw missing('pg', 'a postgres:// store', directories);
     const { Pool } = moduleOf<{ Pool: new (options: object) => { end(): Promise<void>; on(event: string, listener: () => void): void } }>(pg);
     const pool = new Pool({ connectionString: url, max: 2, connectionTimeoutMillis: 5_000 });
     pool.on('error', () => undefined);
@@ -71,34 +64,62 @@ export async function openStore(settings: StoreSettings): Promise<OpenedStore> {
     const gate = createPostgresTokenGate({ client, ...(settings.gateTable === undefined ? {} : { table: settings.gateTable }) });
     return { store, gate, close: () => pool.end() };
   }
-  if (scheme === 'redis' || scheme === 'rediss') {
-    const prefix = settings.prefix === undefined ? {} : { prefix: settings.prefix };
-    const ioredis = await loadDriver('ioredis', searchPaths);
-    if (ioredis !== null) {
-      const loaded = ioredis as { Redis?: new (url: string, options: object) => RedisClient & { disconnect(): void; on(event: string, listener: () => void): void } };
-      const Redis = loaded.Redis ?? moduleOf<NonNullable<typeof loaded.Redis>>(ioredis);
-      const client = new Redis(url, { lazyConnect: true, maxRetriesPerRequest: 1, retryStrategy: () => null });
-      client.on('error', () => undefined);
-      return { store: createRedisStore({ client, ...prefix }), gate: createRedisTokenGate({ client, ...prefix }), close: async () => client.disconnect() };
-    }
-    const nodeRedis = await loadDriver('redis', searchPaths);
-    if (nodeRedis === null) throw missing('ioredis or redis', 'a redis:// store');
-    const { createClient } = moduleOf<{ createClient(options: object): RedisClient & { connect(): Promise<unknown>; close(): Promise<void>; on(event: string, listener: () => void): void } }>(nodeRedis);
-    const client = createClient({ url, socket: { reconnectStrategy: false } });
-    client.on('error', () => undefined);
-    try {
-      await client.connect();
-    } catch (error) {
-      throw new CliError(EXIT.unavailable, `cannot connect to ${redactUrl(url)}: ${error instanceof Error ? error.message : String(error)}`);
-    }
-    return { store: createRedisStore({ client, ...prefix }), gate: createRedisTokenGate({ client, ...prefix }), close: () => client.close() };
-  }
-  throw new CliError(EXIT.usage, `--store must be a postgres://, postgresql://, redis:// or rediss:// URL, got ${JSON.stringify(redactUrl(url))}`);
+  if ((scheme === 'redis' || scheme === 'rediss') && hierarchical) return openRedis(settings, directories);
+  if (scheme === 'sqlite') return openSqlite(settings, directories);
+  throw new CliError(EXIT.usage, `--store must be a postgres://, postgresql://, redis://, rediss:// or sqlite: URL, got ${describeStoreUrl(url)}`);
 }
 
-/** The URL without its password, for messages. */
-export function redactUrl(url: string): string {
-  return url.replace(/^([a-z]+:\/\/[^:/@]*:)[^@]*@/i, '$1***@');
+async function openRedis(settings: StoreSettings, directories: readonly string[]): Promise<OpenedStore> {
+  const { url } = settings;
+  const prefix = settings.prefix === undefined ? {} : { prefix: settings.prefix };
+  const ioredis = await loadDriver('ioredis', directories);
+  if (ioredis !== null) {
+    const loaded = ioredis as { Redis?: new (url: string, options: object) => RedisClient & { disconnect(): void; on(event: string, listener: () => void): void } };
+    const Redis = loaded.Redis ?? moduleOf<NonNullable<typeof loaded.Redis>>(ioredis);
+    const client = new Redis(url, { lazyConnect: true, maxRetriesPerRequest: 1, retryStrategy: () => null });
+    client.on('error', () => undefined);
+    return { store: createRedisStore({ client, ...prefix }), gate: createRedisTokenGate({ client, ...prefix }), close: async () => client.disconnect() };
+  }
+  const nodeRedis = await loadDriver('redis', directories);
+  if (nodeRedis === null) throw missing('ioredis or redis', 'a redis:// store', directories);
+  const { createClient } = moduleOf<{ createClient(options: object): RedisClient & { connect(): Promise<unknown>; close(): Promise<void>; on(event: string, listener: () => void): void } }>(nodeRedis);
+  const client = createClient({ url, socket: { reconnectStrategy: false } });
+  client.on('error', () => undefined);
+  try {
+    await client.connect();
+  } catch (error) {
+    throw new CliError(EXIT.unavailable, `cannot connect to ${describeStoreUrl(url)}: ${error instanceof Error ? error.message : String(error)}`);
+  }
+  return { store: createRedisStore({ client, ...prefix }), gate: createRedisTokenGate({ client, ...prefix }), close: () => client.close() };
+}
+
+/** A SQLite connection constructor: better-sqlite3's `Database` or node:sqlite's `DatabaseSync`. */
+type SqliteConnect = new (path: string) => SqliteDatabase & { close(): void };
+
+/** better-sqlite3 from the install (or --driver-path), else Node's built-in node:sqlite (Node 22+), else `null`. */
+async function sqliteDriver(directories: readonly string[]): Promise<SqliteConnect | null> {
+  const betterSqlite = await loadDriver('better-sqlite3', directories);
+  if (betterSqlite !== null) return moduleOf<SqliteConnect>(betterSqlite);
+  try {
+    // NOTE: a built-in: nothing is read from disk. The specifier is a variable so bundlers and Node 20 leave it alone.
+    const builtin = 'node:sqlite';
+    return ((await import(builtin)) as { DatabaseSync: SqliteConnect }).DatabaseSync;
+  } catch {
+    return null;
+  }
+}
+
+async function openSqlite(settings: StoreSettings, directories: readonly string[]): Promise<OpenedStore> {
+  const path = sqlitePathOf(settings.url);
+  if (path === '') throw new CliError(EXIT.usage, '--store sqlite: needs a file path: sqlite:/path/to/leases.db');
+  // NOTE: both drivers create a missing file; an operator's typo must not leave an empty database behind.
+  if (!existsSync(path)) throw new CliError(EXIT.notFound, `no SQLite database at ${path}`);
+  const Database = await sqliteDriver(directories);
+  if (Database === null) throw missing('better-sqlite3', 'a sqlite: store (on Node 20; Node 22+ has node:sqlite built in)', directories);
+  const database = new Database(path);
+  const store = createSqliteStore({ database, ...(settings.table === undefined ? {} : { table: settings.table }) });
+  const gate = createSqliteTokenGate({ store, ...(settings.gateTable === undefined ? {} : { table: settings.gateTable }) });
+  return { store, gate, close: async () => database.close() };
 }
 
 /** The gate's operator methods, when its backend has them yet. */

@@ -1,28 +1,22 @@
 /**
  * The `leasefence` command line: list, inspect and revoke leases, inspect and reset token gates, and
- * watch leases live, on a Postgres or Redis store. `runCli` takes its arguments and streams so tests can
+ * watch leases live, on a Postgres, Redis or SQLite store. `runCli` takes its arguments and streams so tests can
  * drive it; `bin.ts` runs it on the process.
  */
 import { parseArgs } from 'node:util';
 import { isLeaseError, isStoreFailure } from '../errors.js';
-import { printable } from '../fence/printable.js';
+import { parsePrintable, printable } from '../fence/printable.js';
 import { LIST_STATES, type ListState } from '../list.js';
 import { createOperator, type ListedLease, type Operator } from '../operator.js';
 import { confirm } from './confirm.js';
-import { openStore, operatorGateOf, redactUrl, type OpenedStore, type StoreSettings } from './connect.js';
+import { openStore, operatorGateOf, type OpenedStore, type StoreSettings } from './connect.js';
 import { CliError, EXIT, type ExitCode } from './exit-codes.js';
+import type { CliIo } from './io.js';
+import { describeStoreUrl, maskSecrets } from './store-url.js';
 import { formatGate, formatInspection, formatLeaseTable, toJson } from './render.js';
 import { runWatch } from './watch.js';
 
-/** The streams and environment the CLI runs with. */
-export interface CliIo {
-  readonly stdout: NodeJS.WritableStream;
-  readonly stderr: NodeJS.WritableStream;
-  readonly stdin: NodeJS.ReadableStream & { readonly isTTY?: boolean };
-  readonly env: Readonly<Record<string, string | undefined>>;
-  /** Resolves when the user interrupts (Ctrl-C): `watch` stops then. */
-  readonly interrupted?: Promise<void>;
-}
+export type { CliIo } from './io.js';
 
 export const USAGE = `Usage: leasefence <command> [options]
 
@@ -36,9 +30,11 @@ Commands:
   watch                     a live view of the leases, refreshed every --interval seconds
 
 Options:
-  --store URL         postgres://... or redis://... (default: $LEASEFENCE_STORE)
-  --table NAME        Postgres lease table (default leasefence_leases)
-  --gate-table NAME   Postgres token gate table (default leasefence_gates)
+  --store URL         postgres://..., redis://... or sqlite:/path/file.db (default: $LEASEFENCE_STORE)
+  --table NAME        Postgres or SQLite lease table (default leasefence_leases)
+  --gate-table NAME   Postgres or SQLite token gate table (default leasefence_gates)
+  --driver-path DIR   load the driver (pg, ioredis or redis, better-sqlite3) from DIR/node_modules
+                      (default: the project leasefence is installed in; never the current directory)
   --prefix NS         Redis key namespace (default leasefence:)
   --key-prefix P      only keys that start with P (list, watch)
   --state S           only leases in state S: live, expired, released, revoked, recovery-required (repeatable)
@@ -46,8 +42,13 @@ Options:
   --interval S        watch: seconds between refreshes (default 2)
   --iterations N      watch: stop after N refreshes (default: until Ctrl-C)
   --json              machine-readable output (tokens as decimal strings, times as epoch ms)
-  --yes               do not ask for confirmation
+  --yes               do not ask for confirmation (required by revoke and gate reset when stdin
+                      is not a terminal)
   --help              this text
+
+Keys and resources are printed with the backslash, control and bidi characters escaped (\\\\, \\n, \\u001b);
+type them the same way: the CLI reads these escapes back. A key that starts with - goes after --, at the end:
+  leasefence inspect --store URL -- -odd:key
 
 Exit codes: 0 ok, 1 unexpected failure, 2 bad usage, 3 not found, 4 refused by the store,
             5 store unavailable (or driver missing), 6 declined at the confirmation.
@@ -58,6 +59,7 @@ const OPTIONS = {
   table: { type: 'string' },
   'gate-table': { type: 'string' },
   prefix: { type: 'string' },
+  'driver-path': { type: 'string' },
   'key-prefix': { type: 'string' },
   state: { type: 'string', multiple: true },
   limit: { type: 'string' },
@@ -74,18 +76,31 @@ const OPTIONS = {
 
 type Values = ReturnType<typeof parseArgs<{ options: typeof OPTIONS; allowPositionals: true }>>['values'];
 
+/** Caller text quoted in a message (the whole message is escaped once, by `printable`, when printed). */
+const quote = (text: string): string => `"${text}"`;
+
+/**
+ * A key, resource or key prefix as typed: the CLI prints them escaped (`printable`), so it reads the same
+ * escapes back, and pasting a printed key names that key.
+ */
+function nameInput(typed: string, what: string): string {
+  const text = parsePrintable(typed);
+  if (text === null) throw new CliError(EXIT.usage, `${what} ${quote(typed)} has an invalid escape: type keys as the CLI prints them (a backslash itself twice; a control character as n, r, t or uXXXX after one)`);
+  return text;
+}
+
 /** A positive integer option, or its default. */
 function integerOption(values: Values, name: 'limit' | 'iterations', fallback: number): number {
   const text = values[name];
   if (text === undefined) return fallback;
-  if (!/^[1-9]\d{0,8}$/.test(text)) throw new CliError(EXIT.usage, `--${name} must be a positive integer, got ${JSON.stringify(text)}`);
+  if (!/^[1-9]\d{0,8}$/.test(text)) throw new CliError(EXIT.usage, `--${name} must be a positive integer, got ${quote(text)}`);
   return Number(text);
 }
 
 function statesOption(values: Values): ListState[] | undefined {
   const states = values.state?.flatMap((state) => state.split(','));
   for (const state of states ?? []) {
-    if (!LIST_STATES.includes(state as ListState)) throw new CliError(EXIT.usage, `--state must be one of ${LIST_STATES.join(', ')}, got ${JSON.stringify(state)}`);
+    if (!LIST_STATES.includes(state as ListState)) throw new CliError(EXIT.usage, `--state must be one of ${LIST_STATES.join(', ')}, got ${quote(state)}`);
   }
   return states as ListState[] | undefined;
 }
@@ -95,7 +110,7 @@ async function collect(operator: Operator, values: Values): Promise<ListedLease[
   const limit = integerOption(values, 'limit', 1000);
   const states = statesOption(values);
   const leases: ListedLease[] = [];
-  const query = { prefix: values['key-prefix'] ?? '', limit: Math.min(limit, 1000), ...(states === undefined ? {} : { states }) };
+  const query = { prefix: nameInput(values['key-prefix'] ?? '', '--key-prefix'), limit: Math.min(limit, 1000), ...(states === undefined ? {} : { states }) };
   for await (const lease of operator.listAll(query)) {
     leases.push(lease);
     if (leases.length >= limit) break;
@@ -103,11 +118,16 @@ async function collect(operator: Operator, values: Values): Promise<ListedLease[
   return leases.sort((a, b) => (a.key < b.key ? -1 : a.key > b.key ? 1 : 0));
 }
 
+/** Refuses a confirmation that cannot be asked: on a pipe or file, an answer may be anything (or nothing). */
+function requireTerminal(io: CliIo, command: string): void {
+  if (io.stdin.isTTY !== true) throw new CliError(EXIT.usage, `${command} asks for confirmation and stdin is not a terminal: pass --yes to proceed without asking`);
+}
+
 /** The one positional argument a command needs. */
 function argument(positionals: readonly string[], at: number, what: string): string {
   const value = positionals[at];
   if (value === undefined || value === '') throw new CliError(EXIT.usage, `missing ${what}`, { usage: true });
-  return value;
+  return nameInput(value, what);
 }
 
 /** Replaces the open store with a new connection (the old one is closed) and returns it. */
@@ -137,19 +157,27 @@ async function runCommand(opened: OpenedStore, reopen: Reopen, positionals: read
     const reason = values.reason;
     if (reason === undefined) throw new CliError(EXIT.usage, 'revoke needs --reason "why" (shown to the holder and the next claimer)');
     const expected = values['expected-token'];
-    if (expected !== undefined && !/^[1-9]\d*$/.test(expected)) throw new CliError(EXIT.usage, `--expected-token must be a positive integer, got ${JSON.stringify(expected)}`);
-    if (values.yes !== true && io.stdin.isTTY === true) {
+    if (expected !== undefined && !/^[1-9]\d*$/.test(expected)) throw new CliError(EXIT.usage, `--expected-token must be a positive integer, got ${quote(expected)}`);
+    let confirmed: bigint | undefined;
+    if (values.yes !== true) {
       const current = await operator.inspect(key);
+      if (!current.exists) {
+        io.stderr.write(`not revoked: no lease ${printable(key)}\n`);
+        return EXIT.notFound;
+      }
       const holder = current.grant === null ? 'nothing held' : `token ${current.grant.token}, held by ${current.grant.holder}${current.grant.runId === null ? '' : `, run ${current.grant.runId}`}`;
       if (!(await confirm(io, `Revoke ${key} (${holder})? The holder is fenced at once. [y/N] `))) {
         io.stderr.write('not revoked\n');
         return EXIT.aborted;
       }
+      // NOTE: the revoke acts only on what the operator saw: if the key changed hands since, it is refused (superseded).
+      confirmed = current.token;
     }
+    const expectedToken = expected === undefined ? confirmed : BigInt(expected);
     const outcome = await operator.revoke(key, {
       reason,
       requireRecovery: values['require-recovery'] === true,
-      ...(expected === undefined ? {} : { expectedToken: BigInt(expected) }),
+      ...(expectedToken === undefined ? {} : { expectedToken }),
     });
     if (json) out(toJson(outcome));
     if (!outcome.ok) {
@@ -166,13 +194,22 @@ async function runCommand(opened: OpenedStore, reopen: Reopen, positionals: read
 
   if (command === 'gate') {
     const action = positionals[1];
-    if (action !== 'inspect' && action !== 'reset') throw new CliError(EXIT.usage, `gate needs inspect or reset, got ${JSON.stringify(action ?? '')}`);
+    if (action !== 'inspect' && action !== 'reset') throw new CliError(EXIT.usage, `gate needs inspect or reset, got ${quote(action ?? '')}`);
     const resource = argument(positionals, 2, 'the gated resource');
     if (gate === undefined) throw new CliError(EXIT.failure, `this store's token gate cannot ${action} resources yet (this leasefence version lacks TokenGate.${action})`);
-    if (action === 'reset' && values.yes !== true && io.stdin.isTTY === true) {
-      if (!(await confirm(io, `Forget the highest token of ${resource}? Any lease's token may then write it. [y/N] `))) {
+    if (action === 'reset' && values.yes !== true) {
+      const seen = await operator.gateInspect(resource);
+      const what = seen.found === null ? 'no token recorded' : `token ${seen.found.token} of lease ${seen.found.key}`;
+      if (!(await confirm(io, `Forget the highest token of ${resource} (${what})? Any lease's token may then write it. [y/N] `))) {
         io.stderr.write('not reset\n');
         return EXIT.aborted;
+      }
+      // NOTE: a gate's reset takes no expected token; re-reading narrows (but cannot close) the window in
+      // which a write between the prompt and the answer would be forgotten unseen.
+      const now = await operator.gateInspect(resource);
+      if (now.found?.token !== seen.found?.token || now.found?.key !== seen.found?.key) {
+        io.stderr.write(`${printable(`not reset: ${resource} changed since the question (it now holds ${now.found === null ? 'no token' : `token ${now.found.token} of lease ${now.found.key}`}); run it again`)}\n`);
+        return EXIT.refused;
       }
     }
     const result = action === 'inspect' ? await operator.gateInspect(resource) : await operator.gateReset(resource);
@@ -183,7 +220,7 @@ async function runCommand(opened: OpenedStore, reopen: Reopen, positionals: read
   if (command === 'watch') {
     const intervalText = values.interval ?? '2';
     const interval = Number(intervalText);
-    if (!Number.isFinite(interval) || interval < 0.1 || interval > 3600) throw new CliError(EXIT.usage, `--interval must be seconds from 0.1 to 3600, got ${JSON.stringify(intervalText)}`);
+    if (!Number.isFinite(interval) || interval < 0.1 || interval > 3600) throw new CliError(EXIT.usage, `--interval must be seconds from 0.1 to 3600, got ${quote(intervalText)}`);
     const iterations = values.iterations === undefined ? Number.POSITIVE_INFINITY : integerOption(values, 'iterations', 1);
     let current = opened;
     const failure = await runWatch({
@@ -191,7 +228,8 @@ async function runCommand(opened: OpenedStore, reopen: Reopen, positionals: read
       reconnect: async () => {
         current = await reopen();
       },
-      title: `leasefence watch ${redactUrl(values.store ?? io.env['LEASEFENCE_STORE'] ?? '')}`.trimEnd(),
+      title: `leasefence watch ${describeStoreUrl(values.store ?? io.env['LEASEFENCE_STORE'] ?? '')}`,
+      mask: (text) => maskSecrets(text, values.store ?? io.env['LEASEFENCE_STORE']),
       intervalMs: interval * 1000,
       iterations,
       json,
@@ -201,7 +239,7 @@ async function runCommand(opened: OpenedStore, reopen: Reopen, positionals: read
     return failure === null ? EXIT.ok : failureOf(failure).code;
   }
 
-  throw new CliError(EXIT.usage, `unknown command ${JSON.stringify(command ?? '')}`, { usage: true });
+  throw new CliError(EXIT.usage, `unknown command ${quote(command ?? '')}`, { usage: true });
 }
 
 /** The exit code and one-line message of a failure (not yet escaped), and whether the usage follows it. */
@@ -211,6 +249,12 @@ function failureOf(error: unknown): { code: ExitCode; message: string; usage?: b
   if (isStoreFailure(error)) return { code: EXIT.unavailable, message: error.message };
   const message = error instanceof Error ? error.message : String(error);
   return { code: EXIT.failure, message: `unexpected failure: ${message}` };
+}
+
+/** `text` without the secrets of any store URL in `argv` or `LEASEFENCE_STORE`. */
+function maskAll(text: string, argv: readonly string[], io: CliIo): string {
+  const urls = [...argv.map((arg) => arg.replace(/^--[a-z-]+=/, '')), io.env['LEASEFENCE_STORE'] ?? ''].filter((arg) => /^[a-z][a-z0-9+.-]*:\/\//i.test(arg));
+  return urls.reduce((masked, url) => maskSecrets(masked, url), text);
 }
 
 /** Runs the CLI on `argv` (without node and the script) and returns its exit code. */
@@ -228,13 +272,17 @@ export async function runCli(argv: readonly string[], io: CliIo): Promise<ExitCo
       io.stdout.write(USAGE);
       return positionals.length === 0 && values.help !== true ? EXIT.usage : EXIT.ok;
     }
+    // NOTE: before connecting: a confirmation that cannot be asked is bad usage, and nothing is sent.
+    const destructive = positionals[0] === 'revoke' ? 'revoke' : positionals[0] === 'gate' && positionals[1] === 'reset' ? 'gate reset' : null;
+    if (destructive !== null && values.yes !== true) requireTerminal(io, destructive);
     const url = values.store ?? io.env['LEASEFENCE_STORE'];
-    if (url === undefined || url === '') throw new CliError(EXIT.usage, 'no store: pass --store postgres://... or redis://..., or set LEASEFENCE_STORE');
+    if (url === undefined || url === '') throw new CliError(EXIT.usage, 'no store: pass --store postgres://..., redis://... or sqlite:/path/file.db, or set LEASEFENCE_STORE');
     const settings: StoreSettings = {
       url,
       ...(values.table === undefined ? {} : { table: values.table }),
       ...(values['gate-table'] === undefined ? {} : { gateTable: values['gate-table'] }),
       ...(values.prefix === undefined ? {} : { prefix: values.prefix }),
+      ...(values['driver-path'] === undefined ? {} : { driverPath: values['driver-path'] }),
     };
     opened = await openStore(settings);
     const reopen: Reopen = async () => {
@@ -247,8 +295,9 @@ export async function runCli(argv: readonly string[], io: CliIo): Promise<ExitCo
     return await runCommand(opened, reopen, positionals, values, io);
   } catch (error) {
     const { code, message, usage = false } = failureOf(error);
-    // NOTE: messages quote caller text (a command, a key, an option, a driver's error): one escaped line, always.
-    io.stderr.write(`leasefence: ${printable(message)}\n${usage ? `\n${USAGE}` : ''}`);
+    // NOTE: messages quote caller text (a command, a key, an option, a driver's error): one escaped line, always,
+    // without the secrets of any store URL it was given (a driver may quote them, or a URL passed as a command).
+    io.stderr.write(`leasefence: ${printable(maskAll(message, argv, io))}\n${usage ? `\n${USAGE}` : ''}`);
     return code;
   } finally {
     await opened?.close().catch(() => undefined);

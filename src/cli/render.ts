@@ -49,6 +49,12 @@ export function describeEnding(ending: Ending | null, now: number): string {
   return `${ending.kind} ${formatRelative(ending.at, now)}${by}${reason} (token ${ending.token}, ${ending.holder}${runOf(ending.runId)})`;
 }
 
+/** A size for people: `812 B`, `3.1 KiB`, `4.0 MiB`. */
+export function formatBytes(bytes: number): string {
+  if (bytes < 1024) return `${bytes} B`;
+  return bytes < 1024 * 1024 ? `${(bytes / 1024).toFixed(1)} KiB` : `${(bytes / (1024 * 1024)).toFixed(1)} MiB`;
+}
+
 /** The state, with a pending recovery spelled out. */
 const stateOf = (lease: ListedLease): string => (lease.recoveryRequired ? `${lease.state}, recovery required` : lease.state);
 
@@ -62,7 +68,7 @@ export function formatLeaseTable(leases: readonly ListedLease[]): string {
       lease.token.toString(),
       describeHolder(lease),
       describeExpiry(lease),
-      lease.checkpoint === null ? '-' : `token ${lease.checkpoint.token}, ${formatRelative(lease.checkpoint.writtenAt, lease.now)}`,
+      lease.checkpoint === null ? '-' : `token ${lease.checkpoint.token}, ${formatRelative(lease.checkpoint.writtenAt, lease.now)}, ${formatBytes(lease.checkpoint.bytes)}`,
       describeEnding(lease.ending, lease.now),
     ]),
   );

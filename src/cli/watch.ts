@@ -6,7 +6,7 @@
  */
 import { printable } from '../fence/printable.js';
 import type { ListedLease } from '../operator.js';
-import type { CliIo } from './main.js';
+import type { CliIo } from './io.js';
 import { formatLeaseTable, toJson } from './render.js';
 
 /** What `runWatch` draws and how often. */
@@ -20,6 +20,8 @@ export interface WatchOptions {
    */
   readonly reconnect: () => Promise<void>;
   readonly title: string;
+  /** Masks what a failed refresh's message must not show (the store URL's secrets a driver may quote). */
+  readonly mask: (text: string) => string;
   readonly intervalMs: number;
   readonly iterations: number;
   /** One JSON document per line per frame instead of a table. */
@@ -50,7 +52,7 @@ export async function runWatch(options: WatchOptions): Promise<unknown> {
       body = json ? toJson({ at: Date.now(), leases }, 0) : leases.length === 0 ? 'no leases' : formatLeaseTable(leases);
     } catch (error) {
       failure = error;
-      body = printable(`refresh failed: ${error instanceof Error ? error.message : String(error)}`);
+      body = printable(options.mask(`refresh failed: ${error instanceof Error ? error.message : String(error)}`));
     }
     if (json) io.stdout.write(`${body}\n`);
     else {

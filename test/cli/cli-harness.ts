@@ -5,7 +5,9 @@
 import { execFile, spawn, spawnSync } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import { join, resolve } from 'node:path';
+import { PassThrough } from 'node:stream';
 import { promisify } from 'node:util';
+import { runCli as runInProcess } from '../../src/cli/main.js';
 import { findOrInstall } from '../support/provision.js';
 
 const ROOT = resolve(import.meta.dirname, '..', '..');
@@ -98,3 +100,38 @@ export const shellWord = (word: string): string => `'${word.replaceAll("'", "'\\
  */
 // biome-ignore lint/suspicious/noControlCharactersInRegex: matching control characters is what this pattern is for
 export const UNSAFE_ON_A_TERMINAL = /[\u0000-\u0009\u000b-\u001f\u007f-\u009f\u2028\u2029\u202a-\u202e\u2066-\u2069]/;
+
+/** A CLI run in this process (`runCli` of src/cli/main.ts) whose stdin the test types into. */
+export interface InProcessRun {
+  /** What it printed so far. */
+  readonly printed: { stdout: string; stderr: string };
+  /** Types `text` and ends the input. */
+  answer(text: string): void;
+  /** Waits until stderr matches `pattern` (or throws after `timeoutMs`). */
+  waitForStderr(pattern: RegExp, timeoutMs?: number): Promise<void>;
+  /** The exit code. */
+  readonly exited: Promise<number>;
+}
+
+/** Starts the CLI in this process with `args`; stdin is a terminal when `tty` (a `PassThrough` marked `isTTY`). */
+export function startInProcess(args: readonly string[], { tty = true, env = {} }: { readonly tty?: boolean; readonly env?: Record<string, string> } = {}): InProcessRun {
+  const stdout = new PassThrough();
+  const stderr = new PassThrough();
+  const printed = { stdout: '', stderr: '' };
+  stdout.on('data', (chunk: Buffer) => void (printed.stdout += chunk.toString()));
+  stderr.on('data', (chunk: Buffer) => void (printed.stderr += chunk.toString()));
+  const stdin = Object.assign(new PassThrough(), { isTTY: tty });
+  const exited = runInProcess(args, { stdout, stderr, stdin, env });
+  return {
+    printed,
+    answer: (text) => void stdin.end(text),
+    async waitForStderr(pattern, timeoutMs = 10_000) {
+      const deadline = Date.now() + timeoutMs;
+      while (!pattern.test(printed.stderr)) {
+        if (Date.now() > deadline) throw new Error(`stderr never matched ${pattern}; it holds:\n${printed.stderr}`);
+        await new Promise((wait) => setTimeout(wait, 20));
+      }
+    },
+    exited,
+  };
+}

@@ -71,17 +71,17 @@ describe('leasefence CLI on Postgres', () => {
     expect(missing).toMatchObject({ code: 3, stdout: 'no lease no:such\n' });
   });
 
-  it('revokes without asking when stdin is not a terminal; a second revoke is refused (exit 4); --expected-token guards', async () => {
+  it('revokes with --yes when stdin is not a terminal; a second revoke is refused (exit 4); --expected-token guards', async () => {
     const { token } = await leases.claimOrThrow('revoke:me', { runId: 'r9' });
-    const stale = await cli('revoke', 'revoke:me', '--reason', 'stuck', '--expected-token', String(token - 1n));
+    const stale = await cli('revoke', 'revoke:me', '--reason', 'stuck', '--yes', '--expected-token', String(token - 1n));
     expect(stale.code).toBe(4);
     expect(stale.stderr).toMatch(/superseded/);
-    const run = await cli('revoke', 'revoke:me', '--reason', 'stuck', '--by', 'ops:alice', '--expected-token', String(token));
+    const run = await cli('revoke', 'revoke:me', '--reason', 'stuck', '--by', 'ops:alice', '--yes', '--expected-token', String(token));
     expect(run).toMatchObject({ code: 0, stderr: '' });
     expect(run.stdout).toMatch(new RegExp(`^revoked revoke:me: token ${token} \\(ramp-cron, run r9\\) is fenced; token is now ${token + 1n}`));
     expect((await leases.inspect('revoke:me')).ending).toMatchObject({ kind: 'revoked', reason: 'stuck', by: 'ops:alice' });
-    expect((await cli('revoke', 'revoke:me', '--reason', 'again')).code).toBe(4);
-    expect((await cli('revoke', 'never:claimed', '--reason', 'x')).code).toBe(3);
+    expect((await cli('revoke', 'revoke:me', '--reason', 'again', '--yes')).code).toBe(4);
+    expect((await cli('revoke', 'never:claimed', '--reason', 'x', '--yes')).code).toBe(3);
   });
 
   it('refuses bad usage with exit 2 before connecting', async () => {
@@ -93,10 +93,10 @@ describe('leasefence CLI on Postgres', () => {
     expect((await runCli(['list', '--store', 'mysql://x'])).code).toBe(2);
   });
 
-  it('exits 5 with a clear message when the driver is not installed in the project, or the store is down', async () => {
-    const run = await runCli(['list', '--store', url], { cwd: tmpdir() });
+  it('exits 5 with a clear message when the driver is not installed where it looks, or the store is down', async () => {
+    const run = await runCli(['list', '--store', url, '--driver-path', tmpdir()], { cwd: tmpdir() });
     expect(run.code).toBe(5);
-    expect(run.stderr).toMatch(/needs the pg package in your project: npm install pg/);
+    expect(run.stderr).toMatch(/needs the pg package installed next to leasefence .*: npm install pg/);
     const down = await runCli(['list', '--store', 'postgres://127.0.0.1:1/none']);
     expect(down.code).toBe(5);
   });
@@ -144,7 +144,7 @@ describe('leasefence CLI on Redis', () => {
     const list = await cli('list');
     expect(list.code).toBe(0);
     expect(list.stdout).toMatch(/export:eu +live +\d+ +held \d+ s by exporter, run r2 +expires in \d+ s/);
-    const revoke = await cli('revoke', 'export:eu', '--reason', 'drain', '--require-recovery', '--json');
+    const revoke = await cli('revoke', 'export:eu', '--reason', 'drain', '--require-recovery', '--json', '--yes');
     expect(revoke.code).toBe(0);
     expect(JSON.parse(revoke.stdout)).toMatchObject({ ok: true, key: 'export:eu', revoked: { kind: 'revoked', reason: 'drain', holder: 'exporter' } });
     expect(typeof JSON.parse(revoke.stdout).token).toBe('string');

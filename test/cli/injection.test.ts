@@ -112,7 +112,8 @@ describe('the CLI prints caller text escaped', () => {
     const declined = await cli(['gate', 'reset', RESOURCE], { tty: true, answer: 'n\n' });
     expect(declined.code).toBe(6);
     expectSafe(declined.stderr, 1);
-    expect(declined.stderr).toContain('Forget the highest token of rep\\u001b[2J\\nFORGED\\u2028ort?');
+    expect(declined.stderr).toContain('Forget the highest token of rep\\u001b[2J\\nFORGED\\u2028ort (token ');
+    expect(declined.stderr).toContain(' of lease job\\u001b[31m\\n:1)?');
   });
 
   it('revoke: the confirmation, the refusal and the outcome escaped; --json exact', async () => {
@@ -121,11 +122,11 @@ describe('the CLI prints caller text escaped', () => {
     expectSafe(declined.stderr, 1);
     expect(declined.stderr).toContain('Revoke live\\u2066\\u001b[5m\\n:2 (token ');
     expect(declined.stderr).toContain('held by evil\\u001b[2J\\nFORGED, run r\\u202e1\\r)?');
-    const revoked = await cli(['revoke', LIVE, '--reason', REASON, '--by', BY]);
+    const revoked = await cli(['revoke', LIVE, '--reason', REASON, '--by', BY, '--yes']);
     expect(revoked).toMatchObject({ code: 0, stderr: '' });
     expectSafe(revoked.stdout, 1);
     expect(revoked.stdout).toMatch(/^revoked live\\u2066\\u001b\[5m\\n:2: token \d+ \(evil\\u001b\[2J\\nFORGED, run r\\u202e1\\r\) is fenced/);
-    const refused = await cli(['revoke', LIVE, '--reason', REASON]);
+    const refused = await cli(['revoke', LIVE, '--reason', REASON, '--yes']);
     expect(refused.code).toBe(4);
     expectSafe(refused.stderr, 1);
     const list = await cli(['list']);
@@ -134,7 +135,7 @@ describe('the CLI prints caller text escaped', () => {
     const inspect = await cli(['inspect', LIVE]);
     expect(inspect.stdout).not.toMatch(UNSAFE);
     expect(inspect.stdout).not.toMatch(/^FORGED/m);
-    const json = await cli(['revoke', KEY, '--reason', REASON, '--by', BY, '--json']);
+    const json = await cli(['revoke', KEY, '--reason', REASON, '--by', BY, '--json', '--yes']);
     expect(json.code).toBe(0);
     expect(json.stdout).not.toMatch(UNSAFE);
     expect(JSON.parse(json.stdout)).toMatchObject({ ok: true, key: KEY, revoked: { holder: HOLDER, runId: RUN, reason: REASON, by: BY } });

@@ -46,7 +46,7 @@ const listed: fc.Arbitrary<ListedLease> = fc.record({
   token: fc.bigInt({ min: 0n, max: 2n ** 63n - 1n }),
   grant: fc.option(grant),
   ending: fc.option(ending),
-  checkpoint: fc.option(fc.record({ token: fc.bigInt({ min: 1n, max: 2n ** 63n - 1n }), writtenAt: fc.constant(NOW - 2_000) })),
+  checkpoint: fc.option(fc.record({ token: fc.bigInt({ min: 1n, max: 2n ** 63n - 1n }), writtenAt: fc.constant(NOW - 2_000), bytes: fc.nat() })),
   recoveryRequired: fc.boolean(),
   now: fc.constant(NOW),
 });

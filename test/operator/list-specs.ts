@@ -9,6 +9,7 @@ import { describe, expect, it } from 'vitest';
 import type { Lease } from '../../src/lease.js';
 import { createLeases, type Leases } from '../../src/leases.js';
 import { createOperator, type ListedLease, type ListQuery, type Operator } from '../../src/operator.js';
+import type { StoreListPage } from '../../src/list.js';
 import type { Store } from '../../src/store.js';
 import type { MakeStoreHarness } from '../conformance/harness.js';
 
@@ -75,6 +76,35 @@ export function describeListSpecs<S extends Store>(name: string, makeHarness: Ma
         expect(await only(['expired', 'released'])).toEqual([`${base}:b-released`, `${base}:d-expired`]);
         expect(await only(['recovery-required'])).toEqual([`${base}:c-revoked`]);
         expect(await only(['revoked'])).toEqual([`${base}:c-revoked`]);
+      } finally {
+        await harness.close();
+      }
+    });
+
+    it('lists a checkpoint as its token, time and size, never its body (and the store page carries none)', async () => {
+      const harness = await makeHarness();
+      try {
+        const key = `${harness.freshKey('lst-body')}:big`;
+        const worker = createLeases(harness.store, { holder: 'w1', ttlMs: 60_000 });
+        const lease = await worker.claimOrThrow(key);
+        // 32 KiB of JSON with multi-byte characters: the size is counted in UTF-8 bytes.
+        const value = { blob: 'é'.repeat(16 * 1024) };
+        await worker.checkpointOrThrow(lease, value);
+        const bytes = Buffer.byteLength(JSON.stringify(value));
+        const inspected = await worker.inspect(key);
+        const [listed] = (await listPages(createOperator(harness.store), { prefix: key })).flat();
+        expect(listed?.checkpoint).toEqual({ token: lease.token, writtenAt: inspected.checkpoint?.writtenAt, bytes });
+        const pages: StoreListPage[] = [];
+        let cursor: string | null = null;
+        do {
+          const page: StoreListPage | undefined = await harness.store.list?.({ prefix: key, limit: 10, cursor });
+          if (page === undefined) break;
+          pages.push(page);
+          cursor = page.cursor;
+        } while (cursor !== null);
+        const row = pages.flatMap((page) => page.leases).find((lease) => lease.key === key);
+        expect(row?.checkpoint).toEqual({ token: lease.token, writtenAt: inspected.checkpoint?.writtenAt, bytes });
+        expect(JSON.stringify(pages, (_, v: unknown) => (typeof v === 'bigint' ? String(v) : v))).not.toContain('éé');
       } finally {
         await harness.close();
       }

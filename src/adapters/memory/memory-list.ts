@@ -6,7 +6,7 @@
 import type { Clock } from '../../clock.js';
 import * as transitions from '../../fence/transitions.js';
 import type { LeaseRecord } from '../../fence/types.js';
-import type { StoreListPage, StoreListQuery } from '../../list.js';
+import { toListedInspection, type StoreListPage, type StoreListQuery } from '../../list.js';
 
 /** The first index in sorted `keys` whose key is greater than `after`. */
 function firstAfter(keys: readonly string[], after: string): number {
@@ -38,7 +38,7 @@ export function createMemoryList(records: ReadonlyMap<string, LeaseRecord>, cloc
     for (; index < sorted.length && index < from + limit; index += 1) {
       const key = sorted[index] as string;
       if (!key.startsWith(prefix)) break;
-      leases.push(transitions.inspect(records.get(key) ?? null, key, now));
+      leases.push(toListedInspection(transitions.inspect(records.get(key) ?? null, key, now)));
     }
     const next = sorted[index];
     const more = index === from + limit && next !== undefined && next.startsWith(prefix);

@@ -1,11 +1,11 @@
 /**
  * The Postgres store's `list`: keyset paging on the lease table's primary-key index, one statement per
  * page. The page's rows come back in the pre-image format of `rows.ts` (decoded by `decodePreImage`), with
- * the secret column replaced by an empty text: a listing never reads it.
+ * the secret column replaced by an empty text (a listing never reads it) and the checkpoint's JSON by its
+ * size (a listing never sends it: 25 checkpoints of 4 MiB would be 100 MiB for one page).
  */
-import type { StoreListPage, StoreListQuery } from '../../list.js';
+import type { ListedInspection, StoreListPage, StoreListQuery } from '../../list.js';
 import * as transitions from '../../fence/transitions.js';
-import type { Inspection } from '../../fence/operations.js';
 import type { TableName } from './identifier.js';
 import { decodePreImage, NOW, preImageColumnNames, preImageJson } from './rows.js';
 import type { Session } from './session.js';
@@ -26,9 +26,11 @@ const CODE_POINT_ORDER = `c.collname IN ('C', 'POSIX', 'ucs_basic') OR (c.collna
  */
 export function listStatement(table: TableName): string {
   const columns = preImageColumnNames('record').map((name) =>
-    // NOTE: whatever the secret column is called (a hash, or the secret itself), a listing never reads it.
-    /secret/.test(name) ? `''::text AS ${name}` : `l.${name}`,
+    // NOTE: whatever the secret column is called (a hash, or the secret itself), a listing never reads it;
+    // nor the checkpoint's JSON: only its size (an empty text stands in for it in the pre-image).
+    /secret/.test(name) ? `''::text AS ${name}` : name === 'checkpoint_json' ? `''::text AS ${name}` : `l.${name}`,
   );
+  columns.push('pg_catalog.octet_length(l.checkpoint_json) AS checkpoint_bytes');
   return `WITH clock AS (SELECT ${NOW} AS now),
 ordered AS (
   SELECT coalesce(bool_or(${CODE_POINT_ORDER}), false) AS contiguous
@@ -41,7 +43,7 @@ pre AS (
   ORDER BY l.key
   LIMIT $3::int
 )
-SELECT ${preImageJson('record', 'pre.', 'clock.now', 'false', null)} AS r, ordered.contiguous AS contiguous
+SELECT ${preImageJson('record', 'pre.', 'clock.now', 'false', null)} AS r, pre.checkpoint_bytes::text AS checkpoint_bytes, ordered.contiguous AS contiguous
 FROM pre CROSS JOIN clock CROSS JOIN ordered
 ORDER BY pre.key`;
 }
@@ -49,15 +51,20 @@ ORDER BY pre.key`;
 /** Builds `list` for a lease table (`text`: its `listStatement`). */
 export function createPostgresList(session: Session, text: string): (query: StoreListQuery) => Promise<StoreListPage> {
   return async ({ prefix, limit, cursor }) => {
-    const rows = (await session.statement(text, [cursor ?? '', prefix, limit], 'list')) as Array<{ r: unknown; contiguous: unknown }>;
-    const leases: Inspection[] = [];
+    const rows = (await session.statement(text, [cursor ?? '', prefix, limit], 'list')) as Array<{ r: unknown; checkpoint_bytes: unknown; contiguous: unknown }>;
+    const leases: ListedInspection[] = [];
     let last: string | null = null;
     let pastPrefix = false;
     for (const row of rows) {
       const { now, record } = decodePreImage(row.r);
       if (record === null) continue;
       last = record.key;
-      if (record.key.startsWith(prefix)) leases.push(transitions.inspect(record, record.key, now));
+      if (record.key.startsWith(prefix)) {
+        const inspection = transitions.inspect(record, record.key, now);
+        const { checkpoint } = inspection;
+        const bytes = Number(row.checkpoint_bytes ?? 0);
+        leases.push({ ...inspection, checkpoint: checkpoint === null ? null : { token: checkpoint.token, writtenAt: checkpoint.writtenAt, bytes } });
+      }
       else if (row.contiguous === true) pastPrefix = true;
     }
     return { leases, cursor: rows.length < limit || pastPrefix ? null : last };

@@ -1,7 +1,8 @@
 /**
  * The Redis store's `list`: one `SCAN` step per page over the adapter's own lease records (`MATCH` on
  * the namespace and, where the key names allow, on the lease-key prefix), then the page's records read
- * with the inspect script, all sent at once (one pipelined round trip; the script masks the secret).
+ * with the list script, all sent at once (one pipelined round trip; the script masks the secret and sends
+ * the checkpoint's size, never its JSON).
  * On a cluster client (ioredis or node-redis), each master is scanned in turn (in address order); the cursor names the master.
  *
  * NOTE: `SCAN` returns every key that exists throughout the iteration; a key may come back twice only if
@@ -9,15 +10,42 @@
  * the database are). A key created during the listing may or may not be listed.
  */
 import { InvalidArgumentError } from '../../errors.js';
-import type { Inspection } from '../../fence/operations.js';
 import * as transitions from '../../fence/transitions.js';
-import type { StoreListPage, StoreListQuery } from '../../list.js';
+import type { ListedInspection, StoreListPage, StoreListQuery } from '../../list.js';
 import { fromNodeRedis, toConnection, type NodeRedisClient, type RedisClient, type RedisConnection } from './connection.js';
 import { parseLeaseReply } from './record.js';
 import { defineScript, runScript } from './runner.js';
-import { INSPECT_SCRIPT } from './scripts.js';
+import { CLOCK, GRANT_LOCALS, GRANT_PARTS, MASKED, SAFE_CHECKPOINT } from './script-parts.js';
 
-const INSPECT = defineScript('inspect', INSPECT_SCRIPT);
+/**
+ * One listed record. KEYS: record. Replies as the inspect script does (`{ status, lease, ending,
+ * checkpoint, recovery }`, the secret masked), except that the checkpoint is its header alone (token SEP
+ * writtenAt SEP, no JSON) and a sixth element is the JSON's size in bytes: the body stays on the server.
+ * ATOMICITY: one script, reads only.
+ */
+export const LIST_RECORD_SCRIPT: string = `${CLOCK}
+local v = redis.call('HMGET', KEYS[1], 'lease', 'ending', 'checkpoint', 'recovery')
+local checkpoint = v[3]
+${SAFE_CHECKPOINT}
+local bytes = 0
+if checkpoint and checkpoint ~= '' then
+  local c1 = string.find(checkpoint, '\0', 1, true)
+  local c2 = string.find(checkpoint, '\0', c1 + 1, true)
+  bytes = #checkpoint - c2
+  checkpoint = string.sub(checkpoint, 1, c2)
+end
+v[3] = checkpoint
+local lease = v[1]
+local s1 = lease and string.find(lease, '\0', 1, true)
+${GRANT_LOCALS}
+if s1 then
+  ${GRANT_PARTS}
+  v[1] = ${MASKED}
+end
+return {'-' .. clock, v[1], v[2], v[3], v[4], bytes}
+`;
+
+const LIST_RECORD = defineScript('list record', LIST_RECORD_SCRIPT);
 const NO_ARGS: string[] = [];
 const RECORD_SUFFIX = ':lease';
 
@@ -97,11 +125,16 @@ export function createRedisList(client: RedisClient, connection: RedisConnection
     const reply = (await target.connection.send(['SCAN', scan, 'MATCH', matchPattern(namespace, prefix), 'COUNT', String(limit)])) as [string, string[]];
     const [nextScan, names] = reply;
     const keys = [...new Set(names)].map((name) => [name, leaseKeyOf(namespace, name)] as const).filter(([, key]) => key?.startsWith(prefix));
-    const replies = await Promise.all(keys.map(([name]) => runScript(connection, INSPECT, [name], NO_ARGS)));
-    const leases: Inspection[] = [];
+    const replies = await Promise.all(keys.map(([name]) => runScript(connection, LIST_RECORD, [name], NO_ARGS)));
+    const leases: ListedInspection[] = [];
     keys.forEach(([, key], at) => {
-      const { record, now } = parseLeaseReply(replies[at], key as string, '');
-      if (record !== null) leases.push(transitions.inspect(record, key as string, now));
+      const reply = replies[at];
+      const { record, now } = parseLeaseReply(reply, key as string, '');
+      if (record === null) return;
+      const inspection = transitions.inspect(record, key as string, now);
+      const { checkpoint } = inspection;
+      const bytes = Number((reply as unknown[])[5] ?? 0);
+      leases.push({ ...inspection, checkpoint: checkpoint === null ? null : { token: checkpoint.token, writtenAt: checkpoint.writtenAt, bytes } });
     });
     leases.sort((a, b) => (a.key < b.key ? -1 : a.key > b.key ? 1 : 0));
     const next = nextScan !== '0' ? `${target.address}|${nextScan}` : index + 1 < targets.length ? `${targets[index + 1]?.address}|0` : null;
