@@ -192,11 +192,11 @@ function isPlainObject(value: unknown): value is Record<string, unknown> {
 
 /**
  * Serialises a checkpoint to JSON text, refusing anything JSON would silently change or drop: undefined,
- * functions, symbols, bigint, non-finite numbers, class instances (Date, Map, ...), cycles, sparse arrays
- * and arrays with extra properties, nesting deeper than `MAX_CHECKPOINT_DEPTH`. Then checks the size of the
- * text in UTF-8 bytes. The value is read once, into a copy that is then serialised, so getters, Proxies and
- * `toJSON` methods cannot make the text differ from what was checked; if reading throws, the caller gets
- * `InvalidArgumentError`.
+ * functions, symbols, bigint, non-finite numbers, class instances (Date, Map, ...), a `toJSON` of any kind,
+ * cycles, sparse arrays and arrays with extra properties, nesting deeper than `MAX_CHECKPOINT_DEPTH`. Then
+ * checks the size of the text in UTF-8 bytes. The value is read once, into a copy that is then serialised,
+ * so getters, Proxies and `toJSON` methods cannot make the text differ from what was checked; if reading
+ * throws, the caller gets `InvalidArgumentError`.
  */
 export function serializeCheckpoint(value: unknown, maxBytes: number): string {
   let copy: unknown;
@@ -291,6 +291,7 @@ function copyArray(value: unknown[], path: string, walk: CopyWalk, depth: number
   if (Object.getPrototypeOf(value) !== Array.prototype) throw new InvalidArgumentError(`checkpoint is not JSON: ${path} is an array subclass`);
   const { length } = value;
   if (Object.keys(value).length !== length) throw new InvalidArgumentError(`checkpoint is not JSON: ${path} is a sparse array or has extra properties`);
+  assertNoToJson(value, path);
   charge(walk, 2 + Math.max(0, length - 1), path);
   const items: unknown[] = [];
   for (let index = 0; index < length; index += 1) items.push(jsonCopy(value[index], `${path}[${index}]`, walk, depth + 1));
@@ -299,6 +300,7 @@ function copyArray(value: unknown[], path: string, walk: CopyWalk, depth: number
 
 function copyObject(value: object, path: string, walk: CopyWalk, depth: number): Record<string, unknown> {
   if (!isPlainObject(value)) throw new InvalidArgumentError(`checkpoint is not JSON: ${path} is not a plain object`);
+  assertNoToJson(value, path);
   const names = Object.keys(value);
   charge(walk, 2 + Math.max(0, names.length - 1), path);
   const fields = Object.create(null) as Record<string, unknown>;
@@ -307,6 +309,14 @@ function copyObject(value: object, path: string, walk: CopyWalk, depth: number):
     fields[name] = jsonCopy(value[name], `${path}.${name}`, walk, depth + 1);
   }
   return fields;
+}
+
+/**
+ * Refuses an object with its own `toJSON`, enumerable or not: `JSON.stringify` would write what it returns,
+ * the copy its fields. (An enumerable one is also refused as a function field.)
+ */
+function assertNoToJson(value: object, path: string): void {
+  if (Object.prototype.hasOwnProperty.call(value, 'toJSON')) throw new InvalidArgumentError(`checkpoint is not JSON: ${path} has its own toJSON`);
 }
 
 /** The largest `maxCheckpointBytes` accepted: 64 MiB (a checkpoint travels in every claim's reply). */
