@@ -110,6 +110,12 @@ export function readOptions<K extends string>(what: string, options: unknown, na
   return snapshot;
 }
 
+/** `readOptions` for a factory whose options are required: `undefined` is refused like any non-object. */
+export function readRequiredOptions<K extends string>(what: string, options: unknown, names: readonly K[]): Partial<Record<K, unknown>> {
+  if (options === undefined) throw new InvalidArgumentError(`${what} must be an object, got undefined`);
+  return readOptions(what, options, names);
+}
+
 /**
  * A plain copy of every own enumerable field of a caller's options object (`undefined`: none), read once;
  * for options passed on to code that reads them itself (`withLease`). A throwing getter or Proxy gets

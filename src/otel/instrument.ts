@@ -8,9 +8,9 @@
  */
 import { SpanKind, SpanStatusCode, metrics, trace, type Attributes, type Meter, type ObservableResult, type Span, type Tracer } from '@opentelemetry/api';
 import { tracingChannel, channel, type TracingChannelSubscribers } from 'node:diagnostics_channel';
-import { isLeaseError, type LeaseErrorCode } from '../errors.js';
+import { InvalidArgumentError, isLeaseError, type LeaseErrorCode } from '../errors.js';
 import { LEASE_LOST_CHANNEL, LEASE_OPERATIONS, type LeaseLostEvent, type OperationEvent } from '../events.js';
-import { MAX_NAME_BYTES } from '../validate.js';
+import { describe, MAX_NAME_BYTES, readOptions } from '../validate.js';
 import { DEFAULT_MAX_HELD_LEASES, heldGrants } from './held-grants.js';
 import { ATTRIBUTE, METRIC, spanName } from './names.js';
 
@@ -77,6 +77,18 @@ function errorMessage(error: unknown): string {
   }
 }
 
+/** `value` if it has every one of `methods` (a getter or Proxy that throws has none), else `InvalidArgumentError`. */
+function checked<T>(what: string, value: unknown, methods: readonly string[]): T {
+  let usable: boolean;
+  try {
+    usable = typeof value === 'object' && value !== null && methods.every((method) => typeof (value as Record<string, unknown>)[method] === 'function');
+  } catch {
+    usable = false;
+  }
+  if (!usable) throw new InvalidArgumentError(`${what} must be an OpenTelemetry ${what} (with ${methods.join(', ')})`);
+  return value as T;
+}
+
 /**
  * Records leasefence's metrics and spans from its events, for every `Leases` in the process (whichever
  * copy of leasefence made it).
@@ -86,11 +98,15 @@ function errorMessage(error: unknown): string {
  * const instrumentation = instrumentLeasefence(); // after your OpenTelemetry SDK is set up
  * ```
  */
-export function instrumentLeasefence(options: InstrumentationOptions = {}): Instrumentation {
-  const meter = options.meter ?? metrics.getMeter('leasefence');
-  const tracer = options.tracer ?? trace.getTracer('leasefence');
-  const withSpans = options.spans !== false;
-  const held = heldGrants(options.maxHeldLeases ?? DEFAULT_MAX_HELD_LEASES);
+export function instrumentLeasefence(options?: InstrumentationOptions): Instrumentation {
+  const given = readOptions('instrumentLeasefence options', options, ['meter', 'tracer', 'spans', 'maxHeldLeases']);
+  const meter = given.meter === undefined ? metrics.getMeter('leasefence') : checked<Meter>('meter', given.meter, ['createCounter', 'createHistogram', 'createObservableUpDownCounter']);
+  const tracer = given.tracer === undefined ? trace.getTracer('leasefence') : checked<Tracer>('tracer', given.tracer, ['startSpan']);
+  if (given.spans !== undefined && typeof given.spans !== 'boolean') throw new InvalidArgumentError(`spans must be a boolean, got ${describe(given.spans)}`);
+  const withSpans = given.spans !== false;
+  const maxHeld = given.maxHeldLeases ?? DEFAULT_MAX_HELD_LEASES;
+  if (typeof maxHeld !== 'number' || !Number.isSafeInteger(maxHeld) || maxHeld < 1) throw new InvalidArgumentError(`maxHeldLeases must be a positive integer, got ${describe(maxHeld)}`);
+  const held = heldGrants(maxHeld);
 
   const leasesHeld = meter.createObservableUpDownCounter(METRIC.leasesHeld, { unit: '{lease}', description: 'Leases held by this process, as far as it knows' });
   const observeHeld = (result: ObservableResult): void => result.observe(held.count());

@@ -3,6 +3,7 @@
  * this tiny structural interface. A pg `Pool` and a PGlite instance fit it as they are; postgres.js and a
  * single pg `Client` fit through `fromPostgresJs(sql)` and `fromPgClient(client)`.
  */
+import { InvalidArgumentError } from '../../errors.js';
 import { isConnectionFailure } from './failures.js';
 
 /** Anything that runs one parameterised statement and returns its rows. */
@@ -107,9 +108,16 @@ function queryVia(sql: PostgresJsSql): PostgresQueryable['query'] {
 export function fromPostgresJs(sql: PostgresJsRoot): PostgresClient {
   // NOTE: leasefence reads its rows by column name and value; an instance that renames columns or rewrites
   // values or rows (e.g. `transform: postgres.camel`) would garble them, so it is refused up front.
-  const transform = (sql as { options?: { transform?: Record<string, { from?: unknown } | undefined> } }).options?.transform;
-  if (['column', 'value', 'row'].some((part) => typeof transform?.[part]?.from === 'function')) {
-    throw new TypeError('fromPostgresJs needs an sql instance without result transforms (transform.column/value/row); create a separate postgres() instance for leasefence');
+  let transformed: boolean;
+  try {
+    if ((typeof sql !== 'function' && typeof sql !== 'object') || sql === null || typeof sql.unsafe !== 'function' || typeof sql.begin !== 'function') throw new InvalidArgumentError('not an sql instance');
+    const transform = (sql as { options?: { transform?: Record<string, { from?: unknown } | undefined> } }).options?.transform;
+    transformed = ['column', 'value', 'row'].some((part) => typeof transform?.[part]?.from === 'function');
+  } catch {
+    throw new InvalidArgumentError('fromPostgresJs needs a postgres.js sql instance (postgres(url))');
+  }
+  if (transformed) {
+    throw new InvalidArgumentError('fromPostgresJs needs an sql instance without result transforms (transform.column/value/row); create a separate postgres() instance for leasefence');
   }
   return {
     acceptsNamedStatements: true,
@@ -147,7 +155,13 @@ export function sharesOneConnection(client: PostgresClient): boolean {
  */
 export function fromPgClient(connection: PostgresQueryable): PostgresClient {
   // NOTE: a pg Client takes `{ name, text, values }` configs too; `query` passes its first argument through.
-  const pgClient = typeof connection === 'object' && connection !== null && 'connectionParameters' in connection;
+  let pgClient: boolean;
+  try {
+    if (typeof connection !== 'object' || connection === null || typeof connection.query !== 'function') throw new InvalidArgumentError('no connection');
+    pgClient = 'connectionParameters' in connection;
+  } catch {
+    throw new InvalidArgumentError('fromPgClient needs one connection with query(text, params): a connected pg Client');
+  }
   let tail: Promise<unknown> = Promise.resolve();
   const exclusive = <T>(task: () => Promise<T>): Promise<T> => {
     const result = tail.then(task, task);

@@ -103,17 +103,33 @@ const control: TransactionControl = {
   },
 };
 
-/** Creates the session of a client. */
-export function createSession(client: PostgresClient, options: { readonly prepare?: boolean; readonly schema?: SchemaCheck } = {}): Session {
-  if (typeof client !== 'object' || client === null || typeof client.query !== 'function') {
-    throw new TypeError('leasefence/postgres needs a client with query(text, params): a pg Pool, PGlite, fromPostgresJs(sql) or fromPgClient(client)');
+/**
+ * The client's `connect` and `transaction`, or `InvalidArgumentError` for what is no client (read once: a
+ * getter or Proxy that throws is no client either).
+ */
+function readClient(client: PostgresClient): { readonly connect: PostgresClient['connect'] | undefined; readonly transaction: PostgresClient['transaction'] | undefined } {
+  let shape: { query: unknown; connect: unknown; transaction: unknown; single: boolean };
+  try {
+    if (typeof client !== 'object' || client === null) throw new InvalidArgumentError('no object');
+    const { query, connect, transaction } = client;
+    shape = { query, connect, transaction, single: 'connectionParameters' in client || typeof (client as { release?: unknown }).release === 'function' };
+  } catch {
+    shape = { query: undefined, connect: undefined, transaction: undefined, single: false };
+  }
+  if (typeof shape.query !== 'function' || (shape.connect !== undefined && typeof shape.connect !== 'function') || (shape.transaction !== undefined && typeof shape.transaction !== 'function')) {
+    throw new InvalidArgumentError('leasefence/postgres needs a client with query(text, params): a pg Pool, PGlite, fromPostgresJs(sql) or fromPgClient(client)');
   }
   // NOTE: a single pg Client (or a PoolClient) also has connect(), with another meaning (open this
   // connection); treating it as a pool would fail on first use, so it is refused here with the fix.
-  if (typeof client.connect === 'function' && ('connectionParameters' in client || typeof (client as { release?: unknown }).release === 'function')) {
-    throw new TypeError('a single pg Client or PoolClient cannot be used as a pool: pass the Pool, or wrap the client with fromPgClient(client)');
+  if (shape.connect !== undefined && shape.single) {
+    throw new InvalidArgumentError('a single pg Client or PoolClient cannot be used as a pool: pass the Pool, or wrap the client with fromPgClient(client)');
   }
-  const { connect, transaction } = client;
+  return { connect: shape.connect as PostgresClient['connect'], transaction: shape.transaction as PostgresClient['transaction'] };
+}
+
+/** Creates the session of a client. */
+export function createSession(client: PostgresClient, options: { readonly prepare?: boolean; readonly schema?: SchemaCheck } = {}): Session {
+  const { connect, transaction } = readClient(client);
   const classifyFailure = (error: unknown, phase: FailurePhase, operation: string): unknown => classify(error, phase, operation, options.schema);
   const named = options.prepare !== false && acceptsNamedStatements(client);
   const run = (queryable: PostgresQueryable, text: string, params: unknown[]) => send(queryable, text, params, named);
