@@ -86,8 +86,11 @@ async function afterConnectionClosed(error: unknown): Promise<never> {
  * prepared one is described once per connection, then takes one. The instance's own `prepare: false`
  * (for pgbouncer in transaction mode) still wins.
  */
-function queryVia(sql: PostgresJsSql): PostgresQueryable['query'] {
+function queryVia(sql: PostgresJsSql, closed: () => unknown = () => null): PostgresQueryable['query'] {
   return async (text, params = []) => {
+    // NOTE: on a transaction whose connection closed, postgres.js would write to a socket that is gone.
+    const gone = closed();
+    if (gone !== null) throw gone;
     const named = text as unknown as NamedQuery | string;
     const sent = typeof named === 'string' ? sql.unsafe(named, params) : sql.unsafe(named.text, named.values, PREPARE);
     const result = await Promise.resolve(sent).catch(afterConnectionClosed);
@@ -122,10 +125,49 @@ export function fromPostgresJs(sql: PostgresJsRoot): PostgresClient {
   return {
     acceptsNamedStatements: true,
     query: queryVia(sql),
-    // NOTE: the transaction handle also carries postgres.js's own `sql` (tagged templates inside a fenced write).
-    transaction: async <T>(run: (tx: PostgresQueryable) => Promise<T>): Promise<T> =>
-      (await sql.begin((tx) => run({ query: queryVia(tx), sql: tx } as PostgresQueryable)).catch(afterConnectionClosed)) as T,
+    transaction: <T>(run: (tx: PostgresQueryable) => Promise<T>): Promise<T> => postgresJsTransaction(sql, run),
   };
+}
+
+/** A promise that never settles. */
+const never = <T>(): Promise<T> => new Promise<T>(() => undefined);
+
+/**
+ * `run` in a postgres.js transaction. NOTE: when the connection closes while `run` is still running (the
+ * server ended the session at the fenced transaction's bound, or the network failed), postgres.js rejects
+ * `begin` at once, and when `run` settles later it sends ROLLBACK (or COMMIT) on that connection, whose
+ * socket is gone: in postgres.js 3.4.9 an uncaught TypeError ("Cannot read properties of null (reading
+ * 'write')") in a setImmediate, which ends the process. So after a close the promise handed to `begin`
+ * never settles (it is collected with the transaction), statements on the transaction's `query` fail with
+ * the close error, and the outcome is `run`'s, as with pg: its error (a fenced write's `expired` refusal),
+ * or the close error when it returned (nothing was committed).
+ */
+async function postgresJsTransaction<T>(sql: PostgresJsRoot, run: (tx: PostgresQueryable) => Promise<T>): Promise<T> {
+  let closedBy: unknown = null;
+  let body: Promise<{ readonly ok: true; readonly value: T } | { readonly ok: false; readonly error: unknown }> | null = null;
+  let bodySettled = false;
+  try {
+    return (await sql.begin((tx) => {
+      // NOTE: the transaction handle also carries postgres.js's own `sql` (tagged templates inside a fenced write).
+      body = run({ query: queryVia(tx, () => closedBy), sql: tx } as PostgresQueryable).then(
+        (value) => ({ ok: true, value }) as const,
+        (error: unknown) => ({ ok: false, error }) as const,
+      );
+      return body.then((settled) => {
+        bodySettled = true;
+        if (closedBy !== null) return never<T>();
+        if (settled.ok) return settled.value;
+        throw settled.error;
+      });
+    })) as T;
+  } catch (error) {
+    const pending = body as Promise<{ readonly ok: true; readonly value: T } | { readonly ok: false; readonly error: unknown }> | null;
+    if (pending === null || bodySettled || !isConnectionFailure(error)) return afterConnectionClosed(error);
+    closedBy = error;
+    const settled = await pending;
+    if (!settled.ok) throw settled.error;
+    return afterConnectionClosed(error);
+  }
 }
 
 /** Clients made by `fromPgClient`: one connection, which a transaction holds until it ends. */
