@@ -96,9 +96,10 @@ export function assertSuiteArguments(runner: TestRunner, name: string, makeHarne
 /** `options` with every default filled in (`seed` stays optional). */
 export function suiteOptions(given: SuiteOptions | undefined): Required<Omit<SuiteOptions, 'seed'>> & Pick<SuiteOptions, 'seed'> {
   const options = readOptions('suite options', given, ['modelRuns', 'raceRuns', 'workers', 'seed']) as SuiteOptions;
-  for (const name of ['modelRuns', 'raceRuns', 'workers'] as const) {
+  // NOTE: 0 runs leaves a suite out.
+  for (const [name, least] of [['modelRuns', 0], ['raceRuns', 0], ['workers', 1]] as const) {
     const value = options[name];
-    if (value !== undefined && (typeof value !== 'number' || !Number.isSafeInteger(value) || value < 1)) throw new InvalidArgumentError(`${name} must be a positive integer, got ${describe(value)}`);
+    if (value !== undefined && (typeof value !== 'number' || !Number.isSafeInteger(value) || value < least)) throw new InvalidArgumentError(`${name} must be an integer of at least ${least}, got ${describe(value)}`);
   }
   if (options.seed !== undefined && (typeof options.seed !== 'number' || !Number.isSafeInteger(options.seed))) throw new InvalidArgumentError(`seed must be an integer, got ${describe(options.seed)}`);
   return { modelRuns: options.modelRuns ?? 100, raceRuns: options.raceRuns ?? 100, workers: options.workers ?? 3, ...(options.seed === undefined ? {} : { seed: options.seed }) };
