@@ -32,4 +32,11 @@ describe('a fenced write whose callback outlives its grant and the transaction b
     expect(run.code).toBe(0);
     expect(JSON.parse(run.stdout.trim().split('\n').at(-1)!)).toEqual({ answer: { ok: false, reason: 'expired' }, landed: 0, next: 'granted' });
   }, 90_000);
+
+  it.each(['pg', 'postgresjs'] as const)("%s, callback then a statement on the driver's own handle: STORE_UNAVAILABLE (its connection is gone), nothing landed, no late crash", async (kind) => {
+    const run = await runProgram([kind, await sharedPostgresUrl(), freshTable('lf_late'), 'raw']);
+    expect(run.stderr).not.toMatch(/TypeError|Uncaught|unhandled/i);
+    expect(run.code).toBe(0);
+    expect(JSON.parse(run.stdout.trim().split('\n').at(-1)!)).toEqual({ answer: { threw: 'STORE_UNAVAILABLE' }, landed: 0, next: 'granted' });
+  }, 90_000);
 });

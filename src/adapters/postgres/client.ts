@@ -129,6 +129,32 @@ export function fromPostgresJs(sql: PostgresJsRoot): PostgresClient {
   };
 }
 
+/**
+ * postgres.js's transaction `sql`, refusing (with the close error) to make a statement once the connection
+ * closed: as a tagged template or function, and through `unsafe` and `file`. NOTE: postgres.js would write it
+ * to the connection whose socket is gone (see `postgresJsTransaction`).
+ */
+function refusingWhenClosed(tx: PostgresJsSql, closed: () => unknown): PostgresJsSql {
+  const refuse = (): void => {
+    const gone = closed();
+    if (gone !== null) throw gone;
+  };
+  return new Proxy(tx, {
+    apply(target, self, args) {
+      refuse();
+      return Reflect.apply(target as unknown as (...params: unknown[]) => unknown, self, args);
+    },
+    get(target, name, receiver) {
+      const value: unknown = Reflect.get(target, name, receiver);
+      if ((name !== 'unsafe' && name !== 'file') || typeof value !== 'function') return value;
+      return (...args: unknown[]) => {
+        refuse();
+        return Reflect.apply(value, target, args);
+      };
+    },
+  });
+}
+
 /** A promise that never settles. */
 const never = <T>(): Promise<T> => new Promise<T>(() => undefined);
 
@@ -138,8 +164,8 @@ const never = <T>(): Promise<T> => new Promise<T>(() => undefined);
  * `begin` at once, and when `run` settles later it sends ROLLBACK (or COMMIT) on that connection, whose
  * socket is gone: in postgres.js 3.4.9 an uncaught TypeError ("Cannot read properties of null (reading
  * 'write')") in a setImmediate, which ends the process. So after a close the promise handed to `begin`
- * never settles (it is collected with the transaction), statements on the transaction's `query` fail with
- * the close error, and the outcome is `run`'s, as with pg: its error (a fenced write's `expired` refusal),
+ * never settles (it is collected with the transaction), statements on the transaction's `query` and `sql`
+ * fail with the close error, and the outcome is `run`'s, as with pg: its error (a fenced write's `expired` refusal),
  * or the close error when it returned (nothing was committed).
  */
 async function postgresJsTransaction<T>(sql: PostgresJsRoot, run: (tx: PostgresQueryable) => Promise<T>): Promise<T> {
@@ -149,7 +175,8 @@ async function postgresJsTransaction<T>(sql: PostgresJsRoot, run: (tx: PostgresQ
   try {
     return (await sql.begin((tx) => {
       // NOTE: the transaction handle also carries postgres.js's own `sql` (tagged templates inside a fenced write).
-      body = run({ query: queryVia(tx, () => closedBy), sql: tx } as PostgresQueryable).then(
+      const closed = (): unknown => closedBy;
+      body = run({ query: queryVia(tx, closed), sql: refusingWhenClosed(tx, closed) } as PostgresQueryable).then(
         (value) => ({ ok: true, value }) as const,
         (error: unknown) => ({ ok: false, error }) as const,
       );
