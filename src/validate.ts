@@ -110,6 +110,12 @@ export function readOptions<K extends string>(what: string, options: unknown, na
   return snapshot;
 }
 
+/** `readOptions` for a factory whose options are required: `undefined` is refused like any non-object. */
+export function readRequiredOptions<K extends string>(what: string, options: unknown, names: readonly K[]): Partial<Record<K, unknown>> {
+  if (options === undefined) throw new InvalidArgumentError(`${what} must be an object, got undefined`);
+  return readOptions(what, options, names);
+}
+
 /**
  * A plain copy of every own enumerable field of a caller's options object (`undefined`: none), read once;
  * for options passed on to code that reads them itself (`withLease`). A throwing getter or Proxy gets
@@ -192,16 +198,16 @@ function isPlainObject(value: unknown): value is Record<string, unknown> {
 
 /**
  * Serialises a checkpoint to JSON text, refusing anything JSON would silently change or drop: undefined,
- * functions, symbols, bigint, non-finite numbers, class instances (Date, Map, ...), cycles, sparse arrays
- * and arrays with extra properties, nesting deeper than `MAX_CHECKPOINT_DEPTH`. Then checks the size of the
- * text in UTF-8 bytes. The value is read once, into a copy that is then serialised, so getters, Proxies and
- * `toJSON` methods cannot make the text differ from what was checked; if reading throws, the caller gets
- * `InvalidArgumentError`.
+ * functions, symbols, bigint, non-finite numbers, class instances (Date, Map, ...), a `toJSON` of any kind,
+ * cycles, sparse arrays and arrays with extra properties, nesting deeper than `MAX_CHECKPOINT_DEPTH`. Then
+ * checks the size of the text in UTF-8 bytes. The value is read once, into a copy that is then serialised,
+ * so getters, Proxies and `toJSON` methods cannot make the text differ from what was checked; if reading
+ * throws, the caller gets `InvalidArgumentError`.
  */
 export function serializeCheckpoint(value: unknown, maxBytes: number): string {
   let copy: unknown;
   try {
-    copy = jsonCopy(value, '$', new Set(), 0);
+    copy = jsonCopy(value, '$', { maxBytes, bytes: 0, deepest: 0, ancestors: new Set(), copied: new Map() }, 0);
   } catch (error) {
     if (error instanceof InvalidArgumentError) throw error;
     throw new InvalidArgumentError(`checkpoint could not be read (${errorName(error)} from a getter or Proxy)`);
@@ -212,40 +218,111 @@ export function serializeCheckpoint(value: unknown, maxBytes: number): string {
   return json;
 }
 
+/** The state of one checkpoint copy. */
+interface CopyWalk {
+  readonly maxBytes: number;
+  /**
+   * A lower bound on the UTF-8 bytes of the copy's JSON so far (a string counts its UTF-16 units), so a
+   * value whose JSON is over the limit is refused as soon as the copy passes it, never expanded in full.
+   */
+  bytes: number;
+  /** The depth of the deepest object copied so far. */
+  deepest: number;
+  readonly ancestors: Set<object>;
+  /**
+   * Every object copied so far. NOTE: an object the value reuses (a DAG: 23 small arrays each holding the
+   * previous twice expand to 2^23 leaves) gets the copy made the first time and is charged its bytes again,
+   * so the walk costs the value's distinct objects, not its expansion.
+   */
+  readonly copied: Map<object, CopiedObject>;
+}
+
+interface CopiedObject {
+  readonly copy: unknown;
+  /** Its part of `CopyWalk.bytes`. */
+  readonly bytes: number;
+  /** How many levels of objects it nests, itself included. */
+  readonly levels: number;
+}
+
+/** Adds `bytes` to the walk's count, refusing the checkpoint once the count is over the limit. */
+function charge(walk: CopyWalk, bytes: number, path: string): void {
+  walk.bytes += bytes;
+  if (walk.bytes > walk.maxBytes) throw new InvalidArgumentError(`checkpoint is over the limit of ${walk.maxBytes} bytes of JSON (passed at ${path})`);
+}
+
 /** A copy of `value` made only of JSON values (null-prototype objects, dense arrays), or a refusal. */
-function jsonCopy(value: unknown, path: string, ancestors: Set<object>, depth: number): unknown {
+function jsonCopy(value: unknown, path: string, walk: CopyWalk, depth: number): unknown {
   switch (typeof value) {
     case 'string':
+      charge(walk, value.length + 2, path);
+      return value;
     case 'boolean':
+      charge(walk, 4, path);
       return value;
     case 'number':
       if (!Number.isFinite(value)) throw new InvalidArgumentError(`checkpoint is not JSON: ${path} is ${value}`);
+      charge(walk, 1, path);
       return value;
     case 'object':
       break;
     default:
       throw new InvalidArgumentError(`checkpoint is not JSON: ${path} is ${describe(value)} (${typeof value})`);
   }
-  if (value === null) return null;
-  if (depth >= MAX_CHECKPOINT_DEPTH) throw new InvalidArgumentError(`checkpoint nests deeper than ${MAX_CHECKPOINT_DEPTH} levels at ${path}`);
-  if (ancestors.has(value)) throw new InvalidArgumentError(`checkpoint is not JSON: ${path} is a cycle`);
-  ancestors.add(value);
-  let copy: unknown;
-  if (Array.isArray(value)) {
-    if (Object.getPrototypeOf(value) !== Array.prototype) throw new InvalidArgumentError(`checkpoint is not JSON: ${path} is an array subclass`);
-    const { length } = value;
-    if (Object.keys(value).length !== length) throw new InvalidArgumentError(`checkpoint is not JSON: ${path} is a sparse array or has extra properties`);
-    const items: unknown[] = [];
-    for (let index = 0; index < length; index += 1) items.push(jsonCopy(value[index], `${path}[${index}]`, ancestors, depth + 1));
-    copy = items;
-  } else {
-    if (!isPlainObject(value)) throw new InvalidArgumentError(`checkpoint is not JSON: ${path} is not a plain object`);
-    const fields = Object.create(null) as Record<string, unknown>;
-    for (const name of Object.keys(value)) fields[name] = jsonCopy(value[name], `${path}.${name}`, ancestors, depth + 1);
-    copy = fields;
+  if (value === null) {
+    charge(walk, 4, path);
+    return null;
   }
-  ancestors.delete(value);
+  const copied = walk.copied.get(value);
+  if (copied !== undefined) {
+    if (depth + copied.levels > MAX_CHECKPOINT_DEPTH) throw new InvalidArgumentError(`checkpoint nests deeper than ${MAX_CHECKPOINT_DEPTH} levels below ${path}`);
+    walk.deepest = Math.max(walk.deepest, depth + copied.levels - 1);
+    charge(walk, copied.bytes, path);
+    return copied.copy;
+  }
+  if (depth >= MAX_CHECKPOINT_DEPTH) throw new InvalidArgumentError(`checkpoint nests deeper than ${MAX_CHECKPOINT_DEPTH} levels at ${path}`);
+  if (walk.ancestors.has(value)) throw new InvalidArgumentError(`checkpoint is not JSON: ${path} is a cycle`);
+  walk.ancestors.add(value);
+  const bytesBefore = walk.bytes;
+  const deepestOutside = walk.deepest;
+  walk.deepest = depth;
+  const copy = Array.isArray(value) ? copyArray(value, path, walk, depth) : copyObject(value, path, walk, depth);
+  walk.copied.set(value, { copy, bytes: walk.bytes - bytesBefore, levels: walk.deepest - depth + 1 });
+  walk.deepest = Math.max(walk.deepest, deepestOutside);
+  walk.ancestors.delete(value);
   return copy;
+}
+
+function copyArray(value: unknown[], path: string, walk: CopyWalk, depth: number): unknown[] {
+  if (Object.getPrototypeOf(value) !== Array.prototype) throw new InvalidArgumentError(`checkpoint is not JSON: ${path} is an array subclass`);
+  const { length } = value;
+  if (Object.keys(value).length !== length) throw new InvalidArgumentError(`checkpoint is not JSON: ${path} is a sparse array or has extra properties`);
+  assertNoToJson(value, path);
+  charge(walk, 2 + Math.max(0, length - 1), path);
+  const items: unknown[] = [];
+  for (let index = 0; index < length; index += 1) items.push(jsonCopy(value[index], `${path}[${index}]`, walk, depth + 1));
+  return items;
+}
+
+function copyObject(value: object, path: string, walk: CopyWalk, depth: number): Record<string, unknown> {
+  if (!isPlainObject(value)) throw new InvalidArgumentError(`checkpoint is not JSON: ${path} is not a plain object`);
+  assertNoToJson(value, path);
+  const names = Object.keys(value);
+  charge(walk, 2 + Math.max(0, names.length - 1), path);
+  const fields = Object.create(null) as Record<string, unknown>;
+  for (const name of names) {
+    charge(walk, name.length + 3, path);
+    fields[name] = jsonCopy(value[name], `${path}.${name}`, walk, depth + 1);
+  }
+  return fields;
+}
+
+/**
+ * Refuses an object with its own `toJSON`, enumerable or not: `JSON.stringify` would write what it returns,
+ * the copy its fields. (An enumerable one is also refused as a function field.)
+ */
+function assertNoToJson(value: object, path: string): void {
+  if (Object.prototype.hasOwnProperty.call(value, 'toJSON')) throw new InvalidArgumentError(`checkpoint is not JSON: ${path} has its own toJSON`);
 }
 
 /** The largest `maxCheckpointBytes` accepted: 64 MiB (a checkpoint travels in every claim's reply). */

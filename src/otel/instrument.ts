@@ -2,11 +2,16 @@
  * Turns leasefence's diagnostics_channel events (`events.ts`) into OpenTelemetry metrics and spans.
  * Spans are INTERNAL, start when an operation starts and end when it settles; a refusal is an outcome,
  * not an error (status unset, `leasefence.refusal.reason` set); an operation that threw ends with status
- * ERROR and `error.type`. Nothing secret is recorded: the events carry none.
+ * ERROR and `error.type`. Nothing secret is recorded: the events carry none. Everything kept or exported is
+ * bounded: the held grants (`held-grants.ts`), `error.type` (leasefence's codes), names (cut at the longest
+ * valid one).
  */
-import { SpanKind, SpanStatusCode, metrics, trace, type Attributes, type Meter, type Span, type Tracer } from '@opentelemetry/api';
+import { SpanKind, SpanStatusCode, metrics, trace, type Attributes, type Meter, type ObservableResult, type Span, type Tracer } from '@opentelemetry/api';
 import { tracingChannel, channel, type TracingChannelSubscribers } from 'node:diagnostics_channel';
+import { InvalidArgumentError, isLeaseError, type LeaseErrorCode } from '../errors.js';
 import { LEASE_LOST_CHANNEL, LEASE_OPERATIONS, type LeaseLostEvent, type OperationEvent } from '../events.js';
+import { describe, MAX_NAME_BYTES, readOptions } from '../validate.js';
+import { DEFAULT_MAX_HELD_LEASES, heldGrants } from './held-grants.js';
 import { ATTRIBUTE, METRIC, spanName } from './names.js';
 
 /** Options of `instrumentLeasefence`. */
@@ -17,6 +22,11 @@ export interface InstrumentationOptions {
   readonly tracer?: Tracer;
   /** Record spans. @default true */
   readonly spans?: boolean;
+  /**
+   * How many grants `leasefence.lease.held` tracks at most (each is also dropped at the expiry its grant
+   * announced); past it, the oldest are forgotten and the metric counts low. @default 10_000
+   */
+  readonly maxHeldLeases?: number;
 }
 
 /** A running instrumentation. */
@@ -25,14 +35,58 @@ export interface Instrumentation {
   disable(): void;
 }
 
-/** The class of an error, for `error.type`: its leasefence code, else its name. */
+const ERROR_TYPES: ReadonlySet<string> = new Set(Object.keys({
+  INVALID_ARGUMENT: true,
+  LEASE_BUSY: true,
+  LEASE_LOST: true,
+  LEASE_UNCONFIRMED: true,
+  RECOVERY_REQUIRED: true,
+  GATE_REFUSED: true,
+  STORE_UNAVAILABLE: true,
+  OUTCOME_UNKNOWN: true,
+} satisfies Record<LeaseErrorCode, true>));
+
+/**
+ * The class of an error, for `error.type`: its leasefence code, else `_OTHER`. NOTE: never a code or name
+ * of the error's own (a driver's, or what a fenced write's callback threw): those are unbounded.
+ */
 function errorType(error: unknown): string {
-  if (typeof error === 'object' && error !== null) {
-    const { code, name } = error as { code?: unknown; name?: unknown };
-    if (typeof code === 'string' && code !== '') return code;
-    if (typeof name === 'string' && name !== '') return name;
+  try {
+    return isLeaseError(error) && ERROR_TYPES.has(error.code) ? error.code : '_OTHER';
+  } catch {
+    return '_OTHER';
   }
-  return '_OTHER';
+}
+
+/**
+ * `text` cut to `MAX_NAME_BYTES` UTF-16 units, marked with `…`. NOTE: no valid key, holder or run id is
+ * longer, so those are exported whole, and a refused one (the span starts before validation) is cut.
+ */
+function bounded(text: string): string {
+  if (text.length <= MAX_NAME_BYTES) return text;
+  const cut = (text.charCodeAt(MAX_NAME_BYTES - 1) & 0xfc00) === 0xd800 ? MAX_NAME_BYTES - 1 : MAX_NAME_BYTES;
+  return `${text.slice(0, cut)}…`;
+}
+
+/** The status message of an operation that threw (what threw may be anything, with getters that throw). */
+function errorMessage(error: unknown): string {
+  try {
+    return bounded(error instanceof Error ? String(error.message) : String(error));
+  } catch {
+    return typeof error;
+  }
+}
+
+/** `value` if it has every one of `methods` (a getter or Proxy that throws has none), else `InvalidArgumentError`. */
+function checked<T>(what: string, value: unknown, methods: readonly string[]): T {
+  let usable: boolean;
+  try {
+    usable = typeof value === 'object' && value !== null && methods.every((method) => typeof (value as Record<string, unknown>)[method] === 'function');
+  } catch {
+    usable = false;
+  }
+  if (!usable) throw new InvalidArgumentError(`${what} must be an OpenTelemetry ${what} (with ${methods.join(', ')})`);
+  return value as T;
 }
 
 /**
@@ -44,12 +98,19 @@ function errorType(error: unknown): string {
  * const instrumentation = instrumentLeasefence(); // after your OpenTelemetry SDK is set up
  * ```
  */
-export function instrumentLeasefence(options: InstrumentationOptions = {}): Instrumentation {
-  const meter = options.meter ?? metrics.getMeter('leasefence');
-  const tracer = options.tracer ?? trace.getTracer('leasefence');
-  const withSpans = options.spans !== false;
+export function instrumentLeasefence(options?: InstrumentationOptions): Instrumentation {
+  const given = readOptions('instrumentLeasefence options', options, ['meter', 'tracer', 'spans', 'maxHeldLeases']);
+  const meter = given.meter === undefined ? metrics.getMeter('leasefence') : checked<Meter>('meter', given.meter, ['createCounter', 'createHistogram', 'createObservableUpDownCounter']);
+  const tracer = given.tracer === undefined ? trace.getTracer('leasefence') : checked<Tracer>('tracer', given.tracer, ['startSpan']);
+  if (given.spans !== undefined && typeof given.spans !== 'boolean') throw new InvalidArgumentError(`spans must be a boolean, got ${describe(given.spans)}`);
+  const withSpans = given.spans !== false;
+  const maxHeld = given.maxHeldLeases ?? DEFAULT_MAX_HELD_LEASES;
+  if (typeof maxHeld !== 'number' || !Number.isSafeInteger(maxHeld) || maxHeld < 1) throw new InvalidArgumentError(`maxHeldLeases must be a positive integer, got ${describe(maxHeld)}`);
+  const held = heldGrants(maxHeld);
 
-  const leasesHeld = meter.createUpDownCounter(METRIC.leasesHeld, { unit: '{lease}', description: 'Leases held by this process, as far as it knows' });
+  const leasesHeld = meter.createObservableUpDownCounter(METRIC.leasesHeld, { unit: '{lease}', description: 'Leases held by this process, as far as it knows' });
+  const observeHeld = (result: ObservableResult): void => result.observe(held.count());
+  leasesHeld.addCallback(observeHeld);
   const claims = meter.createCounter(METRIC.claims, { unit: '{claim}', description: 'Claims by outcome' });
   const refusals = meter.createCounter(METRIC.refusals, { unit: '{refusal}', description: 'Fence refusals by operation and reason' });
   const takeover = meter.createHistogram(METRIC.takeoverDuration, { unit: 's', description: 'Time from the end of a grant to the next grant of its key' });
@@ -58,25 +119,12 @@ export function instrumentLeasefence(options: InstrumentationOptions = {}): Inst
   const leasesLost = meter.createCounter(METRIC.leasesLost, { unit: '{lease}', description: 'Leases withLease lost, by cause' });
   const duration = meter.createHistogram(METRIC.operationDuration, { unit: 's', description: 'Duration of leasefence operations' });
 
-  /** The grants this process holds: `key NUL token`. */
-  const held = new Set<string>();
-  const hold = (key: string, token: bigint): void => {
-    const id = `${key}\u0000${token}`;
-    if (held.has(id)) return;
-    held.add(id);
-    leasesHeld.add(1);
-  };
-  const drop = (key: string, token: bigint | null): void => {
-    if (token === null || !held.delete(`${key}\u0000${token}`)) return;
-    leasesHeld.add(-1);
-  };
-
   const spans = new WeakMap<OperationEvent, { readonly span: Span | null; readonly started: number }>();
 
   const onStart = (event: OperationEvent): void => {
-    const attributes: Attributes = { [ATTRIBUTE.operation]: event.operation, [ATTRIBUTE.key]: event.key, [ATTRIBUTE.holder]: event.holder };
+    const attributes: Attributes = { [ATTRIBUTE.operation]: event.operation, [ATTRIBUTE.key]: bounded(event.key), [ATTRIBUTE.holder]: bounded(event.holder) };
     if (event.token !== null) attributes[ATTRIBUTE.token] = event.token.toString();
-    if (event.runId !== null) attributes[ATTRIBUTE.runId] = event.runId;
+    if (event.runId !== null) attributes[ATTRIBUTE.runId] = bounded(event.runId);
     const span = withSpans ? tracer.startSpan(spanName(event.operation), { kind: SpanKind.INTERNAL, attributes }) : null;
     spans.set(event, { span, started: performance.now() });
   };
@@ -89,16 +137,17 @@ export function instrumentLeasefence(options: InstrumentationOptions = {}): Inst
     if (outcome === undefined) {
       metricAttributes[ATTRIBUTE.errorType] = errorType(event.error);
       begun?.span?.setAttribute(ATTRIBUTE.errorType, errorType(event.error));
-      begun?.span?.setStatus({ code: SpanStatusCode.ERROR, message: event.error instanceof Error ? event.error.message : String(event.error) });
+      begun?.span?.setStatus({ code: SpanStatusCode.ERROR, message: errorMessage(event.error) });
     } else {
       metricAttributes[ATTRIBUTE.outcome] = outcome.ok ? 'ok' : 'refused';
       begun?.span?.setAttribute(ATTRIBUTE.outcome, outcome.result);
-      if (outcome.token !== null) begun?.span?.setAttribute(ATTRIBUTE.token, outcome.token.toString());
+      // NOTE: a refusal's token is the one the store found (another holder's): the span keeps the presented one.
+      if (outcome.ok) begun?.span?.setAttribute(ATTRIBUTE.token, outcome.token.toString());
       if (!outcome.ok) {
         begun?.span?.setAttribute(ATTRIBUTE.refusalReason, outcome.reason);
         if (operation !== 'claim' && operation !== 'revoke') {
           refusals.add(1, { [ATTRIBUTE.operation]: operation, [ATTRIBUTE.refusalReason]: outcome.reason });
-          drop(event.key, event.token);
+          held.drop(event.key, event.token);
         }
       }
       record(event);
@@ -114,17 +163,18 @@ export function instrumentLeasefence(options: InstrumentationOptions = {}): Inst
     if (operation === 'claim') {
       claims.add(1, { [ATTRIBUTE.claimOutcome]: outcome.result });
       if (outcome.result === 'granted') {
-        hold(key, outcome.token);
+        held.hold(key, outcome.token, outcome.expiresAt, outcome.now);
         if (outcome.previous !== null) {
           takeover.record(Math.max(0, outcome.acquiredAt - outcome.previous.at) / 1000, { [ATTRIBUTE.previousEnding]: outcome.previous.kind });
         }
       }
-    } else if (operation === 'renew' && outcome.result === 'renewed' && outcome.marginMs !== null) {
-      renewMargin.record(outcome.marginMs / 1000);
+    } else if (operation === 'renew' && outcome.result === 'renewed') {
+      held.hold(key, outcome.token, outcome.expiresAt, outcome.now);
+      if (outcome.marginMs !== null) renewMargin.record(outcome.marginMs / 1000);
     } else if (operation === 'fencedWrite') {
       fencedWrites.add(1, outcome.ok ? { [ATTRIBUTE.outcome]: 'accepted' } : { [ATTRIBUTE.outcome]: 'refused', [ATTRIBUTE.refusalReason]: outcome.reason });
     } else if (operation === 'release' && outcome.ok) {
-      drop(key, event.token);
+      held.drop(key, event.token);
     }
   };
 
@@ -141,7 +191,7 @@ export function instrumentLeasefence(options: InstrumentationOptions = {}): Inst
   const lost = channel(LEASE_LOST_CHANNEL);
   const onLost = (message: unknown): void => {
     const event = message as LeaseLostEvent;
-    drop(event.key, event.token);
+    held.drop(event.key, event.token);
     leasesLost.add(1, { [ATTRIBUTE.lostCode]: event.code, ...(event.reason === null ? {} : { [ATTRIBUTE.refusalReason]: event.reason }) });
   };
   lost.subscribe(onLost);
@@ -150,6 +200,7 @@ export function instrumentLeasefence(options: InstrumentationOptions = {}): Inst
     disable() {
       for (const channelOf of traced) channelOf.unsubscribe(subscribers);
       lost.unsubscribe(onLost);
+      leasesHeld.removeCallback(observeHeld);
     },
   };
 }

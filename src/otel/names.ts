@@ -8,7 +8,10 @@
 
 /** Metric names. */
 export const METRIC = {
-  /** UpDownCounter `{lease}`: leases this process's workers hold, as far as they know (granted, not yet released or lost). */
+  /**
+   * ObservableUpDownCounter `{lease}`: leases this process's workers hold, as far as they know (granted or
+   * renewed here, not yet released, lost or past the expiry they announced; at most `maxHeldLeases`).
+   */
   leasesHeld: 'leasefence.lease.held',
   /** Counter `{claim}`: claims by `leasefence.claim.outcome` (granted, held, recovery-required). */
   claims: 'leasefence.claims',
@@ -38,7 +41,7 @@ export const ATTRIBUTE = {
   token: 'leasefence.lease.token',
   holder: 'leasefence.lease.holder',
   runId: 'leasefence.lease.run_id',
-  /** The OpenTelemetry registry's attribute for the class of error an operation threw. */
+  /** The OpenTelemetry registry's attribute for the class of error an operation threw: a leasefence error code, or `_OTHER`. */
   errorType: 'error.type',
 } as const;
 

@@ -13,7 +13,7 @@
  */
 import type { Store } from '../store.js';
 import { describeStoreConformance } from './conformance.js';
-import type { MakeStoreHarness, SuiteOptions } from './harness.js';
+import { assertSuiteArguments, type MakeStoreHarness, type SuiteOptions } from './harness.js';
 import { describeStoreModel } from './model.js';
 import { describeStoreRaces } from './race.js';
 import type { TestRunner } from './runner.js';
@@ -38,6 +38,7 @@ export { PROPERTY_SUITE_TIMEOUT_MS } from './timeouts.js';
 
 /** Registers the conformance specs, the model-based suite and the race suite for one store. */
 export function describeStoreSuites<S extends Store>(runner: TestRunner, name: string, makeHarness: MakeStoreHarness<S>, options: SuiteOptions = {}): void {
+  assertSuiteArguments(runner, name, makeHarness, options);
   describeStoreConformance(runner, name, makeHarness, options);
   describeStoreModel(runner, name, makeHarness, options);
   describeStoreRaces(runner, name, makeHarness, options);

@@ -6,6 +6,8 @@
  */
 import { createMemoryStore, type MemoryStore } from '../adapters/memory/index.js';
 import { createManualClock, type ManualClock } from '../clock.js';
+import { InvalidArgumentError } from '../errors.js';
+import { describe } from '../validate.js';
 import type { StoreHarness } from './harness.js';
 
 /** The clock every memory harness starts at (a realistic epoch, so ISO dates in messages look right). */
@@ -18,6 +20,7 @@ export type MemoryLikeStore = MemoryStore;
 export function createMemoryHarness<S extends MemoryLikeStore = MemoryStore>(
   makeStore: (clock: ManualClock) => S = (clock) => createMemoryStore({ clock }) as S,
 ): StoreHarness<S> & { readonly clock: ManualClock } {
+  if (typeof makeStore !== 'function') throw new InvalidArgumentError(`makeStore must be a function of the harness clock returning a store, got ${describe(makeStore)}`);
   const clock = createManualClock(MEMORY_EPOCH);
   const store = makeStore(clock);
   const ledgers = new Map<string, string[]>();

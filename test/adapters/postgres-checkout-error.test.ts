@@ -67,6 +67,17 @@ describe('a pooled connection that dies as it is handed over', () => {
     expect(handed[0]?.released).toBe(true);
   });
 
+  it('an async pass-through wrapper around the callback form (instrumentation): still listening at the hand-over', async () => {
+    const { pool, handed } = dyingPool(true);
+    const original = pool.connect;
+    const wrapped = { ...pool, connect: async (...args: unknown[]) => (original as (...params: unknown[]) => unknown).apply(pool, args) };
+    const session = createSession(wrapped as never, { prepare: false });
+    const failure = await session.statement('SELECT 1', [], 'inspect').catch((error: unknown) => error);
+    expect(handed[0]?.listenersAtError).toBeGreaterThan(0);
+    expect(isLeaseError(failure)).toBe(true);
+    expect(handed[0]?.released).toBe(true);
+  });
+
   it('a pool whose connect takes no callback still works (its promise is used)', async () => {
     const { pool, handed } = dyingPool(false);
     const session = createSession(pool as never, { prepare: false });

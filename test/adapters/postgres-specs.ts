@@ -309,7 +309,7 @@ export function describePostgresAdapterSpecs(kind: PostgresClientKind): void {
         expect(() => createPostgresStore({ client: pooled as unknown as PostgresClient })).toThrow(/fromPgClient/);
         pooled.release();
         expect(() => fromPostgresJs(camel)).toThrow(/transform/);
-        expect(() => createPostgresStore({ client: {} as PostgresClient })).toThrow(TypeError);
+        expect(() => createPostgresStore({ client: {} as PostgresClient })).toThrow(InvalidArgumentError);
       } finally {
         await pool.end();
         await camel.end({ timeout: 1 });

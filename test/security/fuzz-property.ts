@@ -68,7 +68,7 @@ const throwingProxy = (): object =>
 // NOTE: Proxies and throwing getters are made when a call runs, not by fast-check (which probes and prints
 // its values); a lazy recipe is recognised by identity (WeakSet.has runs no trap).
 const LAZY = new WeakMap<object, () => unknown>();
-const lazy = (make: () => unknown): object => {
+export const lazy = (make: () => unknown): object => {
   const recipe = { lazy: make.name || 'hostile' };
   LAZY.set(recipe, make);
   return recipe;
@@ -136,6 +136,7 @@ const hostileValue: fc.Arbitrary<unknown> = fc.oneof(
   fc.constantFrom('ttlMs', 'runId', 'attributes', 'checkpoint', 'reason', 'by', 'expectedToken', 'recovering', 'key', 'token', 'secret').map((name) => lazy(() => throwingGetter(name))),
   fc.anything({ withBigInt: true, withNullPrototype: true, withSparseArray: true, withBoxedValues: true, withMap: true, withSet: true, withDate: true, withTypedArray: true, maxDepth: 3 }),
   fc.constant(null).map(() => lazy(() => ({ toString: () => { throw new Error('toString'); } }))), // prettier-ignore
+  fc.constant(null).map(() => lazy(() => Object.defineProperty({ step: 1 }, 'toJSON', { value: () => ({ step: 2 }) }))), // a toJSON JSON.stringify would call
   fc.string({ unit: 'binary', maxLength: 40 }),
   fc.double(),
   fc.bigInt(),

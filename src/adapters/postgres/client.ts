@@ -3,6 +3,7 @@
  * this tiny structural interface. A pg `Pool` and a PGlite instance fit it as they are; postgres.js and a
  * single pg `Client` fit through `fromPostgresJs(sql)` and `fromPgClient(client)`.
  */
+import { InvalidArgumentError } from '../../errors.js';
 import { isConnectionFailure } from './failures.js';
 
 /** Anything that runs one parameterised statement and returns its rows. */
@@ -85,8 +86,11 @@ async function afterConnectionClosed(error: unknown): Promise<never> {
  * prepared one is described once per connection, then takes one. The instance's own `prepare: false`
  * (for pgbouncer in transaction mode) still wins.
  */
-function queryVia(sql: PostgresJsSql): PostgresQueryable['query'] {
+function queryVia(sql: PostgresJsSql, closed: () => unknown = () => null): PostgresQueryable['query'] {
   return async (text, params = []) => {
+    // NOTE: on a transaction whose connection closed, postgres.js would write to a socket that is gone.
+    const gone = closed();
+    if (gone !== null) throw gone;
     const named = text as unknown as NamedQuery | string;
     const sent = typeof named === 'string' ? sql.unsafe(named, params) : sql.unsafe(named.text, named.values, PREPARE);
     const result = await Promise.resolve(sent).catch(afterConnectionClosed);
@@ -107,17 +111,90 @@ function queryVia(sql: PostgresJsSql): PostgresQueryable['query'] {
 export function fromPostgresJs(sql: PostgresJsRoot): PostgresClient {
   // NOTE: leasefence reads its rows by column name and value; an instance that renames columns or rewrites
   // values or rows (e.g. `transform: postgres.camel`) would garble them, so it is refused up front.
-  const transform = (sql as { options?: { transform?: Record<string, { from?: unknown } | undefined> } }).options?.transform;
-  if (['column', 'value', 'row'].some((part) => typeof transform?.[part]?.from === 'function')) {
-    throw new TypeError('fromPostgresJs needs an sql instance without result transforms (transform.column/value/row); create a separate postgres() instance for leasefence');
+  let transformed: boolean;
+  try {
+    if ((typeof sql !== 'function' && typeof sql !== 'object') || sql === null || typeof sql.unsafe !== 'function' || typeof sql.begin !== 'function') throw new InvalidArgumentError('not an sql instance');
+    const transform = (sql as { options?: { transform?: Record<string, { from?: unknown } | undefined> } }).options?.transform;
+    transformed = ['column', 'value', 'row'].some((part) => typeof transform?.[part]?.from === 'function');
+  } catch {
+    throw new InvalidArgumentError('fromPostgresJs needs a postgres.js sql instance (postgres(url))');
+  }
+  if (transformed) {
+    throw new InvalidArgumentError('fromPostgresJs needs an sql instance without result transforms (transform.column/value/row); create a separate postgres() instance for leasefence');
   }
   return {
     acceptsNamedStatements: true,
     query: queryVia(sql),
-    // NOTE: the transaction handle also carries postgres.js's own `sql` (tagged templates inside a fenced write).
-    transaction: async <T>(run: (tx: PostgresQueryable) => Promise<T>): Promise<T> =>
-      (await sql.begin((tx) => run({ query: queryVia(tx), sql: tx } as PostgresQueryable)).catch(afterConnectionClosed)) as T,
+    transaction: <T>(run: (tx: PostgresQueryable) => Promise<T>): Promise<T> => postgresJsTransaction(sql, run),
   };
+}
+
+/**
+ * postgres.js's transaction `sql`, refusing (with the close error) to make a statement once the connection
+ * closed: as a tagged template or function, and through `unsafe` and `file`. NOTE: postgres.js would write it
+ * to the connection whose socket is gone (see `postgresJsTransaction`).
+ */
+function refusingWhenClosed(tx: PostgresJsSql, closed: () => unknown): PostgresJsSql {
+  const refuse = (): void => {
+    const gone = closed();
+    if (gone !== null) throw gone;
+  };
+  return new Proxy(tx, {
+    apply(target, self, args) {
+      refuse();
+      return Reflect.apply(target as unknown as (...params: unknown[]) => unknown, self, args);
+    },
+    get(target, name, receiver) {
+      const value: unknown = Reflect.get(target, name, receiver);
+      if ((name !== 'unsafe' && name !== 'file') || typeof value !== 'function') return value;
+      return (...args: unknown[]) => {
+        refuse();
+        return Reflect.apply(value, target, args);
+      };
+    },
+  });
+}
+
+/** A promise that never settles. */
+const never = <T>(): Promise<T> => new Promise<T>(() => undefined);
+
+/**
+ * `run` in a postgres.js transaction. NOTE: when the connection closes while `run` is still running (the
+ * server ended the session at the fenced transaction's bound, or the network failed), postgres.js rejects
+ * `begin` at once, and when `run` settles later it sends ROLLBACK (or COMMIT) on that connection, whose
+ * socket is gone: in postgres.js 3.4.9 an uncaught TypeError ("Cannot read properties of null (reading
+ * 'write')") in a setImmediate, which ends the process. So after a close the promise handed to `begin`
+ * never settles (it is collected with the transaction), statements on the transaction's `query` and `sql`
+ * fail with the close error, and the outcome is `run`'s, as with pg: its error (a fenced write's `expired` refusal),
+ * or the close error when it returned (nothing was committed).
+ */
+async function postgresJsTransaction<T>(sql: PostgresJsRoot, run: (tx: PostgresQueryable) => Promise<T>): Promise<T> {
+  let closedBy: unknown = null;
+  let body: Promise<{ readonly ok: true; readonly value: T } | { readonly ok: false; readonly error: unknown }> | null = null;
+  let bodySettled = false;
+  try {
+    return (await sql.begin((tx) => {
+      // NOTE: the transaction handle also carries postgres.js's own `sql` (tagged templates inside a fenced write).
+      const closed = (): unknown => closedBy;
+      body = run({ query: queryVia(tx, closed), sql: refusingWhenClosed(tx, closed) } as PostgresQueryable).then(
+        (value) => ({ ok: true, value }) as const,
+        (error: unknown) => ({ ok: false, error }) as const,
+      );
+      return body.then((settled) => {
+        bodySettled = true;
+        if (closedBy !== null) return never<T>();
+        if (settled.ok) return settled.value;
+        throw settled.error;
+      });
+    })) as T;
+  } catch (error) {
+    const pending = body as Promise<{ readonly ok: true; readonly value: T } | { readonly ok: false; readonly error: unknown }> | null;
+    if (pending === null || bodySettled || !isConnectionFailure(error)) return afterConnectionClosed(error);
+    closedBy = error;
+    const settled = await pending;
+    if (!settled.ok) throw settled.error;
+    return afterConnectionClosed(error);
+  }
 }
 
 /** Clients made by `fromPgClient`: one connection, which a transaction holds until it ends. */
@@ -147,7 +224,13 @@ export function sharesOneConnection(client: PostgresClient): boolean {
  */
 export function fromPgClient(connection: PostgresQueryable): PostgresClient {
   // NOTE: a pg Client takes `{ name, text, values }` configs too; `query` passes its first argument through.
-  const pgClient = typeof connection === 'object' && connection !== null && 'connectionParameters' in connection;
+  let pgClient: boolean;
+  try {
+    if (typeof connection !== 'object' || connection === null || typeof connection.query !== 'function') throw new InvalidArgumentError('no connection');
+    pgClient = 'connectionParameters' in connection;
+  } catch {
+    throw new InvalidArgumentError('fromPgClient needs one connection with query(text, params): a connected pg Client');
+  }
   let tail: Promise<unknown> = Promise.resolve();
   const exclusive = <T>(task: () => Promise<T>): Promise<T> => {
     const result = tail.then(task, task);

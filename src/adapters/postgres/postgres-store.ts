@@ -3,6 +3,7 @@
  * transitions of `fence/`; fenced writes run in a transaction that holds the lease row FOR SHARE.
  */
 import { InvalidArgumentError } from '../../errors.js';
+import { describe, readRequiredOptions } from '../../validate.js';
 import type { FencedWriteOutcome, StoreFencedWriteOptions } from '../../fence/operations.js';
 import * as transitions from '../../fence/transitions.js';
 import type { Transition } from '../../fence/transitions.js';
@@ -100,6 +101,7 @@ export interface PostgresStore extends Store<PostgresWriteContext> {
 }
 
 const DEFAULT_MARGIN_MS = 500;
+const STORE_OPTION_NAMES = ['client', 'prepare', 'table', 'fencedTransactionMarginMs', 'listener', 'subscribeTimeoutMs'] as const;
 const MAX_MARGIN_MS = 60_000;
 
 function checkFenceInput(fence: Fence): void {
@@ -140,7 +142,11 @@ function preImageOf(rows: unknown[], operation: string, presented: string | null
  * const leases = createLeases(store, { holder: 'exporter-1' });
  * ```
  */
-export function createPostgresStore(options: PostgresStoreOptions): PostgresStore {
+export function createPostgresStore(given: PostgresStoreOptions): PostgresStore {
+  // NOTE: read once, and every option checked here, before the client is used.
+  const options = readRequiredOptions('createPostgresStore options', given, STORE_OPTION_NAMES) as PostgresStoreOptions;
+  if (options.prepare !== undefined && typeof options.prepare !== 'boolean') throw new InvalidArgumentError(`prepare must be a boolean, got ${describe(options.prepare)}`);
+  if (options.subscribeTimeoutMs !== undefined) subscribeTimeoutOf(options.subscribeTimeoutMs);
   const table: TableName = tableName(options.table ?? DEFAULT_LEASE_TABLE);
   const schema = { names: [table.bare, `${table.bare}_${CLAIM_FUNCTION_SUFFIX}`], fix: 'await store.migrate()' };
   const session: Session = createSession(options.client, options.prepare === undefined ? { schema } : { prepare: options.prepare, schema });

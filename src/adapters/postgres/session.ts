@@ -62,7 +62,12 @@ async function checkOut(client: PostgresClient, operation: string, classifyFailu
 }
 
 /** A pool's `connect` called with a callback (pg-pool's form) or without (a promise). */
-type ConnectEither = (callback: (error: unknown, connection?: PostgresPooledConnection) => void) => Promise<PostgresPooledConnection> | undefined;
+type ConnectEither = (callback: (error: unknown, connection?: PostgresPooledConnection) => void) => unknown;
+
+/** Whether `value` is a checked-out connection (not the `undefined` a wrapper's promise resolves to). */
+function isConnection(value: unknown): value is PostgresPooledConnection {
+  return typeof value === 'object' && value !== null && typeof (value as { query?: unknown }).query === 'function' && typeof (value as { release?: unknown }).release === 'function';
+}
 
 /**
  * `client.connect()` with `onError` listening on the connection from the moment the pool hands it over.
@@ -70,15 +75,26 @@ type ConnectEither = (callback: (error: unknown, connection?: PostgresPooledConn
  * its own `error` listener already removed; when the same chunk also carries an ErrorResponse (a server
  * shutting down: 57P01), pg emits `error` before any promise continuation runs, and with no listener that
  * crashes the process (seen in test/waiting-stores/cross-process.test.ts). Its callback form runs
- * synchronously there, so the listener is on before the next message is parsed. A pool whose `connect`
- * takes no callback answers with its promise.
+ * synchronously there, so the listener is on before the next message is parsed.
+ *
+ * A wrapped `connect` (instrumentation) may answer through the callback, its promise, or both: an `async`
+ * pass-through resolves `undefined` before the callback delivers the connection; a promise-only wrapper
+ * ignores the callback. The checkout settles once, with the first connection handed over or the first
+ * failure; a promise that resolves with no connection is waiting for the callback; another connection
+ * handed over after that (a wrapper that checked out twice) is released at once, never leaked.
  */
 function connectListening(client: PostgresClient, onError: () => void): Promise<PostgresPooledConnection> {
   return new Promise((resolve, reject) => {
     let settled = false;
+    let taken: PostgresPooledConnection | null = null;
     const take = (connection: PostgresPooledConnection): void => {
-      if (settled) return;
+      if (settled) {
+        // NOTE: the same connection again (a wrapper that calls back and resolves it) is already ours.
+        if (connection !== taken) connection.release();
+        return;
+      }
       settled = true;
+      taken = connection;
       connection.on?.('error', onError);
       resolve(connection);
     };
@@ -88,12 +104,25 @@ function connectListening(client: PostgresClient, onError: () => void): Promise<
       reject(error);
     };
     const connect = client.connect as unknown as ConnectEither;
-    const returned = connect.call(client, (error, connection) => {
-      if (error !== null && error !== undefined) fail(error);
-      else if (connection === undefined) fail(new Error('the pool handed over no connection'));
-      else take(connection);
-    });
-    if (returned !== undefined && typeof (returned as { then?: unknown }).then === 'function') returned.then(take, fail);
+    let returned: unknown;
+    try {
+      returned = connect.call(client, (error, connection) => {
+        if (error !== null && error !== undefined) fail(error);
+        else if (isConnection(connection)) take(connection);
+        else fail(new Error('the pool handed over no connection'));
+      });
+    } catch (error) {
+      fail(error);
+      return;
+    }
+    if (typeof (returned as { then?: unknown } | null | undefined)?.then === 'function') {
+      (returned as Promise<unknown>).then(
+        (value) => {
+          if (isConnection(value)) take(value);
+        },
+        fail,
+      );
+    }
   });
 }
 
@@ -103,17 +132,33 @@ const control: TransactionControl = {
   },
 };
 
-/** Creates the session of a client. */
-export function createSession(client: PostgresClient, options: { readonly prepare?: boolean; readonly schema?: SchemaCheck } = {}): Session {
-  if (typeof client !== 'object' || client === null || typeof client.query !== 'function') {
-    throw new TypeError('leasefence/postgres needs a client with query(text, params): a pg Pool, PGlite, fromPostgresJs(sql) or fromPgClient(client)');
+/**
+ * The client's `connect` and `transaction`, or `InvalidArgumentError` for what is no client (read once: a
+ * getter or Proxy that throws is no client either).
+ */
+function readClient(client: PostgresClient): { readonly connect: PostgresClient['connect'] | undefined; readonly transaction: PostgresClient['transaction'] | undefined } {
+  let shape: { query: unknown; connect: unknown; transaction: unknown; single: boolean };
+  try {
+    if (typeof client !== 'object' || client === null) throw new InvalidArgumentError('no object');
+    const { query, connect, transaction } = client;
+    shape = { query, connect, transaction, single: 'connectionParameters' in client || typeof (client as { release?: unknown }).release === 'function' };
+  } catch {
+    shape = { query: undefined, connect: undefined, transaction: undefined, single: false };
+  }
+  if (typeof shape.query !== 'function' || (shape.connect !== undefined && typeof shape.connect !== 'function') || (shape.transaction !== undefined && typeof shape.transaction !== 'function')) {
+    throw new InvalidArgumentError('leasefence/postgres needs a client with query(text, params): a pg Pool, PGlite, fromPostgresJs(sql) or fromPgClient(client)');
   }
   // NOTE: a single pg Client (or a PoolClient) also has connect(), with another meaning (open this
   // connection); treating it as a pool would fail on first use, so it is refused here with the fix.
-  if (typeof client.connect === 'function' && ('connectionParameters' in client || typeof (client as { release?: unknown }).release === 'function')) {
-    throw new TypeError('a single pg Client or PoolClient cannot be used as a pool: pass the Pool, or wrap the client with fromPgClient(client)');
+  if (shape.connect !== undefined && shape.single) {
+    throw new InvalidArgumentError('a single pg Client or PoolClient cannot be used as a pool: pass the Pool, or wrap the client with fromPgClient(client)');
   }
-  const { connect, transaction } = client;
+  return { connect: shape.connect as PostgresClient['connect'], transaction: shape.transaction as PostgresClient['transaction'] };
+}
+
+/** Creates the session of a client. */
+export function createSession(client: PostgresClient, options: { readonly prepare?: boolean; readonly schema?: SchemaCheck } = {}): Session {
+  const { connect, transaction } = readClient(client);
   const classifyFailure = (error: unknown, phase: FailurePhase, operation: string): unknown => classify(error, phase, operation, options.schema);
   const named = options.prepare !== false && acceptsNamedStatements(client);
   const run = (queryable: PostgresQueryable, text: string, params: unknown[]) => send(queryable, text, params, named);

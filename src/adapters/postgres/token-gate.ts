@@ -11,7 +11,7 @@ import { InvalidArgumentError } from '../../errors.js';
 import type { GateOutcome } from '../../fence/operations.js';
 import type { Fence, FenceRefusal } from '../../fence/types.js';
 import { checkFence } from '../../fence/verdict.js';
-import { assertName } from '../../validate.js';
+import { assertName, readRequiredOptions } from '../../validate.js';
 import type { PostgresClient, PostgresQueryable } from './client.js';
 import { assertEncodable } from './encodable.js';
 import { ownStatementFailure } from './failures.js';
@@ -155,7 +155,8 @@ function isFence(lease: Fence | { readonly key: string; readonly token: bigint }
  * await leases.gateWriteOrThrow(gate, 'report:2024-06', lease, (tx) => tx.query('UPDATE reports SET body = $1 WHERE id = $2', [body, id]));
  * ```
  */
-export function createPostgresTokenGate(options: PostgresTokenGateOptions): PostgresTokenGate {
+export function createPostgresTokenGate(given: PostgresTokenGateOptions): PostgresTokenGate {
+  const options = readRequiredOptions('createPostgresTokenGate options', given, ['client', 'table', 'leaseTable']) as PostgresTokenGateOptions;
   const table = tableName(options.table ?? DEFAULT_GATE_TABLE, 'gate table');
   const leaseTable = options.leaseTable === null ? null : tableName(options.leaseTable ?? DEFAULT_LEASE_TABLE, 'lease table');
   const names = [table.bare, ...(leaseTable === null ? [] : [leaseTable.bare, 'secret_hash'])];

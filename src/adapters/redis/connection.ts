@@ -4,6 +4,7 @@
  */
 import { InvalidArgumentError, StoreUnavailableError } from '../../errors.js';
 import { loggableCause, redactText } from '../../redact.js';
+import { describe, readOptions } from '../../validate.js';
 import { clusterSlot, crossSlotReply, scriptKeys } from './cross-slot.js';
 
 /**
@@ -188,7 +189,9 @@ function readiness(client: ReadyWatch, timeoutMs: number): () => Promise<void> {
  * const store = createRedisStore({ client: fromIoredis(new Redis(url), { readyTimeoutMs: 2_000 }) });
  * ```
  */
-export function fromIoredis(client: IoredisClient, options: IoredisOptions = {}): RedisConnection {
+export function fromIoredis(client: IoredisClient, options?: IoredisOptions): RedisConnection {
+  assertClient('fromIoredis needs an ioredis client or Cluster', client, ['call', 'once', 'removeListener']);
+  const readyTimeoutMs = readyTimeoutOf('fromIoredis', options);
   const whenReady = readiness(
     {
       once: (event, listener) => client.once(event, listener),
@@ -196,7 +199,7 @@ export function fromIoredis(client: IoredisClient, options: IoredisOptions = {})
       state: () => client.status,
       start: () => void (client.status === 'wait' && client.connect().catch(() => undefined)),
     },
-    options.readyTimeoutMs ?? 5_000,
+    readyTimeoutMs,
   );
   const sendNow = (args: readonly string[]): Promise<unknown> => (Reflect.apply(client.call, client, args) as Promise<unknown>).catch(ioredisFailure);
   const cluster = typeof (client as { nodes?: unknown }).nodes === 'function';
@@ -221,7 +224,9 @@ export function fromIoredis(client: IoredisClient, options: IoredisOptions = {})
  * const store = createRedisStore({ client: fromNodeRedis(client, { readyTimeoutMs: 2_000 }) });
  * ```
  */
-export function fromNodeRedis(client: NodeRedisClient, options: IoredisOptions = {}): RedisConnection {
+export function fromNodeRedis(client: NodeRedisClient, options?: IoredisOptions): RedisConnection {
+  assertClient('fromNodeRedis needs a node-redis client', client, ['sendCommand']);
+  const readyTimeoutMs = readyTimeoutOf('fromNodeRedis', options);
   const send = (args: readonly string[]): Promise<unknown> => sendNodeRedis(client, () => client.sendCommand([...args]));
   const { once, removeListener } = client;
   // NOTE: a client that does not say whether it is ready (an older or a hand-made one) is sent to as it is.
@@ -233,7 +238,7 @@ export function fromNodeRedis(client: NodeRedisClient, options: IoredisOptions =
       removeListener: (event, listener) => removeListener.call(client, event, listener),
       state: () => (!client.isOpen ? 'end' : client.isReady === true ? 'ready' : 'reconnecting'),
     },
-    options.readyTimeoutMs ?? 5_000,
+    readyTimeoutMs,
   );
   return {
     // NOTE: a client never connected or closed is refused by `sendNodeRedis` itself, with its own message.
@@ -266,8 +271,9 @@ async function sendNodeRedis(client: { readonly isOpen: boolean }, send: () => P
  * const store = createRedisStore({ client: fromNodeRedisCluster(cluster) });
  * ```
  */
-export function fromNodeRedisCluster(client: NodeRedisClusterClient, options: IoredisOptions = {}): RedisConnection {
-  const readyTimeoutMs = options.readyTimeoutMs ?? 5_000;
+export function fromNodeRedisCluster(client: NodeRedisClusterClient, options?: IoredisOptions): RedisConnection {
+  assertClient('fromNodeRedisCluster needs a node-redis cluster client', client, ['sendCommand']);
+  const readyTimeoutMs = readyTimeoutOf('fromNodeRedisCluster', options);
   const readinessByNode = new WeakMap<NodeRedisClient, () => Promise<void>>();
   /** Resolves once the master that will receive a command on `firstKey` is ready (at once when it is, or is unknown). */
   const masterReady = (firstKey: string | undefined): Promise<void> => {
@@ -309,10 +315,43 @@ export function fromNodeRedisCluster(client: NodeRedisClusterClient, options: Io
 
 /** Picks the wrapper for `client`: a `RedisConnection` as is, else ioredis or node-redis (client or cluster) by shape. */
 export function toConnection(client: RedisClient): RedisConnection {
-  const shape = client as Partial<IoredisClient & NodeRedisClusterClient & RedisConnection>;
-  if (typeof shape.call === 'function' && typeof shape.status === 'string') return fromIoredis(client as IoredisClient);
-  if (typeof shape.sendCommand === 'function' && typeof shape.isOpen === 'boolean' && Array.isArray(shape.masters)) return fromNodeRedisCluster(client as NodeRedisClusterClient);
-  if (typeof shape.sendCommand === 'function' && typeof shape.isOpen === 'boolean') return fromNodeRedis(client as NodeRedisClient);
-  if (typeof shape.send === 'function') return client as RedisConnection;
+  let kind: 'ioredis' | 'cluster' | 'node-redis' | 'connection' | null = null;
+  try {
+    const shape = client as Partial<IoredisClient & NodeRedisClusterClient & RedisConnection>;
+    if (typeof shape.call === 'function' && typeof shape.status === 'string') kind = 'ioredis';
+    else if (typeof shape.sendCommand === 'function' && typeof shape.isOpen === 'boolean' && Array.isArray(shape.masters)) kind = 'cluster';
+    else if (typeof shape.sendCommand === 'function' && typeof shape.isOpen === 'boolean') kind = 'node-redis';
+    else if (typeof shape.send === 'function') kind = 'connection';
+  } catch {
+    // NOTE: a getter or Proxy that throws is no client either.
+  }
+  if (kind === 'ioredis') return fromIoredis(client as IoredisClient);
+  if (kind === 'cluster') return fromNodeRedisCluster(client as NodeRedisClusterClient);
+  if (kind === 'node-redis') return fromNodeRedis(client as NodeRedisClient);
+  if (kind === 'connection') return client as RedisConnection;
   throw new InvalidArgumentError('`client` must be an ioredis client or Cluster, a node-redis v5 client or cluster, or a RedisConnection');
+}
+
+/** Refuses (`message`) what lacks any of the `methods` (read once: a getter or Proxy that throws is no client). */
+function assertClient(message: string, client: unknown, methods: readonly string[]): void {
+  let usable: boolean;
+  try {
+    usable = typeof client === 'object' && client !== null && methods.every((method) => typeof (client as Record<string, unknown>)[method] === 'function');
+  } catch {
+    usable = false;
+  }
+  if (!usable) throw new InvalidArgumentError(message);
+}
+
+/** The longest `readyTimeoutMs` accepted: what `setTimeout` can wait. */
+const MAX_READY_TIMEOUT_MS = 2 ** 31 - 1;
+
+/** `readyTimeoutMs` of a wrapper's options: a positive integer number of ms. @default 5_000 */
+function readyTimeoutOf(what: string, options: unknown): number {
+  const { readyTimeoutMs } = readOptions(`${what} options`, options, ['readyTimeoutMs']);
+  if (readyTimeoutMs === undefined) return 5_000;
+  if (typeof readyTimeoutMs !== 'number' || !Number.isInteger(readyTimeoutMs) || readyTimeoutMs <= 0 || readyTimeoutMs > MAX_READY_TIMEOUT_MS) {
+    throw new InvalidArgumentError(`readyTimeoutMs must be a positive integer number of milliseconds, got ${describe(readyTimeoutMs)}`);
+  }
+  return readyTimeoutMs;
 }

@@ -10,6 +10,7 @@
  * spelled out in full after the tag whenever the tag is not the whole key.
  */
 import { InvalidArgumentError } from '../../errors.js';
+import { describe } from '../../validate.js';
 
 /** The default namespace of the adapter's keys. */
 export const DEFAULT_PREFIX = 'leasefence:';
@@ -51,7 +52,7 @@ export interface KeyNames {
 /** Checks a prefix (no braces: the hash tag must come from the lease key) and builds key names under it. */
 export function keyNames(prefix: string): KeyNames {
   if (typeof prefix !== 'string' || prefix.includes('{') || prefix.includes('}')) {
-    throw new InvalidArgumentError(`prefix must be a string without '{' or '}' (the lease key provides the hash tag), got ${JSON.stringify(prefix)}`);
+    throw new InvalidArgumentError(`prefix must be a string without '{' or '}' (the lease key provides the hash tag), got ${describe(prefix)}`);
   }
   const base = (name: string): string => {
     const tag = tagText(name);

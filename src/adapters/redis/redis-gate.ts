@@ -7,6 +7,7 @@ import type { GateOutcome } from '../../fence/operations.js';
 import type { Fence, FenceRefusal } from '../../fence/types.js';
 import { checkFence } from '../../fence/verdict.js';
 import { newSecret } from '../../secret.js';
+import { readRequiredOptions } from '../../validate.js';
 import { toConnection, type RedisClient } from './connection.js';
 import { DEFAULT_PREFIX, keyNames } from './keys.js';
 import { replayWindowOf } from './replay-window.js';
@@ -98,7 +99,8 @@ function gateRecordOf(resource: string, reply: unknown): RedisGateRecord {
  * await leases.gateWriteOrThrow(gate, 'report:daily', lease, (tx) => tx.call('SET', '{report:daily}:body', csv));
  * ```
  */
-export function createRedisTokenGate(options: RedisTokenGateOptions): RedisTokenGate {
+export function createRedisTokenGate(given: RedisTokenGateOptions): RedisTokenGate {
+  const options = readRequiredOptions('createRedisTokenGate options', given, ['client', 'prefix', 'leasePrefix', 'replayWindowMs']) as RedisTokenGateOptions;
   const connection = toConnection(options.client);
   const prefix = options.prefix ?? DEFAULT_PREFIX;
   const names = keyNames(prefix);

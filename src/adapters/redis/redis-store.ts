@@ -9,6 +9,7 @@ import type { Fence, LeaseRecord, StoreTime } from '../../fence/types.js';
 import { checkFence } from '../../fence/verdict.js';
 import { newSecret } from '../../secret.js';
 import type { Store } from '../../store.js';
+import { readRequiredOptions } from '../../validate.js';
 import { toConnection, type RedisClient } from './connection.js';
 import { subscribeTimeoutOf } from '../freed-subscriptions.js';
 import { createRedisFreed, type RedisSubscriberOption } from './freed-channel.js';
@@ -125,7 +126,9 @@ function agree<O>(script: Script, reply: LeaseReply, transition: Transition<O>):
  * await leases.fencedWriteOrThrow(lease, (tx) => tx.call('SET', `${hashTagOf('job:42')}:result`, 'done'));
  * ```
  */
-export function createRedisStore(options: RedisStoreOptions): Store<RedisWriteContext> {
+export function createRedisStore(given: RedisStoreOptions): Store<RedisWriteContext> {
+  const options = readRequiredOptions('createRedisStore options', given, ['client', 'prefix', 'replayWindowMs', 'subscriber', 'subscribeTimeoutMs']) as RedisStoreOptions;
+  if (options.subscribeTimeoutMs !== undefined) subscribeTimeoutOf(options.subscribeTimeoutMs);
   const connection = toConnection(options.client);
   const prefix = options.prefix ?? DEFAULT_PREFIX;
   const names = keyNames(prefix);

@@ -3,6 +3,7 @@
  * Keys, secrets' hashes, tokens and every other value travel as bind parameters.
  */
 import { InvalidArgumentError } from '../../index.js';
+import { describe } from '../../validate.js';
 
 /** A letter or underscore, then letters, digits or underscores; at most 64 characters. */
 const IDENTIFIER = /^[A-Za-z_][A-Za-z0-9_]{0,63}$/;
@@ -19,7 +20,7 @@ export interface TableName {
 export function tableName(name: unknown, what = 'table'): TableName {
   if (typeof name !== 'string' || !IDENTIFIER.test(name)) {
     throw new InvalidArgumentError(
-      `${what} name must be an identifier (a letter or underscore, then letters, digits, underscores; at most 64 characters), got ${JSON.stringify(String(name).slice(0, 100))}`,
+      `${what} name must be an identifier (a letter or underscore, then letters, digits, underscores; at most 64 characters), got ${describe(name)}`,
     );
   }
   // NOTE: names starting with sqlite_ are reserved for SQLite's own tables.

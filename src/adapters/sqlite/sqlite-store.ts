@@ -111,7 +111,7 @@ export function fenceJudgeOf(store: SqliteStore): SqliteFenceJudge | undefined {
 function assertBusyTimeout(ms: unknown): asserts ms is number | null {
   if (ms === null) return;
   if (typeof ms !== 'number' || !Number.isInteger(ms) || ms < 0 || ms > 2 ** 31 - 1) {
-    throw new InvalidArgumentError(`busyTimeoutMs must be a non-negative integer number of milliseconds, or null; got ${String(ms)}`);
+    throw new InvalidArgumentError(`busyTimeoutMs must be a non-negative integer number of milliseconds, or null; got ${shown(ms)}`);
   }
 }
 
