@@ -84,7 +84,9 @@ try {
     await leases.renewOrThrow(lease);
   }
   if (process.exitCode === undefined) {
-    await leases.release(lease, { checkpoint: null }); // done: nothing left to resume
+    // NOTE: the last checkpoint stays and says "done": a second run of this day's export resumes past the
+    // last batch and writes nothing (a null checkpoint would read as "nobody started" and redo every batch).
+    await leases.release(lease, { checkpoint: { nextBatch: BATCHES + 1 } });
     say(`all ${BATCHES} batches written; released ${EXPORT_KEY}`);
   }
 } finally {
