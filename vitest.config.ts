@@ -1,6 +1,6 @@
 import { fileURLToPath } from 'node:url';
 import { defineConfig, type TestProjectInlineConfiguration } from 'vitest/config';
-import { checkTiers, filesByTier, TIER_VARIABLE, type Tier } from './test/support/tiers.js';
+import { checkTiers, filesByTier, TIER_VARIABLE, TIERS, type Tier } from './test/support/tiers.js';
 
 const ROOT = fileURLToPath(new URL('.', import.meta.url));
 // NOTE: a listed file that is gone, or listed twice, stops the run here rather than dropping out of every tier.
@@ -12,14 +12,17 @@ const files = filesByTier(ROOT);
  * one PostgreSQL and one redis-server: the first project's globalSetup starts them and sets LEASEFENCE_PG_URL /
  * _REDIS_URL, which the second finds set and uses as they are.
  */
-function tier(name: Tier, servers: boolean, env: Record<string, string> = {}): TestProjectInlineConfiguration {
+function tier(name: Tier, servers: boolean, test: TestProjectInlineConfiguration['test'] = {}): TestProjectInlineConfiguration {
   return {
     extends: true,
     test: {
       name,
       include: [...files[name]],
       globalSetup: servers ? ['test/support/global-setup.ts'] : [],
-      env: { [TIER_VARIABLE]: name, ...env },
+      // NOTE: `npm test` runs the tiers one after the other, in this order (unit's failures come first).
+      sequence: { groupOrder: TIERS.indexOf(name) },
+      ...test,
+      env: { [TIER_VARIABLE]: name, ...test.env },
     },
   };
 }
@@ -34,8 +37,14 @@ export default defineConfig({
     hookTimeout: 120_000,
     pool: 'forks',
     projects: [
-      // NOTE: a unit worker sees no server URL, even inside `npm test` where the stores' servers run.
-      tier('unit', false, { LEASEFENCE_PG_URL: '', LEASEFENCE_REDIS_URL: '' }),
+      tier('unit', false, {
+        // NOTE: a unit worker sees no server URL, even inside `npm test` where the stores' servers run.
+        env: { LEASEFENCE_PG_URL: '', LEASEFENCE_REDIS_URL: '' },
+        // NOTE: the unit files share one module graph per worker (importing src/ once, not once per file: most
+        // of the tier's time otherwise), and two workers overlap the files that wait on real timers.
+        isolate: false,
+        maxWorkers: 2,
+      }),
       tier('stores', true),
       tier('long', true),
     ],

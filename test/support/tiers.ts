@@ -64,6 +64,7 @@ export const STORES_FILES: readonly string[] = [
 /** Chaos, topologies, killed or frozen processes, builds, packing and the browser. */
 export const LONG_FILES: readonly string[] = [
   'test/adapters/postgres-freeze.test.ts',
+  'test/adapters/sqlite-processes.test.ts',
   'test/bench/library.test.ts',
   'test/chaos/chaos.test.ts',
   'test/chaos/mutants.test.ts',
