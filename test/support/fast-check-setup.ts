@@ -1,12 +1,15 @@
 import fc from 'fast-check';
 import { scaled, testScale } from './scale.js';
 
-// NOTE: LEASEFENCE_TEST_SCALE (scale.ts) scales every property that does not set its own numRuns (fast-check's
-// default is 100); FC_SEED replays a failure.
+/** fast-check's own default number of runs per property. */
+const FAST_CHECK_RUNS = 100;
+
+// NOTE: LEASEFENCE_TEST_SCALE (scale.ts) scales every property that does not set its own numRuns; FC_SEED replays
+// a failure. Both are set from constants, not from the current global config: the unit tier's files share one
+// fast-check per worker (isolate: false), and this runs before each of them.
 const seed = process.env['FC_SEED'];
-const current = fc.readConfigureGlobal();
 fc.configureGlobal({
-  ...current,
-  ...(testScale() === 1 ? {} : { numRuns: scaled(current.numRuns ?? 100) }),
+  ...fc.readConfigureGlobal(),
+  ...(testScale() === 1 ? {} : { numRuns: scaled(FAST_CHECK_RUNS) }),
   ...(seed === undefined ? {} : { seed: Number(seed) }),
 });

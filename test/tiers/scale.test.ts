@@ -2,6 +2,7 @@
  * LEASEFENCE_TEST_SCALE (test/support/scale.ts), the one knob for the tests' run counts, and what the `unit`
  * tier refuses to start (test/support/tiers.ts).
  */
+import fc from 'fast-check';
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { mutantRepeats } from '../support/repeats.js';
 import { measuring, scaled, testScale } from '../support/scale.js';
@@ -41,5 +42,21 @@ describe('the unit tier', () => {
     expect(() => assertTierMayStart('redis-server')).toThrow(/unit tier starts no redis-server: list this test file under STORES_FILES or LONG_FILES/);
     vi.stubEnv('LEASEFENCE_TEST_TIER', 'stores');
     expect(() => assertTierMayStart('redis-server')).not.toThrow();
+  });
+});
+
+describe('fast-check under the scale', () => {
+  it('runs each property scale x 100 times, however often the setup runs (before every file of a shared worker)', async () => {
+    const before = fc.readConfigureGlobal();
+    const setup = '../support/fast-check-setup.js';
+    try {
+      vi.stubEnv('LEASEFENCE_TEST_SCALE', '0.2');
+      await import(`${setup}?first`);
+      expect(fc.readConfigureGlobal().numRuns).toBe(20);
+      await import(`${setup}?again`);
+      expect(fc.readConfigureGlobal().numRuns).toBe(20);
+    } finally {
+      fc.configureGlobal(before);
+    }
   });
 });
