@@ -3,7 +3,7 @@
  * expiry plus the transaction's margin (issue 8 item 3): a real child process claims with a short TTL,
  * opens a fenced write, inserts a row, and is stopped; a competitor polls `claim` until it is granted.
  * The takeover overshoot is measured on the store's clock (new grant's acquired-at minus the frozen grant's
- * expires-at). LEASEFENCE_FREEZE_TRIALS sets the number of trials (default 3; RELIABILITY.md used 10).
+ * expires-at). 3 trials times LEASEFENCE_TEST_SCALE (RELIABILITY.md used 10).
  */
 import { spawn } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
@@ -12,12 +12,13 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createPostgresStore, type PostgresStore } from '../../src/adapters/postgres/index.js';
 import { createLeases } from '../../src/leases.js';
 import { freshTable, sharedPostgresUrl } from './postgres-harness.js';
+import { scaled } from '../support/scale.js';
 
 const HOLDER = fileURLToPath(new URL('./postgres-freeze-holder.ts', import.meta.url));
 const TTL_MS = 1_000;
 /** The store's default `fencedTransactionMarginMs`. */
 const MARGIN_MS = 500;
-const TRIALS = Number(process.env['LEASEFENCE_FREEZE_TRIALS'] ?? 3);
+const TRIALS = scaled(3);
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 

@@ -19,10 +19,11 @@ import { createLeases } from '../../src/leases.js';
 import { createSqliteStore } from '../../src/adapters/sqlite/index.js';
 import { freshDatabasePath } from './sqlite-harness.js';
 import type { ProcessEvent } from './sqlite-process-events.js';
+import { scaled } from '../support/scale.js';
 
 const WORKER_SCRIPT = join(import.meta.dirname, 'sqlite-process-worker.ts');
 const WORKERS = Number(process.env['LF_SQLITE_WORKERS'] ?? '4');
-const DURATION_MS = Number(process.env['LF_SQLITE_DURATION_MS'] ?? '3000');
+const DURATION_MS = scaled(3_000);
 const SEED = Number(process.env['LF_SQLITE_SEED'] ?? String(Date.now() % 1_000_000));
 
 interface LedgerRow {

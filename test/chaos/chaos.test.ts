@@ -3,7 +3,7 @@
  * one after the other, each with its own worker processes and faults, checked by the independent history
  * checker. Scenarios that do not restart the server use the run's shared servers (LEASEFENCE_PG_URL /
  * LEASEFENCE_REDIS_URL); the others start their own. `CHAOS_SEED` replays a fault schedule,
- * `CHAOS_DURATION` (ms per scenario) lengthens the run. The long run is `npm run chaos`.
+ * `LEASEFENCE_TEST_SCALE` (test/support/scale.ts) lengthens each scenario. The long run is `npm run chaos`.
  */
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -15,13 +15,14 @@ import { chaosSeed } from './prng.js';
 import { runScenario, type RunResult } from './run.js';
 import { scenariosFor } from './scenarios.js';
 import { formatSummary } from './summary.js';
+import { scaled } from '../support/scale.js';
 
 const seed = chaosSeed();
-const durationMs = Number(process.env['CHAOS_DURATION'] ?? 9000);
+const durationMs = scaled(9_000);
 /** Scenarios left to the long run (`npm run chaos`): their faults are covered by another short scenario. */
 const LONG_ONLY: Record<StoreKind, readonly string[]> = { postgres: ['lock-kill'], redis: ['freeze'], sqlite: ['crash', 'expiry-skew'], 'redis-cluster': [], 'redis-sentinel': [], 'postgres-promotion': [] };
-/** Per SQLite scenario in the short run, ms (`CHAOS_DURATION` lengthens it too). */
-const SQLITE_SHORT_MS = Number(process.env['CHAOS_DURATION'] ?? 4000);
+/** Per SQLite scenario in the short run, ms (scaled too). */
+const SQLITE_SHORT_MS = scaled(4_000);
 const dir = mkdtempSync(join(tmpdir(), 'leasefence-chaos-'));
 const results: RunResult[] = [];
 let failed = false;

@@ -6,7 +6,7 @@
  * nemesis kills the master serving a key (the first fault of a run, then drawn with Kleppmann
  * pauses, worker kills and pauses), a replica is promoted and the killed node rejoins as a replica. A failover
  * may lose acknowledged grants and writes (asynchronous replication): the checker counts them apart and still
- * fails every real violation; a planted bug run through a promotion must be caught (LEASEFENCE_TOPOLOGY_MUTANTS=1).
+ * fails every real violation; a planted bug run through a promotion must be caught (above LEASEFENCE_TEST_SCALE=1).
  * The long runs:
  * `npm run chaos -- --stores redis-cluster` / `redis-sentinel` / `postgres-promotion`.
  */
@@ -24,9 +24,9 @@ import { chaosSeed } from './prng.js';
 import { readHistories, runScenario, type RunProgress, type RunResult } from './run.js';
 import { SCENARIOS } from './scenarios.js';
 import { formatSummary } from './summary.js';
+import { measuring, scaled } from '../support/scale.js';
 
 const seed = chaosSeed();
-const durationMs = Number(process.env['CHAOS_DURATION'] ?? 0) || undefined;
 const dir = mkdtempSync(join(tmpdir(), 'leasefence-chaos-cluster-'));
 process.env['LEASEFENCE_RACY_CLAIM_DIR'] = join(dir, 'racy-claim');
 const results: RunResult[] = [];
@@ -62,7 +62,7 @@ afterAll(async () => {
 describe.sequential(`chaos on Redis Cluster and Sentinel (seed ${seed})`, () => {
   for (const [store, scenario] of [['redis-cluster', failover], ['redis-sentinel', failover], ['postgres-promotion', promotion]] as const) {
     it(`${store} / ${scenario.name} (${CLIENTS[store].join(' + ')}): ${scenario.summary}; every check holds`, { timeout: 300_000 }, async () => {
-      const result = await runScenario({ store, scenario, seed, durationMs: durationMs ?? scenario.shortMs ?? 6_000, dir, sharedCluster: cluster, sharedSentinel: sentinel });
+      const result = await runScenario({ store, scenario, seed, durationMs: scaled(scenario.shortMs ?? 6_000), dir, sharedCluster: cluster, sharedSentinel: sentinel });
       results.push(result);
       const { report, crashes } = result;
       failed ||= !report.ok || crashes.length > 0;
@@ -82,9 +82,9 @@ describe.sequential(`chaos on Redis Cluster and Sentinel (seed ${seed})`, () => 
   // the lost-by-design mode are in force when the checker looks. On the Postgres promotion: its failover
   // takes 0.3 s where a cluster's takes 5-10 s (same check: `npm run chaos -- --stores redis-cluster
   // --variant racy-claim`).
-  // NOTE: outside npm test's budget (60 s for the topologies), behind LEASEFENCE_TOPOLOGY_MUTANTS=1; in npm test
+  // NOTE: outside npm test's budget (60 s for the topologies), run above LEASEFENCE_TEST_SCALE=1; in npm test
   // the same mode meets its planted bugs in checker.test.ts, forced into synthetic histories.
-  it.runIf(process.env['LEASEFENCE_TOPOLOGY_MUTANTS'] === '1')('a planted bug (racy-claim) run through a promotion is caught: token-reused / two-live-grants / token-order', { timeout: 300_000 }, async () => {
+  it.runIf(measuring())('a planted bug (racy-claim) run through a promotion is caught: token-reused / two-live-grants / token-order', { timeout: 300_000 }, async () => {
     const exposed = async (progress: RunProgress): Promise<boolean> => {
       const final = await progress.readFinal();
       return checkHistory(readHistories(progress.historyDir), final, { takeoverBoundMs: null }).violations.some((violation) => violation.check === 'token-reused');

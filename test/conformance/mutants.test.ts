@@ -9,5 +9,5 @@ import { describePlantedBugChecks } from '../../src/testing/index.js';
 import { mutantRepeats } from '../support/repeats.js';
 import { vitestRunner } from './vitest-runner.js';
 
-// NOTE: LEASEFENCE_MUTANT_REPEATS repeats each check (vitest `repeats`), to measure that a catch is no luck.
+// NOTE: LEASEFENCE_TEST_SCALE above 1 repeats each check (vitest `repeats`), to measure that a catch is no luck.
 describePlantedBugChecks({ ...vitestRunner, it: (name, body, timeout) => it(name, { repeats: mutantRepeats(), ...(timeout === undefined ? {} : { timeout }) }, body) });

@@ -1,13 +1,14 @@
 /**
- * A census of the fuzz property on the memory store: runs `FUZZ_RUNS` sampled calls (default 3,000) without
+ * A census of the fuzz property on the memory store: runs 3,000 sampled calls (times LEASEFENCE_TEST_SCALE) without
  * stopping at the first failure and prints how many violate the property, by method and kind. For reports
  * (`npx tsx test/security/fuzz-census.ts`), not part of `npm test`.
  */
 import fc from 'fast-check';
 import { calls, runCall } from './fuzz-property.js';
 import { memoryFuzzTarget } from './memory-fuzz-target.js';
+import { scaled } from '../support/scale.js';
 
-const runs = Number(process.env['FUZZ_RUNS'] ?? 3_000);
+const runs = scaled(3_000);
 const target = await memoryFuzzTarget();
 const failures = new Map<string, number>();
 let failed = 0;

@@ -10,7 +10,7 @@
  *   release is the key's latest ending answers `alreadyReleased`; no stale release ends the current grant;
  * - after every step, each key's grant in the store is the one the model expects (no operation on one key
  *   changes another).
- * No time passes (TTL 60 s). Runs `FUZZ_SEQUENCE_RUNS` sequences per store (default 60, about 1.5 s in all).
+ * No time passes (TTL 60 s). Runs 60 sequences per store (times LEASEFENCE_TEST_SCALE; about 1.5 s in all).
  */
 import fc from 'fast-check';
 import { afterAll, describe, expect, it } from 'vitest';
@@ -20,8 +20,9 @@ import type { Store } from '../../src/store.js';
 import type { FuzzTarget } from './fuzz-property.js';
 import { postgresFuzzTarget, redisFuzzTarget, sqliteFuzzTarget, type Closers } from './fuzz-targets.js';
 import { memoryFuzzTarget } from './memory-fuzz-target.js';
+import { scaled } from '../support/scale.js';
 
-const RUNS = Number(process.env['FUZZ_SEQUENCE_RUNS'] ?? 60);
+const RUNS = scaled(60);
 const closers: Closers = [];
 afterAll(async () => {
   for (const close of closers.reverse()) await close();

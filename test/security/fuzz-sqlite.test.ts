@@ -1,13 +1,14 @@
 /**
  * The fuzz property (issue 9) on SQLite (better-sqlite3), the store `fuzz-servers.test.ts` leaves out: I/O
- * is counted on the fuzzed connection (every statement run and every `exec`). Runs `FUZZ_SQLITE_RUNS`
- * cases (default 1,000, about a second).
+ * is counted on the fuzzed connection (every statement run and every `exec`). Runs 1,000
+ * cases (times LEASEFENCE_TEST_SCALE; about a second).
  */
 import { afterAll, describe, it } from 'vitest';
 import { assertFuzzProperty } from './fuzz-property.js';
 import { sqliteFuzzTarget, type Closers } from './fuzz-targets.js';
+import { scaled } from '../support/scale.js';
 
-const RUNS = Number(process.env['FUZZ_SQLITE_RUNS'] ?? 1_000);
+const RUNS = scaled(1_000);
 const closers: Closers = [];
 afterAll(async () => {
   for (const close of closers.reverse()) await close();

@@ -1,16 +1,17 @@
 /**
  * The fuzz property, differential: each sampled call runs on memory, SQLite, Postgres and Redis (each from
  * the same fresh set-up) and every store must answer it alike: all refuse it as INVALID_ARGUMENT, or all
- * throw the same typed error, or all give a result with the same `ok` / `reason`. Runs `FUZZ_AGREE_RUNS`
- * calls (default 300).
+ * throw the same typed error, or all give a result with the same `ok` / `reason`. Runs 300
+ * calls (times LEASEFENCE_TEST_SCALE).
  */
 import fc from 'fast-check';
 import { afterAll, describe, expect, it } from 'vitest';
 import { answerCall, calls, type CallAnswer } from './fuzz-property.js';
 import { postgresFuzzTarget, redisFuzzTarget, sqliteFuzzTarget, type Closers } from './fuzz-targets.js';
 import { memoryFuzzTarget } from './memory-fuzz-target.js';
+import { scaled } from '../support/scale.js';
 
-const RUNS = Number(process.env['FUZZ_AGREE_RUNS'] ?? 300);
+const RUNS = scaled(300);
 const closers: Closers = [];
 afterAll(async () => {
   for (const close of closers.reverse()) await close();

@@ -16,6 +16,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { fileURLToPath } from 'node:url';
 import { build, type Options } from 'tsup';
 import tsupConfig from '../../tsup.config.js';
+import { assertTierMayStart } from './tiers.js';
 
 const ROOT = fileURLToPath(new URL('../..', import.meta.url));
 const CACHE = join(ROOT, 'node_modules', '.cache');
@@ -75,6 +76,7 @@ async function tryLock(lock: string): Promise<boolean> {
  * sources has not been built yet.
  */
 export async function builtPackage(): Promise<string> {
+  assertTierMayStart('package build');
   await mkdir(CACHE, { recursive: true });
   const name = `leasefence-built-${await sourceHash()}`;
   const dir = join(CACHE, name);

@@ -14,6 +14,7 @@ import { existsSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { findOrInstall, watchForOrphan } from './provision.js';
+import { assertTierMayStart } from './tiers.js';
 
 /** The variable naming a Chromium binary to use instead of the OS package's. */
 export const CHROMIUM_VARIABLE = 'LEASEFENCE_CHROMIUM';
@@ -47,6 +48,7 @@ function installedChromium(): string | null {
 
 /** The Chromium binary, installing the Debian package `chromium` as root when none is present. */
 export function findChromium(): string {
+  assertTierMayStart('browser');
   return findOrInstall(
     'chromium',
     installedChromium,

@@ -1,5 +1,6 @@
 /**
- * Vitest globalSetup: ONE ephemeral PostgreSQL and ONE ephemeral redis-server (AOF) for the whole run, so
+ * Vitest globalSetup of the `stores` and `long` projects (test/support/tiers.ts; the `unit` project starts no
+ * server): ONE ephemeral PostgreSQL and ONE ephemeral redis-server (AOF) for the whole run, so
  * `npm test` needs nothing running beforehand. Test files find them through `process.env.LEASEFENCE_PG_URL`
  * and `process.env.LEASEFENCE_REDIS_URL` (set here, before the forked workers start, which inherit the
  * environment) and must use fresh keys / their own tables, since the servers are shared. Tests that restart

@@ -18,6 +18,7 @@
 import { execFile, execFileSync, spawnSync } from 'node:child_process';
 import { chownSync, existsSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { findOrInstall, freePort, isRoot, watchForOrphan } from './provision.js';
+import { assertTierMayStart } from './tiers.js';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
@@ -90,6 +91,7 @@ export function postgresUid(): { uid: number; gid: number } {
 
 /** Starts a throwaway cluster. See the module comment. */
 export async function startPostgres(options: StartPostgresOptions = {}): Promise<PostgresServer> {
+  assertTierMayStart('PostgreSQL server');
   const bin = findBinDir();
   const dir = mkdtempSync(join(tmpdir(), 'leasefence-pg-'));
   if (isRoot) {

@@ -18,6 +18,7 @@ import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { existsSync, mkdtempSync, rmSync } from 'node:fs';
 import { connect } from 'node:net';
 import { findOrInstall, freePort, watchForOrphan } from './provision.js';
+import { assertTierMayStart } from './tiers.js';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 
@@ -96,6 +97,7 @@ function exited(child: ChildProcess): Promise<void> {
 
 /** Starts a throwaway redis-server. See the module comment. */
 export async function startRedis(options: StartRedisOptions = {}): Promise<RedisServer> {
+  assertTierMayStart('redis-server');
   const binary = findBinary();
   const persistence = options.persistence ?? 'aof';
   const dir = mkdtempSync(join(tmpdir(), 'leasefence-redis-'));

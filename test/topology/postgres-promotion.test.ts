@@ -17,6 +17,7 @@ import { createLeases } from '../../src/leases.js';
 import type { Lease } from '../../src/lease.js';
 import { freshTable, sharedPostgresUrl } from '../adapters/postgres-harness.js';
 import { startPostgresReplica, startReplicationPrimary, takeBaseBackup, type BaseBackup, type CopiedServer } from '../support/postgres-replica.js';
+import { scaled } from '../support/scale.js';
 
 /** The token expression of the claim before the floor (claim-rule.ts until issue 14), kept to document the bug. */
 const LEGACY_MINT = (previous: string): string => `${previous} OPERATOR(pg_catalog.+) 1::bigint`;
@@ -164,7 +165,7 @@ async function promoteOnce(resourceGate: PostgresTokenGate, run: number): Promis
 }
 
 /** Promotions per run: 1 in `npm test`; more for RELIABILITY.md's figures. */
-const PROMOTIONS = Number(process.env['LEASEFENCE_PG_PROMOTIONS'] ?? '1');
+const PROMOTIONS = scaled(1);
 
 describe('postgres promotion of an asynchronous standby that missed grants', () => {
   let resourcePool: pg.Pool;

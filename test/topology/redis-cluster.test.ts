@@ -4,7 +4,7 @@
  * fenced writes and token gates in the lease's slot; a script spanning slots refused before sending;
  * resharding the slot of a busy key; a master killed after its replica missed grants (the clock floor).
  *
- * Run counts are small here (npm test budget); `LEASEFENCE_TOPOLOGY_RUNS=200` runs the suites longer.
+ * Run counts are small here (npm test budget); `LEASEFENCE_TEST_SCALE=20` runs the suites longer.
  */
 import fc from 'fast-check';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -18,8 +18,9 @@ import { startRedisCluster, type RedisCluster } from '../support/redis-cluster.j
 import { makeClusterHarness, openClusterClient, type ClusterClientKind } from './redis-cluster-harness.js';
 import { describeClusterFailover } from './redis-cluster-failover.js';
 import { describeClusterResharding } from './redis-cluster-reshard.js';
+import { scaled } from '../support/scale.js';
 
-const runs = Number(process.env['LEASEFENCE_TOPOLOGY_RUNS'] ?? 10);
+const runs = scaled(10);
 const kinds: readonly ClusterClientKind[] = ['ioredis', 'node-redis'];
 
 let started: Promise<RedisCluster> | null = null;

@@ -1,5 +1,5 @@
 /**
- * The long failover measurement (not part of npm test): `LEASEFENCE_TOPOLOGY_FAILOVERS=20 npx vitest run
+ * The long failover measurement (not part of npm test): `LEASEFENCE_TEST_SCALE=20 npx vitest run
  * test/topology/redis-failover-long.test.ts` kills the key's master 20 times on a Redis Cluster (ioredis
  * Cluster) and behind Sentinel (ioredis), workers running throughout, and prints the figures RELIABILITY.md
  * records. Fails on any violation. `LEASEFENCE_TOPOLOGY_DIAG=1` prints, per cluster round, the replication
@@ -19,8 +19,9 @@ import { startRedisSentinel, type RedisSentinelSetup } from '../support/redis-se
 import type { RedisServer } from '../support/redis-server.js';
 import { openClusterClient, type ClusterClientKind } from './redis-cluster-harness.js';
 import { measureFailovers, percentile, type FailoverSeries, type MeasureRig } from './redis-failover-measure.js';
+import { measuring, testScale } from '../support/scale.js';
 
-const rounds = Number(process.env['LEASEFENCE_TOPOLOGY_FAILOVERS'] ?? 0);
+const rounds = measuring() ? Math.round(testScale()) : 0;
 const timeoutMs = 60_000 + rounds * 30_000;
 
 function report(topology: string, series: FailoverSeries): void {
@@ -30,7 +31,7 @@ function report(topology: string, series: FailoverSeries): void {
   expect(series.violations).toEqual([]);
 }
 
-describe.skipIf(rounds === 0)('redis failovers, measured (LEASEFENCE_TOPOLOGY_FAILOVERS)', () => {
+describe.skipIf(rounds === 0)('redis failovers, measured (LEASEFENCE_TEST_SCALE rounds)', () => {
   describe.each(['ioredis'] as const)('cluster (%s)', (kind: ClusterClientKind) => {
     let cluster: RedisCluster;
     beforeAll(async () => {

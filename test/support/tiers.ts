@@ -1,0 +1,120 @@
+/**
+ * The three test tiers (vitest projects, see vitest.config.ts), by what a file needs:
+ * - `unit`: no server, no build, no browser: the pure core, the shell, the CLI's rendering, the memory,
+ *   SQLite and PGlite suites. Every test file not listed below; `npm run test:unit` is the inner loop.
+ * - `stores`: the run's real PostgreSQL and redis-server (global-setup.ts), or a server of the file's own.
+ * - `long`: chaos runs, topologies (cluster, sentinel, replicas), processes killed or frozen, and what builds
+ *   or packs the package or drives Chromium (package, docs, examples, the timeline picture).
+ * A file that mixes memory and server suites is a `stores` file. `npm test` runs all three.
+ *
+ * A file listed here that no longer exists, or listed twice, fails the config (`checkTiers`); a server, a build
+ * or a browser started from a `unit` file fails that file (`assertTierMayStart`), so a new file that needs one
+ * cannot sit in `unit` unnoticed.
+ */
+import { existsSync, readdirSync } from 'node:fs';
+import { join } from 'node:path';
+
+/** The tiers, in the order `npm test` lists them. */
+export const TIERS = ['unit', 'stores', 'long'] as const;
+export type Tier = (typeof TIERS)[number];
+
+/** Which tier the running test worker belongs to (set per project in vitest.config.ts). */
+export const TIER_VARIABLE = 'LEASEFENCE_TEST_TIER';
+
+/** Files that need the real PostgreSQL or redis-server. */
+export const STORES_FILES: readonly string[] = [
+  'test/adapters/postgres-checkout-error.test.ts',
+  'test/adapters/postgres-errors.test.ts',
+  'test/adapters/postgres-fenced-transaction.test.ts',
+  'test/adapters/postgres-freed-interest.test.ts',
+  'test/adapters/postgres-freed.test.ts',
+  'test/adapters/postgres-pg.test.ts',
+  'test/adapters/postgres-postgresjs.test.ts',
+  'test/adapters/postgres-search-path.test.ts',
+  'test/adapters/postgres-secret.test.ts',
+  'test/adapters/postgres-server.test.ts',
+  'test/adapters/postgres-stored-data.test.ts',
+  'test/adapters/postgres-wire.test.ts',
+  'test/adapters/redis-cluster-down.test.ts',
+  'test/adapters/redis-command-checks.test.ts',
+  'test/adapters/redis-connection.test.ts',
+  'test/adapters/redis-errors.test.ts',
+  'test/adapters/redis-freed.test.ts',
+  'test/adapters/redis-ioredis.test.ts',
+  'test/adapters/redis-ioredis6.test.ts',
+  'test/adapters/redis-node-redis.test.ts',
+  'test/adapters/redis-restart.test.ts',
+  'test/adapters/redis-same-bytes.test.ts',
+  'test/adapters/redis-subscriber-factory.test.ts',
+  'test/adapters/redis-upgrade.test.ts',
+  'test/chaos/pg-connection-loss.test.ts',
+  'test/chaos/redis-redelivery.test.ts',
+  'test/cli/cli.test.ts',
+  'test/cli/injection.test.ts',
+  'test/operator/list-postgres-cost.test.ts',
+  'test/operator/list-postgres.test.ts',
+  'test/operator/list-redis.test.ts',
+  'test/security/fuzz-sequences.test.ts',
+  'test/security/fuzz-servers.test.ts',
+  'test/security/fuzz-stores-agree.test.ts',
+  'test/topology/postgres-token-floor.test.ts',
+  'test/worker-safety/readme-promises.test.ts',
+];
+
+/** Chaos, topologies, killed or frozen processes, builds, packing and the browser. */
+export const LONG_FILES: readonly string[] = [
+  'test/adapters/postgres-freeze.test.ts',
+  'test/adapters/sqlite-processes.test.ts',
+  'test/bench/library.test.ts',
+  'test/chaos/chaos.test.ts',
+  'test/chaos/mutants.test.ts',
+  'test/chaos/topologies.test.ts',
+  'test/demo/timeline-browser.test.ts',
+  'test/docs/api-reference.test.ts',
+  'test/docs/readme.test.ts',
+  'test/examples/examples.test.ts',
+  'test/operator/list-redis-cluster.test.ts',
+  'test/package/package.test.ts',
+  'test/topology/postgres-promotion.test.ts',
+  'test/topology/redis-cluster-waiting.test.ts',
+  'test/topology/redis-cluster.test.ts',
+  'test/topology/redis-failover-long.test.ts',
+  'test/topology/redis-sentinel.test.ts',
+  'test/waiting-stores/cross-process.test.ts',
+  'test/worker-safety/exactly-once.test.ts',
+];
+
+/** Every test file under `root` (`test/**\/*.test.ts`), as paths relative to `root`, sorted. */
+export function allTestFiles(root: string): string[] {
+  return readdirSync(join(root, 'test'), { recursive: true, encoding: 'utf8' })
+    .map((path) => `test/${path.split('\\').join('/')}`)
+    .filter((path) => path.endsWith('.test.ts'))
+    .sort();
+}
+
+/** The test files of each tier: `unit` is every file that `stores` and `long` do not list. */
+export function filesByTier(root: string): Record<Tier, readonly string[]> {
+  const listed = new Set([...STORES_FILES, ...LONG_FILES]);
+  return { unit: allTestFiles(root).filter((file) => !listed.has(file)), stores: STORES_FILES, long: LONG_FILES };
+}
+
+/** Throws unless every listed file exists and is listed once, so each test file runs in exactly one tier. */
+export function checkTiers(root: string): void {
+  const problems: string[] = [];
+  const seen = new Set<string>();
+  for (const file of [...STORES_FILES, ...LONG_FILES]) {
+    if (seen.has(file)) problems.push(`${file} is listed twice`);
+    seen.add(file);
+    if (!existsSync(join(root, file))) problems.push(`${file} does not exist (moved or renamed? update the list)`);
+  }
+  if (problems.length > 0) throw new Error(`test/support/tiers.ts: ${problems.join('; ')}`);
+}
+
+/**
+ * Throws in a `unit` worker: `what` (a server, a build, a browser) belongs to the `stores` or `long` tier.
+ * Called by the helpers that start one.
+ */
+export function assertTierMayStart(what: string): void {
+  if (process.env[TIER_VARIABLE] !== 'unit') return;
+  throw new Error(`the unit tier starts no ${what}: list this test file under STORES_FILES or LONG_FILES in test/support/tiers.ts`);
+}
