@@ -43,8 +43,18 @@ describe('sqlite: concurrent migrate() from several processes on a new file', ()
     for (let round = 0; round < ROUNDS; round += 1) {
       const file = freshDatabasePath('leasefence-sqlite-migrate');
       try {
-        await Promise.all(children.map((child) => (child.send({ path: file.path }), nextMessage<string>(child))));
-        const answers = await Promise.all(children.map((child) => (child.send({ go: true }), nextMessage<MigrateAnswer>(child))));
+        await Promise.all(
+          children.map((child) => {
+            child.send({ path: file.path });
+            return nextMessage<string>(child);
+          }),
+        );
+        const answers = await Promise.all(
+          children.map((child) => {
+            child.send({ go: true });
+            return nextMessage<MigrateAnswer>(child);
+          }),
+        );
         failures.push(...answers.filter((answer) => !answer.ok));
         const check = new Database(file.path);
         try {

@@ -118,8 +118,12 @@ export function startInProcess(args: readonly string[], { tty = true, env = {} }
   const stdout = new PassThrough();
   const stderr = new PassThrough();
   const printed = { stdout: '', stderr: '' };
-  stdout.on('data', (chunk: Buffer) => void (printed.stdout += chunk.toString()));
-  stderr.on('data', (chunk: Buffer) => void (printed.stderr += chunk.toString()));
+  stdout.on('data', (chunk: Buffer) => {
+    printed.stdout += chunk.toString();
+  });
+  stderr.on('data', (chunk: Buffer) => {
+    printed.stderr += chunk.toString();
+  });
   const stdin = Object.assign(new PassThrough(), { isTTY: tty });
   const exited = runInProcess(args, { stdout, stderr, stdin, env });
   return {

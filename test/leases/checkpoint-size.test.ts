@@ -75,7 +75,7 @@ describe('a checkpoint is sized while it is copied', () => {
     fc.assert(
       fc.property(fc.jsonValue({ maxDepth: 3 }), fc.nat(40), fc.nat(40), fc.integer({ min: -3, max: 3 }), (value, levels, depth, delta) => {
         const shared = nested(value, levels);
-        const dag = { first: shared, then: nested(shared, depth), again: [shared, shared] };
+        const dag = { first: shared, next: nested(shared, depth), again: [shared, shared] };
         const expansion = JSON.parse(JSON.stringify(dag)) as unknown;
         const unlimited = answer(expansion, MAX_CHECKPOINT_BYTES_LIMIT);
         expect(answer(dag, MAX_CHECKPOINT_BYTES_LIMIT)).toEqual(unlimited);

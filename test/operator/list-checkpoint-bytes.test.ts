@@ -92,7 +92,9 @@ describe('a listing sends no checkpoint bodies', () => {
     // Every connection the pool opens counts what its socket receives while `counting`.
     pool.on('connect', (client) => {
       const socket = (client as unknown as { connection: { stream: NodeJS.ReadableStream } }).connection.stream;
-      socket.on('data', (chunk: Buffer) => void (received += counting ? chunk.length : 0));
+      socket.on('data', (chunk: Buffer) => {
+        if (counting) received += chunk.length;
+      });
     });
     try {
       const store = createPostgresStore({ client: pool, table });

@@ -89,7 +89,10 @@ describe('exported values are bounded', () => {
     const broken = {
       ...store,
       claim: store.claim.bind(store),
-      renew: () => Promise.reject(Object.assign(new Error('driver'), { code: `E_DRIVER_${(thrown += 1)}` })),
+      renew: () => {
+        thrown += 1;
+        return Promise.reject(Object.assign(new Error('driver'), { code: `E_DRIVER_${thrown}` }));
+      },
     } as Store;
     const leases = createLeases(broken, { holder: 'w1' });
     const lease = await leases.claimOrThrow('job:1');

@@ -47,7 +47,6 @@ const throwingGetter = (name: string, fields: object): object =>
   });
 
 const pgPool = () => ({ query: recorded('pg.query'), connect: recorded('pg.connect') });
-const postgresJs = () => Object.assign(recorded('sql'), { unsafe: recorded('sql.unsafe'), begin: recorded('sql.begin'), options: {} });
 const ioredis = () => ({ status: 'ready', call: recorded('redis.call'), once: recorded('redis.once'), removeListener: recorded('redis.removeListener'), connect: recorded('redis.connect') });
 const sqliteDatabase = () => ({ prepare: recorded('sqlite.prepare'), exec: recorded('sqlite.exec') });
 const runner = () => ({ describe: recorded('runner.describe'), it: recorded('runner.it'), beforeAll: recorded('runner.beforeAll'), afterAll: recorded('runner.afterAll') });
