@@ -13,11 +13,12 @@ export type {
   ReleaseOptions,
   RevokeOptions,
   WaitedClaimResult,
-} from './leases.js';
+} from './leases-types.js';
 export type { WaitOptions } from './waiting/wait-options.js';
 export type { ClaimRefusal, WaitedRefusal, WaitEnded } from './waiting/refusal.js';
 export { Lease, type Checkpoint, type LeaseJson, type LoggableLease } from './lease.js';
-export type { RunningLease, Timers, WithLeaseCompleted, WithLeaseLost, WithLeaseOptions, WithLeaseOutcome, WithLeaseStopped } from './with-lease.js';
+export type { RunningLease, WithLeaseCompleted, WithLeaseLost, WithLeaseOptions, WithLeaseOutcome, WithLeaseStopped } from './leases-types.js';
+export type { Timers } from './timers.js';
 export type { Store, WriteContextOf } from './store.js';
 export type { TokenGate } from './gate.js';
 export { createOperator } from './operator.js';
@@ -48,3 +49,4 @@ export { assertName } from './validate.js';
 export { loggableCause } from './redact.js';
 export { hashSecret } from './secret-hash.js';
 export * from './fence/index.js';
+export { describeRefusal } from './describe.js';

@@ -5,7 +5,8 @@
 import { InvalidArgumentError } from './errors.js';
 import type { RevokeOutcome } from './fence/operations.js';
 import type { StoreTime } from './fence/types.js';
-import { createLeases, type LeaseInspection, type RevokeOptions } from './leases.js';
+import { createLeases } from './leases.js';
+import { type LeaseInspection, type RevokeOptions } from './leases-types.js';
 import {
   DEFAULT_LIST_LIMIT,
   leaseState,

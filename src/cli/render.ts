@@ -4,9 +4,9 @@
  * and resources are caller text: tables escape every cell, the other views escape them with `printable`,
  * JSON with its own `\uXXXX` escapes.
  */
-import { printable } from '../fence/printable.js';
+import { printable } from '../printable.js';
 import type { Ending } from '../fence/types.js';
-import type { LeaseInspection } from '../leases.js';
+import type { LeaseInspection } from '../leases-types.js';
 import type { ListedLease } from '../operator.js';
 import type { GateInspection } from '../operator.js';
 import { formatDuration, formatRelative } from './durations.js';

@@ -5,7 +5,7 @@
  */
 import type { FencedWriteOutcome } from '../fence/operations.js';
 import type { Lease } from '../lease.js';
-import type { FencedWriteOptions, Leases } from '../leases.js';
+import type { FencedWriteOptions, Leases } from '../leases-types.js';
 import type { Store } from '../store.js';
 
 /** A store under test and the test hooks the suites drive it with. */

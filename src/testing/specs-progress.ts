@@ -4,7 +4,7 @@
  * recovery the way `checkpoint` and `recover` do.
  */
 import type { Lease } from '../lease.js';
-import type { Leases } from '../leases.js';
+import type { Leases } from '../leases-types.js';
 import type { Store } from '../store.js';
 import { expectEqual, expectMatch, expectRejects, expectSame, expectTrue } from './assertions.js';
 import { mustClaim, type SuiteContext } from './context.js';

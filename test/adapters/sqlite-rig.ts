@@ -3,7 +3,8 @@
  * connection on a shared manual clock, and a ledger table written under the fence.
  */
 import Database from 'better-sqlite3';
-import { createLeases, type Leases } from '../../src/leases.js';
+import { createLeases } from '../../src/leases.js';
+import { type Leases } from '../../src/leases-types.js';
 import { createManualClock, type ManualClock } from '../../src/clock.js';
 import { createSqliteStore, type SqliteStore, type SqliteStoreOptions } from '../../src/adapters/sqlite/index.js';
 import { freshDatabasePath, SQLITE_EPOCH } from './sqlite-harness.js';

@@ -8,7 +8,8 @@
 import Database from 'better-sqlite3';
 import { createSqliteStore, createSqliteTokenGate, type SqliteWriteContext } from '../../src/adapters/sqlite/index.js';
 import type { Lease } from '../../src/lease.js';
-import { createLeases, type Leases } from '../../src/leases.js';
+import { createLeases } from '../../src/leases.js';
+import { type Leases } from '../../src/leases-types.js';
 import type { Store } from '../../src/store.js';
 import { finalKeyState, resourceOf, type StoreAdmin, type WorkerBackend } from './backend.js';
 

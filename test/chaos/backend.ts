@@ -6,7 +6,7 @@
 import type { FencedWriteOutcome, GateOutcome, Inspection } from '../../src/fence/operations.js';
 import type { TokenGate } from '../../src/gate.js';
 import type { Lease } from '../../src/lease.js';
-import type { Leases } from '../../src/leases.js';
+import type { Leases } from '../../src/leases-types.js';
 import type { Store } from '../../src/store.js';
 import { decodeEntry, type FinalKeyState } from './history.js';
 
