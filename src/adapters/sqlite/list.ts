@@ -4,7 +4,7 @@
  * prefix are contiguous: a page reads at most `limit` rows from the later of the cursor and the prefix,
  * and the first key past the prefix ends the listing.
  */
-import { inspect, type Inspection, type StoreListPage, type StoreListQuery } from '../../index.js';
+import { transitions, type Inspection, type StoreListPage, type StoreListQuery } from '../../store-entry.js';
 import type { SqliteDatabase } from './client.js';
 import type { TableName } from './identifier.js';
 import { RECORD_COLUMNS_SQL, recordOf } from './rows.js';
@@ -35,7 +35,7 @@ export function createSqliteList(database: SqliteDatabase, table: TableName, now
       // NOTE: in key order the prefix's keys are contiguous: the first key past them ends the listing.
       if (!record.key.startsWith(prefix)) return { leases, cursor: null };
       last = record.key;
-      leases.push(inspect(record, record.key, at));
+      leases.push(transitions.inspect(record, record.key, at));
     }
     return { leases, cursor: rows.length < limit ? null : last };
   };

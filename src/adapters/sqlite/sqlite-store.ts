@@ -5,16 +5,10 @@
  */
 import {
   checkFence,
-  claim,
-  checkpoint,
   InvalidArgumentError,
-  inspect,
   MAX_TOKEN,
-  recover,
-  release,
-  renew,
-  revoke,
   systemClock,
+  transitions,
   type Clock,
   type Fence,
   type FencedWriteOutcome,
@@ -23,7 +17,7 @@ import {
   type StoreFencedWriteOptions,
   type StoreTime,
   type Transition,
-} from '../../index.js';
+} from '../../store-entry.js';
 import type { SqliteDatabase } from './client.js';
 import { classifyFailure, runCallback } from './failures.js';
 import { createSqliteList } from './list.js';
@@ -211,7 +205,7 @@ export function createSqliteStore(options: SqliteStoreOptions): SqliteStore {
       refuseThenable(value, 'fenced write');
       if (checkpointJson === undefined) return { outcome: { ok: true, value, token: fence.token, checkpoint: null, now: at }, commit: true };
       // NOTE: the same checkpoint transition at the same now, in the same transaction: the record is as read.
-      const saved = checkpoint(record, { fence: stored, json: checkpointJson }, at);
+      const saved = transitions.checkpoint(record, { fence: stored, json: checkpointJson }, at);
       if (!saved.outcome.ok || saved.record === null) return { outcome: saved.outcome as FencedWriteOutcome<T>, commit: false };
       write(saved.record);
       return { outcome: { ok: true, value, token: fence.token, checkpoint: saved.outcome.checkpoint, now: at }, commit: true };
@@ -227,15 +221,15 @@ export function createSqliteStore(options: SqliteStoreOptions): SqliteStore {
       database.exec(WAL_PRAGMA);
       database.exec(leaseTableSql(table));
     },
-    claim: async (command) => apply(command.key, 'claim', (record, at) => claim(record, hashedClaim(command), at, tokenFloor(at))),
-    renew: async (command) => apply(command.fence.key, 'renew', (record, at) => renew(record, { ...command, fence: hashedFence(command.fence) }, at)),
-    checkpoint: async (command) => apply(command.fence.key, 'checkpoint', (record, at) => checkpoint(record, { ...command, fence: hashedFence(command.fence) }, at)),
-    release: async (command) => apply(command.fence.key, 'release', (record, at) => release(record, { ...command, fence: hashedFence(command.fence) }, at)),
-    revoke: async (command) => apply(command.key, 'revoke', (record, at) => revoke(record, command, at)),
-    recover: async (command) => apply(command.fence.key, 'recover', (record, at) => recover(record, { ...command, fence: hashedFence(command.fence) }, at)),
+    claim: async (command) => apply(command.key, 'claim', (record, at) => transitions.claim(record, hashedClaim(command), at, tokenFloor(at))),
+    renew: async (command) => apply(command.fence.key, 'renew', (record, at) => transitions.renew(record, { ...command, fence: hashedFence(command.fence) }, at)),
+    checkpoint: async (command) => apply(command.fence.key, 'checkpoint', (record, at) => transitions.checkpoint(record, { ...command, fence: hashedFence(command.fence) }, at)),
+    release: async (command) => apply(command.fence.key, 'release', (record, at) => transitions.release(record, { ...command, fence: hashedFence(command.fence) }, at)),
+    revoke: async (command) => apply(command.key, 'revoke', (record, at) => transitions.revoke(record, command, at)),
+    recover: async (command) => apply(command.fence.key, 'recover', (record, at) => transitions.recover(record, { ...command, fence: hashedFence(command.fence) }, at)),
     async inspect(key) {
       try {
-        return inspect(read(key), key, now());
+        return transitions.inspect(read(key), key, now());
       } catch (error) {
         throw classifyFailure(error, 'before-commit', 'inspect');
       }

@@ -7,7 +7,7 @@
  * function before any I/O, and a callback that returns a promise anyway is rolled back, with nothing
  * committed, and refused with an `InvalidArgumentError`.
  */
-import { InvalidArgumentError } from '../../index.js';
+import { InvalidArgumentError } from '../../store-entry.js';
 import type { SqliteDatabase, SqliteValue } from './client.js';
 import { statementFor } from './statement-cache.js';
 

@@ -12,7 +12,7 @@ import {
   type Fence,
   type FenceRefusal,
   type GateOutcome,
-} from '../../index.js';
+} from '../../store-entry.js';
 import type { SqliteDatabase, SqliteValue } from './client.js';
 import { classifyFailure, runCallback } from './failures.js';
 import { tableName, type TableName } from './identifier.js';
