@@ -21,7 +21,9 @@ export type LeaseErrorCode =
   | 'RECOVERY_REQUIRED'
   | 'GATE_REFUSED'
   | 'STORE_UNAVAILABLE'
-  | 'OUTCOME_UNKNOWN';
+  | 'OUTCOME_UNKNOWN'
+  /** The backend ran a command and answered with an error (a Redis error reply, a failed command in a write). */
+  | 'COMMAND_FAILED';
 
 const BRAND = Symbol.for('leasefence.LeaseError');
 

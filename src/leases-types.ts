@@ -11,7 +11,7 @@ import type {
   ClaimRecoveryRequired,
   FencedWriteOutcome,
   GateOutcome,
-  Inspection,
+  StoreInspection,
   RecoverOutcome,
   RecoveryAction,
   ReleaseOutcome,
@@ -123,7 +123,7 @@ export interface RevokeOptions {
 }
 
 /** An inspection with the checkpoint parsed. */
-export interface LeaseInspection extends Omit<Inspection, 'checkpoint'> {
+export interface LeaseInspection extends Omit<StoreInspection, 'checkpoint'> {
   readonly checkpoint: Checkpoint | null;
 }
 

@@ -16,7 +16,7 @@ import type {
   ClaimRecoveryRequired,
   FencedWriteOutcome,
   GateOutcome,
-  Inspection,
+  StoreInspection,
   RecoverOutcome,
   RecoveryAction,
   ReleaseOutcome,

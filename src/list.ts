@@ -8,7 +8,7 @@
  * hold fewer leases than `limit` (even none) while its `cursor` is not `null`: keep paging until it is.
  */
 import { InvalidArgumentError } from './errors.js';
-import type { Inspection } from './fence/operations.js';
+import type { StoreInspection } from './fence/operations.js';
 import { assertStorableText, describe, MAX_NAME_BYTES } from './validate.js';
 
 /** What a store's `list` takes (already validated). */
@@ -24,7 +24,7 @@ export interface StoreListQuery {
 /** A page of a store's `list`. */
 export interface StoreListPage {
   /** The examined records that exist and match the prefix, each as `inspect` would answer for it. */
-  readonly leases: readonly Inspection[];
+  readonly leases: readonly StoreInspection[];
   /** Pass it back to continue after this page; `null` when the listing is complete. */
   readonly cursor: string | null;
 }
@@ -43,13 +43,13 @@ export const LIST_STATES: readonly ListState[] = ['live', 'expired', 'released',
  * (An expiry is recorded as an ending only when the next claim takes over, so a record without a grant
  * ended by release or revoke.)
  */
-export function leaseState(inspection: Inspection): LeaseState {
+export function leaseState(inspection: StoreInspection): LeaseState {
   if (inspection.grant !== null) return inspection.grant.live ? 'live' : 'expired';
   return inspection.ending?.kind === 'revoked' ? 'revoked' : 'released';
 }
 
 /** Whether a lease matches a state filter: its state is listed, or it has a pending recovery and `recovery-required` is. */
-export function matchesStates(inspection: Inspection, states: ReadonlySet<ListState> | null): boolean {
+export function matchesStates(inspection: StoreInspection, states: ReadonlySet<ListState> | null): boolean {
   if (states === null) return true;
   return states.has(leaseState(inspection)) || (inspection.recoveryRequired && states.has('recovery-required'));
 }

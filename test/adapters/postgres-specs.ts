@@ -6,7 +6,7 @@
 import pg from 'pg';
 import postgres from 'postgres';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createPostgresStore, fromPostgresJs, postgresSchemaSql, type PostgresClient, type PostgresStore } from '../../src/adapters/postgres/index.js';
+import { createPostgresStore, fromPostgresJs, postgresLeaseSchemaSql, type PostgresClient, type PostgresStore } from '../../src/adapters/postgres/index.js';
 import { InvalidArgumentError } from '../../src/errors.js';
 import type { Lease } from '../../src/lease.js';
 import { createLeases } from '../../src/leases.js';
@@ -253,7 +253,7 @@ export function describePostgresAdapterSpecs(kind: PostgresClientKind): void {
       for (const table of [`x"; DROP TABLE y; --`, 'a.b.c', '1abc', '', 'a-b', 'x'.repeat(49), 'public.'] as const) {
         expect(() => createPostgresStore({ client: ctx().counting.client, table })).toThrow(InvalidArgumentError);
       }
-      expect(() => postgresSchemaSql(`leases"; DROP`)).toThrow(InvalidArgumentError);
+      expect(() => postgresLeaseSchemaSql(`leases"; DROP`)).toThrow(InvalidArgumentError);
       const qualified = createPostgresStore({ client: ctx().opened.client, table: `public.${freshTable('lf_qualified')}` });
       await qualified.migrate();
       const lease = await createLeases(qualified, { holder: 'q' }).claimOrThrow('k');

@@ -9,7 +9,7 @@ import { Redis } from 'ioredis';
 import { Redis as Redis6 } from 'ioredis6';
 import { createClient } from 'redis';
 import { randomBytes } from 'node:crypto';
-import { createRedisStore, hashTagOf, type RedisClient, type RedisWriteContext } from '../../src/adapters/redis/index.js';
+import { createRedisStore, hashTagOf, type RedisClient, type RedisStore } from '../../src/adapters/redis/index.js';
 import { keyNames } from '../../src/adapters/redis/keys.js';
 import { toConnection } from '../../src/adapters/redis/connection.js';
 import * as lua from '../../src/adapters/redis/scripts.js';
@@ -22,7 +22,7 @@ import { EXPIRE_NOW_SCRIPT } from '../support/redis-expire.js';
 /** The Redis clients leasefence supports: ioredis 5 and 6 (installed as `ioredis6`), node-redis 5. */
 export type RedisClientKind = 'ioredis' | 'ioredis6' | 'node-redis';
 
-export type RedisStore = Store<RedisWriteContext>;
+export type { RedisStore };
 
 /** The lease scripts by operation name, as the previous versions' scripts are kept (see redis-previous-scripts.ts). */
 export const CURRENT_SCRIPTS: Readonly<Record<string, string>> = {

@@ -22,7 +22,7 @@ export interface SqliteRig {
 }
 
 /** Opens a fresh database file, migrated, with a ledger table. */
-export async function openSqliteRig(options: Omit<SqliteStoreOptions, 'database'> = {}): Promise<SqliteRig> {
+export async function openSqliteRig(options: Omit<SqliteStoreOptions, 'client'> = {}): Promise<SqliteRig> {
   const file = freshDatabasePath('leasefence-sqlite-rig');
   const clock = createManualClock(SQLITE_EPOCH);
   const connections: Database.Database[] = [];
@@ -32,7 +32,7 @@ export async function openSqliteRig(options: Omit<SqliteStoreOptions, 'database'
     return database;
   };
   const database = connection();
-  const store = createSqliteStore({ database, clock, ...options });
+  const store = createSqliteStore({ client: database, clock, ...options });
   await store.migrate();
   database.exec('CREATE TABLE ledger (id INTEGER PRIMARY KEY AUTOINCREMENT, key TEXT NOT NULL, entry TEXT NOT NULL)');
   return {

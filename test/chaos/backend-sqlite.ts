@@ -37,7 +37,7 @@ type SqliteLeaseStore = ReturnType<typeof createSqliteStore>;
 /** Builds the worker's backend; `wrap` swaps in a planted bug (mutants.ts). */
 export function createSqliteBackend(path: string, wrap: (store: SqliteLeaseStore, database: Database.Database) => Store<SqliteWriteContext> = (s) => s): WorkerBackend {
   const database = openSqlite(path);
-  const real = createSqliteStore({ database, busyTimeoutMs: BUSY_TIMEOUT_MS });
+  const real = createSqliteStore({ client: database, busyTimeoutMs: BUSY_TIMEOUT_MS });
   const store = wrap(real, database);
   const gate = createSqliteTokenGate({ store: real });
   let onDying: ((entry: string) => void) | null = null;
@@ -69,7 +69,7 @@ export function createSqliteBackend(path: string, wrap: (store: SqliteLeaseStore
 /** The harness's admin connection: creates the tables, forces expiries, revokes, reads the end state. */
 export async function createSqliteAdmin(path: string): Promise<StoreAdmin> {
   const database = openSqlite(path);
-  const store = createSqliteStore({ database, busyTimeoutMs: 10_000 });
+  const store = createSqliteStore({ client: database, busyTimeoutMs: 10_000 });
   await store.migrate();
   await createSqliteTokenGate({ store }).migrate();
   for (const statement of LEDGER_DDL) database.exec(statement);

@@ -6,7 +6,7 @@
  */
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createPostgresStore, postgresSchemaSql, type PostgresClient } from '../../src/adapters/postgres/index.js';
+import { createPostgresStore, postgresLeaseSchemaSql, type PostgresClient } from '../../src/adapters/postgres/index.js';
 import { StoreUnavailableError } from '../../src/errors.js';
 import { createLeases } from '../../src/leases.js';
 import { type Leases } from '../../src/leases-types.js';
@@ -66,7 +66,7 @@ describe('postgres token floor', () => {
   it('a database migrated before the floor refuses first claims with "run migrate()" (nothing written), and migrate() upgrades it', async () => {
     const table = freshTable('lf_pre_floor');
     // NOTE: the layout of the previous version: the same table, and its claim function `<table>_try_claim`.
-    await pool.query(postgresSchemaSql(table));
+    await pool.query(postgresLeaseSchemaSql(table));
     await pool.query(`ALTER FUNCTION "${table}_try_claim_v2"(text, text, text, text, bigint, jsonb, boolean) RENAME TO "${table}_try_claim"`);
     await pool.query(`INSERT INTO "${table}" (key, token, ending_kind, ending_token, ending_holder, ending_at) VALUES ('old', 7, 'released', 7, 'v1', now())`);
     const store = createPostgresStore({ client: pool, table });

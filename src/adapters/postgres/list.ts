@@ -5,7 +5,7 @@
  */
 import type { StoreListPage, StoreListQuery } from '../../list.js';
 import * as transitions from '../../fence/transitions.js';
-import type { Inspection } from '../../fence/operations.js';
+import type { StoreInspection } from '../../fence/operations.js';
 import type { TableName } from './identifier.js';
 import { decodePreImage, NOW, preImageColumnNames, preImageJson } from './rows.js';
 import type { Session } from './session.js';
@@ -50,7 +50,7 @@ ORDER BY pre.key`;
 export function createPostgresList(session: Session, text: string): (query: StoreListQuery) => Promise<StoreListPage> {
   return async ({ prefix, limit, cursor }) => {
     const rows = (await session.statement(text, [cursor ?? '', prefix, limit], 'list')) as Array<{ r: unknown; contiguous: unknown }>;
-    const leases: Inspection[] = [];
+    const leases: StoreInspection[] = [];
     let last: string | null = null;
     let pastPrefix = false;
     for (const row of rows) {

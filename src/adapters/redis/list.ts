@@ -9,7 +9,7 @@
  * the database are). A key created during the listing may or may not be listed.
  */
 import { InvalidArgumentError } from '../../errors.js';
-import type { Inspection } from '../../fence/operations.js';
+import type { StoreInspection } from '../../fence/operations.js';
 import * as transitions from '../../fence/transitions.js';
 import type { StoreListPage, StoreListQuery } from '../../list.js';
 import { fromNodeRedis, toConnection, type NodeRedisClient, type RedisClient, type RedisConnection } from './connection.js';
@@ -98,7 +98,7 @@ export function createRedisList(client: RedisClient, connection: RedisConnection
     const [nextScan, names] = reply;
     const keys = [...new Set(names)].map((name) => [name, leaseKeyOf(namespace, name)] as const).filter(([, key]) => key !== null && key.startsWith(prefix));
     const replies = await Promise.all(keys.map(([name]) => runScript(connection, INSPECT, [name], NO_ARGS)));
-    const leases: Inspection[] = [];
+    const leases: StoreInspection[] = [];
     keys.forEach(([, key], at) => {
       const { record, now } = parseLeaseReply(replies[at], key as string, '');
       if (record !== null) leases.push(transitions.inspect(record, key as string, now));
