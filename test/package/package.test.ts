@@ -9,8 +9,8 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import { packPackage, runAttw, runPublint, runSmoke, runTestingSmoke, type PackedPackage } from '../../scripts/package-checks.js';
 
-const SUBPATHS = ['leasefence', 'leasefence/memory', 'leasefence/postgres', 'leasefence/redis', 'leasefence/sqlite'];
-const ENTRIES = ['index', 'memory', 'postgres', 'redis', 'sqlite', 'testing'];
+const SUBPATHS = ['leasefence', 'leasefence/store', 'leasefence/memory', 'leasefence/postgres', 'leasefence/redis', 'leasefence/sqlite'];
+const ENTRIES = ['index', 'store', 'memory', 'postgres', 'redis', 'sqlite', 'testing'];
 
 describe('the packed package', { timeout: 180_000 }, () => {
   let workDir = '';

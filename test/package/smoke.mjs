@@ -9,7 +9,7 @@ import { builtinModules, createRequire } from 'node:module';
 import { dirname, join } from 'node:path';
 
 const require = createRequire(import.meta.url);
-const SUBPATHS = ['leasefence', 'leasefence/memory', 'leasefence/postgres', 'leasefence/redis', 'leasefence/sqlite'];
+const SUBPATHS = ['leasefence', 'leasefence/store', 'leasefence/memory', 'leasefence/postgres', 'leasefence/redis', 'leasefence/sqlite'];
 
 const ok = (check) => console.log(`ok ${check}`);
 
@@ -56,7 +56,7 @@ function bareImports(file, seen = new Set()) {
 }
 const dist = dirname(require.resolve('leasefence'));
 const builtins = new Set(builtinModules.flatMap((name) => [name, `node:${name}`]));
-for (const entry of ['index', 'memory', 'postgres', 'redis', 'sqlite']) {
+for (const entry of ['index', 'store', 'memory', 'postgres', 'redis', 'sqlite']) {
   for (const file of [`${entry}.js`, `${entry}.cjs`]) {
     const packages = [...bareImports(join(dist, file))].filter((specifier) => !builtins.has(specifier));
     assert.deepEqual(packages, [], `dist/${file} imports only Node built-ins`);
@@ -75,8 +75,8 @@ ok('leasefence/testing asks for its peer dependency fast-check');
 assert.match(require.resolve('leasefence'), /\.cjs$/, 'require resolves the CJS build');
 assert.notEqual(esm.leasefence.LeaseError, cjs.leasefence.LeaseError, 'ESM and CJS are two copies of the classes');
 // NOTE: with tsup splitting, the entries of one format share one chunk: one copy of each class per format.
-assert.equal(cjs['leasefence/memory'].createManualClock, cjs.leasefence.createManualClock, 'CJS entries share code');
-assert.equal(esm['leasefence/memory'].createManualClock, esm.leasefence.createManualClock, 'ESM entries share code');
+assert.equal(cjs['leasefence/store'].LeaseError, cjs.leasefence.LeaseError, 'CJS entries share code');
+assert.equal(esm['leasefence/store'].LeaseError, esm.leasefence.LeaseError, 'ESM entries share code');
 ok('one copy of shared code per format, two copies across formats');
 
 /** A claim / fenced write / busy claim / release / reclaim cycle on the memory store of one module system. */
