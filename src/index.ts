@@ -13,7 +13,6 @@ export type {
   LeaseInspection,
   Leases,
   LeasesOptions,
-  RevokeOptions,
   RunningLease,
   WaitedClaimResult,
   WithLeaseOptions,
@@ -41,7 +40,6 @@ export type { Store, WriteContextOf } from './store.js';
 export type { TokenGate } from './gate.js';
 export type { Clock } from './clock.js';
 export { createOperator, type ListedLease, type ListPage, type ListQuery, type Operator, type OperatorOptions } from './operator.js';
-export type { ListState } from './list.js';
 export { LEASE_LOST_CHANNEL, LEASE_OPERATIONS, operationChannel, type LeaseLostEvent, type OperationEvent } from './events.js';
 export {
   GateRefusedError,
