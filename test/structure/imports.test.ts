@@ -7,13 +7,15 @@
  * 1. No import cycle anywhere in src/.
  * 2. No module inside src/ imports the package barrel src/index.ts.
  * 3. A store adapter (src/adapters/**) imports only
- *    - the store-author entry src/store-entry.ts (`leasefence/store`) or a module it re-exports,
+ *    - the store-author entry src/store-entry.ts (`leasefence/store`) or a module it re-exports, which is
+ *      exactly STORE_ENTRY_MODULES below (a module added to the entry is a decision this test makes visible),
  *    - the pure core src/fence/**,
  *    - files of src/adapters/** (its own directory, and the shared src/adapters/*.ts helpers),
- *    - node: built-ins,
- *    and never the shell (leases.ts, lease handling of withLease, renewal, waiting/, operator, events, ...),
+ *    - node: built-ins (not checked here: only relative specifiers are src modules),
  *    i.e. nothing an outside store author could not import from `leasefence/store`.
  * 4. The pure core src/fence/** imports only src/fence/**.
+ * 5. Neither the store-author entry nor the public types of the lease API (src/leases-types.ts) reach the
+ *    shell (SHELL below: the modules that run operations), even transitively.
  */
 import { readdirSync, readFileSync } from 'node:fs';
 import { dirname, join, relative, resolve } from 'node:path';
@@ -63,9 +65,55 @@ function cycles(edges: Map<string, string[]>): string[][] {
   return found;
 }
 
-/** The modules the store-author entry re-exports (its own import/export specifiers). */
-function storeEntryModules(edges: Map<string, string[]>): Set<string> {
-  return new Set(['store-entry.ts', ...(edges.get('store-entry.ts') ?? [])]);
+/** What src/store-entry.ts re-exports from: the modules an adapter may import besides fence/ and adapters/. */
+const STORE_ENTRY_MODULES = [
+  'clock.ts',
+  'errors.ts',
+  'fence/operations.ts',
+  'fence/token.ts',
+  'fence/transitions.ts',
+  'fence/types.ts',
+  'fence/verdict.ts',
+  'gate.ts',
+  // NOTE: the lease handle (no shell imports, see rule 5): `leaseFence` turns a handle given to a store's own
+  // method (Postgres `fencedStatement`) into its checked fence.
+  'lease.ts',
+  'list.ts',
+  'redact.ts',
+  'secret-hash.ts',
+  'secret.ts',
+  'store.ts',
+  'unreadable-checkpoint.ts',
+  'validate.ts',
+];
+
+/** The imperative shell: the modules that run operations against a store. */
+const SHELL = [
+  'leases.ts',
+  'with-lease.ts',
+  'renewal.ts',
+  'observed-leases.ts',
+  'operator.ts',
+  'events.ts',
+  'waiting/key-waiters.ts',
+  'waiting/waiter.ts',
+  'waiting/waiting-claims.ts',
+  'waiting/with-lease-claim.ts',
+];
+
+/** Every module `from` imports, directly or not. */
+function reachable(edges: Map<string, string[]>, from: string): Set<string> {
+  const seen = new Set<string>();
+  const visit = (node: string): void => {
+    for (const next of edges.get(node) ?? []) {
+      if (!seen.has(next)) {
+        seen.add(next);
+        visit(next);
+      }
+    }
+  };
+  visit(from);
+  return seen;
 }
 
 describe('the import structure of src/', () => {
@@ -80,18 +128,24 @@ describe('the import structure of src/', () => {
     expect(importers).toEqual([]);
   });
 
-  it('has a store-author entry', () => {
-    expect(edges.has('store-entry.ts')).toBe(true);
+  it('has a store-author entry that re-exports exactly the modules adapters may use', () => {
+    expect([...new Set(edges.get('store-entry.ts'))].sort()).toEqual(STORE_ENTRY_MODULES);
   });
 
   it('lets adapters import only the store-author entry, its modules, the pure core and adapter files', () => {
-    const allowed = storeEntryModules(edges);
+    const allowed = new Set(['store-entry.ts', ...STORE_ENTRY_MODULES]);
     const outside = [...edges]
       .filter(([file]) => file.startsWith('adapters/'))
       .flatMap(([file, imports]) => imports.map((imported) => [file, imported] as const))
       .filter(([, imported]) => !imported.startsWith('adapters/') && !imported.startsWith('fence/') && !allowed.has(imported))
       .map(([file, imported]) => `${file} imports ${imported}`);
     expect(outside).toEqual([]);
+  });
+
+  it('keeps the store-author entry and the public types of the lease API clear of the shell, even transitively', () => {
+    for (const module of ['store-entry.ts', 'leases-types.ts']) {
+      expect([...reachable(edges, module)].filter((reached) => SHELL.includes(reached)), module).toEqual([]);
+    }
   });
 
   it('keeps the pure core src/fence/ free of imports from outside it', () => {
