@@ -9,15 +9,22 @@ export type {
   ClaimResult,
   ClaimResultOf,
   FencedWriteOptions,
+  FenceOptions,
   Granted,
   LeaseInspection,
   Leases,
   LeasesOptions,
+  ReleaseOptions,
+  RevokeOptions,
   RunningLease,
   WaitedClaimResult,
+  WithLeaseCompleted,
+  WithLeaseLost,
   WithLeaseOptions,
   WithLeaseOutcome,
+  WithLeaseStopped,
 } from './leases-types.js';
+export type { Timers } from './timers.js';
 export type { WaitOptions } from './waiting/wait-options.js';
 export type { WaitedRefusal } from './waiting/refusal.js';
 export { Lease, type Checkpoint, type LeaseJson } from './lease.js';
@@ -39,8 +46,17 @@ export { describeRefusal } from './describe.js';
 export type { Store, WriteContextOf } from './store.js';
 export type { TokenGate } from './gate.js';
 export type { Clock } from './clock.js';
-export { createOperator, type ListedLease, type ListPage, type ListQuery, type Operator, type OperatorOptions } from './operator.js';
-export { LEASE_LOST_CHANNEL, LEASE_OPERATIONS, operationChannel, type LeaseLostEvent, type OperationEvent } from './events.js';
+export { createOperator, type ListedLease, type ListPage, type ListQuery, type Operator, type OperatorGate, type OperatorOptions } from './operator.js';
+export type { LeaseState, ListState } from './list.js';
+export {
+  LEASE_LOST_CHANNEL,
+  LEASE_OPERATIONS,
+  operationChannel,
+  type LeaseLostEvent,
+  type LeaseOperation,
+  type OperationEvent,
+  type OperationOutcome,
+} from './events.js';
 export {
   GateRefusedError,
   InvalidArgumentError,
@@ -55,4 +71,5 @@ export {
   RecoveryRequiredError,
   StoreUnavailableError,
   type LeaseErrorCode,
+  type LeaseErrorJson,
 } from './errors.js';

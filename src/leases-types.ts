@@ -82,9 +82,6 @@ export type ClaimResult = Granted | ClaimHeld | ClaimRecoveryRequired;
 /** What a claim with a `wait` option resolves with: the grant, or the last refusal with how long it waited. */
 export type WaitedClaimResult = Granted | WaitedRefusal;
 
-/** Makes an option `claim` does not know a type error (the generic `claim` would otherwise accept it). */
-export type NoExtraOptions<O> = { readonly [K in Exclude<keyof O, keyof ClaimOptions>]?: never };
-
 /** `claim`'s result for options `O`: a refusal says how long it waited when `O` has a `wait`. */
 export type ClaimResultOf<O> = O extends { readonly wait: WaitOptions } ? WaitedClaimResult : ClaimResult;
 
@@ -135,7 +132,8 @@ export interface Leases<S extends Store = Store> {
    * Grants `key` if it is new, released, expired or revoked; otherwise says who holds it or that a recovery
    * is pending. With `options.wait`, waits for a held key (see `ClaimOptions.wait`).
    */
-  claim<O extends ClaimOptions = ClaimOptions>(key: string, options?: O & NoExtraOptions<O>): Promise<ClaimResultOf<O>>;
+  // NOTE: the mapped type makes an option `claim` does not know a type error (the generic would accept it).
+  claim<O extends ClaimOptions = ClaimOptions>(key: string, options?: O & { readonly [K in Exclude<keyof O, keyof ClaimOptions>]?: never }): Promise<ClaimResultOf<O>>;
   /** `claim`, throwing `LeaseBusyError` (with `waitedMs`) or `RecoveryRequiredError` for a refusal. */
   claimOrThrow(key: string, options?: ClaimOptions): Promise<Lease>;
   /** Extends the grant by `options.ttlMs`, by default the lease's own TTL (`lease.ttlMs`), from the store's now. */

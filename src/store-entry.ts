@@ -17,6 +17,10 @@ export type { Store, WriteContextOf } from './store.js';
 export type { TokenGate } from './gate.js';
 export type * from './fence/types.js';
 export type * from './fence/operations.js';
+/**
+ * The pure transitions, one per store operation: `(record, command, now) -> { record, changed, outcome }`.
+ * A store applies the returned record atomically and answers the outcome.
+ */
 export * as transitions from './fence/transitions.js';
 export type { Transition } from './fence/transitions.js';
 export { checkFence, expiredEnding, isLive } from './fence/verdict.js';
