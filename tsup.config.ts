@@ -4,6 +4,8 @@ export default defineConfig([
   {
     entry: {
       index: 'src/index.ts',
+      // NOTE: the store-author entry (`leasefence/store`): the Store contract, pure transitions, fence checks.
+      store: 'src/store-entry.ts',
       memory: 'src/adapters/memory/index.ts',
       postgres: 'src/adapters/postgres/index.ts',
       redis: 'src/adapters/redis/index.ts',

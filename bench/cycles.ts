@@ -5,9 +5,9 @@
  * shapes (polymorphic property loads and calls) where a user's code sees one. (Not measured on its own:
  * the bias that an identical copy showed came from the slice order, see slices.ts.) Only plain code here: no import from `src/` (types aside).
  */
-import type { Leases } from '../src/leases.js';
+import type { Leases } from '../src/leases-types.js';
 import type { Store } from '../src/store.js';
-import type { RunningLease } from '../src/with-lease.js';
+import type { RunningLease } from '../src/leases-types.js';
 
 /** One claim + release of `key`; throws when the claim is refused (no contender may fail silently). */
 export function claimRelease(leases: Leases, key: string, label: string): () => Promise<void> {

@@ -6,7 +6,7 @@
  * `src/`), that tree's claim + release and withLease run in the same groups: before and after in the same run;
  * the self-check row (a second bundle of this tree) shows what loading a second copy alone does to a ratio.
  */
-import type { RunningLease } from '../src/with-lease.js';
+import type { RunningLease } from '../src/leases-types.js';
 import { comparedLibrary, loadLibrary, thisLibrary, THIS_SRC, type Library } from './library.js';
 import type { Contender, Group } from './slices.js';
 

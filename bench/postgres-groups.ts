@@ -12,7 +12,7 @@
 import pg from 'pg';
 import postgres from 'postgres';
 import type { PostgresStore } from '../src/adapters/postgres/index.js';
-import type { Leases } from '../src/leases.js';
+import type { Leases } from '../src/leases-types.js';
 import { comparedLibrary, thisLibrary, type Library } from './library.js';
 import { runtimeNs } from './postgres-probes.js';
 import { LEDGER_INSERT, RAW_CLAIM, RAW_FENCE_CHECK, RAW_RELEASE, RAW_RELEASE_NOTIFY, RAW_SCHEMA } from './postgres-raw.js';

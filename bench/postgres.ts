@@ -31,6 +31,7 @@ import pg from 'pg';
 import * as adapter from '../src/adapters/postgres/index.js';
 import type { Lease } from '../src/lease.js';
 import * as leasesModule from '../src/leases.js';
+import type { Leases as LeasesOf } from '../src/leases-types.js';
 import { startPostgres } from '../test/support/postgres-server.js';
 import { hotUpdates, PROBE_SETTINGS, startProbe, type Cost } from './postgres-probes.js';
 import { RAW_CLAIM, RAW_FENCED_INSERT, RAW_RELEASE, RAW_SCHEMA } from './postgres-raw.js';
@@ -45,7 +46,7 @@ const SEED_KEYS = 10_000;
 type Adapter = Pick<typeof adapter, 'createPostgresStore' | 'fromPgClient'>;
 type LeasesFactory = typeof leasesModule.createLeases;
 type Store = adapter.PostgresStore;
-type Leases = leasesModule.Leases<Store>;
+type Leases = LeasesOf<Store>;
 /** How statements travel: named prepared statements, or parameterised text parsed and planned per call. */
 type Mode = 'prepared' | 'text';
 

@@ -75,7 +75,7 @@ async function benchMode(synchronous: string): Promise<void> {
   const directory = mkdtempSync(join(tmpdir(), 'leasefence-bench-sqlite-'));
   const database = new Database(join(directory, 'bench.db'));
   try {
-    const store = createSqliteStore({ database });
+    const store = createSqliteStore({ client: database });
     await store.migrate();
     // NOTE: seeded with synchronous = NORMAL (10,000 fsyncs would take minutes), measured in the mode asked.
     database.exec('PRAGMA synchronous = NORMAL');

@@ -3,7 +3,8 @@
  * earliest event, moves the clock to it, runs it, and lets every promise it started settle before the next.
  * Nothing sleeps for real, so a fleet's hour runs in milliseconds, and a seed replays the same hour.
  */
-import { createManualClock, type ManualClock, type Timers } from '../src/index.js';
+import type { Timers } from '../src/timers.js';
+import { createManualClock, type ManualClock } from '../src/adapters/memory/index.js';
 
 /** A seeded pseudo-random source (mulberry32): the only source of chance in the demo. */
 export interface Random {

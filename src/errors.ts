@@ -5,9 +5,9 @@
  * The guards check a brand and the `code`, not `instanceof`, so they recognise errors thrown by another
  * copy of the package (ESM and CJS entries, or two versions in one process).
  */
-import { describeRefusal } from './fence/describe.js';
+import { describeRefusal } from './describe.js';
 import type { ClaimHeld, ClaimRecoveryRequired, GateRefusal } from './fence/operations.js';
-import { printable } from './fence/printable.js';
+import { printable } from './printable.js';
 import type { FenceRefusal } from './fence/types.js';
 import { toLoggable } from './loggable.js';
 import { loggableCause, redactText } from './redact.js';
@@ -21,7 +21,9 @@ export type LeaseErrorCode =
   | 'RECOVERY_REQUIRED'
   | 'GATE_REFUSED'
   | 'STORE_UNAVAILABLE'
-  | 'OUTCOME_UNKNOWN';
+  | 'OUTCOME_UNKNOWN'
+  /** The backend ran a command and answered with an error (a Redis error reply, a failed command in a write). */
+  | 'COMMAND_FAILED';
 
 const BRAND = Symbol.for('leasefence.LeaseError');
 

@@ -1,30 +1,62 @@
+/**
+ * `leasefence`: for applications. Leases, their results and errors, `withLease`, waiting, the operator API
+ * and the diagnostics channels. Store authors import `leasefence/store`; the stores are `leasefence/memory`,
+ * `leasefence/postgres`, `leasefence/redis` and `leasefence/sqlite`. Re-exports only.
+ */
 export { createLeases } from './leases.js';
 export type {
   ClaimOptions,
   ClaimResult,
   ClaimResultOf,
-  FenceOptions,
   FencedWriteOptions,
+  FenceOptions,
   Granted,
   LeaseInspection,
   Leases,
   LeasesOptions,
-  NoExtraOptions,
   ReleaseOptions,
   RevokeOptions,
+  RunningLease,
   WaitedClaimResult,
-} from './leases.js';
+  WithLeaseCompleted,
+  WithLeaseLost,
+  WithLeaseOptions,
+  WithLeaseOutcome,
+  WithLeaseStopped,
+} from './leases-types.js';
+export type { Timers } from './timers.js';
 export type { WaitOptions } from './waiting/wait-options.js';
-export type { ClaimRefusal, WaitedRefusal, WaitEnded } from './waiting/refusal.js';
-export { Lease, type Checkpoint, type LeaseJson, type LoggableLease } from './lease.js';
-export type { RunningLease, Timers, WithLeaseCompleted, WithLeaseLost, WithLeaseOptions, WithLeaseOutcome, WithLeaseStopped } from './with-lease.js';
+export type { WaitedRefusal } from './waiting/refusal.js';
+export { Lease, type Checkpoint, type LeaseJson } from './lease.js';
+export type {
+  CheckpointOutcome,
+  ClaimHeld,
+  ClaimRecoveryRequired,
+  FencedWriteOutcome,
+  GateOutcome,
+  GateRefusal,
+  GateRecord,
+  RecoverOutcome,
+  ReleaseOutcome,
+  RenewOutcome,
+  RevokeOutcome,
+} from './fence/operations.js';
+export type { Ending, FenceRefusal, LeaseAttributes } from './fence/types.js';
+export { describeRefusal } from './describe.js';
 export type { Store, WriteContextOf } from './store.js';
 export type { TokenGate } from './gate.js';
-export { createOperator } from './operator.js';
-export { LEASE_LOST_CHANNEL, LEASE_OPERATIONS, operationChannel } from './events.js';
-export type { LeaseLostEvent, LeaseOperation, OperationEvent, OperationOutcome } from './events.js';
-export type { GateInspection, LeasePage, ListedLease, ListQuery, Operator, OperatorGate, OperatorOptions } from './operator.js';
-export { LIST_STATES, type LeaseState, type ListedCheckpoint, type ListedInspection, type ListState, type StoreListPage, type StoreListQuery } from './list.js';
+export type { Clock } from './clock.js';
+export { createOperator, type ListedLease, type ListPage, type ListQuery, type Operator, type OperatorGate, type OperatorOptions } from './operator.js';
+export type { LeaseState, ListState } from './list.js';
+export {
+  LEASE_LOST_CHANNEL,
+  LEASE_OPERATIONS,
+  operationChannel,
+  type LeaseLostEvent,
+  type LeaseOperation,
+  type OperationEvent,
+  type OperationOutcome,
+} from './events.js';
 export {
   GateRefusedError,
   InvalidArgumentError,
@@ -41,10 +73,3 @@ export {
   type LeaseErrorCode,
   type LeaseErrorJson,
 } from './errors.js';
-export { createManualClock, systemClock, type Clock, type ManualClock } from './clock.js';
-export { DEFAULT_MAX_CHECKPOINT_BYTES, MAX_ATTRIBUTES, MAX_NAME_BYTES, MAX_TOKEN, MAX_TTL_MS } from './validate.js';
-export { toLoggable } from './loggable.js';
-export { assertName } from './validate.js';
-export { loggableCause } from './redact.js';
-export { hashSecret } from './secret-hash.js';
-export * from './fence/index.js';

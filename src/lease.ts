@@ -33,9 +33,6 @@ export interface LeaseJson {
   readonly expiresAt: StoreTime | null;
 }
 
-/** What `JSON.stringify(lease)` writes: the handle for logs, without its secret, the token as a decimal string. */
-export type LoggableLease = Omit<LeaseJson, 'secret'> & { readonly acquiredAt: StoreTime | null };
-
 /** Fields a lease is built from. */
 export interface LeaseInit {
   readonly storeId: string;
@@ -187,7 +184,7 @@ export class Lease {
   }
 
   /** The handle for logs: no secret, the token as a decimal string. To hand the lease over, use `export()`. */
-  toJSON(): LoggableLease {
+  toJSON(): Omit<LeaseJson, 'secret'> & { readonly acquiredAt: StoreTime | null } {
     return {
       storeId: this.storeId,
       key: this.key,

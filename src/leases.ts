@@ -11,30 +11,20 @@ import {
   RecoveryRequiredError,
 } from './errors.js';
 import type {
-  CheckpointOutcome,
-  ClaimHeld,
-  ClaimRecoveryRequired,
-  FencedWriteOutcome,
   GateOutcome,
-  Inspection,
-  RecoverOutcome,
-  RecoveryAction,
   ReleaseOutcome,
-  RenewOutcome,
-  RevokeOutcome,
 } from './fence/operations.js';
-import type { CheckpointRecord, Ending, Fence, LeaseAttributes, StoreTime } from './fence/types.js';
-import type { TokenGate } from './gate.js';
-import { Lease, leaseFence, parseLeaseJson, type Checkpoint, type LeaseJson } from './lease.js';
+import type { CheckpointRecord, Fence, LeaseAttributes, StoreTime } from './fence/types.js';
+import { Lease, leaseFence, parseLeaseJson, type Checkpoint, } from './lease.js';
 import { loggable } from './loggable.js';
 import { observeLeases } from './observed-leases.js';
 import { newSecret } from './secret.js';
 import { AppliedRelease, AppliedRenew, GrantedClaim } from './shell-results.js';
 import { parseStoredCheckpoint } from './unreadable-checkpoint.js';
 import type { WaitedRefusal } from './waiting/refusal.js';
-import { readWaitOptions, type WaitOptions } from './waiting/wait-options.js';
+import { readWaitOptions, } from './waiting/wait-options.js';
 import { createWaitingClaims } from './waiting/waiting-claims.js';
-import type { Store, WriteContextOf } from './store.js';
+import type { Store, } from './store.js';
 import {
   assertKey,
   assertMaxBytes,
@@ -50,160 +40,8 @@ import {
   toAttributes,
   describe,
 } from './validate.js';
-import { noticeRefusal, runWithLease, type RunningLease, type WithLeaseOptions, type WithLeaseOutcome } from './with-lease.js';
-
-/** Options of `createLeases`. */
-export interface LeasesOptions {
-  /** This worker's holder id, recorded on every grant it takes. */
-  readonly holder: string;
-  /**
-   * Default time to live of a claim, in ms; `null`: grants never expire unless revoked.
-   * @default 30_000
-   */
-  readonly ttlMs?: number | null;
-  /**
-   * Largest checkpoint accepted, in UTF-8 bytes of its JSON text. Checked before any I/O.
-   * @default 65_536
-   */
-  readonly maxCheckpointBytes?: number;
-  /**
-   * The worker's monotonic clock, used only to measure round trips and compute local safe deadlines.
-   * @default performance.now
-   */
-  readonly monotonicClock?: Clock;
-}
-
-/** Options of `claim`, `claimOrThrow` and `withLease`. */
-export interface ClaimOptions {
-  /** Time to live in ms, or `null` for no expiry. @default the `Leases` default */
-  readonly ttlMs?: number | null;
-  /** A run id for this attempt (the seeds' `runId`). @default null */
-  readonly runId?: string | null;
-  /** Attributes bound to the grant that fenced operations may require (e.g. a requested model version). */
-  readonly attributes?: LeaseAttributes;
-  /** Claim a lease revoked with `requireRecovery`, promising to resolve its checkpoint. @default false */
-  readonly recovering?: boolean;
-  /**
-   * Wait for a held key: claim again when the store says it was released or revoked, or when the holder's
-   * expiry passes, until granted or `wait.timeoutMs` / `wait.signal` ends the wait (then the last refusal,
-   * with `waitedMs`). See `docs/waiting.md`.
-   * @default no waiting: one claim, the store's answer as it is
-   */
-  readonly wait?: WaitOptions;
-}
-
-/** A granted claim: the lease handle plus what it inherited. */
-export interface Granted {
-  readonly ok: true;
-  readonly lease: Lease;
-  /** How the previous grant ended. */
-  readonly previous: Ending | null;
-  /** The previous holder's checkpoint, parsed, with its token. */
-  readonly checkpoint: Checkpoint | null;
-}
-
-/** What `claim` answers: the granted lease, or why not (`held`, `recovery-required`). */
-export type ClaimResult = Granted | ClaimHeld | ClaimRecoveryRequired;
-
-/** What a claim with a `wait` option resolves with: the grant, or the last refusal with how long it waited. */
-export type WaitedClaimResult = Granted | WaitedRefusal;
-
-/** Makes an option `claim` does not know a type error (the generic `claim` would otherwise accept it). */
-export type NoExtraOptions<O> = { readonly [K in Exclude<keyof O, keyof ClaimOptions>]?: never };
-
-/** `claim`'s result for options `O`: a refusal says how long it waited when `O` has a `wait`. */
-export type ClaimResultOf<O> = O extends { readonly wait: WaitOptions } ? WaitedClaimResult : ClaimResult;
-
-/** Options of a fenced operation (`checkpoint`). */
-export interface FenceOptions {
-  /** Attributes the grant must have been bound with, checked atomically with the operation. */
-  readonly attributes?: LeaseAttributes;
-}
-
-/** Options of `fencedWrite` and `fencedWriteOrThrow`. */
-export interface FencedWriteOptions extends FenceOptions {
-  /**
-   * The lease's progress after this write (any JSON value), saved in the same atomic step as the write:
-   * both apply or neither does, so a worker that crashes can never leave its data written and its
-   * checkpoint behind (the next holder would repeat the step). Omitted: the checkpoint is left as it is.
-   */
-  readonly checkpoint?: unknown;
-}
-
-/** Options of `release`. */
-export interface ReleaseOptions {
-  /** Leave a final checkpoint (any JSON), or `null` to clear the checkpoint. Omitted: keep it. */
-  readonly checkpoint?: unknown;
-}
-
-/** Options of `revoke`: an operator's force-release. */
-export interface RevokeOptions {
-  /** Why: shown to the revoked holder in its refusal and to the next claimer. */
-  readonly reason: string;
-  /** Who revoked. @default 'operator' */
-  readonly by?: string;
-  /** Refuse plain claims until a `recovering` claim resolves the kept checkpoint. @default false */
-  readonly requireRecovery?: boolean;
-  /** Revoke only if this token is the current grant. */
-  readonly expectedToken?: bigint;
-}
-
-/** An inspection with the checkpoint parsed. */
-export interface LeaseInspection extends Omit<Inspection, 'checkpoint'> {
-  readonly checkpoint: Checkpoint | null;
-}
-
-/** The lease API, bound to one store and one holder. */
-export interface Leases<S extends Store = Store> {
-  readonly store: S;
-  readonly holder: string;
-  /**
-   * Grants `key` if it is new, released, expired or revoked; otherwise says who holds it or that a recovery
-   * is pending. With `options.wait`, waits for a held key (see `ClaimOptions.wait`).
-   */
-  claim<O extends ClaimOptions = ClaimOptions>(key: string, options?: O & NoExtraOptions<O>): Promise<ClaimResultOf<O>>;
-  /** `claim`, throwing `LeaseBusyError` (with `waitedMs`) or `RecoveryRequiredError` for a refusal. */
-  claimOrThrow(key: string, options?: ClaimOptions): Promise<Lease>;
-  /** Extends the grant by `options.ttlMs`, by default the lease's own TTL (`lease.ttlMs`), from the store's now. */
-  renew(lease: Lease, options?: { readonly ttlMs?: number | null }): Promise<RenewOutcome>;
-  /** `renew` that throws `LeaseLostError` when the grant is no longer current or has expired. */
-  renewOrThrow(lease: Lease, options?: { readonly ttlMs?: number | null }): Promise<void>;
-  /** Saves the holder's progress (any JSON value) under the fence, stamped with the lease's token. */
-  checkpoint(lease: Lease, value: unknown, options?: FenceOptions): Promise<CheckpointOutcome>;
-  /** `checkpoint` that throws `LeaseLostError` when the fence refuses. */
-  checkpointOrThrow(lease: Lease, value: unknown, options?: FenceOptions): Promise<void>;
-  /** Runs `write` only if the grant is current on the store's clock, atomically with that check (and with `options.checkpoint`). */
-  fencedWrite<T>(lease: Lease, write: (context: WriteContextOf<S>) => T | Promise<T>, options?: FencedWriteOptions): Promise<FencedWriteOutcome<T>>;
-  /** `fencedWrite` that returns the callback's value or throws `LeaseLostError`. */
-  fencedWriteOrThrow<T>(lease: Lease, write: (context: WriteContextOf<S>) => T | Promise<T>, options?: FencedWriteOptions): Promise<T>;
-  /** Ends the grant; idempotent for the same grant, and a stale grant cannot release a newer one. */
-  release(lease: Lease, options?: ReleaseOptions): Promise<ReleaseOutcome>;
-  /** An operator's force-release: ends the current grant and moves the token on, so its holder is fenced at once. */
-  revoke(key: string, options: RevokeOptions): Promise<RevokeOutcome>;
-  /** Resolves the checkpoint the new grant inherited (`resume` or `discard`), lifting a pending recovery. */
-  recover(lease: Lease, action: RecoveryAction): Promise<RecoverOutcome>;
-  /** Everything about `key` except the secret, with the store's now. */
-  inspect(key: string): Promise<LeaseInspection>;
-  /**
-   * Writes through a token gate, handing it the lease's full fence (a gate in the lease store's backend checks
-   * the grant itself). `gateWriteOrThrow` throws `GateRefusedError` for a gate's refusal, `LeaseLostError` for
-   * the fence's.
-   */
-  gateWrite<C, T>(gate: TokenGate<C>, resource: string, lease: Lease, write: (context: C) => T | Promise<T>): Promise<GateOutcome<T>>;
-  /** `gateWrite` that returns the callback's value or throws `GateRefusedError` / `LeaseLostError`. */
-  gateWriteOrThrow<C, T>(gate: TokenGate<C>, resource: string, lease: Lease, write: (context: C) => T | Promise<T>): Promise<T>;
-  /**
-   * Claims, renews in the background, runs `fn`, always releases. See `WithLeaseOptions`. `fn` gets the run's
-   * signal as its second argument, and as `lease.signal` (made only when read: a one-parameter `fn` that
-   * never reads it costs the run no AbortSignal).
-   */
-  withLease<T>(key: string, fn: (lease: RunningLease, signal: AbortSignal) => Promise<T>, options?: WithLeaseOptions): Promise<WithLeaseOutcome<T>>;
-  /**
-   * Rebuilds a handle from `lease.export()` (for example in another process). The JSON must carry the
-   * secret: `JSON.stringify(lease)` leaves it out, so restoring that is refused.
-   */
-  restore(json: LeaseJson): Lease;
-}
+import type { ClaimResult, Leases, LeasesOptions, WaitedClaimResult, WithLeaseOptions } from './leases-types.js';
+import { noticeRefusal, runWithLease } from './with-lease.js';
 
 function parseCheckpoint(record: CheckpointRecord | null): Checkpoint | null {
   // NOTE: a damaged stored checkpoint reads as the unreadable marker, never as an error after a grant.

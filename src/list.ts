@@ -8,7 +8,7 @@
  * hold fewer leases than `limit` (even none) while its `cursor` is not `null`: keep paging until it is.
  */
 import { InvalidArgumentError } from './errors.js';
-import type { Inspection } from './fence/operations.js';
+import type { StoreInspection } from './fence/operations.js';
 import type { StoreTime } from './fence/types.js';
 import { assertStorableText, describe, MAX_NAME_BYTES, utf8Length } from './validate.js';
 
@@ -36,12 +36,12 @@ export interface ListedCheckpoint {
 }
 
 /** A record as a store's `list` returns it: what `inspect` answers, with the checkpoint summarized. */
-export interface ListedInspection extends Omit<Inspection, 'checkpoint'> {
+export interface ListedInspection extends Omit<StoreInspection, 'checkpoint'> {
   readonly checkpoint: ListedCheckpoint | null;
 }
 
 /** `inspection` as a listing returns it, for a store that holds the checkpoint's JSON at hand anyway (memory). */
-export function toListedInspection(inspection: Inspection): ListedInspection {
+export function toListedInspection(inspection: StoreInspection): ListedInspection {
   const { checkpoint } = inspection;
   return { ...inspection, checkpoint: checkpoint === null ? null : { token: checkpoint.token, writtenAt: checkpoint.writtenAt, bytes: utf8Length(checkpoint.json) } };
 }
@@ -68,13 +68,13 @@ export const LIST_STATES: readonly ListState[] = ['live', 'expired', 'released',
  * (An expiry is recorded as an ending only when the next claim takes over, so a record without a grant
  * ended by release or revoke.)
  */
-export function leaseState(inspection: Pick<Inspection, 'grant' | 'ending'>): LeaseState {
+export function leaseState(inspection: Pick<StoreInspection, 'grant' | 'ending'>): LeaseState {
   if (inspection.grant !== null) return inspection.grant.live ? 'live' : 'expired';
   return inspection.ending?.kind === 'revoked' ? 'revoked' : 'released';
 }
 
 /** Whether a lease matches a state filter: its state is listed, or it has a pending recovery and `recovery-required` is. */
-export function matchesStates(inspection: Pick<Inspection, 'grant' | 'ending' | 'recoveryRequired'>, states: ReadonlySet<ListState> | null): boolean {
+export function matchesStates(inspection: Pick<StoreInspection, 'grant' | 'ending' | 'recoveryRequired'>, states: ReadonlySet<ListState> | null): boolean {
   if (states === null) return true;
   return states.has(leaseState(inspection)) || (inspection.recoveryRequired && states.has('recovery-required'));
 }

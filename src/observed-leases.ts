@@ -12,7 +12,7 @@ import {
   type OperationOutcome,
 } from './events.js';
 import type { FenceRefusal, StoreTime } from './fence/types.js';
-import type { Leases } from './leases.js';
+import type { Leases } from './leases-types.js';
 
 type Refusal = FenceRefusal;
 

@@ -3,9 +3,10 @@
  * being a worker (no holder id). Input is validated before any I/O, as everywhere in leasefence.
  */
 import { InvalidArgumentError } from './errors.js';
-import type { RevokeOutcome } from './fence/operations.js';
+import type { GateRecord, RevokeOutcome } from './fence/operations.js';
 import type { StoreTime } from './fence/types.js';
-import { createLeases, type LeaseInspection, type RevokeOptions } from './leases.js';
+import { createLeases } from './leases.js';
+import type { LeaseInspection, RevokeOptions } from './leases-types.js';
 import {
   DEFAULT_LIST_LIMIT,
   leaseState,
@@ -19,19 +20,12 @@ import {
 import type { Store } from './store.js';
 import { assertName, describe, readOptions } from './validate.js';
 
-/** What a token gate tells an operator about a resource (see `TokenGate.inspect` / `reset`). */
-export interface GateInspection {
-  readonly resource: string;
-  /** The lease key and highest token that wrote the resource (`null`: none, or forgotten). */
-  readonly found: { readonly key: string; readonly token: bigint } | null;
-}
-
 /** The operator side of a token gate: what its `inspect` and `reset` take and give. */
 export interface OperatorGate {
   /** The lease key and highest token that wrote `resource`. */
-  inspect(resource: string): Promise<GateInspection>;
+  inspect(resource: string): Promise<GateRecord>;
   /** Forgets `resource` (to re-key it) and says what it forgot. */
-  reset(resource: string): Promise<GateInspection>;
+  reset(resource: string): Promise<GateRecord>;
 }
 
 /** Options of `createOperator`. */
@@ -72,7 +66,7 @@ export interface ListedLease {
 }
 
 /** A page of leases. */
-export interface LeasePage {
+export interface ListPage {
   readonly leases: readonly ListedLease[];
   /** Pass it back as `cursor` for the next page; `null` when the listing is complete. */
   readonly cursor: string | null;
@@ -88,7 +82,7 @@ export interface Operator {
    * A key that exists throughout a listing is listed once; each listed lease was true at some moment of
    * its call.
    */
-  list(query?: ListQuery): Promise<LeasePage>;
+  list(query?: ListQuery): Promise<ListPage>;
   /** Every lease matching `query`, page after page. */
   listAll(query?: Omit<ListQuery, 'cursor'>): AsyncIterable<ListedLease>;
   /** Everything about `key` except the secret, with its checkpoint parsed. */
@@ -96,9 +90,9 @@ export interface Operator {
   /** Force-releases `key`: the holder is fenced at once, the checkpoint kept for recovery. */
   revoke(key: string, options: RevokeOptions): Promise<RevokeOutcome>;
   /** What the gate remembers for `resource` (throws when no gate was given). */
-  gateInspect(resource: string): Promise<GateInspection>;
+  gateInspect(resource: string): Promise<GateRecord>;
   /** Makes the gate forget `resource` (throws when no gate was given). */
-  gateReset(resource: string): Promise<GateInspection>;
+  gateReset(resource: string): Promise<GateRecord>;
 }
 
 const LIST_QUERY = ['prefix', 'states', 'limit', 'cursor'] as const;
@@ -171,7 +165,7 @@ export function createOperator(store: Store, options?: OperatorOptions): Operato
       const { prefix, states, limit } = readOptions('listAll query', query, LIST_QUERY);
       let cursor: string | null = null;
       do {
-        const page: LeasePage = await operator.list({ prefix, states, limit, cursor } as ListQuery);
+        const page: ListPage = await operator.list({ prefix, states, limit, cursor } as ListQuery);
         yield* page.leases;
         cursor = page.cursor;
       } while (cursor !== null);

@@ -8,21 +8,8 @@ import { isLeaseLostError, isStoreFailure, LeaseLostError, LeaseUnconfirmedError
 import { publishLeaseLost } from './events.js';
 import type { Lease, LeaseRun } from './lease.js';
 import { LazyAbort } from './lazy-abort.js';
-import type { Leases } from './leases.js';
-
-/** Timer functions, injectable for tests. */
-export interface Timers {
-  /** Schedules `callback` after `ms` milliseconds; returns a handle for `clearTimeout`. */
-  setTimeout(callback: () => void, ms: number): unknown;
-  /** Cancels a callback scheduled by `setTimeout`. */
-  clearTimeout(handle: unknown): void;
-}
-
-/**
- * The longest delay `setTimeout` counts (2^31 - 1 ms, about 24.8 days); a longer one fires at once, which
- * for a long TTL would renew in a tight loop.
- */
-export const MAX_TIMER_MS = 2_147_483_647;
+import type { Leases } from './leases-types.js';
+import { MAX_TIMER_MS, SYSTEM_TIMERS, type Timers } from './timers.js';
 
 /** When a renewal renews and gives up, from `WithLeaseOptions` and the lease's TTL. */
 export interface RenewalSchedule {
@@ -58,12 +45,6 @@ class Alarm {
     this.#handle = null;
   }
 }
-
-/** The default timers: the global ones, looked up at each call (so fake timers installed later apply). */
-export const SYSTEM_TIMERS: Timers = {
-  setTimeout: (callback, ms) => globalThis.setTimeout(callback, ms),
-  clearTimeout: (handle) => globalThis.clearTimeout(handle as ReturnType<typeof setTimeout>),
-};
 
 /** Renewals started on the system timers whose alarms are not armed yet (see `Renewal.start`). */
 const unarmed = new Set<Renewal>();

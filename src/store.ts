@@ -28,10 +28,10 @@ import type {
   CheckpointCommand,
   CheckpointOutcome,
   ClaimCommand,
-  ClaimOutcome,
+  StoreClaimOutcome,
   StoreFencedWriteOptions,
   FencedWriteOutcome,
-  Inspection,
+  StoreInspection,
   RecoverCommand,
   RecoverOutcome,
   ReleaseCommand,
@@ -57,7 +57,7 @@ export interface Store<WriteContext = unknown> {
   readonly id: string;
 
   /** Grants the key if it is new, released, revoked or expired at the store's now; mints the next token atomically. */
-  claim(command: ClaimCommand): Promise<ClaimOutcome>;
+  claim(command: ClaimCommand): Promise<StoreClaimOutcome>;
 
   /** Extends the current live grant to `now + ttlMs`. A stale, ended or expired grant changes nothing. */
   renew(command: RenewCommand): Promise<RenewOutcome>;
@@ -84,7 +84,7 @@ export interface Store<WriteContext = unknown> {
   recover(command: RecoverCommand): Promise<RecoverOutcome>;
 
   /** Everything about the key except the secret, with the store's now. */
-  inspect(key: string): Promise<Inspection>;
+  inspect(key: string): Promise<StoreInspection>;
 
   /**
    * OPTIONAL (operators' listing, see `list.ts`): the records whose key starts with `query.prefix`, from

@@ -322,7 +322,7 @@ function copyObject(value: object, path: string, walk: CopyWalk, depth: number):
  * the copy its fields. (An enumerable one is also refused as a function field.)
  */
 function assertNoToJson(value: object, path: string): void {
-  if (Object.prototype.hasOwnProperty.call(value, 'toJSON')) throw new InvalidArgumentError(`checkpoint is not JSON: ${path} has its own toJSON`);
+  if (Object.hasOwn(value, 'toJSON')) throw new InvalidArgumentError(`checkpoint is not JSON: ${path} has its own toJSON`);
 }
 
 /** The largest `maxCheckpointBytes` accepted: 64 MiB (a checkpoint travels in every claim's reply). */

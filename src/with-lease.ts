@@ -7,112 +7,14 @@
  * stopped answering cannot keep `withLease` from returning.
  */
 import type { Clock } from './clock.js';
-import { InvalidArgumentError, isLeaseLostError, LeaseLostError, type LeaseError } from './errors.js';
-import type { ClaimHeld, ClaimRecoveryRequired } from './fence/operations.js';
+import { InvalidArgumentError, isLeaseLostError, LeaseLostError, } from './errors.js';
 import type { FenceRefusal } from './fence/types.js';
 import { attachRun, runOf, type Lease } from './lease.js';
-import type { ClaimOptions, Leases } from './leases.js';
-import { MAX_TIMER_MS, Renewal, SYSTEM_TIMERS, type Timers } from './renewal.js';
+import type { ClaimOptions, Leases, RunningLease, WithLeaseOptions, WithLeaseOutcome } from './leases-types.js';
+import { Renewal } from './renewal.js';
+import { MAX_TIMER_MS, SYSTEM_TIMERS, type Timers } from './timers.js';
 import { DEFAULT_MAX_CHECKPOINT_BYTES, describe, serializeCheckpoint } from './validate.js';
-import type { WaitedRefusal } from './waiting/refusal.js';
 import { claimUnlessStopped } from './waiting/with-lease-claim.js';
-
-export type { Timers } from './renewal.js';
-
-/** Options of `withLease`: every claim option, plus the renewal schedule and a stop signal. */
-export interface WithLeaseOptions extends ClaimOptions {
-  /**
-   * Renew once this fraction of the grant's validity has passed (measured on the worker's monotonic clock
-   * from when the previous claim or renew was sent, which is conservative).
-   * @default 1 / 3
-   */
-  readonly renewAfterFraction?: number;
-  /**
-   * Abort this many ms before the local deadline when no renewal has been confirmed by then.
-   * @default the smaller of 1000 and a tenth of the TTL
-   */
-  readonly safetyMarginMs?: number;
-  /**
-   * Delay between renewal attempts after the store was unreachable.
-   * @default the smaller of 250 and a tenth of the TTL
-   */
-  readonly retryDelayMs?: number;
-  /** Timer functions. @default globalThis.setTimeout / clearTimeout */
-  readonly timers?: Timers;
-  /**
-   * Stops the work from outside (for example on SIGTERM): `fn`'s signal aborts with this signal's reason,
-   * the lease is released once `fn` settles, and the outcome is `stopped`. Already aborted: nothing is claimed.
-   * @default none
-   */
-  readonly signal?: AbortSignal;
-  /**
-   * The checkpoint decision of the final release when `fn` completed with the lease held: `undefined` keeps
-   * the checkpoint, `null` clears it, any other JSON value replaces it. When `fn` threw, was stopped or lost
-   * the lease, the checkpoint is always kept (it is the progress the next holder resumes from).
-   * @default undefined (keep)
-   */
-  readonly finalCheckpoint?: unknown;
-}
-
-/** `fn` returned with the lease held to the end. */
-export interface WithLeaseCompleted<T> {
-  readonly ok: true;
-  readonly value: T;
-  readonly lease: Lease;
-  /** Always `null` here; set on `WithLeaseLost`. */
-  readonly lost: null;
-  /** Whether the final release was confirmed by the store. */
-  readonly released: boolean;
-}
-
-/**
- * The lease was lost while `fn` ran: a renew was refused, no renewal was confirmed before the safe deadline,
- * or a renew, checkpoint or fenced write of the lease inside `fn` was refused. Writes `fn` made through
- * `fencedWrite` before the loss landed; none after it did.
- */
-export interface WithLeaseLost<T> {
-  readonly ok: false;
-  readonly reason: 'lost';
-  readonly key: string;
-  readonly lease: Lease;
-  /** Why: a `LeaseLostError` (with the store's refusal) or a `LeaseUnconfirmedError`; also the signal's reason. */
-  readonly lost: LeaseError;
-  /** What `fn` returned if it still returned after the loss; `null` when it rejected because of it. */
-  readonly returned: { readonly value: T } | null;
-  /** Whether the final release was confirmed (normally `false`: the grant is gone). */
-  readonly released: boolean;
-}
-
-/** The caller's `signal` aborted: `fn` was told to stop (or never started) and the lease was released. */
-export interface WithLeaseStopped<T> {
-  readonly ok: false;
-  readonly reason: 'stopped';
-  readonly key: string;
-  /** The lease `fn` ran under; `null` when the signal had aborted before the claim (nothing was claimed). */
-  readonly lease: Lease | null;
-  /** The caller's signal's reason. */
-  readonly cause: unknown;
-  readonly lost: null;
-  /** What `fn` returned if it returned after the stop; `null` when it rejected because of it, or never ran. */
-  readonly returned: { readonly value: T } | null;
-  /** Whether the final release was confirmed. */
-  readonly released: boolean;
-}
-
-/**
- * How `withLease` ended: the claim's refusal (with `waitedMs` when it waited), or what happened to the work
- * under the lease. With `wait`, the run's `signal` also ends the wait: the outcome is then `stopped`.
- */
-export type WithLeaseOutcome<T> = WithLeaseCompleted<T> | WithLeaseLost<T> | WithLeaseStopped<T> | ClaimHeld | ClaimRecoveryRequired | WaitedRefusal;
-
-/**
- * A lease handle inside `withLease`: `lease.signal` is the run's signal (made on first read; see
- * `Lease.signal`).
- */
-export interface RunningLease extends Lease {
-  /** The run's signal: aborts as soon as the lease is known lost or the run is stopped. */
-  readonly signal: AbortSignal;
-}
 
 /**
  * Tells the `withLease` run of `lease` (if any, and still running) that an operation on it was refused: its

@@ -3,7 +3,7 @@
  * the command's output), one line of answer; only `y` or `yes` proceeds.
  */
 import { createInterface } from 'node:readline';
-import { printable } from '../fence/printable.js';
+import { printable } from '../printable.js';
 import type { CliIo } from './io.js';
 
 /** Asks `question` (one line, escaped: it names keys and holders) and resolves whether the answer was yes (end of input: no). */

@@ -8,7 +8,7 @@ import { existsSync } from 'node:fs';
 import { createPostgresStore, createPostgresTokenGate } from '../adapters/postgres/index.js';
 import { createRedisStore, createRedisTokenGate } from '../adapters/redis/index.js';
 import type { RedisClient } from '../adapters/redis/connection.js';
-import { createSqliteStore, createSqliteTokenGate, type SqliteDatabase } from '../adapters/sqlite/index.js';
+import { createSqliteStore, createSqliteTokenGate, type SqliteClient } from '../adapters/sqlite/index.js';
 import type { OperatorGate } from '../operator.js';
 import type { Store } from '../store.js';
 import { driverDirectory, installDirectories, loadDriver } from './drivers.js';
@@ -94,7 +94,7 @@ async function openRedis(settings: StoreSettings, directories: readonly string[]
 }
 
 /** A SQLite connection constructor: better-sqlite3's `Database` or node:sqlite's `DatabaseSync`. */
-type SqliteConnect = new (path: string) => SqliteDatabase & { close(): void };
+type SqliteConnect = new (path: string) => SqliteClient & { close(): void };
 
 /** better-sqlite3 from the install (or --driver-path), else Node's built-in node:sqlite (Node 22+), else `null`. */
 async function sqliteDriver(directories: readonly string[]): Promise<SqliteConnect | null> {
@@ -117,7 +117,7 @@ async function openSqlite(settings: StoreSettings, directories: readonly string[
   const Database = await sqliteDriver(directories);
   if (Database === null) throw missing('better-sqlite3', 'a sqlite: store (on Node 20; Node 22+ has node:sqlite built in)', directories);
   const database = new Database(path);
-  const store = createSqliteStore({ database, ...(settings.table === undefined ? {} : { table: settings.table }) });
+  const store = createSqliteStore({ client: database, ...(settings.table === undefined ? {} : { table: settings.table }) });
   const gate = createSqliteTokenGate({ store, ...(settings.gateTable === undefined ? {} : { table: settings.gateTable }) });
   return { store, gate, close: async () => database.close() };
 }

@@ -5,7 +5,7 @@
  */
 import { parseArgs } from 'node:util';
 import { isLeaseError, isStoreFailure } from '../errors.js';
-import { parsePrintable, printable } from '../fence/printable.js';
+import { parsePrintable, printable } from '../printable.js';
 import { LIST_STATES, type ListState } from '../list.js';
 import { createOperator, type ListedLease, type Operator } from '../operator.js';
 import { confirm } from './confirm.js';

@@ -4,11 +4,11 @@
  * and resources are caller text: tables escape every cell, the other views escape them with `printable`,
  * JSON with its own `\uXXXX` escapes.
  */
-import { printable } from '../fence/printable.js';
+import { printable } from '../printable.js';
 import type { Ending } from '../fence/types.js';
-import type { LeaseInspection } from '../leases.js';
+import type { LeaseInspection } from '../leases-types.js';
 import type { ListedLease } from '../operator.js';
-import type { GateInspection } from '../operator.js';
+import type { GateRecord } from '../fence/operations.js';
 import { formatDuration, formatRelative } from './durations.js';
 import { formatTable } from './table.js';
 
@@ -94,7 +94,7 @@ export function formatInspection(inspection: LeaseInspection): string {
 }
 
 /** The `gate inspect|reset` view: one line, the resource and key escaped. */
-export function formatGate(inspection: GateInspection, verb: 'holds' | 'forgot'): string {
+export function formatGate(inspection: GateRecord, verb: 'holds' | 'forgot'): string {
   const { found } = inspection;
   const resource = printable(inspection.resource);
   if (found === null) return verb === 'holds' ? `gate ${resource}: no token recorded` : `gate ${resource}: nothing to forget`;

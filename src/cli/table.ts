@@ -3,7 +3,7 @@
  * padded to their widest escaped cell (by code points, which is what a terminal shows for the names
  * leasefence stores), two spaces between columns, no trailing spaces.
  */
-import { printable } from '../fence/printable.js';
+import { printable } from '../printable.js';
 
 const widthOf = (text: string): number => [...text].length;
 

@@ -4,7 +4,7 @@
  * `iterations` frames. A failed refresh shows its error and the next one tries again, on a new connection
  * (see `WatchOptions.reconnect`); the exit code then reports the last frame's failure.
  */
-import { printable } from '../fence/printable.js';
+import { printable } from '../printable.js';
 import type { ListedLease } from '../operator.js';
 import type { CliIo } from './io.js';
 import { formatLeaseTable, toJson } from './render.js';

@@ -35,7 +35,7 @@ export interface Inheritance {
   readonly checkpoint: CheckpointRecord | null;
 }
 
-export interface ClaimGranted extends Inheritance {
+export interface StoreClaimGranted extends Inheritance {
   readonly ok: true;
   readonly key: string;
   readonly token: bigint;
@@ -68,7 +68,7 @@ export interface ClaimRecoveryRequired extends Inheritance {
 }
 
 /** What a store's `claim` answers: granted, held by someone else, or waiting for a recovery. */
-export type ClaimOutcome = ClaimGranted | ClaimHeld | ClaimRecoveryRequired;
+export type StoreClaimOutcome = StoreClaimGranted | ClaimHeld | ClaimRecoveryRequired;
 
 /** What a store's `renew` receives: the grant's fence and the new TTL. */
 export interface RenewCommand {
@@ -171,7 +171,7 @@ export type GrantView = Omit<GrantState, 'secret'> & {
 };
 
 /** Everything a store knows about a key except the secret, with the store's now: for operators and dashboards. */
-export interface Inspection {
+export interface StoreInspection {
   readonly key: string;
   /** `false`: the key was never claimed (or the store lost it). */
   readonly exists: boolean;

@@ -7,8 +7,8 @@ import type {
   CheckpointCommand,
   CheckpointOutcome,
   ClaimCommand,
-  ClaimOutcome,
-  Inspection,
+  StoreClaimOutcome,
+  StoreInspection,
   RecoverCommand,
   RecoverOutcome,
   ReleaseCommand,
@@ -41,7 +41,7 @@ function expiresAtFrom(now: StoreTime, ttlMs: number | null): StoreTime | null {
  * while a revoke's required recovery is pending and the claimer did not say `recovering`.
  * `tokenFloor` lets a store that may lose its data (Redis without persistence) keep tokens increasing.
  */
-export function claim(record: LeaseRecord | null, command: ClaimCommand, now: StoreTime, tokenFloor = 0n): Transition<ClaimOutcome> {
+export function claim(record: LeaseRecord | null, command: ClaimCommand, now: StoreTime, tokenFloor = 0n): Transition<StoreClaimOutcome> {
   const { key } = command;
   const grant = record?.grant ?? null;
   if (record !== null && grant !== null && isLive(grant, now)) {
@@ -172,7 +172,7 @@ export function recover(record: LeaseRecord | null, command: RecoverCommand, now
 }
 
 /** Inspect: the record as operators see it (no secret), with liveness judged at the store's now. */
-export function inspect(record: LeaseRecord | null, key: string, now: StoreTime): Inspection {
+export function inspect(record: LeaseRecord | null, key: string, now: StoreTime): StoreInspection {
   if (record === null) {
     return { key, exists: false, token: 0n, grant: null, ending: null, checkpoint: null, recoveryRequired: false, now };
   }

@@ -44,6 +44,7 @@ const ERROR_TYPES: ReadonlySet<string> = new Set(Object.keys({
   GATE_REFUSED: true,
   STORE_UNAVAILABLE: true,
   OUTCOME_UNKNOWN: true,
+  COMMAND_FAILED: true,
 } satisfies Record<LeaseErrorCode, true>));
 
 /**

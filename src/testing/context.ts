@@ -2,7 +2,8 @@
  * Shared plumbing of the suites: one harness per `describe` block (opened before, closed after), and lease
  * APIs for simulated holders on it.
  */
-import { createLeases, type Leases, type LeasesOptions } from '../leases.js';
+import { createLeases } from '../leases.js';
+import type { Leases, LeasesOptions } from '../leases-types.js';
 import type { Lease } from '../lease.js';
 import type { Store } from '../store.js';
 import type { MakeStoreHarness, StoreHarness } from './harness.js';

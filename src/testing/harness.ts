@@ -5,7 +5,7 @@
  */
 import type { FencedWriteOutcome } from '../fence/operations.js';
 import type { Lease } from '../lease.js';
-import type { FencedWriteOptions, Leases } from '../leases.js';
+import type { FencedWriteOptions, Leases } from '../leases-types.js';
 import type { Store } from '../store.js';
 import { InvalidArgumentError } from '../errors.js';
 import { describe, readOptions } from '../validate.js';
@@ -43,6 +43,16 @@ export interface StoreHarness<S extends Store = Store> {
    * within a few microtasks of receiving it, so the order its answers arrive in is its apply order.
    */
   readonly advanceClock: ((ms: number) => void) | null;
+  /**
+   * Capability: whether a fenced write whose callback throws after writing leaves nothing of that write in
+   * the backend (the write is rolled back together with the fence check, as in a SQL transaction or a
+   * script that runs the recorded commands only after the callback returned). Declare `false` when the
+   * callback writes data the store cannot undo (the memory store's callback pushes to a plain JS array):
+   * the spec "applies neither when the write callback throws" then checks only the checkpoint half, which
+   * is the store's to keep either way.
+   * @default true
+   */
+  readonly rollsBackWrites?: boolean;
   /** A key no earlier test used: every property run takes fresh keys instead of truncating tables. */
   freshKey(label?: string): string;
   /** Closes every connection this harness (and `connect()`) opened. */

@@ -42,6 +42,8 @@ export function createMemoryHarness<S extends MemoryLikeStore = MemoryStore>(
       if (expiresAt !== null && expiresAt > clock()) clock.set(expiresAt);
     },
     advanceClock: (ms) => clock.advance(ms),
+    // NOTE: the ledger is a JS array the callback pushes to: a callback that throws after pushing is not undone.
+    rollsBackWrites: false,
     freshKey: (label = 'key') => `${label}:${++keys}`,
     close: async () => undefined,
   };

@@ -5,7 +5,7 @@
  */
 import type fc from 'fast-check';
 import type { Lease } from '../lease.js';
-import type { Leases } from '../leases.js';
+import type { Leases } from '../leases-types.js';
 import type { Store } from '../store.js';
 import { expectClose, expectEqual, expectMatch, expectSame, expectTrue } from './assertions.js';
 import type { StoreHarness } from './harness.js';

@@ -4,7 +4,7 @@
  * stores) and real-time order otherwise (a completed before b was invoked), so a checker never reports a
  * violation that some legal order would explain.
  */
-import type { Inspection } from '../fence/operations.js';
+import type { StoreInspection } from '../fence/operations.js';
 import type { RaceHistory, RaceOp } from './race-history.js';
 
 /** A grant as the history shows it: the claim that made it and everything its owner did with it. */
@@ -200,7 +200,7 @@ export function checkLedger(history: RaceHistory, ledger: readonly string[]): st
 }
 
 /** Whatever the operations returned is what the store holds at the end (invariant 6 for the last grant). */
-export function checkFinalState(history: RaceHistory, final: Inspection): string[] {
+export function checkFinalState(history: RaceHistory, final: StoreInspection): string[] {
   const violations: string[] = [];
   const stories = grantStories(history);
   const minted = history.ops.filter(okOf).flatMap((op) => (op.kind === 'claim' ? [op.outcome!.lease!.token] : op.kind === 'revoke' ? [op.outcome!.token!] : []));
@@ -217,7 +217,7 @@ export function checkFinalState(history: RaceHistory, final: Inspection): string
 }
 
 /** Each checker with the invariant it checks, as a failure report names it. */
-const CHECKERS: readonly { readonly invariant: string; readonly check: (history: RaceHistory, ledger: readonly string[], final: Inspection) => string[] }[] = [
+const CHECKERS: readonly { readonly invariant: string; readonly check: (history: RaceHistory, ledger: readonly string[], final: StoreInspection) => string[] }[] = [
   { invariant: 'the store clock never runs backwards', check: checkStoreClock },
   { invariant: 'invariant 2: tokens are never issued twice and grow in the order they are minted', check: checkTokens },
   { invariant: 'invariant 1: at most one live grant per key', check: checkSingleLiveGrant },
@@ -228,7 +228,7 @@ const CHECKERS: readonly { readonly invariant: string; readonly check: (history:
 ];
 
 /** Runs every checker; throws one error listing every violation under the invariant it breaks, and the history. */
-export function assertRaceInvariants(history: RaceHistory, ledger: readonly string[], final: Inspection): void {
+export function assertRaceInvariants(history: RaceHistory, ledger: readonly string[], final: StoreInspection): void {
   const violations = CHECKERS.flatMap(({ invariant, check }) => check(history, ledger, final).map((violation) => `[${invariant}] ${violation}`));
   if (violations.length === 0) return;
   const ops = [...history.ops].sort((a, b) => (a.apply ?? a.complete) - (b.apply ?? b.complete)).map(describeOp);

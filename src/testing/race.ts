@@ -12,7 +12,7 @@
 import fc from 'fast-check';
 import { createLeases } from '../leases.js';
 import type { Lease } from '../lease.js';
-import type { Inspection } from '../fence/operations.js';
+import type { StoreInspection } from '../fence/operations.js';
 import type { Store } from '../store.js';
 import { useHarness } from './context.js';
 import { suiteOptions, type MakeStoreHarness, type StoreHarness, type SuiteOptions } from './harness.js';
@@ -65,7 +65,7 @@ export interface RaceSetup<S extends Store> {
 export interface RaceResult {
   readonly history: RaceHistory;
   readonly ledger: string[];
-  readonly final: Inspection;
+  readonly final: StoreInspection;
 }
 
 interface WorkerEnv<S extends Store> {

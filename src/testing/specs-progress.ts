@@ -4,7 +4,7 @@
  * recovery the way `checkpoint` and `recover` do.
  */
 import type { Lease } from '../lease.js';
-import type { Leases } from '../leases.js';
+import type { Leases } from '../leases-types.js';
 import type { Store } from '../store.js';
 import { expectEqual, expectMatch, expectRejects, expectSame, expectTrue } from './assertions.js';
 import { mustClaim, type SuiteContext } from './context.js';
@@ -48,9 +48,9 @@ async function pendingRecovery<S extends Store>(context: SuiteContext<S>, label:
 /** Registers the progress specs: fenced writes with a checkpoint, release with a checkpoint decision. */
 export function describeProgressSpecs<S extends Store>(context: SuiteContext<S>): void {
   const { runner } = context;
-  // NOTE: the memory store runs the write callback against plain JS data it cannot roll back, so only the
-  // checkpoint half of "a throwing callback applies nothing" is the store's to keep there.
-  const rollsBackWrites = (): boolean => !context.harness.store.id.startsWith('memory:');
+  // NOTE: a harness that declares `rollsBackWrites: false` (memory: the callback writes plain JS data) keeps
+  // only the checkpoint half of "a throwing callback applies nothing"; see `StoreHarness.rollsBackWrites`.
+  const rollsBackWrites = (): boolean => context.harness.rollsBackWrites !== false;
 
   runner.describe('fenced write with a checkpoint', () => {
     runner.it('applies both: the write lands and the checkpoint is saved, stamped with the token, in one step', async () => {

@@ -9,16 +9,16 @@ import { loggable } from '../loggable.js';
 /** A claim's refusal: the key is held, or awaits a recovering claim. */
 export type ClaimRefusal = ClaimHeld | ClaimRecoveryRequired;
 
-/** Why a waiting claim stopped waiting: its `timeoutMs` passed, or its `signal` aborted. */
-export type WaitEnded = 'timeout' | 'aborted';
-
 /** The last refusal a waiting claim saw, with how long it waited (`claim(key, { wait })` without a grant). */
-export type WaitedRefusal = ClaimRefusal & {
+export type WaitedRefusal = (ClaimHeld | ClaimRecoveryRequired) & {
   /** Ms from the call to the end of the wait (the worker's monotonic clock). */
   readonly waitedMs: number;
-  /** What ended the wait. */
-  readonly waitEnded: WaitEnded;
+  /** What ended the wait: its `timeoutMs` passed, or its `signal` aborted. */
+  readonly waitEnded: 'timeout' | 'aborted';
 };
+
+/** Why a waiting claim stopped waiting. */
+export type WaitEnded = WaitedRefusal['waitEnded'];
 
 /** `refusal` as a waiting claim returns it (log-safe like every result of the shell). */
 export function waitedRefusal(refusal: ClaimRefusal, waitedMs: number, waitEnded: WaitEnded): WaitedRefusal {

@@ -3,7 +3,7 @@
  * its schedule. Read and checked once, before any I/O.
  */
 import { InvalidArgumentError } from '../errors.js';
-import { MAX_TIMER_MS } from '../renewal.js';
+import { MAX_TIMER_MS } from '../timers.js';
 import { describe, readOptions } from '../validate.js';
 
 /** How a claim waits for a held key (`claim(key, { wait })`, `claimOrThrow`, `withLease`). */

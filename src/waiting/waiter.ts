@@ -3,7 +3,7 @@
  * it (a grant, the deadline, the signal, a store error) removes the timer and the listener first.
  */
 import type { Clock } from '../clock.js';
-import type { ClaimResult, Granted, WaitedClaimResult } from '../leases.js';
+import type { ClaimResult, Granted, WaitedClaimResult } from '../leases-types.js';
 import { waitedRefusal, type ClaimRefusal, type WaitEnded } from './refusal.js';
 import { onAbort } from './abort-watch.js';
 import type { WaitSettings } from './wait-options.js';

@@ -3,7 +3,7 @@
  * first waiter and dropped with its last.
  */
 import { KeyWaiters, type WaitingContext } from './key-waiters.js';
-import type { WaitedClaimResult } from '../leases.js';
+import type { WaitedClaimResult } from '../leases-types.js';
 import { Waiter, type WaitRequest } from './waiter.js';
 
 /** Waits in `key`'s queue until `request` is granted, its deadline passes or its signal aborts. */

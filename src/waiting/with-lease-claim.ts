@@ -2,8 +2,7 @@
  * `withLease`'s claim when it waits: the run's `signal` (which stops the run) also ends the wait, next to
  * `wait.signal`, through one local signal whose listeners are removed once the claim settles.
  */
-import type { ClaimOptions, ClaimResult, Leases, WaitedClaimResult } from '../leases.js';
-import type { WithLeaseOptions } from '../with-lease.js';
+import type { ClaimOptions, ClaimResult, Leases, WaitedClaimResult, WithLeaseOptions } from '../leases-types.js';
 import { readWaitOptions, type WaitOptions } from './wait-options.js';
 
 /** Claims for `withLease`; `null` when the run's `signal` aborted before a grant (the run is stopped). */

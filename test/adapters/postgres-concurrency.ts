@@ -6,7 +6,8 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createPostgresStore, gatedUpsert, type PostgresStore } from '../../src/adapters/postgres/index.js';
 import { isStoreFailure, OutcomeUnknownError } from '../../src/errors.js';
-import { createLeases, type Leases } from '../../src/leases.js';
+import { createLeases } from '../../src/leases.js';
+import type { Leases } from '../../src/leases-types.js';
 import { freshTable, openPostgresClient, sharedPostgresUrl, type OpenedClient, type PostgresClientKind } from './postgres-harness.js';
 
 const CONNECTIONS = 16;

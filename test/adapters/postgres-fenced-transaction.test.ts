@@ -7,7 +7,8 @@ import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createPostgresStore, fromPgClient, type PostgresStore } from '../../src/adapters/postgres/index.js';
 import { isLeaseError, isStoreFailure } from '../../src/errors.js';
-import { createLeases, type Leases } from '../../src/leases.js';
+import { createLeases } from '../../src/leases.js';
+import type { Leases } from '../../src/leases-types.js';
 import { freshTable, sharedPostgresUrl } from './postgres-harness.js';
 
 describe('postgres fenced transaction (pg Pool)', () => {

@@ -12,7 +12,8 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createPostgresStore, type PostgresClient, type PostgresStore } from '../../src/adapters/postgres/index.js';
 import { isLeaseError } from '../../src/errors.js';
 import type { Lease } from '../../src/lease.js';
-import { createLeases, type Leases } from '../../src/leases.js';
+import { createLeases } from '../../src/leases.js';
+import type { Leases } from '../../src/leases-types.js';
 import { freshTable, sharedPostgresUrl } from './postgres-harness.js';
 
 const sha256 = (text: string) => createHash('sha256').update(text, 'utf8').digest('hex');

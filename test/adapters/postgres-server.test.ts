@@ -9,7 +9,8 @@ import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { createPostgresStore, fromPostgresJs, type PostgresStore } from '../../src/adapters/postgres/index.js';
 import { isStoreFailure, StoreUnavailableError } from '../../src/errors.js';
 import type { Lease } from '../../src/lease.js';
-import { createLeases, type Leases } from '../../src/leases.js';
+import { createLeases } from '../../src/leases.js';
+import type { Leases } from '../../src/leases-types.js';
 import { startPostgres, type PostgresServer } from '../support/postgres-server.js';
 import { freshTable } from './postgres-harness.js';
 

@@ -6,10 +6,11 @@
 import pg from 'pg';
 import postgres from 'postgres';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createPostgresStore, fromPostgresJs, postgresSchemaSql, type PostgresClient, type PostgresStore } from '../../src/adapters/postgres/index.js';
+import { createPostgresStore, fromPostgresJs, postgresLeaseSchemaSql, type PostgresClient, type PostgresStore } from '../../src/adapters/postgres/index.js';
 import { InvalidArgumentError } from '../../src/errors.js';
 import type { Lease } from '../../src/lease.js';
-import { createLeases, type Leases } from '../../src/leases.js';
+import { createLeases } from '../../src/leases.js';
+import type { Leases } from '../../src/leases-types.js';
 import { countingClient, type CountingClient } from './postgres-counting.js';
 import { freshTable, openPostgresClient, sharedPostgresUrl, type OpenedClient, type PostgresClientKind } from './postgres-harness.js';
 import { describePostgresGateSpecs } from './postgres-gate-specs.js';
@@ -252,7 +253,7 @@ export function describePostgresAdapterSpecs(kind: PostgresClientKind): void {
       for (const table of [`x"; DROP TABLE y; --`, 'a.b.c', '1abc', '', 'a-b', 'x'.repeat(49), 'public.'] as const) {
         expect(() => createPostgresStore({ client: ctx().counting.client, table })).toThrow(InvalidArgumentError);
       }
-      expect(() => postgresSchemaSql(`leases"; DROP`)).toThrow(InvalidArgumentError);
+      expect(() => postgresLeaseSchemaSql(`leases"; DROP`)).toThrow(InvalidArgumentError);
       const qualified = createPostgresStore({ client: ctx().opened.client, table: `public.${freshTable('lf_qualified')}` });
       await qualified.migrate();
       const lease = await createLeases(qualified, { holder: 'q' }).claimOrThrow('k');

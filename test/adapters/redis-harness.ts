@@ -10,12 +10,11 @@ import { Redis as Redis6 } from 'ioredis6';
 import { createClient } from 'redis';
 import { createClient as createClient6 } from 'redis6';
 import { randomBytes } from 'node:crypto';
-import { createRedisStore, hashTagOf, type RedisClient, type RedisWriteContext } from '../../src/adapters/redis/index.js';
+import { createRedisStore, hashTagOf, type RedisClient, type RedisStore } from '../../src/adapters/redis/index.js';
 import { keyNames } from '../../src/adapters/redis/keys.js';
 import { toConnection } from '../../src/adapters/redis/connection.js';
 import * as lua from '../../src/adapters/redis/scripts.js';
 import { FENCED_WRITE_SCRIPT } from '../../src/adapters/redis/write-scripts.js';
-import type { Store } from '../../src/store.js';
 import type { StoreHarness } from '../../src/testing/index.js';
 import { startRedis, type RedisServer } from '../support/redis-server.js';
 import { EXPIRE_NOW_SCRIPT } from '../support/redis-expire.js';
@@ -23,7 +22,7 @@ import { EXPIRE_NOW_SCRIPT } from '../support/redis-expire.js';
 /** The Redis clients leasefence supports: ioredis 5 and 6 (installed as `ioredis6`), node-redis 5 and 6 (as `redis6`). */
 export type RedisClientKind = 'ioredis' | 'ioredis6' | 'node-redis' | 'node-redis6';
 
-export type RedisStore = Store<RedisWriteContext>;
+export type { RedisStore };
 
 /** The lease scripts by operation name, as the reference scripts are kept (see redis-reference-scripts.ts). */
 export const CURRENT_SCRIPTS: Readonly<Record<string, string>> = {

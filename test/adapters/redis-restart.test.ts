@@ -4,7 +4,8 @@
  * with AOF (`appendfsync always`) the record survives a clean restart and a crash (SIGKILL).
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createLeases, type Leases } from '../../src/leases.js';
+import { createLeases } from '../../src/leases.js';
+import type { Leases } from '../../src/leases-types.js';
 import { createRedisStore, hashTagOf } from '../../src/adapters/redis/index.js';
 import { startRedis, type RedisServer } from '../support/redis-server.js';
 import { freshPrefix, openClient, type RedisClientKind, type RedisStore } from './redis-harness.js';

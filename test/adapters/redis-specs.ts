@@ -5,7 +5,8 @@
  */
 import { createHash } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createLeases, type Leases } from '../../src/leases.js';
+import { createLeases } from '../../src/leases.js';
+import type { Leases } from '../../src/leases-types.js';
 import type { Lease } from '../../src/lease.js';
 import { InvalidArgumentError } from '../../src/errors.js';
 import { toConnection, type RedisConnection } from '../../src/adapters/redis/connection.js';

@@ -13,15 +13,15 @@
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { createManualClock, type ManualClock } from '../../src/index.js';
-import { createSqliteStore, type SqliteDatabase, type SqliteStore, type SqliteStoreOptions } from '../../src/adapters/sqlite/index.js';
+import { createManualClock, type ManualClock } from '../../src/adapters/memory/index.js';
+import { createSqliteStore, type SqliteClient, type SqliteStore, type SqliteStoreOptions } from '../../src/adapters/sqlite/index.js';
 import type { StoreHarness } from '../../src/testing/index.js';
 
 /** The clock the manual harness starts at (a realistic epoch, so ISO dates in messages look right). */
 export const SQLITE_EPOCH = Date.UTC(2026, 0, 1);
 
 /** A SQLite connection the harness can open and close. */
-export type ClosableDatabase = SqliteDatabase & { close(): unknown };
+export type ClosableDatabase = SqliteClient & { close(): unknown };
 
 /** Opens a connection to a database file: better-sqlite3 or node:sqlite. */
 export type OpenDatabase = (path: string) => ClosableDatabase;
@@ -41,12 +41,12 @@ export function makeSqliteHarness(open: OpenDatabase, clockKind: SqliteClockKind
   return async () => {
     const file = freshDatabasePath();
     const clock = clockKind === 'manual' ? createManualClock(SQLITE_EPOCH) : null;
-    const storeOptions: Omit<SqliteStoreOptions, 'database'> = clock === null ? {} : { clock, tokenFloor: () => 0n };
+    const storeOptions: Omit<SqliteStoreOptions, 'client'> = clock === null ? {} : { clock, tokenFloor: () => 0n };
     const connections: ClosableDatabase[] = [];
     const connectStore = (): SqliteStore => {
       const database = open(file.path);
       connections.push(database);
-      return createSqliteStore({ database, ...storeOptions });
+      return createSqliteStore({ client: database, ...storeOptions });
     };
     const store = connectStore();
     await store.migrate();

@@ -78,7 +78,7 @@ describe('sqlite: concurrent migrate() from several processes on a new file', ()
     const database = new Database(file.path);
     try {
       blocker.exec('BEGIN EXCLUSIVE');
-      const store = createSqliteStore({ database, busyTimeoutMs: 100 });
+      const store = createSqliteStore({ client: database, busyTimeoutMs: 100 });
       const started = performance.now();
       await expect(store.migrate()).rejects.toMatchObject({ code: 'STORE_UNAVAILABLE' });
       await expect(createSqliteTokenGate({ store }).migrate()).rejects.toMatchObject({ code: 'STORE_UNAVAILABLE' });

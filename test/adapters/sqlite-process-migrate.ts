@@ -21,7 +21,7 @@ process.on('message', (message: { path?: string; go?: boolean; done?: boolean })
   }
   if (message.go === true && database !== null) {
     const opened = database;
-    const store = createSqliteStore({ database: opened });
+    const store = createSqliteStore({ client: opened });
     void store
       .migrate()
       .then(() => createSqliteTokenGate({ store }).migrate())

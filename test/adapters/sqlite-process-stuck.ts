@@ -7,7 +7,7 @@ import { createLeases } from '../../src/leases.js';
 import { createSqliteStore } from '../../src/adapters/sqlite/index.js';
 
 const database = new Database(process.env['LF_DB'] ?? '');
-const leases = createLeases(createSqliteStore({ database }), { holder: 'stuck', ttlMs: 200 });
+const leases = createLeases(createSqliteStore({ client: database }), { holder: 'stuck', ttlMs: 200 });
 const claimed = await leases.claim('job:stuck');
 if (!claimed.ok) process.exit(2);
 await leases.fencedWrite(

@@ -31,7 +31,7 @@ const pick = <T>(items: readonly T[]): T => items[Math.floor(random() * items.le
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
 const database = new Database(path);
-const store = createSqliteStore({ database, busyTimeoutMs: 10_000 });
+const store = createSqliteStore({ client: database, busyTimeoutMs: 10_000 });
 const leases = createLeases(store, { holder: `p${worker}`, ttlMs: 50 });
 const events: ProcessEvent[] = [];
 

@@ -88,7 +88,7 @@ describe('sqlite: real processes racing on one database file', () => {
   beforeAll(async () => {
     file = freshDatabasePath('leasefence-sqlite-processes');
     database = new Database(file.path);
-    await createSqliteStore({ database }).migrate();
+    await createSqliteStore({ client: database }).migrate();
     database.exec('CREATE TABLE ledger (id INTEGER PRIMARY KEY AUTOINCREMENT, key TEXT NOT NULL, token INTEGER NOT NULL, entry TEXT NOT NULL, written_at INTEGER NOT NULL)');
   });
 
@@ -134,7 +134,7 @@ describe('sqlite: real processes racing on one database file', () => {
       }
       // 5. the checkpoint is the last accepted write's
       const last = rows[rows.length - 1];
-      const checkpoint = (await createSqliteStore({ database }).inspect(key)).checkpoint;
+      const checkpoint = (await createSqliteStore({ client: database }).inspect(key)).checkpoint;
       if (last !== undefined) expect(checkpoint).toMatchObject({ json: JSON.stringify({ entry: last.entry }), token: BigInt(last.token) });
     }
     // 4. exactly the accepted writes landed, once each
@@ -154,12 +154,12 @@ describe('sqlite: real processes racing on one database file', () => {
     killed.removeAllListeners('exit');
     // While it holds the write lock, every writer of the file waits (here for 100 ms) and gives up: the
     // lock is the whole file's, not the key's. Nothing was applied.
-    const waiting = createSqliteStore({ database, busyTimeoutMs: 100 });
+    const waiting = createSqliteStore({ client: database, busyTimeoutMs: 100 });
     await expect(createLeases(waiting, { holder: 'other', ttlMs: 1_000 }).claim('job:other')).rejects.toMatchObject({ code: 'STORE_UNAVAILABLE' });
     const exited = new Promise((resolve) => killed.on('exit', resolve));
     killed.kill('SIGKILL');
     await exited;
-    const store = createSqliteStore({ database });
+    const store = createSqliteStore({ client: database });
     const leases = createLeases(store, { holder: 'survivor', ttlMs: 1_000 });
     // The stuck worker's grant had a 200 ms TTL: once it has expired, the key is claimable.
     await new Promise((resolve) => setTimeout(resolve, 250));

@@ -1,16 +1,16 @@
 /**
  * The SQLite store is written as a third party would write a store: it imports nothing from leasefence but
- * its public entry (`src/index.ts`, what `leasefence` exports), plus its own files and `node:crypto`.
+ * the store-author entry (`src/store-entry.ts`, what `leasefence/store` exports), plus its own files and `node:crypto`.
  */
 import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 
 const ADAPTER = join(import.meta.dirname, '../../src/adapters/sqlite');
-const ALLOWED = /^(\.\.\/\.\.\/index\.js|\.\/[a-z-]+\.js|node:crypto)$/;
+const ALLOWED = /^(\.\.\/\.\.\/store-entry\.js|\.\/[a-z-]+\.js|node:crypto)$/;
 
-describe('leasefence/sqlite imports only the public surface', () => {
-  it('every import of src/adapters/sqlite is ../../index.js, a sibling file or node:crypto', () => {
+describe('leasefence/sqlite imports only the store-author surface', () => {
+  it('every import of src/adapters/sqlite is ../../store-entry.js, a sibling file or node:crypto', () => {
     const files = readdirSync(ADAPTER).filter((file) => file.endsWith('.ts'));
     expect(files.length).toBeGreaterThan(5);
     for (const file of files) {

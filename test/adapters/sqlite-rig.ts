@@ -3,7 +3,8 @@
  * connection on a shared manual clock, and a ledger table written under the fence.
  */
 import Database from 'better-sqlite3';
-import { createLeases, type Leases } from '../../src/leases.js';
+import { createLeases } from '../../src/leases.js';
+import type { Leases } from '../../src/leases-types.js';
 import { createManualClock, type ManualClock } from '../../src/clock.js';
 import { createSqliteStore, type SqliteStore, type SqliteStoreOptions } from '../../src/adapters/sqlite/index.js';
 import { freshDatabasePath, SQLITE_EPOCH } from './sqlite-harness.js';
@@ -21,7 +22,7 @@ export interface SqliteRig {
 }
 
 /** Opens a fresh database file, migrated, with a ledger table. */
-export async function openSqliteRig(options: Omit<SqliteStoreOptions, 'database'> = {}): Promise<SqliteRig> {
+export async function openSqliteRig(options: Omit<SqliteStoreOptions, 'client'> = {}): Promise<SqliteRig> {
   const file = freshDatabasePath('leasefence-sqlite-rig');
   const clock = createManualClock(SQLITE_EPOCH);
   const connections: Database.Database[] = [];
@@ -31,7 +32,7 @@ export async function openSqliteRig(options: Omit<SqliteStoreOptions, 'database'
     return database;
   };
   const database = connection();
-  const store = createSqliteStore({ database, clock, ...options });
+  const store = createSqliteStore({ client: database, clock, ...options });
   await store.migrate();
   database.exec('CREATE TABLE ledger (id INTEGER PRIMARY KEY AUTOINCREMENT, key TEXT NOT NULL, entry TEXT NOT NULL)');
   return {

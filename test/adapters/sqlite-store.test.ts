@@ -8,7 +8,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { isLeaseError } from '../../src/errors.js';
 import { createLeases } from '../../src/leases.js';
 import Database from 'better-sqlite3';
-import { createSqliteStore, createSqliteTokenGate, sqliteGateTableSql, sqliteLeaseTableSql, type SqliteDatabase } from '../../src/adapters/sqlite/index.js';
+import { createSqliteStore, createSqliteTokenGate, sqliteGateSchemaSql, sqliteLeaseSchemaSql, type SqliteClient } from '../../src/adapters/sqlite/index.js';
 import { SQLITE_EPOCH } from './sqlite-harness.js';
 import { openSqliteRig, type SqliteRig } from './sqlite-rig.js';
 
@@ -131,7 +131,7 @@ describe('fenced writes are synchronous', () => {
 describe('time: the host clock, and a floor under tokens', () => {
   it('by default a token is at least the store clock in microseconds', async () => {
     const r = await open();
-    const store = createSqliteStore({ database: r.database });
+    const store = createSqliteStore({ client: r.database });
     const before = BigInt(Date.now()) * 1000n;
     const claimed = await createLeases(store, { holder: 'a', ttlMs: 1_000 }).claim('job:1');
     if (!claimed.ok) throw new Error('refused');
@@ -150,7 +150,7 @@ describe('time: the host clock, and a floor under tokens', () => {
       await r.leasesFor('ops').revoke('job:1', { reason: 'test' });
       issued.push((await mustClaim(r, 'a', 'job:1')).token);
     }
-    const restored = createSqliteStore({ database: new (await import('better-sqlite3')).default(`${r.path}.backup`), clock: r.clock });
+    const restored = createSqliteStore({ client: new (await import('better-sqlite3')).default(`${r.path}.backup`), clock: r.clock });
     r.clock.advance(1);
     await createLeases(restored, { holder: 'ops', ttlMs: 1_000 }).revoke('job:1', { reason: 'restored' });
     const after = await createLeases(restored, { holder: 'b', ttlMs: 1_000 }).claim('job:1');
@@ -244,7 +244,7 @@ describe('a busy or closed database', () => {
 
 describe('validation before any I/O', () => {
   /** A database that records every call (and can run nothing). */
-  const spyDatabase = (): SqliteDatabase & { calls: string[] } => {
+  const spyDatabase = (): SqliteClient & { calls: string[] } => {
     const calls: string[] = [];
     return {
       calls,
@@ -259,15 +259,15 @@ describe('validation before any I/O', () => {
   it('refuses a bad table name, a bad busy timeout, a missing connection, with InvalidArgumentError and no statement sent', () => {
     for (const options of [{ table: 'leases; DROP TABLE x' }, { table: 'sqlite_master' }, { table: '' }, { busyTimeoutMs: -1 }, { busyTimeoutMs: 1.5 }, { clock: 5 }]) {
       const database = spyDatabase();
-      expect(() => createSqliteStore({ database, ...(options as object) })).toThrow(expect.objectContaining({ code: 'INVALID_ARGUMENT' }));
+      expect(() => createSqliteStore({ client: database, ...(options as object) })).toThrow(expect.objectContaining({ code: 'INVALID_ARGUMENT' }));
       expect(database.calls).toEqual([]);
     }
-    expect(() => createSqliteStore({ database: {} as SqliteDatabase })).toThrow(expect.objectContaining({ code: 'INVALID_ARGUMENT' }));
+    expect(() => createSqliteStore({ client: {} as SqliteClient })).toThrow(expect.objectContaining({ code: 'INVALID_ARGUMENT' }));
   });
 
   it('the gate refuses a bad resource or handle with InvalidArgumentError before any statement', async () => {
     const database = spyDatabase();
-    const gate = createSqliteTokenGate({ database });
+    const gate = createSqliteTokenGate({ client: database });
     const fence = { key: 'job:1', token: 1n, secret: 'x'.repeat(32), holder: 'a', runId: null };
     await expect(gate.write('', fence, () => 1)).rejects.toMatchObject({ code: 'INVALID_ARGUMENT' });
     await expect(gate.write('r', { ...fence, token: 0n }, () => 1)).rejects.toMatchObject({ code: 'INVALID_ARGUMENT' });
@@ -301,7 +301,7 @@ describe('token gate', () => {
     expect(await gate.write('report', second.fence(), putReport('from b'))).toMatchObject({ ok: true, token: second.token });
     // The first grant's fence fails first (full fence: the gate shares the lease store).
     expect(await gate.write('report', first.fence(), putReport('from a'))).toMatchObject({ ok: false, reason: 'superseded' });
-    const tokenOnly = createSqliteTokenGate({ database: r.database });
+    const tokenOnly = createSqliteTokenGate({ client: r.database });
     expect(await tokenOnly.write('report', first.fence(), putReport('from a'))).toMatchObject({ ok: false, reason: 'stale-token', found: { key: 'job:1', token: second.token } });
     const other = await mustClaim(r, 'c', 'job:2');
     expect(await gate.write('report', other.fence(), putReport('from c'))).toMatchObject({ ok: false, reason: 'key-mismatch', found: { key: 'job:1' } });
@@ -348,12 +348,12 @@ describe('schema', () => {
     await createSqliteTokenGate({ store: r.store }).migrate();
     const created = (name: string) => (r.database.prepare('SELECT sql FROM sqlite_master WHERE name = ?').get(name) as { sql: string }).sql;
     // NOTE: SQLite keeps the DDL as run, less IF NOT EXISTS.
-    expect(sqliteLeaseTableSql().replace('IF NOT EXISTS ', '')).toBe(created('leasefence_leases'));
-    expect(sqliteGateTableSql().replace('IF NOT EXISTS ', '')).toBe(created('leasefence_gates'));
+    expect(sqliteLeaseSchemaSql().replace('IF NOT EXISTS ', '')).toBe(created('leasefence_leases'));
+    expect(sqliteGateSchemaSql().replace('IF NOT EXISTS ', '')).toBe(created('leasefence_gates'));
     expect(r.database.pragma('journal_mode', { simple: true })).toBe('wal');
     const own = new Database(':memory:');
-    own.exec(sqliteLeaseTableSql('my_leases'));
-    const store = createSqliteStore({ database: own, table: 'my_leases', clock: r.clock });
+    own.exec(sqliteLeaseSchemaSql('my_leases'));
+    const store = createSqliteStore({ client: own, table: 'my_leases', clock: r.clock });
     expect(await createLeases(store, { holder: 'a', ttlMs: 1_000 }).claim('k')).toMatchObject({ ok: true });
     expect((await store.inspect('k')).now).toBe(SQLITE_EPOCH);
     own.close();

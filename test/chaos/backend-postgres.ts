@@ -8,7 +8,7 @@ import postgres from 'postgres';
 import { createPostgresStore, createPostgresTokenGate, fromPostgresJs, type PostgresClient, type PostgresWriteContext } from '../../src/adapters/postgres/index.js';
 import { createLeases } from '../../src/leases.js';
 import type { Lease } from '../../src/lease.js';
-import type { Leases } from '../../src/leases.js';
+import type { Leases } from '../../src/leases-types.js';
 import type { Store } from '../../src/store.js';
 import { finalKeyState, resourceOf, type ClientKind, type StoreAdmin, type WorkerBackend } from './backend.js';
 

@@ -8,7 +8,7 @@ import { createClient } from 'redis';
 import { createRedisStore, createRedisTokenGate, hashTagOf, type RedisWriteContext } from '../../src/adapters/redis/index.js';
 import type { Lease } from '../../src/lease.js';
 import { createLeases } from '../../src/leases.js';
-import type { Leases } from '../../src/leases.js';
+import type { Leases } from '../../src/leases-types.js';
 import type { Store } from '../../src/store.js';
 import { finalKeyState, resourceOf, type ClientKind, type StoreAdmin, type WorkerBackend } from './backend.js';
 import { EXPIRE_NOW_SCRIPT } from '../support/redis-expire.js';

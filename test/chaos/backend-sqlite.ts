@@ -8,7 +8,8 @@
 import Database from 'better-sqlite3';
 import { createSqliteStore, createSqliteTokenGate, type SqliteWriteContext } from '../../src/adapters/sqlite/index.js';
 import type { Lease } from '../../src/lease.js';
-import { createLeases, type Leases } from '../../src/leases.js';
+import { createLeases } from '../../src/leases.js';
+import type { Leases } from '../../src/leases-types.js';
 import type { Store } from '../../src/store.js';
 import { finalKeyState, resourceOf, type StoreAdmin, type WorkerBackend } from './backend.js';
 
@@ -36,7 +37,7 @@ type SqliteLeaseStore = ReturnType<typeof createSqliteStore>;
 /** Builds the worker's backend; `wrap` swaps in a planted bug (mutants.ts). */
 export function createSqliteBackend(path: string, wrap: (store: SqliteLeaseStore, database: Database.Database) => Store<SqliteWriteContext> = (s) => s): WorkerBackend {
   const database = openSqlite(path);
-  const real = createSqliteStore({ database, busyTimeoutMs: BUSY_TIMEOUT_MS });
+  const real = createSqliteStore({ client: database, busyTimeoutMs: BUSY_TIMEOUT_MS });
   const store = wrap(real, database);
   const gate = createSqliteTokenGate({ store: real });
   let onDying: ((entry: string) => void) | null = null;
@@ -68,7 +69,7 @@ export function createSqliteBackend(path: string, wrap: (store: SqliteLeaseStore
 /** The harness's admin connection: creates the tables, forces expiries, revokes, reads the end state. */
 export async function createSqliteAdmin(path: string): Promise<StoreAdmin> {
   const database = openSqlite(path);
-  const store = createSqliteStore({ database, busyTimeoutMs: 10_000 });
+  const store = createSqliteStore({ client: database, busyTimeoutMs: 10_000 });
   await store.migrate();
   await createSqliteTokenGate({ store }).migrate();
   for (const statement of LEDGER_DDL) database.exec(statement);

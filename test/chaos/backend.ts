@@ -3,10 +3,10 @@
  * user would (a store, a token gate, and a ledger written inside the fenced write); the harness uses a
  * `StoreAdmin` to prepare the ledger, force expiries, cut connections and read the final state.
  */
-import type { FencedWriteOutcome, GateOutcome, Inspection } from '../../src/fence/operations.js';
+import type { FencedWriteOutcome, GateOutcome, StoreInspection } from '../../src/fence/operations.js';
 import type { TokenGate } from '../../src/gate.js';
 import type { Lease } from '../../src/lease.js';
-import type { Leases } from '../../src/leases.js';
+import type { Leases } from '../../src/leases-types.js';
 import type { Store } from '../../src/store.js';
 import { decodeEntry, type FinalKeyState } from './history.js';
 
@@ -67,7 +67,7 @@ export interface StoreAdmin {
 }
 
 /** A key's final state from the store's inspection and its two ledgers (as stored, in apply order). */
-export function finalKeyState(key: string, inspection: Inspection, ledger: readonly string[], gateLedger: readonly string[]): FinalKeyState {
+export function finalKeyState(key: string, inspection: StoreInspection, ledger: readonly string[], gateLedger: readonly string[]): FinalKeyState {
   const checkpoint = inspection.checkpoint;
   return {
     key,

@@ -20,11 +20,11 @@ import type pg from 'pg';
 import type { Redis } from 'ioredis';
 import type Database from 'better-sqlite3';
 import type { SqliteWriteContext } from '../../src/adapters/sqlite/index.js';
-import { hashSecret } from '../../src/index.js';
+import { hashSecret } from '../../src/store-entry.js';
 import type { PostgresWriteContext } from '../../src/adapters/postgres/index.js';
 import { secretHash } from '../../src/adapters/postgres/secret-hash.js';
 import { RedisKey, type RedisWriteContext } from '../../src/adapters/redis/index.js';
-import type { ClaimCommand, ClaimOutcome, Inspection } from '../../src/fence/operations.js';
+import type { ClaimCommand, StoreClaimOutcome, StoreInspection } from '../../src/fence/operations.js';
 import type { Store } from '../../src/store.js';
 import { LEASE_TABLE } from './backend-postgres.js';
 import { redisRecordKey } from './backend-redis.js';
@@ -61,13 +61,13 @@ async function meetPartner(key: string): Promise<void> {
 }
 
 /** What the racy claim decides in the client from an inspection made one round trip earlier. */
-function decideFromInspection(inspection: Inspection, command: ClaimCommand): ClaimOutcome | null {
+function decideFromInspection(inspection: StoreInspection, command: ClaimCommand): StoreClaimOutcome | null {
   const grant = inspection.grant;
   if (grant === null || !grant.live) return null;
   return { ok: false, reason: 'held', key: command.key, token: grant.token, holder: grant.holder, runId: grant.runId, acquiredAt: grant.acquiredAt, expiresAt: grant.expiresAt, now: inspection.now };
 }
 
-function granted(inspection: Inspection, command: ClaimCommand, token: bigint, now: number): ClaimOutcome {
+function granted(inspection: StoreInspection, command: ClaimCommand, token: bigint, now: number): StoreClaimOutcome {
   const expiresAt = command.ttlMs === null ? null : now + command.ttlMs;
   const grant = inspection.grant;
   const previous = grant === null ? inspection.ending : { kind: 'expired' as const, token: grant.token, holder: grant.holder, runId: grant.runId, at: grant.expiresAt ?? now, reason: null, by: null };

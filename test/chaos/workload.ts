@@ -7,7 +7,8 @@
 import { isLeaseError } from '../../src/errors.js';
 import type { FencedWriteOutcome, GateOutcome } from '../../src/fence/operations.js';
 import type { Lease } from '../../src/lease.js';
-import { createLeases, type Leases } from '../../src/leases.js';
+import { createLeases } from '../../src/leases.js';
+import type { Leases } from '../../src/leases-types.js';
 import { resourceOf, type WorkerBackend } from './backend.js';
 import { encodeEntry } from './history.js';
 import { createRandom, type Random } from './prng.js';

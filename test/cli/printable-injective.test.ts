@@ -4,7 +4,7 @@
  */
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { parsePrintable, printable } from '../../src/fence/printable.js';
+import { parsePrintable, printable } from '../../src/printable.js';
 
 /** Text rich in what printable escapes: backslashes, the letters of escapes, controls, separators, bidi. */
 const tricky = fc

@@ -7,7 +7,8 @@
 import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createRedisStore } from '../../src/adapters/redis/index.js';
-import { createLeases, type Leases } from '../../src/leases.js';
+import { createLeases } from '../../src/leases.js';
+import type { Leases } from '../../src/leases-types.js';
 import { freshPrefix, sharedRedisUrl } from '../adapters/redis-harness.js';
 import { startInProcess } from './cli-harness.js';
 

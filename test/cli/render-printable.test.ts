@@ -8,7 +8,7 @@ import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { formatGate, formatInspection, formatLeaseTable, toJson } from '../../src/cli/render.js';
 import { formatTable } from '../../src/cli/table.js';
-import type { LeaseInspection } from '../../src/leases.js';
+import type { LeaseInspection } from '../../src/leases-types.js';
 import type { ListedLease } from '../../src/operator.js';
 import { UNSAFE_ON_A_TERMINAL as UNSAFE } from './cli-harness.js';
 

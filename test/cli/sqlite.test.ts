@@ -17,7 +17,7 @@ describe('the CLI on a SQLite store', () => {
   let token = 0n;
   beforeAll(async () => {
     database = new Database(file.path);
-    const store = createSqliteStore({ database });
+    const store = createSqliteStore({ client: database });
     await store.migrate();
     const gate = createSqliteTokenGate({ store });
     await gate.migrate();
@@ -57,7 +57,7 @@ describe('the CLI on a SQLite store', () => {
     const run = await runCli(['revoke', 'report:daily', '--reason', 'stuck', '--yes', '--store', `sqlite:${file.path}`]);
     expect(run).toMatchObject({ code: 0, stderr: '' });
     expect(run.stdout).toMatch(new RegExp(`^revoked report:daily: token ${token} \\(nightly, run r1\\) is fenced`));
-    expect((await createLeases(createSqliteStore({ database }), { holder: 'x' }).inspect('report:daily')).ending).toMatchObject({ kind: 'revoked', reason: 'stuck' });
+    expect((await createLeases(createSqliteStore({ client: database }), { holder: 'x' }).inspect('report:daily')).ending).toMatchObject({ kind: 'revoked', reason: 'stuck' });
     const reset = await cli('gate', 'reset', 'reports', '--yes');
     expect(reset).toMatchObject({ code: 0, stdout: `gate reports: forgot token ${token} of lease report:daily\n` });
   });

@@ -1,7 +1,7 @@
 /**
  * docs/errors-and-operations.md keeps up with the code: every error code (`LeaseErrorCode` in src/errors.ts)
  * and every refusal reason a result can carry (`FenceReason` in src/fence/types.ts and the `reason` literal
- * types of src/fence/operations.ts and src/with-lease.ts) has a row in one of its tables.
+ * types of src/fence/operations.ts and src/leases-types.ts) has a row in one of its tables.
  */
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
@@ -41,7 +41,7 @@ test('every refusal reason of the fence, the operations and withLease has a row 
   const reasons = new Set([
     ...unionLiterals(read('src/fence/types.ts'), 'FenceReason'),
     ...reasonLiterals(read('src/fence/operations.ts')),
-    ...reasonLiterals(read('src/with-lease.ts')),
+    ...reasonLiterals(read('src/leases-types.ts')),
   ]);
   for (const expected of ['superseded', 'held', 'recovery-required', 'stale-token', 'key-mismatch', 'lost', 'stopped']) expect(reasons).toContain(expected);
   expect([...reasons].filter((reason) => !rows.has(reason))).toEqual([]);

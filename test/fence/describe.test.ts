@@ -1,6 +1,6 @@
 import { fc, test } from '@fast-check/vitest';
 import { describe, expect } from 'vitest';
-import { describeRefusal } from '../../src/fence/describe.js';
+import { describeRefusal } from '../../src/describe.js';
 import type { FenceRefusal } from '../../src/fence/types.js';
 import { checkFence } from '../../src/fence/verdict.js';
 import { presentedFenceArb, reachedArb, timeArb } from './arbitraries.js';

@@ -6,8 +6,9 @@
 import { vi } from 'vitest';
 import { createMemoryStore, type MemoryStore } from '../../src/adapters/memory/index.js';
 import { StoreUnavailableError } from '../../src/errors.js';
-import { createLeases, type Leases } from '../../src/leases.js';
-import type { Timers } from '../../src/with-lease.js';
+import { createLeases } from '../../src/leases.js';
+import type { Leases } from '../../src/leases-types.js';
+import type { Timers } from '../../src/timers.js';
 import { MEMORY_EPOCH } from '../adapters/memory-harness.js';
 
 export const TTL_MS = 3_000;

@@ -8,7 +8,7 @@ import { afterEach, describe, expect, it, vi } from 'vitest';
 import { createMemoryStore } from '../../src/adapters/memory/index.js';
 import { LeaseLostError } from '../../src/errors.js';
 import { createLeases } from '../../src/leases.js';
-import type { RunningLease } from '../../src/with-lease.js';
+import type { RunningLease } from '../../src/leases-types.js';
 import { callTimes, createRig, sleep, TTL_MS } from './with-lease-rig.js';
 
 const KEY = 'job:signal';

@@ -6,7 +6,7 @@ import { afterEach, describe, expect, it, vi } from 'vitest';
 import { createMemoryStore } from '../../src/adapters/memory/index.js';
 import { InvalidArgumentError, LeaseLostError, LeaseUnconfirmedError, StoreUnavailableError } from '../../src/errors.js';
 import { createLeases } from '../../src/leases.js';
-import type { Timers } from '../../src/with-lease.js';
+import type { Timers } from '../../src/timers.js';
 import { MEMORY_EPOCH } from '../adapters/memory-harness.js';
 import { spyOn } from './spy-store.js';
 import { abortedAt, callTimes, controlledWork, createRig, sleep, TTL_MS } from './with-lease-rig.js';

@@ -114,7 +114,7 @@ describe('a listing sends no checkpoint bodies', () => {
     const file = freshDatabasePath('leasefence-list-bytes');
     const database = new Database(file.path);
     try {
-      const store = createSqliteStore({ database });
+      const store = createSqliteStore({ client: database });
       await store.migrate();
       const bytes = await seed(store);
       const rows = database.prepare(listPageSql(sqliteTable('leasefence_leases'))).all('', 'big:', 100) as Array<{ checkpoint_json: string | null; checkpoint_bytes: number }>;

@@ -7,7 +7,8 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import type { Lease } from '../../src/lease.js';
-import { createLeases, type Leases } from '../../src/leases.js';
+import { createLeases } from '../../src/leases.js';
+import type { Leases } from '../../src/leases-types.js';
 import { createOperator, type ListedLease, type ListQuery, type Operator } from '../../src/operator.js';
 import type { StoreListPage } from '../../src/list.js';
 import type { Store } from '../../src/store.js';

@@ -2,7 +2,8 @@
 import { describe, expect, it } from 'vitest';
 import { createMemoryStore } from '../../src/adapters/memory/index.js';
 import { createLeases } from '../../src/leases.js';
-import { createOperator, type GateInspection, type OperatorGate } from '../../src/operator.js';
+import { createOperator, type OperatorGate } from '../../src/operator.js';
+import type { GateRecord } from '../../src/fence/operations.js';
 import type { Store } from '../../src/store.js';
 
 describe('createOperator', () => {
@@ -21,7 +22,7 @@ describe('createOperator', () => {
 
   it('delegates gate inspect and reset, validating the resource first; refuses without a gate', async () => {
     const calls: string[] = [];
-    const answer = (resource: string): Promise<GateInspection> => Promise.resolve({ resource, found: { key: 'job:1', token: 7n } });
+    const answer = (resource: string): Promise<GateRecord> => Promise.resolve({ resource, found: { key: 'job:1', token: 7n } });
     const gate: OperatorGate = {
       inspect: (resource) => {
         calls.push(`inspect ${resource}`);

@@ -14,6 +14,7 @@ import * as postgres from '../../src/adapters/postgres/index.js';
 import * as redis from '../../src/adapters/redis/index.js';
 import * as sqlite from '../../src/adapters/sqlite/index.js';
 import * as testing from '../../src/testing/index.js';
+import { suiteOptions } from '../../src/testing/harness.js';
 import { isLeaseError } from '../../src/errors.js';
 
 /** Every method called on the fake clients and runners, in order: a factory must call none. */
@@ -66,7 +67,7 @@ const factories: readonly Factory[] = [
   { name: 'createLeases', call: (input) => root.createLeases(memoryStore(), input as never), valid: () => ({ holder: 'w', ttlMs: 1000, maxCheckpointBytes: 10 }), optional: ['ttlMs', 'maxCheckpointBytes'] },
   { name: 'createLeases (store)', call: (input) => root.createLeases(input as never, { holder: 'w' }) },
   { name: 'createOperator', call: (input) => root.createOperator(memoryStore(), input as never), valid: () => ({ by: 'ops' }), optional: ['by'] },
-  { name: 'createManualClock', call: (input) => root.createManualClock(input as never) },
+  { name: 'createManualClock', call: (input) => memory.createManualClock(input as never) },
   { name: 'createMemoryStore', call: (input) => memory.createMemoryStore(input as never), valid: () => ({ clock: () => 0, tokenFloor: () => 0n }), optional: ['clock', 'tokenFloor'] },
   { name: 'createMemoryTokenGate', call: (input) => memory.createMemoryTokenGate(input as never), valid: () => ({ store: memoryStore() }), optional: ['store'] },
   {
@@ -79,18 +80,18 @@ const factories: readonly Factory[] = [
   { name: 'fromPgClient', call: (input) => postgres.fromPgClient(input as never) },
   { name: 'fromPostgresJs', call: (input) => postgres.fromPostgresJs(input as never) },
   { name: 'createPostgresStore (fromPostgresJs)', call: (input) => postgres.createPostgresStore({ client: postgres.fromPostgresJs(input as never) }) },
-  { name: 'postgresSchemaSql', call: (input) => postgres.postgresSchemaSql(input as never) },
-  { name: 'gateTableSql', call: (input) => postgres.gateTableSql(input as never) },
+  { name: 'postgresLeaseSchemaSql', call: (input) => postgres.postgresLeaseSchemaSql(input as never) },
+  { name: 'postgresGateSchemaSql', call: (input) => postgres.postgresGateSchemaSql(input as never) },
   { name: 'createRedisStore', call: (input) => redis.createRedisStore(input as never), valid: () => ({ client: ioredis(), prefix: 'lf:', replayWindowMs: 1000, subscribeTimeoutMs: 1000 }), optional: ['prefix', 'replayWindowMs', 'subscribeTimeoutMs'] },
   { name: 'createRedisTokenGate', call: (input) => redis.createRedisTokenGate(input as never), valid: () => ({ client: ioredis(), prefix: 'lf:gate:', leasePrefix: 'lf:', replayWindowMs: 1000 }), optional: ['prefix', 'leasePrefix', 'replayWindowMs'] },
   { name: 'fromIoredis', call: (input) => redis.fromIoredis(input as never) },
   { name: 'fromIoredis (options)', call: (input) => redis.fromIoredis(ioredis() as never, input as never) },
   { name: 'fromNodeRedis', call: (input) => redis.fromNodeRedis(input as never) },
   { name: 'fromNodeRedisCluster', call: (input) => redis.fromNodeRedisCluster(input as never) },
-  { name: 'createSqliteStore', call: (input) => sqlite.createSqliteStore(input as never), valid: () => ({ database: sqliteDatabase(), table: 'lf_leases', clock: () => 0, tokenFloor: () => 0n, busyTimeoutMs: 100 }), optional: ['table', 'clock', 'tokenFloor', 'busyTimeoutMs'] },
-  { name: 'createSqliteTokenGate', call: (input) => sqlite.createSqliteTokenGate(input as never), valid: () => ({ database: sqliteDatabase(), table: 'lf_gate' }), optional: ['table'] },
-  { name: 'sqliteLeaseTableSql', call: (input) => sqlite.sqliteLeaseTableSql(input as never) },
-  { name: 'sqliteGateTableSql', call: (input) => sqlite.sqliteGateTableSql(input as never) },
+  { name: 'createSqliteStore', call: (input) => sqlite.createSqliteStore(input as never), valid: () => ({ client: sqliteDatabase(), table: 'lf_leases', clock: () => 0, tokenFloor: () => 0n, busyTimeoutMs: 100 }), optional: ['table', 'clock', 'tokenFloor', 'busyTimeoutMs'] },
+  { name: 'createSqliteTokenGate', call: (input) => sqlite.createSqliteTokenGate(input as never), valid: () => ({ client: sqliteDatabase(), table: 'lf_gate' }), optional: ['table'] },
+  { name: 'sqliteLeaseSchemaSql', call: (input) => sqlite.sqliteLeaseSchemaSql(input as never) },
+  { name: 'sqliteGateSchemaSql', call: (input) => sqlite.sqliteGateSchemaSql(input as never) },
   {
     name: 'instrumentLeasefence',
     call: (input) => otel.instrumentLeasefence(input as never).disable(),
@@ -101,7 +102,7 @@ const factories: readonly Factory[] = [
   { name: 'describeStoreSuites (options)', call: (input) => testing.describeStoreSuites(runner() as never, 'store', testing.createMemoryHarness as never, input as never), valid: () => ({ modelRuns: 1, raceRuns: 1, workers: 1, seed: 1 }), optional: ['modelRuns', 'raceRuns', 'workers', 'seed'] },
   { name: 'describeStoreSuites (harness)', call: (input) => testing.describeStoreSuites(runner() as never, 'store', input as never) },
   { name: 'createMemoryHarness', call: (input) => testing.createMemoryHarness(input as never) },
-  { name: 'suiteOptions', call: (input) => testing.suiteOptions(input as never), valid: () => ({ modelRuns: 1, raceRuns: 1, workers: 1, seed: 1 }), optional: ['modelRuns', 'raceRuns', 'workers', 'seed'] },
+  { name: 'suiteOptions', call: (input) => suiteOptions(input as never), valid: () => ({ modelRuns: 1, raceRuns: 1, workers: 1, seed: 1 }), optional: ['modelRuns', 'raceRuns', 'workers', 'seed'] },
 ];
 
 /** Values no factory or option accepts (or only some do: then it must work). */

@@ -11,7 +11,7 @@ import { isLeaseError } from '../../src/errors.js';
 import type { TokenGate } from '../../src/gate.js';
 import { Lease } from '../../src/lease.js';
 import { toLoggable } from '../../src/loggable.js';
-import type { Leases } from '../../src/leases.js';
+import type { Leases } from '../../src/leases-types.js';
 import type { Store } from '../../src/store.js';
 import { everyLogText } from './setup.js';
 

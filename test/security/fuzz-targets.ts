@@ -7,7 +7,7 @@ import Database from 'better-sqlite3';
 import { createMemoryStore } from '../../src/adapters/memory/index.js';
 import { createPostgresStore, createPostgresTokenGate } from '../../src/adapters/postgres/index.js';
 import { createRedisStore, createRedisTokenGate } from '../../src/adapters/redis/index.js';
-import { createSqliteStore, createSqliteTokenGate, type SqliteDatabase, type SqliteStatement } from '../../src/adapters/sqlite/index.js';
+import { createSqliteStore, createSqliteTokenGate, type SqliteClient, type SqliteStatement } from '../../src/adapters/sqlite/index.js';
 import type { Lease } from '../../src/lease.js';
 import { createLeases } from '../../src/leases.js';
 import type { Store } from '../../src/store.js';
@@ -67,7 +67,7 @@ export async function redisFuzzTarget(closers: Closers): Promise<FuzzTarget> {
 }
 
 /** `database` with every statement it runs counted (the store caches prepared statements: count runs, not prepares). */
-function counted(database: SqliteDatabase): { readonly database: SqliteDatabase; count(): number } {
+function counted(database: SqliteClient): { readonly database: SqliteClient; count(): number } {
   let runs = 0;
   const statement = (inner: SqliteStatement): SqliteStatement => ({
     run: (...params) => {
@@ -97,10 +97,10 @@ export async function sqliteFuzzTarget(closers: Closers): Promise<FuzzTarget> {
   const fuzzed = new Database(file.path);
   const other = new Database(file.path);
   closers.push(() => file.remove(), () => fuzzed.close(), () => other.close());
-  const setupStore = createSqliteStore({ database: other });
+  const setupStore = createSqliteStore({ client: other });
   await setupStore.migrate();
   const counting = counted(fuzzed);
-  const store = createSqliteStore({ database: counting.database });
+  const store = createSqliteStore({ client: counting.database });
   const gate = createSqliteTokenGate({ store });
   await gate.migrate();
   let keys = 0;

@@ -5,7 +5,9 @@
  */
 import { fc, test } from '@fast-check/vitest';
 import { describe, expect, it } from 'vitest';
-import { createManualClock, hashSecret, isLeaseError } from '../../src/index.js';
+import { isLeaseError } from '../../src/index.js';
+import { hashSecret } from '../../src/store-entry.js';
+import { createManualClock } from '../../src/adapters/memory/index.js';
 
 const notFiniteNumber = fc.oneof(
   fc.constantFrom(Number.NaN, Number.POSITIVE_INFINITY, Number.NEGATIVE_INFINITY),

@@ -39,9 +39,9 @@ const throwingProxy = (): object =>
   });
 
 describe('hostile options get INVALID_ARGUMENT', () => {
-  it('createSqliteStore and createSqliteTokenGate: a Proxy, a throwing database getter, a Proxy as database', async () => {
-    const throwingDatabase = Object.defineProperty({}, 'database', { enumerable: true, get: () => { throw new Error('getter'); } }); // prettier-ignore
-    for (const options of [throwingProxy(), throwingDatabase, { database: throwingProxy() }]) {
+  it('createSqliteStore and createSqliteTokenGate: a Proxy, a throwing client getter, a Proxy as client', async () => {
+    const throwingClient = Object.defineProperty({}, 'client', { enumerable: true, get: () => { throw new Error('getter'); } }); // prettier-ignore
+    for (const options of [throwingProxy(), throwingClient, { client: throwingProxy() }]) {
       expect(await codeOf(() => createSqliteStore(options as never))).toBe('INVALID_ARGUMENT');
       expect(await codeOf(() => createSqliteTokenGate(options as never))).toBe('INVALID_ARGUMENT');
     }
@@ -49,7 +49,7 @@ describe('hostile options get INVALID_ARGUMENT', () => {
 
   it('a clock that reads NaN, Infinity, a string or a time no column can hold; a token floor that reads a number or past 2^63-1: refused, nothing stored', async () => {
     const connection = database();
-    const reference = createSqliteStore({ database: connection });
+    const reference = createSqliteStore({ client: connection });
     await reference.migrate();
     const readings: Array<Partial<SqliteStoreOptions>> = [
       { clock: () => Number.NaN },
@@ -60,7 +60,7 @@ describe('hostile options get INVALID_ARGUMENT', () => {
       { tokenFloor: () => 2n ** 64n },
     ];
     for (const [index, reading] of readings.entries()) {
-      const leases = createLeases(createSqliteStore({ database: connection, ...reading }), { holder: 'h' });
+      const leases = createLeases(createSqliteStore({ client: connection, ...reading }), { holder: 'h' });
       expect(await codeOf(() => leases.claim(`job:${index}`)), JSON.stringify(Object.keys(reading))).toBe('INVALID_ARGUMENT');
       expect((await reference.inspect(`job:${index}`)).exists).toBe(false);
     }
@@ -70,29 +70,29 @@ describe('hostile options get INVALID_ARGUMENT', () => {
 describe('a database leasefence cannot use is STORE_UNAVAILABLE, not a raw driver error', () => {
   it('a never-migrated table: every operation says to run migrate()', async () => {
     const connection = database();
-    const store = createSqliteStore({ database: connection });
+    const store = createSqliteStore({ client: connection });
     const leases = createLeases(store, { holder: 'h' });
     for (const act of [() => leases.claim('job:1'), () => leases.inspect('job:1'), () => leases.revoke('job:1', { reason: 'x' })]) {
       const error = await thrownBy(act);
       expect(isLeaseError(error, 'STORE_UNAVAILABLE'), String(error)).toBe(true);
       expect((error as Error).message).toContain('migrate()');
     }
-    const gate = createSqliteTokenGate({ database: connection });
+    const gate = createSqliteTokenGate({ client: connection });
     expect(await codeOf(() => gate.inspect('report'))).toBe('STORE_UNAVAILABLE');
   });
 
   it('a read-only database file: claims fail with STORE_UNAVAILABLE and nothing applies', async () => {
     const file = freshDatabasePath('leasefence-readonly');
     removals.push(file.remove);
-    await createSqliteStore({ database: database(file.path) }).migrate();
-    const readOnly = createLeases(createSqliteStore({ database: database(file.path, { readonly: true }), busyTimeoutMs: null }), { holder: 'h' });
+    await createSqliteStore({ client: database(file.path) }).migrate();
+    const readOnly = createLeases(createSqliteStore({ client: database(file.path, { readonly: true }), busyTimeoutMs: null }), { holder: 'h' });
     expect(await codeOf(() => readOnly.claim('job:1'))).toBe('STORE_UNAVAILABLE');
     expect((await readOnly.inspect('job:1')).exists).toBe(false);
   });
 
   it('an error of the caller’s own statement in a fenced write is the caller’s: rethrown as it is, nothing applied', async () => {
     const connection = database();
-    const store = createSqliteStore({ database: connection });
+    const store = createSqliteStore({ client: connection });
     await store.migrate();
     const leases = createLeases(store, { holder: 'h' });
     const lease = await leases.claimOrThrow('job:1');

@@ -5,17 +5,9 @@
  * are registered on a recording runner, so their failures are values this test reads.
  */
 import { describe, expect, it } from 'vitest';
-import {
-  createBrokenMemoryStore,
-  createMemoryHarness,
-  describeStoreModel,
-  describeStoreRaces,
-  MODEL_PROPERTY,
-  RACE_PROPERTY,
-  type PlantedBug,
-  type TestBody,
-  type TestRunner,
-} from '../../src/testing/index.js';
+import { createBrokenMemoryStore, createMemoryHarness, describeStoreModel, describeStoreRaces, type PlantedBug, type TestBody, type TestRunner } from '../../src/testing/index.js';
+import { RACE_PROPERTY } from '../../src/testing/race.js';
+import { MODEL_PROPERTY } from '../../src/testing/model.js';
 
 /** A runner that records what the suites register; `runAll` runs it in order and returns each test's error. */
 function recordingRunner(): TestRunner & { runAll(): Promise<Map<string, unknown>> } {

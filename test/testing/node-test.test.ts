@@ -7,7 +7,8 @@
 import { execFile } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
-import { MODEL_PLANTED_BUG_SEEDS, PLANTED_BUGS } from '../../src/testing/index.js';
+import { PLANTED_BUGS } from '../../src/testing/index.js';
+import { MODEL_PLANTED_BUG_SEEDS } from '../../src/testing/planted-bugs.js';
 
 const REPO_ROOT = fileURLToPath(new URL('../..', import.meta.url));
 /** Bound on the child run (about 5 s idle); it only ends a hung child, which execFile then kills. */

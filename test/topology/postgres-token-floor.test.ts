@@ -6,7 +6,8 @@
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createPostgresStore, type PostgresClient } from '../../src/adapters/postgres/index.js';
-import { createLeases, type Leases } from '../../src/leases.js';
+import { createLeases } from '../../src/leases.js';
+import type { Leases } from '../../src/leases-types.js';
 import { freshTable, openPostgresClient, sharedPostgresUrl, type OpenedClient } from '../adapters/postgres-harness.js';
 
 /** The microsecond floor of a grant acquired at `acquiredAt` (store epoch ms). */

@@ -3,7 +3,7 @@
  * (test/adapters/*-freed.test.ts): a wake-up counter, and the checks that read the same on every store.
  */
 import { expect, vi } from 'vitest';
-import type { Leases } from '../../src/leases.js';
+import type { Leases } from '../../src/leases-types.js';
 import type { Store } from '../../src/store.js';
 
 /** Counts `watchFreed` wake-ups and hands out a promise for the next one (tests wait for it, not for a duration). */

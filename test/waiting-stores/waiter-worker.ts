@@ -6,7 +6,8 @@
  */
 import { Redis } from 'ioredis';
 import pg from 'pg';
-import { createLeases, type Leases } from '../../src/leases.js';
+import { createLeases } from '../../src/leases.js';
+import type { Leases } from '../../src/leases-types.js';
 import { createRedisStore } from '../../src/adapters/redis/index.js';
 import { createPostgresStore } from '../../src/adapters/postgres/index.js';
 import type { Store } from '../../src/store.js';

@@ -5,7 +5,8 @@
  */
 import { describe, expect, it } from 'vitest';
 import { createMemoryStore } from '../../src/adapters/memory/index.js';
-import { createLeases, createManualClock, type Leases } from '../../src/index.js';
+import { createLeases, type Leases } from '../../src/index.js';
+import { createManualClock } from '../../src/adapters/memory/index.js';
 import { countingStore, until } from './support/counting-store.js';
 import { runHandoffChain } from './support/handoff-chain.js';
 

@@ -5,7 +5,8 @@
  */
 import { describe, expect, it } from 'vitest';
 import { createMemoryStore } from '../../src/adapters/memory/index.js';
-import { createLeases, createManualClock, type Leases, type WaitedClaimResult } from '../../src/index.js';
+import { createLeases, type Leases, type WaitedClaimResult } from '../../src/index.js';
+import { createManualClock } from '../../src/adapters/memory/index.js';
 import { countingStore, until } from './support/counting-store.js';
 
 /** Only a notification can wake these waiters: no expiry, and a fallback re-check far beyond the test. */

@@ -4,7 +4,8 @@
  */
 import { describe, expect, it } from 'vitest';
 import { createMemoryStore } from '../../src/adapters/memory/index.js';
-import { createLeases, createManualClock, InvalidArgumentError, LeaseBusyError, RecoveryRequiredError } from '../../src/index.js';
+import { createLeases, InvalidArgumentError, LeaseBusyError, RecoveryRequiredError } from '../../src/index.js';
+import { createManualClock } from '../../src/adapters/memory/index.js';
 import { spyOn } from '../leases/spy-store.js';
 import { countingStore, until } from './support/counting-store.js';
 

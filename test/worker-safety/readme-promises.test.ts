@@ -24,8 +24,9 @@ import { createPostgresStore, fromPostgresJs, type PostgresWriteContext } from '
 import { createRedisStore, hashTagOf, type RedisWriteContext } from '../../src/adapters/redis/index.js';
 import { isLeaseError, LeaseLostError, LeaseUnconfirmedError } from '../../src/errors.js';
 import type { Lease } from '../../src/lease.js';
-import { createLeases, type Leases } from '../../src/leases.js';
-import type { Timers } from '../../src/renewal.js';
+import { createLeases } from '../../src/leases.js';
+import type { Leases } from '../../src/leases-types.js';
+import type { Timers } from '../../src/timers.js';
 import type { Store } from '../../src/store.js';
 import { startFaultProxy, type FaultProxy } from '../chaos/fault-proxy.js';
 import { startPostgres } from '../support/postgres-server.js';

@@ -8,7 +8,7 @@ import { describe, expect, it } from 'vitest';
 import { createMemoryStore } from '../../src/adapters/memory/index.js';
 import { InvalidArgumentError } from '../../src/errors.js';
 import { createLeases } from '../../src/leases.js';
-import type { WithLeaseOptions } from '../../src/with-lease.js';
+import type { WithLeaseOptions } from '../../src/leases-types.js';
 import { spyOn } from '../leases/spy-store.js';
 
 const KEY = 'job:faults';

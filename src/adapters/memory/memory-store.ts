@@ -1,5 +1,5 @@
 import { systemClock, type Clock } from '../../clock.js';
-import type { ClaimCommand, ClaimOutcome, FencedWriteOutcome, StoreFencedWriteOptions } from '../../fence/operations.js';
+import type { ClaimCommand, StoreClaimOutcome, FencedWriteOutcome, StoreFencedWriteOptions } from '../../fence/operations.js';
 import * as transitions from '../../fence/transitions.js';
 import type { Transition } from '../../fence/transitions.js';
 import type { Fence, LeaseRecord, StoreTime } from '../../fence/types.js';
@@ -108,7 +108,7 @@ export function createMemoryStore(options?: MemoryStoreOptions): MemoryStore {
     }
   };
 
-  const claimStep: Step<ClaimCommand, ClaimOutcome> = (record, command, now) => transitions.claim(record, command, now, tokenFloor());
+  const claimStep: Step<ClaimCommand, StoreClaimOutcome> = (record, command, now) => transitions.claim(record, command, now, tokenFloor());
 
   return {
     id: `memory:${++storeCount}:${Math.random().toString(36).slice(2)}`,

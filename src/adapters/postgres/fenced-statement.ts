@@ -5,7 +5,7 @@
 import { InvalidArgumentError } from '../../errors.js';
 import type { Fence, FenceRefusal, LeaseAttributes, StoreTime } from '../../fence/types.js';
 import { checkFence } from '../../fence/verdict.js';
-import { assertLease, type Lease } from '../../lease.js';
+import { leaseFence, type Lease } from '../../lease.js';
 import { toAttributes } from '../../validate.js';
 import type { TableName } from './identifier.js';
 import { decodePreImage, preImageJson } from './rows.js';
@@ -121,10 +121,10 @@ export interface FencedStatementRun {
 
 /** Runs a fenced statement and decides its outcome with `checkFence` on the returned pre-image. */
 export async function runFencedStatement<Row>(run: FencedStatementRun): Promise<FencedStatementOutcome<Row>> {
-  assertLease(run.lease, run.storeId);
-  run.guard(run.lease.key);
+  const held = leaseFence(run.lease, run.storeId);
+  run.guard(held.key);
   const sql = run.wrap(run.text, run.params);
-  const fence = run.lease.fence(run.options.attributes === undefined ? undefined : toAttributes(run.options.attributes));
+  const fence: Fence = run.options.attributes === undefined ? held : { ...held, attributes: toAttributes(run.options.attributes) };
   run.checkFenceInput(fence);
   let rows: Record<string, unknown>[];
   try {

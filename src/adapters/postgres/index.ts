@@ -46,14 +46,13 @@ export {
   type PostgresPooledConnection,
   type PostgresQueryable,
 } from './client.js';
-export { DEFAULT_LEASE_TABLE, postgresSchemaSql } from './schema.js';
+export { DEFAULT_LEASE_TABLE, postgresLeaseSchemaSql } from './schema.js';
 export type { PgListenClient, PGliteListen, PostgresJsListen, PostgresListenerOption } from './freed-listener.js';
 export {
   createPostgresTokenGate,
   DEFAULT_GATE_TABLE,
-  gateTableSql,
+  postgresGateSchemaSql,
   type PostgresGateContext,
-  type PostgresGateRecord,
   type PostgresTokenGate,
   type PostgresTokenGateOptions,
 } from './token-gate.js';

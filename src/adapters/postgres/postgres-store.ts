@@ -124,7 +124,7 @@ function preImageOf(rows: unknown[], operation: string, presented: string | null
  * Creates a lease store on your Postgres pool or client. Each operation is one statement (one round trip)
  * that locks the lease row, applies the change under exactly the conditions of the pure core and returns
  * the row as it was; the outcome is then computed by the pure transition on that pre-image. Times come from
- * the server's `clock_timestamp()`. Run `await store.migrate()` once (or `postgresSchemaSql()` in your own
+ * the server's `clock_timestamp()`. Run `await store.migrate()` once (or `postgresLeaseSchemaSql()` in your own
  * migrations) before use.
  *
  * **Tokens** are `GREATEST(last token + 1, now in microseconds)` (token-floor.ts): a restored backup or a

@@ -144,10 +144,10 @@ export function schemaStatements(table: TableName): string[] {
  * `CREATE TABLE IF NOT EXISTS`, `CREATE OR REPLACE FUNCTION`). The table name is validated and quoted.
  *
  * ```ts
- * fs.writeFileSync('migrations/001_leasefence.sql', postgresSchemaSql());
+ * fs.writeFileSync('migrations/001_leasefence.sql', postgresLeaseSchemaSql());
  * ```
  */
-export function postgresSchemaSql(table: string = DEFAULT_LEASE_TABLE): string {
+export function postgresLeaseSchemaSql(table: string = DEFAULT_LEASE_TABLE): string {
   return `${schemaStatements(tableName(table)).join(';\n\n')};\n`;
 }
 

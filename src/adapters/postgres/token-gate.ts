@@ -8,7 +8,7 @@
  *   key and token.
  */
 import { InvalidArgumentError } from '../../errors.js';
-import type { GateOutcome } from '../../fence/operations.js';
+import type { GateOutcome, GateRecord } from '../../fence/operations.js';
 import type { Fence, FenceRefusal } from '../../fence/types.js';
 import { checkFence } from '../../fence/verdict.js';
 import { assertName, readRequiredOptions } from '../../validate.js';
@@ -35,12 +35,6 @@ export interface PostgresGateContext {
   readonly token: bigint;
 }
 
-/** What the gate remembers of a resource (the same shape as the `TokenGate` contract's record). */
-export interface PostgresGateRecord {
-  readonly resource: string;
-  readonly found: { readonly key: string; readonly token: bigint } | null;
-}
-
 /**
  * A Postgres token gate over a gate table: the `TokenGate` contract (full fence, `FenceRefusal` outcome,
  * `inspect`, `reset`). NOTE: declared on its own until the contract's `GateOutcome` includes
@@ -56,12 +50,12 @@ export interface PostgresTokenGate {
    */
   write<T>(resource: string, lease: Fence | { readonly key: string; readonly token: bigint }, write: (context: PostgresGateContext) => T | Promise<T>): Promise<GateOutcome<T> | FenceRefusal>;
   /** What the gate remembers of `resource`: the key and highest token that wrote it, or `null`. */
-  inspect(resource: string): Promise<PostgresGateRecord>;
+  inspect(resource: string): Promise<GateRecord>;
   /**
    * Forgets `resource` and returns what it forgot, so the next write of any key's current grant binds it
    * again: to re-key a resource or clear a forged token. Use it when the resource's old writers are stopped.
    */
-  reset(resource: string): Promise<PostgresGateRecord>;
+  reset(resource: string): Promise<GateRecord>;
 }
 
 /** Options of `createPostgresTokenGate`. */
@@ -82,7 +76,7 @@ export interface PostgresTokenGateOptions {
 }
 
 /** The gate table: one row per resource, the lease key and the highest token that wrote it. */
-export function gateTableSql(table: string = DEFAULT_GATE_TABLE): string {
+export function postgresGateSchemaSql(table: string = DEFAULT_GATE_TABLE): string {
   return `CREATE TABLE IF NOT EXISTS ${tableName(table, 'gate table').quoted} (
   resource text PRIMARY KEY,
   lease_key text NOT NULL,
@@ -178,7 +172,7 @@ export function createPostgresTokenGate(given: PostgresTokenGateOptions): Postgr
   };
 
   /** Reads (inspect) or forgets (reset) one resource's gate row: what the gate knew of it. */
-  const gateRecord = async (resource: string, sql: string, operation: string): Promise<PostgresGateRecord> => {
+  const gateRecord = async (resource: string, sql: string, operation: string): Promise<GateRecord> => {
     assertName('resource', resource);
     assertEncodable('resource', resource);
     let row: GateRow;
@@ -195,7 +189,7 @@ export function createPostgresTokenGate(given: PostgresTokenGateOptions): Postgr
       await session.transaction(async (tx) => {
         try {
           await tx.query(MIGRATION_LOCK_SQL, [`leasefence:${table.quoted}`]);
-          await tx.query(gateTableSql(table.name));
+          await tx.query(postgresGateSchemaSql(table.name));
         } catch (error) {
           throw fail(error, 'gate migrate');
         }

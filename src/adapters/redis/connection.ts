@@ -2,7 +2,7 @@
  * The one thing leasefence needs from a Redis client: send a command, get its reply, and tell "not sent"
  * apart from "sent, reply lost". Typed structurally, so leasefence never imports ioredis or node-redis.
  */
-import { InvalidArgumentError, StoreUnavailableError } from '../../errors.js';
+import { InvalidArgumentError, LeaseError, StoreUnavailableError } from '../../errors.js';
 import { loggableCause, redactText } from '../../redact.js';
 import { describe, readOptions } from '../../validate.js';
 import { clusterSlot, crossSlotReply, scriptKeys } from './cross-slot.js';
@@ -76,15 +76,16 @@ export type RedisClient = IoredisClient | NodeRedisClient | NodeRedisClusterClie
 /**
  * An error reply from the Redis server (the command was received and refused or failed there). Its message
  * is redacted and its `cause` is a `loggableCause` copy of the client's error (never the client's error
- * itself, which carries the command's arguments).
+ * itself, which carries the command's arguments). Its `code` is `COMMAND_FAILED`; the reply's own code is
+ * `replyCode`.
  */
-export class RedisReplyError extends Error {
+export class RedisReplyError extends LeaseError {
   override name = 'RedisReplyError' as const;
-  /** The error code: the reply's first word (`NOSCRIPT`, `WRONGTYPE`, `ERR`, ...). */
-  readonly code: string;
+  /** The reply's first word (`NOSCRIPT`, `WRONGTYPE`, `ERR`, ...). */
+  readonly replyCode: string;
   constructor(message: string, options?: { cause?: unknown }) {
-    super(message, options);
-    this.code = /^[A-Z][A-Z_-]*/.exec(message)?.[0] ?? 'ERR';
+    super('COMMAND_FAILED', message, options);
+    this.replyCode = /^[A-Z][A-Z_-]*/.exec(message)?.[0] ?? 'ERR';
   }
 }
 

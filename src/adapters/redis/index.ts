@@ -1,5 +1,5 @@
-export { createRedisStore, type RedisStoreOptions } from './redis-store.js';
-export { createRedisTokenGate, type RedisGateRecord, type RedisTokenGate, type RedisTokenGateOptions } from './redis-gate.js';
+export { createRedisStore, type RedisStore, type RedisStoreOptions } from './redis-store.js';
+export { createRedisTokenGate, type RedisTokenGate, type RedisTokenGateOptions } from './redis-gate.js';
 export {
   fromIoredis,
   fromNodeRedis,

@@ -2,7 +2,7 @@
  * The fenced-write context: records the user's Redis commands before the script runs, hands them to the
  * script as KEYS and tagged ARGV, and settles each command's promise with its reply afterwards.
  */
-import { InvalidArgumentError, LeaseLostError } from '../../errors.js';
+import { InvalidArgumentError, LeaseError, LeaseLostError } from '../../errors.js';
 import { redactText } from '../../redact.js';
 import type { FenceRefusal } from '../../fence/types.js';
 import { isWellFormed } from './keys.js';
@@ -60,16 +60,16 @@ export interface RedisWriteContext {
  * every one (known command, argument count, allowed in scripts, ACL): such a failure applies nothing
  * (`applied === 0`). A command that fails while it runs (WRONGTYPE, "not an integer", ...) cannot be
  * rolled back by Redis: the `applied` commands before it stay applied, the rest (and a checkpoint given
- * with the write) are not.
+ * with the write) are not. Its code is `COMMAND_FAILED`.
  */
-export class RedisCommandError extends Error {
+export class RedisCommandError extends LeaseError {
   override name = 'RedisCommandError' as const;
   /** Index of the failed command among those recorded (0-based). */
   readonly commandIndex: number;
   /** How many recorded commands were applied before it. */
   readonly applied: number;
   constructor(commandIndex: number, command: string, message: string, applied: number) {
-    super(`redis command #${commandIndex} (${command}) failed inside the write's script after ${applied} applied command(s): ${redactText(message)}`);
+    super('COMMAND_FAILED', `redis command #${commandIndex} (${command}) failed inside the write's script after ${applied} applied command(s): ${redactText(message)}`);
     this.commandIndex = commandIndex;
     this.applied = applied;
   }

@@ -3,7 +3,7 @@
  * recorded commands, atomically.
  */
 import { GateRefusedError, InvalidArgumentError } from '../../errors.js';
-import type { GateOutcome } from '../../fence/operations.js';
+import type { GateOutcome, GateRecord } from '../../fence/operations.js';
 import type { Fence, FenceRefusal } from '../../fence/types.js';
 import { checkFence } from '../../fence/verdict.js';
 import { newSecret } from '../../secret.js';
@@ -47,12 +47,6 @@ export interface RedisTokenGateOptions {
   readonly replayWindowMs?: number;
 }
 
-/** What the gate remembers of a resource: the lease key and the highest token that wrote it (`null`: nothing). */
-export interface RedisGateRecord {
-  readonly resource: string;
-  readonly found: { readonly key: string; readonly token: bigint } | null;
-}
-
 /**
  * The Redis token gate: the `TokenGate` contract with the full fence, `inspect` and `reset`. NOTE: declared
  * on its own until the contract's `GateOutcome` includes `FenceRefusal` on this branch's base.
@@ -65,12 +59,12 @@ export interface RedisTokenGate {
    */
   write<T>(resource: string, lease: Fence | { readonly key: string; readonly token: bigint }, write: (context: RedisWriteContext) => T | Promise<T>): Promise<GateOutcome<T> | FenceRefusal>;
   /** What the gate remembers of `resource`. For operators. */
-  inspect(resource: string): Promise<RedisGateRecord>;
+  inspect(resource: string): Promise<GateRecord>;
   /**
    * Forgets `resource` and returns what it forgot, so the next write of any key's current grant binds it
    * again: to re-key a resource or clear a forged token. Use it when the resource's old writers are stopped.
    */
-  reset(resource: string): Promise<RedisGateRecord>;
+  reset(resource: string): Promise<GateRecord>;
 }
 
 const GATE_WRITE = defineScript('token gate write', GATE_WRITE_SCRIPT);
@@ -82,7 +76,7 @@ const isFence = (lease: Fence | { readonly key: string; readonly token: bigint }
   typeof (lease as Partial<Fence>).secret === 'string' && typeof (lease as Partial<Fence>).holder === 'string';
 
 /** A gate record from a `{ key, token }` reply (false or nil parts when nothing is recorded). */
-function gateRecordOf(resource: string, reply: unknown): RedisGateRecord {
+function gateRecordOf(resource: string, reply: unknown): GateRecord {
   const [key, token] = Array.isArray(reply) ? (reply as unknown[]) : [];
   return { resource, found: typeof key === 'string' && typeof token === 'string' ? { key, token: BigInt(token) } : null };
 }

@@ -87,6 +87,9 @@ function agree<O>(script: Script, reply: LeaseReply, transition: Transition<O>):
   return transition.outcome;
 }
 
+/** A Redis lease store: the `Store` contract, with a `RedisWriteContext` for fenced writes. */
+export type RedisStore = Store<RedisWriteContext>;
+
 /**
  * Creates a lease store on Redis (5 or newer; tested on 7.0). Each operation is one Lua script, one round
  * trip (EVALSHA; plus one EVAL after the server lost its script cache), judged on the server's clock
@@ -126,7 +129,7 @@ function agree<O>(script: Script, reply: LeaseReply, transition: Transition<O>):
  * await leases.fencedWriteOrThrow(lease, (tx) => tx.call('SET', `${hashTagOf('job:42')}:result`, 'done'));
  * ```
  */
-export function createRedisStore(given: RedisStoreOptions): Store<RedisWriteContext> {
+export function createRedisStore(given: RedisStoreOptions): RedisStore {
   const options = readRequiredOptions('createRedisStore options', given, ['client', 'prefix', 'replayWindowMs', 'subscriber', 'subscribeTimeoutMs']) as RedisStoreOptions;
   if (options.subscribeTimeoutMs !== undefined) subscribeTimeoutOf(options.subscribeTimeoutMs);
   const connection = toConnection(options.client);

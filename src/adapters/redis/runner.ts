@@ -32,12 +32,13 @@ const NOT_APPLIED_CODES = new Set(['LOADING', 'BUSY', 'MASTERDOWN', 'READONLY', 
  * them): only its `loggableCause` copy, and messages are redacted.
  */
 function classify(script: Script, keys: readonly string[], error: unknown): unknown {
-  if (isLeaseError(error)) return error;
+  // NOTE: before the LeaseError check: a reply error is a LeaseError (COMMAND_FAILED) that some replies refine.
   if (error instanceof RedisReplyError) {
-    if (isCrossSlotReply(error.code, error.message)) return new RedisCrossSlotError(script.name, keys, { cause: loggableCause(error) });
-    if (NOT_APPLIED_CODES.has(error.code)) return new StoreUnavailableError(`redis refused the ${script.name} script: ${redactText(error.message)}`, { cause: loggableCause(error) });
+    if (isCrossSlotReply(error.replyCode, error.message)) return new RedisCrossSlotError(script.name, keys, { cause: loggableCause(error) });
+    if (NOT_APPLIED_CODES.has(error.replyCode)) return new StoreUnavailableError(`redis refused the ${script.name} script: ${redactText(error.message)}`, { cause: loggableCause(error) });
     return error;
   }
+  if (isLeaseError(error)) return error;
   const reason = redactText(error instanceof Error ? error.message : String(error));
   return new OutcomeUnknownError(`the ${script.name} script was sent to redis but its reply was lost (${reason}): it may or may not have been applied`, {
     cause: loggableCause(error),
@@ -53,7 +54,7 @@ export async function runScript(connection: RedisConnection, script: Script, key
     return await connection.send(command);
   } catch (error) {
     // NOTE: NOSCRIPT means the script did not run at all, so sending its source is safe.
-    if (!(error instanceof RedisReplyError && error.code === 'NOSCRIPT')) throw classify(script, keys, error);
+    if (!(error instanceof RedisReplyError && error.replyCode === 'NOSCRIPT')) throw classify(script, keys, error);
   }
   const evalCommand = command.slice();
   evalCommand[0] = 'EVAL';

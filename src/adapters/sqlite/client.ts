@@ -22,7 +22,7 @@ export interface SqliteStatement {
  * `new DatabaseSync(path)` of `node:sqlite` (Node 22+). Give the store a connection of its own or one your
  * code shares, as long as your code does not leave a transaction open on it between two ticks.
  */
-export interface SqliteDatabase {
+export interface SqliteClient {
   /** Compiles one statement (parameters are positional `?`). */
   prepare(sql: string): SqliteStatement;
   /** Runs SQL text with no parameters (transaction control, pragmas, DDL). */

@@ -8,7 +8,7 @@
  * - any other error (a missing table: `migrate()` was not run; a bug) propagates unchanged.
  * The cause attached is `loggableCause(error)`, never the driver's error object itself.
  */
-import { isLeaseError, loggableCause, OutcomeUnknownError, StoreUnavailableError } from '../../index.js';
+import { isLeaseError, loggableCause, OutcomeUnknownError, StoreUnavailableError } from '../../store-entry.js';
 
 /** Where an error happened: before COMMIT (the transaction rolls back) or during COMMIT. */
 export type FailurePhase = 'before-commit' | 'commit';

@@ -2,8 +2,7 @@
  * Table names: validated as plain identifiers and always quoted, so a configured name can never inject SQL.
  * Keys, secrets' hashes, tokens and every other value travel as bind parameters.
  */
-import { InvalidArgumentError } from '../../index.js';
-import { describe } from '../../validate.js';
+import { describeValue as describe, InvalidArgumentError } from '../../store-entry.js';
 
 /** A letter or underscore, then letters, digits or underscores; at most 64 characters. */
 const IDENTIFIER = /^[A-Za-z_][A-Za-z0-9_]{0,63}$/;

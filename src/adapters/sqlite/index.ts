@@ -9,13 +9,12 @@
  * stepped backwards or forwards does to expiry.
  */
 export { clockTokenFloor, createSqliteStore, type SqliteStore, type SqliteStoreOptions, type SqliteWriteContext } from './sqlite-store.js';
-export type { SqliteDatabase, SqliteStatement, SqliteValue } from './client.js';
+export type { SqliteClient, SqliteStatement, SqliteValue } from './client.js';
 export type { SqliteTransactionStatements } from './synchronous-callback.js';
-export { DEFAULT_BUSY_TIMEOUT_MS, DEFAULT_GATE_TABLE, DEFAULT_LEASE_TABLE, sqliteGateTableSql, sqliteLeaseTableSql } from './schema.js';
+export { DEFAULT_BUSY_TIMEOUT_MS, DEFAULT_GATE_TABLE, DEFAULT_LEASE_TABLE, sqliteGateSchemaSql, sqliteLeaseSchemaSql } from './schema.js';
 export {
   createSqliteTokenGate,
   type SqliteGateContext,
-  type SqliteGateRecord,
   type SqliteTokenGate,
   type SqliteTokenGateOptions,
 } from './token-gate.js';

@@ -4,8 +4,8 @@
  * prefix are contiguous: a page reads at most `limit` rows from the later of the cursor and the prefix,
  * and the first key past the prefix ends the listing. A page reads the checkpoint's size, never its JSON.
  */
-import { inspect, type ListedInspection, type StoreListPage, type StoreListQuery } from '../../index.js';
-import type { SqliteDatabase } from './client.js';
+import { transitions, type ListedInspection, type StoreListPage, type StoreListQuery } from '../../store-entry.js';
+import type { SqliteClient } from './client.js';
 import type { TableName } from './identifier.js';
 import { RECORD_COLUMNS_SQL, recordOf } from './rows.js';
 import { statementFor } from './statement-cache.js';
@@ -23,12 +23,12 @@ FROM ${table.quoted} WHERE key > ? AND key >= ? ORDER BY key LIMIT ?`;
 }
 
 /** Builds `list` over a lease table; `now` is the store's clock, read once per page. */
-export function createSqliteList(database: SqliteDatabase, table: TableName, now: () => number): (query: StoreListQuery) => Promise<StoreListPage> {
+export function createSqliteList(client: SqliteClient, table: TableName, now: () => number): (query: StoreListQuery) => Promise<StoreListPage> {
   const text = listPageSql(table);
   return async ({ prefix, limit, cursor }) => {
     // NOTE: under the write lock, like every operation: no writer can change a row between the clock
     // reading and the SELECT, so each lease is listed as it stood at `at`.
-    const { rows, at } = immediate(database, 'list', () => ({ outcome: { at: now(), rows: statementFor(database, text).all(cursor ?? '', prefix, limit) }, commit: false }));
+    const { rows, at } = immediate(client, 'list', () => ({ outcome: { at: now(), rows: statementFor(client, text).all(cursor ?? '', prefix, limit) }, commit: false }));
     const leases: ListedInspection[] = [];
     let last: string | null = null;
     for (const row of rows) {
@@ -37,7 +37,7 @@ export function createSqliteList(database: SqliteDatabase, table: TableName, now
       // NOTE: in key order the prefix's keys are contiguous: the first key past them ends the listing.
       if (!record.key.startsWith(prefix)) return { leases, cursor: null };
       last = record.key;
-      const inspection = inspect(record, record.key, at);
+      const inspection = transitions.inspect(record, record.key, at);
       const { checkpoint } = inspection;
       const bytes = Number((row as { checkpoint_bytes?: unknown }).checkpoint_bytes ?? 0);
       leases.push({ ...inspection, checkpoint: checkpoint === null ? null : { token: checkpoint.token, writtenAt: checkpoint.writtenAt, bytes } });

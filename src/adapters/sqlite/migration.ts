@@ -8,15 +8,15 @@
  * handler where waiting could deadlock (documented at `sqlite3_busy_handler`). Both statements are
  * idempotent and atomic (WAL mode persists in the file; `CREATE TABLE IF NOT EXISTS`), so a retry is safe.
  */
-import type { SqliteDatabase } from './client.js';
+import type { SqliteClient } from './client.js';
 import { classifyFailure, isLockFailure } from './failures.js';
 
 /** The longest pause between two attempts, in ms. */
 const MAX_PAUSE_MS = 50;
 
 /** The connection's busy timeout in ms (`PRAGMA busy_timeout`: the store's `busyTimeoutMs`, or the driver's). */
-function busyTimeoutOf(database: SqliteDatabase): number {
-  const row = database.prepare('PRAGMA busy_timeout').get();
+function busyTimeoutOf(client: SqliteClient): number {
+  const row = client.prepare('PRAGMA busy_timeout').get();
   const value = row === null || typeof row !== 'object' ? undefined : Object.values(row)[0];
   return typeof value === 'number' && Number.isFinite(value) && value > 0 ? value : 0;
 }
@@ -26,10 +26,10 @@ function busyTimeoutOf(database: SqliteDatabase): number {
  * pause (1, 2, 4 ... up to `MAX_PAUSE_MS` ms) until the busy timeout has passed since the first attempt;
  * then, or on any other driver error, it throws `StoreUnavailableError` (nothing applied).
  */
-export async function runMigration(database: SqliteDatabase, statements: readonly string[], operation: string): Promise<void> {
+export async function runMigration(client: SqliteClient, statements: readonly string[], operation: string): Promise<void> {
   let budget: number;
   try {
-    budget = busyTimeoutOf(database);
+    budget = busyTimeoutOf(client);
   } catch (error) {
     throw classifyFailure(error, 'before-commit', operation);
   }
@@ -42,7 +42,7 @@ export async function runMigration(database: SqliteDatabase, statements: readonl
     for (const statement of statements) {
       for (;;) {
         try {
-          database.exec(statement);
+          client.exec(statement);
           break;
         } catch (error) {
           if (!isLockFailure(error) || timedOut) throw classifyFailure(error, 'before-commit', operation);

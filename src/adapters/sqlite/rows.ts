@@ -4,7 +4,7 @@
  * Times are epoch milliseconds. The row's `secret_hash` becomes the record's `grant.secret`: the store
  * judges every fence by hashes (see secret-hash.ts), so the record never holds a plain secret.
  */
-import type { CheckpointRecord, Ending, EndingKind, GrantState, LeaseAttributes, LeaseRecord } from '../../index.js';
+import type { CheckpointRecord, Ending, EndingKind, GrantState, LeaseAttributes, LeaseRecord } from '../../store-entry.js';
 import type { SqliteValue } from './client.js';
 import type { TableName } from './identifier.js';
 

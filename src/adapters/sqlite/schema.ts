@@ -68,15 +68,15 @@ export function busyTimeoutPragma(ms: number): string {
  * The lease table's DDL, for your own migrations (`migrate()` runs it, after `PRAGMA journal_mode = WAL`).
  *
  * ```ts
- * database.exec('PRAGMA journal_mode = WAL');
- * database.exec(sqliteLeaseTableSql());
+ * client.exec('PRAGMA journal_mode = WAL');
+ * client.exec(sqliteLeaseSchemaSql());
  * ```
  */
-export function sqliteLeaseTableSql(table: string = DEFAULT_LEASE_TABLE): string {
+export function sqliteLeaseSchemaSql(table: string = DEFAULT_LEASE_TABLE): string {
   return leaseTableSql(tableName(table));
 }
 
 /** The gate table's DDL, for your own migrations (the gate's `migrate()` runs it). */
-export function sqliteGateTableSql(table: string = DEFAULT_GATE_TABLE): string {
+export function sqliteGateSchemaSql(table: string = DEFAULT_GATE_TABLE): string {
   return gateTableSql(tableName(table, 'gate table'));
 }

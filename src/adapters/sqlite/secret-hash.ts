@@ -3,7 +3,7 @@
  * the secret a claim brings and the one every fence presents, and the pure core compares the hashes exactly
  * as it would compare the secrets (a secret is 128 random bits: its hash needs no salt or stretching).
  */
-import { hashSecret, type ClaimCommand, type Fence } from '../../index.js';
+import { hashSecret, type ClaimCommand, type Fence } from '../../store-entry.js';
 
 /** The fence with its secret replaced by the secret's hash, to judge against a stored record. */
 export function hashedFence(fence: Fence): Fence {

@@ -5,16 +5,10 @@
  */
 import {
   checkFence,
-  claim,
-  checkpoint,
   InvalidArgumentError,
-  inspect,
   MAX_TOKEN,
-  recover,
-  release,
-  renew,
-  revoke,
   systemClock,
+  transitions,
   type Clock,
   type Fence,
   type FencedWriteOutcome,
@@ -23,8 +17,8 @@ import {
   type StoreFencedWriteOptions,
   type StoreTime,
   type Transition,
-} from '../../index.js';
-import type { SqliteDatabase } from './client.js';
+} from '../../store-entry.js';
+import type { SqliteClient } from './client.js';
 import { classifyFailure, runCallback } from './failures.js';
 import { createSqliteList } from './list.js';
 import { runMigration } from './migration.js';
@@ -50,7 +44,7 @@ export const clockTokenFloor = (now: StoreTime): bigint => BigInt(now) * 1000n;
 
 export interface SqliteStoreOptions {
   /** Your connection: a `better-sqlite3` `Database` or a `node:sqlite` `DatabaseSync` (Node 22+). */
-  readonly database: SqliteDatabase;
+  readonly client: SqliteClient;
   /**
    * The lease table. Validated as an identifier and always quoted.
    * @default 'leasefence_leases'
@@ -86,14 +80,14 @@ export interface SqliteStore extends Store<SqliteWriteContext> {
   /** The lease table as configured. */
   readonly table: string;
   /** The connection the store runs on. */
-  readonly database: SqliteDatabase;
+  readonly client: SqliteClient;
   /** Switches the file to WAL mode and creates the lease table if missing; safe to run from several processes. */
   migrate(): Promise<void>;
 }
 
 /** What a token gate sharing the store's connection needs to judge a fence in its own transaction. */
 export interface SqliteFenceJudge {
-  readonly database: SqliteDatabase;
+  readonly client: SqliteClient;
   /** The store's now (call it inside the transaction). */
   now(): StoreTime;
   /** The key's record (call it inside the transaction); secrets are hashes, see `hashedFence`. */
@@ -122,45 +116,45 @@ const shown = (value: unknown): string => (typeof value === 'number' || typeof v
 const MAX_CLOCK_MS = 8.64e15;
 
 /** Validates the connection: something with `prepare` and `exec`. */
-export function assertDatabase(database: unknown): asserts database is SqliteDatabase {
+export function assertClient(client: unknown): asserts client is SqliteClient {
   let usable: boolean;
   try {
-    const candidate = database as Partial<SqliteDatabase> | null | undefined;
+    const candidate = client as Partial<SqliteClient> | null | undefined;
     usable = typeof candidate?.prepare === 'function' && typeof candidate.exec === 'function';
   } catch {
     // NOTE: a Proxy or getter that throws is no connection either.
     usable = false;
   }
-  if (!usable) throw new InvalidArgumentError('database must be a better-sqlite3 Database or a node:sqlite DatabaseSync (an object with prepare and exec)');
+  if (!usable) throw new InvalidArgumentError('client must be a better-sqlite3 Database or a node:sqlite DatabaseSync (an object with prepare and exec)');
 }
 
 /**
  * Creates a lease store in a SQLite database file: the durable choice for several processes on one
  * machine with no server (cron jobs and workers on one VM). Bring your own connection; run `migrate()`
- * once (or run `sqliteLeaseTableSql()` in your migrations, with `PRAGMA journal_mode = WAL`).
+ * once (or run `sqliteLeaseSchemaSql()` in your migrations, with `PRAGMA journal_mode = WAL`).
  *
  * ```ts
  * import Database from 'better-sqlite3';
  * import { createLeases } from 'leasefence';
  * import { createSqliteStore } from 'leasefence/sqlite';
  *
- * const store = createSqliteStore({ database: new Database('leases.db') });
+ * const store = createSqliteStore({ client: new Database('leases.db') });
  * await store.migrate();
  * const leases = createLeases(store, { holder: 'worker-1' });
  * ```
  */
 export function createSqliteStore(options: SqliteStoreOptions): SqliteStore {
-  if (typeof options !== 'object' || options === null) throw new InvalidArgumentError('createSqliteStore needs options with a database');
+  if (typeof options !== 'object' || options === null) throw new InvalidArgumentError('createSqliteStore needs options with a client');
   let given: { readonly [K in keyof SqliteStoreOptions]-?: unknown };
   try {
-    const { database, table, clock, tokenFloor, busyTimeoutMs } = options;
-    given = { database, table, clock, tokenFloor, busyTimeoutMs };
+    const { client, table, clock, tokenFloor, busyTimeoutMs } = options;
+    given = { client, table, clock, tokenFloor, busyTimeoutMs };
   } catch {
     // NOTE: read once, here: a getter or Proxy that throws gets the typed refusal, not its own error.
     throw new InvalidArgumentError('createSqliteStore options could not be read (a getter or Proxy threw)');
   }
-  const { database } = given;
-  assertDatabase(database);
+  const { client } = given;
+  assertClient(client);
   const table: TableName = tableName((given.table as string | undefined) ?? DEFAULT_LEASE_TABLE);
   const clock = given.clock ?? systemClock;
   if (typeof clock !== 'function') throw new InvalidArgumentError('clock must be a function returning epoch milliseconds');
@@ -174,7 +168,7 @@ export function createSqliteStore(options: SqliteStoreOptions): SqliteStore {
   };
   const busyTimeoutMs = given.busyTimeoutMs === undefined ? DEFAULT_BUSY_TIMEOUT_MS : given.busyTimeoutMs;
   assertBusyTimeout(busyTimeoutMs);
-  if (busyTimeoutMs !== null) database.exec(busyTimeoutPragma(busyTimeoutMs));
+  if (busyTimeoutMs !== null) client.exec(busyTimeoutPragma(busyTimeoutMs));
 
   // NOTE: prepared on first use, not here: the table may not exist before `migrate()`.
   const selectRecord = selectRecordSql(table);
@@ -185,11 +179,11 @@ export function createSqliteStore(options: SqliteStoreOptions): SqliteStore {
     if (typeof reading !== 'number' || !(Math.abs(reading) <= MAX_CLOCK_MS)) throw new InvalidArgumentError(`the SQLite store's clock returned ${shown(reading)}, not epoch milliseconds`);
     return Math.floor(reading);
   };
-  const read = (key: string): LeaseRecord | null => recordOf(statementFor(database, selectRecord).get(key));
-  const write = (record: LeaseRecord): void => void statementFor(database, upsertRecord).run(...recordParams(record));
+  const read = (key: string): LeaseRecord | null => recordOf(statementFor(client, selectRecord).get(key));
+  const write = (record: LeaseRecord): void => void statementFor(client, upsertRecord).run(...recordParams(record));
 
   const apply = <O>(key: string, operation: string, step: (record: LeaseRecord | null, now: StoreTime) => Transition<O>): O =>
-    immediate(database, operation, () => {
+    immediate(client, operation, () => {
       const { record, changed, outcome } = step(read(key), now());
       if (changed && record !== null) write(record);
       return { outcome, commit: changed };
@@ -197,12 +191,12 @@ export function createSqliteStore(options: SqliteStoreOptions): SqliteStore {
 
   const fencedWrite = <T>(fence: Fence, callback: (context: SqliteWriteContext) => T, { checkpointJson }: StoreFencedWriteOptions): FencedWriteOutcome<T> => {
     const stored = hashedFence(fence);
-    return immediate<FencedWriteOutcome<T>>(database, 'fenced write', () => {
+    return immediate<FencedWriteOutcome<T>>(client, 'fenced write', () => {
       const at = now();
       const record = read(fence.key);
       const verdict = checkFence(record, stored, at);
       if (!verdict.ok) return { outcome: verdict, commit: false };
-      const { statements, close } = transactionStatements(database, 'fenced write');
+      const { statements, close } = transactionStatements(client, 'fenced write');
       let value: T;
       try {
         value = runCallback(() => callback({ ...statements, key: fence.key, token: fence.token, now: at }));
@@ -212,7 +206,7 @@ export function createSqliteStore(options: SqliteStoreOptions): SqliteStore {
       refuseThenable(value, 'fenced write');
       if (checkpointJson === undefined) return { outcome: { ok: true, value, token: fence.token, checkpoint: null, now: at }, commit: true };
       // NOTE: the same checkpoint transition at the same now, in the same transaction: the record is as read.
-      const saved = checkpoint(record, { fence: stored, json: checkpointJson }, at);
+      const saved = transitions.checkpoint(record, { fence: stored, json: checkpointJson }, at);
       if (!saved.outcome.ok || saved.record === null) return { outcome: saved.outcome as FencedWriteOutcome<T>, commit: false };
       write(saved.record);
       return { outcome: { ok: true, value, token: fence.token, checkpoint: saved.outcome.checkpoint, now: at }, commit: true };
@@ -222,20 +216,20 @@ export function createSqliteStore(options: SqliteStoreOptions): SqliteStore {
   const store: SqliteStore = {
     id: `sqlite:${table.name}`,
     table: table.name,
-    database,
+    client,
     async migrate() {
       // NOTE: journal_mode cannot change inside a transaction; CREATE TABLE IF NOT EXISTS is atomic on its own.
-      await runMigration(database, [WAL_PRAGMA, leaseTableSql(table)], 'migrate');
+      await runMigration(client, [WAL_PRAGMA, leaseTableSql(table)], 'migrate');
     },
-    claim: async (command) => apply(command.key, 'claim', (record, at) => claim(record, hashedClaim(command), at, tokenFloor(at))),
-    renew: async (command) => apply(command.fence.key, 'renew', (record, at) => renew(record, { ...command, fence: hashedFence(command.fence) }, at)),
-    checkpoint: async (command) => apply(command.fence.key, 'checkpoint', (record, at) => checkpoint(record, { ...command, fence: hashedFence(command.fence) }, at)),
-    release: async (command) => apply(command.fence.key, 'release', (record, at) => release(record, { ...command, fence: hashedFence(command.fence) }, at)),
-    revoke: async (command) => apply(command.key, 'revoke', (record, at) => revoke(record, command, at)),
-    recover: async (command) => apply(command.fence.key, 'recover', (record, at) => recover(record, { ...command, fence: hashedFence(command.fence) }, at)),
+    claim: async (command) => apply(command.key, 'claim', (record, at) => transitions.claim(record, hashedClaim(command), at, tokenFloor(at))),
+    renew: async (command) => apply(command.fence.key, 'renew', (record, at) => transitions.renew(record, { ...command, fence: hashedFence(command.fence) }, at)),
+    checkpoint: async (command) => apply(command.fence.key, 'checkpoint', (record, at) => transitions.checkpoint(record, { ...command, fence: hashedFence(command.fence) }, at)),
+    release: async (command) => apply(command.fence.key, 'release', (record, at) => transitions.release(record, { ...command, fence: hashedFence(command.fence) }, at)),
+    revoke: async (command) => apply(command.key, 'revoke', (record, at) => transitions.revoke(record, command, at)),
+    recover: async (command) => apply(command.fence.key, 'recover', (record, at) => transitions.recover(record, { ...command, fence: hashedFence(command.fence) }, at)),
     async inspect(key) {
       try {
-        return inspect(read(key), key, now());
+        return transitions.inspect(read(key), key, now());
       } catch (error) {
         throw classifyFailure(error, 'before-commit', 'inspect');
       }
@@ -244,8 +238,8 @@ export function createSqliteStore(options: SqliteStoreOptions): SqliteStore {
       refuseAsyncCallback(callback, 'fenced write');
       return fencedWrite(fence, callback as (context: SqliteWriteContext) => T, writeOptions);
     },
-    list: createSqliteList(database, table, now),
+    list: createSqliteList(client, table, now),
   };
-  judges.set(store, { database, now, read });
+  judges.set(store, { client, now, read });
   return store;
 }

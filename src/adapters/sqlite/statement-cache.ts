@@ -4,23 +4,23 @@
  * ones a fenced write's callback runs through the context. Bounded: the oldest is dropped past the limit
  * (a callback that builds SQL text per call would otherwise grow it forever).
  */
-import type { SqliteDatabase, SqliteStatement } from './client.js';
+import type { SqliteClient, SqliteStatement } from './client.js';
 
 /** How many statements are kept per connection. */
 const MAX_STATEMENTS = 200;
 
-const caches = new WeakMap<SqliteDatabase, Map<string, SqliteStatement>>();
+const caches = new WeakMap<SqliteClient, Map<string, SqliteStatement>>();
 
-/** The prepared statement of `sql` on `database`, prepared on first use. */
-export function statementFor(database: SqliteDatabase, sql: string): SqliteStatement {
-  let cache = caches.get(database);
+/** The prepared statement of `sql` on `client`, prepared on first use. */
+export function statementFor(client: SqliteClient, sql: string): SqliteStatement {
+  let cache = caches.get(client);
   if (cache === undefined) {
     cache = new Map();
-    caches.set(database, cache);
+    caches.set(client, cache);
   }
   let statement = cache.get(sql);
   if (statement === undefined) {
-    statement = database.prepare(sql);
+    statement = client.prepare(sql);
     if (cache.size >= MAX_STATEMENTS) cache.delete(cache.keys().next().value as string);
     cache.set(sql, statement);
   }

@@ -7,8 +7,8 @@
  * function before any I/O, and a callback that returns a promise anyway is rolled back, with nothing
  * committed, and refused with an `InvalidArgumentError`.
  */
-import { InvalidArgumentError } from '../../index.js';
-import type { SqliteDatabase, SqliteValue } from './client.js';
+import { InvalidArgumentError } from '../../store-entry.js';
+import type { SqliteClient, SqliteValue } from './client.js';
 import { statementFor } from './statement-cache.js';
 
 const ASYNC_FUNCTION = 'AsyncFunction';
@@ -36,7 +36,7 @@ export interface SqliteTransactionStatements {
    * The connection itself, for the driver's own API (use it only synchronously, inside the callback:
    * after the callback returns, its statements no longer run inside the fenced transaction).
    */
-  readonly database: SqliteDatabase;
+  readonly client: SqliteClient;
   /** Runs a statement (positional `?` parameters) inside the transaction. */
   run(sql: string, ...params: SqliteValue[]): unknown;
   /** The first row of a query run inside the transaction (`undefined`: none). */
@@ -46,14 +46,14 @@ export interface SqliteTransactionStatements {
 }
 
 /** Statements bound to the open transaction, and `close()` to end their validity when the callback returns. */
-export function transactionStatements(database: SqliteDatabase, what: string): { readonly statements: SqliteTransactionStatements; close(): void } {
+export function transactionStatements(client: SqliteClient, what: string): { readonly statements: SqliteTransactionStatements; close(): void } {
   let open = true;
   const prepare = (sql: string) => {
     if (!open) throw new InvalidArgumentError(`${what}: a statement ran after the callback returned, outside the transaction; it was not run`);
-    return statementFor(database, sql);
+    return statementFor(client, sql);
   };
   const statements: SqliteTransactionStatements = {
-    database,
+    client,
     run: (sql, ...params) => prepare(sql).run(...params),
     get: <Row>(sql: string, ...params: SqliteValue[]) => prepare(sql).get(...params) as Row | undefined,
     all: <Row>(sql: string, ...params: SqliteValue[]) => prepare(sql).all(...params) as Row[],

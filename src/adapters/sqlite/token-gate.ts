@@ -12,15 +12,16 @@ import {
   type Fence,
   type FenceRefusal,
   type GateOutcome,
-} from '../../index.js';
-import type { SqliteDatabase, SqliteValue } from './client.js';
+  type GateRecord,
+} from '../../store-entry.js';
+import type { SqliteClient, SqliteValue } from './client.js';
 import { classifyFailure, runCallback } from './failures.js';
 import { tableName, type TableName } from './identifier.js';
 import { runMigration } from './migration.js';
 import { DEFAULT_GATE_TABLE, gateTableSql, WAL_PRAGMA } from './schema.js';
 import { hashedFence } from './secret-hash.js';
 import { statementFor } from './statement-cache.js';
-import { assertDatabase, fenceJudgeOf, type SqliteFenceJudge, type SqliteStore } from './sqlite-store.js';
+import { assertClient, fenceJudgeOf, type SqliteFenceJudge, type SqliteStore } from './sqlite-store.js';
 import { refuseAsyncCallback, refuseThenable, transactionStatements, type SqliteTransactionStatements } from './synchronous-callback.js';
 import { immediate } from './transaction.js';
 
@@ -28,12 +29,6 @@ import { immediate } from './transaction.js';
 export interface SqliteGateContext extends SqliteTransactionStatements {
   /** The token the write carries, now recorded as the resource's highest. */
   readonly token: bigint;
-}
-
-/** What a gate remembers of a resource: the key and highest token that wrote it, or `null`. */
-export interface SqliteGateRecord {
-  readonly resource: string;
-  readonly found: { readonly key: string; readonly token: bigint } | null;
 }
 
 /** A SQLite token gate. */
@@ -47,12 +42,12 @@ export interface SqliteTokenGate {
    */
   write<T>(resource: string, lease: Fence, write: (context: SqliteGateContext) => T | Promise<T>): Promise<GateOutcome<T> | FenceRefusal>;
   /** What the gate remembers of `resource`. For operators. */
-  inspect(resource: string): Promise<SqliteGateRecord>;
+  inspect(resource: string): Promise<GateRecord>;
   /**
    * Forgets `resource` (returns what it forgot), so the next write by any key's grant binds it again: to
    * re-key a resource or clear a forged token. Unsafe while an older grant may still write.
    */
-  reset(resource: string): Promise<SqliteGateRecord>;
+  reset(resource: string): Promise<GateRecord>;
   /** Creates the gate table if missing (and switches the file to WAL mode). */
   migrate(): Promise<void>;
 }
@@ -73,7 +68,7 @@ export type SqliteTokenGateOptions =
        * A connection to a database without the lease table: the gate orders writers by token only, and
        * cannot tell a real grant from a forged handle.
        */
-      readonly database: SqliteDatabase;
+      readonly client: SqliteClient;
       /**
        * The gate table.
        * @default 'leasefence_gates'
@@ -89,7 +84,7 @@ const upsertGateSql = (table: TableName): string =>
 /** ATOMICITY: one statement, inside reset's `BEGIN IMMEDIATE`, after the read of what it forgets. */
 const deleteGateSql = (table: TableName): string => `DELETE FROM ${table.quoted} WHERE resource = ?`;
 
-function foundOf(row: unknown): SqliteGateRecord['found'] {
+function foundOf(row: unknown): GateRecord['found'] {
   if (row === undefined || row === null) return null;
   const { lease_key: key, token } = row as { lease_key: string; token: string };
   return { key, token: BigInt(token) };
@@ -114,34 +109,34 @@ function assertGateLease(lease: unknown): asserts lease is Fence {
  * ```
  */
 export function createSqliteTokenGate(options: SqliteTokenGateOptions): SqliteTokenGate {
-  if (typeof options !== 'object' || options === null) throw new InvalidArgumentError('createSqliteTokenGate needs options with a store or a database');
-  let given: { readonly hasStore: boolean; readonly store: unknown; readonly database: unknown; readonly table: unknown };
+  if (typeof options !== 'object' || options === null) throw new InvalidArgumentError('createSqliteTokenGate needs options with a store or a client');
+  let given: { readonly hasStore: boolean; readonly store: unknown; readonly client: unknown; readonly table: unknown };
   try {
-    given = { hasStore: 'store' in options, store: (options as { store?: unknown }).store, database: (options as { database?: unknown }).database, table: options.table };
+    given = { hasStore: 'store' in options, store: (options as { store?: unknown }).store, client: (options as { client?: unknown }).client, table: options.table };
   } catch {
     // NOTE: read once, here: a getter or Proxy that throws gets the typed refusal, not its own error.
     throw new InvalidArgumentError('createSqliteTokenGate options could not be read (a getter or Proxy threw)');
   }
   let judge: SqliteFenceJudge | null = null;
-  let database: SqliteDatabase;
+  let client: SqliteClient;
   if (given.hasStore) {
     judge = fenceJudgeOf(given.store as SqliteStore) ?? null;
     if (judge === null) throw new InvalidArgumentError('store must be a store made by createSqliteStore');
-    database = judge.database;
+    client = judge.client;
   } else {
-    assertDatabase(given.database);
-    database = given.database;
+    assertClient(given.client);
+    client = given.client;
   }
   const table = tableName((given.table as string | undefined) ?? DEFAULT_GATE_TABLE, 'gate table');
   const select = selectGateSql(table);
   const upsert = upsertGateSql(table);
   const remove = deleteGateSql(table);
-  const get = (sql: string, ...params: SqliteValue[]): unknown => statementFor(database, sql).get(...params);
+  const get = (sql: string, ...params: SqliteValue[]): unknown => statementFor(client, sql).get(...params);
 
   return {
     table: table.name,
     async migrate() {
-      await runMigration(database, [WAL_PRAGMA, gateTableSql(table)], 'gate migrate');
+      await runMigration(client, [WAL_PRAGMA, gateTableSql(table)], 'gate migrate');
     },
     async write<T>(resource: string, lease: Fence, write: (context: SqliteGateContext) => T | Promise<T>): Promise<GateOutcome<T> | FenceRefusal> {
       assertName('resource', resource);
@@ -149,7 +144,7 @@ export function createSqliteTokenGate(options: SqliteTokenGateOptions): SqliteTo
       if (judge !== null && typeof lease.secret !== 'string') throw new InvalidArgumentError('a gate sharing the lease store checks the full fence: pass lease.fence(), with its secret');
       refuseAsyncCallback(write, 'gate write');
       const expected = { key: lease.key, token: lease.token };
-      return immediate<GateOutcome<T> | FenceRefusal>(database, 'gate write', () => {
+      return immediate<GateOutcome<T> | FenceRefusal>(client, 'gate write', () => {
         if (judge !== null) {
           const verdict = checkFence(judge.read(lease.key), hashedFence(lease), judge.now());
           if (!verdict.ok) return { outcome: verdict, commit: false };
@@ -157,8 +152,8 @@ export function createSqliteTokenGate(options: SqliteTokenGateOptions): SqliteTo
         const found = foundOf(get(select, resource));
         if (found !== null && found.key !== lease.key) return { outcome: { ok: false, reason: 'key-mismatch', resource, expected, found }, commit: false };
         if (found !== null && lease.token < found.token) return { outcome: { ok: false, reason: 'stale-token', resource, expected, found }, commit: false };
-        statementFor(database, upsert).run(resource, lease.key, lease.token);
-        const { statements, close } = transactionStatements(database, 'gate write');
+        statementFor(client, upsert).run(resource, lease.key, lease.token);
+        const { statements, close } = transactionStatements(client, 'gate write');
         let value: T | Promise<T>;
         try {
           value = runCallback(() => write({ ...statements, token: lease.token }));
@@ -179,9 +174,9 @@ export function createSqliteTokenGate(options: SqliteTokenGateOptions): SqliteTo
     },
     async reset(resource) {
       assertName('resource', resource);
-      return immediate(database, 'gate reset', () => {
+      return immediate(client, 'gate reset', () => {
         const found = foundOf(get(select, resource));
-        if (found !== null) statementFor(database, remove).run(resource);
+        if (found !== null) statementFor(client, remove).run(resource);
         return { outcome: { resource, found }, commit: found !== null };
       });
     },

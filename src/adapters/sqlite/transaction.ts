@@ -4,7 +4,7 @@
  * other writer in between, in this process or any other; and the store's now is read after the lock is
  * taken, so the order of the clock readings is the order of the commits (as long as the clock is steady).
  */
-import type { SqliteDatabase } from './client.js';
+import type { SqliteClient } from './client.js';
 import { classifyFailure } from './failures.js';
 import { statementFor } from './statement-cache.js';
 
@@ -18,9 +18,9 @@ export interface TransactionResult<O> {
  * Runs `body` (synchronously) inside `BEGIN IMMEDIATE ... COMMIT`. Anything `body` throws rolls the
  * transaction back and is rethrown (classified when it is a driver error).
  */
-export function immediate<O>(database: SqliteDatabase, operation: string, body: () => TransactionResult<O>): O {
+export function immediate<O>(client: SqliteClient, operation: string, body: () => TransactionResult<O>): O {
   try {
-    statementFor(database, 'BEGIN IMMEDIATE').run();
+    statementFor(client, 'BEGIN IMMEDIATE').run();
   } catch (error) {
     throw classifyFailure(error, 'before-commit', operation);
   }
@@ -28,26 +28,26 @@ export function immediate<O>(database: SqliteDatabase, operation: string, body: 
   try {
     result = body();
   } catch (error) {
-    rollback(database);
+    rollback(client);
     throw classifyFailure(error, 'before-commit', operation);
   }
   if (!result.commit) {
-    rollback(database);
+    rollback(client);
     return result.outcome;
   }
   try {
-    statementFor(database, 'COMMIT').run();
+    statementFor(client, 'COMMIT').run();
   } catch (error) {
-    rollback(database);
+    rollback(client);
     throw classifyFailure(error, 'commit', operation);
   }
   return result.outcome;
 }
 
 /** Rolls back, ignoring "no transaction is active" (SQLite may have rolled back on its own after an error). */
-function rollback(database: SqliteDatabase): void {
+function rollback(client: SqliteClient): void {
   try {
-    statementFor(database, 'ROLLBACK').run();
+    statementFor(client, 'ROLLBACK').run();
   } catch {
     // NOTE: the transaction is already gone (SQLite rolls back by itself after some errors): nothing to undo.
   }

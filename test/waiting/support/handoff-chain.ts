@@ -3,7 +3,7 @@
  * grant is released at once, so each release should lead to exactly one claim and one grant. Reusable on
  * any store (wrap it with `countingStore`), with the waiters on one `Leases` instance or on many.
  */
-import type { Leases } from '../../../src/leases.js';
+import type { Leases } from '../../../src/leases-types.js';
 import type { Store } from '../../../src/store.js';
 import { until, type CountingStore } from './counting-store.js';
 

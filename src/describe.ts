@@ -1,5 +1,5 @@
 import { printable } from './printable.js';
-import type { FenceRefusal } from './types.js';
+import type { FenceRefusal } from './fence/types.js';
 
 function grantLabel(token: bigint | null, holder: string | null, runId: string | null): string {
   if (token === null) return 'no lease record';

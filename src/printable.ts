@@ -43,9 +43,9 @@ const ESCAPE = /\\(u[0-9a-fA-F]{4}|.|$)/gs;
 export function parsePrintable(printed: string): string | null {
   if (!printed.includes('\\')) return printed;
   let invalid = false;
-  const text = printed.replace(ESCAPE, (_, escape: string) => {
-    if (escape.length === 5) return String.fromCharCode(Number.parseInt(escape.slice(1), 16));
-    const character = SHORT_UNESCAPES[escape];
+  const text = printed.replace(ESCAPE, (_, sequence: string) => {
+    if (sequence.length === 5) return String.fromCharCode(Number.parseInt(sequence.slice(1), 16));
+    const character = SHORT_UNESCAPES[sequence];
     if (character === undefined) invalid = true;
     return character ?? '';
   });

@@ -1,0 +1,273 @@
+/**
+ * The public types of the lease API (`Leases`, its options and results, `withLease`'s options and
+ * outcomes), in a module of their own: the shell (leases.ts, with-lease.ts, renewal.ts, waiting/) imports
+ * them, and they import nothing from the shell.
+ */
+import type { Clock } from './clock.js';
+import type { LeaseError } from './errors.js';
+import type {
+  CheckpointOutcome,
+  ClaimHeld,
+  ClaimRecoveryRequired,
+  FencedWriteOutcome,
+  GateOutcome,
+  StoreInspection,
+  RecoverOutcome,
+  RecoveryAction,
+  ReleaseOutcome,
+  RenewOutcome,
+  RevokeOutcome,
+} from './fence/operations.js';
+import type { Ending, LeaseAttributes } from './fence/types.js';
+import type { TokenGate } from './gate.js';
+import type { Checkpoint, Lease, LeaseJson } from './lease.js';
+import type { Store, WriteContextOf } from './store.js';
+import type { Timers } from './timers.js';
+import type { WaitedRefusal } from './waiting/refusal.js';
+import type { WaitOptions } from './waiting/wait-options.js';
+
+/** Options of `createLeases`. */
+export interface LeasesOptions {
+  /** This worker's holder id, recorded on every grant it takes. */
+  readonly holder: string;
+  /**
+   * Default time to live of a claim, in ms; `null`: grants never expire unless revoked.
+   * @default 30_000
+   */
+  readonly ttlMs?: number | null;
+  /**
+   * Largest checkpoint accepted, in UTF-8 bytes of its JSON text. Checked before any I/O.
+   * @default 65_536
+   */
+  readonly maxCheckpointBytes?: number;
+  /**
+   * The worker's monotonic clock, used only to measure round trips and compute local safe deadlines.
+   * @default performance.now
+   */
+  readonly monotonicClock?: Clock;
+}
+
+/** Options of `claim`, `claimOrThrow` and `withLease`. */
+export interface ClaimOptions {
+  /** Time to live in ms, or `null` for no expiry. @default the `Leases` default */
+  readonly ttlMs?: number | null;
+  /** A run id for this attempt (the seeds' `runId`). @default null */
+  readonly runId?: string | null;
+  /** Attributes bound to the grant that fenced operations may require (e.g. a requested model version). */
+  readonly attributes?: LeaseAttributes;
+  /** Claim a lease revoked with `requireRecovery`, promising to resolve its checkpoint. @default false */
+  readonly recovering?: boolean;
+  /**
+   * Wait for a held key: claim again when the store says it was released or revoked, or when the holder's
+   * expiry passes, until granted or `wait.timeoutMs` / `wait.signal` ends the wait (then the last refusal,
+   * with `waitedMs`). See `docs/waiting.md`.
+   * @default no waiting: one claim, the store's answer as it is
+   */
+  readonly wait?: WaitOptions;
+}
+
+/** A granted claim: the lease handle plus what it inherited. */
+export interface Granted {
+  readonly ok: true;
+  readonly lease: Lease;
+  /** How the previous grant ended. */
+  readonly previous: Ending | null;
+  /** The previous holder's checkpoint, parsed, with its token. */
+  readonly checkpoint: Checkpoint | null;
+}
+
+/** What `claim` answers: the granted lease, or why not (`held`, `recovery-required`). */
+export type ClaimResult = Granted | ClaimHeld | ClaimRecoveryRequired;
+
+/** What a claim with a `wait` option resolves with: the grant, or the last refusal with how long it waited. */
+export type WaitedClaimResult = Granted | WaitedRefusal;
+
+/** `claim`'s result for options `O`: a refusal says how long it waited when `O` has a `wait`. */
+export type ClaimResultOf<O> = O extends { readonly wait: WaitOptions } ? WaitedClaimResult : ClaimResult;
+
+/** Options of a fenced operation (`checkpoint`). */
+export interface FenceOptions {
+  /** Attributes the grant must have been bound with, checked atomically with the operation. */
+  readonly attributes?: LeaseAttributes;
+}
+
+/** Options of `fencedWrite` and `fencedWriteOrThrow`. */
+export interface FencedWriteOptions extends FenceOptions {
+  /**
+   * The lease's progress after this write (any JSON value), saved in the same atomic step as the write:
+   * both apply or neither does, so a worker that crashes can never leave its data written and its
+   * checkpoint behind (the next holder would repeat the step). Omitted: the checkpoint is left as it is.
+   */
+  readonly checkpoint?: unknown;
+}
+
+/** Options of `release`. */
+export interface ReleaseOptions {
+  /** Leave a final checkpoint (any JSON), or `null` to clear the checkpoint. Omitted: keep it. */
+  readonly checkpoint?: unknown;
+}
+
+/** Options of `revoke`: an operator's force-release. */
+export interface RevokeOptions {
+  /** Why: shown to the revoked holder in its refusal and to the next claimer. */
+  readonly reason: string;
+  /** Who revoked. @default 'operator' */
+  readonly by?: string;
+  /** Refuse plain claims until a `recovering` claim resolves the kept checkpoint. @default false */
+  readonly requireRecovery?: boolean;
+  /** Revoke only if this token is the current grant. */
+  readonly expectedToken?: bigint;
+}
+
+/** An inspection with the checkpoint parsed. */
+export interface LeaseInspection extends Omit<StoreInspection, 'checkpoint'> {
+  readonly checkpoint: Checkpoint | null;
+}
+
+/** The lease API, bound to one store and one holder. */
+export interface Leases<S extends Store = Store> {
+  readonly store: S;
+  readonly holder: string;
+  /**
+   * Grants `key` if it is new, released, expired or revoked; otherwise says who holds it or that a recovery
+   * is pending. With `options.wait`, waits for a held key (see `ClaimOptions.wait`).
+   */
+  // NOTE: the mapped type makes an option `claim` does not know a type error (the generic would accept it).
+  claim<O extends ClaimOptions = ClaimOptions>(key: string, options?: O & { readonly [K in Exclude<keyof O, keyof ClaimOptions>]?: never }): Promise<ClaimResultOf<O>>;
+  /** `claim`, throwing `LeaseBusyError` (with `waitedMs`) or `RecoveryRequiredError` for a refusal. */
+  claimOrThrow(key: string, options?: ClaimOptions): Promise<Lease>;
+  /** Extends the grant by `options.ttlMs`, by default the lease's own TTL (`lease.ttlMs`), from the store's now. */
+  renew(lease: Lease, options?: { readonly ttlMs?: number | null }): Promise<RenewOutcome>;
+  /** `renew` that throws `LeaseLostError` when the grant is no longer current or has expired. */
+  renewOrThrow(lease: Lease, options?: { readonly ttlMs?: number | null }): Promise<void>;
+  /** Saves the holder's progress (any JSON value) under the fence, stamped with the lease's token. */
+  checkpoint(lease: Lease, value: unknown, options?: FenceOptions): Promise<CheckpointOutcome>;
+  /** `checkpoint` that throws `LeaseLostError` when the fence refuses. */
+  checkpointOrThrow(lease: Lease, value: unknown, options?: FenceOptions): Promise<void>;
+  /** Runs `write` only if the grant is current on the store's clock, atomically with that check (and with `options.checkpoint`). */
+  fencedWrite<T>(lease: Lease, write: (context: WriteContextOf<S>) => T | Promise<T>, options?: FencedWriteOptions): Promise<FencedWriteOutcome<T>>;
+  /** `fencedWrite` that returns the callback's value or throws `LeaseLostError`. */
+  fencedWriteOrThrow<T>(lease: Lease, write: (context: WriteContextOf<S>) => T | Promise<T>, options?: FencedWriteOptions): Promise<T>;
+  /** Ends the grant; idempotent for the same grant, and a stale grant cannot release a newer one. */
+  release(lease: Lease, options?: ReleaseOptions): Promise<ReleaseOutcome>;
+  /** An operator's force-release: ends the current grant and moves the token on, so its holder is fenced at once. */
+  revoke(key: string, options: RevokeOptions): Promise<RevokeOutcome>;
+  /** Resolves the checkpoint the new grant inherited (`resume` or `discard`), lifting a pending recovery. */
+  recover(lease: Lease, action: RecoveryAction): Promise<RecoverOutcome>;
+  /** Everything about `key` except the secret, with the store's now. */
+  inspect(key: string): Promise<LeaseInspection>;
+  /**
+   * Writes through a token gate, handing it the lease's full fence (a gate in the lease store's backend checks
+   * the grant itself). `gateWriteOrThrow` throws `GateRefusedError` for a gate's refusal, `LeaseLostError` for
+   * the fence's.
+   */
+  gateWrite<C, T>(gate: TokenGate<C>, resource: string, lease: Lease, write: (context: C) => T | Promise<T>): Promise<GateOutcome<T>>;
+  /** `gateWrite` that returns the callback's value or throws `GateRefusedError` / `LeaseLostError`. */
+  gateWriteOrThrow<C, T>(gate: TokenGate<C>, resource: string, lease: Lease, write: (context: C) => T | Promise<T>): Promise<T>;
+  /**
+   * Claims, renews in the background, runs `fn`, always releases. See `WithLeaseOptions`. `fn` gets the run's
+   * signal as its second argument, and as `lease.signal` (made only when read: a one-parameter `fn` that
+   * never reads it costs the run no AbortSignal).
+   */
+  withLease<T>(key: string, fn: (lease: RunningLease, signal: AbortSignal) => Promise<T>, options?: WithLeaseOptions): Promise<WithLeaseOutcome<T>>;
+  /**
+   * Rebuilds a handle from `lease.export()` (for example in another process). The JSON must carry the
+   * secret: `JSON.stringify(lease)` leaves it out, so restoring that is refused.
+   */
+  restore(json: LeaseJson): Lease;
+}
+
+/** Options of `withLease`: every claim option, plus the renewal schedule and a stop signal. */
+export interface WithLeaseOptions extends ClaimOptions {
+  /**
+   * Renew once this fraction of the grant's validity has passed (measured on the worker's monotonic clock
+   * from when the previous claim or renew was sent, which is conservative).
+   * @default 1 / 3
+   */
+  readonly renewAfterFraction?: number;
+  /**
+   * Abort this many ms before the local deadline when no renewal has been confirmed by then.
+   * @default the smaller of 1000 and a tenth of the TTL
+   */
+  readonly safetyMarginMs?: number;
+  /**
+   * Delay between renewal attempts after the store was unreachable.
+   * @default the smaller of 250 and a tenth of the TTL
+   */
+  readonly retryDelayMs?: number;
+  /** Timer functions. @default globalThis.setTimeout / clearTimeout */
+  readonly timers?: Timers;
+  /**
+   * Stops the work from outside (for example on SIGTERM): `fn`'s signal aborts with this signal's reason,
+   * the lease is released once `fn` settles, and the outcome is `stopped`. Already aborted: nothing is claimed.
+   * @default none
+   */
+  readonly signal?: AbortSignal;
+  /**
+   * The checkpoint decision of the final release when `fn` completed with the lease held: `undefined` keeps
+   * the checkpoint, `null` clears it, any other JSON value replaces it. When `fn` threw, was stopped or lost
+   * the lease, the checkpoint is always kept (it is the progress the next holder resumes from).
+   * @default undefined (keep)
+   */
+  readonly finalCheckpoint?: unknown;
+}
+
+/** `fn` returned with the lease held to the end. */
+export interface WithLeaseCompleted<T> {
+  readonly ok: true;
+  readonly value: T;
+  readonly lease: Lease;
+  /** Always `null` here; set on `WithLeaseLost`. */
+  readonly lost: null;
+  /** Whether the final release was confirmed by the store. */
+  readonly released: boolean;
+}
+
+/**
+ * The lease was lost while `fn` ran: a renew was refused, no renewal was confirmed before the safe deadline,
+ * or a renew, checkpoint or fenced write of the lease inside `fn` was refused. Writes `fn` made through
+ * `fencedWrite` before the loss landed; none after it did.
+ */
+export interface WithLeaseLost<T> {
+  readonly ok: false;
+  readonly reason: 'lost';
+  readonly key: string;
+  readonly lease: Lease;
+  /** Why: a `LeaseLostError` (with the store's refusal) or a `LeaseUnconfirmedError`; also the signal's reason. */
+  readonly lost: LeaseError;
+  /** What `fn` returned if it still returned after the loss; `null` when it rejected because of it. */
+  readonly returned: { readonly value: T } | null;
+  /** Whether the final release was confirmed (normally `false`: the grant is gone). */
+  readonly released: boolean;
+}
+
+/** The caller's `signal` aborted: `fn` was told to stop (or never started) and the lease was released. */
+export interface WithLeaseStopped<T> {
+  readonly ok: false;
+  readonly reason: 'stopped';
+  readonly key: string;
+  /** The lease `fn` ran under; `null` when the signal had aborted before the claim (nothing was claimed). */
+  readonly lease: Lease | null;
+  /** The caller's signal's reason. */
+  readonly cause: unknown;
+  readonly lost: null;
+  /** What `fn` returned if it returned after the stop; `null` when it rejected because of it, or never ran. */
+  readonly returned: { readonly value: T } | null;
+  /** Whether the final release was confirmed. */
+  readonly released: boolean;
+}
+
+/**
+ * How `withLease` ended: the claim's refusal (with `waitedMs` when it waited), or what happened to the work
+ * under the lease. With `wait`, the run's `signal` also ends the wait: the outcome is then `stopped`.
+ */
+export type WithLeaseOutcome<T> = WithLeaseCompleted<T> | WithLeaseLost<T> | WithLeaseStopped<T> | ClaimHeld | ClaimRecoveryRequired | WaitedRefusal;
+
+/**
+ * A lease handle inside `withLease`: `lease.signal` is the run's signal (made on first read; see
+ * `Lease.signal`).
+ */
+export interface RunningLease extends Lease {
+  /** The run's signal: aborts as soon as the lease is known lost or the run is stopped. */
+  readonly signal: AbortSignal;
+}
