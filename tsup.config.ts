@@ -6,6 +6,8 @@ export default defineConfig([
       index: 'src/index.ts',
       // NOTE: the store-author entry (`leasefence/store`): the Store contract, pure transitions, fence checks.
       store: 'src/store-entry.ts',
+      // NOTE: the diagnostics channels' names and payloads, for observability code.
+      diagnostics: 'src/diagnostics-entry.ts',
       memory: 'src/adapters/memory/index.ts',
       postgres: 'src/adapters/postgres/index.ts',
       redis: 'src/adapters/redis/index.ts',

@@ -80,10 +80,11 @@ export interface LeaseLostEvent {
 export const LEASE_LOST_CHANNEL = 'leasefence:lease-lost';
 
 /**
+ * The tracing channel of one operation: its context (and store) is the operation's event.
  * NOTE: both type arguments are the event: @types/node 20-24 read `TracingChannel<StoreType, ContextType>`,
  * @types/node 26 `TracingChannel<ContextType extends object, StoreType>`; only this pair is valid in both orders.
  */
-type OperationTracingChannel = TracingChannel<OperationEvent, OperationEvent>;
+export type OperationTracingChannel = TracingChannel<OperationEvent, OperationEvent>;
 
 const channels = Object.fromEntries(LEASE_OPERATIONS.map((operation) => [operation, tracingChannel<OperationEvent, OperationEvent>(`leasefence:${operation}`)])) as Readonly<
   Record<LeaseOperation, OperationTracingChannel>

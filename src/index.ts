@@ -1,6 +1,6 @@
 /**
  * `leasefence`: for applications. Leases, their results and errors, `withLease`, waiting, the operator API
- * and the diagnostics channels. Store authors import `leasefence/store`; the stores are `leasefence/memory`,
+ * and the diagnostics channels. Store authors import `leasefence/store`, observability code `leasefence/diagnostics`; the stores are `leasefence/memory`,
  * `leasefence/postgres`, `leasefence/redis` and `leasefence/sqlite`. Re-exports only.
  */
 export { createLeases } from './leases.js';
@@ -48,15 +48,6 @@ export type { TokenGate } from './gate.js';
 export type { Clock } from './clock.js';
 export { createOperator, type ListedLease, type ListPage, type ListQuery, type Operator, type OperatorGate, type OperatorOptions } from './operator.js';
 export type { LeaseState, ListState } from './list.js';
-export {
-  LEASE_LOST_CHANNEL,
-  LEASE_OPERATIONS,
-  operationChannel,
-  type LeaseLostEvent,
-  type LeaseOperation,
-  type OperationEvent,
-  type OperationOutcome,
-} from './events.js';
 export {
   GateRefusedError,
   InvalidArgumentError,
