@@ -141,7 +141,8 @@ describe('postgres waiter interest: the mark and the release, in both orders', (
     expect((await released).ok).toBe(true);
     await done;
     await vi.waitFor(() => expect(waiter.woken).toBe(true), { timeout: WAKE_TIMEOUT_MS, interval: 10 });
-    expect(rig.heard).toContain(key);
+    // NOTE: the rig listens on a session of its own, which may hear the notification after the waiter's did.
+    await vi.waitFor(() => expect(rig.heard).toContain(key), { timeout: WAKE_TIMEOUT_MS, interval: 10 });
     waiter.end();
   });
 
