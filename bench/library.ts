@@ -5,7 +5,7 @@
  * This checkout and BENCH_COMPARE's tree load through `loadLibrary` alike, so "before" and "after" both run
  * as bundled ESM, each as one copy of its own, and differ only by their code. (Loading `src/` through tsx
  * instead measured ~1.45× the CPU of the bundle, and a second copy of a tree through tsx ran at 0.62–0.84 of
- * the first: BENCHMARKS.md, "Memory store and the shell, round three".)
+ * the first: docs/history/benchmarks.md, "Memory store and the shell, round three".)
  */
 import { mkdtempSync, rmSync, symlinkSync } from 'node:fs';
 import { tmpdir } from 'node:os';

@@ -8,7 +8,8 @@
  *
  * One checkout per process: two copies of the library in one process share the engine's inline caches
  * for builtins (promises, arrays) and measured up to 1.5 µs apart on identical code. Compare checkouts by
- * alternating processes (see BENCHMARKS.md "Redis, round three" for the loop used).
+ * alternating processes (docs/history/benchmarks.md, "Redis, round three", "The client: leasefence's own JS,
+ * and what the rest is", has the loop used).
  */
 import { resolve } from 'node:path';
 import { pathToFileURL } from 'node:url';

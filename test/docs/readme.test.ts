@@ -28,6 +28,7 @@ const DOC_FILES = ['README.md', ...readdirSync(join(ROOT, 'docs')).filter((file)
 /** The package's entries, as a user imports them, and their sources. */
 const ENTRIES: Readonly<Record<string, string>> = {
   leasefence: 'src/index.ts',
+  'leasefence/store': 'src/store-entry.ts',
   'leasefence/memory': 'src/adapters/memory/index.ts',
   'leasefence/postgres': 'src/adapters/postgres/index.ts',
   'leasefence/redis': 'src/adapters/redis/index.ts',

@@ -1,7 +1,7 @@
 /**
  * Waiter interest on the lease row: release and revoke `pg_notify` only when the row says someone waits
  * (`waited_until` later than the store's now), because PostgreSQL serialises notifying commits through
- * their WAL flush (BENCHMARKS.md, "PostgreSQL, round three") and most releases have nobody waiting.
+ * their WAL flush (docs/history/benchmarks.md, "PostgreSQL, round three") and most releases have nobody waiting.
  *
  * WHY NO WAKE-UP IS LOST: a waiter LISTENs first, then marks its interest (`interestStatement`), and only
  * then makes its claim (key-waiters.ts awaits `watchFreed` before claiming). The mark and a release both

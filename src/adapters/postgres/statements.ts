@@ -20,7 +20,7 @@
  * a subquery, whose outer projection adds `now`. PostgreSQL never flattens a subquery with a locking clause,
  * so that projection runs on the row its LockRows node returned, after any lock wait. NOTE: two plan nodes
  * fewer than a separate `clock`, whose initialisation at every execution was a measurable part of the
- * statement's server CPU (BENCHMARKS.md, "PostgreSQL, round two"). With no row, `now` is read in the final
+ * statement's server CPU (docs/history/benchmarks.md, "PostgreSQL, round two"). With no row, `now` is read in the final
  * SELECT (`LOCKED_NOW`).
  *
  * Bind parameters of fence-checking statements: $1 key, $2 token, $3 secret, $4 holder, $5 run id,
