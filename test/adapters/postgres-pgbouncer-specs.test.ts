@@ -142,11 +142,85 @@ describe('postgres through PgBouncer (transaction mode): token gate and list', (
     const seen: string[] = [];
     let cursor: string | null = null;
     do {
-      const page = await store.list({ prefix: 'jobs/', limit: 3, cursor });
+      const page = await store.list!({ prefix: 'jobs/', limit: 3, cursor });
       seen.push(...page.leases.map((lease) => lease.key));
       expect(page.leases.every((lease) => lease.grant?.holder === 'lister')).toBe(true);
       cursor = page.cursor;
     } while (cursor !== null);
     expect(seen).toEqual(keys);
+  });
+});
+
+describe('postgres through PgBouncer (transaction mode): waiting claims', () => {
+  /** A pg listener factory on `url`, remembering its clients to end them. */
+  const pgListener = (url: string) => async () => {
+    const client = new pg.Client({ connectionString: url });
+    client.on('error', () => undefined);
+    listenerClients.push(client);
+    await client.connect();
+    return client;
+  };
+  const listenerClients: pg.Client[] = [];
+  afterAll(async () => {
+    await Promise.all(listenerClients.map((client) => client.end().catch(() => undefined)));
+  });
+
+  /** A holder's grant (TTL 30 s) released after `releaseAfterMs`, and a waiter's claim on the same key. */
+  async function releaseUnderWaiter(store: PostgresStore, wait: { timeoutMs: number; pollMs?: number }): Promise<{ granted: boolean; waitedMs: number }> {
+    const holder = createLeases(store, { holder: 'holder', ttlMs: 30_000 });
+    const waiter = createLeases(store, { holder: 'waiter', ttlMs: 30_000 });
+    const key = freshTable('wait');
+    const lease = await holder.claimOrThrow(key);
+    const started = performance.now();
+    const waiting = waiter.claim(key, { wait });
+    await new Promise((resolve) => setTimeout(resolve, 300));
+    await holder.release(lease);
+    const result = await waiting;
+    const waitedMs = performance.now() - started;
+    if (result.ok) await waiter.release(result.lease);
+    return { granted: result.ok, waitedMs };
+  }
+
+  it('with a direct listener connection (the client through the pooler), a waiter is woken by the release at once', async () => {
+    const { client } = bounced();
+    const store = createPostgresStore({ client, table: freshTable('lf_pgb_wait'), ...BEHIND_POOLER, listener: pgListener(directUrl) });
+    await store.migrate();
+    expect(store.watchFreed).toBeTypeOf('function');
+    // NOTE: with notifications the next scheduled attempt is at the holder's expiry (30 s) or recheckMs
+    // (10 s): a grant well before either came from the release's notification.
+    const { granted, waitedMs } = await releaseUnderWaiter(store, { timeoutMs: 8_000 });
+    expect(granted).toBe(true);
+    expect(waitedMs).toBeLessThan(2_000);
+    console.log(`direct listener, client through PgBouncer: waiter granted ${waitedMs.toFixed(0)} ms after it started waiting (release at 300 ms)`);
+  });
+
+  it('without a listener the store has no watchFreed: a waiter is granted by its pollMs schedule after the release', async () => {
+    const { client } = bounced();
+    const store = createPostgresStore({ client, table: freshTable('lf_pgb_wait'), ...BEHIND_POOLER });
+    await store.migrate();
+    expect(store.watchFreed).toBeUndefined();
+    const { granted, waitedMs } = await releaseUnderWaiter(store, { timeoutMs: 8_000, pollMs: 1_000 });
+    expect(granted).toBe(true);
+    expect(waitedMs).toBeGreaterThanOrEqual(300);
+    expect(waitedMs).toBeLessThan(300 + 1_000 + 1_000);
+    console.log(`no listener: waiter granted ${waitedMs.toFixed(0)} ms after it started waiting (release at 300 ms, pollMs 1000)`);
+  });
+
+  it('a listener through the transaction pooler is refused with INVALID_ARGUMENT naming `listener` (its LISTEN never hears a release), and waiters are then woken by their pollMs schedule, not left to time out', async () => {
+    const { client } = bounced();
+    const store = createPostgresStore({ client, table: freshTable('lf_pgb_wait'), ...BEHIND_POOLER, listener: pgListener(bouncer.url) });
+    await store.migrate();
+    const refused = await store.watchFreed!('some-key', () => undefined).catch((error: unknown) => error);
+    expect(isLeaseError(refused, 'INVALID_ARGUMENT'), String(refused)).toBe(true);
+    expect((refused as Error).message).toMatch(/`listener`.*transaction mode.*direct connection/);
+    // NOTE: from then on refused at once, without another LISTEN or probe.
+    const started = performance.now();
+    await expect(store.watchFreed!('other-key', () => undefined)).rejects.toBe(refused);
+    expect(performance.now() - started).toBeLessThan(50);
+    // NOTE: before the probe, this waiter's watch resolved, no notification ever came, and it waited for
+    // the holder's expiry (30 s): it timed out at 4 s with the key long released.
+    const { granted, waitedMs } = await releaseUnderWaiter(store, { timeoutMs: 4_000, pollMs: 1_000 });
+    expect(granted).toBe(true);
+    expect(waitedMs).toBeLessThan(300 + 1_000 + 1_000);
   });
 });
