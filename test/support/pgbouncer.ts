@@ -115,8 +115,9 @@ function configText(backend: URL, port: number, dir: string, poolMode: PoolMode,
     'max_db_connections = 0',
     `logfile = ${join(dir, 'pgbouncer.log')}`,
     `pidfile = ${join(dir, 'pgbouncer.pid')}`,
-    // NOTE: pg and postgres.js send these at startup; PgBouncer 1.18 refuses unknown startup parameters.
-    'ignore_startup_parameters = extra_float_digits,options,statement_timeout,lock_timeout,idle_in_transaction_session_timeout',
+    // NOTE: PgBouncer 1.18 refuses a startup parameter it does not know, as it would in production; only
+    // this common one is let through (JDBC and others send it). Timeouts belong on the role there.
+    'ignore_startup_parameters = extra_float_digits',
     'server_check_delay = 0',
     'log_connections = 0',
     'log_disconnections = 0',
