@@ -39,16 +39,18 @@ export interface BouncedClient {
 }
 
 /**
- * A client of `kind` on `url`. postgres.js prepares its statements unless told `prepare: false` (its own
- * documented setting for PgBouncer in transaction mode); pg prepares only named statements.
+ * A client of `kind` on `url`. postgres.js prepares its tagged-template statements unless told `prepare:
+ * false` (its own documented setting for PgBouncer in transaction mode); pg prepares only named statements.
  */
-export function openBouncedClient(kind: BouncedClientKind, url: string, poolSize = 4): BouncedClient {
+export function openBouncedClient(kind: BouncedClientKind | 'postgresjs-prepared', url: string, poolSize = 4): BouncedClient {
   if (kind === 'pg-pool') {
     const pool = new pg.Pool({ connectionString: url, max: poolSize });
     pool.on('error', () => undefined);
     return { client: pool, close: () => pool.end() };
   }
-  const sql = postgres(url, { max: poolSize, prepare: false, onnotice: () => undefined });
+  // NOTE: 'postgresjs-prepared' leaves the instance's own default (prepare: true): leasefence's statements
+  // are then prepared only if the store says so.
+  const sql = postgres(url, { max: poolSize, prepare: kind === 'postgresjs-prepared', onnotice: () => undefined });
   return { client: fromPostgresJs(sql), close: () => sql.end({ timeout: 1 }) };
 }
 

@@ -7,6 +7,7 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import pg from 'pg';
+import postgres from 'postgres';
 import { isLeaseError } from '../../src/errors.js';
 import { createLeases } from '../../src/leases.js';
 import { createPostgresStore, createPostgresTokenGate, type PostgresStore } from '../../src/adapters/postgres/index.js';
@@ -29,14 +30,14 @@ afterAll(async () => {
 });
 
 /** A pg Pool (or postgres.js) through the pooler, closed after the file. */
-function bounced(kind: 'pg-pool' | 'postgresjs' = 'pg-pool', poolSize = 4): BouncedClient {
+function bounced(kind: 'pg-pool' | 'postgresjs' | 'postgresjs-prepared' = 'pg-pool', poolSize = 4): BouncedClient {
   const client = openBouncedClient(kind, bouncer.url, poolSize);
   opened.push(client);
   return client;
 }
 
 /** A migrated store on a fresh table through the pooler. */
-async function bouncedStore(options: { prepare?: boolean; kind?: 'pg-pool' | 'postgresjs' } = {}): Promise<PostgresStore> {
+async function bouncedStore(options: { prepare?: boolean; kind?: 'pg-pool' | 'postgresjs' | 'postgresjs-prepared' } = {}): Promise<PostgresStore> {
   const { client } = bounced(options.kind);
   const store = createPostgresStore({ client, table: freshTable('lf_pgb'), ...(options.prepare === undefined ? {} : { prepare: options.prepare }) });
   await store.migrate();
@@ -101,7 +102,11 @@ describe('postgres through PgBouncer (transaction mode): prepared statements', (
     console.log(`prepare left on, pg through PgBouncer 1.18 transaction mode: ${failures.length} of ${OPERATIONS} claim/write/release chains failed, all STORE_UNAVAILABLE naming prepare: false`);
   });
 
-  it.each(['pg-pool', 'postgresjs'] as const)('prepare: false (%s): the same load has no failure', async (kind) => {
+  // NOTE: 'postgresjs-prepared': an instance left at postgres.js's default; the store's option is enough for
+  // leasefence's own statements. (With both left on, PgBouncer 1.18 cut the connections of pipelined
+  // prepared statements, "got packet from server when not linked": OUTCOME_UNKNOWN, and queries that never
+  // settled; not run here for that reason.)
+  it.each(['pg-pool', 'postgresjs', 'postgresjs-prepared'] as const)('prepare: false (%s): the same load has no failure', async (kind) => {
     const store = await bouncedStore({ prepare: false, kind });
     const { client } = bounced(kind);
     const ledger = `"${freshTable('lf_pgb_ledger')}"`;
@@ -161,8 +166,16 @@ describe('postgres through PgBouncer (transaction mode): waiting claims', () => 
     return client;
   };
   const listenerClients: pg.Client[] = [];
+  const listenerSqls: postgres.Sql[] = [];
+  /** A postgres.js instance for `listener` on `url` (its `sql.listen` keeps a connection of its own). */
+  const postgresJsListener = (url: string): postgres.Sql => {
+    const sql = postgres(url, { max: 1, prepare: false, onnotice: () => undefined });
+    listenerSqls.push(sql);
+    return sql;
+  };
   afterAll(async () => {
     await Promise.all(listenerClients.map((client) => client.end().catch(() => undefined)));
+    await Promise.all(listenerSqls.map((sql) => sql.end({ timeout: 1 })));
   });
 
   /** A holder's grant (TTL 30 s) released after `releaseAfterMs`, and a waiter's claim on the same key. */
@@ -206,9 +219,10 @@ describe('postgres through PgBouncer (transaction mode): waiting claims', () => 
     console.log(`no listener: waiter granted ${waitedMs.toFixed(0)} ms after it started waiting (release at 300 ms, pollMs 1000)`);
   });
 
-  it('a listener through the transaction pooler is refused with INVALID_ARGUMENT naming `listener` (its LISTEN never hears a release), and waiters are then woken by their pollMs schedule, not left to time out', async () => {
+  it.each(['pg', 'postgres.js'] as const)('a %s listener through the transaction pooler is refused with INVALID_ARGUMENT naming `listener` (its LISTEN never hears a release), and waiters are then woken by their pollMs schedule, not left to time out', async (listenerKind) => {
     const { client } = bounced();
-    const store = createPostgresStore({ client, table: freshTable('lf_pgb_wait'), ...BEHIND_POOLER, listener: pgListener(bouncer.url) });
+    const listener = listenerKind === 'pg' ? pgListener(bouncer.url) : postgresJsListener(bouncer.url);
+    const store = createPostgresStore({ client, table: freshTable('lf_pgb_wait'), ...BEHIND_POOLER, listener });
     await store.migrate();
     const refused = await store.watchFreed!('some-key', () => undefined).catch((error: unknown) => error);
     expect(isLeaseError(refused, 'INVALID_ARGUMENT'), String(refused)).toBe(true);
