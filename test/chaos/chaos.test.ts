@@ -19,7 +19,7 @@ import { formatSummary } from './summary.js';
 const seed = chaosSeed();
 const durationMs = Number(process.env['CHAOS_DURATION'] ?? 9000);
 /** Scenarios left to the long run (`npm run chaos`): their faults are covered by another short scenario. */
-const LONG_ONLY: Record<StoreKind, readonly string[]> = { postgres: ['lock-kill'], redis: ['freeze'], sqlite: ['crash', 'expiry-skew'], 'redis-cluster': [], 'redis-sentinel': [], 'postgres-promotion': [] };
+const LONG_ONLY: Record<StoreKind, readonly string[]> = { postgres: ['lock-kill'], redis: ['freeze'], sqlite: ['crash', 'expiry-skew'], 'redis-cluster': [], 'redis-sentinel': [], 'postgres-promotion': [], 'postgres-pgbouncer': [] };
 /** Per SQLite scenario in the short run, ms (`CHAOS_DURATION` lengthens it too). */
 const SQLITE_SHORT_MS = Number(process.env['CHAOS_DURATION'] ?? 4000);
 const dir = mkdtempSync(join(tmpdir(), 'leasefence-chaos-'));
@@ -32,6 +32,7 @@ const sharedUrl: Record<StoreKind, string | null> = {
   'redis-cluster': null,
   'redis-sentinel': null,
   'postgres-promotion': null,
+  'postgres-pgbouncer': null,
 };
 
 afterAll(() => {
