@@ -72,7 +72,7 @@ let sharedSentinel: RedisSentinelSetup | null = null;
 const startShared = async (store: StoreKind): Promise<void> => {
   await shared.get(store)?.stop().catch(() => undefined);
   // NOTE: SQLite has no server: each run makes its own database file; a promotion run its own primary and standby.
-  if (store === 'sqlite' || store === 'postgres-promotion') return;
+  if (store === 'sqlite' || store === 'postgres-promotion' || store === 'postgres-pgbouncer') return;
   if (store === 'redis-cluster') {
     await sharedCluster?.stop().catch(() => undefined);
     sharedCluster = await startRedisCluster();

@@ -55,6 +55,24 @@ export function workerPostgresJs(url: string, applicationName: string): postgres
 
 type PostgresLeaseStore = ReturnType<typeof createPostgresStore>;
 
+/**
+ * A worker's client through a transaction-mode pooler: the server timeouts are the role's (PgBouncer refuses
+ * them as startup parameters; `openServer` sets them), the client-side bounds as in `workerPool`, and
+ * postgres.js with `prepare: false`.
+ */
+function pooledWorkerClient(client: ClientKind, url: string, applicationName: string): { client: PostgresClient; pool: pg.Pool | null; end(): Promise<void> } {
+  if (client === 'postgres-js') {
+    const sql = postgres(url, { max: 3, connect_timeout: 2, prepare: false, onnotice: () => undefined, connection: { application_name: applicationName } });
+    return { client: fromPostgresJs(sql), pool: null, end: () => sql.end({ timeout: 1 }) };
+  }
+  const pool = new pg.Pool({ connectionString: url, application_name: applicationName, max: 3, connectionTimeoutMillis: 2000, query_timeout: 4000 });
+  pool.on('error', () => undefined);
+  return { client: pool, pool, end: () => pool.end() };
+}
+
+/** The server timeouts of `workerPool`, for the role (a pooler passes no startup parameters on). */
+export const ROLE_TIMEOUTS = ["statement_timeout = '3s'", "lock_timeout = '2s'", "idle_in_transaction_session_timeout = '3s'"];
+
 /** A worker's connection: a pg Pool, or postgres.js through `fromPostgresJs`. */
 function workerClient(client: ClientKind, url: string, applicationName: string): { client: PostgresClient; pool: pg.Pool | null; end(): Promise<void> } {
   if (client === 'postgres-js') {
@@ -65,13 +83,17 @@ function workerClient(client: ClientKind, url: string, applicationName: string):
   return { client: pool, pool, end: () => pool.end() };
 }
 
-/** Builds the worker's backend on `client`; `wrap` swaps in a planted bug (mutants.ts; pg only). */
-export function createPostgresBackend(url: string, proc: string, client: ClientKind = 'pg', wrap?: (store: PostgresLeaseStore, pool: pg.Pool) => Store<PostgresWriteContext>): WorkerBackend {
-  const connection = workerClient(client, url, `chaos-${proc}`);
-  const real = createPostgresStore({ client: connection.client });
+/**
+ * Builds the worker's backend on `client`; `wrap` swaps in a planted bug (mutants.ts; pg only). `behindPooler`:
+ * `url` is a transaction-mode pooler's, and the store and gate run with `prepare: false`.
+ */
+export function createPostgresBackend(url: string, proc: string, client: ClientKind = 'pg', wrap?: (store: PostgresLeaseStore, pool: pg.Pool) => Store<PostgresWriteContext>, behindPooler = false): WorkerBackend {
+  const connection = (behindPooler ? pooledWorkerClient : workerClient)(client, url, `chaos-${proc}`);
+  const prepare = !behindPooler;
+  const real = createPostgresStore({ client: connection.client, prepare });
   if (wrap !== undefined && connection.pool === null) throw new Error('planted bugs run on a pg Pool');
   const store = wrap === undefined || connection.pool === null ? real : wrap(real, connection.pool);
-  const gate = createPostgresTokenGate({ client: connection.client });
+  const gate = createPostgresTokenGate({ client: connection.client, prepare });
   let onDying: ((entry: string) => void) | null = null;
   return {
     store: store as Store,

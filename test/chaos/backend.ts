@@ -13,9 +13,10 @@ import { decodeEntry, type FinalKeyState } from './history.js';
 /**
  * Which store a run targets (`redis-cluster`: 3 masters + 3 replicas; `redis-sentinel`: a master, a replica and
  * three Sentinels; the nemesis kills their masters; `postgres-promotion`: a primary and its asynchronous
- * streaming standby, promoted once the primary is crashed).
+ * streaming standby, promoted once the primary is crashed; `postgres-pgbouncer`: PostgreSQL reached through a
+ * PgBouncer in transaction mode, the store with `prepare: false`, the nemesis restarting the pooler).
  */
-export type StoreKind = 'postgres' | 'redis' | 'sqlite' | 'redis-cluster' | 'redis-sentinel' | 'postgres-promotion';
+export type StoreKind = 'postgres' | 'redis' | 'sqlite' | 'redis-cluster' | 'redis-sentinel' | 'postgres-promotion' | 'postgres-pgbouncer';
 
 /** Which driver a worker process talks to its store with (a run can mix them on one store). */
 export type ClientKind = 'pg' | 'postgres-js' | 'ioredis' | 'node-redis' | 'better-sqlite3' | 'ioredis-cluster' | 'ioredis-sentinel';
@@ -32,6 +33,7 @@ export const CLIENTS: Readonly<Record<StoreKind, readonly ClientKind[]>> = {
   'redis-cluster': ['ioredis-cluster'],
   'redis-sentinel': ['ioredis-sentinel'],
   'postgres-promotion': ['pg', 'postgres-js'],
+  'postgres-pgbouncer': ['pg', 'postgres-js'],
 };
 
 /** A worker's view of the store. */

@@ -9,7 +9,9 @@ import { postgresMutant, redisMutant, sqliteMutant, type MutantName } from './mu
 
 /** A worker's backend for `store` at `url` (a file path for SQLite) over `client`; `variant` plants a bug. */
 export async function createBackend(store: StoreKind, url: string, client: ClientKind, variant: MutantName | null, proc: string): Promise<WorkerBackend> {
-  if (store === 'postgres' || store === 'postgres-promotion') return createPostgresBackend(url, proc, client, variant === null ? undefined : (real, pool) => postgresMutant(variant, real, pool));
+  if (store === 'postgres' || store === 'postgres-promotion' || store === 'postgres-pgbouncer') {
+    return createPostgresBackend(url, proc, client, variant === null ? undefined : (real, pool) => postgresMutant(variant, real, pool), store === 'postgres-pgbouncer');
+  }
   if (store === 'sqlite') return createSqliteBackend(url, variant === null ? undefined : (real, database) => sqliteMutant(variant, real, database));
   // NOTE: 'redis' and 'redis-cluster': the URL says which (clusterUrl).
   return createRedisBackend(url, proc, client, variant === null ? undefined : (real, redis) => redisMutant(variant, real, redis));
@@ -17,7 +19,7 @@ export async function createBackend(store: StoreKind, url: string, client: Clien
 
 /** The harness's admin connection to `store` at `url` (prepares tables on Postgres and SQLite). */
 export async function createAdmin(store: StoreKind, url: string): Promise<StoreAdmin> {
-  if (store === 'postgres' || store === 'postgres-promotion') return createPostgresAdmin(url);
+  if (store === 'postgres' || store === 'postgres-promotion' || store === 'postgres-pgbouncer') return createPostgresAdmin(url);
   if (store === 'sqlite') return createSqliteAdmin(url);
   return createRedisAdmin(url);
 }

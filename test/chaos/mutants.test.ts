@@ -55,6 +55,7 @@ const sharedUrl: Record<StoreKind, string | null> = {
   'redis-cluster': null,
   'redis-sentinel': null,
   'postgres-promotion': null,
+  'postgres-pgbouncer': null,
 };
 
 /** The checks each planted bug must trip (at least one of them). */

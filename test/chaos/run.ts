@@ -5,12 +5,15 @@
  */
 import { existsSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
+import pg from 'pg';
+import { startPgBouncer } from '../support/pgbouncer.js';
 import { startPostgres } from '../support/postgres-server.js';
 import { startRedis } from '../support/redis-server.js';
 import { startRedisCluster, type RedisCluster } from '../support/redis-cluster.js';
 import { clusterSlot } from '../../src/adapters/redis/cross-slot.js';
 import { startRedisSentinel, type RedisSentinelSetup } from '../support/redis-sentinel.js';
 import { startPostgresReplica } from '../support/postgres-replica.js';
+import { ROLE_TIMEOUTS } from './backend-postgres.js';
 import { clusterUrl, redisRecordKey, sentinelUrl } from './backend-redis.js';
 import { CLIENTS, type ClientKind, type StoreAdmin, type StoreKind } from './backend.js';
 import { createAdmin } from './backends.js';
@@ -90,6 +93,8 @@ const sleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout
 
 interface ServerHandle {
   readonly url: string;
+  /** Where the harness's admin connects, when not `url` (behind a pooler: the server itself). */
+  readonly adminUrl?: string;
   readonly restartable: RestartableServer | null;
   readonly freezable: FreezableServer | null;
   readonly failover?: FailoverServer;
@@ -217,6 +222,7 @@ async function openServer(options: RunOptions, historyDir: string): Promise<Serv
     const cluster = shared ?? (await startRedisCluster());
     return { url: clusterUrl(cluster.seeds), restartable: null, freezable: null, failover: clusterFailover(cluster), stop: async () => (shared === null ? cluster.stop() : undefined) };
   }
+  if (store === 'postgres-pgbouncer') return openPooledPostgres();
   if (!scenario.ownServer && options.sharedUrl !== undefined && options.sharedUrl !== null) {
     return { url: options.sharedUrl, restartable: null, freezable: null, stop: async () => undefined };
   }
@@ -245,6 +251,35 @@ async function openServer(options: RunOptions, historyDir: string): Promise<Serv
   };
 }
 
+/**
+ * A server of its own behind a PgBouncer in transaction mode: the workers reach it through the pooler, the
+ * admin directly, and the nemesis's `restart` kills the pooler and starts it again on the same port (every
+ * client and server connection cut; the database untouched).
+ */
+async function openPooledPostgres(): Promise<ServerHandle> {
+  const server = await startPostgres();
+  try {
+    const admin = new pg.Client({ connectionString: server.url });
+    await admin.connect();
+    for (const setting of ROLE_TIMEOUTS) await admin.query(`ALTER ROLE CURRENT_USER SET ${setting}`);
+    await admin.end();
+    const bouncer = await startPgBouncer(server.url, { poolMode: 'transaction', poolSize: 10 });
+    return {
+      url: bouncer.url,
+      adminUrl: server.url,
+      restartable: { losesData: false, crashAndRestart: () => bouncer.restart() },
+      freezable: null,
+      stop: async () => {
+        await bouncer.stop();
+        await server.stop();
+      },
+    };
+  } catch (error) {
+    await server.stop();
+    throw error;
+  }
+}
+
 const withPort = (url: string, port: number): string => {
   const parsed = new URL(url);
   parsed.port = String(port);
@@ -267,7 +302,7 @@ export async function runScenario(options: RunOptions): Promise<RunResult> {
   let fleet: Fleet | null = null;
   const writer = new HistoryWriter(join(historyDir, 'nemesis.jsonl'));
   try {
-    admin = await createAdmin(store, server.url);
+    admin = await createAdmin(store, server.adminUrl ?? server.url);
     if (scenario.proxies && store !== 'sqlite') {
       const port = Number(new URL(server.url).port);
       for (let i = 0; i < scenario.workers; i += 1) proxies.push(await startFaultProxy(port));

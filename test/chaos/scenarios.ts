@@ -167,6 +167,17 @@ export const SCENARIOS: readonly Scenario[] = [
     ownServer: true,
     shortMs: 6_000,
   },
+  {
+    ...base,
+    name: 'pooler-restart',
+    stores: ['postgres-pgbouncer'],
+    summary: 'PostgreSQL through PgBouncer 1.18 in transaction mode (store and gate with prepare: false): the pooler killed and restarted mid-run (every client and server connection cut, transactions in flight rolled back); worker kills, pauses and Kleppmann pauses in between',
+    faults: ['restart', 'restart', 'kleppmann', 'kill', 'pause'],
+    firstFault: 'restart',
+    faultGapMs: [800, 2000],
+    ownServer: true,
+    takeoverBoundMs: 10 * TTL_MS,
+  },
 ];
 
 /** The scenarios that apply to `store`. */

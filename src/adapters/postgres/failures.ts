@@ -37,6 +37,14 @@ export interface SchemaCheck {
   readonly fix: string;
 }
 
+/**
+ * SQLSTATEs of a named prepared statement missing on the server connection (26000) or already there
+ * (42P05): what a pg client's prepared statements meet behind a transaction-mode pooler, which hands each
+ * transaction to any server connection. The message names the statement, so only leasefence's own count.
+ */
+const PREPARED_ELSEWHERE = new Set(['26000', '42P05']);
+const OWN_PREPARED_STATEMENT = /prepared statement "leasefence_[0-9a-f]{16}"/;
+
 /** SQLSTATEs of a lost session: the server ended the connection while the request was in flight. */
 const SESSION_LOST = new Set(['57P01', '57P02', '57P05']);
 
@@ -111,6 +119,13 @@ export function classifyFailure(error: unknown, phase: FailurePhase, operation: 
     if (isMissingSchema(error, schema)) {
       return new StoreUnavailableError(
         `${operation}: leasefence's table or function is missing or out of date (${describe(error)}): run ${(schema as SchemaCheck).fix} once (or apply the DDL in your migrations); nothing applied`,
+        cause(),
+      );
+    }
+    if (PREPARED_ELSEWHERE.has(state) && typeof message === 'string' && OWN_PREPARED_STATEMENT.test(message)) {
+      // NOTE: refused at Parse or Bind, before anything ran (inside a transaction, which then rolled back).
+      return new StoreUnavailableError(
+        `${operation}: a prepared statement of leasefence was missing or already present on the server connection (${describe(error)}): the client goes through a pooler in transaction mode (PgBouncer before 1.21, Supabase's or Neon's pooler), so create the store and token gate with \`prepare: false\`; nothing applied`,
         cause(),
       );
     }

@@ -188,6 +188,67 @@ function transportOf(listener: PostgresListenerOption, events: ListenerEvents): 
 /** Marks waiter interest in a key on its lease row (freed-interest.ts); resolves once the mark committed. */
 export type MarkInterest = (key: string) => Promise<void>;
 
+/** Sends `NOTIFY channel, payload` through the store's own client; resolves once it committed. */
+export type SendProbe = (channel: string, payload: string) => Promise<void>;
+
+/** The payload prefix of a probe notification (`probedTransport`); other processes' probes wake nobody. */
+export const PROBE_PREFIX = 'leasefence:probe:';
+
+let probeCount = 0;
+
+/**
+ * `transport` whose first successful subscription is checked end to end: after LISTEN, a probe NOTIFY sent
+ * through the store's client must reach the listener within `probeTimeoutMs`. NOTE: a listener that goes
+ * through a pooler in transaction mode (PgBouncer, Supabase's or Neon's pooler) gets its LISTEN confirmed,
+ * but the pooler hands that server session to other clients after the statement, so no notification ever
+ * reaches it and waiters would silently wait for their schedule. Such a listener is refused (`refused`,
+ * for every later watch too) with an InvalidArgumentError naming the `listener` option; its waiters then
+ * claim on their `pollMs` schedule. A probe that could not be sent decides nothing: the subscription
+ * stands, and the next one probes again.
+ */
+function probedTransport(transport: FreedTransport, sendProbe: SendProbe, probes: Map<string, () => void>, probeTimeoutMs: number): { readonly transport: FreedTransport; readonly refused: InvalidArgumentError | null } {
+  const state: { transport: FreedTransport; refused: InvalidArgumentError | null } = { transport, refused: null };
+  let verified = false;
+  const probe = async (channel: string): Promise<void> => {
+    probeCount += 1;
+    const payload = `${PROBE_PREFIX}${probeCount}:${Math.random().toString(36).slice(2)}`;
+    let timer: ReturnType<typeof setTimeout> | undefined;
+    const heard = new Promise<boolean>((resolve) => {
+      probes.set(payload, () => resolve(true));
+      timer = setTimeout(() => resolve(false), probeTimeoutMs);
+    });
+    try {
+      try {
+        await sendProbe(channel, payload);
+      } catch {
+        // NOTE: no verdict without a probe (the store is unreachable, or its notification queue is full):
+        // the subscription stands as it did before this check, and the next one probes again.
+        return;
+      }
+      if (await heard) {
+        verified = true;
+        return;
+      }
+    } finally {
+      clearTimeout(timer);
+      probes.delete(payload);
+    }
+    state.refused = new InvalidArgumentError(
+      `the Postgres store's \`listener\` connection confirmed its LISTEN but did not receive a notification within ${probeTimeoutMs} ms: it goes through a pooler in transaction mode (PgBouncer, Supabase's or Neon's pooler), which cannot carry LISTEN; give \`listener\` a direct connection (or one through a session-mode pooler). Until then waiting claims are woken by their pollMs schedule only`,
+    );
+    throw state.refused;
+  };
+  state.transport = {
+    async subscribe(name) {
+      if (state.refused !== null) throw state.refused;
+      await transport.subscribe(name);
+      if (!verified) await probe(name);
+    },
+    unsubscribe: (name) => transport.unsubscribe(name),
+  };
+  return state;
+}
+
 /**
  * `Store.watchFreed` for the Postgres store on `channel` through `listener`. Each watch resolves once the
  * LISTEN is live AND `mark` committed this key's interest (in that order: see freed-interest.ts); a watched
@@ -195,16 +256,28 @@ export type MarkInterest = (key: string) => Promise<void>;
  * longer than `subscribeTimeoutMs` (the row is locked by a long fenced write), fails the watch: its waiters
  * then claim on their schedule only.
  */
-export function createPostgresFreed(listener: PostgresListenerOption, channel: string, subscribeTimeoutMs: number, mark: MarkInterest): (key: string, onFreed: () => void) => Promise<() => void> {
+export function createPostgresFreed(
+  listener: PostgresListenerOption,
+  channel: string,
+  subscribeTimeoutMs: number,
+  mark: MarkInterest,
+  sendProbe: SendProbe,
+): (key: string, onFreed: () => void) => Promise<() => void> {
   const byKey = new Map<string, Set<() => void>>();
   const remarks = new Map<string, ReturnType<typeof setInterval>>();
+  const probes = new Map<string, () => void>();
   const transport = transportOf(listener, {
-    notified: (key) => wake(byKey.get(key) ?? []),
+    notified: (payload) => {
+      const probe = probes.get(payload);
+      if (probe !== undefined) probe();
+      else wake(byKey.get(payload) ?? []);
+    },
     reconnected: () => {
       for (const watchers of [...byKey.values()]) wake(watchers);
     },
   });
-  const channelSubscription = createFreedSubscriptions(transport, subscribeTimeoutMs);
+  const probed = probedTransport(transport, sendProbe, probes, Math.max(1, Math.floor(subscribeTimeoutMs / 2)));
+  const channelSubscription = createFreedSubscriptions(probed.transport, subscribeTimeoutMs);
 
   // NOTE: at most one mark per key in flight, so marks stuck behind a locked row never stack up on the pool.
   const marking = new Map<string, { readonly running: Promise<void>; next: Promise<void> | null }>();
@@ -244,6 +317,8 @@ export function createPostgresFreed(listener: PostgresListenerOption, channel: s
   };
 
   return async (key, onFreed) => {
+    // NOTE: a listener found not to keep its LISTEN is refused at once, without I/O, from then on.
+    if (probed.refused !== null) throw probed.refused;
     const watcher = (): void => onFreed();
     const watchers = byKey.get(key) ?? new Set();
     byKey.set(key, watchers);

@@ -29,6 +29,9 @@ import { createSession, type Session } from './session.js';
 import { fenceParams, leaseStatements } from './statements.js';
 import { tokenFloorAt } from './token-floor.js';
 
+/** The listener's check (freed-listener.ts): one notification on the table's channel, with a probe payload. */
+const PROBE_SQL = 'SELECT pg_catalog.pg_notify($1, $2)';
+
 /** SQLSTATE program_limit_exceeded: what a NOTIFY the server could not queue (its queue is full) fails with. */
 const NOTIFY_QUEUE_FULL = '54000';
 
@@ -63,8 +66,11 @@ export interface PostgresStoreOptions {
    * the lease row: freed-interest.ts): a function returning a new
    * connected pg `Client` (reopened after a loss, ended when nobody waits), your own pg `Client`, a
    * postgres.js `sql` or a PGlite instance (see `PostgresListenerOption`). It must reach Postgres directly
-   * or through pgbouncer in session mode: LISTEN does not work through transaction mode. Without it the
-   * store has no `watchFreed` and waiting claims retry on their schedule only (see docs/waiting.md).
+   * or through pgbouncer in session mode: LISTEN does not work through transaction mode. The first
+   * subscription checks it (a probe NOTIFY through `client` must reach the listener): one that does not
+   * hear it is refused with INVALID_ARGUMENT naming this option, and its waiters claim on their `pollMs`
+   * schedule. Without it the store has no `watchFreed` and waiting claims retry on their schedule only
+   * (see docs/waiting.md).
    */
   readonly listener?: PostgresListenerOption;
   /**
@@ -169,7 +175,10 @@ export function createPostgresStore(given: PostgresStoreOptions): PostgresStore 
     guard(key, 'watchFreed');
     await ownStatement('watchFreed', interest, [key]);
   };
-  const watchFreed = options.listener === undefined ? undefined : createPostgresFreed(options.listener, freedChannelOf(table), subscribeTimeoutMs, markInterest);
+  const sendProbe = async (channel: string, payload: string): Promise<void> => {
+    await ownStatement('watchFreed', PROBE_SQL, [channel, payload]);
+  };
+  const watchFreed = options.listener === undefined ? undefined : createPostgresFreed(options.listener, freedChannelOf(table), subscribeTimeoutMs, markInterest, sendProbe);
 
   /** Sends one of leasefence's statements; an SQL error it raises never carries the driver's error. */
   const ownStatement = async (operation: string, text: string, params: unknown[]): Promise<unknown[]> => {

@@ -11,7 +11,7 @@ import { InvalidArgumentError } from '../../errors.js';
 import type { GateOutcome, GateRecord } from '../../fence/operations.js';
 import type { Fence, FenceRefusal } from '../../fence/types.js';
 import { checkFence } from '../../fence/verdict.js';
-import { assertName, readRequiredOptions } from '../../validate.js';
+import { assertName, describe, readRequiredOptions } from '../../validate.js';
 import type { PostgresClient, PostgresQueryable } from './client.js';
 import { assertEncodable } from './encodable.js';
 import { ownStatementFailure } from './failures.js';
@@ -73,6 +73,12 @@ export interface PostgresTokenGateOptions {
    * @default 'leasefence_leases'
    */
   readonly leaseTable?: string | null;
+  /**
+   * Send the gate's statements as prepared statements, as the store's `prepare` option (turn off behind a
+   * transaction-mode pooler: PgBouncer before 1.21, Supabase's and Neon's poolers).
+   * @default true
+   */
+  readonly prepare?: boolean;
 }
 
 /** The gate table: one row per resource, the lease key and the highest token that wrote it. */
@@ -150,11 +156,13 @@ function isFence(lease: Fence | { readonly key: string; readonly token: bigint }
  * ```
  */
 export function createPostgresTokenGate(given: PostgresTokenGateOptions): PostgresTokenGate {
-  const options = readRequiredOptions('createPostgresTokenGate options', given, ['client', 'table', 'leaseTable']) as PostgresTokenGateOptions;
+  const options = readRequiredOptions('createPostgresTokenGate options', given, ['client', 'table', 'leaseTable', 'prepare']) as PostgresTokenGateOptions;
+  if (options.prepare !== undefined && typeof options.prepare !== 'boolean') throw new InvalidArgumentError(`prepare must be a boolean, got ${describe(options.prepare)}`);
   const table = tableName(options.table ?? DEFAULT_GATE_TABLE, 'gate table');
   const leaseTable = options.leaseTable === null ? null : tableName(options.leaseTable ?? DEFAULT_LEASE_TABLE, 'lease table');
   const names = [table.bare, ...(leaseTable === null ? [] : [leaseTable.bare, 'secret_hash'])];
-  const session = createSession(options.client, { schema: { names, fix: 'await gate.migrate() (and store.migrate() for the lease table)' } });
+  const schema = { names, fix: 'await gate.migrate() (and store.migrate() for the lease table)' };
+  const session = createSession(options.client, options.prepare === undefined ? { schema } : { prepare: options.prepare, schema });
   const tokenOnly = tokenOnlySql(table);
   const fenced = leaseTable === null ? null : fencedGateSql(table, leaseTable);
   const fail = (error: unknown, operation: string) => ownStatementFailure(session.classifyFailure(error, 'before-commit', operation), operation);
