@@ -3,6 +3,7 @@
  * service (its raw gRPC calls) fits, and leasefence never imports `etcd3` at run time.
  */
 import { InvalidArgumentError } from '../../errors.js';
+import type { EtcdWatchBuilder } from './freed-watch.js';
 
 /** An etcd response header: `revision` is the store's revision when the request was applied (a decimal string). */
 export interface EtcdResponseHeader {
@@ -67,6 +68,8 @@ export interface EtcdKv {
  */
 export interface EtcdClient {
   readonly kv: EtcdKv;
+  /** The watch builder (`client.watch()`): with it the store wakes waiting claims on a release (`watchFreed`). */
+  watch?(): EtcdWatchBuilder;
 }
 
 /** Validates the client before any I/O: an object whose `kv` has `range` and `txn`. */

@@ -49,6 +49,7 @@ import { newSecret } from '../../secret.js';
 import type { Store } from '../../store.js';
 import type { EtcdRequestOp } from './client.js';
 import { readFailure, txnFailure } from './failures.js';
+import { createEtcdFreed } from './freed-watch.js';
 import { hashedClaim, hashedFence } from './secret-hash.js';
 import { decodeRecord, encodeRecord, type StoredRecord } from './record.js';
 import { readEtcdStoreOptions, type EtcdStoreOptions } from './options.js';
@@ -101,8 +102,9 @@ export interface EtcdStore extends Store<EtcdWriteContext> {
  * ```
  */
 export function createEtcdStore(options: EtcdStoreOptions): EtcdStore {
-  const { client, prefix, clock } = readEtcdStoreOptions(options);
+  const { client, prefix, clock, subscribeTimeoutMs } = readEtcdStoreOptions(options);
   const { kv } = client;
+  const watch = typeof client.watch === 'function' ? client.watch.bind(client) : undefined;
   const prefixBytes = Buffer.from(prefix, 'utf8');
   const recordKey = (key: string): Buffer => Buffer.concat([prefixBytes, Buffer.from(`lease/${key}`, 'utf8')]);
 
@@ -162,6 +164,8 @@ export function createEtcdStore(options: EtcdStoreOptions): EtcdStore {
     release: (command) => transact(command.fence.key, 'release', (record, now) => decided(transitions.release(record, { ...command, fence: hashedFence(command.fence) }, now))),
     revoke: (command) => transact(command.key, 'revoke', (record, now) => decided(transitions.revoke(record, command, now))),
     recover: (command) => transact(command.fence.key, 'recover', (record, now) => decided(transitions.recover(record, { ...command, fence: hashedFence(command.fence) }, now))),
+
+    ...(watch === undefined ? {} : { watchFreed: createEtcdFreed(watch, recordKey, subscribeTimeoutMs) }),
 
     async inspect(key) {
       const { stored } = await read(key, 'inspect');

@@ -1,5 +1,6 @@
 /** The options of `createEtcdStore`, and their checks (all before any I/O). */
 import { systemClock, type Clock } from '../../clock.js';
+import { subscribeTimeoutOf } from '../freed-subscriptions.js';
 import { InvalidArgumentError } from '../../errors.js';
 import type { StoreTime } from '../../fence/types.js';
 import { describe, readOptions } from '../../validate.js';
@@ -22,6 +23,12 @@ export interface EtcdStoreOptions {
    * @default Date.now
    */
   readonly clock?: Clock;
+  /**
+   * How long a waiting claim waits for etcd to confirm the watch on its key before it gives up on the
+   * wake-up (it then retries on its schedule only).
+   * @default 2_000
+   */
+  readonly subscribeTimeoutMs?: number;
 }
 
 export const DEFAULT_ETCD_PREFIX = 'leasefence/';
@@ -30,9 +37,9 @@ export const DEFAULT_ETCD_PREFIX = 'leasefence/';
 const MAX_CLOCK_MS = 8.64e15;
 
 /** The checked options: the client, the prefix and a clock that refuses readings that are not epoch ms. */
-export function readEtcdStoreOptions(options: unknown): { client: EtcdClient; prefix: string; clock: () => StoreTime } {
+export function readEtcdStoreOptions(options: unknown): { client: EtcdClient; prefix: string; clock: () => StoreTime; subscribeTimeoutMs: number } {
   if (options === undefined) throw new InvalidArgumentError('createEtcdStore needs options with a client');
-  const given = readOptions('createEtcdStore options', options, ['client', 'prefix', 'clock']);
+  const given = readOptions('createEtcdStore options', options, ['client', 'prefix', 'clock', 'subscribeTimeoutMs']);
   assertEtcdClient(given.client);
   const prefix = given.prefix ?? DEFAULT_ETCD_PREFIX;
   if (typeof prefix !== 'string' || prefix.length === 0 || prefix.length > 256) {
@@ -46,5 +53,5 @@ export function readEtcdStoreOptions(options: unknown): { client: EtcdClient; pr
     if (typeof reading !== 'number' || !(Math.abs(reading) <= MAX_CLOCK_MS)) throw new InvalidArgumentError(`the etcd store's clock returned ${describe(reading)}, not epoch milliseconds`);
     return Math.floor(reading);
   };
-  return { client: given.client, prefix, clock };
+  return { client: given.client, prefix, clock, subscribeTimeoutMs: subscribeTimeoutOf(given.subscribeTimeoutMs) };
 }
