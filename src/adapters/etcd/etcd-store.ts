@@ -28,8 +28,10 @@
  * them: a takeover changes the record, so a write or renew decided on the old record loses its compare,
  * whatever the clocks say. A client whose clock runs late by `d` may still act under a grant that others
  * already judge expired, for at most `d`, and only while nobody has taken the key over: keep hosts
- * NTP-synchronised, as with SQLite's host clock. No etcd lease is attached, so a leader election changes
- * nothing about expiry (the records are Raft-replicated data; the clocks are the clients').
+ * NTP-synchronised, as with SQLite's host clock. The expiry check is made at the decision (after the
+ * read); the transaction commits up to one round trip later, and only if nobody changed the record in
+ * between. No etcd lease is attached, so a leader election changes nothing about expiry (the records are
+ * Raft-replicated data; the clocks are the clients'); it only delays operations while there is no leader.
  *
  * ## Tokens
  * A claim mints `max(previous + 1, R + 1)`, where `R` is the store revision its read saw (the range
@@ -50,6 +52,7 @@ import type { Store } from '../../store.js';
 import type { EtcdRequestOp } from './client.js';
 import { readFailure, txnFailure } from './failures.js';
 import { createEtcdFreed } from './freed-watch.js';
+import { createEtcdList } from './list.js';
 import { hashedClaim, hashedFence } from './secret-hash.js';
 import { decodeRecord, encodeRecord, type StoredRecord } from './record.js';
 import { readEtcdStoreOptions, type EtcdStoreOptions } from './options.js';
@@ -164,6 +167,8 @@ export function createEtcdStore(options: EtcdStoreOptions): EtcdStore {
     release: (command) => transact(command.fence.key, 'release', (record, now) => decided(transitions.release(record, { ...command, fence: hashedFence(command.fence) }, now))),
     revoke: (command) => transact(command.key, 'revoke', (record, now) => decided(transitions.revoke(record, command, now))),
     recover: (command) => transact(command.fence.key, 'recover', (record, now) => decided(transitions.recover(record, { ...command, fence: hashedFence(command.fence) }, now))),
+
+    list: createEtcdList(kv, recordKey(''), clock),
 
     ...(watch === undefined ? {} : { watchFreed: createEtcdFreed(watch, recordKey, subscribeTimeoutMs) }),
 
