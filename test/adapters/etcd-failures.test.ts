@@ -22,9 +22,13 @@ afterEach(() => {
   rig = null;
 });
 
-/** A client over `real` whose txn goes through `txn` (given the real one). */
+/** A client over `real` whose writing transactions (those with compares; reads have none) go through `txn`. */
 const intercepted = (real: EtcdClient, txn: (request: EtcdTxnRequest, send: (request: EtcdTxnRequest) => Promise<EtcdTxnResponse>) => Promise<EtcdTxnResponse>): EtcdClient => ({
-  kv: { range: (request) => real.kv.range(request), txn: (request) => txn(request, (again) => real.kv.txn(again)) },
+  kv: {
+    range: (request) => real.kv.range(request),
+    txn: (request) => ((request.compare ?? []).length === 0 ? real.kv.txn(request) : txn(request, (again) => real.kv.txn(again))),
+  },
+  leaseClient: real.leaseClient,
 });
 
 /** Stands for the etcd3 client's network error class (the store classifies by constructor name). */

@@ -20,6 +20,7 @@ function countingWatches(r: EtcdRig): { client: EtcdClient; open: () => number }
   let open = 0;
   const client: EtcdClient = {
     kv: r.client.kv,
+    leaseClient: r.client.leaseClient,
     watch: () => {
       const builder = r.client.watch();
       return {
@@ -80,7 +81,7 @@ describe('etcd watchFreed', () => {
 
   it('a client without watch gives a store without watchFreed (waiting claims retry on their schedule)', async () => {
     const r = (rig = await openEtcdRig());
-    const store = createEtcdStore({ client: { kv: r.client.kv }, prefix: r.prefix });
+    const store = createEtcdStore({ client: { kv: r.client.kv, leaseClient: r.client.leaseClient }, prefix: r.prefix });
     expect(store.watchFreed).toBeUndefined();
     expect(await createLeases(store, { holder: 'a' }).inspect('job:1')).toMatchObject({ exists: false });
   });

@@ -160,8 +160,9 @@ describe('secrets at rest', () => {
 
 describe('bad input is refused before any I/O', () => {
   it('createEtcdStore checks its options', () => {
-    const client = { kv: { range: () => Promise.reject(new Error('no')), txn: () => Promise.reject(new Error('no')) } };
-    const refusals: unknown[] = [undefined, null, {}, { client: {} }, { client: { kv: {} } }, { client, prefix: '' }, { client, prefix: 42 }, { client, prefix: 'x'.repeat(257) }, { client, clock: 'now' }];
+    const no = (): Promise<never> => Promise.reject(new Error('no'));
+    const client = { kv: { range: no, txn: no }, leaseClient: { leaseGrant: no, leaseRevoke: no } };
+    const refusals: unknown[] = [undefined, null, {}, { client: {} }, { client: { kv: {} } }, { client: { kv: client.kv } }, { client, prefix: '' }, { client, prefix: 42 }, { client, prefix: 'x'.repeat(257) }, { client, clock: 'now' }];
     for (const options of refusals) {
       expect(() => createEtcdStore(options as never), json(options)).toThrow(expect.objectContaining({ code: 'INVALID_ARGUMENT' }));
     }
@@ -171,7 +172,8 @@ describe('bad input is refused before any I/O', () => {
 
   it('a bad key, TTL or fence never reaches etcd', async () => {
     let calls = 0;
-    const counting: EtcdClient = { kv: { range: async () => (calls++, Promise.reject(new Error('sent'))), txn: async () => (calls++, Promise.reject(new Error('sent'))) } };
+    const sent = async (): Promise<never> => (calls++, Promise.reject(new Error('sent')));
+    const counting: EtcdClient = { kv: { range: sent, txn: sent }, leaseClient: { leaseGrant: sent, leaseRevoke: sent } };
     const leases = createLeases(createEtcdStore({ client: counting }), { holder: 'a', ttlMs: 1_000 });
     for (const attempt of [() => leases.claim(''), () => leases.claim('k', { ttlMs: -1 }), () => leases.claim(7 as unknown as string), () => leases.inspect('')]) {
       expect(isLeaseError(await attempt().catch((error: unknown) => error), 'INVALID_ARGUMENT')).toBe(true);

@@ -15,6 +15,8 @@ export interface EtcdKeyValue {
   readonly key: Buffer;
   readonly value: Buffer;
   readonly mod_revision: string;
+  /** The id of the etcd lease the key is attached to ('0': none). */
+  readonly lease: string;
 }
 
 /** A range (read) request: linearizable unless `serializable`. */
@@ -40,7 +42,8 @@ export interface EtcdCompare {
 
 /** One operation of a transaction's success branch. */
 export interface EtcdRequestOp {
-  request_put?: { key?: Buffer; value?: Buffer };
+  request_range?: EtcdRangeRequest;
+  request_put?: { key?: Buffer; value?: Buffer; lease?: string | number };
   request_delete_range?: { key?: Buffer };
 }
 
@@ -53,12 +56,20 @@ export interface EtcdTxnRequest {
 export interface EtcdTxnResponse {
   readonly header: EtcdResponseHeader;
   readonly succeeded: boolean;
+  /** One per operation of the branch taken (a range's `response_range`). */
+  readonly responses?: readonly { readonly response_range?: EtcdRangeResponse | null }[];
 }
 
 /** The KV service: `range` and `txn` (the `etcd3` client's `client.kv`). */
 export interface EtcdKv {
   range(request: EtcdRangeRequest): Promise<EtcdRangeResponse>;
   txn(request: EtcdTxnRequest): Promise<EtcdTxnResponse>;
+}
+
+/** The Lease service (the `etcd3` client's `client.leaseClient`): grants the etcd leases that end grants on etcd's timer. */
+export interface EtcdLeaseService {
+  leaseGrant(request: { TTL?: string | number }): Promise<{ readonly ID: string }>;
+  leaseRevoke(request: { ID?: string | number }): Promise<unknown>;
 }
 
 /**
@@ -68,6 +79,7 @@ export interface EtcdKv {
  */
 export interface EtcdClient {
   readonly kv: EtcdKv;
+  readonly leaseClient: EtcdLeaseService;
   /** The watch builder (`client.watch()`): with it the store wakes waiting claims on a release (`watchFreed`). */
   watch?(): EtcdWatchBuilder;
 }
@@ -76,11 +88,11 @@ export interface EtcdClient {
 export function assertEtcdClient(client: unknown): asserts client is EtcdClient {
   let usable: boolean;
   try {
-    const kv = (client as Partial<EtcdClient> | null | undefined)?.kv;
-    usable = typeof kv?.range === 'function' && typeof kv.txn === 'function';
+    const { kv, leaseClient } = (client ?? {}) as Partial<EtcdClient>;
+    usable = typeof kv?.range === 'function' && typeof kv.txn === 'function' && typeof leaseClient?.leaseGrant === 'function' && typeof leaseClient.leaseRevoke === 'function';
   } catch {
     // NOTE: a Proxy or getter that throws is no client either.
     usable = false;
   }
-  if (!usable) throw new InvalidArgumentError('client must be an etcd3 client (an object whose kv has range and txn): `new Etcd3({ hosts })`');
+  if (!usable) throw new InvalidArgumentError('client must be an etcd3 client (kv with range and txn, leaseClient with leaseGrant and leaseRevoke): `new Etcd3({ hosts })`');
 }

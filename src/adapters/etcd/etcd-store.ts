@@ -3,15 +3,16 @@
  *
  * ## Atomicity contract
  * - **One decision, one transaction.** etcd has no server-side scripting, so an operation is a READ of the
- *   lease record (one linearizable range) and, when the pure transition of the same name in
+ *   lease record (one linearizable read) and, when the pure transition of the same name in
  *   `fence/transitions.ts` changes the record, ONE transaction that compares the record's `mod_revision`
- *   with the one read and puts the new record (plus, for a fenced write, your puts and deletes). The
- *   compare makes the read and the write one atomic step: the transaction applies only if no other
+ *   (and its live key's, see below) with the ones read and puts the new record (plus, for a fenced
+ *   write, your puts and deletes). The compare makes the read and the write one atomic step: the transaction applies only if no other
  *   change of the key committed in between, so the outcome is exactly what the core decides for the
  *   record as it was when the change committed.
- * - **Round trips.** A refusal or an `inspect` costs one round trip (the read; a linearizable read is true
- *   at a moment within the call). A change costs two (read + transaction). When the compare loses
- *   (another change of the same key committed in between), the store reads again and decides afresh on
+ * - **Round trips.** A refusal or an `inspect` costs one round trip (the read: one linearizable read-only
+ *   transaction of the record and its live key, true at a moment within the call). A change costs two
+ *   (read + transaction), and a claim or renew of a grant with a TTL one more (the etcd lease it gets).
+ *   When the compare loses (another change of the same key committed in between), the store reads again and decides afresh on
  *   the fresh record: one more read + transaction per lost compare, at most `MAX_ATTEMPTS` in all (then
  *   `OutcomeUnknownError`). A retry is still one decision on one state; nothing is applied by a lost compare.
  * - **Delivered twice.** The etcd3 client re-sends a call that failed on the network, so a transaction may
@@ -22,20 +23,24 @@
  * ## Now and expiry
  * etcd's transactions have no clock. The store's now is, per key, `max(clock(), stamp)`: the deciding
  * client's clock (`options.clock`, the host's wall clock by default), never earlier than `stamp`, the now
- * of the record's last change (written by the transaction that made it). So a key's now never goes back,
- * whichever client decides. A grant is expired when that now is >= its `expiresAt` (strict, as on every
- * store). What the clocks decide is only WHEN a grant counts as expired; WHO may write does not depend on
- * them: a takeover changes the record, so a write or renew decided on the old record loses its compare,
- * whatever the clocks say. A client whose clock runs late by `d` may still act under a grant that others
- * already judge expired, for at most `d`, and only while nobody has taken the key over: keep hosts
- * NTP-synchronised, as with SQLite's host clock. The expiry check is made at the decision (after the
- * read); the transaction commits up to one round trip later, and only if nobody changed the record in
- * between. No etcd lease is attached, so a leader election changes nothing about expiry (the records are
- * Raft-replicated data; the clocks are the clients'); it only delays operations while there is no leader.
+ * of the record's last change (written by the transaction that made it), so a key's now never goes back
+ * whichever client decides. A grant is expired at the FIRST of:
+ * - that now reaching its `expiresAt` (strict: at `now === expiresAt` it is expired, as on every store);
+ * - etcd's own timer: each grant with a TTL has a live key on an etcd lease of `ceil(ttl / 1 s) + 1`
+ *   seconds (see `grant-lease.ts`); once etcd's leader has deleted it, the grant counts as expired (the
+ *   now reported is then at least its `expiresAt`), whatever any client's clock says. Each transaction
+ *   also compares the live key's mod revision, so an etcd expiry between a read and its commit makes the
+ *   commit lose its compare.
+ * WHO may write never depends on clocks: a takeover changes the record, so a write or renew decided on the
+ * old record loses its compare. What the clocks decide is WHEN a grant counts as expired: a client whose
+ * clock lags by `d` may act under a grant others already judge expired for at most `min(d, 2 s + one
+ * round trip)` (etcd's bound: the lease starts after the decision and is rounded up to whole seconds + 1), and only while nobody took the key over. A new etcd leader extends every
+ * etcd lease by its TTL: during an election that bound loosens; takeover never waits for it (the clock
+ * rule expires grants by itself), it only waits for a leader to accept the claim.
  *
  * ## Tokens
- * A claim mints `max(previous + 1, R + 1)`, where `R` is the store revision its read saw (the range
- * response's header). The transaction that commits the grant commits at a revision > R, and any later claim
+ * A claim mints `max(previous + 1, R + 1)`, where `R` is the store revision its read saw (the read's
+ * response header). The transaction that commits the grant commits at a revision > R, and any later claim
  * of the key reads after that commit, so its `R' >= ` that revision and its token is larger. etcd's revision
  * is Raft-ordered: it never goes back across leader changes, member loss or restarts (as long as the
  * cluster keeps its data), so tokens increase per key even if a record is deleted by hand, with no clock
@@ -53,6 +58,7 @@ import type { EtcdRequestOp } from './client.js';
 import { readFailure, txnFailure } from './failures.js';
 import { createEtcdFreed } from './freed-watch.js';
 import { createEtcdList } from './list.js';
+import { liveKeyOf, liveKeyOperations, nowWithEtcdExpiry, type LiveKey } from './grant-lease.js';
 import { hashedClaim, hashedFence } from './secret-hash.js';
 import { decodeRecord, encodeRecord, type StoredRecord } from './record.js';
 import { readEtcdStoreOptions, type EtcdStoreOptions } from './options.js';
@@ -70,6 +76,8 @@ interface ReadRecord {
   readonly stored: StoredRecord;
   /** The record key's mod revision ('0': absent), compared by the transaction. */
   readonly modRevision: string;
+  /** The grant's live key (see `grant-lease.ts`). */
+  readonly live: LiveKey;
   /** The store revision the read saw. */
   readonly revision: bigint;
 }
@@ -111,23 +119,33 @@ export function createEtcdStore(options: EtcdStoreOptions): EtcdStore {
   const prefixBytes = Buffer.from(prefix, 'utf8');
   const recordKey = (key: string): Buffer => Buffer.concat([prefixBytes, Buffer.from(`lease/${key}`, 'utf8')]);
 
+  const liveKey = (key: string): Buffer => Buffer.concat([prefixBytes, Buffer.from(`live/${key}`, 'utf8')]);
+
+  /** The record and its live key, in one linearizable read-only transaction (both at one revision). */
   const read = async (key: string, operation: string): Promise<ReadRecord> => {
     let response;
     try {
-      response = await kv.range({ key: recordKey(key) });
+      response = await kv.txn({ compare: [], success: [{ request_range: { key: recordKey(key) } }, { request_range: { key: liveKey(key) } }], failure: [] });
     } catch (error) {
       throw readFailure(error, operation);
     }
-    const found = response.kvs[0];
-    return { stored: decodeRecord(key, found?.value), modRevision: found?.mod_revision ?? '0', revision: BigInt(response.header.revision) };
+    const found = response.responses?.[0]?.response_range?.kvs[0];
+    const live = liveKeyOf(response.responses?.[1]?.response_range?.kvs[0]);
+    return { stored: decodeRecord(key, found?.value), modRevision: found?.mod_revision ?? '0', live, revision: BigInt(response.header.revision) };
   };
 
-  /** The record put by a decision, if the compare holds: `true` when it committed. */
+  /** The key's now as read: the clock, never before the last change, at least the expiry etcd enforced. */
+  const nowOf = ({ stored, live }: ReadRecord): StoreTime => nowWithEtcdExpiry(stored.record, live, Math.max(clock(), stored.stamp));
+
+  /** The record put by a decision, if both compares hold: `true` when it committed. */
   const commit = async (key: string, before: ReadRecord, value: string, operations: readonly EtcdRequestOp[], operation: string): Promise<boolean> => {
     const name = recordKey(key);
     try {
       const response = await kv.txn({
-        compare: [{ key: name, target: MOD_REVISION, result: EQUAL, mod_revision: before.modRevision }],
+        compare: [
+          { key: name, target: MOD_REVISION, result: EQUAL, mod_revision: before.modRevision },
+          { key: liveKey(key), target: MOD_REVISION, result: EQUAL, mod_revision: before.live.modRevision },
+        ],
         success: [{ request_put: { key: name, value: Buffer.from(value, 'utf8') } }, ...operations],
         failure: [],
       });
@@ -137,9 +155,14 @@ export function createEtcdStore(options: EtcdStoreOptions): EtcdStore {
     }
   };
 
+  /** Ends an etcd lease the live key left; best effort (it runs out by itself anyway). */
+  const revokeStale = (lease: string | null): void => {
+    if (lease !== null) void client.leaseClient.leaseRevoke({ ID: lease }).catch(() => undefined);
+  };
+
   /**
-   * Reads, decides with `decide` at the key's now, and commits the decision under a compare of the
-   * record's mod revision; on a lost compare, reads and decides again (see the contract).
+   * Reads, decides with `decide` at the key's now, and commits the decision under compares of the
+   * record's and the live key's mod revisions; on a lost compare, reads and decides again (see the contract).
    */
   const transact = async <O>(key: string, operation: string, decide: (record: LeaseRecord | null, now: StoreTime, floor: bigint) => Decision<O> | Promise<Decision<O>>): Promise<O> => {
     const sent = new Map<string, O>();
@@ -147,12 +170,16 @@ export function createEtcdStore(options: EtcdStoreOptions): EtcdStore {
       const before = await read(key, operation);
       const { stored } = before;
       for (const id of stored.applied) if (sent.has(id)) return sent.get(id) as O;
-      const now = Math.max(clock(), stored.stamp);
+      const now = nowOf(before);
       const decision = await decide(stored.record, now, before.revision + 1n);
       if (decision.record === null) return decision.outcome;
+      const live = await liveKeyOperations(client.leaseClient, liveKey(key), stored.record, decision.record, before.live, now, operation);
       const id = newSecret();
       sent.set(id, decision.outcome);
-      if (await commit(key, before, encodeRecord(decision.record, now, stored.applied, id), decision.operations ?? [], operation)) return decision.outcome;
+      if (await commit(key, before, encodeRecord(decision.record, now, stored.applied, id), [...live.operations, ...(decision.operations ?? [])], operation)) {
+        revokeStale(live.staleLease);
+        return decision.outcome;
+      }
     }
     throw new OutcomeUnknownError(`etcd ${operation}: ${MAX_ATTEMPTS} compare-and-swap rounds on ${JSON.stringify(key)} lost to concurrent changes; the last one may have applied`);
   };
@@ -168,13 +195,13 @@ export function createEtcdStore(options: EtcdStoreOptions): EtcdStore {
     revoke: (command) => transact(command.key, 'revoke', (record, now) => decided(transitions.revoke(record, command, now))),
     recover: (command) => transact(command.fence.key, 'recover', (record, now) => decided(transitions.recover(record, { ...command, fence: hashedFence(command.fence) }, now))),
 
-    list: createEtcdList(kv, recordKey(''), clock),
+    list: createEtcdList(kv, recordKey(''), liveKey(''), clock),
 
     ...(watch === undefined ? {} : { watchFreed: createEtcdFreed(watch, recordKey, subscribeTimeoutMs) }),
 
     async inspect(key) {
-      const { stored } = await read(key, 'inspect');
-      return transitions.inspect(stored.record, key, Math.max(clock(), stored.stamp));
+      const before = await read(key, 'inspect');
+      return transitions.inspect(before.stored.record, key, nowOf(before));
     },
 
     fencedWrite<T>(fence: Fence, write: (context: EtcdWriteContext) => T | Promise<T>, { checkpointJson }: StoreFencedWriteOptions = {}): Promise<FencedWriteOutcome<T>> {
