@@ -10,6 +10,7 @@ import { createLeases } from '../../src/leases.js';
 import { openEtcdRig, type EtcdRig } from './etcd-rig.js';
 
 let rig: EtcdRig | null = null;
+const open = async (): Promise<EtcdRig> => (rig = await openEtcdRig());
 afterEach(() => {
   rig?.close();
   rig = null;
@@ -19,7 +20,7 @@ const liveKey = (r: EtcdRig, key: string): string => `${r.prefix}live/${key}`;
 
 describe("expiry on etcd's timer", () => {
   it('a grant with a TTL has a live key with its token on an etcd lease of ceil(ttl / 1 s) + 1 s; release deletes it', async () => {
-    const r = (rig = await openEtcdRig());
+    const r = await open();
     const leases = r.leasesFor('a', 1_500);
     const lease = await leases.claimOrThrow('job:1');
     const found = (await r.client.kv.range({ key: Buffer.from(liveKey(r, 'job:1')) })).kvs[0];
@@ -41,7 +42,7 @@ describe("expiry on etcd's timer", () => {
   });
 
   it('a client whose clock stands still sees the grant expire when etcd ends its lease', async () => {
-    const r = (rig = await openEtcdRig());
+    const r = await open();
     // NOTE: the rig's manual clock never moves here: by the clients' clocks the grant is young for ever.
     const holder = r.leasesFor('a', 1_000);
     const lease = await holder.claimOrThrow('job:1');
@@ -57,7 +58,7 @@ describe("expiry on etcd's timer", () => {
   });
 
   it("etcd's expiry between the decision and the commit makes the commit lose its compare: the write is refused, nothing lands", async () => {
-    const r = (rig = await openEtcdRig());
+    const r = await open();
     const lease = await r.leasesFor('a', 60_000).claimOrThrow('job:1');
     let expired = false;
     const client: EtcdClient = {

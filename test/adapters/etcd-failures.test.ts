@@ -166,7 +166,10 @@ describe('lost replies and repeated delivery', () => {
   it(`gives up after ${MAX_ATTEMPTS} lost compares with OutcomeUnknownError`, async () => {
     const r = await open();
     let sent = 0;
-    const store = createEtcdStore({ client: intercepted(r.client, async () => (sent++, { header: { revision: '1' }, succeeded: false })), prefix: r.prefix, clock: r.clock });
+    const store = createEtcdStore({ client: intercepted(r.client, async () => {
+      sent += 1;
+      return { header: { revision: '1' }, succeeded: false };
+    }), prefix: r.prefix, clock: r.clock });
     expect(isLeaseError(await store.claim(claimCommand('job:1')).catch((caught: unknown) => caught), 'OUTCOME_UNKNOWN')).toBe(true);
     expect(sent).toBe(MAX_ATTEMPTS);
   });

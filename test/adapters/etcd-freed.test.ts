@@ -10,6 +10,7 @@ import { expectOwnKeyWoken, expectReleaseAndRevokeHeard } from '../waiting-store
 import { openEtcdRig, type EtcdRig } from './etcd-rig.js';
 
 let rig: EtcdRig | null = null;
+const open = async (...args: Parameters<typeof openEtcdRig>): Promise<EtcdRig> => (rig = await openEtcdRig(...args));
 afterEach(() => {
   rig?.close();
   rig = null;
@@ -45,18 +46,18 @@ function countingWatches(r: EtcdRig): { client: EtcdClient; open: () => number }
 
 describe('etcd watchFreed', () => {
   it('hears the releases and revokes that end a grant, and nothing else', async () => {
-    const r = (rig = await openEtcdRig({ hostClock: true }));
+    const r = await open({ hostClock: true });
     await expectReleaseAndRevokeHeard(r.store, r.leasesFor('a', 60_000), 'job:1');
   });
 
   it("wakes each key's own watchers only", async () => {
-    const r = (rig = await openEtcdRig({ hostClock: true }));
+    const r = await open({ hostClock: true });
     const ends = await expectOwnKeyWoken(r.store, r.leasesFor('a', 60_000), ['job:a', 'job:b']);
-    ends.forEach((end) => end());
+    for (const end of ends) end();
   });
 
   it('wakes a waiting claim as soon as the holder releases, long before its expiry or any recheck', async () => {
-    const r = (rig = await openEtcdRig({ hostClock: true }));
+    const r = await open({ hostClock: true });
     const holder = r.leasesFor('a', 60_000);
     const lease = await holder.claimOrThrow('job:1');
     const started = performance.now();
@@ -70,17 +71,17 @@ describe('etcd watchFreed', () => {
   });
 
   it('shares one etcd watch per key and cancels it when the last watcher leaves', async () => {
-    const r = (rig = await openEtcdRig({ hostClock: true }));
-    const { client, open } = countingWatches(r);
+    const r = await open({ hostClock: true });
+    const { client, open: watches } = countingWatches(r);
     const store = createEtcdStore({ client, prefix: r.prefix });
     const ends = await Promise.all([1, 2, 3].map(() => store.watchFreed!('job:1', () => undefined)));
-    expect(open()).toBe(1);
-    ends.forEach((end) => end());
-    await vi.waitFor(() => expect(open()).toBe(0), { timeout: 5_000, interval: 20 });
+    expect(watches()).toBe(1);
+    for (const end of ends) end();
+    await vi.waitFor(() => expect(watches()).toBe(0), { timeout: 5_000, interval: 20 });
   });
 
   it('a client without watch gives a store without watchFreed (waiting claims retry on their schedule)', async () => {
-    const r = (rig = await openEtcdRig());
+    const r = await open();
     const store = createEtcdStore({ client: { kv: r.client.kv, leaseClient: r.client.leaseClient }, prefix: r.prefix });
     expect(store.watchFreed).toBeUndefined();
     expect(await createLeases(store, { holder: 'a' }).inspect('job:1')).toMatchObject({ exists: false });

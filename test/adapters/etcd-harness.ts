@@ -78,7 +78,9 @@ export function makeEtcdHarness(): () => Promise<StoreHarness<EtcdStore>> {
       expireNow: (key) => expireEtcdGrant(main.client, prefix, key),
       advanceClock: null,
       freshKey: (label = 'key') => `${label}:${++keys}:${randomBytes(4).toString('hex')}`,
-      close: async () => void clients.forEach((client) => client.close()),
+      close: async () => {
+        for (const client of clients) client.close();
+      },
     };
   };
 }

@@ -52,6 +52,8 @@ export async function openEtcdRig(options: { hostClock?: boolean } = {}): Promis
     read: async (under) => (await client.kv.range({ ...prefixRange(under), sort_order: 'Ascend', sort_target: 'Create' })).kvs.map((kv) => kv.value.toString('utf8')),
     get: async (key) => (await client.kv.range({ key: Buffer.from(key, 'utf8') })).kvs[0]?.value.toString('utf8') ?? null,
     modRevision: async (leaseKey) => BigInt((await client.kv.range({ key: Buffer.from(`${prefix}lease/${leaseKey}`, 'utf8') })).kvs[0]?.mod_revision ?? '0'),
-    close: () => clients.forEach((opened) => opened.close()),
+    close: () => {
+      for (const opened of clients) opened.close();
+    },
   };
 }

@@ -70,7 +70,10 @@ describe('fenced writes of etcd data', () => {
     const data = `${r.prefix.slice(0, -1)}-data/`;
     const refused = async (write: Parameters<typeof leases.fencedWrite>[1]): Promise<unknown> => leases.fencedWrite(lease, write).catch((error: unknown) => error);
     expect(isLeaseError(await refused((tx) => tx.put(`${r.prefix}lease/job:1`, '{}')), 'INVALID_ARGUMENT')).toBe(true);
-    expect(isLeaseError(await refused((tx) => (tx.put(`${data}x`, '1'), tx.delete(`${data}x`))), 'INVALID_ARGUMENT')).toBe(true);
+    expect(isLeaseError(await refused((tx) => {
+      tx.put(`${data}x`, '1');
+      tx.delete(`${data}x`);
+    }), 'INVALID_ARGUMENT')).toBe(true);
     expect(isLeaseError(await refused((tx) => tx.put('', '1')), 'INVALID_ARGUMENT')).toBe(true);
     expect(isLeaseError(await refused((tx) => tx.put(`${data}x`, 1 as unknown as string)), 'INVALID_ARGUMENT')).toBe(true);
     const many = await refused((tx) => {
@@ -81,7 +84,9 @@ describe('fenced writes of etcd data', () => {
     expect(await r.modRevision('job:1')).toBe(before);
 
     let escaped: { put(key: string, value: string): void } | null = null;
-    await leases.fencedWriteOrThrow(lease, (tx) => void (escaped = tx));
+    await leases.fencedWriteOrThrow(lease, (tx) => {
+      escaped = tx;
+    });
     expect(() => escaped!.put(`${data}late`, 'x')).toThrow(/after the callback returned/);
     expect(await r.get(`${data}late`)).toBeNull();
   });
@@ -172,7 +177,10 @@ describe('bad input is refused before any I/O', () => {
 
   it('a bad key, TTL or fence never reaches etcd', async () => {
     let calls = 0;
-    const sent = async (): Promise<never> => (calls++, Promise.reject(new Error('sent')));
+    const sent = async (): Promise<never> => {
+      calls += 1;
+      throw new Error('sent');
+    };
     const counting: EtcdClient = { kv: { range: sent, txn: sent }, leaseClient: { leaseGrant: sent, leaseRevoke: sent } };
     const leases = createLeases(createEtcdStore({ client: counting }), { holder: 'a', ttlMs: 1_000 });
     for (const attempt of [() => leases.claim(''), () => leases.claim('k', { ttlMs: -1 }), () => leases.claim(7 as unknown as string), () => leases.inspect('')]) {

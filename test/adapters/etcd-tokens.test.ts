@@ -10,6 +10,7 @@ import type { Lease } from '../../src/lease.js';
 import { openEtcdRig, type EtcdRig } from './etcd-rig.js';
 
 let rig: EtcdRig | null = null;
+const open = async (): Promise<EtcdRig> => (rig = await openEtcdRig());
 afterEach(() => {
   rig?.close();
   rig = null;
@@ -34,7 +35,7 @@ const stepArb: fc.Arbitrary<Step> = fc.oneof(
 
 describe('tokens from the etcd revision', () => {
   it('strictly increase per key, each within (revision read, revision committed], across release, revoke, expiry, a deleted record and two clients', async () => {
-    const r = (rig = await openEtcdRig());
+    const r = await open();
     const second = r.storeWith({});
     const via = [r.leasesFor('w0', 1_000), r.leasesFor('w1', 1_000, second)] as const;
     let runs = 0;

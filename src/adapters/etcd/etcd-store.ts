@@ -102,12 +102,21 @@ export interface EtcdStore extends Store<EtcdWriteContext> {
  * and fenced writes are Raft-replicated, so an acknowledged grant or write survives the loss of any
  * minority of the cluster. See the contract at the top of this file for what now, expiry and tokens mean.
  *
+ * Give the client a deadline per call (`defaultCallOptions`, below): without one, a call to a frozen
+ * member (a stalled VM, SIGSTOP) waits for ever; with one, it fails (`StoreUnavailableError` on a read,
+ * `OutcomeUnknownError` on a transaction) and the etcd3 client retries it on another member. Every
+ * outcome is safe to retry.
+ *
  * ```ts
  * import { Etcd3 } from 'etcd3';
  * import { createLeases } from 'leasefence';
  * import { createEtcdStore } from 'leasefence/etcd';
  *
- * const leases = createLeases(createEtcdStore({ client: new Etcd3({ hosts: 'http://127.0.0.1:2379' }) }), { holder: 'worker-1' });
+ * const client = new Etcd3({
+ *   hosts: ['http://10.0.0.1:2379', 'http://10.0.0.2:2379', 'http://10.0.0.3:2379'],
+ *   defaultCallOptions: (context) => (context.isStream ? {} : { deadline: Date.now() + 5_000 }),
+ * });
+ * const leases = createLeases(createEtcdStore({ client }), { holder: 'worker-1' });
  * const lease = await leases.claimOrThrow('job:42');
  * await leases.fencedWriteOrThrow(lease, (tx) => tx.put('jobs/42/result', 'done'));
  * ```
