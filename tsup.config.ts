@@ -13,6 +13,7 @@ export default defineConfig([
       redis: 'src/adapters/redis/index.ts',
       otel: 'src/otel/index.ts',
       sqlite: 'src/adapters/sqlite/index.ts',
+      etcd: 'src/adapters/etcd/index.ts',
       // NOTE: the store suites for store authors; the only entry that imports fast-check (a peer dependency).
       testing: 'src/testing/index.ts',
     },

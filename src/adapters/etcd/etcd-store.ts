@@ -1,0 +1,240 @@
+/**
+ * The etcd lease store: one JSON record per lease key, changed only by compare-and-swap transactions.
+ *
+ * ## Atomicity contract
+ * - **One decision, one transaction.** etcd has no server-side scripting, so an operation is a READ of the
+ *   lease record (one linearizable read) and, when the pure transition of the same name in
+ *   `fence/transitions.ts` changes the record, ONE transaction that compares the record's `mod_revision`
+ *   (and its live key's, see below) with the ones read and puts the new record (plus, for a fenced
+ *   write, your puts and deletes). The compare makes the read and the write one atomic step: the transaction applies only if no other
+ *   change of the key committed in between, so the outcome is exactly what the core decides for the
+ *   record as it was when the change committed.
+ * - **Round trips.** A refusal or an `inspect` costs one round trip (the read: one linearizable read-only
+ *   transaction of the record and its live key, true at a moment within the call). A change costs two
+ *   (read + transaction), and a claim or renew of a grant with a TTL one more (the etcd lease it gets).
+ *   When the compare loses (another change of the same key committed in between), the store reads again and decides afresh on
+ *   the fresh record: one more read + transaction per lost compare, at most `MAX_ATTEMPTS` in all (then
+ *   `OutcomeUnknownError`). A retry is still one decision on one state; nothing is applied by a lost compare.
+ * - **Delivered twice.** The etcd3 client re-sends a call that failed on the network, so a transaction may
+ *   commit although its caller saw a failure and the re-sent copy's compare lost. Each transaction puts
+ *   its own id into the record (the last `APPLIED_KEPT`); after a lost compare the store finds its id in
+ *   the record it reads again and returns the outcome of that transaction instead of deciding twice.
+ *
+ * ## Now and expiry
+ * etcd's transactions have no clock. The store's now is, per key, `max(clock(), stamp)`: the deciding
+ * client's clock (`options.clock`, the host's wall clock by default), never earlier than `stamp`, the now
+ * of the record's last change (written by the transaction that made it), so a key's now never goes back
+ * whichever client decides. A grant is expired at the FIRST of:
+ * - that now reaching its `expiresAt` (strict: at `now === expiresAt` it is expired, as on every store);
+ * - etcd's own timer: each grant with a TTL has a live key on an etcd lease of `ceil(ttl / 1 s) + 1`
+ *   seconds (see `grant-lease.ts`); once etcd's leader has deleted it, the grant counts as expired (the
+ *   now reported is then at least its `expiresAt`), whatever any client's clock says. Each transaction
+ *   also compares the live key's mod revision, so an etcd expiry between a read and its commit makes the
+ *   commit lose its compare.
+ * WHO may write never depends on clocks: a takeover changes the record, so a write or renew decided on the
+ * old record loses its compare. What the clocks decide is WHEN a grant counts as expired: a client whose
+ * clock lags by `d` may act under a grant others already judge expired for at most `min(d, 2 s + one
+ * round trip)` (etcd's bound: the lease starts after the decision and is rounded up to whole seconds + 1), and only while nobody took the key over. A new etcd leader extends every
+ * etcd lease by its TTL: during an election that bound loosens; takeover never waits for it (the clock
+ * rule expires grants by itself), it only waits for a leader to accept the claim.
+ *
+ * ## Tokens
+ * A claim mints `max(previous + 1, R + 1)`, where `R` is the store revision its read saw (the read's
+ * response header). The transaction that commits the grant commits at a revision > R, and any later claim
+ * of the key reads after that commit, so its `R' >= ` that revision and its token is larger. etcd's revision
+ * is Raft-ordered: it never goes back across leader changes, member loss or restarts (as long as the
+ * cluster keeps its data), so tokens increase per key even if a record is deleted by hand, with no clock
+ * floor. Every token is at most the revision its claim committed at (< 2^63).
+ */
+import { OutcomeUnknownError } from '../../errors.js';
+import type { FencedWriteOutcome, StoreFencedWriteOptions } from '../../fence/operations.js';
+import * as transitions from '../../fence/transitions.js';
+import type { Transition } from '../../fence/transitions.js';
+import type { Fence, LeaseRecord, StoreTime } from '../../fence/types.js';
+import { checkFence } from '../../fence/verdict.js';
+import { newSecret } from '../../secret.js';
+import type { Store } from '../../store.js';
+import type { EtcdRequestOp } from './client.js';
+import { readFailure, txnFailure } from './failures.js';
+import { createEtcdFreed } from './freed-watch.js';
+import { createEtcdList } from './list.js';
+import { liveKeyOf, liveKeyOperations, nowWithEtcdExpiry, type LiveKey } from './grant-lease.js';
+import { hashedClaim, hashedFence } from './secret-hash.js';
+import { decodeRecord, encodeRecord, type StoredRecord } from './record.js';
+import { readEtcdStoreOptions, type EtcdStoreOptions } from './options.js';
+import { WriteRecorder, type EtcdWriteContext } from './write-context.js';
+
+/** How many read + compare-and-swap rounds one operation may take before it gives up. */
+export const MAX_ATTEMPTS = 32;
+
+// NOTE: the numbers of etcd's `Compare.CompareTarget.MOD` and `Compare.CompareResult.EQUAL`.
+const MOD_REVISION = 2;
+const EQUAL = 0;
+
+/** The lease record as read, with the revisions the store needs to change it. */
+interface ReadRecord {
+  readonly stored: StoredRecord;
+  /** The record key's mod revision ('0': absent), compared by the transaction. */
+  readonly modRevision: string;
+  /** The grant's live key (see `grant-lease.ts`). */
+  readonly live: LiveKey;
+  /** The store revision the read saw. */
+  readonly revision: bigint;
+}
+
+/** What one decision asks the store to write: the new record (`null`: nothing) and your operations. */
+interface Decision<O> {
+  readonly outcome: O;
+  readonly record: LeaseRecord | null;
+  readonly operations?: readonly EtcdRequestOp[];
+}
+
+const decided = <O>({ outcome, changed, record }: Transition<O>): Decision<O> => ({ outcome, record: changed ? record : null });
+
+/** The etcd lease store. */
+export interface EtcdStore extends Store<EtcdWriteContext> {
+  /** The key prefix of the lease records (`<prefix>lease/<key>`). */
+  readonly prefix: string;
+}
+
+/**
+ * Creates a lease store on etcd (v3 API; tested on etcd 3.4) with your `etcd3` client: leases whose grants
+ * and fenced writes are Raft-replicated, so an acknowledged grant or write survives the loss of any
+ * minority of the cluster. See the contract at the top of this file for what now, expiry and tokens mean.
+ *
+ * Give the client a deadline per call (`defaultCallOptions`, below): without one, a call to a frozen
+ * member (a stalled VM, SIGSTOP) waits for ever; with one, it fails (`StoreUnavailableError` on a read,
+ * `OutcomeUnknownError` on a transaction) and the etcd3 client retries it on another member. Every
+ * outcome is safe to retry.
+ *
+ * ```ts
+ * import { Etcd3 } from 'etcd3';
+ * import { createLeases } from 'leasefence';
+ * import { createEtcdStore } from 'leasefence/etcd';
+ *
+ * const client = new Etcd3({
+ *   hosts: ['http://10.0.0.1:2379', 'http://10.0.0.2:2379', 'http://10.0.0.3:2379'],
+ *   defaultCallOptions: (context) => (context.isStream ? {} : { deadline: Date.now() + 5_000 }),
+ * });
+ * const leases = createLeases(createEtcdStore({ client }), { holder: 'worker-1' });
+ * const lease = await leases.claimOrThrow('job:42');
+ * await leases.fencedWriteOrThrow(lease, (tx) => tx.put('jobs/42/result', 'done'));
+ * ```
+ */
+export function createEtcdStore(options: EtcdStoreOptions): EtcdStore {
+  const { client, prefix, clock, subscribeTimeoutMs } = readEtcdStoreOptions(options);
+  const { kv } = client;
+  const watch = typeof client.watch === 'function' ? client.watch.bind(client) : undefined;
+  const prefixBytes = Buffer.from(prefix, 'utf8');
+  const recordKey = (key: string): Buffer => Buffer.concat([prefixBytes, Buffer.from(`lease/${key}`, 'utf8')]);
+
+  const liveKey = (key: string): Buffer => Buffer.concat([prefixBytes, Buffer.from(`live/${key}`, 'utf8')]);
+
+  /** The record and its live key, in one linearizable read-only transaction (both at one revision). */
+  const read = async (key: string, operation: string): Promise<ReadRecord> => {
+    let response;
+    try {
+      response = await kv.txn({ compare: [], success: [{ request_range: { key: recordKey(key) } }, { request_range: { key: liveKey(key) } }], failure: [] });
+    } catch (error) {
+      throw readFailure(error, operation);
+    }
+    const found = response.responses?.[0]?.response_range?.kvs[0];
+    const live = liveKeyOf(response.responses?.[1]?.response_range?.kvs[0]);
+    return { stored: decodeRecord(key, found?.value), modRevision: found?.mod_revision ?? '0', live, revision: BigInt(response.header.revision) };
+  };
+
+  /** The key's now as read: the clock, never before the last change, at least the expiry etcd enforced. */
+  const nowOf = ({ stored, live }: ReadRecord): StoreTime => nowWithEtcdExpiry(stored.record, live, Math.max(clock(), stored.stamp));
+
+  /** The record put by a decision, if both compares hold: `true` when it committed. */
+  const commit = async (key: string, before: ReadRecord, value: string, operations: readonly EtcdRequestOp[], operation: string): Promise<boolean> => {
+    const name = recordKey(key);
+    try {
+      const response = await kv.txn({
+        compare: [
+          { key: name, target: MOD_REVISION, result: EQUAL, mod_revision: before.modRevision },
+          { key: liveKey(key), target: MOD_REVISION, result: EQUAL, mod_revision: before.live.modRevision },
+        ],
+        success: [{ request_put: { key: name, value: Buffer.from(value, 'utf8') } }, ...operations],
+        failure: [],
+      });
+      return response.succeeded;
+    } catch (error) {
+      throw txnFailure(error, operation);
+    }
+  };
+
+  /** Ends an etcd lease the live key left; best effort (it runs out by itself anyway). */
+  const revokeStale = (lease: string | null): void => {
+    if (lease !== null) void client.leaseClient.leaseRevoke({ ID: lease }).catch(() => undefined);
+  };
+
+  /**
+   * Reads, decides with `decide` at the key's now, and commits the decision under compares of the
+   * record's and the live key's mod revisions; on a lost compare, reads and decides again (see the contract).
+   */
+  const transact = async <O>(key: string, operation: string, decide: (record: LeaseRecord | null, now: StoreTime, floor: bigint) => Decision<O> | Promise<Decision<O>>): Promise<O> => {
+    const sent = new Map<string, O>();
+    for (let attempt = 1; attempt <= MAX_ATTEMPTS; attempt += 1) {
+      const before = await read(key, operation);
+      const { stored } = before;
+      for (const id of stored.applied) if (sent.has(id)) return sent.get(id) as O;
+      const now = nowOf(before);
+      const decision = await decide(stored.record, now, before.revision + 1n);
+      if (decision.record === null) return decision.outcome;
+      const live = await liveKeyOperations(client.leaseClient, liveKey(key), stored.record, decision.record, before.live, now, operation);
+      const id = newSecret();
+      sent.set(id, decision.outcome);
+      if (await commit(key, before, encodeRecord(decision.record, now, stored.applied, id), [...live.operations, ...(decision.operations ?? [])], operation)) {
+        revokeStale(live.staleLease);
+        return decision.outcome;
+      }
+    }
+    throw new OutcomeUnknownError(`etcd ${operation}: ${MAX_ATTEMPTS} compare-and-swap rounds on ${JSON.stringify(key)} lost to concurrent changes; the last one may have applied`);
+  };
+
+  return {
+    id: `etcd:${prefix}`,
+    prefix,
+
+    claim: (command) => transact(command.key, 'claim', (record, now, floor) => decided(transitions.claim(record, hashedClaim(command), now, floor))),
+    renew: (command) => transact(command.fence.key, 'renew', (record, now) => decided(transitions.renew(record, { ...command, fence: hashedFence(command.fence) }, now))),
+    checkpoint: (command) => transact(command.fence.key, 'checkpoint', (record, now) => decided(transitions.checkpoint(record, { ...command, fence: hashedFence(command.fence) }, now))),
+    release: (command) => transact(command.fence.key, 'release', (record, now) => decided(transitions.release(record, { ...command, fence: hashedFence(command.fence) }, now))),
+    revoke: (command) => transact(command.key, 'revoke', (record, now) => decided(transitions.revoke(record, command, now))),
+    recover: (command) => transact(command.fence.key, 'recover', (record, now) => decided(transitions.recover(record, { ...command, fence: hashedFence(command.fence) }, now))),
+
+    list: createEtcdList(kv, recordKey(''), liveKey(''), clock),
+
+    ...(watch === undefined ? {} : { watchFreed: createEtcdFreed(watch, recordKey, subscribeTimeoutMs) }),
+
+    async inspect(key) {
+      const before = await read(key, 'inspect');
+      return transitions.inspect(before.stored.record, key, nowOf(before));
+    },
+
+    fencedWrite<T>(fence: Fence, write: (context: EtcdWriteContext) => T | Promise<T>, { checkpointJson }: StoreFencedWriteOptions = {}): Promise<FencedWriteOutcome<T>> {
+      const stored = hashedFence(fence);
+      const recorder = new WriteRecorder(prefixBytes);
+      let written: { readonly value: T } | null = null;
+      return transact<FencedWriteOutcome<T>>(fence.key, 'fenced write', async (record, now) => {
+        const verdict = checkFence(record, stored, now);
+        if (!verdict.ok || record === null) return { outcome: verdict as FencedWriteOutcome<T>, record: null };
+        if (written === null) {
+          // NOTE: the callback runs once, on the first fence that holds; a lost compare re-sends its operations under a fresh check.
+          try {
+            written = { value: await write(recorder.context(fence.key, fence.token, now)) };
+          } finally {
+            recorder.close();
+          }
+        }
+        const { value } = written;
+        if (checkpointJson === undefined) return { outcome: { ok: true, value, token: fence.token, checkpoint: null, now }, record, operations: recorder.operations };
+        // NOTE: the same checkpoint transition at the same now, on the same record: it holds since the fence does.
+        const saved = transitions.checkpoint(record, { fence: stored, json: checkpointJson }, now);
+        if (!saved.outcome.ok || saved.record === null) return { outcome: saved.outcome as FencedWriteOutcome<T>, record: null };
+        return { outcome: { ok: true, value, token: fence.token, checkpoint: saved.outcome.checkpoint, now }, record: saved.record, operations: recorder.operations };
+      });
+    },
+  };
+}

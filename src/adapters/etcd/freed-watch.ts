@@ -1,0 +1,55 @@
+/**
+ * `Store.watchFreed` on etcd: one etcd watch per waited lease record (on the client's own gRPC channel,
+ * shared by every waiter of that key in this process, cancelled when the last one leaves). A put of the
+ * record without a grant is a release or a revoke committing: its waiters are woken. A deleted record
+ * (an operator's hand) wakes them too. No polling: etcd streams the record's changes.
+ */
+import { createFreedSubscriptions, type FreedTransport } from '../freed-subscriptions.js';
+
+/** The etcd3 client's watcher, as far as the store uses it. */
+export interface EtcdWatcher {
+  on(event: 'put', listener: (kv: { readonly value: Buffer }) => void): unknown;
+  on(event: 'delete' | 'connected' | 'error', listener: () => void): unknown;
+  cancel(): Promise<void>;
+}
+
+/** The etcd3 client's watch builder (`client.watch().key(k).create()`), as far as the store uses it. */
+export interface EtcdWatchBuilder {
+  key(key: Buffer): { create(): Promise<EtcdWatcher> };
+}
+
+/** Whether a put of the record means the key was freed: a leasefence record with no grant. */
+function freedBy(value: Buffer): boolean {
+  try {
+    const record = JSON.parse(value.toString('utf8')) as { grant?: unknown } | null;
+    return typeof record === 'object' && record !== null && record.grant === null;
+  } catch {
+    return false;
+  }
+}
+
+/** `watchFreed` for record keys named by `recordKey`, over `watch` (the client's `watch`, bound). */
+export function createEtcdFreed(watch: () => EtcdWatchBuilder, recordKey: (key: string) => Buffer, subscribeTimeoutMs: number): (key: string, onFreed: () => void) => Promise<() => void> {
+  const watchers = new Map<string, EtcdWatcher>();
+  const transport: FreedTransport = {
+    async subscribe(name) {
+      const watcher = await watch().key(recordKey(name)).create();
+      // NOTE: an EventEmitter without an 'error' listener throws; a watch error only delays waiters to their schedule.
+      watcher.on('error', () => undefined);
+      watcher.on('put', (kv) => {
+        if (freedBy(kv.value)) subscriptions.deliver(name);
+      });
+      watcher.on('delete', () => subscriptions.deliver(name));
+      // NOTE: after a reconnect the client resumes the watch where it stopped; a wake-up then costs a waiter one claim at most.
+      watcher.on('connected', () => subscriptions.deliver(name));
+      watchers.set(name, watcher);
+    },
+    async unsubscribe(name) {
+      const watcher = watchers.get(name);
+      watchers.delete(name);
+      await watcher?.cancel();
+    },
+  };
+  const subscriptions = createFreedSubscriptions(transport, subscribeTimeoutMs);
+  return (key, onFreed) => subscriptions.watch(key, onFreed);
+}
