@@ -11,7 +11,8 @@ import { Etcd3 } from 'etcd3';
 import { afterAll, describe, expect, it } from 'vitest';
 import { createEtcdStore, type EtcdStore } from '../../src/adapters/etcd/index.js';
 import { isLeaseError } from '../../src/errors.js';
-import { createLeases, type Leases } from '../../src/leases.js';
+import { createLeases } from '../../src/leases.js';
+import type { Leases } from '../../src/leases-types.js';
 import { startEtcdCluster, type EtcdCluster, type EtcdMember } from '../support/etcd-server.js';
 import { prefixRange } from './etcd-harness.js';
 

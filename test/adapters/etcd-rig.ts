@@ -5,7 +5,8 @@
 import { Etcd3 } from 'etcd3';
 import { createManualClock, type ManualClock } from '../../src/clock.js';
 import { createEtcdStore, type EtcdClient, type EtcdStore } from '../../src/adapters/etcd/index.js';
-import { createLeases, type Leases } from '../../src/leases.js';
+import { createLeases } from '../../src/leases.js';
+import type { Leases } from '../../src/leases-types.js';
 import { freshEtcdPrefix, prefixRange, sharedEtcdUrl } from './etcd-harness.js';
 
 /** A fixed start for manual clocks: 2024-01-01T00:00:00Z. */

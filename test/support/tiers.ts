@@ -23,6 +23,13 @@ export const TIER_VARIABLE = 'LEASEFENCE_TEST_TIER';
 
 /** Files that need the real PostgreSQL or redis-server. */
 export const STORES_FILES: readonly string[] = [
+  'test/adapters/etcd-expiry.test.ts',
+  'test/adapters/etcd-failures.test.ts',
+  'test/adapters/etcd-freed.test.ts',
+  'test/adapters/etcd-list.test.ts',
+  'test/adapters/etcd-specs.test.ts',
+  'test/adapters/etcd-store.test.ts',
+  'test/adapters/etcd-tokens.test.ts',
   'test/adapters/postgres-checkout-error.test.ts',
   'test/adapters/postgres-connect-wrappers.test.ts',
   'test/adapters/postgres-errors.test.ts',
@@ -75,6 +82,7 @@ export const STORES_FILES: readonly string[] = [
 
 /** Chaos, topologies, killed or frozen processes, builds, packing and the browser. */
 export const LONG_FILES: readonly string[] = [
+  'test/adapters/etcd-cluster.test.ts',
   'test/adapters/postgres-freeze.test.ts',
   'test/adapters/sqlite-migrate-race.test.ts',
   'test/adapters/sqlite-processes.test.ts',

@@ -26,6 +26,7 @@ export interface EtcdRangeRequest {
   limit?: string | number;
 }
 
+/** What a `range` answers: the matching key-values and the header (the store's revision). */
 export interface EtcdRangeResponse {
   readonly header: EtcdResponseHeader;
   readonly kvs: readonly EtcdKeyValue[];
@@ -47,12 +48,14 @@ export interface EtcdRequestOp {
   request_delete_range?: { key?: Buffer };
 }
 
+/** One etcd transaction: compare, then `success` or `failure` operations, atomically. */
 export interface EtcdTxnRequest {
   compare?: EtcdCompare[];
   success?: EtcdRequestOp[];
   failure?: EtcdRequestOp[];
 }
 
+/** What a transaction answers: whether the compares held, the responses of the branch it ran, the header. */
 export interface EtcdTxnResponse {
   readonly header: EtcdResponseHeader;
   readonly succeeded: boolean;
@@ -62,13 +65,17 @@ export interface EtcdTxnResponse {
 
 /** The KV service: `range` and `txn` (the `etcd3` client's `client.kv`). */
 export interface EtcdKv {
+  /** Reads keys (linearizable unless the request says otherwise). */
   range(request: EtcdRangeRequest): Promise<EtcdRangeResponse>;
+  /** Runs one transaction. */
   txn(request: EtcdTxnRequest): Promise<EtcdTxnResponse>;
 }
 
 /** The Lease service (the `etcd3` client's `client.leaseClient`): grants the etcd leases that end grants on etcd's timer. */
 export interface EtcdLeaseService {
+  /** Grants an etcd lease of `TTL` seconds. */
   leaseGrant(request: { TTL?: string | number }): Promise<{ readonly ID: string }>;
+  /** Revokes an etcd lease (its keys are deleted). */
   leaseRevoke(request: { ID?: string | number }): Promise<unknown>;
 }
 

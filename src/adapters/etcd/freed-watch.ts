@@ -8,14 +8,21 @@ import { createFreedSubscriptions, type FreedTransport } from '../freed-subscrip
 
 /** The etcd3 client's watcher, as far as the store uses it. */
 export interface EtcdWatcher {
+  /** A put of the watched key, with its new value. */
   on(event: 'put', listener: (kv: { readonly value: Buffer }) => void): unknown;
+  /** The key was deleted, the watch (re)connected, or it failed. */
   on(event: 'delete' | 'connected' | 'error', listener: () => void): unknown;
+  /** Ends the watch. */
   cancel(): Promise<void>;
 }
 
 /** The etcd3 client's watch builder (`client.watch().key(k).create()`), as far as the store uses it. */
 export interface EtcdWatchBuilder {
-  key(key: Buffer): { create(): Promise<EtcdWatcher> };
+  /** Watches one key. */
+  key(key: Buffer): {
+    /** Starts the watch. */
+    create(): Promise<EtcdWatcher>;
+  };
 }
 
 /** Whether a put of the record means the key was freed: a leasefence record with no grant. */

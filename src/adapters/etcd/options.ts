@@ -31,6 +31,7 @@ export interface EtcdStoreOptions {
   readonly subscribeTimeoutMs?: number;
 }
 
+/** The key prefix the store writes under when `prefix` is not given. */
 export const DEFAULT_ETCD_PREFIX = 'leasefence/';
 
 /** The largest clock reading accepted, in ms either side of the epoch: the range of a JS `Date`. */
