@@ -47,8 +47,9 @@ export default defineConfig({
       }),
       tier('stores', true),
       tier('long', true),
-      // NOTE: the runtimes run as child processes, one at a time (the file's tests are sequential).
-      tier('runtimes', true),
+      // NOTE: the runtimes run programs as child processes, one at a time (the file's tests are sequential),
+      // each bounded at 120 s (test/runtimes/runtimes.test.ts); a test runs up to two.
+      tier('runtimes', true, { testTimeout: 300_000 }),
     ],
   },
 });

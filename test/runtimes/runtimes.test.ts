@@ -10,9 +10,13 @@ import { existsSync, readFileSync } from 'node:fs';
 import { mkdir, mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { Redis } from 'ioredis';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import { packageEntries } from '../../scripts/package-checks.js';
+import { createRedisStore, hashTagOf } from '../../src/adapters/redis/index.js';
+import { createLeases } from '../../src/index.js';
 import { PG_URL_VARIABLE, REDIS_URL_VARIABLE } from '../support/global-setup.js';
 import {
   assertExitedZero,
@@ -27,16 +31,21 @@ import {
   RUNTIMES,
   runOn,
   runProcess,
+  spawnOn,
 } from '../support/runtimes.js';
 import { cellOf, supportTableMarkdown } from './support-table.js';
 
-/** The bound on one program's run: each takes about a second; a hung one is killed. */
+/**
+ * The bound on one program's run: each takes about a second (the vitest run up to 10 s on a loaded machine);
+ * a hung one is killed. A test runs at most two, within the project's testTimeout (vitest.config.ts).
+ */
 const PROGRAM_TIMEOUT_MS = 120_000;
 /** What the consumer project links in besides the tarball: the peer dependencies and the stores' clients. */
 const LINKED = ['fast-check', '@opentelemetry/api', 'pg', 'postgres', 'ioredis', 'redis'];
 /** The programs the runtimes run, copied into the consumer projects. */
 const PROGRAMS = [
   'features.mjs',
+  'frozen-holder.mjs',
   'conformance.mjs',
   'sqlite-harness.mjs',
   'quick-start-postgres.mjs',
@@ -177,9 +186,9 @@ describe.each(RUNTIMES)('$name', (runtime) => {
   });
 
   test.each([
-    ['pg', 'pg'],
-    ['postgresjs', 'postgres'],
-  ] as const)('runs the PostgreSQL quick start with %s against the real server', async (row, client) => {
+    { row: 'pg', client: 'pg' },
+    { row: 'postgresjs', client: 'postgres' },
+  ] as const)('runs the PostgreSQL quick start with $client against the real server', async ({ row, client }) => {
     expect(cellOf(row, runtime)).toBe('yes');
     const url = await freshDatabase(`leasefence_runtimes_${process.pid}_${slug(runtime)}_${client}`);
     const quickStart = assertExitedZero(await run(full, 'quick-start-postgres.mjs', [client], { DATABASE_URL: url }));
@@ -187,15 +196,60 @@ describe.each(RUNTIMES)('$name', (runtime) => {
   });
 
   test.each([
-    ['ioredis', 'ioredis'],
-    ['nodeRedis', 'node-redis'],
-  ] as const)('runs the Redis quick start with %s against the real server', async (row, client) => {
+    { row: 'ioredis', client: 'ioredis' },
+    { row: 'nodeRedis', client: 'node-redis' },
+  ] as const)('runs the Redis quick start with $client against the real server', async ({ row, client }) => {
     expect(cellOf(row, runtime)).toBe('yes');
     const name = `runtimes-${process.pid}-${slug(runtime)}-${client}`;
     const quickStart = assertExitedZero(
       await run(full, 'quick-start-redis.mjs', [client, name], { REDIS_URL: process.env[REDIS_URL_VARIABLE] ?? '' }),
     );
     expect(quickStart.stdout).toBe(REDIS_QUICK_START_OUTPUT);
+  });
+
+  test("a worker frozen (SIGSTOP) past its TTL while another takes over has its write refused after the thaw; the other's write stays", async () => {
+    expect(cellOf('frozen', runtime)).toBe('yes');
+    const name = `runtimes-${process.pid}-${slug(runtime)}`;
+    const valueKey = `${hashTagOf(`freeze:${name}`)}:value`;
+    const url = process.env[REDIS_URL_VARIABLE] ?? '';
+    const frozen = spawnOn(runtime, binaries.get(runtime.name) ?? '', 'frozen-holder.mjs', [name], full, { REDIS_URL: url });
+    const killer = setTimeout(() => frozen.kill('SIGKILL'), PROGRAM_TIMEOUT_MS);
+    const redis = new Redis(url);
+    let stdout = '';
+    let stderr = '';
+    frozen.stderr.on('data', (chunk: Buffer) => {
+      stderr += chunk.toString();
+    });
+    const exited = new Promise<number | null>((resolve) => frozen.once('close', resolve));
+    try {
+      const claimed = await new Promise<bigint>((resolve, reject) => {
+        frozen.stdout.on('data', (chunk: Buffer) => {
+          stdout += chunk.toString();
+          const token = /^claimed (\d+)$/m.exec(stdout)?.[1];
+          if (token !== undefined) resolve(BigInt(token));
+        });
+        void exited.then(() => reject(new Error(`the worker ended before claiming:\n${stdout}\n${stderr}`)));
+      });
+      frozen.kill('SIGSTOP');
+      // NOTE: past the frozen worker's 1 s TTL, on the store's clock; then the next worker (this process) claims.
+      await sleep(1_500);
+      const leases = createLeases(createRedisStore({ client: redis }), { holder: 'next', ttlMs: 30_000 });
+      const next = await leases.claimOrThrow(`freeze:${name}`);
+      expect(next.token).toBeGreaterThan(claimed);
+      const landed = await leases.fencedWrite(next, (tx) => {
+        tx.call('SET', valueKey, 'written by the next worker');
+      });
+      expect(landed.ok).toBe(true);
+      frozen.kill('SIGCONT');
+      frozen.stdin.end('write\n');
+      expect(await exited, stderr).toBe(0);
+      expect(stdout.trim().split('\n').at(-1)).toBe('{"ok":false,"reason":"superseded"}');
+      expect(await redis.get(valueKey)).toBe('written by the next worker');
+    } finally {
+      clearTimeout(killer);
+      frozen.kill('SIGKILL');
+      redis.disconnect();
+    }
   });
 
   test('runs the SQLite quick start on node:sqlite, or fails to import it where the runtime has none', async () => {

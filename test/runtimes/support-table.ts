@@ -24,6 +24,10 @@ export const SUPPORT = {
   postgresjs: { what: 'PostgreSQL with postgres.js: quick start', cells: everywhere() },
   ioredis: { what: 'Redis with ioredis: quick start', cells: everywhere() },
   nodeRedis: { what: 'Redis with node-redis 5: quick start', cells: everywhere() },
+  frozen: {
+    what: 'A worker frozen (SIGSTOP) past its TTL while another took over: its write refused after the thaw (Redis)',
+    cells: everywhere(),
+  },
   sqliteQuickStart: { what: 'SQLite with `node:sqlite`: quick start', cells: butNode20() },
   sqliteSuites: { what: 'SQLite with `node:sqlite`: conformance, model and race suites', cells: butNode20() },
   tracingChannel: { what: '`node:diagnostics_channel` TracingChannel (events, `leasefence/otel`)', cells: everywhere() },

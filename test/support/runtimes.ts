@@ -9,7 +9,7 @@
  * Also here: the package as `npm pack` makes it from a clean tree (its `prepack` builds it), and the
  * consumer projects the tier's programs run in.
  */
-import { execFile } from 'node:child_process';
+import { type ChildProcessWithoutNullStreams, execFile, spawn } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import { copyFile, mkdir, rename, rm, symlink, writeFile } from 'node:fs/promises';
 import { basename, dirname, join } from 'node:path';
@@ -40,6 +40,23 @@ export const RUNTIMES: readonly Runtime[] = [
   { name: 'Deno', npmPackage: 'deno', version: '2.9.6', args: ['run', '--allow-all'] },
 ];
 
+/** The environment of a child process: this one's, with `extra`. */
+function childEnvironment(extra: NodeJS.ProcessEnv = {}): NodeJS.ProcessEnv {
+  // NOTE: vitest's own variables would make a vitest started here think it runs inside this worker.
+  const inherited = Object.fromEntries(
+    Object.entries(process.env).filter(([name]) => !name.startsWith('VITEST') && name !== 'NODE_OPTIONS'),
+  );
+  return {
+    ...inherited,
+    FORCE_COLOR: '0',
+    NO_COLOR: '1',
+    CI: 'true',
+    DENO_NO_UPDATE_CHECK: '1',
+    DENO_DIR: join(CACHE, 'deno-dir'),
+    ...extra,
+  };
+}
+
 /** What a finished process printed. */
 export interface ProcessRun {
   readonly command: string;
@@ -61,19 +78,7 @@ export function runProcess(
 ): Promise<ProcessRun> {
   const started = performance.now();
   const command = [file, ...args].join(' ');
-  // NOTE: vitest's own variables would make a vitest started here think it runs inside this worker.
-  const inherited = Object.fromEntries(
-    Object.entries(process.env).filter(([name]) => !name.startsWith('VITEST') && name !== 'NODE_OPTIONS'),
-  );
-  const env = {
-    ...inherited,
-    FORCE_COLOR: '0',
-    NO_COLOR: '1',
-    CI: 'true',
-    DENO_NO_UPDATE_CHECK: '1',
-    DENO_DIR: join(CACHE, 'deno-dir'),
-    ...options.env,
-  };
+  const env = childEnvironment(options.env);
   return new Promise((done) => {
     execFile(
       file,
@@ -133,6 +138,18 @@ export function runOn(
   options: { env?: NodeJS.ProcessEnv; timeoutMs: number },
 ): Promise<ProcessRun> {
   return runProcess(binary, [...runtime.args, program, ...args], cwd, options);
+}
+
+/** `runtime` starting `program args` in `cwd` with pipes for stdin, stdout and stderr; the caller ends it. */
+export function spawnOn(
+  runtime: Runtime,
+  binary: string,
+  program: string,
+  args: readonly string[],
+  cwd: string,
+  env: NodeJS.ProcessEnv,
+): ChildProcessWithoutNullStreams {
+  return spawn(binary, [...runtime.args, program, ...args], { cwd, env: childEnvironment(env), stdio: 'pipe' });
 }
 
 /** The files git tracks (as they are in the work tree), without `dist/`, `node_modules` or anything untracked. */
