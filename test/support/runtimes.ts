@@ -11,7 +11,7 @@
  */
 import { type ChildProcessWithoutNullStreams, execFile, spawn } from 'node:child_process';
 import { existsSync } from 'node:fs';
-import { copyFile, mkdir, rename, rm, symlink, writeFile } from 'node:fs/promises';
+import { copyFile, mkdir, readdir, rename, rm, stat, symlink, writeFile } from 'node:fs/promises';
 import { basename, dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { assertTierMayStart } from './tiers.js';
@@ -128,6 +128,22 @@ export async function installRuntime(runtime: Runtime): Promise<string> {
   return binary;
 }
 
+/** An install left by a run that died is removed after this long. */
+const STALE_INSTALL_MS = 3_600_000;
+
+/**
+ * Removes from the cache what no pinned runtime uses: the installs of versions pinned before, and temp dirs
+ * of installs that died. Each install is 100 to 190 MB.
+ */
+export async function removeUnpinnedRuntimes(): Promise<void> {
+  const pinned = new Set([...RUNTIMES.map((runtime) => `${runtime.npmPackage}-${runtime.version}`), 'deno-dir']);
+  for (const name of await readdir(CACHE)) {
+    const path = join(CACHE, name);
+    const stale = name.includes('.tmp-') ? Date.now() - (await stat(path)).mtimeMs > STALE_INSTALL_MS : !pinned.has(name);
+    if (stale) await rm(path, { recursive: true, force: true });
+  }
+}
+
 /** `runtime` running `program args` in `cwd` (the binary from installRuntime). */
 export function runOn(
   runtime: Runtime,
@@ -162,6 +178,8 @@ async function trackedFiles(): Promise<string[]> {
 export interface CleanPack {
   readonly tarball: string;
   readonly pack: ProcessRun;
+  /** Whether the tree had a `dist/` before `npm pack` (it must not: a fresh clone has none). */
+  readonly distBeforePack: boolean;
 }
 
 /**
@@ -178,10 +196,11 @@ export async function packCleanTree(workDir: string): Promise<CleanPack> {
     await copyFile(join(ROOT, file), join(tree, file));
   }
   await symlink(join(ROOT, 'node_modules'), join(tree, 'node_modules'), 'dir');
+  const distBeforePack = existsSync(join(tree, 'dist'));
   const pack = assertExitedZero(await runProcess('npm', ['pack', '--json', '--pack-destination', out], tree, { timeoutMs: 600_000 }));
   // NOTE: the prepack script's output comes first on stdout; the JSON report is the rest.
   const [report] = JSON.parse(pack.stdout.slice(pack.stdout.indexOf('\n[') + 1)) as [{ filename: string }];
-  return { tarball: join(out, report.filename), pack };
+  return { tarball: join(out, report.filename), pack, distBeforePack };
 }
 
 /** Installs `tarball` into a new project `dir` (offline: leasefence has no dependencies). */
