@@ -8,9 +8,9 @@ checkTiers(ROOT);
 const files = filesByTier(ROOT);
 
 /**
- * One tier as a vitest project (test/support/tiers.ts says which file is where). `stores` and `long` share
- * one PostgreSQL and one redis-server: the first project's globalSetup starts them and sets LEASEFENCE_PG_URL /
- * _REDIS_URL, which the second finds set and uses as they are.
+ * One tier as a vitest project (test/support/tiers.ts says which file is where). `stores`, `long` and `runtimes`
+ * share one PostgreSQL and one redis-server: the first project's globalSetup starts them and sets
+ * LEASEFENCE_PG_URL / _REDIS_URL, which the others find set and use as they are.
  */
 function tier(name: Tier, servers: boolean, test: TestProjectInlineConfiguration['test'] = {}): TestProjectInlineConfiguration {
   return {
@@ -47,6 +47,9 @@ export default defineConfig({
       }),
       tier('stores', true),
       tier('long', true),
+      // NOTE: the runtimes run programs as child processes, one at a time (the file's tests are sequential),
+      // each bounded at 120 s (test/runtimes/runtimes.test.ts); a test runs up to two.
+      tier('runtimes', true, { testTimeout: 300_000 }),
     ],
   },
 });

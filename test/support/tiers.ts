@@ -1,11 +1,13 @@
 /**
- * The three test tiers (vitest projects, see vitest.config.ts), by what a file needs:
+ * The four test tiers (vitest projects, see vitest.config.ts), by what a file needs:
  * - `unit`: no server, no build, no browser: the pure core, the shell, the CLI's rendering, the memory,
  *   SQLite and PGlite suites. Every test file not listed below; `npm run test:unit` is the inner loop.
  * - `stores`: the run's real PostgreSQL and redis-server (global-setup.ts), or a server of the file's own.
  * - `long`: chaos runs, topologies (cluster, sentinel, replicas), processes killed or frozen, and what builds
  *   or packs the package or drives Chromium (package, docs, examples, the timeline picture).
- * A file that mixes memory and server suites is a `stores` file. `npm test` runs all three.
+ * - `runtimes`: the packed package on Node 20, 22 and 24, Bun and Deno (installed from npm into a cache,
+ *   test/support/runtimes.ts), against the run's servers. Last: it is the slowest to start on a new machine.
+ * A file that mixes memory and server suites is a `stores` file. `npm test` runs all four.
  *
  * A file listed here that no longer exists, or listed twice, fails the config (`checkTiers`); a server, a build
  * or a browser started from a `unit` file fails that file (`assertTierMayStart`), so a new file that needs one
@@ -15,7 +17,7 @@ import { existsSync, readdirSync } from 'node:fs';
 import { join } from 'node:path';
 
 /** The tiers, in the order `npm test` lists them. */
-export const TIERS = ['unit', 'stores', 'long'] as const;
+export const TIERS = ['unit', 'stores', 'long', 'runtimes'] as const;
 export type Tier = (typeof TIERS)[number];
 
 /** Which tier the running test worker belongs to (set per project in vitest.config.ts). */
@@ -106,6 +108,9 @@ export const LONG_FILES: readonly string[] = [
   'test/worker-safety/exactly-once.test.ts',
 ];
 
+/** The runtime matrix: the packed package run by other runtimes than the one vitest runs on. */
+export const RUNTIMES_FILES: readonly string[] = ['test/runtimes/runtimes.test.ts'];
+
 /** Every test file under `root` (`test/**\/*.test.ts`), as paths relative to `root`, sorted. */
 export function allTestFiles(root: string): string[] {
   return readdirSync(join(root, 'test'), { recursive: true, encoding: 'utf8' })
@@ -114,17 +119,17 @@ export function allTestFiles(root: string): string[] {
     .sort();
 }
 
-/** The test files of each tier: `unit` is every file that `stores` and `long` do not list. */
+/** The test files of each tier: `unit` is every file that `stores`, `long` and `runtimes` do not list. */
 export function filesByTier(root: string): Record<Tier, readonly string[]> {
-  const listed = new Set([...STORES_FILES, ...LONG_FILES]);
-  return { unit: allTestFiles(root).filter((file) => !listed.has(file)), stores: STORES_FILES, long: LONG_FILES };
+  const listed = new Set([...STORES_FILES, ...LONG_FILES, ...RUNTIMES_FILES]);
+  return { unit: allTestFiles(root).filter((file) => !listed.has(file)), stores: STORES_FILES, long: LONG_FILES, runtimes: RUNTIMES_FILES };
 }
 
 /** Throws unless every listed file exists and is listed once, so each test file runs in exactly one tier. */
 export function checkTiers(root: string): void {
   const problems: string[] = [];
   const seen = new Set<string>();
-  for (const file of [...STORES_FILES, ...LONG_FILES]) {
+  for (const file of [...STORES_FILES, ...LONG_FILES, ...RUNTIMES_FILES]) {
     if (seen.has(file)) problems.push(`${file} is listed twice`);
     seen.add(file);
     if (!existsSync(join(root, file))) problems.push(`${file} does not exist (moved or renamed? update the list)`);
@@ -133,10 +138,12 @@ export function checkTiers(root: string): void {
 }
 
 /**
- * Throws in a `unit` worker: `what` (a server, a build, a browser) belongs to the `stores` or `long` tier.
+ * Throws in a `unit` worker: `what` (a server, a build, a browser) belongs to the `stores`, `long` or `runtimes` tier.
  * Called by the helpers that start one.
  */
 export function assertTierMayStart(what: string): void {
   if (process.env[TIER_VARIABLE] !== 'unit') return;
-  throw new Error(`the unit tier starts no ${what}: list this test file under STORES_FILES or LONG_FILES in test/support/tiers.ts`);
+  throw new Error(
+    `the unit tier starts no ${what}: list this test file under STORES_FILES, LONG_FILES or RUNTIMES_FILES in test/support/tiers.ts`,
+  );
 }

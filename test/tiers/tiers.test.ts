@@ -1,6 +1,6 @@
 /**
  * The test tiers (test/support/tiers.ts, vitest.config.ts): every test file runs in exactly one of the
- * `unit`, `stores` and `long` projects, and `npm test` (which runs them all) runs every file.
+ * `unit`, `stores`, `long` and `runtimes` projects, and `npm test` (which runs them all) runs every file.
  */
 import { readdirSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
@@ -30,7 +30,7 @@ function projectFiles(): Map<string, readonly string[]> {
 }
 
 describe('test tiers', () => {
-  it('are the projects unit, stores and long, in that order', () => {
+  it('are the projects unit, stores, long and runtimes, in that order', () => {
     expect([...projectFiles().keys()]).toEqual([...TIERS]);
   });
 
@@ -40,12 +40,13 @@ describe('test tiers', () => {
     expect([...listed].sort()).toEqual(testFiles());
   });
 
-  it('start servers only for stores and long', () => {
+  it('start servers only for stores, long and runtimes', () => {
     const projects = (config.test?.projects ?? []) as Array<{ test: { name: string; globalSetup: string[] } }>;
     expect(Object.fromEntries(projects.map((project) => [project.test.name, project.test.globalSetup]))).toEqual({
       unit: [],
       stores: ['test/support/global-setup.ts'],
       long: ['test/support/global-setup.ts'],
+      runtimes: ['test/support/global-setup.ts'],
     });
   });
 });
