@@ -7,7 +7,7 @@ import { createSqliteStore } from 'leasefence/sqlite';
 
 const database = new DatabaseSync('leases.db');
 try {
-  const store = createSqliteStore({ database });
+  const store = createSqliteStore({ client: database });
   await store.migrate();
   database.exec('CREATE TABLE IF NOT EXISTS export_rows (batch INTEGER PRIMARY KEY, token TEXT NOT NULL)');
   const leases = createLeases(store, { holder: 'exporter-1', ttlMs: 30_000 });

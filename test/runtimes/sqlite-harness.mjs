@@ -7,7 +7,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { DatabaseSync } from 'node:sqlite';
-import { createManualClock } from 'leasefence';
+import { createManualClock } from 'leasefence/memory';
 import { createSqliteStore } from 'leasefence/sqlite';
 
 const EPOCH = Date.UTC(2026, 0, 1);
@@ -20,7 +20,7 @@ export async function makeNodeSqliteHarness() {
   const connectStore = () => {
     const database = new DatabaseSync(path);
     connections.push(database);
-    return createSqliteStore({ database, clock, tokenFloor: () => 0n });
+    return createSqliteStore({ client: database, clock, tokenFloor: () => 0n });
   };
   const store = connectStore();
   await store.migrate();
