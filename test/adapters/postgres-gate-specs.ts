@@ -67,7 +67,7 @@ export function describePostgresGateSpecs(ctx: () => PostgresSpecContext): void 
       const other = ctx().fresh('gated-other');
       const otherLease = await a.claimOrThrow(other);
       expect(await gate.write('report', otherLease.fence(), () => 1)).toMatchObject({ ok: false, reason: 'key-mismatch' });
-      expect(await gate.reset('report')).toEqual({ resource: 'report', found: { key, token: lease.token } });
+      expect(await gate.reset('report')).toEqual({ ok: true, resource: 'report', found: { key, token: lease.token } });
       expect(await gate.inspect('report')).toEqual({ resource: 'report', found: null });
       expect(await gate.write('report', otherLease.fence(), () => 'rekeyed')).toMatchObject({ ok: true, value: 'rekeyed' });
       expect(await gate.inspect('report')).toEqual({ resource: 'report', found: { key: other, token: otherLease.token } });

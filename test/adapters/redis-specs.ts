@@ -503,9 +503,9 @@ export function describeRedisAdapterSpecs(kind: RedisClientKind): void {
       expect(await gate.inspect(resource)).toEqual({ resource, found: null });
       expect(await gate.write(resource, first.fence(), () => 1)).toMatchObject({ ok: true });
       expect(await gate.write(resource, second.fence(), () => 2)).toMatchObject({ ok: false, reason: 'key-mismatch', found: { key: first.key, token: first.token } });
-      expect(await gate.reset(resource)).toEqual({ resource, found: { key: first.key, token: first.token } });
+      expect(await gate.reset(resource)).toEqual({ ok: true, resource, found: { key: first.key, token: first.token } });
       expect(await gate.inspect(resource)).toEqual({ resource, found: null });
-      expect(await gate.reset(resource)).toEqual({ resource, found: null });
+      expect(await gate.reset(resource)).toEqual({ ok: true, resource, found: null });
       expect(await gate.write(resource, second.fence(), () => 2)).toMatchObject({ ok: true, value: 2 });
       expect(await gate.inspect(resource)).toEqual({ resource, found: { key: second.key, token: second.token } });
       const tokensOnly = createRedisTokenGate({ client, prefix, leasePrefix: null });
