@@ -3,8 +3,9 @@
  * and the one-statement `gatedUpsert` on a table the user owns.
  */
 import { describe, expect, it } from 'vitest';
-import { createPostgresTokenGate, gatedUpsert } from '../../src/adapters/postgres/index.js';
+import { createPostgresTokenGate, gatedUpsert, type PostgresTokenGate } from '../../src/adapters/postgres/index.js';
 import { InvalidArgumentError } from '../../src/errors.js';
+import { describeGateResetSpecs } from './gate-reset-specs.js';
 import { freshTable } from './postgres-harness.js';
 import type { PostgresSpecContext } from './postgres-specs.js';
 
@@ -72,6 +73,24 @@ export function describePostgresGateSpecs(ctx: () => PostgresSpecContext): void 
       expect(await gate.write('report', otherLease.fence(), () => 'rekeyed')).toMatchObject({ ok: true, value: 'rekeyed' });
       expect(await gate.inspect('report')).toEqual({ resource: 'report', found: { key: other, token: otherLease.token } });
     });
+
+    let resetGate: PostgresTokenGate | undefined;
+    describeGateResetSpecs(
+      async () => {
+        const { counting } = ctx();
+        if (resetGate === undefined) {
+          resetGate = createPostgresTokenGate({ client: counting.client, table: freshTable('lf_rgate'), leaseTable: null });
+          await resetGate.migrate();
+        }
+        const gate = resetGate;
+        return {
+          gate,
+          write: async (resource, key, token) => (await gate.write(resource, { key, token }, () => undefined)).ok,
+          sentDuring: (run) => counting.statementsDuring(run),
+        };
+      },
+      { raceRuns: 30 },
+    );
 
     it('gatedUpsert records the lease key and token on the row and refuses an older token without touching the row', async () => {
       const { opened } = ctx();

@@ -19,6 +19,7 @@ import { startRedis, type RedisServer } from '../support/redis-server.js';
 import { freshPrefix, openClient, type RedisClientKind, type RedisStore } from './redis-harness.js';
 import { watchCommands, type CommandWatch } from './redis-monitor.js';
 import { clusterSlot } from './redis-slot.js';
+import { describeGateResetSpecs } from './gate-reset-specs.js';
 
 export function describeRedisAdapterSpecs(kind: RedisClientKind): void {
   describe(`redis adapter (${kind})`, () => {
@@ -494,6 +495,18 @@ export function describeRedisAdapterSpecs(kind: RedisClientKind): void {
       expect(await gate.write(resource, next.fence(), (tx) => tx.call('SET', target, 'next'))).toMatchObject({ ok: true, token: next.token });
       expect(await raw.send(['GET', target])).toBe('next');
     });
+
+    describeGateResetSpecs(
+      () => {
+        const gate = createRedisTokenGate({ client, prefix, leasePrefix: null });
+        return {
+          gate,
+          write: async (resource, key, token) => (await gate.write(resource, { key, token }, () => undefined)).ok,
+          sentDuring: (run) => watch.commandsDuring(run),
+        };
+      },
+      { raceRuns: 30 },
+    );
 
     it('token gate inspect and reset: an operator sees what a resource is bound to and re-keys it; leasePrefix: null gates by token only', async () => {
       const gate = createRedisTokenGate({ client, prefix });

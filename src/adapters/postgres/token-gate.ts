@@ -247,7 +247,8 @@ export function createPostgresTokenGate(given: PostgresTokenGateOptions): Postgr
       const row = await gateRow<(GateRow & { deleted?: boolean }) | undefined>(resetSql(table), [resource, expected?.token.toString() ?? null, expected?.key ?? null], 'gate reset');
       const outcome = gateResetOutcome(resource, expected, foundOf(row));
       // NOTE: the statement decided; the judgement in JavaScript must agree with it (as a fenced gate write's does).
-      if (outcome.ok !== (row === undefined || row.deleted === true)) throw new Error(`leasefence/postgres: gate reset ${row?.deleted === true ? 'deleted' : 'kept'} a row the expectation ${outcome.ok ? 'matches' : 'refuses'}; this is a bug`);
+      const deleted = row?.deleted === true;
+      if (deleted !== (outcome.ok && outcome.found !== null)) throw new Error(`leasefence/postgres: gate reset ${deleted ? 'deleted' : 'kept'} a row the expectation ${outcome.ok ? 'matches' : 'refuses'}; this is a bug`);
       return outcome;
     },
   };
