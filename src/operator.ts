@@ -17,7 +17,7 @@ import {
   type ListedCheckpoint,
   type ListState,
 } from './list.js';
-import { readGateResetOptions } from './gate.js';
+import { readGateResetOptions, resetExpectationHolds } from './gate.js';
 import type { Store } from './store.js';
 import { assertName, describe, readOptions } from './validate.js';
 
@@ -192,7 +192,13 @@ export function createOperator(store: Store, options?: OperatorOptions): Operato
       assertName('resource', resource);
       const expected = readGateResetOptions(resetOptions);
       const gate = requireGate();
-      return expected === null ? gate.reset(resource) : gate.reset(resource, { expectedToken: expected.token, ...(expected.key === null ? {} : { expectedKey: expected.key }) });
+      if (expected === null) return gate.reset(resource);
+      const outcome = await gate.reset(resource, { expectedToken: expected.token, ...(expected.key === null ? {} : { expectedKey: expected.key }) });
+      // NOTE: a gate written before reset took an expectation would forget whatever it records: say so loudly.
+      if (outcome.ok && !resetExpectationHolds(expected, outcome.found)) {
+        throw new Error(`the token gate forgot ${resource} although it recorded ${outcome.found === null ? 'nothing' : `token ${outcome.found.token}`}, not the expected token ${expected.token}: its reset ignores expectedToken`);
+      }
+      return outcome;
     },
   };
   return operator;

@@ -42,7 +42,10 @@ describe('createOperator', () => {
       await expect(operator.gateReset('report.csv', bad as never)).rejects.toMatchObject({ code: 'INVALID_ARGUMENT' });
     }
     expect(calls).toEqual(['inspect report.csv', 'reset report.csv any', 'reset report.csv 7 any key', 'reset report.csv 7 job:1']);
+    calls.length = 0;
     await expect(createOperator(createMemoryStore()).gateInspect('x')).rejects.toMatchObject({ code: 'INVALID_ARGUMENT' });
+    // A gate whose reset ignores the expectation (it forgot token 7 while token 6 was expected) is reported, not trusted.
+    await expect(operator.gateReset('report.csv', { expectedToken: 6n })).rejects.toThrow(/its reset ignores expectedToken/);
   });
 
   it('refuses to list on a store without `list`, before any I/O', async () => {
