@@ -14,8 +14,10 @@
  *   real holder out of the resource (`stale-token`) until an operator `reset`s it. Keep lease handles
  *   (and `lease.export()`) away from untrusted code, or put the gate next to the lease store.
  */
-import type { GateOutcome, GateRecord } from './fence/operations.js';
+import type { GateOutcome, GateRecord, GateResetOptions, GateResetOutcome } from './fence/operations.js';
 import type { Fence } from './fence/types.js';
+import { InvalidArgumentError } from './errors.js';
+import { assertName, assertToken, readOptions } from './validate.js';
 
 /** A token gate: per resource, the lease key and highest token that wrote it; an older token is refused. */
 export interface TokenGate<WriteContext = unknown> {
@@ -31,9 +33,43 @@ export interface TokenGate<WriteContext = unknown> {
   inspect(resource: string): Promise<GateRecord>;
 
   /**
-   * Forgets `resource` (returns what it forgot), so the next write by any key's current grant binds it
+   * Forgets `resource` (answers what it forgot), so the next write by any key's current grant binds it
    * again: for operators, to re-key a resource or clear a forged token. Unsafe while an older grant may
-   * still write: use it when the resource's writers are stopped or fenced by their lease store.
+   * still write: use it when the resource's writers are stopped or fenced by their lease store. With
+   * `expectedToken` (and `expectedKey`), it forgets the resource only if the gate still records that token
+   * (and key), in the same atomic step as the delete; otherwise it answers `superseded` with what the gate
+   * records, and changes nothing.
    */
-  reset(resource: string): Promise<GateRecord>;
+  reset(resource: string, options?: GateResetOptions): Promise<GateResetOutcome>;
+}
+
+/** What a reset expects the gate to record: a token, and its key (`null`: any key). */
+export type GateResetExpectation = { readonly key: string | null; readonly token: bigint };
+
+/**
+ * A gate reset's options, checked before any I/O: `null` when the reset expects nothing, else the token
+ * (1 to 2^63-1) and key it expects. `expectedKey` without `expectedToken` is refused: a key alone does not
+ * say which grant the operator saw.
+ */
+export function readGateResetOptions(options: unknown): GateResetExpectation | null {
+  const given = readOptions('gate reset options', options, ['expectedToken', 'expectedKey']);
+  if (given.expectedToken === undefined) {
+    if (given.expectedKey !== undefined) throw new InvalidArgumentError('gate reset options: expectedKey needs expectedToken (the token the operator saw)');
+    return null;
+  }
+  assertToken('expectedToken', given.expectedToken);
+  if (given.expectedKey === undefined) return { key: null, token: given.expectedToken };
+  assertName('expectedKey', given.expectedKey);
+  return { key: given.expectedKey, token: given.expectedToken };
+}
+
+/** Whether the gate's record of a resource is what a reset expects. */
+export function resetExpectationHolds(expected: GateResetExpectation, found: GateRecord['found']): boolean {
+  return found !== null && found.token === expected.token && (expected.key === null || found.key === expected.key);
+}
+
+/** The reset's outcome once judged: what it forgot, or `superseded` with what the gate records. */
+export function gateResetOutcome(resource: string, expected: GateResetExpectation | null, found: GateRecord['found']): GateResetOutcome {
+  if (expected === null || resetExpectationHolds(expected, found)) return { ok: true, resource, found };
+  return { ok: false, reason: 'superseded', resource, expected, found };
 }

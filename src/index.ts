@@ -36,6 +36,8 @@ export type {
   GateOutcome,
   GateRefusal,
   GateRecord,
+  GateResetOptions,
+  GateResetOutcome,
   RecoverOutcome,
   ReleaseOutcome,
   RenewOutcome,

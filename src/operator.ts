@@ -3,7 +3,7 @@
  * being a worker (no holder id). Input is validated before any I/O, as everywhere in leasefence.
  */
 import { InvalidArgumentError } from './errors.js';
-import type { GateRecord, RevokeOutcome } from './fence/operations.js';
+import type { GateRecord, GateResetOptions, GateResetOutcome, RevokeOutcome } from './fence/operations.js';
 import type { StoreTime } from './fence/types.js';
 import { createLeases } from './leases.js';
 import type { LeaseInspection, RevokeOptions } from './leases-types.js';
@@ -17,6 +17,7 @@ import {
   type ListedCheckpoint,
   type ListState,
 } from './list.js';
+import { readGateResetOptions, resetExpectationHolds } from './gate.js';
 import type { Store } from './store.js';
 import { assertName, describe, readOptions } from './validate.js';
 
@@ -24,8 +25,8 @@ import { assertName, describe, readOptions } from './validate.js';
 export interface OperatorGate {
   /** The lease key and highest token that wrote `resource`. */
   inspect(resource: string): Promise<GateRecord>;
-  /** Forgets `resource` (to re-key it) and says what it forgot. */
-  reset(resource: string): Promise<GateRecord>;
+  /** Forgets `resource` (to re-key it) and says what it forgot; with an expectation, only if it still holds. */
+  reset(resource: string, options?: GateResetOptions): Promise<GateResetOutcome>;
 }
 
 /** Options of `createOperator`. */
@@ -91,8 +92,11 @@ export interface Operator {
   revoke(key: string, options: RevokeOptions): Promise<RevokeOutcome>;
   /** What the gate remembers for `resource` (throws when no gate was given). */
   gateInspect(resource: string): Promise<GateRecord>;
-  /** Makes the gate forget `resource` (throws when no gate was given). */
-  gateReset(resource: string): Promise<GateRecord>;
+  /**
+   * Makes the gate forget `resource` (throws when no gate was given). With `expectedToken` (and
+   * `expectedKey`), only if the gate still records what the operator saw: otherwise `superseded`, unchanged.
+   */
+  gateReset(resource: string, options?: GateResetOptions): Promise<GateResetOutcome>;
 }
 
 const LIST_QUERY = ['prefix', 'states', 'limit', 'cursor'] as const;
@@ -184,9 +188,17 @@ export function createOperator(store: Store, options?: OperatorOptions): Operato
       return requireGate().inspect(resource);
     },
 
-    async gateReset(resource) {
+    async gateReset(resource, resetOptions) {
       assertName('resource', resource);
-      return requireGate().reset(resource);
+      const expected = readGateResetOptions(resetOptions);
+      const gate = requireGate();
+      if (expected === null) return gate.reset(resource);
+      const outcome = await gate.reset(resource, { expectedToken: expected.token, ...(expected.key === null ? {} : { expectedKey: expected.key }) });
+      // NOTE: a gate written before reset took an expectation would forget whatever it records: say so loudly.
+      if (outcome.ok && !resetExpectationHolds(expected, outcome.found)) {
+        throw new Error(`the token gate forgot ${resource} although it recorded ${outcome.found === null ? 'nothing' : `token ${outcome.found.token}`}, not the expected token ${expected.token}: its reset ignores expectedToken`);
+      }
+      return outcome;
     },
   };
   return operator;

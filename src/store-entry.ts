@@ -14,7 +14,7 @@
  * ```
  */
 export type { Store, WriteContextOf } from './store.js';
-export type { TokenGate } from './gate.js';
+export { gateResetOutcome, readGateResetOptions, resetExpectationHolds, type GateResetExpectation, type TokenGate } from './gate.js';
 export type * from './fence/types.js';
 export type * from './fence/operations.js';
 /**

@@ -6,6 +6,7 @@
 import { parseArgs } from 'node:util';
 import { isLeaseError, isStoreFailure } from '../errors.js';
 import { parsePrintable, printable } from '../printable.js';
+import type { GateRecord, GateResetOptions } from '../fence/operations.js';
 import { LIST_STATES, type ListState } from '../list.js';
 import { createOperator, type ListedLease, type Operator } from '../operator.js';
 import { confirm } from './confirm.js';
@@ -26,7 +27,8 @@ Commands:
   revoke <key> --reason R   force-release a lease: its holder is fenced at once
        [--require-recovery] [--expected-token N] [--by NAME] [--yes]
   gate inspect <resource>   the lease key and highest token that wrote a gated resource
-  gate reset <resource>     make the gate forget a resource (to re-key it) [--yes]
+  gate reset <resource>     make the gate forget a resource (to re-key it)
+       [--expected-token N] [--yes]
   watch                     a live view of the leases, refreshed every --interval seconds
 
 Options:
@@ -118,6 +120,44 @@ async function collect(operator: Operator, values: Values): Promise<ListedLease[
   return leases.sort((a, b) => (a.key < b.key ? -1 : a.key > b.key ? 1 : 0));
 }
 
+/** What a gate records, in words (escaped when printed). */
+const gateHolds = (found: GateRecord['found']): string => (found === null ? 'no token' : `token ${found.token} of lease ${found.key}`);
+
+/**
+ * `gate reset`: on a terminal, asks first and resets only what it showed (the token and key it showed go as
+ * `expectedToken` and `expectedKey`, judged atomically with the delete), so a gate written between the question
+ * and the answer is refused (exit 4) and kept. `--expected-token N` sets the expectation without asking (with
+ * `--yes`) or instead of the one shown.
+ */
+async function gateReset(operator: Operator, resource: string, values: Values, io: CliIo): Promise<ExitCode> {
+  const json = values.json === true;
+  const given = values['expected-token'];
+  if (given !== undefined && !/^[1-9]\d*$/.test(given)) throw new CliError(EXIT.usage, `--expected-token must be a positive integer, got ${quote(given)}`);
+  let expectation: GateResetOptions | undefined = given === undefined ? undefined : { expectedToken: BigInt(given) };
+  if (values.yes !== true) {
+    const seen = await operator.gateInspect(resource);
+    if (seen.found === null && given === undefined) {
+      // NOTE: nothing to confirm; resetting now could only forget a write the operator was never shown.
+      io.stdout.write(`${json ? toJson({ ok: true, resource, found: null }) : formatGate(seen, 'forgot')}\n`);
+      return EXIT.ok;
+    }
+    if (!(await confirm(io, `Forget the highest token of ${resource} (${gateHolds(seen.found)})? Any lease's token may then write it. [y/N] `))) {
+      io.stderr.write('not reset\n');
+      return EXIT.aborted;
+    }
+    if (expectation === undefined && seen.found !== null) expectation = { expectedToken: seen.found.token, expectedKey: seen.found.key };
+  }
+  const outcome = await operator.gateReset(resource, expectation);
+  if (json) io.stdout.write(`${toJson(outcome)}\n`);
+  if (!outcome.ok) {
+    const why = given === undefined ? 'changed since the question' : `does not hold token ${outcome.expected.token}`;
+    if (!json) io.stderr.write(`${printable(`not reset: ${resource} ${why} (it now holds ${gateHolds(outcome.found)}); run it again`)}\n`);
+    return EXIT.refused;
+  }
+  if (!json) io.stdout.write(`${formatGate(outcome, 'forgot')}\n`);
+  return EXIT.ok;
+}
+
 /** Refuses a confirmation that cannot be asked: on a pipe or file, an answer may be anything (or nothing). */
 function requireTerminal(io: CliIo, command: string): void {
   if (io.stdin.isTTY !== true) throw new CliError(EXIT.usage, `${command} asks for confirmation and stdin is not a terminal: pass --yes to proceed without asking`);
@@ -197,24 +237,12 @@ async function runCommand(opened: OpenedStore, reopen: Reopen, positionals: read
     if (action !== 'inspect' && action !== 'reset') throw new CliError(EXIT.usage, `gate needs inspect or reset, got ${quote(action ?? '')}`);
     const resource = argument(positionals, 2, 'the gated resource');
     if (gate === undefined) throw new CliError(EXIT.failure, `this store's token gate cannot ${action} resources yet (this leasefence version lacks TokenGate.${action})`);
-    if (action === 'reset' && values.yes !== true) {
-      const seen = await operator.gateInspect(resource);
-      const what = seen.found === null ? 'no token recorded' : `token ${seen.found.token} of lease ${seen.found.key}`;
-      if (!(await confirm(io, `Forget the highest token of ${resource} (${what})? Any lease's token may then write it. [y/N] `))) {
-        io.stderr.write('not reset\n');
-        return EXIT.aborted;
-      }
-      // NOTE: a gate's reset takes no expected token; re-reading narrows (but cannot close) the window in
-      // which a write between the prompt and the answer would be forgotten unseen.
-      const now = await operator.gateInspect(resource);
-      if (now.found?.token !== seen.found?.token || now.found?.key !== seen.found?.key) {
-        io.stderr.write(`${printable(`not reset: ${resource} changed since the question (it now holds ${now.found === null ? 'no token' : `token ${now.found.token} of lease ${now.found.key}`}); run it again`)}\n`);
-        return EXIT.refused;
-      }
+    if (action === 'inspect') {
+      const result = await operator.gateInspect(resource);
+      out(json ? toJson(result) : formatGate(result, 'holds'));
+      return result.found === null ? EXIT.notFound : EXIT.ok;
     }
-    const result = action === 'inspect' ? await operator.gateInspect(resource) : await operator.gateReset(resource);
-    out(json ? toJson(result) : formatGate(result, action === 'inspect' ? 'holds' : 'forgot'));
-    return action === 'inspect' && result.found === null ? EXIT.notFound : EXIT.ok;
+    return gateReset(operator, resource, values, io);
   }
 
   if (command === 'watch') {

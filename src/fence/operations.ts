@@ -229,3 +229,30 @@ export interface GateRecord {
   readonly resource: string;
   readonly found: { readonly key: string; readonly token: bigint } | null;
 }
+
+/**
+ * What a gate's `reset` may require of the record it forgets: an operator who was shown a token resets only
+ * that token. Without it, `reset` forgets whatever the gate records when it runs.
+ */
+export interface GateResetOptions {
+  /** Forget the resource only if the gate still records this token for it. */
+  readonly expectedToken?: bigint;
+  /** And only if that token is of this lease key (needs `expectedToken`). @default any key */
+  readonly expectedKey?: string;
+}
+
+/**
+ * What a gate's `reset` answers: what it forgot (`found`, `null` when nothing was recorded), or, when the gate
+ * no longer records the expected token (and key), `superseded` with what it records instead (`found`, `null`:
+ * nothing), and the resource left as it was.
+ */
+export type GateResetOutcome =
+  | { readonly ok: true; readonly resource: string; readonly found: GateRecord['found'] }
+  | {
+      readonly ok: false;
+      readonly reason: 'superseded';
+      readonly resource: string;
+      /** The token (and key, `null`: any) the reset expected. */
+      readonly expected: { readonly key: string | null; readonly token: bigint };
+      readonly found: GateRecord['found'];
+    };

@@ -3,12 +3,13 @@
  * and the one-statement `gatedUpsert` on a table the user owns.
  */
 import { describe, expect, it } from 'vitest';
-import { createPostgresTokenGate, gatedUpsert } from '../../src/adapters/postgres/index.js';
+import { createPostgresTokenGate, gatedUpsert, type PostgresTokenGate } from '../../src/adapters/postgres/index.js';
 import { InvalidArgumentError } from '../../src/errors.js';
-import { freshTable } from './postgres-harness.js';
+import { describeGateResetSpecs } from './gate-reset-specs.js';
+import { freshTable, type PostgresClientKind } from './postgres-harness.js';
 import type { PostgresSpecContext } from './postgres-specs.js';
 
-export function describePostgresGateSpecs(ctx: () => PostgresSpecContext): void {
+export function describePostgresGateSpecs(ctx: () => PostgresSpecContext, kind: PostgresClientKind): void {
   describe('token gates', () => {
     it('the gate table refuses an older token and another key atomically, and runs the callback only when it passes', async () => {
       const { opened } = ctx();
@@ -67,10 +68,52 @@ export function describePostgresGateSpecs(ctx: () => PostgresSpecContext): void 
       const other = ctx().fresh('gated-other');
       const otherLease = await a.claimOrThrow(other);
       expect(await gate.write('report', otherLease.fence(), () => 1)).toMatchObject({ ok: false, reason: 'key-mismatch' });
-      expect(await gate.reset('report')).toEqual({ resource: 'report', found: { key, token: lease.token } });
+      expect(await gate.reset('report')).toEqual({ ok: true, resource: 'report', found: { key, token: lease.token } });
       expect(await gate.inspect('report')).toEqual({ resource: 'report', found: null });
       expect(await gate.write('report', otherLease.fence(), () => 'rekeyed')).toMatchObject({ ok: true, value: 'rekeyed' });
       expect(await gate.inspect('report')).toEqual({ resource: 'report', found: { key: other, token: otherLease.token } });
+    });
+
+    let resetGate: PostgresTokenGate | undefined;
+    describeGateResetSpecs(
+      async () => {
+        const { counting } = ctx();
+        if (resetGate === undefined) {
+          resetGate = createPostgresTokenGate({ client: counting.client, table: freshTable('lf_rgate'), leaseTable: null });
+          await resetGate.migrate();
+        }
+        const gate = resetGate;
+        return {
+          gate,
+          write: async (resource, key, token) => (await gate.write(resource, { key, token }, () => undefined)).ok,
+          sentDuring: (run) => counting.statementsDuring(run),
+        };
+      },
+      { raceRuns: 30 },
+    );
+
+    // NOTE: one connection (pg Client) or one in-process database (PGlite) cannot run the two at once.
+    it.runIf(kind === 'pg-pool' || kind === 'postgresjs')('a reset arriving while a newer gate write holds the row waits for it, then judges the row as committed: superseded, with the newer token found (pools: real concurrency)', async () => {
+      const { opened } = ctx();
+      const gateTable = freshTable('lf_rgate_lock');
+      const gate = createPostgresTokenGate({ client: opened.client, table: gateTable, leaseTable: null });
+      await gate.migrate();
+      expect(await gate.write('report', { key: 'job', token: 5n }, () => undefined)).toMatchObject({ ok: true });
+      let reset: ReturnType<typeof gate.reset> | undefined;
+      const written = await gate.write('report', { key: 'job', token: 6n }, async () => {
+        // The operator saw token 5; its reset arrives while token 6 is written but not yet committed.
+        reset = gate.reset('report', { expectedToken: 5n, expectedKey: 'job' });
+        const deadline = Date.now() + 10_000;
+        for (;;) {
+          const { rows } = await opened.client.query(`SELECT count(*)::int AS waiting FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND query LIKE $1`, [`%${gateTable}%`]);
+          if ((rows[0] as { waiting: number } | undefined)?.waiting === 1) break;
+          if (Date.now() > deadline) throw new Error('the reset never waited for the gate row');
+          await new Promise((wait) => setTimeout(wait, 20));
+        }
+      });
+      expect(written).toMatchObject({ ok: true, token: 6n });
+      expect(await reset).toEqual({ ok: false, reason: 'superseded', resource: 'report', expected: { key: 'job', token: 5n }, found: { key: 'job', token: 6n } });
+      expect(await gate.inspect('report')).toEqual({ resource: 'report', found: { key: 'job', token: 6n } });
     });
 
     it('gatedUpsert records the lease key and token on the row and refuses an older token without touching the row', async () => {

@@ -317,6 +317,6 @@ export function describePostgresAdapterSpecs(kind: PostgresClientKind): void {
       }
     });
 
-    describePostgresGateSpecs(ctx);
+    describePostgresGateSpecs(ctx, kind);
   });
 }

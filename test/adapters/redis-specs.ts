@@ -19,6 +19,7 @@ import { startRedis, type RedisServer } from '../support/redis-server.js';
 import { freshPrefix, openClient, type RedisClientKind, type RedisStore } from './redis-harness.js';
 import { watchCommands, type CommandWatch } from './redis-monitor.js';
 import { clusterSlot } from './redis-slot.js';
+import { describeGateResetSpecs } from './gate-reset-specs.js';
 
 export function describeRedisAdapterSpecs(kind: RedisClientKind): void {
   describe(`redis adapter (${kind})`, () => {
@@ -495,6 +496,18 @@ export function describeRedisAdapterSpecs(kind: RedisClientKind): void {
       expect(await raw.send(['GET', target])).toBe('next');
     });
 
+    describeGateResetSpecs(
+      () => {
+        const gate = createRedisTokenGate({ client, prefix, leasePrefix: null });
+        return {
+          gate,
+          write: async (resource, key, token) => (await gate.write(resource, { key, token }, () => undefined)).ok,
+          sentDuring: (run) => watch.commandsDuring(run),
+        };
+      },
+      { raceRuns: 30 },
+    );
+
     it('token gate inspect and reset: an operator sees what a resource is bound to and re-keys it; leasePrefix: null gates by token only', async () => {
       const gate = createRedisTokenGate({ client, prefix });
       const a = leasesFor('a');
@@ -503,9 +516,9 @@ export function describeRedisAdapterSpecs(kind: RedisClientKind): void {
       expect(await gate.inspect(resource)).toEqual({ resource, found: null });
       expect(await gate.write(resource, first.fence(), () => 1)).toMatchObject({ ok: true });
       expect(await gate.write(resource, second.fence(), () => 2)).toMatchObject({ ok: false, reason: 'key-mismatch', found: { key: first.key, token: first.token } });
-      expect(await gate.reset(resource)).toEqual({ resource, found: { key: first.key, token: first.token } });
+      expect(await gate.reset(resource)).toEqual({ ok: true, resource, found: { key: first.key, token: first.token } });
       expect(await gate.inspect(resource)).toEqual({ resource, found: null });
-      expect(await gate.reset(resource)).toEqual({ resource, found: null });
+      expect(await gate.reset(resource)).toEqual({ ok: true, resource, found: null });
       expect(await gate.write(resource, second.fence(), () => 2)).toMatchObject({ ok: true, value: 2 });
       expect(await gate.inspect(resource)).toEqual({ resource, found: { key: second.key, token: second.token } });
       const tokensOnly = createRedisTokenGate({ client, prefix, leasePrefix: null });

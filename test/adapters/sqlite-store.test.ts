@@ -336,7 +336,7 @@ describe('token gate', () => {
     expect(await gate.inspect('report')).toEqual({ resource: 'report', found: null });
     expect(await gate.write('report', a.fence(), putReport('a'))).toMatchObject({ ok: true });
     expect(await gate.write('report', b.fence(), putReport('b'))).toMatchObject({ ok: false, reason: 'key-mismatch' });
-    expect(await gate.reset('report')).toEqual({ resource: 'report', found: { key: 'job:1', token: a.token } });
+    expect(await gate.reset('report')).toEqual({ ok: true, resource: 'report', found: { key: 'job:1', token: a.token } });
     expect(await gate.write('report', b.fence(), putReport('b'))).toMatchObject({ ok: true });
     expect(report(r)).toBe('b');
   });

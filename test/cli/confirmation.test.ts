@@ -4,7 +4,9 @@
  * - stdin that is not a terminal cannot confirm: `revoke` and `gate reset` then need `--yes` (exit 2 without);
  * - a key that changes hands between the question and the `y` is not revoked: the revoke carries the
  *   confirmed token as `expectedToken` and is refused (exit 4), the new holder keeps its grant;
- * - a gate whose record changes between the question and the `y` is not reset (exit 4).
+ * - a gate whose record changes between the question and the `y` is not reset (exit 4), also when the newer
+ *   write is still in flight as the answer arrives (PostgreSQL, real concurrency): the reset carries the token
+ *   and key it showed as its expectation, judged in the statement that deletes.
  */
 import { Redis } from 'ioredis';
 import pg from 'pg';
@@ -130,5 +132,67 @@ describe.each(Object.keys(backends))('the CLI confirms before it acts (%s)', (na
     yes.answer('');
     expect(await yes.exited).toBe(0);
     expect((await backend.gate.inspect('report:1')).found).toBeNull();
+  });
+});
+
+/** Waits until a statement on `table` waits for a row lock (pg_stat_activity), or throws after `timeoutMs`. */
+async function lockWaitOn(pool: pg.Pool, table: string, timeoutMs = 10_000): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const { rows } = await pool.query<{ waiting: number }>(`SELECT count(*)::int AS waiting FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND query LIKE $1`, [`%${table}%`]);
+    if ((rows[0]?.waiting ?? 0) > 0) return;
+    if (Date.now() > deadline) throw new Error(`no statement on ${table} waited for a lock within ${timeoutMs} ms`);
+    await new Promise((wait) => setTimeout(wait, 20));
+  }
+}
+
+describe('gate reset on PostgreSQL, a newer gate write in flight when the operator answers', () => {
+  it('the reset waits for the write, finds it and is refused (exit 4): the newer token is kept, never forgotten unseen', async () => {
+    const url = await sharedPostgresUrl();
+    const pool = new pg.Pool({ connectionString: url, max: 3 });
+    try {
+      const table = freshTable('cli_race');
+      const gateTable = freshTable('cli_race_gate');
+      const store = createPostgresStore({ client: pool, table });
+      const gate = createPostgresTokenGate({ client: pool, table: gateTable, leaseTable: table });
+      await store.migrate();
+      await gate.migrate();
+      const workerA = createLeases(store, { holder: 'worker-A', ttlMs: 60_000 });
+      const workerB = createLeases(store, { holder: 'worker-B', ttlMs: 60_000 });
+      const first = await workerA.claimOrThrow('raced:1');
+      await workerA.gateWriteOrThrow(gate, 'report:race', first, () => undefined);
+
+      const run = startInProcess(['gate', 'reset', 'report:race', '--store', url, '--table', table, '--gate-table', gateTable]);
+      await run.waitForStderr(new RegExp(`Forget the highest token of report:race \\(token ${first.token} of lease raced:1\\)\\?`));
+      await workerA.release(first);
+      const second = await workerB.claimOrThrow('raced:1');
+      // NOTE: worker-B's gate write holds the gate row in its open transaction while the operator answers, and
+      // commits only once the CLI's statement waits for that row: whatever the CLI read before is token 1's row.
+      await workerB.gateWriteOrThrow(gate, 'report:race', second, async () => {
+        run.answer('y\n');
+        await lockWaitOn(pool, gateTable);
+      });
+      expect(await run.exited).toBe(4);
+      expect(run.printed.stderr).toMatch(new RegExp(`not reset: report:race changed since the question \\(it now holds token ${second.token} of lease raced:1\\)`));
+      expect(run.printed.stdout).toBe('');
+      expect(await gate.inspect('report:race')).toEqual({ resource: 'report:race', found: { key: 'raced:1', token: second.token } });
+
+      // A script states its expectation with --expected-token (and --yes): a stale one is refused, the current one resets.
+      const args = ['--store', url, '--table', table, '--gate-table', gateTable];
+      const stale = startInProcess(['gate', 'reset', 'report:race', '--yes', '--expected-token', String(first.token), '--json', ...args], { tty: false });
+      stale.answer('');
+      expect(await stale.exited).toBe(4);
+      expect(JSON.parse(stale.printed.stdout)).toEqual({ ok: false, reason: 'superseded', resource: 'report:race', expected: { key: null, token: String(first.token) }, found: { key: 'raced:1', token: String(second.token) } });
+      const current = startInProcess(['gate', 'reset', 'report:race', '--yes', '--expected-token', String(second.token), ...args], { tty: false });
+      current.answer('');
+      expect(await current.exited).toBe(0);
+      expect(current.printed.stdout).toBe(`gate report:race: forgot token ${second.token} of lease raced:1\n`);
+      // Nothing recorded: nothing to confirm, and nothing is sent that could forget a write the operator never saw.
+      const empty = startInProcess(['gate', 'reset', 'report:race', ...args]);
+      expect(await empty.exited).toBe(0);
+      expect(empty.printed).toEqual({ stdout: 'gate report:race: nothing to forget\n', stderr: '' });
+    } finally {
+      await pool.end();
+    }
   });
 });

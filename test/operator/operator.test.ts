@@ -3,7 +3,6 @@ import { describe, expect, it } from 'vitest';
 import { createMemoryStore } from '../../src/adapters/memory/index.js';
 import { createLeases } from '../../src/leases.js';
 import { createOperator, type OperatorGate } from '../../src/operator.js';
-import type { GateRecord } from '../../src/fence/operations.js';
 import type { Store } from '../../src/store.js';
 
 describe('createOperator', () => {
@@ -20,25 +19,33 @@ describe('createOperator', () => {
     expect(() => createOperator(store, { by: '' })).toThrow(expect.objectContaining({ code: 'INVALID_ARGUMENT' }));
   });
 
-  it('delegates gate inspect and reset, validating the resource first; refuses without a gate', async () => {
+  it('delegates gate inspect and reset (with its expectation), validating the resource and the expectation first; refuses without a gate', async () => {
     const calls: string[] = [];
-    const answer = (resource: string): Promise<GateRecord> => Promise.resolve({ resource, found: { key: 'job:1', token: 7n } });
+    const found = { key: 'job:1', token: 7n };
     const gate: OperatorGate = {
       inspect: (resource) => {
         calls.push(`inspect ${resource}`);
-        return answer(resource);
+        return Promise.resolve({ resource, found });
       },
-      reset: (resource) => {
-        calls.push(`reset ${resource}`);
-        return answer(resource);
+      reset: (resource, options) => {
+        calls.push(`reset ${resource} ${options === undefined ? 'any' : `${options.expectedToken} ${options.expectedKey ?? 'any key'}`}`);
+        return Promise.resolve({ ok: true, resource, found });
       },
     };
     const operator = createOperator(createMemoryStore(), { gate });
-    expect(await operator.gateInspect('report.csv')).toEqual({ resource: 'report.csv', found: { key: 'job:1', token: 7n } });
-    await operator.gateReset('report.csv');
+    expect(await operator.gateInspect('report.csv')).toEqual({ resource: 'report.csv', found });
+    expect(await operator.gateReset('report.csv')).toEqual({ ok: true, resource: 'report.csv', found });
+    await operator.gateReset('report.csv', { expectedToken: 7n });
+    await operator.gateReset('report.csv', { expectedToken: 7n, expectedKey: 'job:1' });
     await expect(operator.gateReset('')).rejects.toMatchObject({ code: 'INVALID_ARGUMENT' });
-    expect(calls).toEqual(['inspect report.csv', 'reset report.csv']);
+    for (const bad of [{ expectedToken: 7 }, { expectedToken: '7' }, { expectedToken: 0n }, { expectedToken: 2n ** 63n }, { expectedKey: 'job:1' }, { expectedToken: 7n, expectedKey: '' }, 'x']) {
+      await expect(operator.gateReset('report.csv', bad as never)).rejects.toMatchObject({ code: 'INVALID_ARGUMENT' });
+    }
+    expect(calls).toEqual(['inspect report.csv', 'reset report.csv any', 'reset report.csv 7 any key', 'reset report.csv 7 job:1']);
+    calls.length = 0;
     await expect(createOperator(createMemoryStore()).gateInspect('x')).rejects.toMatchObject({ code: 'INVALID_ARGUMENT' });
+    // A gate whose reset ignores the expectation (it forgot token 7 while token 6 was expected) is reported, not trusted.
+    await expect(operator.gateReset('report.csv', { expectedToken: 6n })).rejects.toThrow(/its reset ignores expectedToken/);
   });
 
   it('refuses to list on a store without `list`, before any I/O', async () => {

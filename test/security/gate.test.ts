@@ -69,7 +69,7 @@ describe('operators can inspect and reset a resource', () => {
     expect(await b.gateWrite(gate, 'r', forged, () => 1)).toMatchObject({ ok: true });
     expect(await a.gateWrite(gate, 'r', real, () => 1)).toMatchObject({ ok: false, reason: 'stale-token' });
     expect(await gate.inspect('r')).toEqual({ resource: 'r', found: { key: KEY, token: 2n ** 62n } });
-    expect(await gate.reset('r')).toEqual({ resource: 'r', found: { key: KEY, token: 2n ** 62n } });
+    expect(await gate.reset('r')).toEqual({ ok: true, resource: 'r', found: { key: KEY, token: 2n ** 62n } });
     expect(await gate.inspect('r')).toEqual({ resource: 'r', found: null });
     const rekeyed = await a.claimOrThrow('job:new-owner');
     expect(await a.gateWrite(gate, 'r', rekeyed, () => 'rebound')).toMatchObject({ ok: true, value: 'rebound' });

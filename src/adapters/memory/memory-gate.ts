@@ -1,9 +1,9 @@
-import type { GateOutcome, GateRecord, GateRefusal } from '../../fence/operations.js';
+import type { GateOutcome, GateRecord, GateRefusal, GateResetOptions, GateResetOutcome } from '../../fence/operations.js';
 import type { Fence } from '../../fence/types.js';
-import type { TokenGate } from '../../gate.js';
+import { gateResetOutcome, readGateResetOptions, type TokenGate } from '../../gate.js';
 import type { Store } from '../../store.js';
 import { InvalidArgumentError } from '../../errors.js';
-import { describe, readOptions } from '../../validate.js';
+import { assertName, describe, readOptions } from '../../validate.js';
 import { KeyLock } from './key-lock.js';
 
 /** What a memory gate's write callback receives. */
@@ -27,7 +27,7 @@ export interface MemoryTokenGateOptions {
 /** The memory token gate: `inspect` and `reset` are always there. */
 export interface MemoryTokenGate extends TokenGate<MemoryGateContext> {
   inspect(resource: string): Promise<GateRecord>;
-  reset(resource: string): Promise<GateRecord>;
+  reset(resource: string, options?: GateResetOptions): Promise<GateResetOutcome>;
 }
 
 /** The `store` option: absent, or a store with a `fencedWrite` (checked here, not at the first write). */
@@ -82,11 +82,15 @@ export function createMemoryTokenGate(options?: MemoryTokenGateOptions): MemoryT
       return outcome.value satisfies GateOutcome<T> as GateOutcome<T> | GateRefusal;
     },
     inspect: (resource) => lock.run(resource, () => recordOf(resource)),
-    reset: (resource) =>
-      lock.run(resource, () => {
-        const record = recordOf(resource);
-        highest.delete(resource);
-        return record;
-      }),
+    reset: async (resource, options) => {
+      assertName('resource', resource);
+      const expected = readGateResetOptions(options);
+      // NOTE: judged and deleted under the resource's lock: no write can come between the check and the delete.
+      return lock.run(resource, () => {
+        const outcome = gateResetOutcome(resource, expected, recordOf(resource).found);
+        if (outcome.ok) highest.delete(resource);
+        return outcome;
+      });
+    },
   };
 }

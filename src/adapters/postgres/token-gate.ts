@@ -8,9 +8,10 @@
  *   key and token.
  */
 import { InvalidArgumentError } from '../../errors.js';
-import type { GateOutcome, GateRecord } from '../../fence/operations.js';
+import type { GateOutcome, GateRecord, GateResetOptions, GateResetOutcome } from '../../fence/operations.js';
 import type { Fence, FenceRefusal } from '../../fence/types.js';
 import { checkFence } from '../../fence/verdict.js';
+import { gateResetOutcome, readGateResetOptions } from '../../gate.js';
 import { assertName, describe, readRequiredOptions } from '../../validate.js';
 import type { PostgresClient, PostgresQueryable } from './client.js';
 import { assertEncodable } from './encodable.js';
@@ -52,10 +53,12 @@ export interface PostgresTokenGate {
   /** What the gate remembers of `resource`: the key and highest token that wrote it, or `null`. */
   inspect(resource: string): Promise<GateRecord>;
   /**
-   * Forgets `resource` and returns what it forgot, so the next write of any key's current grant binds it
+   * Forgets `resource` and answers what it forgot, so the next write of any key's current grant binds it
    * again: to re-key a resource or clear a forged token. Use it when the resource's old writers are stopped.
+   * With `expectedToken` (and `expectedKey`), only if the gate row still holds them, in the same statement
+   * as the delete; otherwise `superseded` with the row as it is, unchanged.
    */
-  reset(resource: string): Promise<GateRecord>;
+  reset(resource: string, options?: GateResetOptions): Promise<GateResetOutcome>;
 }
 
 /** Options of `createPostgresTokenGate`. */
@@ -136,7 +139,22 @@ FROM clock LEFT JOIN pre ON true`;
 }
 
 const inspectSql = (table: TableName): string => `SELECT lease_key, token::text AS token FROM ${table.quoted} WHERE resource = $1::text`;
-const resetSql = (table: TableName): string => `DELETE FROM ${table.quoted} WHERE resource = $1::text RETURNING lease_key, token::text AS token`;
+/**
+ * $1 resource, $2 expected token (null: any), $3 expected key (null: any). ATOMICITY: one statement. `current`
+ * locks the row FOR UPDATE, so it reads the latest committed version (after waiting for a gate write in
+ * flight), and the delete judges that version: a write that commits first is found, never forgotten unseen.
+ * Returns the row it judged (none: nothing recorded) and whether it was deleted.
+ */
+const resetSql = (table: TableName): string => `WITH current AS MATERIALIZED (
+  SELECT resource, lease_key, token FROM ${table.quoted} WHERE resource = $1::text FOR UPDATE
+),
+gone AS (
+  DELETE FROM ${table.quoted} AS g USING current
+  WHERE g.resource OPERATOR(pg_catalog.=) current.resource
+    AND ($2::bigint IS NULL OR (current.token OPERATOR(pg_catalog.=) $2::bigint AND ($3::text IS NULL OR current.lease_key OPERATOR(pg_catalog.=) $3::text)))
+  RETURNING g.resource
+)
+SELECT lease_key, token::text AS token, EXISTS (SELECT 1 FROM gone) AS deleted FROM current`;
 
 type GateRow = { lease_key: string | null; token: string | null } | undefined;
 
@@ -179,18 +197,15 @@ export function createPostgresTokenGate(given: PostgresTokenGateOptions): Postgr
     return verdict.ok ? { row } : verdict;
   };
 
-  /** Reads (inspect) or forgets (reset) one resource's gate row: what the gate knew of it. */
-  const gateRecord = async (resource: string, sql: string, operation: string): Promise<GateRecord> => {
-    assertName('resource', resource);
-    assertEncodable('resource', resource);
-    let row: GateRow;
+  /** Runs one gate statement (inspect or reset) on one resource: the row it answered, or `undefined`. */
+  const gateRow = async <Row extends GateRow>(sql: string, params: unknown[], operation: string): Promise<Row> => {
     try {
-      row = (await session.statement(sql, [resource], operation))[0] as GateRow;
+      return (await session.statement(sql, params, operation))[0] as Row;
     } catch (error) {
       throw ownStatementFailure(error, operation);
     }
-    return { resource, found: row?.lease_key == null || row.token == null ? null : { key: row.lease_key, token: BigInt(row.token) } };
   };
+  const foundOf = (row: GateRow): GateRecord['found'] => (row?.lease_key == null || row.token == null ? null : { key: row.lease_key, token: BigInt(row.token) });
 
   return {
     async migrate() {
@@ -228,11 +243,21 @@ export function createPostgresTokenGate(given: PostgresTokenGateOptions): Postgr
         return { ok: true, value, token: lease.token };
       }, 'gate write');
     },
-    inspect(resource) {
-      return gateRecord(resource, inspectSql(table), 'gate inspect');
+    async inspect(resource) {
+      assertName('resource', resource);
+      assertEncodable('resource', resource);
+      return { resource, found: foundOf(await gateRow(inspectSql(table), [resource], 'gate inspect')) };
     },
-    reset(resource) {
-      return gateRecord(resource, resetSql(table), 'gate reset');
+    async reset(resource, options) {
+      assertName('resource', resource);
+      assertEncodable('resource', resource);
+      const expected = readGateResetOptions(options);
+      const row = await gateRow<(GateRow & { deleted?: boolean }) | undefined>(resetSql(table), [resource, expected?.token.toString() ?? null, expected?.key ?? null], 'gate reset');
+      const outcome = gateResetOutcome(resource, expected, foundOf(row));
+      // NOTE: the statement decided; the judgement in JavaScript must agree with it (as a fenced gate write's does).
+      const deleted = row?.deleted === true;
+      if (deleted !== (outcome.ok && outcome.found !== null)) throw new Error(`leasefence/postgres: gate reset ${deleted ? 'deleted' : 'kept'} a row the expectation ${outcome.ok ? 'matches' : 'refuses'}; this is a bug`);
+      return outcome;
     },
   };
 }

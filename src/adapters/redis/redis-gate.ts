@@ -3,11 +3,12 @@
  * recorded commands, atomically.
  */
 import { GateRefusedError, InvalidArgumentError } from '../../errors.js';
-import type { GateOutcome, GateRecord } from '../../fence/operations.js';
+import type { GateOutcome, GateRecord, GateResetOptions, GateResetOutcome } from '../../fence/operations.js';
 import type { Fence, FenceRefusal } from '../../fence/types.js';
 import { checkFence } from '../../fence/verdict.js';
+import { gateResetOutcome, readGateResetOptions } from '../../gate.js';
 import { newSecret } from '../../secret.js';
-import { readRequiredOptions } from '../../validate.js';
+import { assertName, readRequiredOptions } from '../../validate.js';
 import { toConnection, type RedisClient } from './connection.js';
 import { DEFAULT_PREFIX, keyNames } from './keys.js';
 import { replayWindowOf } from './replay-window.js';
@@ -61,10 +62,12 @@ export interface RedisTokenGate {
   /** What the gate remembers of `resource`. For operators. */
   inspect(resource: string): Promise<GateRecord>;
   /**
-   * Forgets `resource` and returns what it forgot, so the next write of any key's current grant binds it
+   * Forgets `resource` and answers what it forgot, so the next write of any key's current grant binds it
    * again: to re-key a resource or clear a forged token. Use it when the resource's old writers are stopped.
+   * With `expectedToken` (and `expectedKey`), only if the gate still records them, judged in the same script
+   * as the delete; otherwise `superseded` with what it records, unchanged.
    */
-  reset(resource: string): Promise<GateRecord>;
+  reset(resource: string, options?: GateResetOptions): Promise<GateResetOutcome>;
 }
 
 const GATE_WRITE = defineScript('token gate write', GATE_WRITE_SCRIPT);
@@ -75,10 +78,15 @@ const GATE_RESET = defineScript('token gate reset', GATE_RESET_SCRIPT);
 const isFence = (lease: Fence | { readonly key: string; readonly token: bigint }): lease is Fence =>
   typeof (lease as Partial<Fence>).secret === 'string' && typeof (lease as Partial<Fence>).holder === 'string';
 
-/** A gate record from a `{ key, token }` reply (false or nil parts when nothing is recorded). */
-function gateRecordOf(resource: string, reply: unknown): GateRecord {
-  const [key, token] = Array.isArray(reply) ? (reply as unknown[]) : [];
-  return { resource, found: typeof key === 'string' && typeof token === 'string' ? { key, token: BigInt(token) } : null };
+/** What a gate records from a `key, token` reply pair (false or nil parts when nothing is recorded). */
+function foundOf(key: unknown, token: unknown): GateRecord['found'] {
+  return typeof key === 'string' && typeof token === 'string' ? { key, token: BigInt(token) } : null;
+}
+
+/** A script's array reply of `length` parts, or a thrown bug report. */
+function replyParts(reply: unknown, length: number, operation: string): unknown[] {
+  if (!Array.isArray(reply) || reply.length !== length) throw new Error(`leasefence redis: unexpected token gate ${operation} reply ${JSON.stringify(reply)}`);
+  return reply as unknown[];
 }
 
 /**
@@ -159,12 +167,20 @@ export function createRedisTokenGate(given: RedisTokenGateOptions): RedisTokenGa
 
     async inspect(resource) {
       assertStorable('resource', resource);
-      return gateRecordOf(resource, await runScript(connection, GATE_INSPECT, [names.record(resource, 'gate')], []));
+      const [key, token] = replyParts(await runScript(connection, GATE_INSPECT, [names.record(resource, 'gate')], []), 2, 'inspect');
+      return { resource, found: foundOf(key, token) };
     },
 
-    async reset(resource) {
+    async reset(resource, options) {
+      assertName('resource', resource);
       assertStorable('resource', resource);
-      return gateRecordOf(resource, await runScript(connection, GATE_RESET, [names.record(resource, 'gate')], []));
+      const expected = readGateResetOptions(options);
+      const args = [expected?.token.toString() ?? '', expected?.key ?? ''];
+      const [deleted, key, token] = replyParts(await runScript(connection, GATE_RESET, [names.record(resource, 'gate')], args), 3, 'reset');
+      const outcome = gateResetOutcome(resource, expected, foundOf(key, token));
+      // NOTE: the script decided; the judgement here must agree with it (as a fenced gate write's does).
+      if (outcome.ok !== (deleted === 1)) throw new Error(`leasefence redis: the token gate reset script ${deleted === 1 ? 'deleted' : 'kept'} a record the expectation ${outcome.ok ? 'matches' : 'refuses'}; this is a bug`);
+      return outcome;
     },
   };
 }

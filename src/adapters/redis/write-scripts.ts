@@ -154,13 +154,17 @@ return reply
 export const GATE_INSPECT_SCRIPT: string = `return redis.call('HMGET', KEYS[1], 'key', 'token')`;
 
 /**
- * token gate reset. KEYS: gate hash. Forgets the resource (its highest token and memos) and returns what it
- * forgot: { key, token } (false when nothing).
+ * token gate reset. KEYS: gate hash. ARGV: expected token (decimal, '' for any), expected key ('' for any).
+ * Forgets the resource (its highest token and memos) only if it records the expected token and key, judged
+ * and deleted in this one script. Reply: { deleted (1 or 0), key, token } as they were (false when nothing).
  */
 export const GATE_RESET_SCRIPT: string = `
 local found = redis.call('HMGET', KEYS[1], 'key', 'token')
+if ARGV[1] ~= '' and (found[2] ~= ARGV[1] or (ARGV[2] ~= '' and found[1] ~= ARGV[2])) then
+  return {0, found[1], found[2]}
+end
 redis.call('DEL', KEYS[1])
-return found
+return {1, found[1], found[2]}
 `;
 
 /**

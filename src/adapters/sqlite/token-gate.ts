@@ -13,7 +13,10 @@ import {
   type FenceRefusal,
   type GateOutcome,
   type GateRecord,
+  type GateResetOptions,
+  type GateResetOutcome,
 } from '../../store-entry.js';
+import { gateResetOutcome, readGateResetOptions } from '../../gate.js';
 import type { SqliteClient, SqliteValue } from './client.js';
 import { classifyFailure, runCallback } from './failures.js';
 import { tableName, type TableName } from './identifier.js';
@@ -44,10 +47,12 @@ export interface SqliteTokenGate {
   /** What the gate remembers of `resource`. For operators. */
   inspect(resource: string): Promise<GateRecord>;
   /**
-   * Forgets `resource` (returns what it forgot), so the next write by any key's grant binds it again: to
-   * re-key a resource or clear a forged token. Unsafe while an older grant may still write.
+   * Forgets `resource` (answers what it forgot), so the next write by any key's grant binds it again: to
+   * re-key a resource or clear a forged token. Unsafe while an older grant may still write. With
+   * `expectedToken` (and `expectedKey`), only if the gate still records them, judged in the delete's
+   * `BEGIN IMMEDIATE` transaction; otherwise `superseded` with what it records, unchanged.
    */
-  reset(resource: string): Promise<GateRecord>;
+  reset(resource: string, options?: GateResetOptions): Promise<GateResetOutcome>;
   /** Creates the gate table if missing (and switches the file to WAL mode). */
   migrate(): Promise<void>;
 }
@@ -81,7 +86,7 @@ const selectGateSql = (table: TableName): string => `SELECT lease_key, CAST(toke
 /** ATOMICITY: one statement, inside the gate's `BEGIN IMMEDIATE`, after the read it was decided on. */
 const upsertGateSql = (table: TableName): string =>
   `INSERT INTO ${table.quoted} (resource, lease_key, token) VALUES (?, ?, ?) ON CONFLICT (resource) DO UPDATE SET lease_key = excluded.lease_key, token = excluded.token`;
-/** ATOMICITY: one statement, inside reset's `BEGIN IMMEDIATE`, after the read of what it forgets. */
+/** ATOMICITY: one statement, inside reset's `BEGIN IMMEDIATE`, after the read it was judged on. */
 const deleteGateSql = (table: TableName): string => `DELETE FROM ${table.quoted} WHERE resource = ?`;
 
 function foundOf(row: unknown): GateRecord['found'] {
@@ -172,12 +177,14 @@ export function createSqliteTokenGate(options: SqliteTokenGateOptions): SqliteTo
         throw classifyFailure(error, 'before-commit', 'gate inspect');
       }
     },
-    async reset(resource) {
+    async reset(resource, options) {
       assertName('resource', resource);
+      const expected = readGateResetOptions(options);
       return immediate(client, 'gate reset', () => {
-        const found = foundOf(get(select, resource));
-        if (found !== null) statementFor(client, remove).run(resource);
-        return { outcome: { resource, found }, commit: found !== null };
+        const outcome = gateResetOutcome(resource, expected, foundOf(get(select, resource)));
+        const forget = outcome.ok && outcome.found !== null;
+        if (forget) statementFor(client, remove).run(resource);
+        return { outcome, commit: forget };
       });
     },
   };
