@@ -39,7 +39,9 @@ describe('LEASEFENCE_TEST_SCALE', () => {
 describe('the unit tier', () => {
   it('refuses to start a server, a build or a browser, naming where to move the file', () => {
     vi.stubEnv('LEASEFENCE_TEST_TIER', 'unit');
-    expect(() => assertTierMayStart('redis-server')).toThrow(/unit tier starts no redis-server: list this test file under STORES_FILES or LONG_FILES/);
+    expect(() => assertTierMayStart('redis-server')).toThrow(
+      /unit tier starts no redis-server: list this test file under STORES_FILES, LONG_FILES or RUNTIMES_FILES/,
+    );
     vi.stubEnv('LEASEFENCE_TEST_TIER', 'stores');
     expect(() => assertTierMayStart('redis-server')).not.toThrow();
   });

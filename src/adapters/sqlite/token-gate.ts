@@ -8,7 +8,9 @@
 import {
   assertName,
   checkFence,
+  gateResetOutcome,
   InvalidArgumentError,
+  readGateResetOptions,
   type Fence,
   type FenceRefusal,
   type GateOutcome,
@@ -16,7 +18,6 @@ import {
   type GateResetOptions,
   type GateResetOutcome,
 } from '../../store-entry.js';
-import { gateResetOutcome, readGateResetOptions } from '../../gate.js';
 import type { SqliteClient, SqliteValue } from './client.js';
 import { classifyFailure, runCallback } from './failures.js';
 import { tableName, type TableName } from './identifier.js';
@@ -82,7 +83,8 @@ export type SqliteTokenGateOptions =
     };
 
 /** ATOMICITY: a single read inside the gate's `BEGIN IMMEDIATE` (inspect: a single autocommit read). */
-const selectGateSql = (table: TableName): string => `SELECT lease_key, CAST(token AS TEXT) AS token FROM ${table.quoted} WHERE resource = ?`;
+const selectGateSql = (table: TableName): string =>
+  `SELECT lease_key, CAST(token AS TEXT) AS token FROM ${table.quoted} WHERE resource = ?`;
 /** ATOMICITY: one statement, inside the gate's `BEGIN IMMEDIATE`, after the read it was decided on. */
 const upsertGateSql = (table: TableName): string =>
   `INSERT INTO ${table.quoted} (resource, lease_key, token) VALUES (?, ?, ?) ON CONFLICT (resource) DO UPDATE SET lease_key = excluded.lease_key, token = excluded.token`;
@@ -98,9 +100,11 @@ function foundOf(row: unknown): GateRecord['found'] {
 /** Validates the handle a gate write carries before any I/O. */
 function assertGateLease(lease: unknown): asserts lease is Fence {
   const candidate = lease as Partial<Fence> | null | undefined;
-  if (typeof candidate !== 'object' || candidate === null) throw new InvalidArgumentError('a gate write needs the lease fence (lease.fence())');
+  if (typeof candidate !== 'object' || candidate === null)
+    throw new InvalidArgumentError('a gate write needs the lease fence (lease.fence())');
   assertName('key', candidate.key);
-  if (typeof candidate.token !== 'bigint' || candidate.token <= 0n) throw new InvalidArgumentError(`token must be a positive bigint, got ${String(candidate.token)}`);
+  if (typeof candidate.token !== 'bigint' || candidate.token <= 0n)
+    throw new InvalidArgumentError(`token must be a positive bigint, got ${String(candidate.token)}`);
 }
 
 /**
@@ -114,10 +118,16 @@ function assertGateLease(lease: unknown): asserts lease is Fence {
  * ```
  */
 export function createSqliteTokenGate(options: SqliteTokenGateOptions): SqliteTokenGate {
-  if (typeof options !== 'object' || options === null) throw new InvalidArgumentError('createSqliteTokenGate needs options with a store or a client');
+  if (typeof options !== 'object' || options === null)
+    throw new InvalidArgumentError('createSqliteTokenGate needs options with a store or a client');
   let given: { readonly hasStore: boolean; readonly store: unknown; readonly client: unknown; readonly table: unknown };
   try {
-    given = { hasStore: 'store' in options, store: (options as { store?: unknown }).store, client: (options as { client?: unknown }).client, table: options.table };
+    given = {
+      hasStore: 'store' in options,
+      store: (options as { store?: unknown }).store,
+      client: (options as { client?: unknown }).client,
+      table: options.table,
+    };
   } catch {
     // NOTE: read once, here: a getter or Proxy that throws gets the typed refusal, not its own error.
     throw new InvalidArgumentError('createSqliteTokenGate options could not be read (a getter or Proxy threw)');
@@ -143,10 +153,15 @@ export function createSqliteTokenGate(options: SqliteTokenGateOptions): SqliteTo
     async migrate() {
       await runMigration(client, [WAL_PRAGMA, gateTableSql(table)], 'gate migrate');
     },
-    async write<T>(resource: string, lease: Fence, write: (context: SqliteGateContext) => T | Promise<T>): Promise<GateOutcome<T> | FenceRefusal> {
+    async write<T>(
+      resource: string,
+      lease: Fence,
+      write: (context: SqliteGateContext) => T | Promise<T>,
+    ): Promise<GateOutcome<T> | FenceRefusal> {
       assertName('resource', resource);
       assertGateLease(lease);
-      if (judge !== null && typeof lease.secret !== 'string') throw new InvalidArgumentError('a gate sharing the lease store checks the full fence: pass lease.fence(), with its secret');
+      if (judge !== null && typeof lease.secret !== 'string')
+        throw new InvalidArgumentError('a gate sharing the lease store checks the full fence: pass lease.fence(), with its secret');
       refuseAsyncCallback(write, 'gate write');
       const expected = { key: lease.key, token: lease.token };
       return immediate<GateOutcome<T> | FenceRefusal>(client, 'gate write', () => {
@@ -155,8 +170,10 @@ export function createSqliteTokenGate(options: SqliteTokenGateOptions): SqliteTo
           if (!verdict.ok) return { outcome: verdict, commit: false };
         }
         const found = foundOf(get(select, resource));
-        if (found !== null && found.key !== lease.key) return { outcome: { ok: false, reason: 'key-mismatch', resource, expected, found }, commit: false };
-        if (found !== null && lease.token < found.token) return { outcome: { ok: false, reason: 'stale-token', resource, expected, found }, commit: false };
+        if (found !== null && found.key !== lease.key)
+          return { outcome: { ok: false, reason: 'key-mismatch', resource, expected, found }, commit: false };
+        if (found !== null && lease.token < found.token)
+          return { outcome: { ok: false, reason: 'stale-token', resource, expected, found }, commit: false };
         statementFor(client, upsert).run(resource, lease.key, lease.token);
         const { statements, close } = transactionStatements(client, 'gate write');
         let value: T | Promise<T>;
