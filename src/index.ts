@@ -36,8 +36,6 @@ export type {
   GateOutcome,
   GateRefusal,
   GateRecord,
-  GateResetOptions,
-  GateResetOutcome,
   RecoverOutcome,
   ReleaseOutcome,
   RenewOutcome,
@@ -47,7 +45,6 @@ export type { Ending, FenceRefusal, LeaseAttributes } from './fence/types.js';
 export { describeRefusal } from './describe.js';
 export type { Store, WriteContextOf } from './store.js';
 export type { TokenGate } from './gate.js';
-export type { Clock } from './clock.js';
 export {
   createOperator,
   type ListedLease,
