@@ -109,6 +109,16 @@ export interface Store<WriteContext = unknown> {
    *   connection) leaves this method out; waiting then relies on scheduled attempts alone.
    */
   watchFreed?(key: string, onFreed: () => void): Promise<() => void>;
+
+  /**
+   * OPTIONAL (revoke notices for holders): calls `onRevoked` when a message says a revoke of `key` may have
+   * committed, so a running `withLease` checks its grant at once (one renew) instead of at its next
+   * renewal. A hint, never proof: a message may be forged (notification channels are unauthenticated),
+   * late, or about another grant of the key; the holder acts only on what the store answers. Live once the
+   * promise resolves; the resolved function ends it (idempotent, synchronous). Unlike `watchFreed` it tells
+   * the store of no waiter (a Postgres release stays silent); a store may tell releases too.
+   */
+  watchRevoked?(key: string, onRevoked: () => void): Promise<() => void>;
 }
 
 /** The fenced-write context type of a store. */

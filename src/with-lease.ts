@@ -69,6 +69,7 @@ export async function runWithLease<T>(
   try {
     // NOTE: inside the try, so timers that throw still release the lease and detach the caller's signal.
     renewal.start();
+    renewal.listen();
     if (!abort.aborted) settled = { value: await runFn(fn, lease as RunningLease, renewal) };
   } catch (error) {
     // NOTE: after the signal aborted, a rejection is the work stopping because of it (an AbortError, the

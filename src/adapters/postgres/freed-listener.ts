@@ -188,20 +188,32 @@ function transportOf(listener: PostgresListenerOption, events: ListenerEvents): 
 /** Marks waiter interest in a key on its lease row (freed-interest.ts); resolves once the mark committed. */
 export type MarkInterest = (key: string) => Promise<void>;
 
+/** The Postgres store's `watchFreed` (waiters) and `watchRevoked` (holders), on one LISTEN. */
+export interface PostgresWatches {
+  readonly watchFreed: (key: string, onFreed: () => void) => Promise<() => void>;
+  readonly watchRevoked: (key: string, onRevoked: () => void) => Promise<() => void>;
+}
+
 /**
- * `Store.watchFreed` for the Postgres store on `channel` through `listener`. Each watch resolves once the
+ * `Store.watchFreed` and `Store.watchRevoked` for the Postgres store on `channel` through `listener`. Each watch resolves once the
  * LISTEN is live AND `mark` committed this key's interest (in that order: see freed-interest.ts); a watched
  * key is marked again every `REMARK_EVERY_MS` until its last watch ends. A mark that fails, or that takes
  * longer than `subscribeTimeoutMs` (the row is locked by a long fenced write), fails the watch: its waiters
- * then claim on their schedule only.
+ * then claim on their schedule only. A holder's watch (`watchRevoked`) only LISTENs: a revoke notifies
+ * whether or not anyone marked interest (freed-interest.ts).
  */
-export function createPostgresFreed(listener: PostgresListenerOption, channel: string, subscribeTimeoutMs: number, mark: MarkInterest): (key: string, onFreed: () => void) => Promise<() => void> {
+export function createPostgresFreed(listener: PostgresListenerOption, channel: string, subscribeTimeoutMs: number, mark: MarkInterest): PostgresWatches {
   const byKey = new Map<string, Set<() => void>>();
+  /** The holders' watches (`watchRevoked`): told of every message on their key, and mark nothing. */
+  const holders = new Map<string, Set<() => void>>();
   const remarks = new Map<string, ReturnType<typeof setInterval>>();
   const transport = transportOf(listener, {
-    notified: (key) => wake(byKey.get(key) ?? []),
+    notified: (key) => {
+      wake(byKey.get(key) ?? []);
+      wake(holders.get(key) ?? []);
+    },
     reconnected: () => {
-      for (const watchers of [...byKey.values()]) wake(watchers);
+      for (const watchers of [...byKey.values(), ...holders.values()]) wake(watchers);
     },
   });
   const channelSubscription = createFreedSubscriptions(transport, subscribeTimeoutMs);
@@ -243,7 +255,32 @@ export function createPostgresFreed(listener: PostgresListenerOption, channel: s
     }
   };
 
-  return async (key, onFreed) => {
+  const watchRevoked = async (key: string, onRevoked: () => void): Promise<() => void> => {
+    const watcher = (): void => onRevoked();
+    const watchers = holders.get(key) ?? new Set();
+    holders.set(key, watchers);
+    watchers.add(watcher);
+    const forget = (): void => {
+      watchers.delete(watcher);
+      if (watchers.size === 0 && holders.get(key) === watchers) holders.delete(key);
+    };
+    let endListen: () => void;
+    try {
+      endListen = await channelSubscription.watch(channel, () => undefined);
+    } catch (error) {
+      forget();
+      throw error;
+    }
+    let ended = false;
+    return () => {
+      if (ended) return;
+      ended = true;
+      forget();
+      endListen();
+    };
+  };
+
+  const watchFreed = async (key: string, onFreed: () => void): Promise<() => void> => {
     const watcher = (): void => onFreed();
     const watchers = byKey.get(key) ?? new Set();
     byKey.set(key, watchers);
@@ -280,4 +317,6 @@ export function createPostgresFreed(listener: PostgresListenerOption, channel: s
       forget();
     };
   };
+
+  return { watchFreed, watchRevoked };
 }

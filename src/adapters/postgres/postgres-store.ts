@@ -169,7 +169,7 @@ export function createPostgresStore(given: PostgresStoreOptions): PostgresStore 
     guard(key, 'watchFreed');
     await ownStatement('watchFreed', interest, [key]);
   };
-  const watchFreed = options.listener === undefined ? undefined : createPostgresFreed(options.listener, freedChannelOf(table), subscribeTimeoutMs, markInterest);
+  const watches = options.listener === undefined ? undefined : createPostgresFreed(options.listener, freedChannelOf(table), subscribeTimeoutMs, markInterest);
 
   /** Sends one of leasefence's statements; an SQL error it raises never carries the driver's error. */
   const ownStatement = async (operation: string, text: string, params: unknown[]): Promise<unknown[]> => {
@@ -298,7 +298,7 @@ export function createPostgresStore(given: PostgresStoreOptions): PostgresStore 
 
     list: createPostgresList(session, listStatement(table)),
 
-    ...(watchFreed === undefined ? {} : { watchFreed }),
+    ...(watches === undefined ? {} : { watchFreed: watches.watchFreed, watchRevoked: watches.watchRevoked }),
 
     fencedStatement(lease, text, params = [], statementOptions = {}) {
       return runFencedStatement({ session, storeId: id, lease, text, params, options: statementOptions, checkFenceInput, wrap, guard: (key) => guard(key, 'fencedStatement') });
