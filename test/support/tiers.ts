@@ -92,6 +92,7 @@ export const LONG_FILES: readonly string[] = [
   'test/topology/redis-failover-long.test.ts',
   'test/topology/redis-sentinel.test.ts',
   'test/waiting-stores/cross-process.test.ts',
+  'test/waiting-stores/revoke-notice.test.ts',
   'test/worker-safety/exactly-once.test.ts',
 ];
 
