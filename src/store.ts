@@ -104,7 +104,8 @@ export interface Store<WriteContext = unknown> {
    * - Best effort: a message lost to a reconnect or a dropped notification connection only delays a
    *   waiter to its next scheduled attempt; correctness never depends on a message.
    * - The resolved function ends this subscription: idempotent, synchronous for the caller, and it leaves
-   *   nothing behind (no listener; the backend subscription is dropped when the key's last one ends).
+   *   nothing behind (no listener; the backend subscription is dropped a second after the key's last one
+   *   ends, so runs one after another share it).
    * - A store without a notification channel (for example a Redis store created without a subscriber
    *   connection) leaves this method out; waiting then relies on scheduled attempts alone.
    */

@@ -68,6 +68,7 @@ export const STORES_FILES: readonly string[] = [
   'test/security/fuzz-servers.test.ts',
   'test/security/fuzz-stores-agree.test.ts',
   'test/topology/postgres-token-floor.test.ts',
+  'test/waiting-stores/revoke-notice.test.ts',
   'test/worker-safety/readme-promises.test.ts',
 ];
 
@@ -92,7 +93,6 @@ export const LONG_FILES: readonly string[] = [
   'test/topology/redis-failover-long.test.ts',
   'test/topology/redis-sentinel.test.ts',
   'test/waiting-stores/cross-process.test.ts',
-  'test/waiting-stores/revoke-notice.test.ts',
   'test/worker-safety/exactly-once.test.ts',
 ];
 

@@ -6,7 +6,7 @@
  * SPUBLISH: anyone able to publish can) costs the run one renew and never aborts a live lease. The figures
  * (revoke -> abort, p50/p99 over RUNS runs) are printed for RELIABILITY.md.
  */
-import { afterAll, describe, expect, it } from 'vitest';
+import { afterAll, describe, expect, it, vi } from 'vitest';
 import { PGlite } from '@electric-sql/pglite';
 import pg from 'pg';
 import postgres from 'postgres';
@@ -22,6 +22,7 @@ import { Redis as Redis6 } from 'ioredis6';
 import { createClient } from 'redis';
 import { createClient as createClient6 } from 'redis6';
 import type { Store } from '../../src/store.js';
+import { createLeases } from '../../src/leases.js';
 import { freshTable, sharedPostgresUrl } from '../adapters/postgres-harness.js';
 import { freshPrefix, openClient, sharedRedisUrl, type RedisClientKind } from '../adapters/redis-harness.js';
 import { expectForgedNoticeCostsOneCheck, measureRevokeToAbort, type Latencies } from './revoke-notice-specs.js';
@@ -139,6 +140,60 @@ describe.each(CLIENTS)('withLease hears a revoke at once: %s', (client, open) =>
       await expectForgedNoticeCostsOneCheck(rig.store, 'forged', () => rig.forge('forged'));
     } finally {
       await rig.close();
+    }
+  });
+});
+
+describe("a worker's runs one after another share one notification connection", () => {
+  // NOTE: every run watches its key; without the subscriptions' linger (LINGER_MS) each run made and closed
+  // a connection through the factory.
+  it('PostgreSQL with a pg listener factory: 20 runs, one connection', async () => {
+    const url = await sharedPostgresUrl();
+    const pool = new pg.Pool({ connectionString: url, max: 2 });
+    const opened: pg.Client[] = [];
+    try {
+      const store = createPostgresStore({
+        client: pool,
+        table: freshTable('linger'),
+        listener: async () => {
+          const client = new pg.Client({ connectionString: url });
+          client.on('error', () => undefined);
+          opened.push(client);
+          await client.connect();
+          return client;
+        },
+      });
+      await store.migrate();
+      const leases = createLeases(store, { holder: 'worker', ttlMs: 60_000 });
+      for (let run = 0; run < 20; run += 1) expect(await leases.withLease(`job:${run % 3}`, async () => new Promise((resolve) => setTimeout(resolve, 2)))).toMatchObject({ ok: true });
+      expect(opened).toHaveLength(1);
+    } finally {
+      await Promise.all(opened.map((client) => client.end().catch(() => undefined)));
+      await pool.end();
+    }
+  });
+
+  it('Redis with a subscriber factory: 20 runs, one connection, closed once the last run ended', async () => {
+    const url = await sharedRedisUrl();
+    const main = await openClient('ioredis', url);
+    const made: Redis[] = [];
+    try {
+      const store = createRedisStore({
+        client: main.client,
+        prefix: freshPrefix('linger'),
+        subscriber: () => {
+          const connection = new Redis(url).on('error', () => undefined);
+          made.push(connection);
+          return connection;
+        },
+      });
+      const leases = createLeases(store, { holder: 'worker', ttlMs: 60_000 });
+      for (let run = 0; run < 20; run += 1) expect(await leases.withLease(`job:${run % 3}`, async () => new Promise((resolve) => setTimeout(resolve, 2)))).toMatchObject({ ok: true });
+      expect(made).toHaveLength(1);
+      await vi.waitFor(() => expect(made[0]!.status).toBe('end'), { timeout: 5_000, interval: 20 });
+    } finally {
+      for (const connection of made) connection.disconnect();
+      await main.close();
     }
   });
 });
