@@ -117,7 +117,7 @@ describe.each(['ioredis', 'ioredis6'] as const)('redis watchFreed on an ioredis 
   // status `connect`, before its ready check (INFO); the connection is then in subscriber mode and the
   // ready check fails ("Connection in subscriber mode"), so the connection drops and reconnects. Waiting
   // for 'connect' puts every cycle inside that window (seen in 74 of 200 plain connect-and-subscribe cycles).
-  it('a watch made between connect and ready neither breaks the ready check nor fails', async () => {
+  it('a watch made between connect and ready neither breaks the ready check nor fails; a lazyConnect connection is opened by the watch', async () => {
     const base = new URL(await sharedRedisUrl());
     base.pathname = '/3';
     const url = base.toString();
@@ -137,6 +137,18 @@ describe.each(['ioredis', 'ioredis6'] as const)('redis watchFreed on an ioredis 
         } finally {
           subscriber.disconnect();
         }
+      }
+      // NOTE: a lazyConnect connection (status `wait`) is opened by the subscribe itself: waiting for its
+      // ready event first would wait for ever.
+      const lazy = kind === 'ioredis' ? new Redis(url, { lazyConnect: true }) : new Redis6(url, { lazyConnect: true });
+      lazy.on('error', () => undefined);
+      try {
+        const store = createRedisStore({ client: main.client, prefix: freshPrefix('lazy'), subscriber: lazy });
+        const end = await store.watchFreed!('job:lazy', () => undefined);
+        end();
+        expect(lazy.status).toBe('ready');
+      } finally {
+        lazy.disconnect();
       }
     } finally {
       await main.close();

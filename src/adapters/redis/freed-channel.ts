@@ -109,14 +109,16 @@ function isNodeRedis(subscriber: RedisSubscriber): subscriber is NodeRedisSubscr
 }
 
 /**
- * Resolves once an ioredis connection is ready. NOTE: between its `connect` and `ready` events ioredis
- * writes a command flagged `loading` (SUBSCRIBE and SSUBSCRIBE are) at once, before its own ready check
- * (INFO); the connection is then in subscriber mode, the ready check is refused ("Connection in subscriber
- * mode") and ioredis drops and reopens the connection. A connection that is closed or never gets ready is
- * left to the subscribe that follows (refused) or to the watch's `subscribeTimeoutMs`.
+ * Resolves once an ioredis connection that is between its `connect` and `ready` events (status `connect`)
+ * is ready. NOTE: in that window ioredis writes a command flagged `loading` (SUBSCRIBE and SSUBSCRIBE are)
+ * at once, before its own ready check (INFO); the connection is then in subscriber mode, the ready check is
+ * refused ("Connection in subscriber mode") and ioredis drops and reopens the connection. In any other
+ * status the subscribe is safe to send: ready, queued until ready (`connecting`, `reconnecting`), starting
+ * the connection (`wait`, lazyConnect) or refused (`end`). One that never gets ready is left to the watch's
+ * `subscribeTimeoutMs`.
  */
 function whenReady(subscriber: IoredisSubscriber): Promise<void> {
-  if (subscriber.status === 'ready' || subscriber.status === 'end') return Promise.resolve();
+  if (subscriber.status !== 'connect') return Promise.resolve();
   return new Promise((resolve) => subscriber.once('ready', () => resolve()));
 }
 
