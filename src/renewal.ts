@@ -1,7 +1,8 @@
 /**
  * The background renewal of one lease under `withLease`: renews on a schedule derived from the store's
  * expires-at and aborts the run as soon as loss is known (a refused renew, no renewal confirmed by the safe
- * deadline, or a refusal that another operation on the lease reported through `lose`).
+ * deadline, a refusal that another operation on the lease reported through `lose`, or the refused renew
+ * that a revoke notice triggered: `listen`).
  */
 import { monotonicClock, type Clock } from './clock.js';
 import { isLeaseLostError, isStoreFailure, LeaseLostError, LeaseUnconfirmedError, type LeaseError } from './errors.js';
