@@ -206,8 +206,15 @@ export class Renewal implements LeaseRun {
     }
     watching.then(
       (end) => {
-        if (this.#stopped) end();
-        else this.#unwatch = end;
+        if (!this.#stopped) {
+          this.#unwatch = end;
+          return;
+        }
+        try {
+          end();
+        } catch {
+          // NOTE: as in `#clear`: a store's failing unsubscribe changes nothing for an ended run.
+        }
       },
       () => undefined,
     );
