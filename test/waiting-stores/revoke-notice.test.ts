@@ -29,8 +29,13 @@ import { expectForgedNoticeCostsOneCheck, measureRevokeToAbort, type Latencies }
 
 /** Revokes measured per client. */
 const RUNS = 50;
-/** "Within milliseconds": far below the 20 s a run waits for its renewal here (TTL 60 s / 3), with room for a loaded machine. */
-const BOUND_MS = 250;
+/**
+ * The bounds asserted: measured p50 is 1-5 ms and p99 11-131 ms on a loaded 2-core machine (PGlite, in-process
+ * WebAssembly, the slowest); the bounds leave room for a busy loop on every core and are still 20 times
+ * below the 20 s a run waits for its renewal here (TTL 60 s / 3), which is what a run without the push gets.
+ */
+const P50_BOUND_MS = 250;
+const BOUND_MS = 1_000;
 
 const figures: Array<{ client: string } & Latencies> = [];
 afterAll(() => {
@@ -123,11 +128,12 @@ const CLIENTS: Array<[string, () => Promise<Rig>]> = [
 ];
 
 describe.each(CLIENTS)('withLease hears a revoke at once: %s', (client, open) => {
-  it(`the signal aborts within ${BOUND_MS} ms of the revoke (p99 over ${RUNS} runs), with the refusal revoked, its reason and by`, { timeout: 60_000 }, async () => {
+  it(`the signal aborts within ${P50_BOUND_MS} ms (p50) and ${BOUND_MS} ms (p99, ${RUNS} runs) of the revoke, with the refusal revoked, its reason and by`, { timeout: 60_000 }, async () => {
     const rig = await open();
     try {
       const latencies = await measureRevokeToAbort(rig.store, `revoked:${client}`, RUNS);
       figures.push({ client, ...latencies });
+      expect(latencies.p50).toBeLessThan(P50_BOUND_MS);
       expect(latencies.p99).toBeLessThan(BOUND_MS);
     } finally {
       await rig.close();
