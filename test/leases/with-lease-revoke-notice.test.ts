@@ -10,7 +10,7 @@ import type { LeaseLostError } from '../../src/errors.js';
 import { createLeases } from '../../src/leases.js';
 import type { Store } from '../../src/store.js';
 import { callTimes, createRig, sleep } from './with-lease-rig.js';
-import { expectForgedNoticeCostsOneCheck, measureRevokeToAbort } from '../waiting-stores/revoke-notice-specs.js';
+import { expectForgedNoticeCostsOneCheck, measureRevokeToAbort, noticeRig } from '../waiting-stores/revoke-notice-specs.js';
 
 /** A memory store whose holders' notices can also be sent by hand (the memory store has no outside channel). */
 function forgeable(): { store: Store; forge: (key: string) => Promise<void>; watched: () => number } {
@@ -85,6 +85,28 @@ describe('withLease hears a revoke at once (memory)', () => {
     });
     expect(revoked).toMatchObject({ ok: false, reason: 'lost' });
     expect(watched()).toBe(0);
+  });
+
+  it('a lease without expiry (nothing to renew on a schedule) hears its revoke too, and the check keeps it unexpiring', async () => {
+    const store = createMemoryStore();
+    const leases = createLeases(store, { holder: 'worker', ttlMs: null });
+    const outcome = await leases.withLease('forever', async (lease, signal) => {
+      await createLeases(store, { holder: 'ops' }).revoke('forever', { reason: 'moved', by: 'ops', expectedToken: lease.token });
+      if (!signal.aborted) await new Promise((resolve) => signal.addEventListener('abort', resolve, { once: true }));
+      return 'stopped';
+    });
+    expect(outcome).toMatchObject({ ok: false, reason: 'lost', lost: { refusal: { reason: 'revoked' } } });
+    const { store: forgeableStore, forge } = forgeable();
+    const rig = noticeRig(forgeableStore);
+    const live = rig.watching('forever:forged');
+    const kept = await createLeases(rig.store, { holder: 'worker', ttlMs: null }).withLease('forever:forged', async (lease) => {
+      await live;
+      await forge('forever:forged');
+      await vi.waitFor(() => expect(rig.renews()).toBe(1), { timeout: 2_000, interval: 5 });
+      return lease.expiresAt;
+    });
+    expect(kept).toMatchObject({ ok: true, value: null });
+    expect((await forgeableStore.inspect('forever:forged')).ending).toMatchObject({ kind: 'released' });
   });
 
   it('a store without watchRevoked runs withLease as before', async () => {
