@@ -200,7 +200,13 @@ export function createRedisStore(given: RedisStoreOptions): RedisStore {
 
     list: createRedisList(options.client, connection, prefix),
 
-    ...(watchFreed === undefined ? {} : { watchFreed: (key: string, onFreed: () => void) => watchFreed(names.record(key, 'lease'), onFreed) }),
+    ...(watchFreed === undefined
+      ? {}
+      : {
+          watchFreed: (key: string, onFreed: () => void) => watchFreed(names.record(key, 'lease'), onFreed),
+          // NOTE: the same channel: REVOKE publishes on it (freed-channel.ts), and nothing else does while a holder holds.
+          watchRevoked: (key: string, onRevoked: () => void) => watchFreed(names.record(key, 'lease'), onRevoked),
+        }),
 
     async fencedWrite<T>(fence: Fence, write: (context: RedisWriteContext) => T | Promise<T>, writeOptions: StoreFencedWriteOptions = {}): Promise<FencedWriteOutcome<T>> {
       const { checkpointJson } = writeOptions;
