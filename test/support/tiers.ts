@@ -23,6 +23,7 @@ export const TIER_VARIABLE = 'LEASEFENCE_TEST_TIER';
 
 /** Files that need the real PostgreSQL or redis-server. */
 export const STORES_FILES: readonly string[] = [
+  'test/adapters/claim-held-bytes.test.ts',
   'test/adapters/postgres-checkout-error.test.ts',
   'test/adapters/postgres-connect-wrappers.test.ts',
   'test/adapters/postgres-errors.test.ts',

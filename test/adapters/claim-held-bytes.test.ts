@@ -1,0 +1,95 @@
+/**
+ * A claim refused `held` never carries the checkpoint back (issue 29 item 2: on Redis a refused claim
+ * replied the whole checkpoint, so 200 one-byte SPUBLISHes to a waiter whose key had a 4 MiB checkpoint made
+ * Redis send 764 MiB). The held refusal needs the holder, its token, run, acquired-at and expiry and the
+ * store's now; measured on the wire against real servers, 200 refused claims of a key with a 4 MiB
+ * checkpoint:
+ * - Redis (a redis-server of its own, so nothing else moves its counters): `INFO stats` total_net_output_bytes;
+ * - PostgreSQL (pg, the prepared claim statement and the claim function that unprepared stores and PGlite
+ *   call): the bytes the client's socket received.
+ * Each must stay under 1 KiB per claim (before, on Redis: over 4 MiB per claim).
+ */
+import { Redis } from 'ioredis';
+import pg from 'pg';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createPostgresStore } from '../../src/adapters/postgres/index.js';
+import { createRedisStore } from '../../src/adapters/redis/index.js';
+import { createLeases } from '../../src/leases.js';
+import type { Store } from '../../src/store.js';
+import { freshTable, sharedPostgresUrl } from './postgres-harness.js';
+import { startRedis, type RedisServer } from '../support/redis-server.js';
+
+const CHECKPOINT_BYTES = 4 * 1024 * 1024;
+const CLAIMS = 200;
+const PER_CLAIM_BUDGET = 1024;
+
+/** A holder with a 4 MiB checkpoint on `key`, then CLAIMS refused claims of another holder; returns nothing. */
+async function holdWithCheckpoint(store: Store, key: string): Promise<void> {
+  const holder = createLeases(store, { holder: 'holder', ttlMs: 600_000, maxCheckpointBytes: 2 * CHECKPOINT_BYTES });
+  const lease = await holder.claimOrThrow(key);
+  await holder.checkpointOrThrow(lease, { blob: 'x'.repeat(CHECKPOINT_BYTES) });
+}
+
+async function refusedClaims(store: Store, key: string): Promise<void> {
+  const other = createLeases(store, { holder: 'other', ttlMs: 600_000 });
+  for (let index = 0; index < CLAIMS; index += 1) {
+    const refused = await other.claim(key);
+    expect(refused).toMatchObject({ ok: false, reason: 'held', holder: 'holder' });
+    expect(refused).not.toHaveProperty('checkpoint');
+  }
+}
+
+describe('a claim refused held sends no checkpoint', () => {
+  let server: RedisServer;
+  beforeAll(async () => {
+    server = await startRedis({ persistence: 'none' });
+  });
+  afterAll(async () => server.stop());
+
+  it('Redis: 200 refused claims of a key with a 4 MiB checkpoint make the server send under 1 KiB each', async () => {
+    const client = new Redis(server.url);
+    const counter = new Redis(server.url);
+    try {
+      const store = createRedisStore({ client, prefix: 'held-bytes:' });
+      await holdWithCheckpoint(store, 'big');
+      const sent = async (): Promise<number> => Number(/total_net_output_bytes:(\d+)/.exec(await counter.info('stats'))?.[1]);
+      const before = await sent();
+      await refusedClaims(store, 'big');
+      const after = await sent();
+      // NOTE: includes the first INFO reply (about 1.5 KiB).
+      console.log(`Redis: ${CLAIMS} held claims, server sent ${after - before} bytes`);
+      expect(after - before).toBeLessThan(CLAIMS * PER_CLAIM_BUDGET);
+    } finally {
+      client.disconnect();
+      counter.disconnect();
+    }
+  });
+
+  for (const prepare of [true, false]) {
+    it(`PostgreSQL (pg, ${prepare ? 'the claim statement' : 'the claim function'}): 200 refused claims receive under 1 KiB each`, async () => {
+      const table = freshTable('held_bytes');
+      const pool = new pg.Pool({ connectionString: await sharedPostgresUrl(), max: 1 });
+      let counting = false;
+      let received = 0;
+      pool.on('connect', (client) => {
+        const socket = (client as unknown as { connection: { stream: NodeJS.ReadableStream } }).connection.stream;
+        socket.on('data', (chunk: Buffer) => {
+          if (counting) received += chunk.length;
+        });
+      });
+      try {
+        const store = createPostgresStore({ client: pool, table, prepare });
+        await store.migrate();
+        await holdWithCheckpoint(store, 'big');
+        counting = true;
+        await refusedClaims(store, 'big');
+        counting = false;
+        console.log(`PostgreSQL (prepare: ${prepare}): ${CLAIMS} held claims, client received ${received} bytes`);
+        expect(received).toBeGreaterThan(0);
+        expect(received).toBeLessThan(CLAIMS * PER_CLAIM_BUDGET);
+      } finally {
+        await pool.end();
+      }
+    });
+  }
+});
