@@ -7,16 +7,23 @@
  * - Redis (a redis-server of its own, so nothing else moves its counters): `INFO stats` total_net_output_bytes;
  * - PostgreSQL (pg, the prepared claim statement and the claim function that unprepared stores and PGlite
  *   call): the bytes the client's socket received.
- * Each must stay under 1 KiB per claim (before, on Redis: over 4 MiB per claim).
+ * - SQLite (in process, no wire): the text the claims' statements return to JavaScript, counted by a wrapper
+ *   around the better-sqlite3 connection;
+ * - memory: the refusal itself (no copy is made).
+ * Each must stay under 1 KiB per claim (before, on Redis and SQLite: over 4 MiB per claim).
  */
 import { Redis } from 'ioredis';
 import pg from 'pg';
+import Database from 'better-sqlite3';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createPostgresStore } from '../../src/adapters/postgres/index.js';
+import { createMemoryStore } from '../../src/adapters/memory/index.js';
 import { createRedisStore } from '../../src/adapters/redis/index.js';
+import { createSqliteStore } from '../../src/adapters/sqlite/index.js';
 import { createLeases } from '../../src/leases.js';
 import type { Store } from '../../src/store.js';
 import { freshTable, sharedPostgresUrl } from './postgres-harness.js';
+import { freshDatabasePath } from './sqlite-harness.js';
 import { startRedis, type RedisServer } from '../support/redis-server.js';
 
 const CHECKPOINT_BYTES = 4 * 1024 * 1024;
@@ -92,4 +99,68 @@ describe('a claim refused held sends no checkpoint', () => {
       }
     });
   }
+
+  it('SQLite: 200 refused claims read under 1 KiB each out of the file', async () => {
+    const file = freshDatabasePath('leasefence-held-bytes');
+    const database = new Database(file.path);
+    let counting = false;
+    let returned = 0;
+    const measure = (value: unknown): void => {
+      if (!counting || typeof value !== 'object' || value === null) return;
+      for (const cell of Object.values(value)) if (typeof cell === 'string') returned += Buffer.byteLength(cell);
+    };
+    // The real connection; its statements' rows are measured on their way to the store.
+    const counted = new Proxy(database, {
+      get(target, property) {
+        if (property !== 'prepare') {
+          const value: unknown = Reflect.get(target, property, target);
+          return typeof value === 'function' ? value.bind(target) : value;
+        }
+        return (sql: string) => {
+          const statement = target.prepare(sql);
+          return new Proxy(statement, {
+            get(inner, name) {
+              const value: unknown = Reflect.get(inner, name, inner);
+              if (typeof value !== 'function') return value;
+              if (name === 'get') return (...args: unknown[]) => {
+                const row: unknown = (value as (...a: unknown[]) => unknown).apply(inner, args);
+                measure(row);
+                return row;
+              };
+              if (name === 'all') return (...args: unknown[]) => {
+                const rows = (value as (...a: unknown[]) => unknown[]).apply(inner, args);
+                for (const row of rows) measure(row);
+                return rows;
+              };
+              return value.bind(inner);
+            },
+          });
+        };
+      },
+    });
+    try {
+      const store = createSqliteStore({ client: counted });
+      await store.migrate();
+      await holdWithCheckpoint(store, 'big');
+      counting = true;
+      await refusedClaims(store, 'big');
+      counting = false;
+      console.log(`SQLite: ${CLAIMS} held claims, statements returned ${returned} bytes of text`);
+      expect(returned).toBeGreaterThan(0);
+      expect(returned).toBeLessThan(CLAIMS * PER_CLAIM_BUDGET);
+      // The checkpoint is kept (the claims changed nothing).
+      const holder = createLeases(store, { holder: 'holder', ttlMs: 600_000 });
+      const inspected = await holder.inspect('big');
+      expect(inspected.checkpoint).not.toBeNull();
+    } finally {
+      database.close();
+      file.remove();
+    }
+  });
+
+  it('memory: the refusal carries the holder, not the checkpoint', async () => {
+    const store = createMemoryStore();
+    await holdWithCheckpoint(store, 'big');
+    await refusedClaims(store, 'big');
+  });
 });
