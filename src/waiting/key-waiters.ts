@@ -5,13 +5,16 @@
  * key is held until the new grant's expiry without asking the store.
  *
  * Every decision is a claim judged by the store: a notification only makes the next attempt earlier, and a
- * lost one delays it to the scheduled attempt (see `schedule.ts`).
+ * lost one delays it to the scheduled attempt (see `schedule.ts`). Notifications are hints anyone able to
+ * notify can forge: after `WAKE_BURST` attempts that answered one were refused, the next answers come at most
+ * one per `WAKE_INTERVAL_MS`, and a notification that arrives meanwhile is kept (`#wakePending`) and answered
+ * when the interval ends. A grant resets that: a chain of releases in one process hands the key on at once.
  */
 import type { Clock } from '../clock.js';
 import type { Lease } from '../lease.js';
 import type { Store } from '../store.js';
 import { heldBy, type ClaimRefusal } from './refusal.js';
-import { nextAttemptDelay } from './schedule.js';
+import { nextAttemptDelay, WAKE_BURST, WAKE_INTERVAL_MS } from './schedule.js';
 import type { Waiter } from './waiter.js';
 
 /** What the queues of one `Leases` instance share. */
@@ -38,7 +41,12 @@ export class KeyWaiters {
   #closed = false;
   /** Subscribing, or a claim in flight: a notification now is remembered, not acted on. */
   #busy = false;
-  #freedWhileBusy = false;
+  /** A notification arrived that no attempt has answered yet (an attempt sent after it answers it). */
+  #wakePending = false;
+  /** Refused attempts that answered notifications since the last grant. */
+  #refusedWakes = 0;
+  /** When the last of them past the first `WAKE_BURST` was sent (monotonic ms): the interval runs from it. */
+  #lastWakeAttempt = Number.NEGATIVE_INFINITY;
   #watching = false;
   #unsubscribe: (() => void) | null = null;
   #timer: ReturnType<typeof setTimeout> | null = null;
@@ -91,12 +99,18 @@ export class KeyWaiters {
 
   #freed(): void {
     if (this.#closed) return;
-    if (this.#busy) {
-      this.#freedWhileBusy = true;
-      return;
-    }
-    this.#clearTimer();
-    void this.#attempt();
+    // NOTE: a notification while one is pending is answered with it (the timer is already planned for it).
+    const pending = this.#wakePending;
+    this.#wakePending = true;
+    if (!this.#busy && !pending) this.#answerWake();
+  }
+
+  /** Answers a pending notification: at once, or when `WAKE_INTERVAL_MS` since the last answer ends (`#plan`). */
+  #answerWake(): void {
+    if (this.context.monotonic() - this.#lastWakeAttempt >= WAKE_INTERVAL_MS) {
+      this.#clearTimer();
+      void this.#attempt();
+    } else this.#plan();
   }
 
   /** The waiter a claim is made for: the head, or the first recovering one when the key awaits recovery. */
@@ -113,7 +127,9 @@ export class KeyWaiters {
     }
     this.#busy = true;
     // NOTE: a notification that arrived before this claim is sent is answered by the claim itself.
-    this.#freedWhileBusy = false;
+    const answersWake = this.#wakePending;
+    const sentAt = this.context.monotonic();
+    this.#wakePending = false;
     let result;
     try {
       result = await waiter.request.attempt();
@@ -124,7 +140,19 @@ export class KeyWaiters {
       return;
     }
     const repliedAt = this.context.monotonic();
+    // NOTE: only refused answers to notifications spend the interval, and the first WAKE_BURST of them since
+    // the last grant do not (a notification that arrives after the grant it led to, then the grantee's own
+    // release); a grant resets both, so a chain of releases in one process hands the key on at once.
     if (result.ok) {
+      this.#refusedWakes = 0;
+      this.#lastWakeAttempt = Number.NEGATIVE_INFINITY;
+    } else if (answersWake) {
+      this.#refusedWakes += 1;
+      if (this.#refusedWakes >= WAKE_BURST) this.#lastWakeAttempt = sentAt;
+    }
+    if (result.ok) {
+      // NOTE: a notification heard while this claim was in flight told of the release it was granted after.
+      this.#wakePending = false;
       if (waiter.settled) {
         // NOTE: the waiter stopped while its claim was in flight: give the key back, then try for the next.
         await this.context.release(result.lease).catch(() => undefined);
@@ -146,7 +174,8 @@ export class KeyWaiters {
     for (const overdue of this.#queue.filter((queued) => queued.overdue)) this.#leave(overdue, () => overdue.end(result, 'timeout'));
     if (this.#closed) return;
     const recoverer = result.reason === 'recovery-required' && !waiter.request.recovering && this.#queue.some((queued) => queued.request.recovering);
-    if (this.#freedWhileBusy || recoverer) void this.#attempt();
+    if (recoverer) void this.#attempt();
+    else if (this.#wakePending) this.#answerWake();
     else this.#plan();
   }
 
@@ -173,7 +202,8 @@ export class KeyWaiters {
     const now = this.context.monotonic();
     const remainingMs = Math.max(...this.#queue.map((waiter) => waiter.deadline)) - now;
     const { jitterMs, pollMs, recheckMs } = head.request.settings;
-    const delay = nextAttemptDelay({ untilExpiryMs: last.untilExpiryMs, sinceReplyMs: now - last.at, remainingMs, watching: this.#watching, jitter: last.jitter, jitterMs, pollMs, recheckMs });
+    const untilWakeMs = this.#wakePending ? this.#lastWakeAttempt + WAKE_INTERVAL_MS - now : null;
+    const delay = nextAttemptDelay({ untilExpiryMs: last.untilExpiryMs, sinceReplyMs: now - last.at, remainingMs, watching: this.#watching, jitter: last.jitter, jitterMs, pollMs, recheckMs, untilWakeMs });
     if (delay !== null) this.#retryAfter(delay);
   }
 

@@ -69,6 +69,7 @@ export const STORES_FILES: readonly string[] = [
   'test/security/fuzz-servers.test.ts',
   'test/security/fuzz-stores-agree.test.ts',
   'test/topology/postgres-token-floor.test.ts',
+  'test/waiting-stores/wake-flood.test.ts',
   'test/worker-safety/readme-promises.test.ts',
 ];
 
