@@ -12,6 +12,7 @@
  */
 import type { Clock } from '../clock.js';
 import type { Lease } from '../lease.js';
+import { publishWaitPolling } from '../events.js';
 import type { Store } from '../store.js';
 import { heldBy, type ClaimRefusal } from './refusal.js';
 import { nextAttemptDelay, WAKE_BURST, WAKE_INTERVAL_MS } from './schedule.js';
@@ -48,6 +49,8 @@ export class KeyWaiters {
   /** When the last of them past the first `WAKE_BURST` was sent (monotonic ms): the interval runs from it. */
   #lastWakeAttempt = Number.NEGATIVE_INFINITY;
   #watching = false;
+  /** No notifications: the store has none, or subscribing failed (the waiters' refusals say `polled`). */
+  #polls = false;
   #unsubscribe: (() => void) | null = null;
   #timer: ReturnType<typeof setTimeout> | null = null;
   #last: LastReply | null = null;
@@ -83,8 +86,8 @@ export class KeyWaiters {
             this.#watching = true;
           }
         },
-        // NOTE: notifications are best effort: without a subscription the waiters poll (`pollMs`).
-        () => undefined,
+        // NOTE: notifications are best effort: without a subscription the waiters poll (`pollMs`), and say so.
+        () => this.#polling('subscribe-failed'),
       );
       // NOTE: a deadline that passes while the subscription is pending (a half-open notification connection
       // answers only after subscribeTimeoutMs) ends the wait for it: the overdue waiter gets its one answer
@@ -92,9 +95,16 @@ export class KeyWaiters {
       const overdue = new Promise<void>((resolve) => (this.#stopSubscribing = resolve));
       await Promise.race([watched, overdue]);
       this.#stopSubscribing = null;
-    }
+    } else this.#polling('no-notification-connection');
     if (!this.#closed) await this.#attempt();
     else this.#busy = false;
+  }
+
+  /** Marks this queue as polling and announces it (`leasefence:wait-polling`). */
+  #polling(reason: 'no-notification-connection' | 'subscribe-failed'): void {
+    this.#polls = true;
+    const head = this.#queue[0];
+    if (head !== undefined) publishWaitPolling(this.key, reason, head.request.settings.pollMs);
   }
 
   #freed(): void {
@@ -165,13 +175,13 @@ export class KeyWaiters {
       const held = heldBy(result.lease);
       this.#remember(held, repliedAt);
       // NOTE: waiters whose deadline passed before this first answer end with it: the key is held by the grant.
-      for (const overdue of this.#queue.filter((queued) => queued.overdue)) this.#leave(overdue, () => overdue.end(held, 'timeout'));
+      for (const overdue of this.#queue.filter((queued) => queued.overdue)) this.#leave(overdue, () => overdue.end(held, 'timeout', this.#polls));
       if (!this.#closed) this.#plan();
       return;
     }
     this.#busy = false;
     this.#remember(result, repliedAt);
-    for (const overdue of this.#queue.filter((queued) => queued.overdue)) this.#leave(overdue, () => overdue.end(result, 'timeout'));
+    for (const overdue of this.#queue.filter((queued) => queued.overdue)) this.#leave(overdue, () => overdue.end(result, 'timeout', this.#polls));
     if (this.#closed) return;
     const recoverer = result.reason === 'recovery-required' && !waiter.request.recovering && this.#queue.some((queued) => queued.request.recovering);
     if (recoverer) void this.#attempt();
@@ -221,13 +231,13 @@ export class KeyWaiters {
     if (last === null) {
       waiter.overdue = true;
       this.#stopSubscribing?.();
-    } else this.#leave(waiter, () => waiter.end(last.refusal, 'timeout'));
+    } else this.#leave(waiter, () => waiter.end(last.refusal, 'timeout', this.#polls));
   }
 
   #abort(waiter: Waiter): void {
     const last = this.#last;
     const reason = waiter.request.settings.signal?.reason;
-    this.#leave(waiter, () => (last === null ? waiter.fail(reason) : waiter.end(last.refusal, 'aborted')));
+    this.#leave(waiter, () => (last === null ? waiter.fail(reason) : waiter.end(last.refusal, 'aborted', this.#polls)));
   }
 
   /** Takes `waiter` out of the queue, settles it, and closes the queue when it was the last one. */
