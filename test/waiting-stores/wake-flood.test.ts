@@ -10,8 +10,11 @@
  * waiter within `WAKE_INTERVAL_MS` plus a round trip (bounded here by WAKE_INTERVAL_MS + 500 ms of slack
  * for a loaded machine).
  */
+import { PGlite } from '@electric-sql/pglite';
 import { Redis } from 'ioredis';
 import pg from 'pg';
+import postgres from 'postgres';
+import { createClient } from 'redis';
 import { afterAll, describe, expect, it } from 'vitest';
 import { createPostgresStore } from '../../src/adapters/postgres/index.js';
 import { freedChannelOf } from '../../src/adapters/postgres/freed-channel.js';
@@ -22,7 +25,7 @@ import { createLeases } from '../../src/leases.js';
 import type { Store } from '../../src/store.js';
 import { WAKE_BURST, WAKE_INTERVAL_MS } from '../../src/waiting/schedule.js';
 import { freshTable, sharedPostgresUrl } from '../adapters/postgres-harness.js';
-import { freshPrefix, sharedRedisUrl } from '../adapters/redis-harness.js';
+import { freshPrefix, openClient, sharedRedisUrl } from '../adapters/redis-harness.js';
 import { countingStore, until } from '../waiting/support/counting-store.js';
 
 const FLOOD = 2_000;
@@ -90,7 +93,54 @@ describe('a flood of forged wake-ups costs at most one claim per key per interva
     const flood: Flood = async (count) => {
       for (let index = 0; index < count; index += 1) await notifier.query('SELECT pg_catalog.pg_notify($1, $2)', [channel, 'job:flooded']);
     };
-    await expectFloodBounded(store, flood, 'PostgreSQL');
+    await expectFloodBounded(store, flood, 'PostgreSQL (pg)');
+  });
+
+  it('PostgreSQL (postgres.js listener): 2,000 pg_notify from another connection', async () => {
+    const url = await sharedPostgresUrl();
+    const table = freshTable('flood');
+    const pool = new pg.Pool({ connectionString: url, max: 3 });
+    const sql = postgres(url, { max: 1, onnotice: () => undefined });
+    const notifier = new pg.Client({ connectionString: url });
+    await notifier.connect();
+    cleanups.push(() => pool.end(), () => sql.end({ timeout: 1 }), () => notifier.end());
+    const store = createPostgresStore({ client: pool, table, listener: sql });
+    await store.migrate();
+    const channel = freedChannelOf(tableName(table));
+    const flood: Flood = async (count) => {
+      for (let index = 0; index < count; index += 1) await notifier.query('SELECT pg_catalog.pg_notify($1, $2)', [channel, 'job:flooded']);
+    };
+    await expectFloodBounded(store, flood, 'PostgreSQL (postgres.js)');
+  });
+
+  it('PGlite: 2,000 pg_notify on its one connection', async () => {
+    const db = await PGlite.create();
+    cleanups.push(() => db.close());
+    const table = freshTable('flood');
+    const store = createPostgresStore({ client: db, table, listener: db });
+    await store.migrate();
+    const channel = freedChannelOf(tableName(table));
+    const flood: Flood = async (count) => {
+      for (let index = 0; index < count; index += 1) await db.query('SELECT pg_catalog.pg_notify($1, $2)', [channel, 'job:flooded']);
+    };
+    await expectFloodBounded(store, flood, 'PGlite');
+  });
+
+  it('Redis (node-redis subscriber): 2,000 SPUBLISH from another connection', async () => {
+    const url = await sharedRedisUrl();
+    const prefix = freshPrefix('flood');
+    const { client, close } = await openClient('node-redis', url);
+    const subscriber = createClient({ url });
+    subscriber.on('error', () => undefined);
+    await subscriber.connect();
+    const notifier = new Redis(url);
+    cleanups.push(close, async () => subscriber.close(), async () => notifier.disconnect());
+    const store = createRedisStore({ client, subscriber, prefix });
+    const channel = `${keyNames(prefix).record('job:flooded', 'lease')}:freed`;
+    const flood: Flood = async (count) => {
+      for (let index = 0; index < count; index += 1) await notifier.call('SPUBLISH', channel, 'x');
+    };
+    await expectFloodBounded(store, flood, 'Redis (node-redis)');
   });
 
   it('Redis (ioredis subscriber): 2,000 SPUBLISH from another connection', async () => {
@@ -106,6 +156,6 @@ describe('a flood of forged wake-ups costs at most one claim per key per interva
     const flood: Flood = async (count) => {
       for (let index = 0; index < count; index += 1) await notifier.call('SPUBLISH', channel, 'x');
     };
-    await expectFloodBounded(store, flood, 'Redis');
+    await expectFloodBounded(store, flood, 'Redis (ioredis)');
   });
 });
