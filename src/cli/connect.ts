@@ -36,7 +36,8 @@ export interface OpenedStore {
 }
 
 /** The `node_modules` directories drivers may come from. */
-const driverDirectories = (settings: StoreSettings): string[] => (settings.driverPath === undefined ? installDirectories() : [driverDirectory(settings.driverPath)]);
+const driverDirectories = (settings: StoreSettings): string[] =>
+  settings.driverPath === undefined ? installDirectories() : [driverDirectory(settings.driverPath)];
 
 const missing = (drivers: string, store: string, directories: readonly string[]): CliError =>
   new CliError(
@@ -56,7 +57,9 @@ export async function openStore(settings: StoreSettings): Promise<OpenedStore> {
   if ((scheme === 'postgres' || scheme === 'postgresql') && hierarchical) {
     const pg = await loadDriver('pg', directories);
     if (pg === null) throw missing('pg', 'a postgres:// store', directories);
-    const { Pool } = moduleOf<{ Pool: new (options: object) => { end(): Promise<void>; on(event: string, listener: () => void): void } }>(pg);
+    const { Pool } = moduleOf<{ Pool: new (options: object) => { end(): Promise<void>; on(event: string, listener: () => void): void } }>(
+      pg,
+    );
     const pool = new Pool({ connectionString: url, max: 2, connectionTimeoutMillis: 5_000 });
     pool.on('error', () => undefined);
     const client = pool as never;
@@ -66,7 +69,10 @@ export async function openStore(settings: StoreSettings): Promise<OpenedStore> {
   }
   if ((scheme === 'redis' || scheme === 'rediss') && hierarchical) return openRedis(settings, directories);
   if (scheme === 'sqlite') return openSqlite(settings, directories);
-  throw new CliError(EXIT.usage, `--store must be a postgres://, postgresql://, redis://, rediss:// or sqlite: URL, got ${describeStoreUrl(url)}`);
+  throw new CliError(
+    EXIT.usage,
+    `--store must be a postgres://, postgresql://, redis://, rediss:// or sqlite: URL, got ${describeStoreUrl(url)}`,
+  );
 }
 
 async function openRedis(settings: StoreSettings, directories: readonly string[]): Promise<OpenedStore> {
@@ -74,21 +80,34 @@ async function openRedis(settings: StoreSettings, directories: readonly string[]
   const prefix = settings.prefix === undefined ? {} : { prefix: settings.prefix };
   const ioredis = await loadDriver('ioredis', directories);
   if (ioredis !== null) {
-    const loaded = ioredis as { Redis?: new (url: string, options: object) => RedisClient & { disconnect(): void; on(event: string, listener: () => void): void } };
+    const loaded = ioredis as {
+      Redis?: new (url: string, options: object) => RedisClient & { disconnect(): void; on(event: string, listener: () => void): void };
+    };
     const Redis = loaded.Redis ?? moduleOf<NonNullable<typeof loaded.Redis>>(ioredis);
     const client = new Redis(url, { lazyConnect: true, maxRetriesPerRequest: 1, retryStrategy: () => null });
     client.on('error', () => undefined);
-    return { store: createRedisStore({ client, ...prefix }), gate: createRedisTokenGate({ client, ...prefix }), close: async () => client.disconnect() };
+    return {
+      store: createRedisStore({ client, ...prefix }),
+      gate: createRedisTokenGate({ client, ...prefix }),
+      close: async () => client.disconnect(),
+    };
   }
   const nodeRedis = await loadDriver('redis', directories);
   if (nodeRedis === null) throw missing('ioredis or redis', 'a redis:// store', directories);
-  const { createClient } = moduleOf<{ createClient(options: object): RedisClient & { connect(): Promise<unknown>; close(): Promise<void>; on(event: string, listener: () => void): void } }>(nodeRedis);
+  const { createClient } = moduleOf<{
+    createClient(
+      options: object,
+    ): RedisClient & { connect(): Promise<unknown>; close(): Promise<void>; on(event: string, listener: () => void): void };
+  }>(nodeRedis);
   const client = createClient({ url, socket: { reconnectStrategy: false } });
   client.on('error', () => undefined);
   try {
     await client.connect();
   } catch (error) {
-    throw new CliError(EXIT.unavailable, `cannot connect to ${describeStoreUrl(url)}: ${error instanceof Error ? error.message : String(error)}`);
+    throw new CliError(
+      EXIT.unavailable,
+      `cannot connect to ${describeStoreUrl(url)}: ${error instanceof Error ? error.message : String(error)}`,
+    );
   }
   return { store: createRedisStore({ client, ...prefix }), gate: createRedisTokenGate({ client, ...prefix }), close: () => client.close() };
 }
@@ -125,5 +144,7 @@ async function openSqlite(settings: StoreSettings, directories: readonly string[
 /** The gate's operator methods, when its backend has them yet. */
 export function operatorGateOf(gate: unknown): OperatorGate | undefined {
   const candidate = gate as Partial<OperatorGate> | null;
-  return candidate !== null && typeof candidate?.inspect === 'function' && typeof candidate.reset === 'function' ? (candidate as OperatorGate) : undefined;
+  return candidate !== null && typeof candidate?.inspect === 'function' && typeof candidate.reset === 'function'
+    ? (candidate as OperatorGate)
+    : undefined;
 }

@@ -125,7 +125,8 @@ export class KeyWaiters {
 
   /** The waiter a claim is made for: the head, or the first recovering one when the key awaits recovery. */
   #next(): Waiter | undefined {
-    if (this.#last?.refusal.reason === 'recovery-required') return this.#queue.find((waiter) => waiter.request.recovering) ?? this.#queue[0];
+    if (this.#last?.refusal.reason === 'recovery-required')
+      return this.#queue.find((waiter) => waiter.request.recovering) ?? this.#queue[0];
     return this.#queue[0];
   }
 
@@ -175,15 +176,18 @@ export class KeyWaiters {
       const held = heldBy(result.lease);
       this.#remember(held, repliedAt);
       // NOTE: waiters whose deadline passed before this first answer end with it: the key is held by the grant.
-      for (const overdue of this.#queue.filter((queued) => queued.overdue)) this.#leave(overdue, () => overdue.end(held, 'timeout', this.#polls));
+      for (const overdue of this.#queue.filter((queued) => queued.overdue))
+        this.#leave(overdue, () => overdue.end(held, 'timeout', this.#polls));
       if (!this.#closed) this.#plan();
       return;
     }
     this.#busy = false;
     this.#remember(result, repliedAt);
-    for (const overdue of this.#queue.filter((queued) => queued.overdue)) this.#leave(overdue, () => overdue.end(result, 'timeout', this.#polls));
+    for (const overdue of this.#queue.filter((queued) => queued.overdue))
+      this.#leave(overdue, () => overdue.end(result, 'timeout', this.#polls));
     if (this.#closed) return;
-    const recoverer = result.reason === 'recovery-required' && !waiter.request.recovering && this.#queue.some((queued) => queued.request.recovering);
+    const recoverer =
+      result.reason === 'recovery-required' && !waiter.request.recovering && this.#queue.some((queued) => queued.request.recovering);
     if (recoverer) void this.#attempt();
     else if (this.#wakePending) this.#answerWake();
     else this.#plan();
@@ -213,7 +217,17 @@ export class KeyWaiters {
     const remainingMs = Math.max(...this.#queue.map((waiter) => waiter.deadline)) - now;
     const { jitterMs, pollMs, recheckMs } = head.request.settings;
     const untilWakeMs = this.#wakePending ? this.#lastWakeAttempt + WAKE_INTERVAL_MS - now : null;
-    const delay = nextAttemptDelay({ untilExpiryMs: last.untilExpiryMs, sinceReplyMs: now - last.at, remainingMs, watching: this.#watching, jitter: last.jitter, jitterMs, pollMs, recheckMs, untilWakeMs });
+    const delay = nextAttemptDelay({
+      untilExpiryMs: last.untilExpiryMs,
+      sinceReplyMs: now - last.at,
+      remainingMs,
+      watching: this.#watching,
+      jitter: last.jitter,
+      jitterMs,
+      pollMs,
+      recheckMs,
+      untilWakeMs,
+    });
     if (delay !== null) this.#retryAfter(delay);
   }
 

@@ -35,7 +35,10 @@ try {
     await leases.release(lease);
   });
   await measure('raw etcd: create-if-absent txn + delete', async (i) => {
-    await client.kv.txn({ compare: [{ key: key(i), target: 'Mod', result: 'Equal', mod_revision: 0 }], success: [{ request_put: { key: key(i), value: Buffer.from('held') } }] });
+    await client.kv.txn({
+      compare: [{ key: key(i), target: 'Mod', result: 'Equal', mod_revision: 0 }],
+      success: [{ request_put: { key: key(i), value: Buffer.from('held') } }],
+    });
     await client.kv.deleteRange({ key: key(i) });
   });
   await measure('etcd3 Lock acquire + release (no token)', async (i) => {
@@ -51,7 +54,10 @@ try {
     const revision = kvs[0]?.mod_revision ?? '0';
     await client.kv.txn({
       compare: [{ key: Buffer.from('raw-fence'), target: 'Mod', result: 'Equal', mod_revision: revision }],
-      success: [{ request_put: { key: Buffer.from('raw-fence'), value: Buffer.from(String(i)) } }, { request_put: { key: Buffer.from(`raw-data/${i}`), value: Buffer.from('x') } }],
+      success: [
+        { request_put: { key: Buffer.from('raw-fence'), value: Buffer.from(String(i)) } },
+        { request_put: { key: Buffer.from(`raw-data/${i}`), value: Buffer.from('x') } },
+      ],
     });
   });
 } finally {

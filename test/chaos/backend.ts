@@ -69,7 +69,12 @@ export interface StoreAdmin {
 }
 
 /** A key's final state from the store's inspection and its two ledgers (as stored, in apply order). */
-export function finalKeyState(key: string, inspection: StoreInspection, ledger: readonly string[], gateLedger: readonly string[]): FinalKeyState {
+export function finalKeyState(
+  key: string,
+  inspection: StoreInspection,
+  ledger: readonly string[],
+  gateLedger: readonly string[],
+): FinalKeyState {
   const checkpoint = inspection.checkpoint;
   return {
     key,

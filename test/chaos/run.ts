@@ -23,7 +23,14 @@ import { Fleet, type WorkerCrash } from './fleet.js';
 import type { InProcessStore } from './in-process-fleet.js';
 import { decodeEntry, diedInWritePath, HistoryWriter, readHistory, type FinalKeyState, type HistoryEvent } from './history.js';
 import type { MutantName } from './mutants.js';
-import { inject, type FailoverServer, type FreezableServer, type KleppmannTally, type NemesisContext, type RestartableServer } from './nemesis.js';
+import {
+  inject,
+  type FailoverServer,
+  type FreezableServer,
+  type KleppmannTally,
+  type NemesisContext,
+  type RestartableServer,
+} from './nemesis.js';
 import { createRandom } from './prng.js';
 import { Recorder } from './recorder.js';
 import { TTL_MS, type Scenario } from './scenarios.js';
@@ -215,12 +222,24 @@ async function openServer(options: RunOptions, historyDir: string): Promise<Serv
   if (store === 'redis-sentinel') {
     const shared = options.sharedSentinel ?? null;
     const setup = shared ?? (await startRedisSentinel());
-    return { url: sentinelUrl(setup.sentinels, setup.name), restartable: null, freezable: null, failover: sentinelFailover(setup), stop: async () => (shared === null ? setup.stop() : undefined) };
+    return {
+      url: sentinelUrl(setup.sentinels, setup.name),
+      restartable: null,
+      freezable: null,
+      failover: sentinelFailover(setup),
+      stop: async () => (shared === null ? setup.stop() : undefined),
+    };
   }
   if (store === 'redis-cluster') {
     const shared = options.sharedCluster ?? null;
     const cluster = shared ?? (await startRedisCluster());
-    return { url: clusterUrl(cluster.seeds), restartable: null, freezable: null, failover: clusterFailover(cluster), stop: async () => (shared === null ? cluster.stop() : undefined) };
+    return {
+      url: clusterUrl(cluster.seeds),
+      restartable: null,
+      freezable: null,
+      failover: clusterFailover(cluster),
+      stop: async () => (shared === null ? cluster.stop() : undefined),
+    };
   }
   if (store === 'postgres-pgbouncer') return openPooledPostgres();
   if (!scenario.ownServer && options.sharedUrl !== undefined && options.sharedUrl !== null) {
@@ -232,7 +251,10 @@ async function openServer(options: RunOptions, historyDir: string): Promise<Serv
       url: server.url,
       restartable: { losesData: false, crashAndRestart: () => server.restart('immediate') },
       // NOTE: `pids()` lists the postmaster first, then its children (backends, checkpointer, walwriter, ...).
-      freezable: freezer(async () => (await server.pids())[0] ?? null, () => server.pids()),
+      freezable: freezer(
+        async () => (await server.pids())[0] ?? null,
+        () => server.pids(),
+      ),
       stop: () => server.stop(),
     };
   }
@@ -246,7 +268,10 @@ async function openServer(options: RunOptions, historyDir: string): Promise<Serv
         await server.restart();
       },
     },
-    freezable: freezer(async () => server.pid, async () => []),
+    freezable: freezer(
+      async () => server.pid,
+      async () => [],
+    ),
     stop: () => server.stop(),
   };
 }
@@ -327,7 +352,9 @@ export async function runScenario(options: RunOptions): Promise<RunResult> {
       },
     }));
     await fleet.start(scenario.workers);
-    options.log?.(`  ${store} ${scenario.name}${variant === null ? '' : ` [${variant}]`}: ${scenario.workers} workers (${clients.join(', ')}) up, faults for ${durationMs} ms (seed ${seed})`);
+    options.log?.(
+      `  ${store} ${scenario.name}${variant === null ? '' : ` [${variant}]`}: ${scenario.workers} workers (${clients.join(', ')}) up, faults for ${durationMs} ms (seed ${seed})`,
+    );
     const kleppmann: KleppmannTally = { rounds: 0, refused: 0, accepted: 0, unknown: 0, noTakeover: 0 };
     const context: NemesisContext = {
       store,
@@ -344,7 +371,9 @@ export async function runScenario(options: RunOptions): Promise<RunResult> {
       kleppmann,
       respawns: [],
     };
-    const faults = scenario.faults.filter((fault) => (fault !== 'script-flush' || store === 'redis') && (fault !== 'kill-in-write' || store !== 'redis'));
+    const faults = scenario.faults.filter(
+      (fault) => (fault !== 'script-flush' || store === 'redis') && (fault !== 'kill-in-write' || store !== 'redis'),
+    );
     const until = performance.now() + durationMs;
     const respawned = new Set<WorkerCrash>();
     let first = scenario.firstFault ?? null;
@@ -354,7 +383,11 @@ export async function runScenario(options: RunOptions): Promise<RunResult> {
       await inject(context, first ?? context.random.pick(faults));
       first = null;
       const storeAdmin = admin;
-      if (options.stopWhen !== undefined && (await options.stopWhen({ kleppmann, historyDir, readFinal: () => storeAdmin.readFinal(keys) }))) break;
+      if (
+        options.stopWhen !== undefined &&
+        (await options.stopWhen({ kleppmann, historyDir, readFinal: () => storeAdmin.readFinal(keys) }))
+      )
+        break;
       // NOTE: a crashed worker is reported, and respawned like a supervisor would, so the run goes on.
       const crashed = [...fleet.crashes, ...fleet.driverCrashes];
       for (const crash of crashed.filter((candidate) => !respawned.has(candidate))) {
@@ -375,7 +408,19 @@ export async function runScenario(options: RunOptions): Promise<RunResult> {
     writeFileSync(join(historyDir, 'final.json'), JSON.stringify(final));
     const history = readHistories(historyDir);
     const report = checkHistory(history, final, { takeoverBoundMs: scenario.takeoverBoundMs });
-    return { store, scenario: scenario.name, variant, seed, durationMs, historyDir, report, kleppmann, crashes: [...fleet.crashes], driverCrashes: [...fleet.driverCrashes], diedInWrite: diedInWrite(historyDir, final) };
+    return {
+      store,
+      scenario: scenario.name,
+      variant,
+      seed,
+      durationMs,
+      historyDir,
+      report,
+      kleppmann,
+      crashes: [...fleet.crashes],
+      driverCrashes: [...fleet.driverCrashes],
+      diedInWrite: diedInWrite(historyDir, final),
+    };
   } finally {
     await fleet?.stop(1000).catch(() => undefined);
     writer.close();
@@ -388,7 +433,11 @@ export async function runScenario(options: RunOptions): Promise<RunResult> {
 /** The writes whose workers died inside them (see `diedInWritePath`), and how many the store holds. */
 function diedInWrite(dir: string, final: readonly FinalKeyState[]): RunResult['diedInWrite'] {
   const path = diedInWritePath(dir);
-  const entries = existsSync(path) ? readFileSync(path, 'utf8').split('\n').filter((line) => line !== '') : [];
+  const entries = existsSync(path)
+    ? readFileSync(path, 'utf8')
+        .split('\n')
+        .filter((line) => line !== '')
+    : [];
   const stored = new Set(final.flatMap((state) => state.ledger.map((entry) => entry.reqId)));
   return { died: entries.length, applied: entries.filter((entry) => stored.has(decodeEntry(entry).reqId)).length };
 }

@@ -71,7 +71,8 @@ export const SCENARIOS: readonly Scenario[] = [
     ...base,
     name: 'kleppmann',
     stores: ['postgres', 'redis', 'sqlite'],
-    summary: 'deterministic pause: a worker passes its validity check, is SIGSTOPped past its TTL, another takes over and writes, SIGCONT; its write must be refused',
+    summary:
+      'deterministic pause: a worker passes its validity check, is SIGSTOPped past its TTL, another takes over and writes, SIGCONT; its write must be refused',
     faults: ['kleppmann'],
     faultGapMs: [100, 300],
     keys: 2,
@@ -120,7 +121,8 @@ export const SCENARIOS: readonly Scenario[] = [
   {
     ...base,
     name: 'expiry-skew',
-    summary: 'forced early expiry, operator revokes, SCRIPT FLUSH (Redis), worker pauses, and every worker clock skewed (rate 0.25-3x, jumps of up to 8 s)',
+    summary:
+      'forced early expiry, operator revokes, SCRIPT FLUSH (Redis), worker pauses, and every worker clock skewed (rate 0.25-3x, jumps of up to 8 s)',
     stores: ['postgres', 'redis', 'sqlite'],
     faults: ['force-expire', 'revoke', 'script-flush', 'pause'],
     skewedClocks: true,
@@ -130,7 +132,8 @@ export const SCENARIOS: readonly Scenario[] = [
   {
     ...base,
     name: 'lock-kill',
-    summary: 'a worker SIGKILLs itself inside a fenced write, its row written and uncommitted (SQLite: holding the write lock of BEGIN IMMEDIATE; Postgres: the lease row lock), and is respawned',
+    summary:
+      'a worker SIGKILLs itself inside a fenced write, its row written and uncommitted (SQLite: holding the write lock of BEGIN IMMEDIATE; Postgres: the lease row lock), and is respawned',
     stores: ['postgres', 'sqlite'],
     faults: ['kill-in-write'],
     takeoverBoundMs: 10 * TTL_MS,
@@ -138,7 +141,8 @@ export const SCENARIOS: readonly Scenario[] = [
   {
     ...base,
     name: 'freeze',
-    summary: 'the whole server frozen: SIGSTOP of redis-server / the postmaster and every backend for 2-4 TTL, then SIGCONT; worker kills and pauses in between',
+    summary:
+      'the whole server frozen: SIGSTOP of redis-server / the postmaster and every backend for 2-4 TTL, then SIGCONT; worker kills and pauses in between',
     faults: ['freeze', 'freeze', 'kill', 'pause'],
     faultGapMs: [500, 1500],
     ownServer: true,
@@ -148,7 +152,8 @@ export const SCENARIOS: readonly Scenario[] = [
     ...base,
     name: 'failover',
     stores: ['redis-cluster', 'redis-sentinel'],
-    summary: 'SIGKILL of the master serving a key, its replica promoted (asynchronous replication: acknowledged grants and writes may be lost, counted apart), the killed node restarted as a replica; Kleppmann pauses, worker kills and pauses in between',
+    summary:
+      'SIGKILL of the master serving a key, its replica promoted (asynchronous replication: acknowledged grants and writes may be lost, counted apart), the killed node restarted as a replica; Kleppmann pauses, worker kills and pauses in between',
     faults: ['failover', 'failover', 'kleppmann', 'kill', 'pause'],
     firstFault: 'failover',
     faultGapMs: [500, 1500],
@@ -160,7 +165,8 @@ export const SCENARIOS: readonly Scenario[] = [
     ...base,
     name: 'promotion',
     stores: ['postgres-promotion'],
-    summary: 'the Postgres primary crashed (immediate stop) while workers run, its asynchronous streaming standby promoted and the workers sent to it (commits it never received are lost, counted apart); Kleppmann pauses, worker kills and pauses before and after',
+    summary:
+      'the Postgres primary crashed (immediate stop) while workers run, its asynchronous streaming standby promoted and the workers sent to it (commits it never received are lost, counted apart); Kleppmann pauses, worker kills and pauses before and after',
     faults: ['kleppmann', 'kill', 'pause'],
     firstFault: 'failover',
     faultGapMs: [1000, 3000],
@@ -171,7 +177,8 @@ export const SCENARIOS: readonly Scenario[] = [
     ...base,
     name: 'pooler-restart',
     stores: ['postgres-pgbouncer'],
-    summary: 'PostgreSQL through PgBouncer 1.18 in transaction mode (store and gate with prepare: false): the pooler killed and restarted mid-run (every client and server connection cut, transactions in flight rolled back); worker kills, pauses and Kleppmann pauses in between',
+    summary:
+      'PostgreSQL through PgBouncer 1.18 in transaction mode (store and gate with prepare: false): the pooler killed and restarted mid-run (every client and server connection cut, transactions in flight rolled back); worker kills, pauses and Kleppmann pauses in between',
     faults: ['restart', 'restart', 'kleppmann', 'kill', 'pause'],
     firstFault: 'restart',
     faultGapMs: [800, 2000],

@@ -57,14 +57,19 @@ describe('withLease hears a revoke at once (memory)', () => {
     await vi.advanceTimersByTimeAsync(5_000);
     const result = await outcome;
     expect(result).toMatchObject({ ok: false, reason: 'lost', returned: { value: 'finished anyway' } });
-    if (!result.ok && result.reason === 'lost') expect((result.lost as LeaseLostError).refusal).toMatchObject({ reason: 'revoked', found: { ending: { kind: 'revoked', reason: 'operator abort', by: 'ops' } } });
+    if (!result.ok && result.reason === 'lost')
+      expect((result.lost as LeaseLostError).refusal).toMatchObject({
+        reason: 'revoked',
+        found: { ending: { kind: 'revoked', reason: 'operator abort', by: 'ops' } },
+      });
     expect(vi.getTimerCount()).toBe(0);
   });
 
-
   it('the signal aborts within milliseconds of the revoke, with the refusal revoked, its reason and by', async () => {
     const figures = await measureRevokeToAbort(createMemoryStore(), 'memory', 50);
-    console.log(`memory: revoke -> abort over ${figures.runs} runs: p50 ${figures.p50.toFixed(2)} ms, p99 ${figures.p99.toFixed(2)} ms, max ${figures.max.toFixed(2)} ms`);
+    console.log(
+      `memory: revoke -> abort over ${figures.runs} runs: p50 ${figures.p50.toFixed(2)} ms, p99 ${figures.p99.toFixed(2)} ms, max ${figures.max.toFixed(2)} ms`,
+    );
     expect(figures.p99).toBeLessThan(250);
   });
 

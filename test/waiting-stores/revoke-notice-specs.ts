@@ -43,7 +43,8 @@ export interface Latencies {
   readonly max: number;
 }
 
-const percentile = (sorted: readonly number[], p: number): number => sorted[Math.min(sorted.length - 1, Math.ceil((p / 100) * sorted.length) - 1)]!;
+const percentile = (sorted: readonly number[], p: number): number =>
+  sorted[Math.min(sorted.length - 1, Math.ceil((p / 100) * sorted.length) - 1)]!;
 
 /**
  * Runs `runs` `withLease` runs one after another on fresh keys; in each, once its watch is live, an
@@ -71,7 +72,11 @@ export async function measureRevokeToAbort(store: Store, prefix: string, runs: n
     expect(outcome).toMatchObject({ ok: false, reason: 'lost', returned: { value: 'finished' } });
     const lost = (outcome as { lost: unknown }).lost;
     expect(isLeaseLostError(lost)).toBe(true);
-    expect((lost as { refusal: unknown }).refusal).toMatchObject({ ok: false, reason: 'revoked', found: { ending: { kind: 'revoked', reason: `stop ${run}`, by: 'ops:test' } } });
+    expect((lost as { refusal: unknown }).refusal).toMatchObject({
+      ok: false,
+      reason: 'revoked',
+      found: { ending: { kind: 'revoked', reason: `stop ${run}`, by: 'ops:test' } },
+    });
     expect(rig.renews() - renewsBefore).toBe(1);
   }
   const sorted = [...samples].sort((a, b) => a - b);

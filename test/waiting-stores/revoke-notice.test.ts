@@ -10,7 +10,13 @@ import { afterAll, describe, expect, it, vi } from 'vitest';
 import { PGlite } from '@electric-sql/pglite';
 import pg from 'pg';
 import postgres from 'postgres';
-import { createPostgresStore, fromPostgresJs, type PostgresClient, type PostgresListenerOption, type PostgresStore } from '../../src/adapters/postgres/index.js';
+import {
+  createPostgresStore,
+  fromPostgresJs,
+  type PostgresClient,
+  type PostgresListenerOption,
+  type PostgresStore,
+} from '../../src/adapters/postgres/index.js';
 import { freedChannelOf as pgChannelOf } from '../../src/adapters/postgres/freed-channel.js';
 import { tableName } from '../../src/adapters/postgres/identifier.js';
 import { createRedisStore, type RedisSubscriber } from '../../src/adapters/redis/index.js';
@@ -39,7 +45,10 @@ const BOUND_MS = 1_000;
 
 const figures: Array<{ client: string } & Latencies> = [];
 afterAll(() => {
-  for (const row of figures) console.log(`revoke -> abort, ${row.client}: ${row.runs} runs, p50 ${row.p50.toFixed(2)} ms, p99 ${row.p99.toFixed(2)} ms, max ${row.max.toFixed(2)} ms`);
+  for (const row of figures)
+    console.log(
+      `revoke -> abort, ${row.client}: ${row.runs} runs, p50 ${row.p50.toFixed(2)} ms, p99 ${row.p99.toFixed(2)} ms, max ${row.max.toFixed(2)} ms`,
+    );
 });
 
 interface Rig {
@@ -128,7 +137,9 @@ const CLIENTS: Array<[string, () => Promise<Rig>]> = [
 ];
 
 describe.each(CLIENTS)('withLease hears a revoke at once: %s', (client, open) => {
-  it(`the signal aborts within ${P50_BOUND_MS} ms (p50) and ${BOUND_MS} ms (p99, ${RUNS} runs) of the revoke, with the refusal revoked, its reason and by`, { timeout: 60_000 }, async () => {
+  it(`the signal aborts within ${P50_BOUND_MS} ms (p50) and ${BOUND_MS} ms (p99, ${RUNS} runs) of the revoke, with the refusal revoked, its reason and by`, {
+    timeout: 60_000,
+  }, async () => {
     const rig = await open();
     try {
       const latencies = await measureRevokeToAbort(rig.store, `revoked:${client}`, RUNS);
@@ -171,7 +182,10 @@ describe("a worker's runs one after another share one notification connection", 
       });
       await store.migrate();
       const leases = createLeases(store, { holder: 'worker', ttlMs: 60_000 });
-      for (let run = 0; run < 20; run += 1) expect(await leases.withLease(`job:${run % 3}`, async () => new Promise((resolve) => setTimeout(resolve, 2)))).toMatchObject({ ok: true });
+      for (let run = 0; run < 20; run += 1)
+        expect(await leases.withLease(`job:${run % 3}`, async () => new Promise((resolve) => setTimeout(resolve, 2)))).toMatchObject({
+          ok: true,
+        });
       expect(opened).toHaveLength(1);
     } finally {
       await Promise.all(opened.map((client) => client.end().catch(() => undefined)));
@@ -194,7 +208,10 @@ describe("a worker's runs one after another share one notification connection", 
         },
       });
       const leases = createLeases(store, { holder: 'worker', ttlMs: 60_000 });
-      for (let run = 0; run < 20; run += 1) expect(await leases.withLease(`job:${run % 3}`, async () => new Promise((resolve) => setTimeout(resolve, 2)))).toMatchObject({ ok: true });
+      for (let run = 0; run < 20; run += 1)
+        expect(await leases.withLease(`job:${run % 3}`, async () => new Promise((resolve) => setTimeout(resolve, 2)))).toMatchObject({
+          ok: true,
+        });
       expect(made).toHaveLength(1);
       await vi.waitFor(() => expect(made[0]!.status).toBe('end'), { timeout: 5_000, interval: 20 });
     } finally {

@@ -55,7 +55,9 @@ async function expectFloodBounded(store: Store, flood: Flood, label: string): Pr
   const elapsed = performance.now() - started;
   const claims = counting.claims() - before;
   const bound = Math.ceil(elapsed / WAKE_INTERVAL_MS) + WAKE_BURST + 1;
-  console.log(`${label}: ${FLOOD} notifications in ${elapsed.toFixed(0)} ms -> ${claims} claims (bound ${bound}); ${counting.delivered()} delivered`);
+  console.log(
+    `${label}: ${FLOOD} notifications in ${elapsed.toFixed(0)} ms -> ${claims} claims (bound ${bound}); ${counting.delivered()} delivered`,
+  );
   expect(claims).toBeGreaterThan(0);
   expect(claims).toBeLessThanOrEqual(bound);
 
@@ -68,7 +70,9 @@ async function expectFloodBounded(store: Store, flood: Flood, label: string): Pr
   const granted = await waiting;
   const latency = performance.now() - releasedAt;
   await flooding;
-  console.log(`${label}: a release during a flood granted the waiter ${latency.toFixed(1)} ms after it was sent (the release itself took ${releaseMs.toFixed(1)} ms)`);
+  console.log(
+    `${label}: a release during a flood granted the waiter ${latency.toFixed(1)} ms after it was sent (the release itself took ${releaseMs.toFixed(1)} ms)`,
+  );
   expect(granted.ok).toBe(true);
   expect(latency).toBeLessThan(WAKE_INTERVAL_MS + 500);
   if (granted.ok) await waiter.release(granted.lease);
@@ -81,7 +85,10 @@ describe('a flood of forged wake-ups costs at most one claim per key per interva
     const pool = new pg.Pool({ connectionString: url, max: 3 });
     const notifier = new pg.Client({ connectionString: url });
     await notifier.connect();
-    cleanups.push(() => pool.end(), () => notifier.end());
+    cleanups.push(
+      () => pool.end(),
+      () => notifier.end(),
+    );
     const listener = async (): Promise<pg.Client> => {
       const client = new pg.Client({ connectionString: url });
       await client.connect();
@@ -103,7 +110,11 @@ describe('a flood of forged wake-ups costs at most one claim per key per interva
     const sql = postgres(url, { max: 1, onnotice: () => undefined });
     const notifier = new pg.Client({ connectionString: url });
     await notifier.connect();
-    cleanups.push(() => pool.end(), () => sql.end({ timeout: 1 }), () => notifier.end());
+    cleanups.push(
+      () => pool.end(),
+      () => sql.end({ timeout: 1 }),
+      () => notifier.end(),
+    );
     const store = createPostgresStore({ client: pool, table, listener: sql });
     await store.migrate();
     const channel = freedChannelOf(tableName(table));
@@ -134,7 +145,11 @@ describe('a flood of forged wake-ups costs at most one claim per key per interva
     subscriber.on('error', () => undefined);
     await subscriber.connect();
     const notifier = new Redis(url);
-    cleanups.push(close, async () => subscriber.close(), async () => notifier.disconnect());
+    cleanups.push(
+      close,
+      async () => subscriber.close(),
+      async () => notifier.disconnect(),
+    );
     const store = createRedisStore({ client, subscriber, prefix });
     const channel = `${keyNames(prefix).record('job:flooded', 'lease')}:freed`;
     const flood: Flood = async (count) => {
@@ -150,7 +165,11 @@ describe('a flood of forged wake-ups costs at most one claim per key per interva
     const subscriber = client.duplicate({ lazyConnect: true });
     await subscriber.connect();
     const notifier = new Redis(url);
-    cleanups.push(async () => client.disconnect(), async () => subscriber.disconnect(), async () => notifier.disconnect());
+    cleanups.push(
+      async () => client.disconnect(),
+      async () => subscriber.disconnect(),
+      async () => notifier.disconnect(),
+    );
     const store = createRedisStore({ client, subscriber, prefix });
     const channel = `${keyNames(prefix).record('job:flooded', 'lease')}:freed`;
     const flood: Flood = async (count) => {

@@ -24,7 +24,10 @@ afterEach(() => {
 async function waitOnHeld(store: Store, key: string): Promise<unknown[]> {
   await createLeases(store, { holder: 'holder', ttlMs: 60_000 }).claimOrThrow(key);
   const waiter = createLeases(store, { holder: 'waiter', ttlMs: 60_000 });
-  return Promise.all([waiter.claim(key, { wait: { timeoutMs: 30, pollMs: 10 } }), waiter.claim(key, { wait: { timeoutMs: 30, pollMs: 10 } })]);
+  return Promise.all([
+    waiter.claim(key, { wait: { timeoutMs: 30, pollMs: 10 } }),
+    waiter.claim(key, { wait: { timeoutMs: 30, pollMs: 10 } }),
+  ]);
 }
 
 describe('a wait without notifications says it polled', () => {
@@ -36,7 +39,11 @@ describe('a wait without notifications says it polled', () => {
 
   it('a store whose subscription fails: polled, and the event says subscribe-failed', async () => {
     const inner = createMemoryStore();
-    const failing: Store = { ...inner, claim: inner.claim, watchFreed: async () => Promise.reject(new StoreUnavailableError('the notification connection is down')) };
+    const failing: Store = {
+      ...inner,
+      claim: inner.claim,
+      watchFreed: async () => Promise.reject(new StoreUnavailableError('the notification connection is down')),
+    };
     const results = await waitOnHeld(failing, 'job:failed');
     for (const result of results) expect(result).toMatchObject({ ok: false, polled: true });
     expect(heard).toEqual([{ key: 'job:failed', reason: 'subscribe-failed', pollMs: 10 }]);
