@@ -22,4 +22,6 @@ export {
   type OperationEvent,
   type OperationOutcome,
   type OperationTracingChannel,
+  WAIT_POLLING_CHANNEL,
+  type WaitPollingEvent,
 } from './events.js';

@@ -100,6 +100,29 @@ export const LEASE_LOST_CHANNEL = 'leasefence:lease-lost';
  */
 export type OperationTracingChannel = TracingChannel<OperationEvent, OperationEvent>;
 
+/**
+ * What `leasefence:wait-polling` publishes: a waiting claim's queue for a key started without release
+ * notifications, so it tries every `pollMs` (and at the holder's expiry) instead of waking at a release.
+ */
+export interface WaitPollingEvent {
+  readonly key: string;
+  /** `no-notification-connection`: the store has no `watchFreed` (created without `listener` / `subscriber`); `subscribe-failed`: its subscription failed or timed out. */
+  readonly reason: 'no-notification-connection' | 'subscribe-failed';
+  readonly pollMs: number;
+}
+
+/** The name of the channel a waiting claim announces on that it polls (no release notifications). */
+export const WAIT_POLLING_CHANNEL = 'leasefence:wait-polling';
+
+const waitPolling = channel(WAIT_POLLING_CHANNEL);
+
+/** Publishes a `WaitPollingEvent` (nothing is built when nobody listens). */
+export function publishWaitPolling(key: string, reason: WaitPollingEvent['reason'], pollMs: number): void {
+  if (!waitPolling.hasSubscribers) return;
+  const event: WaitPollingEvent = { key, reason, pollMs };
+  waitPolling.publish(event);
+}
+
 const channels = Object.fromEntries(
   LEASE_OPERATIONS.map((operation) => [operation, tracingChannel<OperationEvent, OperationEvent>(`leasefence:${operation}`)]),
 ) as Readonly<Record<LeaseOperation, OperationTracingChannel>>;

@@ -1,7 +1,8 @@
 /**
  * The background renewal of one lease under `withLease`: renews on a schedule derived from the store's
  * expires-at and aborts the run as soon as loss is known (a refused renew, no renewal confirmed by the safe
- * deadline, or a refusal that another operation on the lease reported through `lose`).
+ * deadline, a refusal that another operation on the lease reported through `lose`, or the refused renew
+ * that a revoke notice triggered: `listen`).
  */
 import { monotonicClock, type Clock } from './clock.js';
 import { isLeaseLostError, isStoreFailure, LeaseLostError, LeaseUnconfirmedError, type LeaseError } from './errors.js';
@@ -101,6 +102,13 @@ function scheduleArming(inMs: number): void {
   armScheduled = { by: globalThis.setTimeout, handle: SYSTEM_TIMERS.setTimeout(armDue, delay), at };
 }
 
+/**
+ * The least time between two checks a revoke notice triggers (a run's own; at most one is in flight): a
+ * notice is a hint anyone able to publish can send, so a flood of them costs a run at most ten renews a
+ * second, while the first notice after a quiet spell is checked at once.
+ */
+export const NOTICE_CHECK_GAP_MS = 100;
+
 /** Renews one lease in the background and turns every sign of loss into an abort of the run. */
 export class Renewal implements LeaseRun {
   /** The run's abort, with its signal made on first read. */
@@ -110,6 +118,13 @@ export class Renewal implements LeaseRun {
   #inFlight: Promise<void> | null = null;
   #stopped = false;
   #lastFailure: unknown = undefined;
+  /** Ends the watch of revoke notices, once it is live. */
+  #unwatch: (() => void) | null = null;
+  /** The check a revoke notice triggered, in flight; a notice heard meanwhile sets `#checkAgain`. */
+  #checking: Promise<void> | null = null;
+  #checkAgain = false;
+  #checkTimer: unknown = null;
+  #lastCheckAt = Number.NEGATIVE_INFINITY;
 
   /** `schedule: null` (a lease without expiry): nothing to renew, only reported losses and stops abort. */
   constructor(
@@ -167,7 +182,82 @@ export class Renewal implements LeaseRun {
   stop(): Promise<void> | undefined {
     this.#stopped = true;
     this.#clear();
-    return this.#inFlight ?? undefined;
+    const renewing = this.#inFlight;
+    const checking = this.#checking;
+    if (checking === null) return renewing ?? undefined;
+    return renewing === null ? checking : Promise.all([renewing, checking]).then(() => undefined);
+  }
+
+  /**
+   * Listens for revoke notices of the lease's key when the store sends them (`Store.watchRevoked`: a store
+   * with a notification connection). A notice is only a hint: it triggers one renew, which the store
+   * answers; a refusal (`revoked`, with its reason and by) aborts the run as any refused renew does, and a
+   * grant still current is merely renewed, so a forged notice never aborts a live lease. A watch that fails
+   * leaves the run on its renewal schedule alone.
+   */
+  listen(): void {
+    const { store } = this.leases;
+    if (this.#stopped || typeof store.watchRevoked !== 'function') return;
+    let watching: Promise<() => void>;
+    try {
+      watching = Promise.resolve(store.watchRevoked(this.lease.key, () => this.#noticed()));
+    } catch {
+      return;
+    }
+    watching.then(
+      (end) => {
+        if (!this.#stopped) {
+          this.#unwatch = end;
+          return;
+        }
+        try {
+          end();
+        } catch {
+          // NOTE: as in `#clear`: a store's failing unsubscribe changes nothing for an ended run.
+        }
+      },
+      () => undefined,
+    );
+  }
+
+  /** A revoke notice: checks at once, or (one check in flight, or one less than `NOTICE_CHECK_GAP_MS` ago) once more after it. */
+  #noticed(): void {
+    if (this.#stopped) return;
+    if (this.#checking !== null || this.#checkTimer !== null) {
+      this.#checkAgain = true;
+      return;
+    }
+    const waitMs = this.#lastCheckAt + NOTICE_CHECK_GAP_MS - this.monotonic();
+    if (waitMs > 0) {
+      this.#checkTimer = this.timers.setTimeout(() => {
+        this.#checkTimer = null;
+        this.#check();
+      }, waitMs);
+      return;
+    }
+    this.#check();
+  }
+
+  /** One renew of the lease: a refusal reaches `lose` through `leases.renew` (`noticeRefusal`); a failure changes nothing. */
+  #check(): void {
+    if (this.#stopped) return;
+    this.#lastCheckAt = this.monotonic();
+    this.#checkAgain = false;
+    let renewing: Promise<unknown>;
+    try {
+      renewing = this.leases.renew(this.lease);
+    } catch {
+      return;
+    }
+    const checking = renewing.then(
+      () => undefined,
+      () => undefined,
+    );
+    this.#checking = checking;
+    void checking.then(() => {
+      if (this.#checking === checking) this.#checking = null;
+      if (this.#checkAgain) this.#noticed();
+    });
   }
 
   /**
@@ -188,6 +278,15 @@ export class Renewal implements LeaseRun {
     if (unarmed.delete(this) && unarmed.size === 0) cancelArming();
     this.#renewAlarm.clear();
     this.#deadlineAlarm.clear();
+    if (this.#checkTimer !== null) this.timers.clearTimeout(this.#checkTimer);
+    this.#checkTimer = null;
+    const unwatch = this.#unwatch;
+    this.#unwatch = null;
+    try {
+      unwatch?.();
+    } catch {
+      // NOTE: a store's failing unsubscribe must not stop the run's end (its release follows).
+    }
   }
 
   #unconfirmed(cause: unknown): LeaseError {

@@ -108,11 +108,22 @@ export interface Store<WriteContext = unknown> {
    * - Best effort: a message lost to a reconnect or a dropped notification connection only delays a
    *   waiter to its next scheduled attempt; correctness never depends on a message.
    * - The resolved function ends this subscription: idempotent, synchronous for the caller, and it leaves
-   *   nothing behind (no listener; the backend subscription is dropped when the key's last one ends).
+   *   nothing behind (no listener; the backend subscription is dropped a second after the key's last one
+   *   ends, so runs one after another share it).
    * - A store without a notification channel (for example a Redis store created without a subscriber
    *   connection) leaves this method out; waiting then relies on scheduled attempts alone.
    */
   watchFreed?(key: string, onFreed: () => void): Promise<() => void>;
+
+  /**
+   * OPTIONAL (revoke notices for holders): calls `onRevoked` when a message says a revoke of `key` may have
+   * committed, so a running `withLease` checks its grant at once (one renew) instead of at its next
+   * renewal. A hint, never proof: a message may be forged (notification channels are unauthenticated),
+   * late, or about another grant of the key; the holder acts only on what the store answers. Live once the
+   * promise resolves; the resolved function ends it (idempotent, synchronous). Unlike `watchFreed` it tells
+   * the store of no waiter (a Postgres release stays silent); a store may tell releases too.
+   */
+  watchRevoked?(key: string, onRevoked: () => void): Promise<() => void>;
 }
 
 /** The fenced-write context type of a store. */

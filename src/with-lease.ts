@@ -1,7 +1,8 @@
 /**
  * `withLease`: claim, renew in the background on a schedule derived from the store's expires-at, hand the
- * work an AbortSignal that fires as soon as loss is known (from the renewal, or from a renew, checkpoint or
- * fenced write of the lease refused while `fn` runs), always release at the end, and say truthfully how it
+ * work an AbortSignal that fires as soon as loss is known (from the renewal, from a renew, checkpoint or
+ * fenced write of the lease refused while `fn` runs, or from the renew a revoke notice of the store
+ * triggers: `Renewal.listen`), always release at the end, and say truthfully how it
  * ended: completed, lost, or stopped by the caller's signal. Once the run is lost or stopped, the renewal in
  * flight and the final release are waited for until the grant's local deadline at most, so a store that
  * stopped answering cannot keep `withLease` from returning.
@@ -74,6 +75,7 @@ export async function runWithLease<T>(
   try {
     // NOTE: inside the try, so timers that throw still release the lease and detach the caller's signal.
     renewal.start();
+    renewal.listen();
     if (!abort.aborted) settled = { value: await runFn(fn, lease as RunningLease, renewal) };
   } catch (error) {
     // NOTE: after the signal aborted, a rejection is the work stopping because of it (an AbortError, the

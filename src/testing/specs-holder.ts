@@ -51,6 +51,38 @@ export function describeHolderSpecs<S extends Store>(context: SuiteContext<S>): 
       },
     );
 
+    runner.it('a held refusal carries the holder, its token, run and times and the store now: never the checkpoint', async () => {
+      const key = context.harness.freshKey('held-shape');
+      const a = context.leasesFor('a');
+      const lease = await mustClaim(a, key, { runId: 'r1' });
+      await a.checkpointOrThrow(lease, { progress: 'x'.repeat(1024) });
+      const secret = globalThis.crypto.randomUUID().replaceAll('-', '');
+      const refused = await context.harness.store.claim({
+        key,
+        holder: 'b',
+        runId: null,
+        secret,
+        ttlMs: SPEC_TTL_MS,
+        attributes: {},
+        recovering: false,
+      });
+      expectMatch(refused, {
+        ok: false,
+        reason: 'held',
+        key,
+        token: lease.token,
+        holder: 'a',
+        runId: 'r1',
+        acquiredAt: lease.acquiredAt,
+        expiresAt: lease.expiresAt,
+      });
+      expectEqual(
+        Object.keys(refused).sort(),
+        ['acquiredAt', 'expiresAt', 'holder', 'key', 'now', 'ok', 'reason', 'runId', 'token'],
+        "the held refusal's fields",
+      );
+    });
+
     runner.it('takes over an expired grant: the next token, the previous ending as expired, the checkpoint handed over', async () => {
       const key = context.harness.freshKey('takeover');
       const a = context.leasesFor('a');

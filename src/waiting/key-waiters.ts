@@ -5,13 +5,17 @@
  * key is held until the new grant's expiry without asking the store.
  *
  * Every decision is a claim judged by the store: a notification only makes the next attempt earlier, and a
- * lost one delays it to the scheduled attempt (see `schedule.ts`).
+ * lost one delays it to the scheduled attempt (see `schedule.ts`). Notifications are hints anyone able to
+ * notify can forge: after `WAKE_BURST` attempts that answered one were refused, the next answers come at most
+ * one per `WAKE_INTERVAL_MS`, and a notification that arrives meanwhile is kept (`#wakePending`) and answered
+ * when the interval ends. A grant resets that: a chain of releases in one process hands the key on at once.
  */
 import type { Clock } from '../clock.js';
 import type { Lease } from '../lease.js';
+import { publishWaitPolling } from '../events.js';
 import type { Store } from '../store.js';
 import { heldBy, type ClaimRefusal } from './refusal.js';
-import { nextAttemptDelay } from './schedule.js';
+import { nextAttemptDelay, WAKE_BURST, WAKE_INTERVAL_MS } from './schedule.js';
 import type { Waiter } from './waiter.js';
 
 /** What the queues of one `Leases` instance share. */
@@ -38,8 +42,15 @@ export class KeyWaiters {
   #closed = false;
   /** Subscribing, or a claim in flight: a notification now is remembered, not acted on. */
   #busy = false;
-  #freedWhileBusy = false;
+  /** A notification arrived that no attempt has answered yet (an attempt sent after it answers it). */
+  #wakePending = false;
+  /** Refused attempts that answered notifications since the last grant. */
+  #refusedWakes = 0;
+  /** When the last of them past the first `WAKE_BURST` was sent (monotonic ms): the interval runs from it. */
+  #lastWakeAttempt = Number.NEGATIVE_INFINITY;
   #watching = false;
+  /** No notifications: the store has none, or subscribing failed (the waiters' refusals say `polled`). */
+  #polls = false;
   #unsubscribe: (() => void) | null = null;
   #timer: ReturnType<typeof setTimeout> | null = null;
   #last: LastReply | null = null;
@@ -75,8 +86,8 @@ export class KeyWaiters {
             this.#watching = true;
           }
         },
-        // NOTE: notifications are best effort: without a subscription the waiters poll (`pollMs`).
-        () => undefined,
+        // NOTE: notifications are best effort: without a subscription the waiters poll (`pollMs`), and say so.
+        () => this.#polling('subscribe-failed'),
       );
       // NOTE: a deadline that passes while the subscription is pending (a half-open notification connection
       // answers only after subscribeTimeoutMs) ends the wait for it: the overdue waiter gets its one answer
@@ -84,19 +95,32 @@ export class KeyWaiters {
       const overdue = new Promise<void>((resolve) => (this.#stopSubscribing = resolve));
       await Promise.race([watched, overdue]);
       this.#stopSubscribing = null;
-    }
+    } else this.#polling('no-notification-connection');
     if (!this.#closed) await this.#attempt();
     else this.#busy = false;
   }
 
+  /** Marks this queue as polling and announces it (`leasefence:wait-polling`). */
+  #polling(reason: 'no-notification-connection' | 'subscribe-failed'): void {
+    this.#polls = true;
+    const head = this.#queue[0];
+    if (head !== undefined) publishWaitPolling(this.key, reason, head.request.settings.pollMs);
+  }
+
   #freed(): void {
     if (this.#closed) return;
-    if (this.#busy) {
-      this.#freedWhileBusy = true;
-      return;
-    }
-    this.#clearTimer();
-    void this.#attempt();
+    // NOTE: a notification while one is pending is answered with it (the timer is already planned for it).
+    const pending = this.#wakePending;
+    this.#wakePending = true;
+    if (!this.#busy && !pending) this.#answerWake();
+  }
+
+  /** Answers a pending notification: at once, or when `WAKE_INTERVAL_MS` since the last answer ends (`#plan`). */
+  #answerWake(): void {
+    if (this.context.monotonic() - this.#lastWakeAttempt >= WAKE_INTERVAL_MS) {
+      this.#clearTimer();
+      void this.#attempt();
+    } else this.#plan();
   }
 
   /** The waiter a claim is made for: the head, or the first recovering one when the key awaits recovery. */
@@ -114,7 +138,9 @@ export class KeyWaiters {
     }
     this.#busy = true;
     // NOTE: a notification that arrived before this claim is sent is answered by the claim itself.
-    this.#freedWhileBusy = false;
+    const answersWake = this.#wakePending;
+    const sentAt = this.context.monotonic();
+    this.#wakePending = false;
     let result;
     try {
       result = await waiter.request.attempt();
@@ -125,7 +151,19 @@ export class KeyWaiters {
       return;
     }
     const repliedAt = this.context.monotonic();
+    // NOTE: only refused answers to notifications spend the interval, and the first WAKE_BURST of them since
+    // the last grant do not (a notification that arrives after the grant it led to, then the grantee's own
+    // release); a grant resets both, so a chain of releases in one process hands the key on at once.
     if (result.ok) {
+      this.#refusedWakes = 0;
+      this.#lastWakeAttempt = Number.NEGATIVE_INFINITY;
+    } else if (answersWake) {
+      this.#refusedWakes += 1;
+      if (this.#refusedWakes >= WAKE_BURST) this.#lastWakeAttempt = sentAt;
+    }
+    if (result.ok) {
+      // NOTE: a notification heard while this claim was in flight told of the release it was granted after.
+      this.#wakePending = false;
       if (waiter.settled) {
         // NOTE: the waiter stopped while its claim was in flight: give the key back, then try for the next.
         await this.context.release(result.lease).catch(() => undefined);
@@ -138,17 +176,20 @@ export class KeyWaiters {
       const held = heldBy(result.lease);
       this.#remember(held, repliedAt);
       // NOTE: waiters whose deadline passed before this first answer end with it: the key is held by the grant.
-      for (const overdue of this.#queue.filter((queued) => queued.overdue)) this.#leave(overdue, () => overdue.end(held, 'timeout'));
+      for (const overdue of this.#queue.filter((queued) => queued.overdue))
+        this.#leave(overdue, () => overdue.end(held, 'timeout', this.#polls));
       if (!this.#closed) this.#plan();
       return;
     }
     this.#busy = false;
     this.#remember(result, repliedAt);
-    for (const overdue of this.#queue.filter((queued) => queued.overdue)) this.#leave(overdue, () => overdue.end(result, 'timeout'));
+    for (const overdue of this.#queue.filter((queued) => queued.overdue))
+      this.#leave(overdue, () => overdue.end(result, 'timeout', this.#polls));
     if (this.#closed) return;
     const recoverer =
       result.reason === 'recovery-required' && !waiter.request.recovering && this.#queue.some((queued) => queued.request.recovering);
-    if (this.#freedWhileBusy || recoverer) void this.#attempt();
+    if (recoverer) void this.#attempt();
+    else if (this.#wakePending) this.#answerWake();
     else this.#plan();
   }
 
@@ -175,6 +216,7 @@ export class KeyWaiters {
     const now = this.context.monotonic();
     const remainingMs = Math.max(...this.#queue.map((waiter) => waiter.deadline)) - now;
     const { jitterMs, pollMs, recheckMs } = head.request.settings;
+    const untilWakeMs = this.#wakePending ? this.#lastWakeAttempt + WAKE_INTERVAL_MS - now : null;
     const delay = nextAttemptDelay({
       untilExpiryMs: last.untilExpiryMs,
       sinceReplyMs: now - last.at,
@@ -184,6 +226,7 @@ export class KeyWaiters {
       jitterMs,
       pollMs,
       recheckMs,
+      untilWakeMs,
     });
     if (delay !== null) this.#retryAfter(delay);
   }
@@ -202,13 +245,13 @@ export class KeyWaiters {
     if (last === null) {
       waiter.overdue = true;
       this.#stopSubscribing?.();
-    } else this.#leave(waiter, () => waiter.end(last.refusal, 'timeout'));
+    } else this.#leave(waiter, () => waiter.end(last.refusal, 'timeout', this.#polls));
   }
 
   #abort(waiter: Waiter): void {
     const last = this.#last;
     const reason = waiter.request.settings.signal?.reason;
-    this.#leave(waiter, () => (last === null ? waiter.fail(reason) : waiter.end(last.refusal, 'aborted')));
+    this.#leave(waiter, () => (last === null ? waiter.fail(reason) : waiter.end(last.refusal, 'aborted', this.#polls)));
   }
 
   /** Takes `waiter` out of the queue, settles it, and closes the queue when it was the last one. */

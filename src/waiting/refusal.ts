@@ -15,14 +15,20 @@ export type WaitedRefusal = (ClaimHeld | ClaimRecoveryRequired) & {
   readonly waitedMs: number;
   /** What ended the wait: its `timeoutMs` passed, or its `signal` aborted. */
   readonly waitEnded: 'timeout' | 'aborted';
+  /**
+   * `true` when the wait heard no release notifications (the store was created without a notification
+   * connection, or subscribing failed) and tried every `pollMs` instead: a release was noticed up to
+   * `pollMs` late. See docs/waiting.md, "Wake-ups per store".
+   */
+  readonly polled: boolean;
 };
 
 /** Why a waiting claim stopped waiting. */
 export type WaitEnded = WaitedRefusal['waitEnded'];
 
 /** `refusal` as a waiting claim returns it (log-safe like every result of the shell). */
-export function waitedRefusal(refusal: ClaimRefusal, waitedMs: number, waitEnded: WaitEnded): WaitedRefusal {
-  return loggable({ ...refusal, waitedMs, waitEnded });
+export function waitedRefusal(refusal: ClaimRefusal, waitedMs: number, waitEnded: WaitEnded, polled: boolean): WaitedRefusal {
+  return loggable({ ...refusal, waitedMs, waitEnded, polled });
 }
 
 /**

@@ -50,9 +50,9 @@ export class Waiter {
     if (this.#settle()) this.resolve(granted);
   }
 
-  /** Ends the wait without a grant: `refusal` was the store's last answer. */
-  end(refusal: ClaimRefusal, ended: WaitEnded): void {
-    if (this.#settle()) this.resolve(waitedRefusal(refusal, this.monotonic() - this.startedAt, ended));
+  /** Ends the wait without a grant: `refusal` was the store's last answer; `polled`: no notifications were heard. */
+  end(refusal: ClaimRefusal, ended: WaitEnded, polled: boolean): void {
+    if (this.#settle()) this.resolve(waitedRefusal(refusal, this.monotonic() - this.startedAt, ended, polled));
   }
 
   /** Ends the wait with `error` (a store failure, or the signal's reason before any answer). */

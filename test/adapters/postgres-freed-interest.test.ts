@@ -442,7 +442,7 @@ describe('postgres: who is notified', () => {
     await rig?.close();
   });
 
-  it('a release or revoke nobody waits for sends nothing; one a waiter marked does', async () => {
+  it('a release nobody waits for sends nothing; a revoke always does (its holder listens); a release a waiter marked does', async () => {
     const leases = createLeases(rig.store, { holder: 'a', ttlMs: 60_000 });
     await leases.release(await leases.claimOrThrow('unwatched:released'));
     await leases.claimOrThrow('unwatched:revoked');
@@ -451,7 +451,7 @@ describe('postgres: who is notified', () => {
     await leases.release(await leases.claimOrThrow('watched'));
     // NOTE: notifications arrive in commit order: once the last one is heard, any earlier one has been.
     await vi.waitFor(() => expect(rig.heard).toContain('watched'), { timeout: WAKE_TIMEOUT_MS, interval: 10 });
-    expect(rig.heard).toEqual(['watched']);
+    expect(rig.heard).toEqual(['unwatched:revoked', 'watched']);
     end();
   });
 });

@@ -111,3 +111,47 @@ describe.each(KINDS)('redis watchFreed (%s)', (kind) => {
     await vi.waitFor(async () => expect(await subscribers(key)).toBe(0), { timeout: 5_000, interval: 20 });
   });
 });
+
+describe.each(['ioredis', 'ioredis6'] as const)('redis watchFreed on an ioredis connection still opening (%s)', (kind) => {
+  // NOTE: ioredis writes a command with the `loading` flag (SSUBSCRIBE has it) while its connection is in
+  // status `connect`, before its ready check (INFO); the connection is then in subscriber mode and the
+  // ready check fails ("Connection in subscriber mode"), so the connection drops and reconnects. Waiting
+  // for 'connect' puts every cycle inside that window (seen in 74 of 200 plain connect-and-subscribe cycles).
+  it('a watch made between connect and ready neither breaks the ready check nor fails; a lazyConnect connection is opened by the watch', async () => {
+    const base = new URL(await sharedRedisUrl());
+    base.pathname = '/3';
+    const url = base.toString();
+    const main = await openClient(kind, url);
+    try {
+      for (let cycle = 0; cycle < 20; cycle += 1) {
+        const subscriber = kind === 'ioredis' ? new Redis(url) : new Redis6(url);
+        const errors: unknown[] = [];
+        subscriber.on('error', (error: unknown) => errors.push(error));
+        try {
+          await new Promise((resolve) => subscriber.once('connect', resolve));
+          const store = createRedisStore({ client: main.client, prefix: freshPrefix('opening'), subscriber });
+          const end = await store.watchFreed!('job:opening', () => undefined);
+          end();
+          await vi.waitFor(() => expect(subscriber.status).toBe('ready'), { timeout: 2_000, interval: 5 });
+          expect(errors.map(String)).toEqual([]);
+        } finally {
+          subscriber.disconnect();
+        }
+      }
+      // NOTE: a lazyConnect connection (status `wait`) is opened by the subscribe itself: waiting for its
+      // ready event first would wait for ever.
+      const lazy = kind === 'ioredis' ? new Redis(url, { lazyConnect: true }) : new Redis6(url, { lazyConnect: true });
+      lazy.on('error', () => undefined);
+      try {
+        const store = createRedisStore({ client: main.client, prefix: freshPrefix('lazy'), subscriber: lazy });
+        const end = await store.watchFreed!('job:lazy', () => undefined);
+        end();
+        expect(lazy.status).toBe('ready');
+      } finally {
+        lazy.disconnect();
+      }
+    } finally {
+      await main.close();
+    }
+  });
+});

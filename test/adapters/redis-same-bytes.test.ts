@@ -107,8 +107,19 @@ describe('redis scripts: the same bytes as before their cost was cut', () => {
           const keyList = [...keys(side), ...time];
           replies.push(await raw.send(['EVALSHA', sha, String(keyList.length), ...keyList, ...args(side)]));
         }
-        expect(replies[1], script).toEqual(replies[0]);
-        const stored = [await raw.send(['HGETALL', records.reference]), await raw.send(['HGETALL', records.current])];
+        // NOTE: a claim refused 'held' now replies the status and the lease alone (issue 29 item 2: the
+        // reference also replied the ending, the checkpoint and the recovery flag, which `held` never reads).
+        const heldOnly = script === 'claim' && Array.isArray(replies[1]) && replies[1].length === 2 && Array.isArray(replies[0]);
+        expect(replies[1], script).toEqual(heldOnly ? (replies[0] as unknown[]).slice(0, 2) : replies[0]);
+        // NOTE: compared as field -> value maps: a hash past the listpack limits is a dict, whose HGETALL order
+        // depends on how far its incremental rehash has got, which every read of a field advances.
+        const fields = (all: unknown): Record<string, unknown> => {
+          const pairs = all as unknown[];
+          return Object.fromEntries(
+            Array.from({ length: pairs.length / 2 }, (_, index) => [String(pairs[2 * index]), pairs[2 * index + 1]]),
+          );
+        };
+        const stored = [fields(await raw.send(['HGETALL', records.reference])), fields(await raw.send(['HGETALL', records.current]))];
         expect(stored[1], `${script}: the stored record`).toEqual(stored[0]);
         expect(await raw.send(['GET', data.current])).toEqual(await raw.send(['GET', data.reference]));
       };

@@ -1,7 +1,9 @@
 /**
  * A deterministic rig for `withLease`: fake timers drive both the worker's monotonic clock and the memory
  * store's clock (the store's can jump ahead on its own: skew), and the store sits behind a wrapper that can
- * go down, add latency to renewals, and records when each call was made.
+ * go down, add latency to renewals, and records when each call was made. The store sends holders no
+ * revoke notices (`watchRevoked`) unless `revokeNotices` is set, so most tests see the renewal and the
+ * refusals alone.
  */
 import { vi } from 'vitest';
 import { createMemoryStore, type MemoryStore } from '../../src/adapters/memory/index.js';
@@ -32,7 +34,7 @@ export interface Rig {
 const METHODS = new Set<PropertyKey>(['claim', 'renew', 'checkpoint', 'fencedWrite', 'release', 'revoke', 'recover', 'inspect']);
 
 /** Installs fake timers (restore them with `vi.useRealTimers()` after each test) and builds the rig. */
-export function createRig(): Rig {
+export function createRig(options: { readonly revokeNotices?: boolean } = {}): Rig {
   vi.useFakeTimers({ now: MEMORY_EPOCH, toFake: ['setTimeout', 'clearTimeout', 'setInterval', 'clearInterval', 'Date'] });
   let skew = 0;
   const memory = createMemoryStore({ clock: () => Date.now() + skew });
@@ -51,6 +53,7 @@ export function createRig(): Rig {
   const store = new Proxy(memory, {
     get(target, property) {
       const value: unknown = Reflect.get(target, property, target);
+      if (property === 'watchRevoked' && options.revokeNotices !== true) return undefined;
       if (!METHODS.has(property) || typeof value !== 'function') return value;
       return async (...args: unknown[]) => {
         rig.calls.push({ method: String(property), at: rig.elapsed() });

@@ -25,6 +25,7 @@ export const TIER_VARIABLE = 'LEASEFENCE_TEST_TIER';
 
 /** Files that need the real PostgreSQL or redis-server. */
 export const STORES_FILES: readonly string[] = [
+  'test/adapters/claim-held-bytes.test.ts',
   'test/adapters/etcd-expiry.test.ts',
   'test/adapters/etcd-failures.test.ts',
   'test/adapters/etcd-freed.test.ts',
@@ -79,6 +80,8 @@ export const STORES_FILES: readonly string[] = [
   'test/security/fuzz-servers.test.ts',
   'test/security/fuzz-stores-agree.test.ts',
   'test/topology/postgres-token-floor.test.ts',
+  'test/waiting-stores/revoke-notice.test.ts',
+  'test/waiting-stores/wake-flood.test.ts',
   'test/worker-safety/readme-promises.test.ts',
 ];
 

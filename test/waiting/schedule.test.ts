@@ -1,7 +1,8 @@
 /**
  * Properties of the waiting schedule (pure, time as an argument): never negative, never past the deadline,
  * never later than the holder's expiry plus the largest jitter, never before that expiry when notifications
- * cover releases, bounded by pollMs / recheckMs, and attempts in a simulated wait move forward in time.
+ * cover releases, bounded by pollMs / recheckMs, a pending wake-up answered when its interval ends, and
+ * attempts in a simulated wait move forward in time.
  */
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
@@ -67,6 +68,21 @@ describe('nextAttemptDelay', () => {
         if (polled !== null) expect(polled).toBeLessThanOrEqual(plan.pollMs);
         const rechecked = nextAttemptDelay({ ...plan, watching: true, untilExpiryMs: null });
         if (rechecked !== null) expect(rechecked).toBeLessThanOrEqual(plan.recheckMs);
+      }),
+    );
+  });
+
+  it('answers a pending wake-up when its interval ends at the latest (before the deadline), and never earlier than the schedule or the wake-up allows', () => {
+    fc.assert(
+      fc.property(plans, fc.double({ min: -1_000, max: 1_000, noNaN: true }), (plan, untilWakeMs) => {
+        const scheduled = nextAttemptDelay(plan);
+        const woken = nextAttemptDelay({ ...plan, untilWakeMs });
+        const wakeAt = Math.max(0, untilWakeMs);
+        if (wakeAt < plan.remainingMs) expect(woken).not.toBeNull();
+        if (woken === null) return;
+        expect(woken).toBeLessThanOrEqual(wakeAt);
+        expect(woken).toBe(scheduled === null ? wakeAt : Math.min(scheduled, wakeAt));
+        expect(nextAttemptDelay({ ...plan, untilWakeMs: null })).toBe(scheduled);
       }),
     );
   });

@@ -1,6 +1,7 @@
 /**
- * The memory store's release notifications (`Store.watchFreed`): in-process listeners per key, told after
- * a release or a revoke of the key commits.
+ * The memory store's release and revoke notifications (`Store.watchFreed` for waiters, `Store.watchRevoked`
+ * for running `withLease` holders): in-process listeners per key, told after a release or a revoke of the
+ * key commits.
  */
 import type { ReleaseOutcome, RevokeOutcome } from '../../fence/operations.js';
 

@@ -142,6 +142,9 @@ export function createMemoryStore(options?: MemoryStoreOptions): MemoryStore {
       }),
     list: createMemoryList(records, clock),
     watchFreed: freed.watch,
+    // NOTE: the same in-process listeners: a revoke tells them (and a release, which a holder never hears
+    // while it holds: its run stops listening before its release).
+    watchRevoked: freed.watch,
     record: (key) => records.get(key) ?? null,
   };
 }

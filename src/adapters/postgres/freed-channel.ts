@@ -1,8 +1,9 @@
 /**
- * Postgres wake-ups for waiting claims: the release and revoke statements `pg_notify` the table's "freed"
- * channel with the lease key as payload, in the same statement (so the message is sent when, and only
- * if, the transaction that ends the grant commits) when a waiter marked its interest on the row
- * (`freed-interest.ts`), and `watchFreed` LISTENs on it (`freed-listener.ts`).
+ * Postgres wake-ups for waiting claims and revoke notices for holders: the release and revoke statements
+ * `pg_notify` the table's "freed" channel with the lease key as payload, in the same statement (so the
+ * message is sent when, and only if, the transaction that ends the grant commits): a release when a waiter
+ * marked its interest on the row, a revoke always (`freed-interest.ts`); `watchFreed` and `watchRevoked`
+ * LISTEN on it (`freed-listener.ts`).
  *
  * One channel per table, not per key: a process LISTENs once however many keys it waits for (the first
  * wait costs one round trip, the others none) and filters by payload. Every process listening on the

@@ -1,7 +1,9 @@
 /**
- * Waiter interest on the lease row: release and revoke `pg_notify` only when the row says someone waits
+ * Waiter interest on the lease row: a release `pg_notify`s only when the row says someone waits
  * (`waited_until` later than the store's now), because PostgreSQL serialises notifying commits through
- * their WAL flush (docs/history/benchmarks.md, "PostgreSQL, round three") and most releases have nobody waiting.
+ * their WAL flush (docs/history/benchmarks.md, "PostgreSQL, round three") and most releases have nobody waiting. A
+ * revoke always notifies (`revokedNotify`): the holder it ends listens too (`withLease`), without a mark, and
+ * revokes are an operator's rare act, so their cost in commit throughput does not matter.
  *
  * WHY NO WAKE-UP IS LOST: a waiter LISTENs first, then marks its interest (`interestStatement`), and only
  * then makes its claim (key-waiters.ts awaits `watchFreed` before claiming). The mark and a release both
@@ -47,10 +49,19 @@ ON CONFLICT (key) DO UPDATE SET waited_until = GREATEST(l.waited_until, ${until}
 }
 
 /**
- * The `RETURNING` expression of release and revoke, which runs once per updated row (only when the
- * statement ends a grant): notifies only while the row's interest lasts; `l` is the row as updated, built
+ * The `RETURNING` expression of release, which runs once per updated row (only when the statement ends a
+ * grant): notifies only while the row's interest lasts; `l` is the row as updated, built
  * from the version the statement locked, so a mark committed before the lock is seen.
  */
 export function freedNotify(table: TableName): string {
   return `CASE WHEN l.waited_until OPERATOR(pg_catalog.>) pre.now THEN pg_catalog.pg_notify('${freedChannelOf(table)}', pre.key) END`;
+}
+
+/**
+ * The `RETURNING` expression of revoke (once per updated row: only when it ends a grant): notifies always,
+ * so the holder's `withLease` hears it (freed-listener.ts, `watchRevoked`) whether or not a waiter marked
+ * interest; a waiter hears it as a release. Same channel and payload as `freedNotify`.
+ */
+export function revokedNotify(table: TableName): string {
+  return `pg_catalog.pg_notify('${freedChannelOf(table)}', pre.key)`;
 }

@@ -262,12 +262,19 @@ function probedTransport(
   return state;
 }
 
+/** The Postgres store's `watchFreed` (waiters) and `watchRevoked` (holders), on one LISTEN. */
+export interface PostgresWatches {
+  readonly watchFreed: (key: string, onFreed: () => void) => Promise<() => void>;
+  readonly watchRevoked: (key: string, onRevoked: () => void) => Promise<() => void>;
+}
+
 /**
- * `Store.watchFreed` for the Postgres store on `channel` through `listener`. Each watch resolves once the
+ * `Store.watchFreed` and `Store.watchRevoked` for the Postgres store on `channel` through `listener`. Each watch resolves once the
  * LISTEN is live AND `mark` committed this key's interest (in that order: see freed-interest.ts); a watched
  * key is marked again every `REMARK_EVERY_MS` until its last watch ends. A mark that fails, or that takes
  * longer than `subscribeTimeoutMs` (the row is locked by a long fenced write), fails the watch: its waiters
- * then claim on their schedule only.
+ * then claim on their schedule only. A holder's watch (`watchRevoked`) only LISTENs: a revoke notifies
+ * whether or not anyone marked interest (freed-interest.ts).
  */
 export function createPostgresFreed(
   listener: PostgresListenerOption,
@@ -275,18 +282,21 @@ export function createPostgresFreed(
   subscribeTimeoutMs: number,
   mark: MarkInterest,
   sendProbe: SendProbe,
-): (key: string, onFreed: () => void) => Promise<() => void> {
+): PostgresWatches {
   const byKey = new Map<string, Set<() => void>>();
+  /** The holders' watches (`watchRevoked`): told of every message on their key, and mark nothing. */
+  const holders = new Map<string, Set<() => void>>();
   const remarks = new Map<string, ReturnType<typeof setInterval>>();
   const probes = new Map<string, () => void>();
   const transport = transportOf(listener, {
     notified: (payload) => {
       const probe = probes.get(payload);
-      if (probe !== undefined) probe();
-      else wake(byKey.get(payload) ?? []);
+      if (probe !== undefined) return probe();
+      wake(byKey.get(payload) ?? []);
+      wake(holders.get(payload) ?? []);
     },
     reconnected: () => {
-      for (const watchers of [...byKey.values()]) wake(watchers);
+      for (const watchers of [...byKey.values(), ...holders.values()]) wake(watchers);
     },
   });
   const probed = probedTransport(transport, sendProbe, probes, Math.max(1, Math.floor(subscribeTimeoutMs / 2)));
@@ -332,7 +342,33 @@ export function createPostgresFreed(
     }
   };
 
-  return async (key, onFreed) => {
+  const watchRevoked = async (key: string, onRevoked: () => void): Promise<() => void> => {
+    if (probed.refused !== null) throw probed.refused;
+    const watcher = (): void => onRevoked();
+    const watchers = holders.get(key) ?? new Set();
+    holders.set(key, watchers);
+    watchers.add(watcher);
+    const forget = (): void => {
+      watchers.delete(watcher);
+      if (watchers.size === 0 && holders.get(key) === watchers) holders.delete(key);
+    };
+    let endListen: () => void;
+    try {
+      endListen = await channelSubscription.watch(channel, () => undefined);
+    } catch (error) {
+      forget();
+      throw error;
+    }
+    let ended = false;
+    return () => {
+      if (ended) return;
+      ended = true;
+      forget();
+      endListen();
+    };
+  };
+
+  const watchFreed = async (key: string, onFreed: () => void): Promise<() => void> => {
     // NOTE: a listener found not to keep its LISTEN is refused at once, without I/O, from then on.
     if (probed.refused !== null) throw probed.refused;
     const watcher = (): void => onFreed();
@@ -371,4 +407,6 @@ export function createPostgresFreed(
       forget();
     };
   };
+
+  return { watchFreed, watchRevoked };
 }

@@ -61,9 +61,9 @@ export interface PostgresStoreOptions {
    */
   readonly fencedTransactionMarginMs?: number;
   /**
-   * A dedicated LISTEN connection, for waiting claims woken at once by a release or revoke (release and
-   * revoke NOTIFY the table's channel, `<table>:freed`, with the key, when a waiter marked its interest on
-   * the lease row: freed-interest.ts): a function returning a new
+   * A dedicated LISTEN connection, for waiting claims woken at once by a release or revoke, and holders
+   * told at once of a revoke (a release NOTIFYs the table's channel, `<table>:freed`, with the key, when a
+   * waiter marked its interest on the lease row; a revoke always: freed-interest.ts): a function returning a new
    * connected pg `Client` (reopened after a loss, ended when nobody waits), your own pg `Client`, a
    * postgres.js `sql` or a PGlite instance (see `PostgresListenerOption`). It must reach Postgres directly
    * or through pgbouncer in session mode: LISTEN does not work through transaction mode. The first
@@ -179,7 +179,7 @@ export function createPostgresStore(given: PostgresStoreOptions): PostgresStore 
   const sendProbe = async (channel: string, payload: string): Promise<void> => {
     await ownStatement('watchFreed', PROBE_SQL, [channel, payload]);
   };
-  const watchFreed =
+  const watches =
     options.listener === undefined
       ? undefined
       : createPostgresFreed(options.listener, freedChannelOf(table), subscribeTimeoutMs, markInterest, sendProbe);
@@ -339,7 +339,7 @@ export function createPostgresStore(given: PostgresStoreOptions): PostgresStore 
 
     list: createPostgresList(session, listStatement(table)),
 
-    ...(watchFreed === undefined ? {} : { watchFreed }),
+    ...(watches === undefined ? {} : { watchFreed: watches.watchFreed, watchRevoked: watches.watchRevoked }),
 
     fencedStatement(lease, text, params = [], statementOptions = {}) {
       return runFencedStatement({

@@ -29,7 +29,7 @@
  */
 import type { Fence } from '../../fence/types.js';
 import { claimable, claimFunction, claimSet, type ClaimTerms } from './claim-rule.js';
-import { freedNotify } from './freed-interest.js';
+import { freedNotify, revokedNotify } from './freed-interest.js';
 import { secretHash } from './secret-hash.js';
 import type { TableName } from './identifier.js';
 import { claimPreImageJson, epochMs, NOW, preImageColumns, preImageJson, type PreImageWidth } from './rows.js';
@@ -290,7 +290,7 @@ export function leaseStatements(table: TableName): LeaseStatements {
     // resolves a pending recovery, as `transitions.release` does; keep leaves it pending.
     release: lockedUpdate(table, PRE_IMAGE_WIDTH.release, 'NO KEY UPDATE', RELEASE_SET, FENCE_HOLDS, '$3::text', freedNotify(table)),
 
-    revoke: lockedUpdate(table, PRE_IMAGE_WIDTH.revoke, 'NO KEY UPDATE', REVOKE_SET, REVOKE_CONDITION, null, freedNotify(table)),
+    revoke: lockedUpdate(table, PRE_IMAGE_WIDTH.revoke, 'NO KEY UPDATE', REVOKE_SET, REVOKE_CONDITION, null, revokedNotify(table)),
 
     releaseQuiet: lockedUpdate(table, PRE_IMAGE_WIDTH.release, 'NO KEY UPDATE', RELEASE_SET, FENCE_HOLDS, '$3::text'),
 

@@ -35,6 +35,8 @@ export interface IoredisSubscriber {
   unsubscribe(...channels: string[]): Promise<unknown>;
   /** Receives `smessage` / `message` and `ready` events. */
   on(event: string, listener: (...args: string[]) => void): unknown;
+  /** Receives one `ready` event (a subscribe waits for it: see `whenReady`). */
+  once(event: string, listener: (...args: string[]) => void): unknown;
   /** ioredis' connection status. */
   readonly status: string;
 }
@@ -110,6 +112,20 @@ function isNodeRedis(subscriber: RedisSubscriber): subscriber is NodeRedisSubscr
   return typeof (subscriber as Partial<NodeRedisSubscriber>).sSubscribe === 'function';
 }
 
+/**
+ * Resolves once an ioredis connection that is between its `connect` and `ready` events (status `connect`)
+ * is ready. NOTE: in that window ioredis writes a command flagged `loading` (SUBSCRIBE and SSUBSCRIBE are)
+ * at once, before its own ready check (INFO); the connection is then in subscriber mode, the ready check is
+ * refused ("Connection in subscriber mode") and ioredis drops and reopens the connection. In any other
+ * status the subscribe is safe to send: ready, queued until ready (`connecting`, `reconnecting`), starting
+ * the connection (`wait`, lazyConnect) or refused (`end`). One that never gets ready is left to the watch's
+ * `subscribeTimeoutMs`.
+ */
+function whenReady(subscriber: IoredisSubscriber): Promise<void> {
+  if (subscriber.status !== 'connect') return Promise.resolve();
+  return new Promise((resolve) => subscriber.once('ready', () => resolve()));
+}
+
 /** Wires `subscriber`'s messages and reconnects to `deliver` / `deliverAll`. */
 function pubsubOf(subscriber: RedisSubscriber, deliver: (channel: string) => void, deliverAll: () => void): Pubsub {
   if (isUnshardedIoredisCluster(subscriber)) throw new InvalidArgumentError(UNSHARDED_CLUSTER);
@@ -125,7 +141,10 @@ function pubsubOf(subscriber: RedisSubscriber, deliver: (channel: string) => voi
     subscriber.on('smessage', onMessage);
     subscriber.on('message', onMessage);
     return {
-      subscribe: (channel, sharded) => (sharded ? subscriber.ssubscribe(channel) : subscriber.subscribe(channel)),
+      subscribe: async (channel, sharded) => {
+        await whenReady(subscriber);
+        return sharded ? subscriber.ssubscribe(channel) : subscriber.subscribe(channel);
+      },
       unsubscribe: (channel, sharded) => (sharded ? subscriber.sunsubscribe(channel) : subscriber.unsubscribe(channel)),
     };
   }

@@ -218,7 +218,11 @@ export function createRedisStore(given: RedisStoreOptions): RedisStore {
 
     ...(watchFreed === undefined
       ? {}
-      : { watchFreed: (key: string, onFreed: () => void) => watchFreed(names.record(key, 'lease'), onFreed) }),
+      : {
+          watchFreed: (key: string, onFreed: () => void) => watchFreed(names.record(key, 'lease'), onFreed),
+          // NOTE: the same channel: REVOKE publishes on it (freed-channel.ts), and nothing else does while a holder holds.
+          watchRevoked: (key: string, onRevoked: () => void) => watchFreed(names.record(key, 'lease'), onRevoked),
+        }),
 
     async fencedWrite<T>(
       fence: Fence,

@@ -42,6 +42,19 @@ export function selectRecordSql(table: TableName): string {
 FROM ${table.quoted} WHERE key = ?`;
 }
 
+/**
+ * The claim's read: as `selectRecordSql`, except that the checkpoint is left out (NULL) while a live grant of
+ * another secret holds the row. Bind: the store's now (ms), the claim's secret hash, the key. NOTE: such a
+ * claim is refused `held`, which carries no checkpoint and changes nothing; without this every claim of a
+ * held key (a waiter's every attempt) copied the whole checkpoint (up to its size limit) out of the file.
+ * The condition is `isLive` (fence/verdict.ts) negated, or the claim's own secret (a re-delivery).
+ */
+export function selectClaimRecordSql(table: TableName): string {
+  const needed = 'holder IS NULL OR (expires_at IS NOT NULL AND ? >= expires_at) OR secret_hash = ?';
+  return `SELECT ${RECORD_COLUMNS_SQL.replace('checkpoint_json,', `CASE WHEN ${needed} THEN checkpoint_json END AS checkpoint_json,`)}
+FROM ${table.quoted} WHERE key = ?`;
+}
+
 /** The columns `upsertRecordSql` writes, in the order of `recordParams`. */
 const COLUMNS = [
   'key',

@@ -9,11 +9,13 @@ import {
   MAX_TOKEN,
   systemClock,
   transitions,
+  type ClaimCommand,
   type Clock,
   type Fence,
   type FencedWriteOutcome,
   type LeaseRecord,
   type Store,
+  type StoreClaimOutcome,
   type StoreFencedWriteOptions,
   type StoreTime,
   type Transition,
@@ -23,7 +25,7 @@ import { classifyFailure, runCallback } from './failures.js';
 import { createSqliteList } from './list.js';
 import { runMigration } from './migration.js';
 import { tableName, type TableName } from './identifier.js';
-import { recordOf, recordParams, selectRecordSql, upsertRecordSql } from './rows.js';
+import { recordOf, recordParams, selectClaimRecordSql, selectRecordSql, upsertRecordSql } from './rows.js';
 import { busyTimeoutPragma, DEFAULT_BUSY_TIMEOUT_MS, DEFAULT_LEASE_TABLE, leaseTableSql, WAL_PRAGMA } from './schema.js';
 import { hashedClaim, hashedFence } from './secret-hash.js';
 import { statementFor } from './statement-cache.js';
@@ -177,6 +179,7 @@ export function createSqliteStore(options: SqliteStoreOptions): SqliteStore {
 
   // NOTE: prepared on first use, not here: the table may not exist before `migrate()`.
   const selectRecord = selectRecordSql(table);
+  const selectClaimRecord = selectClaimRecordSql(table);
   const upsertRecord = upsertRecordSql(table);
   // NOTE: whole milliseconds, like every stored time: the INTEGER columns of a STRICT table refuse fractions.
   const now = (): StoreTime => {
@@ -187,6 +190,27 @@ export function createSqliteStore(options: SqliteStoreOptions): SqliteStore {
   };
   const read = (key: string): LeaseRecord | null => recordOf(statementFor(client, selectRecord).get(key));
   const write = (record: LeaseRecord): void => void statementFor(client, upsertRecord).run(...recordParams(record));
+
+  /**
+   * A claim: judged on the record read without the checkpoint when a live grant of another secret holds it
+   * (`selectClaimRecordSql`). Such a claim is refused `held` and writes nothing; a transition that would write
+   * a record read that way would drop the checkpoint, so it is refused loudly instead (unreachable while the
+   * SQL condition is `isLive`).
+   */
+  const claim = (command: ClaimCommand): StoreClaimOutcome =>
+    immediate(client, 'claim', () => {
+      const at = now();
+      const hashed = hashedClaim(command);
+      const row = statementFor(client, selectClaimRecord).get(at, hashed.secret, command.key) as
+        | { checkpoint_json: string | null; checkpoint_token: string | null }
+        | undefined;
+      const { record, changed, outcome } = transitions.claim(recordOf(row), hashed, at, tokenFloor(at));
+      if (changed && row !== undefined && row.checkpoint_json === null && row.checkpoint_token !== null) {
+        throw new Error('leasefence/sqlite: a claim read without its checkpoint would change the record; this is a bug');
+      }
+      if (changed && record !== null) write(record);
+      return { outcome, commit: changed };
+    });
 
   const apply = <O>(key: string, operation: string, step: (record: LeaseRecord | null, now: StoreTime) => Transition<O>): O =>
     immediate(client, operation, () => {
@@ -232,8 +256,7 @@ export function createSqliteStore(options: SqliteStoreOptions): SqliteStore {
       // NOTE: journal_mode cannot change inside a transaction; CREATE TABLE IF NOT EXISTS is atomic on its own.
       await runMigration(client, [WAL_PRAGMA, leaseTableSql(table)], 'migrate');
     },
-    claim: async (command) =>
-      apply(command.key, 'claim', (record, at) => transitions.claim(record, hashedClaim(command), at, tokenFloor(at))),
+    claim: async (command) => claim(command),
     renew: async (command) =>
       apply(command.fence.key, 'renew', (record, at) => transitions.renew(record, { ...command, fence: hashedFence(command.fence) }, at)),
     checkpoint: async (command) =>
