@@ -25,24 +25,18 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { findOrInstall, installedBinary, isRoot } from './provision.js';
 import { postgresUid } from './postgres-server.js';
-import { startServerProcess } from './server-process.js';
+import { startServerProcess, type ServerProcess } from './server-process.js';
 
-/** A running throwaway PgBouncer. */
-export interface PgBouncer {
+/**
+ * A running throwaway PgBouncer: `stop()`, `kill()` and `restart()` all SIGKILL it (it has nothing to save),
+ * which cuts every client and server connection; `restart()` brings it back on the same port.
+ */
+export interface PgBouncer extends ServerProcess {
   readonly host: string;
-  readonly port: number;
   /** The backend URL with PgBouncer's host and port: same user, password and database. */
   readonly url: string;
   /** The pooling mode it runs in. */
   readonly poolMode: PoolMode;
-  /** The process id, or `null` while it is not running (read it late: `restart()` changes it). */
-  readonly pid: number | null;
-  /** Stops it (SIGKILL: PgBouncer has nothing to save) and removes its temp dir. Idempotent. */
-  stop(): Promise<void>;
-  /** Kills it at once (SIGKILL): every client and server connection is cut. `restart()` brings it back. */
-  kill(): Promise<void>;
-  /** Kills it if running and starts it again on the same port: a pooler restart as clients see it. */
-  restart(): Promise<void>;
 }
 
 export type PoolMode = 'transaction' | 'session' | 'statement';
@@ -137,7 +131,6 @@ export async function startPgBouncer(backendUrl: string, options: StartPgBouncer
     },
     ready: accepts,
     readyMeans: 'listen',
-    // NOTE: PgBouncer has nothing to save.
     stopSignal: 'SIGKILL',
     pidFile: 'pgbouncer.pid',
   });

@@ -17,27 +17,18 @@
 import { mkdtempSync } from 'node:fs';
 import { connect } from 'node:net';
 import { findOrInstall, installedBinary } from './provision.js';
-import { startServerProcess } from './server-process.js';
+import { startServerProcess, type ServerProcess } from './server-process.js';
 import { assertTierMayStart } from './tiers.js';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 
-/** A running throwaway redis-server. */
-export interface RedisServer {
+/** A running throwaway redis-server: `stop()` and `restart()` shut it down cleanly (SIGTERM, SIGKILL after 5 s). */
+export interface RedisServer extends ServerProcess {
   readonly host: string;
-  readonly port: number;
   /** `redis://127.0.0.1:<port>` */
   readonly url: string;
   /** The server's working dir (AOF files live here); removed by `stop()`. */
   readonly dir: string;
-  /** The server process id, or `null` while it is not running (read it late: `restart()` changes it). */
-  readonly pid: number | null;
-  /** Stops the server (SIGTERM, then SIGKILL after 5 s) and removes its temp dir. Idempotent. */
-  stop(): Promise<void>;
-  /** Kills the server at once (SIGKILL): a crash. `restart()` brings it back. */
-  kill(): Promise<void>;
-  /** Stops the server if running (a clean SIGTERM shutdown) and starts it again on the same port and dir. */
-  restart(): Promise<void>;
 }
 
 export interface StartRedisOptions {
