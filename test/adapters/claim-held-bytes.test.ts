@@ -29,6 +29,7 @@ import { freshTable, sharedPostgresUrl } from './postgres-harness.js';
 import { freshDatabasePath } from './sqlite-harness.js';
 import { openClient } from './redis-harness.js';
 import { startRedis, type RedisServer } from '../support/redis-server.js';
+import { pgBytesReceived, redisBytesSent } from './wire-bytes.js';
 
 const CHECKPOINT_BYTES = 4 * 1024 * 1024;
 const CLAIMS = 200;
@@ -64,13 +65,9 @@ describe('a claim refused held sends no checkpoint', () => {
       try {
         const store = createRedisStore({ client, prefix: `held-bytes-${kind}:` });
         await holdWithCheckpoint(store, 'big');
-        const sent = async (): Promise<number> => Number(/total_net_output_bytes:(\d+)/.exec(await counter.info('stats'))?.[1]);
-        const before = await sent();
-        await refusedClaims(store, 'big');
-        const after = await sent();
-        // NOTE: includes the first INFO reply (about 1.5 KiB).
-        console.log(`Redis (${kind}): ${CLAIMS} held claims, server sent ${after - before} bytes`);
-        expect(after - before).toBeLessThan(CLAIMS * PER_CLAIM_BUDGET);
+        const sent = await redisBytesSent(counter, () => refusedClaims(store, 'big'));
+        console.log(`Redis (${kind}): ${CLAIMS} held claims, server sent ${sent} bytes`);
+        expect(sent).toBeLessThan(CLAIMS * PER_CLAIM_BUDGET);
       } finally {
         await close();
         counter.disconnect();
@@ -120,21 +117,12 @@ describe('a claim refused held sends no checkpoint', () => {
     it(`PostgreSQL (pg, ${prepare ? 'the claim statement' : 'the claim function'}): 200 refused claims receive under 1 KiB each`, async () => {
       const table = freshTable('held_bytes');
       const pool = new pg.Pool({ connectionString: await sharedPostgresUrl(), max: 1 });
-      let counting = false;
-      let received = 0;
-      pool.on('connect', (client) => {
-        const socket = (client as unknown as { connection: { stream: NodeJS.ReadableStream } }).connection.stream;
-        socket.on('data', (chunk: Buffer) => {
-          if (counting) received += chunk.length;
-        });
-      });
+      const bytesReceived = pgBytesReceived(pool);
       try {
         const store = createPostgresStore({ client: pool, table, prepare });
         await store.migrate();
         await holdWithCheckpoint(store, 'big');
-        counting = true;
-        await refusedClaims(store, 'big');
-        counting = false;
+        const received = await bytesReceived(() => refusedClaims(store, 'big'));
         console.log(`PostgreSQL (prepare: ${prepare}): ${CLAIMS} held claims, client received ${received} bytes`);
         expect(received).toBeGreaterThan(0);
         expect(received).toBeLessThan(CLAIMS * PER_CLAIM_BUDGET);

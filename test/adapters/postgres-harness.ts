@@ -19,6 +19,7 @@ import {
   fromPostgresJs,
   type PostgresClient,
   type PostgresStore,
+  type PostgresStoreOptions,
 } from '../../src/adapters/postgres/index.js';
 import type { FencedWriteOutcome } from '../../src/fence/operations.js';
 import type { StoreHarness } from '../../src/testing/index.js';
@@ -79,60 +80,86 @@ const usesStatementForm = (kind: PostgresClientKind): boolean => kind === 'pg-cl
 export function makePostgresHarness(kind: PostgresClientKind): () => Promise<StoreHarness<PostgresStore>> {
   return async () => {
     const url = kind === 'pglite' ? '' : await sharedPostgresUrl();
-    const table = freshTable(`lf_${kind.replace('-', '_')}`);
-    const ledger = `"${table}_ledger"`;
-    const closers: Array<() => Promise<void>> = [];
-    const main = await openPostgresClient(kind, url);
-    closers.push(() => main.close());
-    const store = createPostgresStore({ client: main.client, table });
-    await store.migrate();
-    await main.client.query(
-      `CREATE TABLE ${ledger} (seq bigserial PRIMARY KEY, key text NOT NULL, entry text NOT NULL, token bigint NOT NULL)`,
-    );
-    let keys = 0;
-    return {
-      store,
-      connect: async () => {
-        if (kind === 'pglite') return store;
-        const opened = await openPostgresClient(kind, url, 2);
-        closers.push(() => opened.close());
-        return createPostgresStore({ client: opened.client, table });
-      },
-      appendUnderFence: async (leases, lease, entry, options): Promise<FencedWriteOutcome<unknown>> => {
-        // NOTE: the one-statement form has no checkpoint option: a write with a checkpoint uses the transaction.
-        if (!usesStatementForm(kind) || options !== undefined) {
-          return leases.fencedWrite(
-            lease,
-            (tx) =>
-              tx.query(`INSERT INTO ${ledger} (key, entry, token) VALUES ($1, $2, $3) RETURNING seq`, [
-                lease.key,
-                entry,
-                tx.token.toString(),
-              ]),
-            options,
-          );
-        }
-        const outcome = await leases.store.fencedStatement(
+    return ledgerHarness({
+      table: freshTable(`lf_${kind.replace('-', '_')}`),
+      open: (poolSize) => openPostgresClient(kind, url, poolSize),
+      // NOTE: PGlite has only one connection: `connect()` returns the same store.
+      oneConnection: kind === 'pglite',
+      statementForm: usesStatementForm(kind),
+    });
+  };
+}
+
+/** What a ledger harness is built from (see `ledgerHarness`). */
+export interface LedgerHarnessSetup {
+  readonly table: string;
+  /** Opens a client (the harness's own with 4 connections, each `connect()` one with 2). */
+  readonly open: (poolSize: number) => Promise<OpenedClient>;
+  /** `connect()` returns the harness's own store instead of opening a client. */
+  readonly oneConnection?: boolean;
+  /** Appends with the one-statement form (`fencedStatement`) unless a checkpoint is given; else `fencedWrite`. */
+  readonly statementForm: boolean;
+  /** Options for every store the harness creates. */
+  readonly storeOptions?: Pick<PostgresStoreOptions, 'prepare'>;
+}
+
+/**
+ * A harness on `table` whose ledger is a table written inside the fenced write; `expireNow` sets
+ * `expires_at` to the server's clock.
+ */
+export async function ledgerHarness(setup: LedgerHarnessSetup): Promise<StoreHarness<PostgresStore>> {
+  const { table, storeOptions } = setup;
+  const ledger = `"${table}_ledger"`;
+  const main = await setup.open(4);
+  const closers: Array<() => Promise<void>> = [() => main.close()];
+  const store = createPostgresStore({ client: main.client, table, ...storeOptions });
+  await store.migrate();
+  await main.client.query(
+    `CREATE TABLE ${ledger} (seq bigserial PRIMARY KEY, key text NOT NULL, entry text NOT NULL, token bigint NOT NULL)`,
+  );
+  let keys = 0;
+  return {
+    store,
+    connect: async () => {
+      if (setup.oneConnection === true) return store;
+      const opened = await setup.open(2);
+      closers.push(() => opened.close());
+      return createPostgresStore({ client: opened.client, table, ...storeOptions });
+    },
+    appendUnderFence: async (leases, lease, entry, options): Promise<FencedWriteOutcome<unknown>> => {
+      // NOTE: the one-statement form has no checkpoint option: a write with a checkpoint uses the transaction.
+      if (!setup.statementForm || options !== undefined) {
+        return leases.fencedWrite(
           lease,
-          `INSERT INTO ${ledger} (key, entry, token) SELECT fence.key, $1, fence.token FROM fence RETURNING seq`,
-          [entry],
+          (tx) =>
+            tx.query(`INSERT INTO ${ledger} (key, entry, token) VALUES ($1, $2, $3) RETURNING seq`, [
+              lease.key,
+              entry,
+              tx.token.toString(),
+            ]),
+          options,
         );
-        return outcome.ok ? { ok: true, value: outcome.rows, token: outcome.token, checkpoint: null, now: outcome.now } : outcome;
-      },
-      readLedger: async (key) => {
-        const { rows } = await main.client.query(`SELECT entry FROM ${ledger} WHERE key = $1 ORDER BY seq`, [key]);
-        return (rows as Array<{ entry: string }>).map((row) => row.entry);
-      },
-      expireNow: async (key) => {
-        await main.client.query(
-          `UPDATE "${table}" SET expires_at = date_trunc('milliseconds', clock_timestamp())
-           WHERE key = $1 AND holder IS NOT NULL AND expires_at > clock_timestamp()`,
-          [key],
-        );
-      },
-      advanceClock: null,
-      freshKey: (label = 'key') => `${label}:${++keys}:${randomBytes(4).toString('hex')}`,
-      close: async () => void (await Promise.all(closers.map((close) => close()))),
-    };
+      }
+      const outcome = await leases.store.fencedStatement(
+        lease,
+        `INSERT INTO ${ledger} (key, entry, token) SELECT fence.key, $1, fence.token FROM fence RETURNING seq`,
+        [entry],
+      );
+      return outcome.ok ? { ok: true, value: outcome.rows, token: outcome.token, checkpoint: null, now: outcome.now } : outcome;
+    },
+    readLedger: async (key) => {
+      const { rows } = await main.client.query(`SELECT entry FROM ${ledger} WHERE key = $1 ORDER BY seq`, [key]);
+      return (rows as Array<{ entry: string }>).map((row) => row.entry);
+    },
+    expireNow: async (key) => {
+      await main.client.query(
+        `UPDATE "${table}" SET expires_at = date_trunc('milliseconds', clock_timestamp())
+         WHERE key = $1 AND holder IS NOT NULL AND expires_at > clock_timestamp()`,
+        [key],
+      );
+    },
+    advanceClock: null,
+    freshKey: (label = 'key') => `${label}:${++keys}:${randomBytes(4).toString('hex')}`,
+    close: async () => void (await Promise.all(closers.map((close) => close()))),
   };
 }

@@ -5,20 +5,12 @@
  * and at process exit). Every store here is created with `prepare: false`, what the docs prescribe behind
  * a transaction pooler; the specs that show what happens without it make their own.
  */
-import { randomBytes } from 'node:crypto';
 import pg from 'pg';
 import postgres from 'postgres';
-import {
-  createPostgresStore,
-  fromPostgresJs,
-  type PostgresClient,
-  type PostgresStore,
-  type PostgresStoreOptions,
-} from '../../src/adapters/postgres/index.js';
-import type { FencedWriteOutcome } from '../../src/fence/operations.js';
+import { fromPostgresJs, type PostgresClient, type PostgresStore, type PostgresStoreOptions } from '../../src/adapters/postgres/index.js';
 import type { StoreHarness } from '../../src/testing/index.js';
 import { startPgBouncer, type PgBouncer } from '../support/pgbouncer.js';
-import { freshTable, sharedPostgresUrl } from './postgres-harness.js';
+import { freshTable, ledgerHarness, sharedPostgresUrl } from './postgres-harness.js';
 
 /** The clients tested through the pooler. */
 export type BouncedClientKind = 'pg-pool' | 'postgresjs';
@@ -67,59 +59,13 @@ export const BEHIND_POOLER: Pick<PostgresStoreOptions, 'prepare'> = { prepare: f
 export function makeBouncedHarness(kind: BouncedClientKind): () => Promise<StoreHarness<PostgresStore>> {
   return async () => {
     const { url } = await pgBouncer();
-    const table = freshTable(`lf_bounced_${kind.replace('-', '_')}`);
-    const ledger = `"${table}_ledger"`;
-    const main = openBouncedClient(kind, url);
-    const closers: Array<() => Promise<void>> = [() => main.close()];
-    const store = createPostgresStore({ client: main.client, table, ...BEHIND_POOLER });
-    await store.migrate();
-    await main.client.query(
-      `CREATE TABLE ${ledger} (seq bigserial PRIMARY KEY, key text NOT NULL, entry text NOT NULL, token bigint NOT NULL)`,
-    );
-    let keys = 0;
-    return {
-      store,
-      connect: async () => {
-        const opened = openBouncedClient(kind, url, 2);
-        closers.push(() => opened.close());
-        return createPostgresStore({ client: opened.client, table, ...BEHIND_POOLER });
-      },
-      appendUnderFence: async (leases, lease, entry, options): Promise<FencedWriteOutcome<unknown>> => {
-        // NOTE: both fenced-write forms through the pooler: the transaction (pg, or any write with a
-        // checkpoint) and the one statement (postgres.js).
-        if (kind === 'pg-pool' || options !== undefined) {
-          return leases.fencedWrite(
-            lease,
-            (tx) =>
-              tx.query(`INSERT INTO ${ledger} (key, entry, token) VALUES ($1, $2, $3) RETURNING seq`, [
-                lease.key,
-                entry,
-                tx.token.toString(),
-              ]),
-            options,
-          );
-        }
-        const outcome = await leases.store.fencedStatement(
-          lease,
-          `INSERT INTO ${ledger} (key, entry, token) SELECT fence.key, $1, fence.token FROM fence RETURNING seq`,
-          [entry],
-        );
-        return outcome.ok ? { ok: true, value: outcome.rows, token: outcome.token, checkpoint: null, now: outcome.now } : outcome;
-      },
-      readLedger: async (key) => {
-        const { rows } = await main.client.query(`SELECT entry FROM ${ledger} WHERE key = $1 ORDER BY seq`, [key]);
-        return (rows as Array<{ entry: string }>).map((row) => row.entry);
-      },
-      expireNow: async (key) => {
-        await main.client.query(
-          `UPDATE "${table}" SET expires_at = date_trunc('milliseconds', clock_timestamp())
-           WHERE key = $1 AND holder IS NOT NULL AND expires_at > clock_timestamp()`,
-          [key],
-        );
-      },
-      advanceClock: null,
-      freshKey: (label = 'key') => `${label}:${++keys}:${randomBytes(4).toString('hex')}`,
-      close: async () => void (await Promise.all(closers.map((close) => close()))),
-    };
+    return ledgerHarness({
+      table: freshTable(`lf_bounced_${kind.replace('-', '_')}`),
+      open: async (poolSize) => openBouncedClient(kind, url, poolSize),
+      // NOTE: both fenced-write forms through the pooler: the transaction (pg, or any write with a
+      // checkpoint) and the one statement (postgres.js).
+      statementForm: kind === 'postgresjs',
+      storeOptions: BEHIND_POOLER,
+    });
   };
 }

@@ -4,10 +4,6 @@
  * `util.inspect` and `JSON.stringify` never contain the lease secret (ioredis' ReplyError carries the
  * command's arguments); a Redis Cluster CROSSSLOT becomes a typed error that names `hashTagOf`.
  */
-import { spawn, type ChildProcess } from 'node:child_process';
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { inspect } from 'node:util';
 import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -224,45 +220,22 @@ describe('connection loss, timeouts and client errors carrying the command are l
 });
 
 describe('Redis Cluster: CROSSSLOT', () => {
-  let dir: string;
-  let child: ChildProcess;
+  let server: RedisServer;
   let url: string;
   beforeAll(async () => {
-    dir = mkdtempSync(join(tmpdir(), 'leasefence-redis-cluster-'));
-    const port = await freePort();
-    url = `redis://127.0.0.1:${port}`;
-    child = spawn(
-      'redis-server',
-      [
-        '--port',
-        String(port),
-        '--bind',
-        '127.0.0.1',
-        '--dir',
-        dir,
-        '--save',
-        '',
-        '--appendonly',
-        'no',
-        '--cluster-enabled',
-        'yes',
-        '--cluster-config-file',
-        join(dir, 'nodes.conf'),
-      ],
-      {
-        stdio: 'ignore',
-      },
-    );
+    // NOTE: a one-node cluster holding every slot; its bus port is chosen (port + 10000 may be taken or past 65535).
+    server = await startRedis({
+      persistence: 'none',
+      extraArgs: ['--cluster-enabled', 'yes', '--cluster-config-file', 'nodes.conf', '--cluster-port', String(await freePort())],
+    });
+    url = server.url;
     const admin = new Redis(url, { retryStrategy: () => 50 });
     admin.on('error', () => undefined);
     await admin.call('CLUSTER', 'ADDSLOTSRANGE', '0', '16383');
     while (!String(await admin.call('CLUSTER', 'INFO')).includes('cluster_state:ok')) await sleep(50);
     admin.disconnect();
   });
-  afterAll(() => {
-    child.kill('SIGKILL');
-    rmSync(dir, { recursive: true, force: true });
-  });
+  afterAll(async () => server.stop());
 
   it.each(['ioredis', 'ioredis6', 'node-redis'] as const)(
     'a fenced write to a key outside the lease slot is a RedisCrossSlotError naming hashTagOf; nothing applied (%s)',

@@ -2,13 +2,13 @@
  * Runs the `leasefence` CLI as a separate process (node + tsx on the sources), as a user would, and in a
  * tmux pseudo-terminal for the interactive parts.
  */
-import { execFile, spawn, spawnSync } from 'node:child_process';
+import { execFile, spawn } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { PassThrough } from 'node:stream';
 import { promisify } from 'node:util';
 import { runCli as runInProcess } from '../../src/cli/main.js';
-import { findOrInstall } from '../support/provision.js';
+import { findOrInstall, installedBinary } from '../support/provision.js';
 
 const ROOT = resolve(import.meta.dirname, '..', '..');
 /** tsx's loader by absolute path, so the CLI can run from any working directory. */
@@ -53,13 +53,6 @@ export function runCli(
 
 const exec = promisify(execFile);
 
-/** The tmux binary on PATH, or `null`. */
-function installedTmux(): string | null {
-  const which = spawnSync('which', ['tmux'], { encoding: 'utf8' });
-  const path = which.status === 0 ? which.stdout.trim() : '';
-  return path === '' ? null : path;
-}
-
 /** A tmux session (its own server socket) running one command in a pseudo-terminal. */
 export interface TerminalSession {
   /** The visible screen, as text. */
@@ -76,7 +69,7 @@ export async function startTerminal(command: string): Promise<TerminalSession> {
   const socket = `leasefence-cli-${process.pid}-${Math.random().toString(36).slice(2, 8)}`;
   const binary = findOrInstall(
     'tmux',
-    installedTmux,
+    () => installedBinary('tmux'),
     'tmux not found on PATH: install it with `sudo apt-get install -y tmux` (the CLI tests drive the confirmation prompt in a tmux pseudo-terminal).',
   );
   const tmux = (...args: string[]) => exec(binary, ['-L', socket, ...args]);

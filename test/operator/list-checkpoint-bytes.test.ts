@@ -23,6 +23,7 @@ import { createOperator } from '../../src/operator.js';
 import type { Store } from '../../src/store.js';
 import { freshTable, sharedPostgresUrl } from '../adapters/postgres-harness.js';
 import { freshDatabasePath } from '../adapters/sqlite-harness.js';
+import { pgBytesReceived, redisBytesSent } from '../adapters/wire-bytes.js';
 import { startInProcess } from '../cli/cli-harness.js';
 import { startRedis, type RedisServer } from '../support/redis-server.js';
 
@@ -61,12 +62,8 @@ describe('a listing sends no checkpoint bodies', () => {
     try {
       const store = createRedisStore({ client, prefix: 'bytes:' });
       const bytes = await seed(store);
-      const sent = async (): Promise<number> => Number(/total_net_output_bytes:(\d+)/.exec(await counter.info('stats'))?.[1]);
-      const before = await sent();
-      await listOnePage(store, bytes);
-      const after = await sent();
       // NOTE: includes the first INFO reply (about 1.5 KiB) and the script loads.
-      expect(after - before).toBeLessThan(PAGE_BUDGET);
+      expect(await redisBytesSent(counter, () => listOnePage(store, bytes))).toBeLessThan(PAGE_BUDGET);
 
       const cli = startInProcess(['list', '--json', '--store', server.url, '--prefix', 'bytes:'], { tty: false });
       cli.answer('');
@@ -87,22 +84,12 @@ describe('a listing sends no checkpoint bodies', () => {
     expect(text).toContain("''::text AS checkpoint_json");
     expect(text).toContain('pg_catalog.octet_length(l.checkpoint_json)');
     const pool = new pg.Pool({ connectionString: await sharedPostgresUrl(), max: 2 });
-    let counting = false;
-    let received = 0;
-    // Every connection the pool opens counts what its socket receives while `counting`.
-    pool.on('connect', (client) => {
-      const socket = (client as unknown as { connection: { stream: NodeJS.ReadableStream } }).connection.stream;
-      socket.on('data', (chunk: Buffer) => {
-        if (counting) received += chunk.length;
-      });
-    });
+    const bytesReceived = pgBytesReceived(pool);
     try {
       const store = createPostgresStore({ client: pool, table });
       await store.migrate();
       const bytes = await seed(store);
-      counting = true;
-      await listOnePage(store, bytes);
-      counting = false;
+      const received = await bytesReceived(() => listOnePage(store, bytes));
       expect(received).toBeGreaterThan(0);
       expect(received).toBeLessThan(PAGE_BUDGET);
     } finally {

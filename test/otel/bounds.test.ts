@@ -5,56 +5,25 @@
  * `_OTHER`; a refused oversized name is exported cut to the longest valid one; a refused fenced write's
  * span keeps the token its holder presented.
  */
-import {
-  AggregationTemporality,
-  InMemoryMetricExporter,
-  MeterProvider,
-  PeriodicExportingMetricReader,
-  type DataPoint,
-  type MetricData,
-} from '@opentelemetry/sdk-metrics';
-import { BasicTracerProvider, InMemorySpanExporter, SimpleSpanProcessor } from '@opentelemetry/sdk-trace-base';
+import type { DataPoint } from '@opentelemetry/sdk-metrics';
 import { afterEach, describe, expect, it } from 'vitest';
 import { createManualClock } from '../../src/clock.js';
 import { createMemoryStore } from '../../src/adapters/memory/index.js';
 import { StoreUnavailableError } from '../../src/errors.js';
 import { createLeases } from '../../src/leases.js';
 import { createOperator } from '../../src/operator.js';
-import { ATTRIBUTE, instrumentLeasefence, METRIC, type Instrumentation, type InstrumentationOptions } from '../../src/otel/index.js';
+import { ATTRIBUTE, METRIC } from '../../src/otel/index.js';
 import type { Store } from '../../src/store.js';
 import { MAX_NAME_BYTES } from '../../src/validate.js';
+import { disableInstrumentation, instrument } from './in-memory-otel.js';
 
-let instrumentation: Instrumentation | null = null;
-afterEach(() => {
-  instrumentation?.disable();
-  instrumentation = null;
-});
-
-function setUp(options: Omit<InstrumentationOptions, 'meter' | 'tracer'> = {}) {
-  const metricExporter = new InMemoryMetricExporter(AggregationTemporality.CUMULATIVE);
-  const reader = new PeriodicExportingMetricReader({ exporter: metricExporter, exportIntervalMillis: 60_000 });
-  const meterProvider = new MeterProvider({ readers: [reader] });
-  const spanExporter = new InMemorySpanExporter();
-  const tracerProvider = new BasicTracerProvider({ spanProcessors: [new SimpleSpanProcessor(spanExporter)] });
-  instrumentation = instrumentLeasefence({
-    ...options,
-    meter: meterProvider.getMeter('leasefence'),
-    tracer: tracerProvider.getTracer('leasefence'),
-  });
-  const metric = async (name: string): Promise<MetricData | undefined> => {
-    await reader.forceFlush();
-    const exported = metricExporter.getMetrics().at(-1);
-    return (exported?.scopeMetrics ?? []).flatMap((scope) => scope.metrics).find((found) => found.descriptor.name === name);
-  };
-  const held = async (): Promise<number> => ((await metric(METRIC.leasesHeld))?.dataPoints[0]?.value as number | undefined) ?? 0;
-  return { metric, held, spans: () => spanExporter.getFinishedSpans() };
-}
+afterEach(disableInstrumentation);
 
 const sleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms));
 
 describe('the leases counted as held are bounded', () => {
   it('grants that expire unheard of are dropped at the expiry their grant announced', async () => {
-    const { held } = setUp();
+    const { held } = instrument();
     const leases = createLeases(createMemoryStore(), { holder: 'w1' });
     for (let index = 0; index < 2_000; index += 1) await leases.claimOrThrow(`job:${index}`, { ttlMs: 3_000 });
     const kept = await leases.claimOrThrow('job:kept', { ttlMs: 60_000 });
@@ -65,7 +34,7 @@ describe('the leases counted as held are bounded', () => {
   });
 
   it('a grant handed to another process (renewed there) or revoked elsewhere is dropped at its last known expiry; a renewal here moves it', async () => {
-    const { held } = setUp();
+    const { held } = instrument();
     const store = createMemoryStore();
     const here = createLeases(store, { holder: 'w1' });
     const handed = await here.claimOrThrow('job:handed', { ttlMs: 200 });
@@ -81,7 +50,7 @@ describe('the leases counted as held are bounded', () => {
   });
 
   it('at most maxHeldLeases grants are kept (past it, the oldest go first)', async () => {
-    const { held } = setUp({ maxHeldLeases: 100 });
+    const { held } = instrument({ maxHeldLeases: 100 });
     const leases = createLeases(createMemoryStore(), { holder: 'w1' });
     for (let index = 0; index < 100; index += 1) await leases.claimOrThrow(`job:${index}`, { ttlMs: null });
     expect(await held()).toBe(100);
@@ -94,7 +63,7 @@ describe('the leases counted as held are bounded', () => {
 
 describe('exported values are bounded', () => {
   it('error.type is a leasefence code or _OTHER, whatever code a store or callback throws', async () => {
-    const { metric, spans } = setUp();
+    const { metric, spans } = instrument();
     let thrown = 0;
     const store = createMemoryStore();
     const broken = {
@@ -132,7 +101,7 @@ describe('exported values are bounded', () => {
   });
 
   it('a refused 16 MiB key, holder, run id or revoker is exported cut to the longest valid name; valid names whole', async () => {
-    const { spans } = setUp();
+    const { spans } = instrument();
     const store = createMemoryStore();
     const leases = createLeases(store, { holder: 'w1' });
     const huge = 'k'.repeat(16 * 1024 * 1024);
@@ -155,7 +124,7 @@ describe('exported values are bounded', () => {
   });
 
   it("a refused stale write's span keeps the token its holder presented, not the one it found", async () => {
-    const { spans } = setUp();
+    const { spans } = instrument();
     const clock = createManualClock(Date.UTC(2026, 0, 1));
     const store = createMemoryStore({ clock });
     const w1 = createLeases(store, { holder: 'w1', ttlMs: 1_000 });

@@ -2,45 +2,18 @@
  * `leasefence/otel` with the OpenTelemetry SDK's in-memory exporters: the metrics and spans a lease's life
  * produces, with their names, units and attributes, and no secret anywhere.
  */
-import {
-  AggregationTemporality,
-  InMemoryMetricExporter,
-  MeterProvider,
-  PeriodicExportingMetricReader,
-  type DataPoint,
-  type Histogram,
-  type MetricData,
-} from '@opentelemetry/sdk-metrics';
-import { BasicTracerProvider, InMemorySpanExporter, SimpleSpanProcessor } from '@opentelemetry/sdk-trace-base';
+import type { DataPoint, Histogram, MetricData } from '@opentelemetry/sdk-metrics';
 import { afterEach, describe, expect, it } from 'vitest';
 import { createManualClock } from '../../src/clock.js';
 import { createMemoryStore } from '../../src/adapters/memory/index.js';
 import { StoreUnavailableError } from '../../src/errors.js';
 import { createLeases } from '../../src/leases.js';
 import { createOperator } from '../../src/operator.js';
-import { instrumentLeasefence, METRIC, type Instrumentation } from '../../src/otel/index.js';
+import { METRIC } from '../../src/otel/index.js';
 import type { Store } from '../../src/store.js';
+import { disableInstrumentation, instrument } from './in-memory-otel.js';
 
-let instrumentation: Instrumentation | null = null;
-afterEach(() => {
-  instrumentation?.disable();
-  instrumentation = null;
-});
-
-function setUp() {
-  const metricExporter = new InMemoryMetricExporter(AggregationTemporality.CUMULATIVE);
-  const reader = new PeriodicExportingMetricReader({ exporter: metricExporter, exportIntervalMillis: 60_000 });
-  const meterProvider = new MeterProvider({ readers: [reader] });
-  const spanExporter = new InMemorySpanExporter();
-  const tracerProvider = new BasicTracerProvider({ spanProcessors: [new SimpleSpanProcessor(spanExporter)] });
-  instrumentation = instrumentLeasefence({ meter: meterProvider.getMeter('leasefence'), tracer: tracerProvider.getTracer('leasefence') });
-  const collect = async (): Promise<Map<string, MetricData>> => {
-    await reader.forceFlush();
-    const exported = metricExporter.getMetrics().at(-1);
-    return new Map((exported?.scopeMetrics ?? []).flatMap((scope) => scope.metrics).map((metric) => [metric.descriptor.name, metric]));
-  };
-  return { collect, spans: () => spanExporter.getFinishedSpans() };
-}
+afterEach(disableInstrumentation);
 
 /** The data points of a metric as `attributes JSON -> value` (a histogram's value: its count and sum). */
 function points(metric: MetricData | undefined): Record<string, unknown> {
@@ -55,7 +28,7 @@ function points(metric: MetricData | undefined): Record<string, unknown> {
 
 describe('leasefence/otel', () => {
   it('records claims, refusals, takeover latency, renew margin, fenced writes, leases held and lost, with spans', async () => {
-    const { collect, spans } = setUp();
+    const { collect, spans } = instrument();
     const clock = createManualClock(Date.UTC(2026, 0, 1));
     const store = createMemoryStore({ clock });
     const w1 = createLeases(store, { holder: 'w1', ttlMs: 10_000 });
@@ -144,7 +117,7 @@ describe('leasefence/otel', () => {
   });
 
   it('ends the span of an operation that threw with status ERROR and error.type', async () => {
-    const { collect, spans } = setUp();
+    const { collect, spans } = instrument();
     const broken = { ...createMemoryStore(), renew: () => Promise.reject(new StoreUnavailableError('down')) } as Store;
     const leases = createLeases(broken, { holder: 'w1' });
     const lease = await leases.claimOrThrow('job:2');
@@ -158,7 +131,7 @@ describe('leasefence/otel', () => {
   });
 
   it('counts a lease withLease lost, by code and reason, and stops counting it as held', async () => {
-    const { collect } = setUp();
+    const { collect } = instrument();
     const store = createMemoryStore();
     const leases = createLeases(store, { holder: 'w1' });
     await leases.withLease(

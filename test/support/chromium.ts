@@ -9,11 +9,11 @@
  * await runChromium([`--screenshot=${png}`, '--window-size=900,600', pathToFileURL(svg).href]);
  * ```
  */
-import { spawn, spawnSync } from 'node:child_process';
+import { spawn } from 'node:child_process';
 import { existsSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { findOrInstall, watchForOrphan } from './provision.js';
+import { findOrInstall, installedBinary, watchForOrphan } from './provision.js';
 import { assertTierMayStart } from './tiers.js';
 
 /** The variable naming a Chromium binary to use instead of the OS package's. */
@@ -40,10 +40,7 @@ export const CHROMIUM_FLAGS: readonly string[] = [
 function installedChromium(): string | null {
   const given = process.env[CHROMIUM_VARIABLE];
   if (given !== undefined && given !== '') return existsSync(given) ? given : null;
-  for (const candidate of ['/usr/bin/chromium', '/usr/bin/chromium-browser']) if (existsSync(candidate)) return candidate;
-  const which = spawnSync('which', ['chromium'], { encoding: 'utf8' });
-  const path = which.status === 0 ? which.stdout.trim() : '';
-  return path === '' ? null : path;
+  return installedBinary('chromium', ['/usr/bin/chromium', '/usr/bin/chromium-browser']);
 }
 
 /** The Chromium binary, installing the Debian package `chromium` as root when none is present. */

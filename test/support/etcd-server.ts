@@ -15,11 +15,12 @@
  * await server.stop();
  * ```
  */
-import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
-import { existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { spawn, type ChildProcess } from 'node:child_process';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { findOrInstall, freePort, watchForOrphan } from './provision.js';
+import { findOrInstall, freePort, installedBinary, watchForOrphan } from './provision.js';
+import { exited, sleep } from './server-process.js';
 
 /** A running throwaway single-member etcd. */
 export interface EtcdServer {
@@ -72,17 +73,10 @@ export interface EtcdCluster {
 export function findEtcdBinary(): string {
   return findOrInstall(
     'etcd-server',
-    installedBinary,
+    () => installedBinary('etcd', ['/usr/bin/etcd', '/usr/local/bin/etcd']),
     'etcd not found on PATH. Install it with `sudo apt-get update && sudo apt-get install -y etcd-server` (Debian/Ubuntu) ' +
       'or `brew install etcd` (macOS), or download a release from https://github.com/etcd-io/etcd/releases and put `etcd` on PATH.',
   );
-}
-
-function installedBinary(): string | null {
-  for (const candidate of ['/usr/bin/etcd', '/usr/local/bin/etcd']) if (existsSync(candidate)) return candidate;
-  const which = spawnSync('which', ['etcd'], { encoding: 'utf8' });
-  const path = which.status === 0 ? which.stdout.trim() : '';
-  return path === '' ? null : path;
 }
 
 /** Whether the member at `url` answers its `/health` endpoint with health true (it has a leader and quorum). */
@@ -106,13 +100,6 @@ async function statusOf(url: string): Promise<{ member: string; leader: string }
   } catch {
     return null;
   }
-}
-
-const sleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms));
-
-function exited(child: ChildProcess): Promise<void> {
-  if (child.exitCode !== null || child.signalCode !== null) return Promise.resolve();
-  return new Promise((resolve) => child.once('exit', () => resolve()));
 }
 
 const urlOf = (port: number): string => `http://127.0.0.1:${port}`;

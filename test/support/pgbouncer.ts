@@ -19,30 +19,24 @@
  * await bouncer.stop();
  * ```
  */
-import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
-import { chownSync, existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { chownSync, mkdtempSync, writeFileSync } from 'node:fs';
 import { connect } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { findOrInstall, freePort, isRoot, watchForOrphan } from './provision.js';
+import { findOrInstall, installedBinary, isRoot } from './provision.js';
 import { postgresUid } from './postgres-server.js';
+import { startServerProcess, type ServerProcess } from './server-process.js';
 
-/** A running throwaway PgBouncer. */
-export interface PgBouncer {
+/**
+ * A running throwaway PgBouncer: `stop()`, `kill()` and `restart()` all SIGKILL it (it has nothing to save),
+ * which cuts every client and server connection; `restart()` brings it back on the same port.
+ */
+export interface PgBouncer extends ServerProcess {
   readonly host: string;
-  readonly port: number;
   /** The backend URL with PgBouncer's host and port: same user, password and database. */
   readonly url: string;
   /** The pooling mode it runs in. */
   readonly poolMode: PoolMode;
-  /** The process id, or `null` while it is not running (read it late: `restart()` changes it). */
-  readonly pid: number | null;
-  /** Stops it (SIGKILL: PgBouncer has nothing to save) and removes its temp dir. Idempotent. */
-  stop(): Promise<void>;
-  /** Kills it at once (SIGKILL): every client and server connection is cut. `restart()` brings it back. */
-  kill(): Promise<void>;
-  /** Kills it if running and starts it again on the same port: a pooler restart as clients see it. */
-  restart(): Promise<void>;
 }
 
 export type PoolMode = 'transaction' | 'session' | 'statement';
@@ -58,18 +52,10 @@ export interface StartPgBouncerOptions {
 export function findPgBouncer(): string {
   return findOrInstall(
     'pgbouncer',
-    installedBinary,
+    () => installedBinary('pgbouncer', ['/usr/sbin/pgbouncer', '/usr/bin/pgbouncer', '/usr/local/bin/pgbouncer']),
     'pgbouncer not found on PATH. Install it with `sudo apt-get update && sudo apt-get install -y pgbouncer` ' +
       '(Debian/Ubuntu; then `sudo systemctl disable --now pgbouncer`, the tests start their own) or `brew install pgbouncer` (macOS).',
   );
-}
-
-function installedBinary(): string | null {
-  for (const candidate of ['/usr/sbin/pgbouncer', '/usr/bin/pgbouncer', '/usr/local/bin/pgbouncer'])
-    if (existsSync(candidate)) return candidate;
-  const which = spawnSync('which', ['pgbouncer'], { encoding: 'utf8' });
-  const path = which.status === 0 ? which.stdout.trim() : '';
-  return path === '' ? null : path;
 }
 
 /** Whether something accepts TCP connections on the loopback `port`. */
@@ -84,13 +70,6 @@ function accepts(port: number): Promise<boolean> {
     socket.once('error', () => done(false));
     socket.once('connect', () => done(true));
   });
-}
-
-const sleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms));
-
-function exited(child: ChildProcess): Promise<void> {
-  if (child.exitCode !== null || child.signalCode !== null) return Promise.resolve();
-  return new Promise((resolve) => child.once('exit', () => resolve()));
 }
 
 /** A libpq connection-string value, quoted. */
@@ -138,91 +117,38 @@ export async function startPgBouncer(backendUrl: string, options: StartPgBouncer
     chownSync(dir, uid, gid);
   }
   const configFile = join(dir, 'pgbouncer.ini');
-  let child: ChildProcess | null = null;
-  let stopped = false;
-  let port = 0;
-  let output = '';
-
-  const cleanupOnExit = (): void => {
-    if (stopped) return;
-    stopped = true;
-    child?.kill('SIGKILL');
-    rmSync(dir, { recursive: true, force: true });
-  };
-  process.once('exit', cleanupOnExit);
-
-  const launch = async (): Promise<void> => {
-    output = '';
-    writeFileSync(configFile, configText(backend, port, dir, poolMode, options.poolSize ?? 10));
-    if (isRoot) {
-      const { uid, gid } = postgresUid();
-      chownSync(configFile, uid, gid);
-    }
-    const started = spawn(binary, ['-q', configFile], { stdio: ['ignore', 'pipe', 'pipe'] });
-    child = started;
-    started.stdout?.on('data', (chunk: Buffer) => (output = (output + chunk.toString()).slice(-4_000)));
-    started.stderr?.on('data', (chunk: Buffer) => (output = (output + chunk.toString()).slice(-4_000)));
-    const deadline = Date.now() + 30_000;
-    while (Date.now() < deadline) {
-      if (started.exitCode !== null || started.signalCode !== null) throw new Error(`pgbouncer exited during start:\n${output}`);
-      if (await accepts(port)) return;
-      await sleep(20);
-    }
-    started.kill('SIGKILL');
-    throw new Error(`pgbouncer did not listen within 30 s:\n${output}`);
-  };
-
-  const halt = async (): Promise<void> => {
-    const running = child;
-    if (running === null) return;
-    child = null;
-    running.kill('SIGKILL');
-    await exited(running);
-  };
-
-  for (let attempt = 1; ; attempt += 1) {
-    port = await freePort();
-    try {
-      await launch();
-      // NOTE: the pid file stays in the dir, so the watchdog finds the process across restart().
-      watchForOrphan('leasefence-pgbouncer-watchdog', dir, `kill -KILL "$(cat '${join(dir, 'pgbouncer.pid')}')"`);
-      break;
-    } catch (error) {
-      // NOTE: another process may take the port between probing and binding; try another one.
-      await halt();
-      if (attempt >= 3) {
-        cleanupOnExit();
-        throw error;
+  const server = await startServerProcess({
+    name: 'pgbouncer',
+    binary,
+    dir,
+    args: (port) => {
+      writeFileSync(configFile, configText(backend, port, dir, poolMode, options.poolSize ?? 10));
+      if (isRoot) {
+        const { uid, gid } = postgresUid();
+        chownSync(configFile, uid, gid);
       }
-    }
-  }
+      return ['-q', configFile];
+    },
+    ready: accepts,
+    readyMeans: 'listen',
+    stopSignal: 'SIGKILL',
+    pidFile: 'pgbouncer.pid',
+  });
 
   const host = '127.0.0.1';
   const url = new URL(backendUrl);
   url.hostname = host;
-  url.port = String(port);
+  url.port = String(server.port);
   return {
     host,
-    port,
+    port: server.port,
     url: url.toString(),
     poolMode,
     get pid() {
-      return child?.pid ?? null;
+      return server.pid;
     },
-    async stop() {
-      if (stopped) return;
-      stopped = true;
-      process.removeListener('exit', cleanupOnExit);
-      await halt();
-      rmSync(dir, { recursive: true, force: true });
-    },
-    async kill() {
-      await halt();
-    },
-    async restart() {
-      if (stopped) throw new Error('pgbouncer was stopped; start a new one');
-      await halt();
-      await launch();
-    },
+    stop: () => server.stop(),
+    kill: () => server.kill(),
+    restart: () => server.restart(),
   };
 }

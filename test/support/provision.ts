@@ -2,7 +2,8 @@
  * What the throwaway servers of the test suite share: a free loopback port, and installing a missing
  * server from the OS packages (as root) or saying how.
  */
-import { execFileSync, spawn } from 'node:child_process';
+import { execFileSync, spawn, spawnSync } from 'node:child_process';
+import { existsSync } from 'node:fs';
 import { createServer } from 'node:net';
 
 /** Whether this process runs as root (then it may install packages and must run postgres as its own user). */
@@ -18,6 +19,14 @@ export function freePort(): Promise<number> {
       probe.close(() => (typeof address === 'object' && address !== null ? resolve(address.port) : reject(new Error('no port'))));
     });
   });
+}
+
+/** The first of `candidates` that exists, else `name` found on PATH, else `null`. */
+export function installedBinary(name: string, candidates: readonly string[] = []): string | null {
+  for (const candidate of candidates) if (existsSync(candidate)) return candidate;
+  const which = spawnSync('which', [name], { encoding: 'utf8' });
+  const path = which.status === 0 ? which.stdout.trim() : '';
+  return path === '' ? null : path;
 }
 
 /**

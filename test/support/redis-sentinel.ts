@@ -12,16 +12,13 @@
  * await setup.stop();
  * ```
  */
-import { spawn, type ChildProcess } from 'node:child_process';
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { Redis } from 'ioredis';
 import { adminConnections } from './redis-admin.js';
-import { freePort, watchForOrphan } from './provision.js';
 import { ping, startRedis, type RedisServer } from './redis-server.js';
-
-const sleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms));
+import { sleep, startServerProcess } from './server-process.js';
 
 /** A running Sentinel setup. */
 export interface RedisSentinelSetup {
@@ -61,53 +58,35 @@ interface Sentinel {
 
 async function startSentinel(masterName: string, masterPort: number, downAfterMs: number): Promise<Sentinel> {
   const dir = mkdtempSync(join(tmpdir(), 'leasefence-sentinel-'));
-  const port = await freePort();
   const config = join(dir, 'sentinel.conf');
-  writeFileSync(
-    config,
-    [
-      `port ${port}`,
-      'bind 127.0.0.1',
-      `dir ${dir}`,
-      `pidfile ${join(dir, 'sentinel.pid')}`,
-      `sentinel monitor ${masterName} 127.0.0.1 ${masterPort} 2`,
-      `sentinel down-after-milliseconds ${masterName} ${downAfterMs}`,
-      `sentinel failover-timeout ${masterName} 10000`,
-      '',
-    ].join('\n'),
-  );
-  const child: ChildProcess = spawn('redis-server', [config, '--sentinel'], { stdio: 'ignore' });
-  let stopped = false;
-  const cleanupOnExit = (): void => {
-    if (stopped) return;
-    stopped = true;
-    child.kill('SIGKILL');
-    rmSync(dir, { recursive: true, force: true });
-  };
-  process.once('exit', cleanupOnExit);
-  watchForOrphan('leasefence-sentinel-watchdog', dir, `kill -KILL "$(cat '${join(dir, 'sentinel.pid')}')"`);
-  const stop = async (): Promise<void> => {
-    if (stopped) return;
-    stopped = true;
-    process.removeListener('exit', cleanupOnExit);
-    if (child.exitCode === null && child.signalCode === null) {
-      const exited = new Promise((resolve) => child.once('exit', resolve));
-      child.kill('SIGTERM');
-      const timer = setTimeout(() => child.kill('SIGKILL'), 5_000);
-      await exited;
-      clearTimeout(timer);
-    }
-    rmSync(dir, { recursive: true, force: true });
-  };
-  const deadline = Date.now() + 30_000;
-  while (!(await ping(port))) {
-    if (child.exitCode !== null || Date.now() > deadline) {
-      await stop();
-      throw new Error(`redis sentinel on port ${port} did not answer PING`);
-    }
-    await sleep(20);
-  }
-  return { port, stop };
+  const sentinel = await startServerProcess({
+    name: 'redis-sentinel',
+    binary: 'redis-server',
+    dir,
+    // NOTE: a Sentinel rewrites its config file as it learns the setup; it is written fresh only for a new
+    // port (a Sentinel here is never restarted).
+    args: (port) => {
+      writeFileSync(
+        config,
+        [
+          `port ${port}`,
+          'bind 127.0.0.1',
+          `dir ${dir}`,
+          `pidfile ${join(dir, 'sentinel.pid')}`,
+          `sentinel monitor ${masterName} 127.0.0.1 ${masterPort} 2`,
+          `sentinel down-after-milliseconds ${masterName} ${downAfterMs}`,
+          `sentinel failover-timeout ${masterName} 10000`,
+          '',
+        ].join('\n'),
+      );
+      return [config, '--sentinel'];
+    },
+    ready: ping,
+    readyMeans: 'answer PING',
+    stopSignal: 'SIGTERM',
+    pidFile: 'sentinel.pid',
+  });
+  return { port: sentinel.port, stop: () => sentinel.stop() };
 }
 
 /** Starts a throwaway Sentinel setup. See the module comment. */

@@ -14,30 +14,21 @@
  * await server.stop();
  * ```
  */
-import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
-import { existsSync, mkdtempSync, rmSync } from 'node:fs';
+import { mkdtempSync } from 'node:fs';
 import { connect } from 'node:net';
-import { findOrInstall, freePort, watchForOrphan } from './provision.js';
+import { findOrInstall, installedBinary } from './provision.js';
+import { startServerProcess, type ServerProcess } from './server-process.js';
 import { assertTierMayStart } from './tiers.js';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 
-/** A running throwaway redis-server. */
-export interface RedisServer {
+/** A running throwaway redis-server: `stop()` and `restart()` shut it down cleanly (SIGTERM, SIGKILL after 5 s). */
+export interface RedisServer extends ServerProcess {
   readonly host: string;
-  readonly port: number;
   /** `redis://127.0.0.1:<port>` */
   readonly url: string;
   /** The server's working dir (AOF files live here); removed by `stop()`. */
   readonly dir: string;
-  /** The server process id, or `null` while it is not running (read it late: `restart()` changes it). */
-  readonly pid: number | null;
-  /** Stops the server (SIGTERM, then SIGKILL after 5 s) and removes its temp dir. Idempotent. */
-  stop(): Promise<void>;
-  /** Kills the server at once (SIGKILL): a crash. `restart()` brings it back. */
-  kill(): Promise<void>;
-  /** Stops the server if running (a clean SIGTERM shutdown) and starts it again on the same port and dir. */
-  restart(): Promise<void>;
 }
 
 export interface StartRedisOptions {
@@ -55,18 +46,11 @@ export interface StartRedisOptions {
 function findBinary(): string {
   return findOrInstall(
     'redis-server',
-    installedBinary,
+    () => installedBinary('redis-server', ['/usr/bin/redis-server', '/usr/local/bin/redis-server']),
     'redis-server not found on PATH. Install it with `sudo apt-get update && sudo apt-get install -y redis-server` ' +
       '(Debian/Ubuntu) or `brew install redis` (macOS), or set LEASEFENCE_REDIS_URL to a disposable redis-server ' +
       '(tests only use fresh keys under their own prefixes).',
   );
-}
-
-function installedBinary(): string | null {
-  for (const candidate of ['/usr/bin/redis-server', '/usr/local/bin/redis-server']) if (existsSync(candidate)) return candidate;
-  const which = spawnSync('which', ['redis-server'], { encoding: 'utf8' });
-  const path = which.status === 0 ? which.stdout.trim() : '';
-  return path === '' ? null : path;
 }
 
 /** One raw `PING` over RESP: `true` when the server answers `+PONG` (not `-LOADING`, not refused). */
@@ -88,33 +72,13 @@ export function ping(port: number): Promise<boolean> {
   });
 }
 
-const sleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms));
-
-function exited(child: ChildProcess): Promise<void> {
-  if (child.exitCode !== null || child.signalCode !== null) return Promise.resolve();
-  return new Promise((resolve) => child.once('exit', () => resolve()));
-}
-
 /** Starts a throwaway redis-server. See the module comment. */
 export async function startRedis(options: StartRedisOptions = {}): Promise<RedisServer> {
   assertTierMayStart('redis-server');
   const binary = findBinary();
   const persistence = options.persistence ?? 'aof';
   const dir = mkdtempSync(join(tmpdir(), 'leasefence-redis-'));
-  let child: ChildProcess | null = null;
-  let stopped = false;
-  let port = 0;
-  let output = '';
-
-  const cleanupOnExit = (): void => {
-    if (stopped) return;
-    stopped = true;
-    child?.kill('SIGKILL');
-    rmSync(dir, { recursive: true, force: true });
-  };
-  process.once('exit', cleanupOnExit);
-
-  const args = (): string[] => [
+  const args = (port: number): string[] => [
     '--port',
     String(port),
     '--bind',
@@ -139,71 +103,27 @@ export async function startRedis(options: StartRedisOptions = {}): Promise<Redis
     ...(options.extraArgs ?? []),
   ];
 
-  const launch = async (): Promise<void> => {
-    output = '';
-    const started = spawn(binary, args(), { stdio: ['ignore', 'pipe', 'pipe'] });
-    child = started;
-    started.stdout?.on('data', (chunk: Buffer) => (output = (output + chunk.toString()).slice(-4_000)));
-    started.stderr?.on('data', (chunk: Buffer) => (output = (output + chunk.toString()).slice(-4_000)));
-    const deadline = Date.now() + 30_000;
-    while (Date.now() < deadline) {
-      if (started.exitCode !== null || started.signalCode !== null) throw new Error(`redis-server exited during start:\n${output}`);
-      if (await ping(port)) return;
-      await sleep(20);
-    }
-    started.kill('SIGKILL');
-    throw new Error(`redis-server did not answer PING within 30 s:\n${output}`);
-  };
-
-  const halt = async (signal: NodeJS.Signals): Promise<void> => {
-    const running = child;
-    if (running === null) return;
-    child = null;
-    running.kill(signal);
-    const timer = setTimeout(() => running.kill('SIGKILL'), 5_000);
-    await exited(running);
-    clearTimeout(timer);
-  };
-
-  for (let attempt = 1; ; attempt += 1) {
-    port = await freePort();
-    try {
-      await launch();
-      // NOTE: redis-server keeps its pid file in the dir, so the watchdog finds it across restart().
-      watchForOrphan('leasefence-redis-watchdog', dir, `kill -KILL "$(cat '${join(dir, 'redis.pid')}')"`);
-      break;
-    } catch (error) {
-      // NOTE: another process may take the port between probing and binding; try another one.
-      if (attempt >= 3) {
-        cleanupOnExit();
-        throw error;
-      }
-    }
-  }
-
+  const server = await startServerProcess({
+    name: 'redis-server',
+    binary,
+    dir,
+    args,
+    ready: ping,
+    readyMeans: 'answer PING',
+    stopSignal: 'SIGTERM',
+    pidFile: 'redis.pid',
+  });
   const host = '127.0.0.1';
   return {
     host,
-    port,
-    url: `redis://${host}:${port}`,
+    port: server.port,
+    url: `redis://${host}:${server.port}`,
     dir,
     get pid() {
-      return child?.pid ?? null;
+      return server.pid;
     },
-    async stop() {
-      if (stopped) return;
-      stopped = true;
-      process.removeListener('exit', cleanupOnExit);
-      await halt('SIGTERM');
-      rmSync(dir, { recursive: true, force: true });
-    },
-    async kill() {
-      await halt('SIGKILL');
-    },
-    async restart() {
-      if (stopped) throw new Error('redis-server was stopped; start a new one');
-      await halt('SIGTERM');
-      await launch();
-    },
+    stop: () => server.stop(),
+    kill: () => server.kill(),
+    restart: () => server.restart(),
   };
 }
