@@ -90,6 +90,7 @@ export const LONG_FILES: readonly string[] = [
   'test/adapters/sqlite-processes.test.ts',
   'test/bench/library.test.ts',
   'test/chaos/chaos.test.ts',
+  'test/chaos/etcd.test.ts',
   'test/chaos/mutants.test.ts',
   'test/chaos/pgbouncer.test.ts',
   'test/chaos/topologies.test.ts',
