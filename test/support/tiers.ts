@@ -67,6 +67,7 @@ export const STORES_FILES: readonly string[] = [
   'test/cli/cli.test.ts',
   'test/cli/confirmation.test.ts',
   'test/cli/drivers.test.ts',
+  'test/cli/etcd.test.ts',
   'test/cli/injection.test.ts',
   'test/cli/printable-input.test.ts',
   'test/cli/secrets.test.ts',
