@@ -15,9 +15,8 @@
  * Server CPU per cycle: the etcd process's user + system time (/proc/<pid>/stat, 10 ms ticks).
  */
 import { readFileSync } from 'node:fs';
-import { Etcd3 } from 'etcd3';
-import type { Library } from './library.js';
-import { thisLibrary } from './library.js';
+import type { Etcd3 } from 'etcd3';
+import { thisLibrary, type Library } from './library.js';
 import type { Contender, Group } from './slices.js';
 
 const TTL_MS = 30_000;
