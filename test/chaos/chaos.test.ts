@@ -20,7 +20,7 @@ import { scaled } from '../support/scale.js';
 const seed = chaosSeed();
 const durationMs = scaled(9_000);
 /** Scenarios left to the long run (`npm run chaos`): their faults are covered by another short scenario. */
-const LONG_ONLY: Record<StoreKind, readonly string[]> = { postgres: ['lock-kill'], redis: ['freeze'], sqlite: ['crash', 'expiry-skew'], 'redis-cluster': [], 'redis-sentinel': [], 'postgres-promotion': [], 'postgres-pgbouncer': [] };
+const LONG_ONLY: Record<StoreKind, readonly string[]> = { postgres: ['lock-kill'], redis: ['freeze'], sqlite: ['crash', 'expiry-skew'], 'redis-cluster': [], 'redis-sentinel': [], 'postgres-promotion': [], 'postgres-pgbouncer': [], etcd: [], 'etcd-cluster': [] };
 /** Per SQLite scenario in the short run, ms (scaled too). */
 const SQLITE_SHORT_MS = scaled(4_000);
 const dir = mkdtempSync(join(tmpdir(), 'leasefence-chaos-'));
@@ -34,6 +34,8 @@ const sharedUrl: Record<StoreKind, string | null> = {
   'redis-sentinel': null,
   'postgres-promotion': null,
   'postgres-pgbouncer': null,
+  etcd: null,
+  'etcd-cluster': null,
 };
 
 afterAll(() => {
