@@ -36,7 +36,12 @@ export const returnToken = async (lease: RunningLease): Promise<bigint> => lease
 export const readSignal = async (_lease: RunningLease, signal: AbortSignal): Promise<boolean> => signal.aborted;
 
 /** One withLease run of `work` on `key`; throws unless it completed. */
-export function withLease(leases: Leases, key: string, work: (lease: RunningLease, signal: AbortSignal) => Promise<unknown>, label: string): () => Promise<void> {
+export function withLease(
+  leases: Leases,
+  key: string,
+  work: (lease: RunningLease, signal: AbortSignal) => Promise<unknown>,
+  label: string,
+): () => Promise<void> {
   return async () => {
     const outcome = await leases.withLease(key, work);
     if (!outcome.ok) throw new Error(`${label}: withLease ${outcome.reason}`);
@@ -48,7 +53,15 @@ const SECRET = '0123456789abcdef0123456789abcdef';
 /** One claim + release of the store alone on `key`: its commands, without validation, secrets or handles. */
 export function storeCycle(store: Store, key: string): () => Promise<void> {
   return async () => {
-    const claimed = await store.claim({ key, holder: 'bench', runId: null, secret: SECRET, ttlMs: 30_000, attributes: {}, recovering: false });
+    const claimed = await store.claim({
+      key,
+      holder: 'bench',
+      runId: null,
+      secret: SECRET,
+      ttlMs: 30_000,
+      attributes: {},
+      recovering: false,
+    });
     if (!claimed.ok) throw new Error('store: not granted');
     await store.release({ fence: { key, token: claimed.token, secret: SECRET, holder: 'bench', runId: null, attributes: {} } });
   };
@@ -58,7 +71,15 @@ export function storeCycle(store: Store, key: string): () => Promise<void> {
 export function storeLoop(store: Store, key: string): (n: number) => Promise<void> {
   return async (n) => {
     for (let i = 0; i < n; i++) {
-      const claimed = await store.claim({ key, holder: 'bench', runId: null, secret: SECRET, ttlMs: 30_000, attributes: {}, recovering: false });
+      const claimed = await store.claim({
+        key,
+        holder: 'bench',
+        runId: null,
+        secret: SECRET,
+        ttlMs: 30_000,
+        attributes: {},
+        recovering: false,
+      });
       if (!claimed.ok) throw new Error('store: not granted');
       await store.release({ fence: { key, token: claimed.token, secret: SECRET, holder: 'bench', runId: null, attributes: {} } });
     }

@@ -38,7 +38,10 @@ function rawClaimRelease(client: Etcd3, name: string): Contender {
       const key = bytes(`bench/raw/${++preparation}/${worker}`);
       const held = bytes('held');
       return async () => {
-        const { succeeded } = await client.kv.txn({ compare: [{ key, target: 'Create', result: 'Equal', create_revision: 0 }], success: [{ request_put: { key, value: held } }] });
+        const { succeeded } = await client.kv.txn({
+          compare: [{ key, target: 'Create', result: 'Equal', create_revision: 0 }],
+          success: [{ request_put: { key, value: held } }],
+        });
         if (!succeeded) throw new Error('raw: not acquired');
         await client.kv.deleteRange({ key });
       };
@@ -61,7 +64,10 @@ function etcdLock(client: Etcd3, name: string): Contender {
 }
 
 function leasefenceClaimRelease(library: Library, client: Etcd3, name: string): Contender {
-  const leases = library.root.createLeases(library.etcd.createEtcdStore({ client, prefix: `bench/lf/${++preparation}/` }), { holder: 'bench', ttlMs: TTL_MS });
+  const leases = library.root.createLeases(library.etcd.createEtcdStore({ client, prefix: `bench/lf/${++preparation}/` }), {
+    holder: 'bench',
+    ttlMs: TTL_MS,
+  });
   return { name, prepare: async (worker) => library.cycles.claimRelease(leases, `cycle:${worker}`, name) };
 }
 
@@ -71,11 +77,17 @@ function rawFencedWrite(client: Etcd3, name: string): Contender {
     prepare: async (worker) => {
       const lock = bytes(`bench/raw-fence/${++preparation}/${worker}`);
       const data = bytes(`bench/raw-data/${preparation}/${worker}`);
-      const taken = await client.kv.txn({ compare: [{ key: lock, target: 'Create', result: 'Equal', create_revision: 0 }], success: [{ request_put: { key: lock, value: bytes('held') } }] });
+      const taken = await client.kv.txn({
+        compare: [{ key: lock, target: 'Create', result: 'Equal', create_revision: 0 }],
+        success: [{ request_put: { key: lock, value: bytes('held') } }],
+      });
       const revision = taken.header.revision;
       let n = 0;
       return async () => {
-        const { succeeded } = await client.kv.txn({ compare: [{ key: lock, target: 'Mod', result: 'Equal', mod_revision: revision }], success: [{ request_put: { key: data, value: bytes(String(++n)) } }] });
+        const { succeeded } = await client.kv.txn({
+          compare: [{ key: lock, target: 'Mod', result: 'Equal', mod_revision: revision }],
+          success: [{ request_put: { key: data, value: bytes(String(++n)) } }],
+        });
         if (!succeeded) throw new Error('raw: fence lost');
       };
     },
@@ -83,7 +95,10 @@ function rawFencedWrite(client: Etcd3, name: string): Contender {
 }
 
 function leasefenceFencedWrite(library: Library, client: Etcd3, name: string): Contender {
-  const leases = library.root.createLeases(library.etcd.createEtcdStore({ client, prefix: `bench/lf-write/${++preparation}/` }), { holder: 'bench', ttlMs: TTL_MS });
+  const leases = library.root.createLeases(library.etcd.createEtcdStore({ client, prefix: `bench/lf-write/${++preparation}/` }), {
+    holder: 'bench',
+    ttlMs: TTL_MS,
+  });
   return {
     name,
     prepare: async (worker) => {
@@ -103,7 +118,10 @@ function lockedPut(client: Etcd3, name: string): Contender {
     name,
     prepare: async (worker) => {
       const key = `bench/locked/${++preparation}/${worker}`;
-      await client.lock(key).ttl(TTL_MS / 1000).acquire();
+      await client
+        .lock(key)
+        .ttl(TTL_MS / 1000)
+        .acquire();
       const data = `bench/locked-data/${preparation}/${worker}`;
       let n = 0;
       return async () => {

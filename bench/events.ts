@@ -83,7 +83,8 @@ const median = (values: number[]): number => {
 
 /** The variant named `name`, loaded in this process. */
 async function loadVariant(name: string): Promise<Variant> {
-  if (name !== 'baseline (no events)') return { name, createLeases, createMemoryStore, subscribe: name.includes('subscribed'), doubleHooks: name.includes('twice') };
+  if (name !== 'baseline (no events)')
+    return { name, createLeases, createMemoryStore, subscribe: name.includes('subscribed'), doubleHooks: name.includes('twice') };
   const root = resolve(BASELINE ?? '');
   const baseLeases = (await import(pathToFileURL(resolve(root, 'leases.ts')).href)) as { createLeases: LeasesFactory };
   const baseMemory = (await import(pathToFileURL(resolve(root, 'adapters/memory/index.ts')).href)) as { createMemoryStore: StoreFactory };
@@ -93,10 +94,15 @@ async function loadVariant(name: string): Promise<Variant> {
 /** One round of `name` in a fresh process (so no variant runs second in a warm process, or shares its JIT feedback). */
 function roundInChild(name: string): Promise<{ perSecond: number; cpuPerCycle: number }> {
   return new Promise((done, fail) => {
-    execFile(process.execPath, [...process.execArgv, fileURLToPath(import.meta.url), '--child', name], { env: process.env }, (error, stdout) => {
-      if (error) fail(error);
-      else done(JSON.parse(stdout) as { perSecond: number; cpuPerCycle: number });
-    });
+    execFile(
+      process.execPath,
+      [...process.execArgv, fileURLToPath(import.meta.url), '--child', name],
+      { env: process.env },
+      (error, stdout) => {
+        if (error) fail(error);
+        else done(JSON.parse(stdout) as { perSecond: number; cpuPerCycle: number });
+      },
+    );
   });
 }
 
@@ -142,12 +148,16 @@ async function main(): Promise<void> {
   }
   const base = results.get(reference);
   // NOTE: a round of each variant runs back to back, so the ratio within one round cancels most of the load.
-  const ratios = (values: number[], against: number[]): number[] => values.map((value, at) => value / (against[at] ?? Number.NaN)).sort((a, b) => a - b);
+  const ratios = (values: number[], against: number[]): number[] =>
+    values.map((value, at) => value / (against[at] ?? Number.NaN)).sort((a, b) => a - b);
   const pairedRatio = (values: number[], against: number[]): number => median(ratios(values, against));
   /** The interquartile range of the paired ratios, as percentages: how much the load moved them. */
   const spread = (values: number[], against: number[], sign: 1 | -1): string => {
     const sorted = ratios(values, against).map((ratio) => sign * (ratio - 1) * 100);
-    const [low, high] = [sorted[Math.floor(sorted.length / 4)] ?? Number.NaN, sorted[Math.floor((sorted.length * 3) / 4)] ?? Number.NaN].sort((a, b) => a - b);
+    const [low, high] = [
+      sorted[Math.floor(sorted.length / 4)] ?? Number.NaN,
+      sorted[Math.floor((sorted.length * 3) / 4)] ?? Number.NaN,
+    ].sort((a, b) => a - b);
     return `IQR ${low?.toFixed(1)}..${high?.toFixed(1)}`;
   };
   console.log(`memory store, claim + release on one key, ${ROUNDS} rounds x ${MEASURE_MS} ms, medians (node ${process.version})`);
@@ -157,14 +167,19 @@ async function main(): Promise<void> {
   for (const [name, { perSecond, cpu }] of results) {
     const rate = median(perSecond);
     const cpuPerCycle = median(cpu);
-    const vsRate = base === undefined ? '-' : `${((1 - pairedRatio(perSecond, base.perSecond)) * 100).toFixed(2)}% slower (${spread(perSecond, base.perSecond, -1)})`;
+    const vsRate =
+      base === undefined
+        ? '-'
+        : `${((1 - pairedRatio(perSecond, base.perSecond)) * 100).toFixed(2)}% slower (${spread(perSecond, base.perSecond, -1)})`;
     const vsCpu = base === undefined ? '-' : `${((pairedRatio(cpu, base.cpu) - 1) * 100).toFixed(2)}% more (${spread(cpu, base.cpu, 1)})`;
     console.log(`| ${name} | ${Math.round(rate)} | ${vsRate} | ${cpuPerCycle.toFixed(3)} | ${vsCpu} |`);
   }
   const hook = hookNanoseconds();
   const cycle = median(results.get('this tree, no subscriber')?.cpu ?? []) * 1000;
   // NOTE: a claim + release cycle passes two hooks (claim, release).
-  console.log(`unsubscribed hook in isolation: ${hook.toFixed(2)} ns per operation, ${((200 * hook) / cycle).toFixed(2)}% of a ${(cycle / 1000).toFixed(2)} µs claim + release cycle`);
+  console.log(
+    `unsubscribed hook in isolation: ${hook.toFixed(2)} ns per operation, ${((200 * hook) / cycle).toFixed(2)}% of a ${(cycle / 1000).toFixed(2)} µs claim + release cycle`,
+  );
 }
 
 await main();

@@ -97,7 +97,8 @@ function redlock(holderClient: Redis, waiterClient: Redis): Contender {
   };
 }
 
-const percentile = (sorted: readonly number[], p: number): number => sorted[Math.min(sorted.length - 1, Math.ceil((p / 100) * sorted.length) - 1)] ?? NaN;
+const percentile = (sorted: readonly number[], p: number): number =>
+  sorted[Math.min(sorted.length - 1, Math.ceil((p / 100) * sorted.length) - 1)] ?? NaN;
 
 /** Handoff latencies (ms) of `contender` on `key`. */
 async function handoffs(contender: Contender, key: string): Promise<number[]> {
@@ -137,7 +138,13 @@ async function commandCalls(client: Redis): Promise<{ total: number; detail: str
   calls.sort((a, b) => b[1] - a[1]);
   const requests = calls.filter(([command]) => ['eval', 'evalsha', 'set'].includes(command)).reduce((sum, [, count]) => sum + count, 0);
   const all = calls.reduce((sum, [, count]) => sum + count, 0);
-  return { total: requests, detail: `${all} commands: ${calls.slice(0, 4).map(([command, count]) => `${command} ${count}`).join(', ')}` };
+  return {
+    total: requests,
+    detail: `${all} commands: ${calls
+      .slice(0, 4)
+      .map(([command, count]) => `${command} ${count}`)
+      .join(', ')}`,
+  };
 }
 
 /** 32 idle waiters of one kind on a held key for `IDLE_MS`: the store's commands per second. */
@@ -192,7 +199,9 @@ async function main(): Promise<void> {
   const table = 'bench_handoff';
   await createPostgresStore({ client: newPool(), table }).migrate();
   const redisLeases = (subscribed: boolean): Leases =>
-    createLeases(createRedisStore({ client: newRedis(), prefix: 'bench:lf:', ...(subscribed ? { subscriber: newRedis() } : {}) }), { holder: 'bench' });
+    createLeases(createRedisStore({ client: newRedis(), prefix: 'bench:lf:', ...(subscribed ? { subscriber: newRedis() } : {}) }), {
+      holder: 'bench',
+    });
   const postgresLeases = (client: PostgresClient, listening: boolean): Leases =>
     createLeases(createPostgresStore({ client, table, ...(listening ? { listener } : {}) }), { holder: 'bench' });
   try {
@@ -212,7 +221,10 @@ async function main(): Promise<void> {
         await send();
         times.push(performance.now() - start);
       }
-      return percentile(times.sort((a, b) => a - b), 50).toFixed(2);
+      return percentile(
+        times.sort((a, b) => a - b),
+        50,
+      ).toFixed(2);
     };
     const ping = newRedis();
     const select = newPool();
@@ -231,7 +243,9 @@ async function main(): Promise<void> {
     console.log('| contender | p50 ms | p99 ms | max ms |\n|---|---|---|---|');
     for (const [contender, key] of contenders) {
       const latencies = await handoffs(contender, key);
-      console.log(`| ${contender.name} | ${percentile(latencies, 50).toFixed(2)} | ${percentile(latencies, 99).toFixed(2)} | ${(latencies.at(-1) ?? NaN).toFixed(2)} |`);
+      console.log(
+        `| ${contender.name} | ${percentile(latencies, 50).toFixed(2)} | ${percentile(latencies, 99).toFixed(2)} | ${(latencies.at(-1) ?? NaN).toFixed(2)} |`,
+      );
     }
 
     const server = newRedis();
@@ -244,24 +258,50 @@ async function main(): Promise<void> {
       const lease = await idleHolder.claimOrThrow('idle:lf', { ttlMs: TTL_MS });
       return async () => void (await idleHolder.release(lease));
     };
-    const waitOn = (leases: Leases, key: string, extra: Record<string, number> = {}) => (signal: AbortSignal) =>
-      leases.claim(key, { ttlMs: TTL_MS, wait: { timeoutMs: IDLE_MS + 30_000, signal, ...extra } });
-    console.log(await idleLoad('leasefence, Redis (subscriber)', holdRedis, many(() => waitOn(redisLeases(true), 'idle:lf')), redisMeasure));
-    console.log(await idleLoad('leasefence, Redis (no subscriber: polls, pollMs 1000)', holdRedis, many(() => waitOn(redisLeases(false), 'idle:lf')), redisMeasure));
+    const waitOn =
+      (leases: Leases, key: string, extra: Record<string, number> = {}) =>
+      (signal: AbortSignal) =>
+        leases.claim(key, { ttlMs: TTL_MS, wait: { timeoutMs: IDLE_MS + 30_000, signal, ...extra } });
+    console.log(
+      await idleLoad(
+        'leasefence, Redis (subscriber)',
+        holdRedis,
+        many(() => waitOn(redisLeases(true), 'idle:lf')),
+        redisMeasure,
+      ),
+    );
+    console.log(
+      await idleLoad(
+        'leasefence, Redis (no subscriber: polls, pollMs 1000)',
+        holdRedis,
+        many(() => waitOn(redisLeases(false), 'idle:lf')),
+        redisMeasure,
+      ),
+    );
     const peerTimeout = IDLE_MS + 1_500;
     const semaphoreHolder = redisSemaphore(newRedis(), newRedis());
     console.log(
-      await idleLoad('redis-semaphore Mutex (acquireTimeout)', () => semaphoreHolder.hold('idle:sem'), many(() => {
-        const client = newRedis();
-        return () => new Mutex(client, 'idle:sem', { lockTimeout: TTL_MS, refreshInterval: 0, acquireTimeout: peerTimeout }).tryAcquire();
-      }), redisMeasure),
+      await idleLoad(
+        'redis-semaphore Mutex (acquireTimeout)',
+        () => semaphoreHolder.hold('idle:sem'),
+        many(() => {
+          const client = newRedis();
+          return () => new Mutex(client, 'idle:sem', { lockTimeout: TTL_MS, refreshInterval: 0, acquireTimeout: peerTimeout }).tryAcquire();
+        }),
+        redisMeasure,
+      ),
     );
     const redlockHolder = redlock(newRedis(), newRedis());
     console.log(
-      await idleLoad('@sesamecare-oss/redlock (retries)', () => redlockHolder.hold('idle:rl'), many(() => {
-        const client = newRedis();
-        return () => new Redlock([client], { retryCount: Math.ceil(peerTimeout / 200) }).acquire(['idle:rl'], TTL_MS);
-      }), redisMeasure),
+      await idleLoad(
+        '@sesamecare-oss/redlock (retries)',
+        () => redlockHolder.hold('idle:rl'),
+        many(() => {
+          const client = newRedis();
+          return () => new Redlock([client], { retryCount: Math.ceil(peerTimeout / 200) }).acquire(['idle:rl'], TTL_MS);
+        }),
+        redisMeasure,
+      ),
     );
 
     const stats = new pg.Pool({ connectionString: postgres.url, max: 1 });
@@ -285,8 +325,22 @@ async function main(): Promise<void> {
       return async () => void (await pgHolder.release(lease));
     };
     const sharedPool = newPool();
-    console.log(await idleLoad('leasefence, Postgres (LISTEN)', holdPostgres, many(() => waitOn(postgresLeases(sharedPool, true), 'idle:lf')), postgresMeasure));
-    console.log(await idleLoad('leasefence, Postgres (no listener: polls, pollMs 1000)', holdPostgres, many(() => waitOn(postgresLeases(sharedPool, false), 'idle:lf')), postgresMeasure));
+    console.log(
+      await idleLoad(
+        'leasefence, Postgres (LISTEN)',
+        holdPostgres,
+        many(() => waitOn(postgresLeases(sharedPool, true), 'idle:lf')),
+        postgresMeasure,
+      ),
+    );
+    console.log(
+      await idleLoad(
+        'leasefence, Postgres (no listener: polls, pollMs 1000)',
+        holdPostgres,
+        many(() => waitOn(postgresLeases(sharedPool, false), 'idle:lf')),
+        postgresMeasure,
+      ),
+    );
   } finally {
     for (const client of redisClients) client.disconnect();
     await Promise.all(pgClients.map((client) => client.end().catch(() => undefined)));

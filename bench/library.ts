@@ -92,8 +92,16 @@ export async function loadLibrary(src: string): Promise<Library> {
     outExtension: { '.js': '.mjs' },
     logLevel: 'warning',
   });
-  const load = async <T>(name: keyof typeof ENTRIES | 'cycles'): Promise<T> => (await import(pathToFileURL(join(outdir, `${name}.mjs`)).href)) as T;
-  return { root: await load('index'), memory: await load('memory'), postgres: await load('postgres'), redis: await load('redis'), etcd: await load('etcd'), cycles: await load('cycles') };
+  const load = async <T>(name: keyof typeof ENTRIES | 'cycles'): Promise<T> =>
+    (await import(pathToFileURL(join(outdir, `${name}.mjs`)).href)) as T;
+  return {
+    root: await load('index'),
+    memory: await load('memory'),
+    postgres: await load('postgres'),
+    redis: await load('redis'),
+    etcd: await load('etcd'),
+    cycles: await load('cycles'),
+  };
 }
 
 let mine: Promise<Library> | undefined;

@@ -44,13 +44,25 @@ const VARIANTS: readonly Variant[] = [
     name: 'no monotonic read',
     piece: "the worker's clock read before the claim (local deadline)",
     guarantee: 'yes: the local deadline is a lower bound only if measured from before the request',
-    edits: [{ file: 'leases.ts', from: 'const sentAt = monotonic();\n    const outcome = await store.claim', to: 'const sentAt = 0;\n    const outcome = await store.claim' }],
+    edits: [
+      {
+        file: 'leases.ts',
+        from: 'const sentAt = monotonic();\n    const outcome = await store.claim',
+        to: 'const sentAt = 0;\n    const outcome = await store.claim',
+      },
+    ],
   },
   {
     name: 'no store clock',
     piece: "the memory store's clock, read in claim and in release (2 × Date.now)",
     guarantee: "yes: the store's clock decides expiry (inside the store alone too)",
-    edits: [{ file: 'adapters/memory/memory-store.ts', from: 'const clock = options.clock ?? systemClock;', to: 'const clock = options.clock ?? (() => 1_700_000_000_000);' }],
+    edits: [
+      {
+        file: 'adapters/memory/memory-store.ts',
+        from: 'const clock = options.clock ?? systemClock;',
+        to: 'const clock = options.clock ?? (() => 1_700_000_000_000);',
+      },
+    ],
   },
   {
     name: 'no validation',
@@ -67,7 +79,11 @@ const VARIANTS: readonly Variant[] = [
         from: "const fence = requireLease(lease);\n        const { checkpoint } = readOptions('release options', releaseOptions, RELEASE_OPTIONS);",
         to: 'const fence = (lease as unknown as { fenceUnchecked: Fence }).fenceUnchecked;\n        const checkpoint = undefined as unknown;',
       },
-      { file: 'lease.ts', from: '  /** Set by `Leases` so', to: '  get fenceUnchecked(): Fence {\n    return this.#fence;\n  }\n  /** Set by `Leases` so' },
+      {
+        file: 'lease.ts',
+        from: '  /** Set by `Leases` so',
+        to: '  get fenceUnchecked(): Fence {\n    return this.#fence;\n  }\n  /** Set by `Leases` so',
+      },
     ],
   },
   {
@@ -78,15 +94,27 @@ const VARIANTS: readonly Variant[] = [
   },
   {
     name: 'no release result',
-    piece: "the log-safe applied release (a `.then` and an AppliedRelease)",
+    piece: 'the log-safe applied release (a `.then` and an AppliedRelease)',
     guarantee: 'yes: JSON.stringify of a result works and never shows a secret',
-    edits: [{ file: 'leases.ts', from: 'if (checkpoint === undefined) return store.release({ fence }).then(releaseResult);', to: 'if (checkpoint === undefined) return store.release({ fence });' }],
+    edits: [
+      {
+        file: 'leases.ts',
+        from: 'if (checkpoint === undefined) return store.release({ fence }).then(releaseResult);',
+        to: 'if (checkpoint === undefined) return store.release({ fence });',
+      },
+    ],
   },
   {
     name: 'no claim result class',
     piece: 'the granted claim as a GrantedClaim (log-safe toJSON) instead of a plain object',
     guarantee: 'yes: log-safe JSON of a claim result',
-    edits: [{ file: 'leases.ts', from: 'return new GrantedClaim(lease, outcome.previous, inherited);', to: 'return { ok: true, lease, previous: outcome.previous, checkpoint: inherited } as unknown as GrantedClaim;' }],
+    edits: [
+      {
+        file: 'leases.ts',
+        from: 'return new GrantedClaim(lease, outcome.previous, inherited);',
+        to: 'return { ok: true, lease, previous: outcome.previous, checkpoint: inherited } as unknown as GrantedClaim;',
+      },
+    ],
   },
 ];
 
@@ -112,7 +140,10 @@ type Cycles = (n: number) => Promise<void>;
 
 /** `n` claim + release cycles of `library`'s shell on a memory store, one key (its own copy of the loop). */
 const shell = (library: Library): Cycles =>
-  library.cycles.claimReleaseLoop(library.root.createLeases(library.memory.createMemoryStore(), { holder: 'bench', ttlMs: 30_000 }), 'cycle:0');
+  library.cycles.claimReleaseLoop(
+    library.root.createLeases(library.memory.createMemoryStore(), { holder: 'bench', ttlMs: 30_000 }),
+    'cycle:0',
+  );
 
 /** `n` claim + release cycles of `library`'s memory store alone (no shell). */
 const storeAlone = (library: Library): Cycles => library.cycles.storeLoop(library.memory.createMemoryStore(), 'store:0');
@@ -153,14 +184,22 @@ async function main(): Promise<void> {
     if (before !== null) contenders.push(['store alone (before)', storeAlone(before)]);
     const ns = await measure(contenders);
     const full = ns.get('full') as number[];
-    console.log(`node ${process.version}, ${N} cycles × ${ROUNDS} rounds (after ${WARM} warm-up rounds), one process, load average after: ${loadavg().map((value) => value.toFixed(2)).join(' ')}\n`);
-    console.log('| tree | ns CPU per claim + release | cycles per CPU-second | saves vs full (median of per-round differences) | piece removed | a guarantee? |');
+    console.log(
+      `node ${process.version}, ${N} cycles × ${ROUNDS} rounds (after ${WARM} warm-up rounds), one process, load average after: ${loadavg()
+        .map((value) => value.toFixed(2))
+        .join(' ')}\n`,
+    );
+    console.log(
+      '| tree | ns CPU per claim + release | cycles per CPU-second | saves vs full (median of per-round differences) | piece removed | a guarantee? |',
+    );
     console.log('|---|---:|---:|---:|---|---|');
     for (const [name, values] of ns) {
       const variant = VARIANTS.find((candidate) => candidate.name === name);
       const saves = median(values.map((value, round) => (full[round] as number) - value));
       const own = median(values);
-      console.log(`| ${name} | ${own.toFixed(0)} | ${Math.round(1e9 / own).toLocaleString('en-US')} | ${name === 'full' ? '' : saves.toFixed(0)} | ${variant?.piece ?? ''} | ${variant?.guarantee ?? ''} |`);
+      console.log(
+        `| ${name} | ${own.toFixed(0)} | ${Math.round(1e9 / own).toLocaleString('en-US')} | ${name === 'full' ? '' : saves.toFixed(0)} | ${variant?.piece ?? ''} | ${variant?.guarantee ?? ''} |`,
+      );
     }
   } finally {
     rmSync(work, { recursive: true, force: true });

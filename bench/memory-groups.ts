@@ -32,7 +32,11 @@ function leasefence(label: string, library: Library, baseline: string): Contende
 /** The store alone: its claim and release commands, without validation, secrets or handles. */
 function storeAlone(library: Library): Contender {
   const store = library.memory.createMemoryStore();
-  return { name: 'store.claim + store.release (no shell)', baseline: 'claim + release', prepare: async (worker) => library.cycles.storeCycle(store, `store:${worker}`) };
+  return {
+    name: 'store.claim + store.release (no shell)',
+    baseline: 'claim + release',
+    prepare: async (worker) => library.cycles.storeCycle(store, `store:${worker}`),
+  };
 }
 
 /**
@@ -57,7 +61,14 @@ export async function memoryGroups(): Promise<Group[]> {
   const [mine, ...withLease] = leasefence('', library, 'claim + release');
   const control: Contender = { ...(mine as Contender), name: 'claim + release (control)' };
   const [selfCheck] = leasefence('self-check, a second bundle of this tree: ', await loadLibrary(THIS_SRC), 'claim + release');
-  const contenders: Contender[] = [mine as Contender, control, selfCheck as Contender, ...withLease, storeAlone(library), abortSignalAlone()];
+  const contenders: Contender[] = [
+    mine as Contender,
+    control,
+    selfCheck as Contender,
+    ...withLease,
+    storeAlone(library),
+    abortSignalAlone(),
+  ];
   const before = await comparedLibrary();
   if (before !== null) contenders.push(...leasefence('before: ', before, 'claim + release'));
   return [{ title: 'Memory store', workers: 1, contenders }];

@@ -63,7 +63,9 @@ async function explain(client: pg.Client, into: Explained, text: string, values:
       values[setup.text.includes('raw_leases') ? 2 : 1] = minted.rows[0]?.token;
     }
     const { rows } = await client.query<{ 'QUERY PLAN': unknown }>(`EXPLAIN (ANALYZE, BUFFERS, WAL, FORMAT JSON) ${text}`, values);
-    const [plan] = rows[0]!['QUERY PLAN'] as [{ 'Execution Time': number; 'Planning Time': number; Plan: { 'Shared Hit Blocks'?: number; 'WAL Bytes'?: number } }];
+    const [plan] = rows[0]!['QUERY PLAN'] as [
+      { 'Execution Time': number; 'Planning Time': number; Plan: { 'Shared Hit Blocks'?: number; 'WAL Bytes'?: number } },
+    ];
     into.exec.push(plan['Execution Time'] * 1000);
     into.plan.push(plan['Planning Time'] * 1000);
     into.hit.push(plan.Plan['Shared Hit Blocks'] ?? 0);
@@ -86,7 +88,10 @@ async function cannedCycleUs(pool: pg.Pool): Promise<number> {
   } as unknown as PostgresClient;
   const recorded = createLeases(createPostgresStore({ client: recorder }), { holder: 'bench', ttlMs: TTL_MS });
   await recorded.release(await recorded.claimOrThrow('canned'));
-  const canned = { acceptsNamedStatements: true, query: async (config: string | { text: string }) => replies.get(typeof config === 'string' ? config : config.text) } as unknown as PostgresClient;
+  const canned = {
+    acceptsNamedStatements: true,
+    query: async (config: string | { text: string }) => replies.get(typeof config === 'string' ? config : config.text),
+  } as unknown as PostgresClient;
   const leases = createLeases(createPostgresStore({ client: canned }), { holder: 'bench', ttlMs: TTL_MS });
   return cpuPerCycleUs(async () => leases.release(await leases.claimOrThrow('canned')), 10_000);
 }
@@ -119,9 +124,15 @@ async function main(): Promise<void> {
     await admin.query(RAW_CLAIM, ['raw', 'bench', TTL_MS]);
     const rawToken = (await admin.query<{ token: string }>('SELECT token::text FROM raw_leases WHERE name = $1', ['raw'])).rows[0]?.token;
     await admin.query(RAW_RELEASE, ['raw', 'bench', rawToken]);
-    const withoutAttributes = release.text.replace('AND pre.attributes OPERATOR(pg_catalog.@>) $6::text::jsonb', 'AND $6::text IS NOT NULL');
+    const withoutAttributes = release.text.replace(
+      'AND pre.attributes OPERATOR(pg_catalog.@>) $6::text::jsonb',
+      'AND $6::text IS NOT NULL',
+    );
     if (withoutAttributes === release.text) throw new Error('the attributes check was not found in the release statement');
-    const shortRow = release.text.replace(/\nSELECT pg_catalog\.json_build_array\([\s\S]*\)::text AS r\n/, '\nSELECT EXISTS (SELECT 1 FROM applied) AS applied, clock.now\n');
+    const shortRow = release.text.replace(
+      /\nSELECT pg_catalog\.json_build_array\([\s\S]*\)::text AS r\n/,
+      '\nSELECT EXISTS (SELECT 1 FROM applied) AS applied, clock.now\n',
+    );
     if (shortRow === release.text) throw new Error('the pre-image of the release statement was not found');
     const rows: Record<string, Explained> = {};
     const entry = (name: string): Explained => (rows[name] ??= { exec: [], plan: [], hit: [], wal: [] });
@@ -134,14 +145,23 @@ async function main(): Promise<void> {
       // NOTE: counterfactual (pricing only): a success row of (applied, now) instead of the JSON pre-image.
       await explain(admin, entry('variant: release replying (applied, now) only'), shortRow, release.values, claim);
       await explain(admin, entry('raw claim (free key)'), RAW_CLAIM, ['raw', 'bench', TTL_MS]);
-      await explain(admin, entry('raw release (held)'), RAW_RELEASE, ['raw', 'bench', rawToken], { text: RAW_CLAIM, values: ['raw', 'bench', TTL_MS] });
+      await explain(admin, entry('raw release (held)'), RAW_RELEASE, ['raw', 'bench', rawToken], {
+        text: RAW_CLAIM,
+        values: ['raw', 'bench', TTL_MS],
+      });
     }
-    console.log(`PostgreSQL ${(await admin.query<{ v: string }>("SELECT current_setting('server_version') AS v")).rows[0]?.v}, fsync on; ${N} EXPLAIN (ANALYZE, BUFFERS, WAL) per statement (medians; text statements, planned each time)\n`);
+    console.log(
+      `PostgreSQL ${(await admin.query<{ v: string }>("SELECT current_setting('server_version') AS v")).rows[0]?.v}, fsync on; ${N} EXPLAIN (ANALYZE, BUFFERS, WAL) per statement (medians; text statements, planned each time)\n`,
+    );
     console.log('| statement | execution µs | planning µs | shared hits | WAL bytes |\n|---|---:|---:|---:|---:|');
     for (const [name, explained] of Object.entries(rows)) {
-      console.log(`| ${name} | ${median(explained.exec).toFixed(1)} | ${median(explained.plan).toFixed(1)} | ${median(explained.hit)} | ${median(explained.wal)} |`);
+      console.log(
+        `| ${name} | ${median(explained.exec).toFixed(1)} | ${median(explained.plan).toFixed(1)} | ${median(explained.hit)} | ${median(explained.wal)} |`,
+      );
     }
-    console.log(`\nleasefence's own JS per claim + release on a client answering from recorded rows (no I/O): ${(await cannedCycleUs(pool)).toFixed(2)} µs`);
+    console.log(
+      `\nleasefence's own JS per claim + release on a client answering from recorded rows (no I/O): ${(await cannedCycleUs(pool)).toFixed(2)} µs`,
+    );
     console.log(`pre-image sizes: claim ${JSON.stringify((await pool.query(claim.text, claim.values)).rows).length} bytes of JSON`);
   } finally {
     await admin.end().catch(() => undefined);

@@ -59,8 +59,13 @@ async function main(): Promise<void> {
     }
     const median = (values: number[]): number => [...values].sort((a, b) => a - b)[Math.floor(values.length / 2)] ?? Number.NaN;
     const mine = opened[0]!.us;
-    console.log('| statement | server CPU µs per statement (median of rounds) | ÷ this checkout (median of per-round ratios) |\n|---|---:|---:|');
-    for (const variant of opened) console.log(`| ${variant.name} | ${median(variant.us).toFixed(1)} | ${median(variant.us.map((us, round) => us / (mine[round] ?? Number.NaN))).toFixed(2)} |`);
+    console.log(
+      '| statement | server CPU µs per statement (median of rounds) | ÷ this checkout (median of per-round ratios) |\n|---|---:|---:|',
+    );
+    for (const variant of opened)
+      console.log(
+        `| ${variant.name} | ${median(variant.us).toFixed(1)} | ${median(variant.us.map((us, round) => us / (mine[round] ?? Number.NaN))).toFixed(2)} |`,
+      );
   } finally {
     for (const client of clients) await client.end();
     await pool.end();

@@ -42,7 +42,10 @@ export async function preparePostgres(target: PostgresTarget): Promise<void> {
   await createPostgresStore({ client: (await openPool(target, 'migrate', 1)) as pg.Pool }).migrate();
   for (const statement of RAW_SCHEMA) await admin.query(statement);
   await admin.query(`INSERT INTO leasefence_leases (key, token) SELECT 'idle:' || g, 1 FROM generate_series(1, $1::int) AS g`, [SEED_KEYS]);
-  await admin.query(`INSERT INTO raw_leases (name, token, expires_at) SELECT 'idle:' || g, 1, now() FROM generate_series(1, $1::int) AS g`, [SEED_KEYS]);
+  await admin.query(
+    `INSERT INTO raw_leases (name, token, expires_at) SELECT 'idle:' || g, 1, now() FROM generate_series(1, $1::int) AS g`,
+    [SEED_KEYS],
+  );
   await admin.query('VACUUM ANALYZE');
 }
 
@@ -62,7 +65,13 @@ async function backendCpuUs(admin: pg.Client, name: string): Promise<number> {
 }
 
 /** A contender with a pool of its own (`open`), measured with its backends' CPU. */
-function pooled(target: PostgresTarget, name: string, baseline: string | undefined, workers: number, cycle: (pool: pg.Pool, worker: number) => Promise<() => Promise<unknown>>): Contender {
+function pooled(
+  target: PostgresTarget,
+  name: string,
+  baseline: string | undefined,
+  workers: number,
+  cycle: (pool: pg.Pool, worker: number) => Promise<() => Promise<unknown>>,
+): Contender {
   const application = `bench-${++pools}`;
   let pool: Promise<pg.Pool> | undefined;
   return {
@@ -158,7 +167,8 @@ export function postgresCycleGroup(target: PostgresTarget, workers: number, titl
     rawCycle(target, 'raw, release also pg_notify (pg Pool)', workers, raw, true),
   ];
   const compare = process.env['BENCH_COMPARE'];
-  if (compare !== undefined && compare !== '') contenders.push(comparedCycle(target, 'leasefence, BENCH_COMPARE src (pg Pool)', mine, workers));
+  if (compare !== undefined && compare !== '')
+    contenders.push(comparedCycle(target, 'leasefence, BENCH_COMPARE src (pg Pool)', mine, workers));
   if (full) {
     let leases: Leases<PostgresStore> | undefined;
     contenders.push(

@@ -40,7 +40,9 @@ try {
   const admin = new pg.Pool({ connectionString: server.url, max: 1 });
   pools.push(admin);
   for (const statement of RAW_SCHEMA) await admin.query(statement);
-  console.log(`fsync ${FSYNC}\n\n| clients | raw cycles/s | raw + pg_notify on release | ratio (median of ${ROUNDS} rounds) |\n|---:|---:|---:|---:|`);
+  console.log(
+    `fsync ${FSYNC}\n\n| clients | raw cycles/s | raw + pg_notify on release | ratio (median of ${ROUNDS} rounds) |\n|---:|---:|---:|---:|`,
+  );
   for (const clients of CLIENTS) {
     const plain = new pg.Pool({ connectionString: server.url, max: clients });
     const notifying = new pg.Pool({ connectionString: server.url, max: clients });
@@ -54,7 +56,9 @@ try {
       rates.push([a, b]);
     }
     const median = (values: number[]): number => [...values].sort((x, y) => x - y)[Math.floor(values.length / 2)] ?? Number.NaN;
-    console.log(`| ${clients} | ${median(rates.map(([a]) => a)).toFixed(0)} | ${median(rates.map(([, b]) => b)).toFixed(0)} | ${median(rates.map(([a, b]) => b / a)).toFixed(2)} |`);
+    console.log(
+      `| ${clients} | ${median(rates.map(([a]) => a)).toFixed(0)} | ${median(rates.map(([, b]) => b)).toFixed(0)} | ${median(rates.map(([a, b]) => b / a)).toFixed(2)} |`,
+    );
   }
 } finally {
   for (const pool of pools) await pool.end();

@@ -107,14 +107,21 @@ async function main(): Promise<void> {
       }
     }
     for (const { variant, client } of opened) {
-      const { rows } = await client.query<{ name: string; generic_plans: string; custom_plans: string }>('SELECT name, generic_plans, custom_plans FROM pg_catalog.pg_prepared_statements');
-      console.log(`${variant.name}: ${rows.map((row) => `${row.name} generic ${row.generic_plans} custom ${row.custom_plans}`).join('; ')}`);
+      const { rows } = await client.query<{ name: string; generic_plans: string; custom_plans: string }>(
+        'SELECT name, generic_plans, custom_plans FROM pg_catalog.pg_prepared_statements',
+      );
+      console.log(
+        `${variant.name}: ${rows.map((row) => `${row.name} generic ${row.generic_plans} custom ${row.custom_plans}`).join('; ')}`,
+      );
     }
     const median = (values: number[]): number => [...values].sort((a, b) => a - b)[Math.floor(values.length / 2)] ?? Number.NaN;
     const rawUs = cpu.get(raw.name) ?? [];
     const storeUs = cpu.get(variants[1]?.name ?? '') ?? [];
-    const ratio = (values: number[], to: number[]): string => median(values.map((value, round) => value / (to[round] ?? Number.NaN))).toFixed(2);
-    console.log(`| variant | server CPU µs per claim + release (median of rounds) | ÷ raw (median of per-round ratios) | ÷ ${variants[1]?.name} |\n|---|---:|---:|---:|`);
+    const ratio = (values: number[], to: number[]): string =>
+      median(values.map((value, round) => value / (to[round] ?? Number.NaN))).toFixed(2);
+    console.log(
+      `| variant | server CPU µs per claim + release (median of rounds) | ÷ raw (median of per-round ratios) | ÷ ${variants[1]?.name} |\n|---|---:|---:|---:|`,
+    );
     for (const variant of variants) {
       const us = cpu.get(variant.name) ?? [];
       console.log(`| ${variant.name} | ${median(us).toFixed(1)} | ${ratio(us, rawUs)} | ${ratio(us, storeUs)} |`);
@@ -137,7 +144,15 @@ WHERE key = $1 AND token = $2::bigint AND secret_hash = $3 AND holder = $4 AND r
 RETURNING 1 AS r`;
 
 /** The claim function's terms (schema.ts), for the lean claim function below. */
-const FUNCTION_TERMS: ClaimTerms = { now: 'now_at', holder: 'p_holder', runId: 'p_run_id', secret: 'p_secret', ttlMs: 'p_ttl_ms', attributes: 'p_attributes', recovering: 'p_recovering' };
+const FUNCTION_TERMS: ClaimTerms = {
+  now: 'now_at',
+  holder: 'p_holder',
+  runId: 'p_run_id',
+  secret: 'p_secret',
+  ttlMs: 'p_ttl_ms',
+  attributes: 'p_attributes',
+  recovering: 'p_recovering',
+};
 const RELEASE_PARAMS = ['p_key', 'p_token', 'p_secret', 'p_holder', 'p_run_id', 'p_attrs'];
 
 /**
@@ -205,12 +220,17 @@ const LEAN_CLAIM_CALL = `SELECT bench_lean_claim($1::text, $2::text, $3::text, $
 function extraVariants(sql: ReturnType<typeof leaseStatements>): Variant[] {
   const finalSelect = /\nSELECT pg_catalog\.json_build_array\([\s\S]*\)::text AS r\n/;
   const nowMs = epochMs(`COALESCE(pre.now, ${NOW})`);
-  const shortRelease = sql.release.replace(finalSelect, (select) => `\nSELECT CASE WHEN EXISTS (SELECT 1 FROM applied) THEN ${nowMs}::text ELSE ${select.slice(8, -6)} END AS r\n`);
+  const shortRelease = sql.release.replace(
+    finalSelect,
+    (select) => `\nSELECT CASE WHEN EXISTS (SELECT 1 FROM applied) THEN ${nowMs}::text ELSE ${select.slice(8, -6)} END AS r\n`,
+  );
   const silentRelease = sql.release.replace(/RETURNING CASE WHEN [^\n]*pg_notify\([^)]*\) END/, 'RETURNING 1');
   const unlocked = sql.release.replace(' FOR NO KEY UPDATE\n', '\n');
   const notMaterialized = sql.release.replace(/AS MATERIALIZED/g, 'AS');
   const noJson = sql.release.replace(finalSelect, '\nSELECT EXISTS (SELECT 1 FROM applied)::text AS r\n');
-  const claimNoFunction = sql.claim.replace(/SELECT CASE WHEN pre\.key IS NULL[\s\S]*?\n {2}ELSE /, 'SELECT ').replace('\nEND AS r', ' AS r');
+  const claimNoFunction = sql.claim
+    .replace(/SELECT CASE WHEN pre\.key IS NULL[\s\S]*?\n {2}ELSE /, 'SELECT ')
+    .replace('\nEND AS r', ' AS r');
   const claimNoSkip = sql.claim.replace(' SKIP LOCKED', '');
   return [
     leasefence('release: short success row, JSON pre-image only on refusal', sql.claim, shortRelease),

@@ -109,11 +109,13 @@ function cycleContenders(builds: readonly Build[]): Contender[] {
     });
     result.push({
       name: `advisory lock (${mode})`,
-      prepare: async ({ index, client }) => async () => {
-        const { rows } = await send(client, mode, 'adv-lock', 'SELECT pg_try_advisory_lock(42, $1) AS locked', [index]);
-        if (rows[0]?.['locked'] !== (true as unknown)) throw new Error('advisory: not locked');
-        await send(client, mode, 'adv-unlock', 'SELECT pg_advisory_unlock(42, $1)', [index]);
-      },
+      prepare:
+        async ({ index, client }) =>
+        async () => {
+          const { rows } = await send(client, mode, 'adv-lock', 'SELECT pg_try_advisory_lock(42, $1) AS locked', [index]);
+          if (rows[0]?.['locked'] !== (true as unknown)) throw new Error('advisory: not locked');
+          await send(client, mode, 'adv-unlock', 'SELECT pg_advisory_unlock(42, $1)', [index]);
+        },
     });
   }
   return result;
@@ -171,7 +173,8 @@ function writeContenders(builds: readonly Build[]): Contender[] {
     name: 'INSERT under advisory lock, unfenced (prepared)',
     prepare: async ({ index, client }) => {
       await client.query('SELECT pg_advisory_lock(43, $1)', [index]);
-      return async () => void (await send(client, 'prepared', 'adv-insert', `INSERT INTO ledger (key, token, entry) VALUES ($1, 0, 'x')`, [`adv:${index}`]));
+      return async () =>
+        void (await send(client, 'prepared', 'adv-insert', `INSERT INTO ledger (key, token, entry) VALUES ($1, 0, 'x')`, [`adv:${index}`]));
     },
   });
   return result;
@@ -181,7 +184,10 @@ function writeContenders(builds: readonly Build[]): Contender[] {
 async function measure(admin: pg.Client, contender: Contender, workers: readonly Worker[]): Promise<{ rate: number; cost: Cost }> {
   const operations = await Promise.all(workers.map((worker) => contender.prepare(worker)));
   for (const operation of operations) await operation(); // warm up (statement and plan caches)
-  const probe = await startProbe(admin, workers.map((worker) => worker.backendPid));
+  const probe = await startProbe(
+    admin,
+    workers.map((worker) => worker.backendPid),
+  );
   let done = 0;
   const start = performance.now();
   const deadline = start + MEASURE_MS;
@@ -239,7 +245,28 @@ async function section(admin: pg.Client, title: string, contenders: readonly Con
     for (const [i, name] of names.entries()) {
       const m = (pick: (cost: Cost) => number): number => median(measured[c]![i]!.map((x) => pick(x.cost)));
       costs.push(
-        `| ${name} | ${clients} | ${fmt(m((x) => x.statements), 2)} | ${fmt(m((x) => x.execUsPerStatement), 1)} | ${fmt(m((x) => x.planUsPerStatement), 1)} | ${fmt(m((x) => x.serverUs), 1)} | ${fmt(m((x) => x.backendCpuUs), 1)} | ${fmt(m((x) => x.clientCpuUs), 1)} | ${fmt(m((x) => x.walBytes))} | ${fmt(m((x) => x.sharedHit), 1)} |`,
+        `| ${name} | ${clients} | ${fmt(
+          m((x) => x.statements),
+          2,
+        )} | ${fmt(
+          m((x) => x.execUsPerStatement),
+          1,
+        )} | ${fmt(
+          m((x) => x.planUsPerStatement),
+          1,
+        )} | ${fmt(
+          m((x) => x.serverUs),
+          1,
+        )} | ${fmt(
+          m((x) => x.backendCpuUs),
+          1,
+        )} | ${fmt(
+          m((x) => x.clientCpuUs),
+          1,
+        )} | ${fmt(m((x) => x.walBytes))} | ${fmt(
+          m((x) => x.sharedHit),
+          1,
+        )} |`,
       );
     }
   }
@@ -287,7 +314,11 @@ async function main(): Promise<void> {
           const id = `${build.label}:${mode}`;
           let entry = stores.get(id);
           if (entry === undefined) {
-            const store = build.adapter.createPostgresStore({ client: build.adapter.fromPgClient(client), table: build.table, prepare: mode === 'prepared' });
+            const store = build.adapter.createPostgresStore({
+              client: build.adapter.fromPgClient(client),
+              table: build.table,
+              prepare: mode === 'prepared',
+            });
             entry = { store, leases: build.createLeases(store, { holder: `bench-${index}`, ttlMs: TTL_MS }) };
             stores.set(id, entry);
           }
@@ -302,17 +333,24 @@ async function main(): Promise<void> {
     for (const table of all.map((build) => build.table)) {
       await admin.query(`INSERT INTO ${table} (key, token) SELECT 'idle:' || g, 1 FROM generate_series(1, $1::int) AS g`, [SEED_KEYS]);
     }
-    await admin.query(`INSERT INTO raw_leases (name, token, expires_at) SELECT 'idle:' || g, 1, now() FROM generate_series(1, $1::int) AS g`, [SEED_KEYS]);
+    await admin.query(
+      `INSERT INTO raw_leases (name, token, expires_at) SELECT 'idle:' || g, 1, now() FROM generate_series(1, $1::int) AS g`,
+      [SEED_KEYS],
+    );
     await admin.query('VACUUM ANALYZE');
     const version = (await admin.query<{ v: string }>("SELECT current_setting('server_version') AS v")).rows[0]?.v;
-    console.log(`PostgreSQL ${version}, node ${process.version}, pg 8, ${MEASURE_MS} ms x ${ROUNDS} rounds (median), one connection per client\n`);
+    console.log(
+      `PostgreSQL ${version}, node ${process.version}, pg 8, ${MEASURE_MS} ms x ${ROUNDS} rounds (median), one connection per client\n`,
+    );
     const output = [
       ...(await section(admin, 'claim + release cycles', cycleContenders(all), workers)),
       ...(await section(admin, 'fenced writes', writeContenders(all), workers)),
     ];
     const hot: Array<{ table: string; updates: number; hot: number }> = [];
     for (const table of ['raw_leases', ...all.map((b) => b.table)]) hot.push({ table, ...(await hotUpdates(admin, table)) });
-    output.push(`HOT updates: ${hot.map((h) => `${h.table} ${fmt(h.hot)}/${fmt(h.updates)} (${fmt((100 * h.hot) / Math.max(1, h.updates))}%)`).join(', ')}`);
+    output.push(
+      `HOT updates: ${hot.map((h) => `${h.table} ${fmt(h.hot)}/${fmt(h.updates)} (${fmt((100 * h.hot) / Math.max(1, h.updates))}%)`).join(', ')}`,
+    );
     console.log(output.join('\n'));
   } finally {
     await Promise.all(workers.map((worker) => worker.client.end()));

@@ -23,7 +23,8 @@ const SPIN = process.env['BENCH_SPIN'] ?? '25';
 const TTL_MS = 30_000;
 const COMPARE_AND_DELETE = "if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) end return 0";
 /** SET NX PX and compare-and-delete, each after ARGV[2] SHA-1s of ARGV[1]: more server time only. */
-const HEAVY_SET = "for i = 1, tonumber(ARGV[2]) do redis.sha1hex(ARGV[1]) end return redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[3], 'NX')";
+const HEAVY_SET =
+  "for i = 1, tonumber(ARGV[2]) do redis.sha1hex(ARGV[1]) end return redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[3], 'NX')";
 const HEAVY_DELETE = `for i = 1, tonumber(ARGV[2]) do redis.sha1hex(ARGV[1]) end ${COMPARE_AND_DELETE}`;
 
 type Cycle = (worker: number) => Promise<void>;
@@ -112,9 +113,22 @@ async function main(): Promise<void> {
     const rows: { name: string; plain: Cycle; other: Cycle; other_name: string; timed: boolean }[] = [];
     for (const [name, make] of Object.entries(contenders)) {
       rows.push({ name, plain: make(plain), other: make(pipelining), other_name: 'enableAutoPipelining', timed: true });
-      rows.push({ name, plain: make(plain), other: make(ignoring), other_name: "enableAutoPipelining, autoPipeliningIgnoredCommands ['evalsha', 'EVALSHA']", timed: false });
+      rows.push({
+        name,
+        plain: make(plain),
+        other: make(ignoring),
+        other_name: "enableAutoPipelining, autoPipeliningIgnoredCommands ['evalsha', 'EVALSHA']",
+        timed: false,
+      });
     }
-    const results = rows.map(() => ({ ratio: [] as number[], plain: [] as number[], other: [] as number[], size: [] as number[], client: [] as number[], server: [] as number[] }));
+    const results = rows.map(() => ({
+      ratio: [] as number[],
+      plain: [] as number[],
+      other: [] as number[],
+      size: [] as number[],
+      client: [] as number[],
+      server: [] as number[],
+    }));
     for (let round = 0; round < ROUNDS; round += 1) {
       for (let r = 0; r < rows.length; r += 1) {
         const index = (r + round) % rows.length;
@@ -140,12 +154,18 @@ async function main(): Promise<void> {
       }
     }
     console.log(`${WORKERS} workers, ${ROUNDS} rounds × ${SLICE_MS} ms slices; medians over rounds\n`);
-    console.log('| contender | client setting | cycles/s plain | cycles/s with the setting | ÷ plain | pipeline size | µs per pipeline: exec → last reply | µs: last reply → next exec |');
+    console.log(
+      '| contender | client setting | cycles/s plain | cycles/s with the setting | ÷ plain | pipeline size | µs per pipeline: exec → last reply | µs: last reply → next exec |',
+    );
     console.log('|---|---|---:|---:|---:|---:|---:|---:|');
     rows.forEach((row, index) => {
       const result = results[index]!;
-      const timed = row.timed ? `${median(result.size).toFixed(0)} | ${median(result.server).toFixed(0)} | ${median(result.client).toFixed(0)}` : ' |  | ';
-      console.log(`| ${row.name} | ${row.other_name} | ${median(result.plain).toFixed(0)} | ${median(result.other).toFixed(0)} | ${median(result.ratio).toFixed(2)} | ${timed} |`);
+      const timed = row.timed
+        ? `${median(result.size).toFixed(0)} | ${median(result.server).toFixed(0)} | ${median(result.client).toFixed(0)}`
+        : ' |  | ';
+      console.log(
+        `| ${row.name} | ${row.other_name} | ${median(result.plain).toFixed(0)} | ${median(result.other).toFixed(0)} | ${median(result.ratio).toFixed(2)} | ${timed} |`,
+      );
     });
   } finally {
     plain.disconnect();

@@ -93,7 +93,11 @@ async function main(): Promise<void> {
       labels.set(sha, label);
       return sha;
     };
-    for (const [label, source] of [['leasefence claim', CLAIM_SCRIPT], ['leasefence release', RELEASE_SCRIPT], ['leasefence fencedWrite', FENCED_WRITE_SCRIPT]] as const) {
+    for (const [label, source] of [
+      ['leasefence claim', CLAIM_SCRIPT],
+      ['leasefence release', RELEASE_SCRIPT],
+      ['leasefence fencedWrite', FENCED_WRITE_SCRIPT],
+    ] as const) {
       labels.set(defineScript(label, source).sha, label);
     }
     const cad = await load('raw compare-and-delete', COMPARE_AND_DELETE);
@@ -164,7 +168,13 @@ async function main(): Promise<void> {
       'variant: no command checks': () => replayAs(variants.get('fencedWrite without command checks') as string, twoWrites),
       'variant: short release reply': async () => {
         const lease = await leases.claimOrThrow('short-release');
-        const released = await real.send(['EVALSHA', variants.get('release with a status-only reply') as string, '1', keyNames('bd:').record('short-release', 'lease'), ...fenceArgs(lease.fence())]);
+        const released = await real.send([
+          'EVALSHA',
+          variants.get('release with a status-only reply') as string,
+          '1',
+          keyNames('bd:').record('short-release', 'lease'),
+          ...fenceArgs(lease.fence()),
+        ]);
         if (!String(released).startsWith('+')) throw new Error('variant release: not released');
       },
     };
@@ -184,37 +194,63 @@ async function main(): Promise<void> {
         let usec = 0;
         for (const [, command = '', total] of stats.matchAll(/^cmdstat_([^:]+):calls=\d+,usec=(\d+)/gm)) {
           // NOTE: commands run inside scripts are counted inside the script's time too; count client commands only.
-          if (['evalsha', 'set', 'get', 'del'].includes(command) && !(command !== 'evalsha' && name.startsWith('fencedWrite'))) usec += Number(total);
+          if (['evalsha', 'set', 'get', 'del'].includes(command) && !(command !== 'evalsha' && name.startsWith('fencedWrite')))
+            usec += Number(total);
         }
         const totals = perOperation.get(name) ?? { serverUs: [], clientUs: [] };
         totals.serverUs.push(usec / N);
         totals.clientUs.push((cpu.user + cpu.system) / N);
         perOperation.set(name, totals);
-        if (name === 'fencedWrite, 1 command') memoBytes = String(await client.hget(keyNames('bd:').record('write', 'lease'), 'memos')).length;
+        if (name === 'fencedWrite, 1 command')
+          memoBytes = String(await client.hget(keyNames('bd:').record('write', 'lease'), 'memos')).length;
         const entries = (await admin.slowlog('GET', -1)) as [number, number, number, string[]][];
         for (const [, , micros, args] of entries) {
           const command = String(args[0]).toUpperCase();
           if (command === 'SLOWLOG' || command === 'CONFIG') continue;
           const script = labels.get(String(args[1]));
-          const label = command === 'EVALSHA' ? (script === 'leasefence fencedWrite' ? `${script} (${name})` : (script ?? `EVALSHA ${String(args[1]).slice(0, 8)}`)) : `${command}${command === 'SET' && args.length > 3 ? ' NX PX' : ''} (in: ${name})`;
+          const label =
+            command === 'EVALSHA'
+              ? script === 'leasefence fencedWrite'
+                ? `${script} (${name})`
+                : (script ?? `EVALSHA ${String(args[1]).slice(0, 8)}`)
+              : `${command}${command === 'SET' && args.length > 3 ? ' NX PX' : ''} (in: ${name})`;
           const list = durations.get(label) ?? [];
           list.push(micros);
           durations.set(label, list);
         }
       }
     }
-    console.log(`redis-server ${/redis_version:(\S+)/.exec(await admin.info('server'))?.[1] ?? '?'}, ${ROUNDS} rounds × ${N} calls per scenario; SLOWLOG durations (server execution time)\n`);
+    console.log(
+      `redis-server ${/redis_version:(\S+)/.exec(await admin.info('server'))?.[1] ?? '?'}, ${ROUNDS} rounds × ${N} calls per scenario; SLOWLOG durations (server execution time)\n`,
+    );
     console.log('| command or script | calls | median µs | mean µs |\n|---|---:|---:|---:|');
     for (const [label, list] of [...durations].sort((a, b) => a[0].localeCompare(b[0]))) {
-      console.log(`| ${label} | ${list.length} | ${median(list).toFixed(1)} | ${(list.reduce((s, v) => s + v, 0) / list.length).toFixed(1)} |`);
+      console.log(
+        `| ${label} | ${list.length} | ${median(list).toFixed(1)} | ${(list.reduce((s, v) => s + v, 0) / list.length).toFixed(1)} |`,
+      );
     }
-    console.log('\n| scenario (per operation) | server µs (INFO commandstats, commands the client sent) | client CPU µs (this process) |\n|---|---:|---:|');
-    for (const [name, totals] of perOperation) console.log(`| ${name} | ${median(totals.serverUs).toFixed(1)} | ${median(totals.clientUs).toFixed(1)} |`);
-    console.log(`\nleasefence's own JS per claim + release on a connection that answers from recorded replies (no I/O): ${(await cannedCycleUs()).toFixed(2)} µs`);
+    console.log(
+      '\n| scenario (per operation) | server µs (INFO commandstats, commands the client sent) | client CPU µs (this process) |\n|---|---:|---:|',
+    );
+    for (const [name, totals] of perOperation)
+      console.log(`| ${name} | ${median(totals.serverUs).toFixed(1)} | ${median(totals.clientUs).toFixed(1)} |`);
+    console.log(
+      `\nleasefence's own JS per claim + release on a connection that answers from recorded replies (no I/O): ${(await cannedCycleUs()).toFixed(2)} µs`,
+    );
     const sizeProbe = await leases.claimOrThrow('size-probe');
-    const released = String(await real.send(['EVALSHA', defineScript('release', RELEASE_SCRIPT).sha, '1', keyNames('bd:').record('size-probe', 'lease'), ...fenceArgs(sizeProbe.fence())]));
+    const released = String(
+      await real.send([
+        'EVALSHA',
+        defineScript('release', RELEASE_SCRIPT).sha,
+        '1',
+        keyNames('bd:').record('size-probe', 'lease'),
+        ...fenceArgs(sizeProbe.fence()),
+      ]),
+    );
     const written = (await real.send(oneWrite)) as unknown[];
-    console.log(`\nreply sizes: release ${released.length} bytes; fenced write (1 command) ${JSON.stringify(written).length} bytes as JSON; replay memo field of a lease after ${N} writes: ${memoBytes} bytes`);
+    console.log(
+      `\nreply sizes: release ${released.length} bytes; fenced write (1 command) ${JSON.stringify(written).length} bytes as JSON; replay memo field of a lease after ${N} writes: ${memoBytes} bytes`,
+    );
   } finally {
     client.disconnect();
     admin.disconnect();

@@ -69,5 +69,7 @@ for (let round = 0; round < ROUNDS; round += 1) {
 }
 for (const [name, values] of samples) {
   const sorted = values.sort((a, b) => a - b);
-  console.log(`${root}: ${name}: ${sorted[sorted.length >> 1]!.toFixed(2)} µs CPU per operation (median of ${sorted.length} blocks of ${BLOCK})`);
+  console.log(
+    `${root}: ${name}: ${sorted[sorted.length >> 1]!.toFixed(2)} µs CPU per operation (median of ${sorted.length} blocks of ${BLOCK})`,
+  );
 }

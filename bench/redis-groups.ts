@@ -49,7 +49,14 @@ interface Library {
 
 /** A bundled library's Redis part, or null. */
 const redisPart = (library: Bundled | null): Library | null =>
-  library === null ? null : ({ createLeases: library.root.createLeases, createRedisStore: library.redis.createRedisStore, hashTagOf: library.redis.hashTagOf, cycles: library.cycles });
+  library === null
+    ? null
+    : {
+        createLeases: library.root.createLeases,
+        createRedisStore: library.redis.createRedisStore,
+        hashTagOf: library.redis.hashTagOf,
+        cycles: library.cycles,
+      };
 
 function raw(name: string, client: Redis, baseline?: string): Contender {
   return {
@@ -68,7 +75,10 @@ function raw(name: string, client: Redis, baseline?: string): Contender {
 }
 
 function leasefence(library: Library, name: string, client: Redis, baseline?: string): Contender {
-  const leases = library.createLeases(library.createRedisStore({ client, prefix: `bench:lf:${++preparation}:` }), { holder: 'bench', ttlMs: TTL_MS });
+  const leases = library.createLeases(library.createRedisStore({ client, prefix: `bench:lf:${++preparation}:` }), {
+    holder: 'bench',
+    ttlMs: TTL_MS,
+  });
   return {
     name,
     ...(baseline === undefined ? {} : { baseline }),
@@ -95,43 +105,48 @@ function cycleGroup(clients: RedisClients, workers: number, mine: Library, befor
   const { plain, pipelining } = clients;
   const redlock = new Redlock([plain], { retryCount: 0 });
   const adapter = new IoredisAdapter(plain);
-  const leases = mine.createLeases(mine.createRedisStore({ client: plain, prefix: `bench:with:${workers}:` }), { holder: 'bench', ttlMs: TTL_MS });
+  const leases = mine.createLeases(mine.createRedisStore({ client: plain, prefix: `bench:with:${workers}:` }), {
+    holder: 'bench',
+    ttlMs: TTL_MS,
+  });
   const rawName = 'raw SET NX PX + compare-and-delete';
   return {
     title: 'Redis claim + release',
     workers,
-    contenders: ([
-      raw(rawName, plain),
-      raw('raw (control)', plain),
-      leasefence(mine, 'leasefence claim + release', plain),
-      semaphore('redis-semaphore Mutex', plain),
-      {
-        name: 'redlock-universal',
-        prepare: async (worker) => {
-          const lock = createLock({ adapter, key: `bench:rlu:${workers}:${worker}`, ttl: TTL_MS });
-          return async () => void (await lock.release(await lock.acquire()));
+    contenders: (
+      [
+        raw(rawName, plain),
+        raw('raw (control)', plain),
+        leasefence(mine, 'leasefence claim + release', plain),
+        semaphore('redis-semaphore Mutex', plain),
+        {
+          name: 'redlock-universal',
+          prepare: async (worker) => {
+            const lock = createLock({ adapter, key: `bench:rlu:${workers}:${worker}`, ttl: TTL_MS });
+            return async () => void (await lock.release(await lock.acquire()));
+          },
         },
-      },
-      {
-        name: '@sesamecare-oss/redlock',
-        prepare: async (worker) => async () => void (await (await redlock.acquire([`bench:srl:${workers}:${worker}`], TTL_MS)).release()),
-      },
-      {
-        name: 'leasefence withLease((lease) => n)',
-        baseline: 'leasefence claim + release',
-        prepare: async (worker) => {
-          const work = async (_lease: unknown): Promise<number> => worker; // NOTE: one parameter: no AbortSignal (see with-lease.ts runFn)
-          return async () => {
-            const outcome = await leases.withLease(`with:${worker}`, work);
-            if (!outcome.ok) throw new Error(`withLease: ${outcome.reason}`);
-          };
+        {
+          name: '@sesamecare-oss/redlock',
+          prepare: async (worker) => async () => void (await (await redlock.acquire([`bench:srl:${workers}:${worker}`], TTL_MS)).release()),
         },
-      },
-      raw('raw, enableAutoPipelining', pipelining, rawName),
-      leasefence(mine, 'leasefence, enableAutoPipelining', pipelining, 'leasefence claim + release'),
-      semaphore('redis-semaphore, enableAutoPipelining', pipelining, 'redis-semaphore Mutex'),
-      ...(before === null ? [] : [leasefence(before, 'before: leasefence claim + release', plain, rawName)]),
-    ] satisfies Contender[]).map((contender) => ({ ...contender, serverCpuUs: () => redisCpuUs(clients.admin) })),
+        {
+          name: 'leasefence withLease((lease) => n)',
+          baseline: 'leasefence claim + release',
+          prepare: async (worker) => {
+            const work = async (_lease: unknown): Promise<number> => worker; // NOTE: one parameter: no AbortSignal (see with-lease.ts runFn)
+            return async () => {
+              const outcome = await leases.withLease(`with:${worker}`, work);
+              if (!outcome.ok) throw new Error(`withLease: ${outcome.reason}`);
+            };
+          },
+        },
+        raw('raw, enableAutoPipelining', pipelining, rawName),
+        leasefence(mine, 'leasefence, enableAutoPipelining', pipelining, 'leasefence claim + release'),
+        semaphore('redis-semaphore, enableAutoPipelining', pipelining, 'redis-semaphore Mutex'),
+        ...(before === null ? [] : [leasefence(before, 'before: leasefence claim + release', plain, rawName)]),
+      ] satisfies Contender[]
+    ).map((contender) => ({ ...contender, serverCpuUs: () => redisCpuUs(clients.admin) })),
   };
 }
 
@@ -139,7 +154,10 @@ function cycleGroup(clients: RedisClients, workers: number, mine: Library, befor
 function writeGroup(clients: RedisClients, workers: number, mine: Library, before: Library | null): Group {
   const { plain } = clients;
   const fencedWrite = (name: string, library: Library): Contender => {
-    const leases = library.createLeases(library.createRedisStore({ client: plain, prefix: `bench:fw:${workers}:${++preparation}:` }), { holder: 'bench', ttlMs: 600_000 });
+    const leases = library.createLeases(library.createRedisStore({ client: plain, prefix: `bench:fw:${workers}:${++preparation}:` }), {
+      holder: 'bench',
+      ttlMs: 600_000,
+    });
     return {
       name,
       ...(library === mine ? {} : { baseline: 'raw check-and-SET script' }),
@@ -168,12 +186,14 @@ function writeGroup(clients: RedisClients, workers: number, mine: Library, befor
   return {
     title: 'Redis fenced write (one SET)',
     workers,
-    contenders: ([
-      rawWrite('raw check-and-SET script'),
-      rawWrite('raw (control)'),
-      fencedWrite('leasefence fencedWrite(one SET)', mine),
-      ...(before === null ? [] : [fencedWrite('before: leasefence fencedWrite(one SET)', before)]),
-    ] satisfies Contender[]).map((contender) => ({ ...contender, serverCpuUs: () => redisCpuUs(clients.admin) })),
+    contenders: (
+      [
+        rawWrite('raw check-and-SET script'),
+        rawWrite('raw (control)'),
+        fencedWrite('leasefence fencedWrite(one SET)', mine),
+        ...(before === null ? [] : [fencedWrite('before: leasefence fencedWrite(one SET)', before)]),
+      ] satisfies Contender[]
+    ).map((contender) => ({ ...contender, serverCpuUs: () => redisCpuUs(clients.admin) })),
   };
 }
 

@@ -57,16 +57,24 @@ function cut(source: string, start: string, end: string, to: string): string {
 // NOTE: the clock passed by the client as the last two KEYS (seconds, µs) instead of `TIME`.
 const CLIENT_CLOCK = '{KEYS[#KEYS - 1], KEYS[#KEYS]}';
 const noTime = (source: string): string => edit(source, "redis.call('TIME')", CLIENT_CLOCK);
-const noClaimHash = (source: string): string => edit(source, "redis.sha1hex(ARGV[1])", 'ARGV[1]');
+const noClaimHash = (source: string): string => edit(source, 'redis.sha1hex(ARGV[1])', 'ARGV[1]');
 // NOTE: the fence's secret is sent as its SHA-1 hex by the client for this variant (see `hashed` below).
-const noFenceHash = (source: string): string => edit(source, "redis.sha1hex(ARGV[2])", 'ARGV[2]');
-const noFloor = (source: string): string => cut(source, '  if token and tonumber(token) + 1 > tonumber(clock) then', '    next_token = bumped\n  end\n', '');
-const FREE_REPLY = "return status .. clock .. '\\0' .. (v[4] or '') .. '\\0' .. ((v[3] and v[3] ~= '') and v[3] or '\\0\\0') .. '\\0' .. (token or '') .. '\\0' .. (v[2] or '')";
+const noFenceHash = (source: string): string => edit(source, 'redis.sha1hex(ARGV[2])', 'ARGV[2]');
+const noFloor = (source: string): string =>
+  cut(source, '  if token and tonumber(token) + 1 > tonumber(clock) then', '    next_token = bumped\n  end\n', '');
+const FREE_REPLY =
+  "return status .. clock .. '\\0' .. (v[4] or '') .. '\\0' .. ((v[3] and v[3] ~= '') and v[3] or '\\0\\0') .. '\\0' .. (token or '') .. '\\0' .. (v[2] or '')";
 const noClaimPreImage = (source: string): string => edit(source, FREE_REPLY, 'return status .. clock');
 const noReleasePreImage = (source: string): string => edit(source, "return '+' .. clock .. '\\0' .. shown", "return '+' .. clock");
 const noPublish = (source: string): string => edit(source, PUBLISH_FREED('released'), '');
 const noMemo = (source: string): string => edit(edit(source, REMEMBER('KEYS[1]'), ''), MEMO_FIELDS, "'memos', ''");
-const noDecode = (source: string): string => cut(source, '\nlocal commands, counted = {}, {}\n', '  commands[c] = argv\nend\n', "\nlocal commands, counted = {{'SET', KEYS[2], 'x'}}, {}\n");
+const noDecode = (source: string): string =>
+  cut(
+    source,
+    '\nlocal commands, counted = {}, {}\n',
+    '  commands[c] = argv\nend\n',
+    "\nlocal commands, counted = {{'SET', KEYS[2], 'x'}}, {}\n",
+  );
 
 /** Which counterfactual edits a variant applies; the client adapts its arguments to them. */
 interface Drops {
@@ -193,7 +201,8 @@ async function main(): Promise<void> {
     let variant = 0;
     // NOTE: each entry: row name, the drops, the scripts they apply to.
     const compared: [string, Drops, Scripts][] = [];
-    const variants = (table: Record<string, Drops>): [string, Drops, Scripts][] => (VARIANTS ? Object.entries(table) : Object.entries(table).slice(0, 1)).map(([name, drops]) => [name, drops, THIS]);
+    const variants = (table: Record<string, Drops>): [string, Drops, Scripts][] =>
+      (VARIANTS ? Object.entries(table) : Object.entries(table).slice(0, 1)).map(([name, drops]) => [name, drops, THIS]);
     if (COMPARE !== undefined) {
       const before = await scriptsOf(COMPARE);
       compared.push([`BENCH_COMPARE's scripts (${COMPARE})`, {}, before], ['real scripts, a second copy (noise control)', {}, THIS]);
@@ -205,7 +214,16 @@ async function main(): Promise<void> {
       row(`cycle: ${name}`, [claim, release], async () => {
         const secret = newSecret();
         const clock = drops.time ? clientClock() : [];
-        const claimed = String(await send(['EVALSHA', claim, String(1 + clock.length), record, ...clock, ...claimArgs(secret, 'bench', null, Number(TTL_MS), {}, false)]));
+        const claimed = String(
+          await send([
+            'EVALSHA',
+            claim,
+            String(1 + clock.length),
+            record,
+            ...clock,
+            ...claimArgs(secret, 'bench', null, Number(TTL_MS), {}, false),
+          ]),
+        );
         if (claimed[0] !== '+') throw new Error(`${name}: not claimed`);
         // NOTE: a free key's new token is the clock here (the previous token is an older clock).
         const end = claimed.indexOf('\u0000');
@@ -213,7 +231,9 @@ async function main(): Promise<void> {
         // NOTE: the no-SHA-1 claim stored '#' .. the secret itself, which its release compares with '#' .. the presented one.
         const fence = { key: 'k', token, secret, holder: 'bench', runId: null };
         const releaseClock = drops.time ? clientClock() : [];
-        const released = String(await send(['EVALSHA', release, String(1 + releaseClock.length), record, ...releaseClock, ...fenceArgs(fence)]));
+        const released = String(
+          await send(['EVALSHA', release, String(1 + releaseClock.length), record, ...releaseClock, ...fenceArgs(fence)]),
+        );
         if (released[0] !== '+') throw new Error(`${name}: not released`);
       });
     }
@@ -226,7 +246,25 @@ async function main(): Promise<void> {
     });
     const emptyWrite = await load(EMPTY);
     row("fixed floor: EVALSHA `return 1` with the fenced write's argument count", [emptyWrite], async () => {
-      await send(['EVALSHA', emptyWrite, '2', 'g:{f}:lease', 'g:{f}:data', '1796093210433880', newSecret(), `bench${'\u0000'}${'\u0000'}`, '0', newSecret(), '300000', '', '1', '-3', 'vSET', 'k2', 'vx']);
+      await send([
+        'EVALSHA',
+        emptyWrite,
+        '2',
+        'g:{f}:lease',
+        'g:{f}:data',
+        '1796093210433880',
+        newSecret(),
+        `bench${'\u0000'}${'\u0000'}`,
+        '0',
+        newSecret(),
+        '300000',
+        '',
+        '1',
+        '-3',
+        'vSET',
+        'k2',
+        'vx',
+      ]);
     });
     for (const [name, drops, base] of [...variants(WRITE_VARIANTS), ...compared]) {
       const source = writeScript(drops, base);
@@ -234,7 +272,9 @@ async function main(): Promise<void> {
       const key = `write:${++variant}`;
       const record = names.record(key, 'lease');
       const secret = newSecret();
-      const claimed = String(await send(['EVALSHA', await load(CLAIM_SCRIPT), '1', record, ...claimArgs(secret, 'bench', null, Number(TTL_MS), {}, false)]));
+      const claimed = String(
+        await send(['EVALSHA', await load(CLAIM_SCRIPT), '1', record, ...claimArgs(secret, 'bench', null, Number(TTL_MS), {}, false)]),
+      );
       const token = BigInt(claimed.slice(1, claimed.indexOf('\u0000')));
       // NOTE: the real claim stored '#' .. SHA-1(secret); the no-SHA-1 variant is presented that SHA-1 as its secret.
       const fence = { key, token, secret: drops.hash ? sha1(secret) : secret, holder: 'bench', runId: null };
@@ -243,7 +283,8 @@ async function main(): Promise<void> {
         const clock = drops.time ? clientClock() : [];
         const args = fenceArgs(fence, [newSecret(), '300000', '', '1', '-3', 'vSET', 'k2', 'vx']);
         const reply = (await send(['EVALSHA', sha, String(2 + clock.length), record, data, ...clock, ...args])) as unknown[];
-        if (!Array.isArray(reply) || String(reply[0])[0] !== '+' || reply[2] !== 0) throw new Error(`${name}: not written (${JSON.stringify(reply)})`);
+        if (!Array.isArray(reply) || String(reply[0])[0] !== '+' || reply[2] !== 0)
+          throw new Error(`${name}: not written (${JSON.stringify(reply)})`);
       });
     }
     for (const r of rows) await r.cycle();
@@ -272,8 +313,12 @@ async function main(): Promise<void> {
         for (const r of rows) if (r.shas.has(id)) r.scriptUs.push(micros);
       }
     }
-    console.log(`redis-server ${/redis_version:(\S+)/.exec(await admin.info('server'))?.[1] ?? '?'}; ${ROUNDS} rounds × blocks of ${BLOCK} cycles per row, rotated order; SLOWLOG on in even rounds (execution), off in odd rounds (server CPU)\n`);
-    console.log('| row | logged calls per cycle | execution µs per cycle (SLOWLOG, trimmed mean × calls) | redis-server CPU µs per cycle (INFO cpu, median of blocks) |');
+    console.log(
+      `redis-server ${/redis_version:(\S+)/.exec(await admin.info('server'))?.[1] ?? '?'}; ${ROUNDS} rounds × blocks of ${BLOCK} cycles per row, rotated order; SLOWLOG on in even rounds (execution), off in odd rounds (server CPU)\n`,
+    );
+    console.log(
+      '| row | logged calls per cycle | execution µs per cycle (SLOWLOG, trimmed mean × calls) | redis-server CPU µs per cycle (INFO cpu, median of blocks) |',
+    );
     console.log('|---|---:|---:|---:|');
     for (const r of rows) {
       const calls = r.scriptUs.length / (Math.ceil(ROUNDS / 2) * BLOCK);

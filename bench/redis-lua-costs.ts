@@ -20,12 +20,18 @@ const PIECES: [string, string][] = [
   ['redis.call TIME', "local t = redis.call('TIME')"],
   ['redis.call HGET lease', "local x = redis.call('HGET', KEYS[1], 'lease')"],
   ['redis.call HMGET lease (one field)', "local x = redis.call('HMGET', KEYS[1], 'lease')"],
-  ['redis.call HMGET lease ending checkpoint recovery', "local x = redis.call('HMGET', KEYS[1], 'lease', 'ending', 'checkpoint', 'recovery')"],
+  [
+    'redis.call HMGET lease ending checkpoint recovery',
+    "local x = redis.call('HMGET', KEYS[1], 'lease', 'ending', 'checkpoint', 'recovery')",
+  ],
   ['redis.call HSET lease ending', "redis.call('HSET', KEYS[1], 'lease', C, 'ending', 'released\\0' .. C)"],
   ['redis.call SPUBLISH', "redis.call('SPUBLISH', KEYS[1] .. ':freed', 'released')"],
   ['redis.call HDEL (one absent field)', "redis.call('HDEL', KEYS[1], 'm:absent')"],
   ['redis.sha1hex(secret)', 'local h = redis.sha1hex(ARGV[1])'],
-  ['the clock from TIME parts (CLOCK)', "local clock = T[1] .. string.sub('00000', #T[2]) .. T[2]\nlocal now_ms = string.sub(clock, 1, -4)\nlocal now = tonumber(now_ms)"],
+  [
+    'the clock from TIME parts (CLOCK)',
+    "local clock = T[1] .. string.sub('00000', #T[2]) .. T[2]\nlocal now_ms = string.sub(clock, 1, -4)\nlocal now = tonumber(now_ms)",
+  ],
   ['fence prefix: string.sub(L, 1, #P) == P', 'local ok = string.sub(L, 1, #P) == P'],
   ['fence prefix: string.find(L, P, 1, true) == 1', 'local ok = string.find(L, P, 1, true) == 1'],
   ["expires: (now + ttl) .. ''", "local x = (1796093210433 + ARGV[2]) .. ''"],
@@ -48,8 +54,10 @@ async function main(): Promise<void> {
     const lease = `${prefix}1796093810433\u00001796093210433\u0000`;
     await client.hset('{k}', 'lease', lease, 'ending', 'released');
     const args = ['x'.repeat(43), '600000', lease, prefix];
-    const setup = "local L, P, C, M = ARGV[3], ARGV[4], '1796093210433880', '1796093210433'\nlocal T = {'1796093210', '433880'}\nlocal MEMOS = string.rep('abcdefabcdefabcdefabcdefabcdefab001796093210433', 8)\n";
-    const time = (body: string): string => `${setup}local t0 = redis.call('TIME')\nfor i = 1, ${N} do\n${body}\nend\nlocal t1 = redis.call('TIME')\nreturn (t1[1] - t0[1]) * 1000000 + (t1[2] - t0[2])`;
+    const setup =
+      "local L, P, C, M = ARGV[3], ARGV[4], '1796093210433880', '1796093210433'\nlocal T = {'1796093210', '433880'}\nlocal MEMOS = string.rep('abcdefabcdefabcdefabcdefabcdefab001796093210433', 8)\n";
+    const time = (body: string): string =>
+      `${setup}local t0 = redis.call('TIME')\nfor i = 1, ${N} do\n${body}\nend\nlocal t1 = redis.call('TIME')\nreturn (t1[1] - t0[1]) * 1000000 + (t1[2] - t0[2])`;
     const empty = (await client.script('LOAD', time(''))) as string;
     const shas = await Promise.all(PIECES.map(async ([, body]) => (await client.script('LOAD', time(body))) as string));
     const ns: Record<string, number[]> = {};
@@ -66,10 +74,13 @@ async function main(): Promise<void> {
         }
       }
     }
-    console.log(`redis-server ${/redis_version:(\S+)/.exec(await client.info('server'))?.[1] ?? '?'}; ${ROUNDS} rounds of ${N} runs per piece, median\n`);
+    console.log(
+      `redis-server ${/redis_version:(\S+)/.exec(await client.info('server'))?.[1] ?? '?'}; ${ROUNDS} rounds of ${N} runs per piece, median\n`,
+    );
     console.log('| piece | ns per run | with SLOWLOG at 0 |');
     console.log('|---|---:|---:|');
-    for (const [name] of PIECES) console.log(`| ${name} | ${median(ns[`-1 ${name}`] ?? []).toFixed(0)} | ${median(ns[`0 ${name}`] ?? []).toFixed(0)} |`);
+    for (const [name] of PIECES)
+      console.log(`| ${name} | ${median(ns[`-1 ${name}`] ?? []).toFixed(0)} | ${median(ns[`0 ${name}`] ?? []).toFixed(0)} |`);
   } finally {
     client.disconnect();
     await server.stop();

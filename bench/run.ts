@@ -41,20 +41,33 @@ const QUICK = process.argv.includes('--quick');
 const env = (name: string, fallback: string): string => process.env[name] ?? fallback;
 const STORES = env('BENCH_STORES', 'memory,redis,postgres,etcd').split(',');
 const SLICE_MS = Number(env('BENCH_SLICE_MS', QUICK ? '5' : '20'));
-const SETTINGS: SliceSettings = { rounds: Number(env('BENCH_ROUNDS', QUICK ? '1' : '9')), passes: Number(env('BENCH_PASSES', QUICK ? '1' : '10')), sliceMs: SLICE_MS };
+const SETTINGS: SliceSettings = {
+  rounds: Number(env('BENCH_ROUNDS', QUICK ? '1' : '9')),
+  passes: Number(env('BENCH_PASSES', QUICK ? '1' : '10')),
+  sliceMs: SLICE_MS,
+};
 const PG_SETTINGS: SliceSettings = { ...SETTINGS, sliceMs: SLICE_MS * 2 };
 const WORKERS = Number(env('BENCH_WORKERS', QUICK ? '4' : '32'));
-const PG_CLIENTS = env('BENCH_PG_CLIENTS', QUICK ? '1' : '1,8,32').split(',').map(Number);
-const ETCD_WORKERS = env('BENCH_ETCD_WORKERS', QUICK ? '1' : '1,16').split(',').map(Number);
+const PG_CLIENTS = env('BENCH_PG_CLIENTS', QUICK ? '1' : '1,8,32')
+  .split(',')
+  .map(Number);
+const ETCD_WORKERS = env('BENCH_ETCD_WORKERS', QUICK ? '1' : '1,16')
+  .split(',')
+  .map(Number);
 const FSYNC_OFF = env('BENCH_FSYNC_OFF', QUICK ? '0' : '1') !== '0';
 
-const load = (): string => loadavg().map((value) => value.toFixed(2)).join(' ');
+const load = (): string =>
+  loadavg()
+    .map((value) => value.toFixed(2))
+    .join(' ');
 
 async function report(groups: readonly Group[], settings: SliceSettings): Promise<void> {
   for (const group of groups) {
     const started = performance.now();
     const results = await runGroup(group, settings);
-    console.log(`${markdownTable(group, results)}\n\n(${((performance.now() - started) / 1000).toFixed(0)} s, load average after: ${load()})\n`);
+    console.log(
+      `${markdownTable(group, results)}\n\n(${((performance.now() - started) / 1000).toFixed(0)} s, load average after: ${load()})\n`,
+    );
   }
 }
 
@@ -65,10 +78,16 @@ async function memory(): Promise<void> {
 
 async function redis(): Promise<void> {
   const server = await startRedis({ persistence: 'none' });
-  const clients = { plain: new Redis(server.url), pipelining: new Redis(server.url, { enableAutoPipelining: true }), admin: new Redis(server.url) };
+  const clients = {
+    plain: new Redis(server.url),
+    pipelining: new Redis(server.url, { enableAutoPipelining: true }),
+    admin: new Redis(server.url),
+  };
   try {
     const version = /redis_version:(\S+)/.exec(await clients.admin.info('server'))?.[1] ?? '?';
-    console.log(`## Redis\n\nredis-server ${version} (no persistence), ioredis 5, one shared client per setting, each worker on its own key.\n`);
+    console.log(
+      `## Redis\n\nredis-server ${version} (no persistence), ioredis 5, one shared client per setting, each worker on its own key.\n`,
+    );
     await report(await redisGroups(clients, WORKERS), SETTINGS);
   } finally {
     for (const client of Object.values(clients)) client.disconnect();
@@ -84,7 +103,9 @@ async function postgresRun(fsync: 'on' | 'off'): Promise<void> {
     await admin.connect();
     await preparePostgres(target);
     const version = (await admin.query<{ v: string }>("SELECT current_setting('server_version') AS v")).rows[0]?.v;
-    console.log(`## PostgreSQL, fsync ${fsync}\n\nPostgreSQL ${version}, fsync ${fsync}, synchronous_commit on, pg 8 and postgres.js 3, one pool per contender sized to its workers.\n`);
+    console.log(
+      `## PostgreSQL, fsync ${fsync}\n\nPostgreSQL ${version}, fsync ${fsync}, synchronous_commit on, pg 8 and postgres.js 3, one pool per contender sized to its workers.\n`,
+    );
     const groups: Group[] = [];
     for (const clients of PG_CLIENTS) {
       if (fsync === 'off' && clients !== PG_CLIENTS[0] && clients !== PG_CLIENTS.at(-1)) continue;
@@ -106,7 +127,10 @@ async function postgresRun(fsync: 'on' | 'off'): Promise<void> {
 async function etcd(): Promise<void> {
   const server = await startEtcd();
   // NOTE: a deadline per unary call, as docs/stores.md tells users (never on the Lock's watch streams).
-  const client = new Etcd3({ hosts: server.url, defaultCallOptions: (context) => (context.isStream ? {} : { deadline: Date.now() + 10_000 }) });
+  const client = new Etcd3({
+    hosts: server.url,
+    defaultCallOptions: (context) => (context.isStream ? {} : { deadline: Date.now() + 10_000 }),
+  });
   try {
     const version = ((await client.maintenance.status()) as { version?: string }).version ?? '?';
     console.log(`## etcd\n\netcd ${version} (one member, fsync on), etcd3 1.x, one shared client, each worker on its own key.\n`);
@@ -125,7 +149,7 @@ async function main(): Promise<void> {
       `${SETTINGS.rounds} rounds × ${SETTINGS.passes} passes of ${SETTINGS.sliceMs} ms slices (Postgres ${PG_SETTINGS.sliceMs} ms), a new shuffled order at every pass.\n` +
       'cycles/s: median over rounds. ÷ baseline: median over rounds of the ratio within the round (min–max in brackets); ' +
       'the "(control)" row is the baseline measured again (noise). CPU: µs per cycle, client = this Node process, ' +
-      'server = redis-server (INFO cpu), the contender\'s Postgres backends (/proc/<pid>/sched) or etcd (/proc/<pid>/stat).\n',
+      "server = redis-server (INFO cpu), the contender's Postgres backends (/proc/<pid>/sched) or etcd (/proc/<pid>/stat).\n",
   );
   if (STORES.includes('memory')) await memory();
   if (STORES.includes('redis')) await redis();

@@ -83,7 +83,11 @@ interface Tally {
 }
 
 /** Runs `workers` loops of `cycles` for `sliceMs`; returns cycles done, ms taken, and the CPU used. */
-async function slice(cycles: readonly (() => Promise<unknown>)[], contender: Contender, sliceMs: number): Promise<{ done: number; ms: number; clientUs: number; serverUs: number }> {
+async function slice(
+  cycles: readonly (() => Promise<unknown>)[],
+  contender: Contender,
+  sliceMs: number,
+): Promise<{ done: number; ms: number; clientUs: number; serverUs: number }> {
   const serverBefore = contender.serverCpuUs === undefined ? 0 : await contender.serverCpuUs();
   const clientBefore = process.cpuUsage();
   const started = performance.now();
@@ -142,7 +146,9 @@ export async function runGroup(group: Group, settings: SliceSettings): Promise<M
     await slice(prepared, contender, settings.sliceMs);
     cycles.set(contender, prepared);
   }
-  const tallies = new Map<Contender, Tally>(contenders.map((contender) => [contender, { cycles: [], ms: [], clientUs: 0, serverUs: 0, total: 0 }]));
+  const tallies = new Map<Contender, Tally>(
+    contenders.map((contender) => [contender, { cycles: [], ms: [], clientUs: 0, serverUs: 0, total: 0 }]),
+  );
   const random = seededRandom(0x1ea5e);
   for (let round = 0; round < settings.rounds; round += 1) {
     for (const tally of tallies.values()) {
@@ -201,7 +207,8 @@ export function markdownTable(group: Group, results: readonly Measured[]): strin
   for (const result of results) {
     const baseline = byName.get(result.baseline);
     const cpu = result.clientCpuUs + (Number.isNaN(result.serverCpuUs) ? 0 : result.serverCpuUs);
-    const baselineCpu = baseline === undefined ? Number.NaN : baseline.clientCpuUs + (Number.isNaN(baseline.serverCpuUs) ? 0 : baseline.serverCpuUs);
+    const baselineCpu =
+      baseline === undefined ? Number.NaN : baseline.clientCpuUs + (Number.isNaN(baseline.serverCpuUs) ? 0 : baseline.serverCpuUs);
     const isBaseline = result.baseline === result.name;
     lines.push(
       `| ${result.name} | ${number(result.rate)} | ${isBaseline ? '1.00' : `${number(result.ratio, 2)} (${number(result.ratioRange[0], 2)}–${number(result.ratioRange[1], 2)})`} | ${isBaseline ? '(itself)' : result.baseline} | ${number(result.clientCpuUs, 1)} | ${number(result.serverCpuUs, 1)} | ${isBaseline ? '1.00' : number(cpu / baselineCpu, 2)} |`,

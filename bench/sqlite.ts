@@ -146,9 +146,13 @@ async function benchMode(synchronous: string): Promise<void> {
     console.log(`\n## synchronous = ${synchronous}, journal_mode = ${journal}, ${ROUNDS} rounds × ${MEASURE_MS} ms, medians`);
     console.log('| | ops/s (µs per op) | ÷ raw |');
     console.log('|---|---|---|');
-    console.log(`| claim+release cycles: **leasefence** | ${fmt(cycles.get('leasefence')!)} | **${ratio(cycles.get('leasefence')!, cycles.get('raw')!)}** |`);
+    console.log(
+      `| claim+release cycles: **leasefence** | ${fmt(cycles.get('leasefence')!)} | **${ratio(cycles.get('leasefence')!, cycles.get('raw')!)}** |`,
+    );
     console.log(`| claim+release cycles: raw single-statement SQL | ${fmt(cycles.get('raw')!)} | 1.00 |`);
-    console.log(`| fenced writes: **leasefence** \`fencedWrite\` (BEGIN IMMEDIATE, check, INSERT, COMMIT) | ${fmt(writes.get('leasefence')!)} | **${ratio(writes.get('leasefence')!, writes.get('raw')!)}** |`);
+    console.log(
+      `| fenced writes: **leasefence** \`fencedWrite\` (BEGIN IMMEDIATE, check, INSERT, COMMIT) | ${fmt(writes.get('leasefence')!)} | **${ratio(writes.get('leasefence')!, writes.get('raw')!)}** |`,
+    );
     console.log(`| fenced writes: raw single-statement fenced INSERT | ${fmt(writes.get('raw')!)} | 1.00 |`);
     console.log(`| plain INSERT (no fence) | ${fmt(writes.get('plain')!)} | ${ratio(writes.get('plain')!, writes.get('raw')!)} |`);
   } finally {
@@ -157,5 +161,7 @@ async function benchMode(synchronous: string): Promise<void> {
   }
 }
 
-console.log(`Node ${process.version}, SQLite ${(new Database(':memory:').prepare('SELECT sqlite_version() AS v').get() as { v: string }).v} (better-sqlite3)`);
+console.log(
+  `Node ${process.version}, SQLite ${(new Database(':memory:').prepare('SELECT sqlite_version() AS v').get() as { v: string }).v} (better-sqlite3)`,
+);
 for (const mode of SYNC_MODES) await benchMode(mode);

@@ -13,7 +13,8 @@ export interface DemoArguments {
 }
 
 /** The usage line printed (with exit code 2) for a bad command line. */
-export const DEMO_USAGE = 'usage: npm run demo -- [--seed N] [--unfenced] [--timeline FILE.svg]   (N: a non-negative integer; or DEMO_SEED=N)';
+export const DEMO_USAGE =
+  'usage: npm run demo -- [--seed N] [--unfenced] [--timeline FILE.svg]   (N: a non-negative integer; or DEMO_SEED=N)';
 
 const isSeed = (text: string): boolean => /^[0-9]+$/.test(text) && Number.isSafeInteger(Number(text));
 

@@ -5,7 +5,18 @@
  */
 import type { Granted, Lease, Leases } from '../src/index.js';
 import type { MemoryStore } from '../src/adapters/memory/index.js';
-import { adopt, granted, HORIZON, leasesFor, pausePastExpiry, release, restartAfterCrash, saveCheckpoint, writeLedger, type Fleet } from './workers.js';
+import {
+  adopt,
+  granted,
+  HORIZON,
+  leasesFor,
+  pausePastExpiry,
+  release,
+  restartAfterCrash,
+  saveCheckpoint,
+  writeLedger,
+  type Fleet,
+} from './workers.js';
 
 export const OCCURRENCES: readonly string[] = ['classify:occ-17', 'classify:occ-18', 'classify:occ-19'];
 const CLASSIFY_TTL = 20_000;
@@ -67,7 +78,8 @@ async function classify(fleet: Fleet, leases: Leases<MemoryStore>, lease: Lease)
   }
   const decision = sim.random.chance(0.5) ? 'publish' : 'reject';
   // The seeds' nine-way FENCED check, as one fence: this grant, still live, claimed for this model version.
-  if (!(await writeLedger(fleet, leases, lease, `decision ${decision} (${model})`, { attributes: { requestedModelVersion: model } }))) return 'lost';
+  if (!(await writeLedger(fleet, leases, lease, `decision ${decision} (${model})`, { attributes: { requestedModelVersion: model } })))
+    return 'lost';
   fleet.jobs.decided.add(lease.key);
   tally.log(`${lease.holder} decided ${lease.key}: ${decision} (token ${lease.token})`);
   return 'decided';

@@ -6,7 +6,19 @@
  */
 import type { Granted, Leases } from '../src/index.js';
 import type { MemoryStore } from '../src/adapters/memory/index.js';
-import { adopt, granted, HORIZON, leasesFor, pausePastExpiry, release, renew, restartAfterCrash, writeLedger, writeThroughGate, type Fleet } from './workers.js';
+import {
+  adopt,
+  granted,
+  HORIZON,
+  leasesFor,
+  pausePastExpiry,
+  release,
+  renew,
+  restartAfterCrash,
+  writeLedger,
+  writeThroughGate,
+  type Fleet,
+} from './workers.js';
 
 export const EXPORT_KEY = 'export:daily';
 export const EXPORT_FILE = 'bucket:exports/daily.csv';
@@ -32,7 +44,11 @@ export async function exporter(fleet: Fleet, holder: string): Promise<void> {
   }
 }
 
-async function exportBatches(fleet: Fleet, leases: Leases<MemoryStore>, { lease, checkpoint }: Granted): Promise<'done' | 'lost' | 'crashed'> {
+async function exportBatches(
+  fleet: Fleet,
+  leases: Leases<MemoryStore>,
+  { lease, checkpoint }: Granted,
+): Promise<'done' | 'lost' | 'crashed'> {
   const { sim, tally } = fleet;
   granted(fleet, lease);
   let next = 1;
@@ -43,7 +59,10 @@ async function exportBatches(fleet: Fleet, leases: Leases<MemoryStore>, { lease,
   for (let batch = next; batch <= EXPORT_BATCHES; batch++) {
     await sim.sleep(sim.random.int(2_000, 5_000)); // query and format the batch
     if (sim.random.chance(0.08)) {
-      tally.fault('crash', `${lease.holder} crashed during batch ${batch} of ${lease.key} (token ${lease.token}); its lease is left to expire`);
+      tally.fault(
+        'crash',
+        `${lease.holder} crashed during batch ${batch} of ${lease.key} (token ${lease.token}); its lease is left to expire`,
+      );
       return 'crashed';
     }
     if (sim.random.chance(0.1)) await pausePastExpiry(fleet, lease, `batch ${batch}`);

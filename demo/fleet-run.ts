@@ -57,5 +57,7 @@ export async function runFleet(seed: number, unfenced: boolean): Promise<FleetRu
 /** The timeline picture of a finished run, as SVG text. */
 export function timelineSvgOf(run: FleetRun): string {
   const { fleet } = run;
-  return renderTimelineSvg(timelineOf(fleet.recording, fleet.journal, { seed: run.seed, lanes: [...run.workers, run.operator], durationMs: fleet.sim.elapsed() }));
+  return renderTimelineSvg(
+    timelineOf(fleet.recording, fleet.journal, { seed: run.seed, lanes: [...run.workers, run.operator], durationMs: fleet.sim.elapsed() }),
+  );
 }

@@ -87,7 +87,10 @@ export function finalCheck(data: ProtectedData, journal: Journal): CheckLine[] {
     const head = `${target.padEnd(25)} ${plural(rows.length, 'row')}, tokens [${rows.map((row) => row.token).join(',')}]`;
     lines.push(
       problems.length === 0
-        ? { ok: true, text: `${head} = the ${plural(accepted.length, 'accepted write')} in token order; ${refused.length} refused, none present` }
+        ? {
+            ok: true,
+            text: `${head} = the ${plural(accepted.length, 'accepted write')} in token order; ${refused.length} refused, none present`,
+          }
         : { ok: false, text: `${head}: ${problems.join('; ')}` },
     );
   }

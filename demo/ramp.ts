@@ -87,11 +87,12 @@ export async function operator(fleet: Fleet, who: string): Promise<void> {
       const outcome = await leases.revoke(RAMP_KEY, { reason, by: who, requireRecovery: true, expectedToken: seen.grant.token });
       if (outcome.ok) {
         fleet.recording.revoked(who, RAMP_KEY, outcome.revoked.token, reason);
-        tally.log(`OPERATOR ${who} revoked ${RAMP_KEY} token ${outcome.revoked.token} (${outcome.revoked.holder}): "${reason}", recovery required`);
+        tally.log(
+          `OPERATOR ${who} revoked ${RAMP_KEY} token ${outcome.revoked.token} (${outcome.revoked.holder}): "${reason}", recovery required`,
+        );
         return;
       }
     }
     await sim.sleep(2_000);
   }
 }
-

@@ -6,7 +6,15 @@
  */
 import type { Lease } from '../src/index.js';
 import type { Journal } from './ledger.js';
-import type { GrantEnding, Timeline, TimelineCheckpoint, TimelineGrant, TimelineRefusedOperation, TimelineRevoke, TimelineShade } from './timeline-svg.js';
+import type {
+  GrantEnding,
+  Timeline,
+  TimelineCheckpoint,
+  TimelineGrant,
+  TimelineRefusedOperation,
+  TimelineRevoke,
+  TimelineShade,
+} from './timeline-svg.js';
 
 /** A grant as it was handed out; how it ended is worked out once the run is over. */
 interface GrantSeen {
@@ -88,7 +96,8 @@ export function timelineOf(recording: Recording, journal: Journal, run: Timeline
   const refused = attempts.filter((attempt) => attempt.verdict !== 'accepted').length;
   return {
     title: `leasefence demo, seed ${run.seed}: ${attempts.length} writes attempted, ${attempts.length - refused} accepted, ${refused} stale writes refused`,
-    subtitle: 'A lane per worker; bars are grants, labelled with their fencing token. A write under a grant that has ended is refused (red). Open the SVG itself to hover a mark for details.',
+    subtitle:
+      'A lane per worker; bars are grants, labelled with their fencing token. A write under a grant that has ended is refused (red). Open the SVG itself to hover a mark for details.',
     durationMs: Math.max(run.durationMs, ...grants.map((grant) => grant.toMs)),
     lanes: run.lanes,
     keys: [...new Set(grants.map((grant) => grant.key))].sort(),

@@ -56,7 +56,9 @@ export class Tally {
 
   recovered(lease: Lease, action: 'resume' | 'discard', what: string): void {
     bump(this.recoveries, action);
-    this.log(`${lease.holder} ${action === 'resume' ? 'resumed' : 'discarded'} the checkpoint of token ${lease.inherited?.token} on ${lease.key}: ${what}`);
+    this.log(
+      `${lease.holder} ${action === 'resume' ? 'resumed' : 'discarded'} the checkpoint of token ${lease.inherited?.token} on ${lease.key}: ${what}`,
+    );
   }
 
   fault(kind: string, line: string): void {
@@ -78,12 +80,15 @@ export class Tally {
     bump(counts, operation);
     this.refusals.set(refusal.reason, counts);
     if (!this.examples.has(refusal.reason)) this.examples.set(refusal.reason, refusalLine(refusal));
-    this.log(`REFUSED ${operation} by ${holder} (token ${refusal.expected.token}) on ${gated ? refusal.resource : refusal.key}: ${refusal.reason}`);
+    this.log(
+      `REFUSED ${operation} by ${holder} (token ${refusal.expected.token}) on ${gated ? refusal.resource : refusal.key}: ${refusal.reason}`,
+    );
   }
 }
 
 const total = (counts: Counts): number => [...counts.values()].reduce((sum, n) => sum + n, 0);
-const row = (label: string, value: number | string, note = ''): string => `  ${label.padEnd(34)} ${String(value).padStart(4)}${note === '' ? '' : `   ${note}`}`;
+const row = (label: string, value: number | string, note = ''): string =>
+  `  ${label.padEnd(34)} ${String(value).padStart(4)}${note === '' ? '' : `   ${note}`}`;
 const list = (counts: Counts): string => [...counts.entries()].map(([name, n]) => `${name} ${n}`).join(', ');
 
 /** What the summary prints besides the tally. */

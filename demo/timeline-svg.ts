@@ -163,7 +163,9 @@ function lanesSvg(timeline: Timeline): string[] {
 }
 
 function axisSvg(layout: Layout): string[] {
-  const parts = [`<line x1="${LEFT}" y1="${layout.plotBottom}" x2="${TIMELINE_WIDTH - RIGHT}" y2="${layout.plotBottom}" stroke="#374151"/>`];
+  const parts = [
+    `<line x1="${LEFT}" y1="${layout.plotBottom}" x2="${TIMELINE_WIDTH - RIGHT}" y2="${layout.plotBottom}" stroke="#374151"/>`,
+  ];
   for (let ms = 0; ms <= layout.axisEndMs; ms += layout.tickMs) {
     const x = num(layout.x(ms));
     parts.push(
@@ -172,7 +174,9 @@ function axisSvg(layout: Layout): string[] {
       `<text x="${x}" y="${layout.plotBottom + 17}" text-anchor="middle" font-size="11" fill="#374151">${axisLabel(ms)}</text>`,
     );
   }
-  parts.push(`<text x="${TIMELINE_WIDTH - RIGHT}" y="${layout.plotBottom + 32}" text-anchor="end" font-size="11" fill="#374151">store clock (mm:ss since the run started)</text>`);
+  parts.push(
+    `<text x="${TIMELINE_WIDTH - RIGHT}" y="${layout.plotBottom + 32}" text-anchor="end" font-size="11" fill="#374151">store clock (mm:ss since the run started)</text>`,
+  );
   return parts;
 }
 
@@ -196,8 +200,14 @@ function grantsSvg(timeline: Timeline, layout: Layout): string[] {
     const width = Math.max(2, x2 - x1);
     const long = `${grant.key} · token ${grant.token}`;
     const text = [long, `token ${grant.token}`, `${grant.token}`].find((candidate) => textWidth(candidate, 10) + 6 <= width);
-    const label = text === undefined ? '' : `<text x="${num(x1 + width / 2)}" y="${num(y + 3.5)}" text-anchor="middle" font-size="10" fill="#ffffff">${escapeXml(text)}</text>`;
-    const end = grant.ending === 'revoked' ? `<rect x="${num(x1 + width - 3)}" y="${num(y - BAR_HEIGHT / 2 - 2)}" width="3" height="${BAR_HEIGHT + 4}" fill="#111827"/>` : '';
+    const label =
+      text === undefined
+        ? ''
+        : `<text x="${num(x1 + width / 2)}" y="${num(y + 3.5)}" text-anchor="middle" font-size="10" fill="#ffffff">${escapeXml(text)}</text>`;
+    const end =
+      grant.ending === 'revoked'
+        ? `<rect x="${num(x1 + width - 3)}" y="${num(y - BAR_HEIGHT / 2 - 2)}" width="3" height="${BAR_HEIGHT + 4}" fill="#111827"/>`
+        : '';
     const tooltip = `${grant.lane}: ${grant.key} token ${grant.token}, granted ${clockLabel(grant.fromMs)}, ${grant.ending === 'open' ? 'still held at the end' : `${grant.ending} ${clockLabel(grant.toMs)}`}`;
     return `<g data-kind="grant" data-token="${grant.token}">${title(tooltip)}<rect x="${num(x1)}" y="${num(y - BAR_HEIGHT / 2)}" width="${num(width)}" height="${BAR_HEIGHT}" rx="3" fill="${colour}"/>${label}${end}</g>`;
   });
@@ -293,7 +303,9 @@ function legendSvg(timeline: Timeline, top: number): { svg: string; height: numb
   for (const entry of legendEntries(timeline)) {
     const width = 16 + 5 + textWidth(entry.text, 11) + 16;
     if (x + width > TIMELINE_WIDTH - RIGHT && x > LEFT) [x, y] = [LEFT, y + 20];
-    parts.push(`<g data-kind="legend" transform="translate(${num(x)} ${y})">${entry.symbol}<text x="21" y="4" font-size="11" fill="#111827">${escapeXml(entry.text)}</text></g>`);
+    parts.push(
+      `<g data-kind="legend" transform="translate(${num(x)} ${y})">${entry.symbol}<text x="21" y="4" font-size="11" fill="#111827">${escapeXml(entry.text)}</text></g>`,
+    );
     x += width;
   }
   return { svg: parts.join(''), height: y - top + 20 };

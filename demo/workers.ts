@@ -50,8 +50,22 @@ export function granted(fleet: Fleet, lease: Lease): void {
 }
 
 /** Appends one row to the lease key's ledger, under the lease's fence (with its checkpoint, in one step). */
-export async function writeLedger(fleet: Fleet, leases: Leases<MemoryStore>, lease: Lease, what: string, options: LedgerWriteOptions = {}): Promise<boolean> {
-  const attempt = fleet.journal.propose({ target: lease.key, via: 'fenced write', token: lease.token, holder: lease.holder, runId: lease.runId, what, atMs: fleet.sim.elapsed() });
+export async function writeLedger(
+  fleet: Fleet,
+  leases: Leases<MemoryStore>,
+  lease: Lease,
+  what: string,
+  options: LedgerWriteOptions = {},
+): Promise<boolean> {
+  const attempt = fleet.journal.propose({
+    target: lease.key,
+    via: 'fenced write',
+    token: lease.token,
+    holder: lease.holder,
+    runId: lease.runId,
+    what,
+    atMs: fleet.sim.elapsed(),
+  });
   const outcome = await leases.fencedWrite(lease, () => fleet.data.append(attempt), options);
   attempt.verdict = outcome.ok ? 'accepted' : outcome.reason;
   if (outcome.ok) {
@@ -70,8 +84,22 @@ function writeAnyway(fleet: Fleet, attempt: WriteAttempt): boolean {
 }
 
 /** Writes a resource that lives outside the lease store, through the token gate. */
-export async function writeThroughGate(fleet: Fleet, leases: Leases<MemoryStore>, lease: Lease, resource: string, what: string): Promise<boolean> {
-  const attempt = fleet.journal.propose({ target: resource, via: 'token gate', token: lease.token, holder: lease.holder, runId: lease.runId, what, atMs: fleet.sim.elapsed() });
+export async function writeThroughGate(
+  fleet: Fleet,
+  leases: Leases<MemoryStore>,
+  lease: Lease,
+  resource: string,
+  what: string,
+): Promise<boolean> {
+  const attempt = fleet.journal.propose({
+    target: resource,
+    via: 'token gate',
+    token: lease.token,
+    holder: lease.holder,
+    runId: lease.runId,
+    what,
+    atMs: fleet.sim.elapsed(),
+  });
   const outcome = await leases.gateWrite(fleet.gate, resource, lease, () => fleet.data.append(attempt));
   attempt.verdict = outcome.ok ? 'accepted' : outcome.reason;
   if (outcome.ok) return true;
@@ -104,7 +132,13 @@ export async function release(fleet: Fleet, leases: Leases<MemoryStore>, lease: 
 }
 
 /** Resolves an inherited checkpoint: resume it under the new grant, or discard it. Returns whether it resumed. */
-export async function adopt(fleet: Fleet, leases: Leases<MemoryStore>, lease: Lease, action: 'resume' | 'discard', what: string): Promise<boolean> {
+export async function adopt(
+  fleet: Fleet,
+  leases: Leases<MemoryStore>,
+  lease: Lease,
+  action: 'resume' | 'discard',
+  what: string,
+): Promise<boolean> {
   const outcome = await leases.recover(lease, action);
   if (!outcome.ok) {
     refusedOperation(fleet, 'recover', outcome, lease.holder);
@@ -136,4 +170,3 @@ export async function pausePastExpiry(fleet: Fleet, lease: Lease, during: string
   fleet.recording.idle(lease.holder, 'pause', pause, line);
   await fleet.sim.sleep(pause);
 }
-

@@ -60,7 +60,8 @@ async function main(): Promise<number> {
   try {
     const env = { ...process.env };
     if (servers.includes('postgres')) env['LEASEFENCE_PG_URL'] = await serverFor('LEASEFENCE_PG_URL', () => startPostgres(), started);
-    if (servers.includes('redis')) env['LEASEFENCE_REDIS_URL'] = await serverFor('LEASEFENCE_REDIS_URL', () => startRedis({ persistence: 'none' }), started);
+    if (servers.includes('redis'))
+      env['LEASEFENCE_REDIS_URL'] = await serverFor('LEASEFENCE_REDIS_URL', () => startRedis({ persistence: 'none' }), started);
     return await runExample(name, args, env);
   } finally {
     await Promise.allSettled(started.map((server) => server.stop()));

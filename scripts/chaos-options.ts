@@ -39,17 +39,20 @@ export class ChaosUsageError extends Error {
 export const CHAOS_USAGE =
   'usage: npm run chaos -- [--duration <s>] [--scenario-duration <s>] [--stores a,b] [--scenarios a,b] [--clients a,b] [--seed <n>] [--keep] [--variant <bug>]';
 
-const list = (text: string | undefined): string[] | undefined => (text === undefined ? undefined : text.split(',').map((item) => item.trim()));
+const list = (text: string | undefined): string[] | undefined =>
+  text === undefined ? undefined : text.split(',').map((item) => item.trim());
 
 function seconds(text: string, option: string): number {
   const value = Number(text);
-  if (text.trim() === '' || !Number.isFinite(value) || value <= 0) throw new ChaosUsageError(`--${option} must be a positive number of seconds, got ${JSON.stringify(text)}`);
+  if (text.trim() === '' || !Number.isFinite(value) || value <= 0)
+    throw new ChaosUsageError(`--${option} must be a positive number of seconds, got ${JSON.stringify(text)}`);
   return value * 1000;
 }
 
 function oneOf(items: readonly string[], known: readonly string[], option: string): void {
   const unknown = items.filter((item) => !known.includes(item));
-  if (unknown.length > 0) throw new ChaosUsageError(`--${option}: unknown ${unknown.map((item) => JSON.stringify(item)).join(', ')}; known: ${known.join(', ')}`);
+  if (unknown.length > 0)
+    throw new ChaosUsageError(`--${option}: unknown ${unknown.map((item) => JSON.stringify(item)).join(', ')}; known: ${known.join(', ')}`);
 }
 
 /** Parses and checks `argv` (the arguments after the script) against `catalog`. */
@@ -90,7 +93,8 @@ export function parseChaosOptions(argv: readonly string[], catalog: ChaosCatalog
     oneOf(clients, usable, 'clients');
   }
   if (values.variant !== undefined) oneOf([values.variant], catalog.variants, 'variant');
-  if (values.seed !== undefined && !(/^\d{1,10}$/.test(values.seed) && Number(values.seed) <= 0xffffffff)) throw new ChaosUsageError(`--seed must be an integer in [0, 2^32), got ${JSON.stringify(values.seed)}`);
+  if (values.seed !== undefined && !(/^\d{1,10}$/.test(values.seed) && Number(values.seed) <= 0xffffffff))
+    throw new ChaosUsageError(`--seed must be an integer in [0, 2^32), got ${JSON.stringify(values.seed)}`);
   return {
     totalMs: seconds(values.duration, 'duration'),
     scenarioMs: seconds(values['scenario-duration'], 'scenario-duration'),

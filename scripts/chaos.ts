@@ -42,7 +42,9 @@ const SERVER_STORES = Object.keys(CLIENTS) as StoreKind[];
 const CATALOG: ChaosCatalog = {
   scenarios: {
     ...Object.fromEntries(SERVER_STORES.map((store) => [store, scenariosFor(store).map((scenario) => scenario.name)])),
-    ...Object.fromEntries((['memory', 'pglite'] as const).map((store) => [store, SCENARIOS.filter(runsInProcess).map((scenario) => scenario.name)])),
+    ...Object.fromEntries(
+      (['memory', 'pglite'] as const).map((store) => [store, SCENARIOS.filter(runsInProcess).map((scenario) => scenario.name)]),
+    ),
   },
   clients: CLIENTS,
   variants: MUTANTS,
@@ -69,14 +71,19 @@ const variant = options.variant as MutantName | null;
 const dir = mkdtempSync(join(tmpdir(), 'leasefence-chaos-'));
 const log = (line: string): void => console.log(line);
 
-log(`leasefence chaos: total ${totalMs / 1000} s, ${scenarioMs / 1000} s per scenario, stores ${stores.join(', ')}, seed ${seed} (replay: CHAOS_SEED=${seed})`);
+log(
+  `leasefence chaos: total ${totalMs / 1000} s, ${scenarioMs / 1000} s per scenario, stores ${stores.join(', ')}, seed ${seed} (replay: CHAOS_SEED=${seed})`,
+);
 const started = performance.now();
 const results: RunResult[] = [];
 const shared = new Map<StoreKind, { url: string; stop(): Promise<void> }>();
 let sharedCluster: RedisCluster | null = null;
 let sharedSentinel: RedisSentinelSetup | null = null;
 const startShared = async (store: StoreKind): Promise<void> => {
-  await shared.get(store)?.stop().catch(() => undefined);
+  await shared
+    .get(store)
+    ?.stop()
+    .catch(() => undefined);
   // NOTE: SQLite has no server: each run makes its own database file; a promotion run its own primary and standby.
   if (store === 'sqlite' || store === 'postgres-promotion' || store === 'postgres-pgbouncer' || store === 'etcd-cluster') return;
   if (store === 'redis-cluster') {
@@ -89,7 +96,10 @@ const startShared = async (store: StoreKind): Promise<void> => {
     sharedSentinel = await startRedisSentinel();
     return;
   }
-  shared.set(store, store === 'postgres' ? await startPostgres() : store === 'etcd' ? await startEtcd() : await startRedis({ persistence: 'aof' }));
+  shared.set(
+    store,
+    store === 'postgres' ? await startPostgres() : store === 'etcd' ? await startEtcd() : await startRedis({ persistence: 'aof' }),
+  );
 };
 /** Runs that could not complete (a server gone from under the harness, say): reported, and they fail the run. */
 const harnessErrors: string[] = [];
@@ -111,7 +121,19 @@ try {
         try {
           result = inProcess(store)
             ? await runInProcessScenario({ store, scenario, seed: roundSeed, durationMs: scenarioMs, dir, log })
-            : await runScenario({ store, scenario, seed: roundSeed, durationMs: scenarioMs, variant, dir, sharedUrl: shared.get(store)?.url ?? null, sharedCluster, sharedSentinel, clients: clientsOf(store), log });
+            : await runScenario({
+                store,
+                scenario,
+                seed: roundSeed,
+                durationMs: scenarioMs,
+                variant,
+                dir,
+                sharedUrl: shared.get(store)?.url ?? null,
+                sharedCluster,
+                sharedSentinel,
+                clients: clientsOf(store),
+                log,
+              });
         } catch (error) {
           const message = `${store} ${scenario.name} (seed ${roundSeed}): ${error instanceof Error ? error.message : String(error)}`;
           harnessErrors.push(message);
@@ -121,12 +143,19 @@ try {
         }
         results.push(result);
         const { violations, figures } = result.report;
-        const faults = Object.entries(figures.faults).map(([name, count]) => `${name} ${count}`).join(', ');
-        log(`    ${figures.operations} ops, ${figures.grants} grants, ${figures.unknown} unknown; faults: ${faults || 'none'}; ${violations.length} violations`);
-        if (consensus(store) && lostOf(result) > 0) log(`    ${lostOf(result)} acknowledged grant(s) or write(s) LOST on a consensus store (a violation)`);
-        if (result.diedInWrite.applied > 0) log(`    ${result.diedInWrite.applied} write(s) of workers killed before COMMIT are in the store`);
+        const faults = Object.entries(figures.faults)
+          .map(([name, count]) => `${name} ${count}`)
+          .join(', ');
+        log(
+          `    ${figures.operations} ops, ${figures.grants} grants, ${figures.unknown} unknown; faults: ${faults || 'none'}; ${violations.length} violations`,
+        );
+        if (consensus(store) && lostOf(result) > 0)
+          log(`    ${lostOf(result)} acknowledged grant(s) or write(s) LOST on a consensus store (a violation)`);
+        if (result.diedInWrite.applied > 0)
+          log(`    ${result.diedInWrite.applied} write(s) of workers killed before COMMIT are in the store`);
         if (violations.length > 0) log(`    history kept in ${result.historyDir}\n${formatViolations(violations)}`);
-        for (const crash of result.driverCrashes) log(`    driver crash ${crash.proc} (a known driver bug, see KNOWN_DRIVER_CRASHES in test/chaos/fleet.ts)`);
+        for (const crash of result.driverCrashes)
+          log(`    driver crash ${crash.proc} (a known driver bug, see KNOWN_DRIVER_CRASHES in test/chaos/fleet.ts)`);
         for (const crash of result.crashes) log(`    WORKER CRASH ${crash.proc} (exit ${crash.code ?? crash.signal}):\n${crash.stderr}`);
       }
     }
@@ -141,9 +170,19 @@ try {
 }
 
 const violations =
-  results.reduce((sum, result) => sum + result.report.violations.length + result.crashes.length + result.diedInWrite.applied + (consensus(result.store) ? lostOf(result) : 0), 0) + harnessErrors.length;
+  results.reduce(
+    (sum, result) =>
+      sum +
+      result.report.violations.length +
+      result.crashes.length +
+      result.diedInWrite.applied +
+      (consensus(result.store) ? lostOf(result) : 0),
+    0,
+  ) + harnessErrors.length;
 log(`\n${formatSummary(results)}`);
-log(`\n${results.length} scenario runs in ${((performance.now() - started) / 1000).toFixed(0)} s, seed ${seed}, ${violations} violations, worker crashes and harness errors`);
+log(
+  `\n${results.length} scenario runs in ${((performance.now() - started) / 1000).toFixed(0)} s, seed ${seed}, ${violations} violations, worker crashes and harness errors`,
+);
 for (const error of harnessErrors) log(`harness error: ${error}`);
 if (violations === 0 && !options.keep) rmSync(dir, { recursive: true, force: true });
 else log(`histories in ${dir}`);

@@ -6,7 +6,16 @@
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { type CommandRun, packPackage, runAttw, runPeerSmoke, runPublint, runSmoke, runTestingSmoke, runTypeChecks } from './package-checks.js';
+import {
+  type CommandRun,
+  packPackage,
+  runAttw,
+  runPeerSmoke,
+  runPublint,
+  runSmoke,
+  runTestingSmoke,
+  runTypeChecks,
+} from './package-checks.js';
 
 const workDir = await mkdtemp(join(tmpdir(), 'leasefence-package-'));
 let failed = 0;

@@ -99,9 +99,7 @@ export async function packPackage(workDir: string): Promise<PackedPackage> {
   for (const file of (await readdir(join(REPO_ROOT, 'docs'))).filter((name) => PACKAGE_DOCS.test(name))) {
     await copyFile(join(REPO_ROOT, 'docs', file), join(stage, 'docs', file));
   }
-  const pack = assertSucceeded(
-    await runCommand('npm', ['pack', '--json', '--ignore-scripts', '--pack-destination', out], stage),
-  );
+  const pack = assertSucceeded(await runCommand('npm', ['pack', '--json', '--ignore-scripts', '--pack-destination', out], stage));
   const [report] = JSON.parse(pack.output.slice(pack.output.indexOf('['))) as [{ filename: string; files: { path: string }[] }];
   return { tarball: join(out, report.filename), files: report.files.map((file) => file.path), build, pack };
 }
@@ -119,7 +117,11 @@ export function runAttw(tarball: string): Promise<CommandRun> {
   // NOTE: the node16 profile skips only the `node10` resolution (TypeScript's legacy `moduleResolution:
   // node`), which ignores `exports` and so cannot see subpaths like `leasefence/memory`. leasefence needs
   // Node >= 20, whose users compile with node16/nodenext or bundler resolution; no rule is ignored.
-  return runCommand(join(BIN, 'attw'), [tarball, '--profile', 'node16', '--format', 'table-flipped', '--no-emoji', '--no-color'], REPO_ROOT);
+  return runCommand(
+    join(BIN, 'attw'),
+    [tarball, '--profile', 'node16', '--format', 'table-flipped', '--no-emoji', '--no-color'],
+    REPO_ROOT,
+  );
 }
 
 /** Installs the tarball into a fresh project (offline: it has no dependencies) and runs the smoke script there. */

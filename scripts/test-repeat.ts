@@ -80,7 +80,8 @@ function failedTests(report: JsonReport): string[] {
     const failedInFile = file.assertionResults.filter((test) => test.status === 'failed');
     for (const test of failedInFile) failed.push(`${relative} > ${test.fullName}`);
     // NOTE: a file whose import or hook failed has no failed test in it; it still must not read as green.
-    if (failedInFile.length === 0 && file.status === 'failed') failed.push(`${relative} (failed outside a test: import or hook${file.message ? `: ${file.message.split('\n')[0]}` : ''})`);
+    if (failedInFile.length === 0 && file.status === 'failed')
+      failed.push(`${relative} (failed outside a test: import or hook${file.message ? `: ${file.message.split('\n')[0]}` : ''})`);
   }
   return failed;
 }
@@ -135,7 +136,8 @@ console.log(`[test:repeat] durations (s): ${outcomes.map((outcome) => outcome.se
 if (byTest.size === 0) console.log('[test:repeat] no test failed');
 else {
   console.log('[test:repeat] test -> failed runs');
-  for (const [test, failedRuns] of byTest) console.log(`[test:repeat]   ${test} -> ${failedRuns.join(', ')} (${failedRuns.length}/${runs})`);
+  for (const [test, failedRuns] of byTest)
+    console.log(`[test:repeat]   ${test} -> ${failedRuns.join(', ')} (${failedRuns.length}/${runs})`);
 }
 if (values.keep) console.log(`[test:repeat] JSON reports kept in ${reportDir}`);
 else rmSync(reportDir, { recursive: true, force: true });

@@ -27,8 +27,10 @@ const WHY: Record<FenceRefusal['reason'], string> = {
 export function describeRefusal(refusal: FenceRefusal): string {
   const { key, reason, expected, found, attribute, now } = refusal;
   let line = `lease lost on ${key} (${reason}: ${WHY[reason]}): expected ${grantLabel(expected.token, expected.holder, expected.runId)}, found ${grantLabel(found.token, found.holder, found.runId)}`;
-  if (reason === 'expired' && found.expiresAt !== null) line += `, expired at ${new Date(found.expiresAt).toISOString()} (store now ${new Date(now).toISOString()})`;
-  if (attribute !== null) line += `; attribute ${attribute.name}: expected ${JSON.stringify(attribute.expected)}, found ${JSON.stringify(attribute.found)}`;
+  if (reason === 'expired' && found.expiresAt !== null)
+    line += `, expired at ${new Date(found.expiresAt).toISOString()} (store now ${new Date(now).toISOString()})`;
+  if (attribute !== null)
+    line += `; attribute ${attribute.name}: expected ${JSON.stringify(attribute.expected)}, found ${JSON.stringify(attribute.found)}`;
   const { ending } = found;
   if ((reason === 'revoked' || reason === 'released') && ending !== null) {
     line += `; ${ending.kind} at ${new Date(ending.at).toISOString()}`;

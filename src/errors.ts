@@ -137,7 +137,11 @@ export class LeaseUnconfirmedError extends LeaseError {
   constructor(key: string, token: bigint, options?: { cause?: unknown }) {
     const cause = options?.cause === undefined ? undefined : isLeaseError(options.cause) ? options.cause : loggableCause(options.cause);
     const why = cause === undefined ? '' : `: ${cause.message}`;
-    super('LEASE_UNCONFIRMED', `lease on ${key} (token ${token}) could not be renewed before its safe deadline${why}`, cause === undefined ? undefined : { cause });
+    super(
+      'LEASE_UNCONFIRMED',
+      `lease on ${key} (token ${token}) could not be renewed before its safe deadline${why}`,
+      cause === undefined ? undefined : { cause },
+    );
     this.key = key;
     this.token = token;
   }

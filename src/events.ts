@@ -39,9 +39,23 @@ export type OperationOutcome =
       readonly now: StoreTime;
     }
   /** A claim that was refused: held by another grant, or waiting for a recovering claim. */
-  | { readonly ok: false; readonly result: 'held' | 'recovery-required'; readonly reason: 'held' | 'recovery-required'; readonly token: bigint; readonly holder: string | null; readonly now: StoreTime }
+  | {
+      readonly ok: false;
+      readonly result: 'held' | 'recovery-required';
+      readonly reason: 'held' | 'recovery-required';
+      readonly token: bigint;
+      readonly holder: string | null;
+      readonly now: StoreTime;
+    }
   /** A renew that extended the grant; `marginMs`: how much of the grant was left, by its previous expiry, when it landed. */
-  | { readonly ok: true; readonly result: 'renewed'; readonly token: bigint; readonly expiresAt: StoreTime | null; readonly marginMs: number | null; readonly now: StoreTime }
+  | {
+      readonly ok: true;
+      readonly result: 'renewed';
+      readonly token: bigint;
+      readonly expiresAt: StoreTime | null;
+      readonly marginMs: number | null;
+      readonly now: StoreTime;
+    }
   /** Any other operation that applied (`token`: the key's token afterwards; for a revoke, the moved-on one). */
   | { readonly ok: true; readonly result: 'applied'; readonly token: bigint; readonly now: StoreTime }
   /** A refusal: a fence verdict's reason, or a revoke's (`missing`, `not-held`, `superseded`). */
@@ -86,9 +100,9 @@ export const LEASE_LOST_CHANNEL = 'leasefence:lease-lost';
  */
 export type OperationTracingChannel = TracingChannel<OperationEvent, OperationEvent>;
 
-const channels = Object.fromEntries(LEASE_OPERATIONS.map((operation) => [operation, tracingChannel<OperationEvent, OperationEvent>(`leasefence:${operation}`)])) as Readonly<
-  Record<LeaseOperation, OperationTracingChannel>
->;
+const channels = Object.fromEntries(
+  LEASE_OPERATIONS.map((operation) => [operation, tracingChannel<OperationEvent, OperationEvent>(`leasefence:${operation}`)]),
+) as Readonly<Record<LeaseOperation, OperationTracingChannel>>;
 const leaseLost = channel(LEASE_LOST_CHANNEL);
 
 /** The tracing channel of `operation` (`leasefence:<operation>`). */
@@ -98,7 +112,13 @@ export function operationChannel(operation: LeaseOperation): OperationTracingCha
 
 /** Whether anyone listens to any event of `traced`. NOTE: each sub-channel, as `TracingChannel.hasSubscribers` is Node >= 20.13. */
 export function isObserved(traced: OperationTracingChannel): boolean {
-  return traced.start.hasSubscribers || traced.end.hasSubscribers || traced.asyncStart.hasSubscribers || traced.asyncEnd.hasSubscribers || traced.error.hasSubscribers;
+  return (
+    traced.start.hasSubscribers ||
+    traced.end.hasSubscribers ||
+    traced.asyncStart.hasSubscribers ||
+    traced.asyncEnd.hasSubscribers ||
+    traced.error.hasSubscribers
+  );
 }
 
 /**
@@ -141,7 +161,10 @@ export async function traceOperation<T>(
 }
 
 /** Publishes that `withLease` lost `lease` (no-op when nobody listens). */
-export function publishLeaseLost(lease: { readonly key: string; readonly token: bigint; readonly holder: string; readonly runId: string | null }, error: LeaseError): void {
+export function publishLeaseLost(
+  lease: { readonly key: string; readonly token: bigint; readonly holder: string; readonly runId: string | null },
+  error: LeaseError,
+): void {
   if (!leaseLost.hasSubscribers) return;
   const refusal = (error as { refusal?: { reason?: string } }).refusal;
   const event: LeaseLostEvent = {

@@ -54,7 +54,8 @@ export type GateResetExpectation = { readonly key: string | null; readonly token
 export function readGateResetOptions(options: unknown): GateResetExpectation | null {
   const given = readOptions('gate reset options', options, ['expectedToken', 'expectedKey']);
   if (given.expectedToken === undefined) {
-    if (given.expectedKey !== undefined) throw new InvalidArgumentError('gate reset options: expectedKey needs expectedToken (the token the operator saw)');
+    if (given.expectedKey !== undefined)
+      throw new InvalidArgumentError('gate reset options: expectedKey needs expectedToken (the token the operator saw)');
     return null;
   }
   assertToken('expectedToken', given.expectedToken);

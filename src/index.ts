@@ -48,7 +48,15 @@ export { describeRefusal } from './describe.js';
 export type { Store, WriteContextOf } from './store.js';
 export type { TokenGate } from './gate.js';
 export type { Clock } from './clock.js';
-export { createOperator, type ListedLease, type ListPage, type ListQuery, type Operator, type OperatorGate, type OperatorOptions } from './operator.js';
+export {
+  createOperator,
+  type ListedLease,
+  type ListPage,
+  type ListQuery,
+  type Operator,
+  type OperatorGate,
+  type OperatorOptions,
+} from './operator.js';
 export type { LeaseState, ListState } from './list.js';
 export {
   GateRefusedError,

@@ -138,9 +138,21 @@ export class Lease {
     Object.defineProperty(Lease.prototype, LEASE_BRAND, { value: true });
     // NOTE: `util.inspect` / `console.log` look this symbol up; defined here so no node module is imported.
     Object.defineProperty(Lease.prototype, INSPECT, {
-      value: function inspectLease(this: Lease, depth: number, options: unknown, inspect?: (value: unknown, options: unknown) => string): unknown {
+      value: function inspectLease(
+        this: Lease,
+        depth: number,
+        options: unknown,
+        inspect?: (value: unknown, options: unknown) => string,
+      ): unknown {
         if (depth < 0) return '[Lease]';
-        const view = { ...this.toJSON(), token: this.token, secret: REDACTED, previous: this.previous, inherited: this.inherited, localDeadline: this.localDeadline };
+        const view = {
+          ...this.toJSON(),
+          token: this.token,
+          secret: REDACTED,
+          previous: this.previous,
+          inherited: this.inherited,
+          localDeadline: this.localDeadline,
+        };
         return typeof inspect === 'function' ? `Lease ${inspect(view, options)}` : view;
       },
     });
@@ -234,8 +246,12 @@ export function leaseFence(lease: unknown, storeId: string): Fence {
       // NOTE: a getter defined on the handle after it was made: the caller gets the typed refusal, not its error.
       throw new InvalidArgumentError(`lease ${built.key} was tampered with: a field of its public view could not be read`);
     }
-    if (tampered) throw new InvalidArgumentError(`lease ${built.key} was tampered with: its key, token, holder or run id differs from its grant`);
-    if (owner !== storeId) throw new InvalidArgumentError(`lease ${built.key} belongs to store ${typeof owner === 'string' ? owner : typeof owner}, not ${storeId}`);
+    if (tampered)
+      throw new InvalidArgumentError(`lease ${built.key} was tampered with: its key, token, holder or run id differs from its grant`);
+    if (owner !== storeId)
+      throw new InvalidArgumentError(
+        `lease ${built.key} belongs to store ${typeof owner === 'string' ? owner : typeof owner}, not ${storeId}`,
+      );
     return built;
   }
   let fields: Record<'key' | 'token' | 'secret' | 'holder' | 'runId', unknown>;
@@ -246,17 +262,21 @@ export function leaseFence(lease: unknown, storeId: string): Fence {
     }
     owner = (lease as Lease).storeId;
     const fence: unknown = (lease as Lease).fence();
-    if (typeof fence !== 'object' || fence === null) throw new InvalidArgumentError('lease must be a Lease handle from claim() or restore()');
+    if (typeof fence !== 'object' || fence === null)
+      throw new InvalidArgumentError('lease must be a Lease handle from claim() or restore()');
     // NOTE: each field read once, inside the try: a getter on another copy's fence cannot escape raw or change.
     const { key, token, secret, holder, runId } = fence as Fence;
     fields = { key, token, secret, holder, runId };
   } catch (error) {
     if (isLeaseError(error)) throw error;
-    throw new InvalidArgumentError('lease must be a Lease handle from claim() or restore(); this object is not one (forged, proxied or tampered with)');
+    throw new InvalidArgumentError(
+      'lease must be a Lease handle from claim() or restore(); this object is not one (forged, proxied or tampered with)',
+    );
   }
   const { key, token, secret, holder, runId } = fields;
   assertKey(key);
-  if (owner !== storeId) throw new InvalidArgumentError(`lease ${key} belongs to store ${typeof owner === 'string' ? owner : typeof owner}, not ${storeId}`);
+  if (owner !== storeId)
+    throw new InvalidArgumentError(`lease ${key} belongs to store ${typeof owner === 'string' ? owner : typeof owner}, not ${storeId}`);
   assertToken('lease token', token);
   if (!isSecret(secret)) throw new InvalidArgumentError(`lease ${key} has a malformed secret (tampered with?)`);
   assertName('holder', holder);
@@ -280,13 +300,21 @@ export function parseLeaseJson(json: unknown, storeId: string): LeaseJson & { to
     throw new InvalidArgumentError('a lease JSON must be a plain object (from lease.export()); this one could not be read');
   }
   const { owner, key, token, secret, holder, runId, attributes, expiresAt } = fields;
-  if (owner !== storeId) throw new InvalidArgumentError(`lease JSON belongs to store ${typeof owner === 'string' ? owner : String(typeof owner)}, not ${storeId}`);
+  if (owner !== storeId)
+    throw new InvalidArgumentError(
+      `lease JSON belongs to store ${typeof owner === 'string' ? owner : String(typeof owner)}, not ${storeId}`,
+    );
   assertKey(key);
-  if (typeof token !== 'string' || !TOKEN_TEXT.test(token)) throw new InvalidArgumentError(`lease token must be a positive decimal string, got ${typeof token === 'string' ? JSON.stringify(token.slice(0, 40)) : typeof token}`);
+  if (typeof token !== 'string' || !TOKEN_TEXT.test(token))
+    throw new InvalidArgumentError(
+      `lease token must be a positive decimal string, got ${typeof token === 'string' ? JSON.stringify(token.slice(0, 40)) : typeof token}`,
+    );
   const tokenValue = BigInt(token);
   assertToken('lease token', tokenValue);
   if (secret === undefined) {
-    throw new InvalidArgumentError('lease JSON has no secret: JSON.stringify(lease) leaves the secret out; hand a lease to another process with lease.export()');
+    throw new InvalidArgumentError(
+      'lease JSON has no secret: JSON.stringify(lease) leaves the secret out; hand a lease to another process with lease.export()',
+    );
   }
   if (!isSecret(secret)) throw new InvalidArgumentError('lease secret must be 32 to 128 lowercase hex digits');
   assertName('holder', holder);

@@ -133,7 +133,10 @@ export interface Leases<S extends Store = Store> {
    * is pending. With `options.wait`, waits for a held key (see `ClaimOptions.wait`).
    */
   // NOTE: the mapped type makes an option `claim` does not know a type error (the generic would accept it).
-  claim<O extends ClaimOptions = ClaimOptions>(key: string, options?: O & { readonly [K in Exclude<keyof O, keyof ClaimOptions>]?: never }): Promise<ClaimResultOf<O>>;
+  claim<O extends ClaimOptions = ClaimOptions>(
+    key: string,
+    options?: O & { readonly [K in Exclude<keyof O, keyof ClaimOptions>]?: never },
+  ): Promise<ClaimResultOf<O>>;
   /** `claim`, throwing `LeaseBusyError` (with `waitedMs`) or `RecoveryRequiredError` for a refusal. */
   claimOrThrow(key: string, options?: ClaimOptions): Promise<Lease>;
   /** Extends the grant by `options.ttlMs`, by default the lease's own TTL (`lease.ttlMs`), from the store's now. */
@@ -145,7 +148,11 @@ export interface Leases<S extends Store = Store> {
   /** `checkpoint` that throws `LeaseLostError` when the fence refuses. */
   checkpointOrThrow(lease: Lease, value: unknown, options?: FenceOptions): Promise<void>;
   /** Runs `write` only if the grant is current on the store's clock, atomically with that check (and with `options.checkpoint`). */
-  fencedWrite<T>(lease: Lease, write: (context: WriteContextOf<S>) => T | Promise<T>, options?: FencedWriteOptions): Promise<FencedWriteOutcome<T>>;
+  fencedWrite<T>(
+    lease: Lease,
+    write: (context: WriteContextOf<S>) => T | Promise<T>,
+    options?: FencedWriteOptions,
+  ): Promise<FencedWriteOutcome<T>>;
   /** `fencedWrite` that returns the callback's value or throws `LeaseLostError`. */
   fencedWriteOrThrow<T>(lease: Lease, write: (context: WriteContextOf<S>) => T | Promise<T>, options?: FencedWriteOptions): Promise<T>;
   /** Ends the grant; idempotent for the same grant, and a stale grant cannot release a newer one. */
@@ -169,7 +176,11 @@ export interface Leases<S extends Store = Store> {
    * signal as its second argument, and as `lease.signal` (made only when read: a one-parameter `fn` that
    * never reads it costs the run no AbortSignal).
    */
-  withLease<T>(key: string, fn: (lease: RunningLease, signal: AbortSignal) => Promise<T>, options?: WithLeaseOptions): Promise<WithLeaseOutcome<T>>;
+  withLease<T>(
+    key: string,
+    fn: (lease: RunningLease, signal: AbortSignal) => Promise<T>,
+    options?: WithLeaseOptions,
+  ): Promise<WithLeaseOutcome<T>>;
   /**
    * Rebuilds a handle from `lease.export()` (for example in another process). The JSON must carry the
    * secret: `JSON.stringify(lease)` leaves it out, so restoring that is refused.
@@ -261,7 +272,13 @@ export interface WithLeaseStopped<T> {
  * How `withLease` ended: the claim's refusal (with `waitedMs` when it waited), or what happened to the work
  * under the lease. With `wait`, the run's `signal` also ends the wait: the outcome is then `stopped`.
  */
-export type WithLeaseOutcome<T> = WithLeaseCompleted<T> | WithLeaseLost<T> | WithLeaseStopped<T> | ClaimHeld | ClaimRecoveryRequired | WaitedRefusal;
+export type WithLeaseOutcome<T> =
+  | WithLeaseCompleted<T>
+  | WithLeaseLost<T>
+  | WithLeaseStopped<T>
+  | ClaimHeld
+  | ClaimRecoveryRequired
+  | WaitedRefusal;
 
 /**
  * A lease handle inside `withLease`: `lease.signal` is the run's signal (made on first read; see

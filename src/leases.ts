@@ -3,28 +3,19 @@
  * handles, typed results and (for the `...OrThrow` variants) errors. All decisions live in `fence/`.
  */
 import { monotonicClock, type Clock } from './clock.js';
-import {
-  GateRefusedError,
-  InvalidArgumentError,
-  LeaseBusyError,
-  LeaseLostError,
-  RecoveryRequiredError,
-} from './errors.js';
-import type {
-  GateOutcome,
-  ReleaseOutcome,
-} from './fence/operations.js';
+import { GateRefusedError, InvalidArgumentError, LeaseBusyError, LeaseLostError, RecoveryRequiredError } from './errors.js';
+import type { GateOutcome, ReleaseOutcome } from './fence/operations.js';
 import type { CheckpointRecord, Fence, LeaseAttributes, StoreTime } from './fence/types.js';
-import { Lease, leaseFence, parseLeaseJson, type Checkpoint, } from './lease.js';
+import { Lease, leaseFence, parseLeaseJson, type Checkpoint } from './lease.js';
 import { loggable } from './loggable.js';
 import { observeLeases } from './observed-leases.js';
 import { newSecret } from './secret.js';
 import { AppliedRelease, AppliedRenew, GrantedClaim } from './shell-results.js';
 import { parseStoredCheckpoint } from './unreadable-checkpoint.js';
 import type { WaitedRefusal } from './waiting/refusal.js';
-import { readWaitOptions, } from './waiting/wait-options.js';
+import { readWaitOptions } from './waiting/wait-options.js';
 import { createWaitingClaims } from './waiting/waiting-claims.js';
-import type { Store, } from './store.js';
+import type { Store } from './store.js';
 import {
   assertKey,
   assertMaxBytes,
@@ -121,13 +112,20 @@ export function createLeases<S extends Store>(store: S, options: LeasesOptions):
   const requireLease = (lease: unknown): Fence => leaseFence(lease, store.id);
 
   /** The fence with the attributes an operation requires, from options read once and checked. */
-  const fenceOf = (fence: Fence, attributes: unknown): Fence => (attributes === undefined ? fence : { ...fence, attributes: toAttributes(attributes) });
+  const fenceOf = (fence: Fence, attributes: unknown): Fence =>
+    attributes === undefined ? fence : { ...fence, attributes: toAttributes(attributes) };
 
   // NOTE: one disposer for every handle (not a closure per claim): claim is the hot path.
   const dispose = (handle: Lease): Promise<ReleaseOutcome> => leases.release(handle);
 
   /** One claim of checked input, without waiting. */
-  const claimOnce = async (key: string, ttlMs: number | null, runId: string | null, attributes: LeaseAttributes, recovering: boolean): Promise<ClaimResult> => {
+  const claimOnce = async (
+    key: string,
+    ttlMs: number | null,
+    runId: string | null,
+    attributes: LeaseAttributes,
+    recovering: boolean,
+  ): Promise<ClaimResult> => {
     const secret = newSecret();
     const sentAt = monotonic();
     const outcome = await store.claim({ key, holder, runId, secret, ttlMs, attributes, recovering });
@@ -153,7 +151,10 @@ export function createLeases<S extends Store>(store: S, options: LeasesOptions):
   };
 
   const waitForClaim = createWaitingClaims({
-    watchFreed: typeof store.watchFreed === 'function' ? (key, onFreed) => (store.watchFreed as NonNullable<Store['watchFreed']>)(key, onFreed) : null,
+    watchFreed:
+      typeof store.watchFreed === 'function'
+        ? (key, onFreed) => (store.watchFreed as NonNullable<Store['watchFreed']>)(key, onFreed)
+        : null,
     monotonic,
     random: Math.random,
     release: (lease) => leases.release(lease),
@@ -276,13 +277,15 @@ export function createLeases<S extends Store>(store: S, options: LeasesOptions):
       assertName('revoked by', by);
       const expectedToken = given.expectedToken ?? null;
       if (expectedToken !== null) assertToken('expectedToken', expectedToken);
-      if (requireRecovery !== undefined && typeof requireRecovery !== 'boolean') throw new InvalidArgumentError('requireRecovery must be a boolean');
+      if (requireRecovery !== undefined && typeof requireRecovery !== 'boolean')
+        throw new InvalidArgumentError('requireRecovery must be a boolean');
       return loggable(await store.revoke({ key, reason, by, requireRecovery: requireRecovery === true, expectedToken }));
     },
 
     async recover(lease, action) {
       const fence = requireLease(lease);
-      if (action !== 'resume' && action !== 'discard') throw new InvalidArgumentError(`recover action must be 'resume' or 'discard', got ${describe(action)}`);
+      if (action !== 'resume' && action !== 'discard')
+        throw new InvalidArgumentError(`recover action must be 'resume' or 'discard', got ${describe(action)}`);
       return loggable(await store.recover({ fence, action }));
     },
 
@@ -302,7 +305,8 @@ export function createLeases<S extends Store>(store: S, options: LeasesOptions):
       } catch {
         gateWriteMethod = undefined;
       }
-      if (typeof gateWriteMethod !== 'function') throw new InvalidArgumentError('gateWrite needs a TokenGate (an object with a write method)');
+      if (typeof gateWriteMethod !== 'function')
+        throw new InvalidArgumentError('gateWrite needs a TokenGate (an object with a write method)');
       // NOTE: the full fence (with the secret): a gate in the lease store's backend checks the grant itself.
       const gateWriteOf = gateWriteMethod as (resource: string, lease: Fence, write: typeof callback) => Promise<GateOutcome<never>>;
       const callback = write as (context: unknown) => never;
@@ -318,7 +322,14 @@ export function createLeases<S extends Store>(store: S, options: LeasesOptions):
     },
 
     async withLease(key, fn, withOptions) {
-      return runWithLease(leases, monotonic, key, fn, copyOptions('withLease options', withOptions) as WithLeaseOptions, maxCheckpointBytes);
+      return runWithLease(
+        leases,
+        monotonic,
+        key,
+        fn,
+        copyOptions('withLease options', withOptions) as WithLeaseOptions,
+        maxCheckpointBytes,
+      );
     },
 
     restore(json) {

@@ -43,7 +43,11 @@ export interface ListedInspection extends Omit<StoreInspection, 'checkpoint'> {
 /** `inspection` as a listing returns it, for a store that holds the checkpoint's JSON at hand anyway (memory). */
 export function toListedInspection(inspection: StoreInspection): ListedInspection {
   const { checkpoint } = inspection;
-  return { ...inspection, checkpoint: checkpoint === null ? null : { token: checkpoint.token, writtenAt: checkpoint.writtenAt, bytes: utf8Length(checkpoint.json) } };
+  return {
+    ...inspection,
+    checkpoint:
+      checkpoint === null ? null : { token: checkpoint.token, writtenAt: checkpoint.writtenAt, bytes: utf8Length(checkpoint.json) },
+  };
 }
 
 /** A page of a store's `list`. */
@@ -74,7 +78,10 @@ export function leaseState(inspection: Pick<StoreInspection, 'grant' | 'ending'>
 }
 
 /** Whether a lease matches a state filter: its state is listed, or it has a pending recovery and `recovery-required` is. */
-export function matchesStates(inspection: Pick<StoreInspection, 'grant' | 'ending' | 'recoveryRequired'>, states: ReadonlySet<ListState> | null): boolean {
+export function matchesStates(
+  inspection: Pick<StoreInspection, 'grant' | 'ending' | 'recoveryRequired'>,
+  states: ReadonlySet<ListState> | null,
+): boolean {
   if (states === null) return true;
   return states.has(leaseState(inspection)) || (inspection.recoveryRequired && states.has('recovery-required'));
 }
@@ -113,7 +120,8 @@ export function toStateFilter(states: unknown): ReadonlySet<ListState> | null {
   }
   for (const state of copy) {
     // NOTE: `describe`, not JSON.stringify: a bigint or a throwing toJSON must get this refusal, not a TypeError.
-    if (!LIST_STATES.includes(state as ListState)) throw new InvalidArgumentError(`unknown lease state ${describe(state)}; expected one of ${LIST_STATES.join(', ')}`);
+    if (!LIST_STATES.includes(state as ListState))
+      throw new InvalidArgumentError(`unknown lease state ${describe(state)}; expected one of ${LIST_STATES.join(', ')}`);
   }
   return copy.length === 0 ? null : new Set(copy as ListState[]);
 }

@@ -3,21 +3,20 @@
  * checks whether anyone listens and otherwise calls the original directly. The summaries keep what
  * metrics and logs need and nothing secret (a lease handle never leaves here).
  */
-import {
-  isObserved,
-  operationChannel,
-  traceOperation,
-  type LeaseOperation,
-  type OperationEvent,
-  type OperationOutcome,
-} from './events.js';
+import { isObserved, operationChannel, traceOperation, type LeaseOperation, type OperationEvent, type OperationOutcome } from './events.js';
 import type { FenceRefusal, StoreTime } from './fence/types.js';
 import type { Leases } from './leases-types.js';
 
 type Refusal = FenceRefusal;
 
 /** A fence refusal as an outcome. */
-const refused = (refusal: Refusal): OperationOutcome => ({ ok: false, result: 'refused', reason: refusal.reason, token: refusal.found.token, now: refusal.now });
+const refused = (refusal: Refusal): OperationOutcome => ({
+  ok: false,
+  result: 'refused',
+  reason: refusal.reason,
+  token: refusal.found.token,
+  now: refusal.now,
+});
 
 /** `applied` or `refused`, for operations that return `{ ok: true, now }` or a fence refusal. */
 const appliedOrRefused =
@@ -27,7 +26,12 @@ const appliedOrRefused =
 
 /** The non-secret fields of a lease argument (which may be anything: the operation validates it). */
 function leaseEvent(operation: LeaseOperation, lease: unknown): OperationEvent {
-  const fields = (typeof lease === 'object' && lease !== null ? lease : {}) as { key?: unknown; token?: unknown; holder?: unknown; runId?: unknown };
+  const fields = (typeof lease === 'object' && lease !== null ? lease : {}) as {
+    key?: unknown;
+    token?: unknown;
+    holder?: unknown;
+    runId?: unknown;
+  };
   return {
     operation,
     key: typeof fields.key === 'string' ? fields.key : '',
@@ -57,34 +61,44 @@ export function observeLeases<L extends Leases>(leases: L): L {
     if (!isObserved(channel.claim)) return claim(key, options);
     const runId = typeof options?.runId === 'string' ? options.runId : null;
     const event: OperationEvent = { operation: 'claim', key: typeof key === 'string' ? key : '', token: null, holder, runId };
-    return traceOperation(channel.claim, event, () => claim(key, options), (result): OperationOutcome => {
-      if (!result.ok) {
-        const heldBy = result.reason === 'held' ? result.holder : null;
-        return { ok: false, result: result.reason, reason: result.reason, token: result.token, holder: heldBy, now: result.now };
-      }
-      const { lease, previous } = result;
-      const acquiredAt = lease.acquiredAt ?? 0;
-      return {
-        ok: true,
-        result: 'granted',
-        token: lease.token,
-        acquiredAt,
-        expiresAt: lease.expiresAt,
-        previous: previous === null ? null : { kind: previous.kind, token: previous.token, at: previous.at },
-        now: acquiredAt,
-      };
-    });
+    return traceOperation(
+      channel.claim,
+      event,
+      () => claim(key, options),
+      (result): OperationOutcome => {
+        if (!result.ok) {
+          const heldBy = result.reason === 'held' ? result.holder : null;
+          return { ok: false, result: result.reason, reason: result.reason, token: result.token, holder: heldBy, now: result.now };
+        }
+        const { lease, previous } = result;
+        const acquiredAt = lease.acquiredAt ?? 0;
+        return {
+          ok: true,
+          result: 'granted',
+          token: lease.token,
+          acquiredAt,
+          expiresAt: lease.expiresAt,
+          previous: previous === null ? null : { kind: previous.kind, token: previous.token, at: previous.at },
+          now: acquiredAt,
+        };
+      },
+    );
   };
 
   leases.renew = (lease, options) => {
     if (!isObserved(channel.renew)) return renew(lease, options);
     const event = leaseEvent('renew', lease);
     const before = (lease as { expiresAt?: unknown } | null)?.expiresAt;
-    return traceOperation(channel.renew, event, () => renew(lease, options), (outcome): OperationOutcome => {
-      if (!outcome.ok) return refused(outcome);
-      const marginMs = typeof before === 'number' ? before - outcome.now : null;
-      return { ok: true, result: 'renewed', token: outcome.token, expiresAt: outcome.expiresAt, marginMs, now: outcome.now };
-    });
+    return traceOperation(
+      channel.renew,
+      event,
+      () => renew(lease, options),
+      (outcome): OperationOutcome => {
+        if (!outcome.ok) return refused(outcome);
+        const marginMs = typeof before === 'number' ? before - outcome.now : null;
+        return { ok: true, result: 'renewed', token: outcome.token, expiresAt: outcome.expiresAt, marginMs, now: outcome.now };
+      },
+    );
   };
 
   leases.checkpoint = (lease, value, options) => {
@@ -109,11 +123,21 @@ export function observeLeases<L extends Leases>(leases: L): L {
   leases.revoke = (key, options) => {
     if (!isObserved(channel.revoke)) return revoke(key, options);
     const by = (options as { by?: unknown } | null)?.by;
-    const event: OperationEvent = { operation: 'revoke', key: typeof key === 'string' ? key : '', token: null, holder: typeof by === 'string' ? by : 'operator', runId: null };
-    return traceOperation(channel.revoke, event, () => revoke(key, options), (outcome): OperationOutcome =>
-      outcome.ok
-        ? { ok: true, result: 'applied', token: outcome.token, now: outcome.now }
-        : { ok: false, result: 'refused', reason: outcome.reason, token: outcome.token, now: outcome.now },
+    const event: OperationEvent = {
+      operation: 'revoke',
+      key: typeof key === 'string' ? key : '',
+      token: null,
+      holder: typeof by === 'string' ? by : 'operator',
+      runId: null,
+    };
+    return traceOperation(
+      channel.revoke,
+      event,
+      () => revoke(key, options),
+      (outcome): OperationOutcome =>
+        outcome.ok
+          ? { ok: true, result: 'applied', token: outcome.token, now: outcome.now }
+          : { ok: false, result: 'refused', reason: outcome.reason, token: outcome.token, now: outcome.now },
     );
   };
 

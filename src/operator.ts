@@ -107,7 +107,11 @@ function toOperatorGate(gate: unknown): OperatorGate | undefined {
   if (gate === undefined) return undefined;
   let methods: boolean;
   try {
-    methods = typeof gate === 'object' && gate !== null && typeof (gate as OperatorGate).inspect === 'function' && typeof (gate as OperatorGate).reset === 'function';
+    methods =
+      typeof gate === 'object' &&
+      gate !== null &&
+      typeof (gate as OperatorGate).inspect === 'function' &&
+      typeof (gate as OperatorGate).reset === 'function';
   } catch {
     methods = false;
   }
@@ -193,10 +197,15 @@ export function createOperator(store: Store, options?: OperatorOptions): Operato
       const expected = readGateResetOptions(resetOptions);
       const gate = requireGate();
       if (expected === null) return gate.reset(resource);
-      const outcome = await gate.reset(resource, { expectedToken: expected.token, ...(expected.key === null ? {} : { expectedKey: expected.key }) });
+      const outcome = await gate.reset(resource, {
+        expectedToken: expected.token,
+        ...(expected.key === null ? {} : { expectedKey: expected.key }),
+      });
       // NOTE: a gate written before reset took an expectation would forget whatever it records: say so loudly.
       if (outcome.ok && !resetExpectationHolds(expected, outcome.found)) {
-        throw new Error(`the token gate forgot ${resource} although it recorded ${outcome.found === null ? 'nothing' : `token ${outcome.found.token}`}, not the expected token ${expected.token}: its reset ignores expectedToken`);
+        throw new Error(
+          `the token gate forgot ${resource} although it recorded ${outcome.found === null ? 'nothing' : `token ${outcome.found.token}`}, not the expected token ${expected.token}: its reset ignores expectedToken`,
+        );
       }
       return outcome;
     },

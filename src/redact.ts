@@ -46,6 +46,7 @@ export function loggableCause(error: unknown, depth = 0): Error {
   const options = cause !== undefined && depth < MAX_CAUSE_DEPTH ? { cause: loggableCause(cause, depth + 1) } : undefined;
   const copy = new Error(redactText(message), options);
   copy.name = redactText(name);
-  if (code !== undefined) Object.defineProperty(copy, 'code', { value: typeof code === 'string' ? redactText(code) : code, enumerable: true });
+  if (code !== undefined)
+    Object.defineProperty(copy, 'code', { value: typeof code === 'string' ? redactText(code) : code, enumerable: true });
   return copy;
 }

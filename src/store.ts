@@ -72,7 +72,11 @@ export interface Store<WriteContext = unknown> {
    * checkpoint is saved (as `checkpoint` would, resolving a pending recovery) in the same atomic step:
    * the write and the checkpoint both apply or neither does.
    */
-  fencedWrite<T>(fence: Fence, write: (context: WriteContext) => T | Promise<T>, options?: StoreFencedWriteOptions): Promise<FencedWriteOutcome<T>>;
+  fencedWrite<T>(
+    fence: Fence,
+    write: (context: WriteContext) => T | Promise<T>,
+    options?: StoreFencedWriteOptions,
+  ): Promise<FencedWriteOutcome<T>>;
 
   /** Ends the current grant; idempotent for the same grant; a stale grant cannot release a newer one. */
   release(command: ReleaseCommand): Promise<ReleaseOutcome>;

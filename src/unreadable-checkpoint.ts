@@ -9,7 +9,11 @@
 export const UNREADABLE_CHECKPOINT = 'leasefence:unreadable-checkpoint';
 
 /** What an unreadable stored checkpoint of `length` characters reads as. */
-export function unreadableCheckpoint(length: number): { readonly [UNREADABLE_CHECKPOINT]: true; readonly reason: string; readonly length: number } {
+export function unreadableCheckpoint(length: number): {
+  readonly [UNREADABLE_CHECKPOINT]: true;
+  readonly reason: string;
+  readonly length: number;
+} {
   return { [UNREADABLE_CHECKPOINT]: true, reason: 'the stored checkpoint is not valid JSON', length };
 }
 

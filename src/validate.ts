@@ -66,7 +66,8 @@ export function assertStorableText(what: string, value: string): void {
     if (unit === 0) throw new InvalidArgumentError(`${what} must not contain NUL characters`);
     if ((unit & 0xf800) === 0xd800) surrogates = true;
   }
-  if (surrogates && LONE_SURROGATE.test(value)) throw new InvalidArgumentError(`${what} contains a lone UTF-16 surrogate, which a store cannot keep exactly`);
+  if (surrogates && LONE_SURROGATE.test(value))
+    throw new InvalidArgumentError(`${what} contains a lone UTF-16 surrogate, which a store cannot keep exactly`);
 }
 
 /** A non-empty string of at most `MAX_NAME_BYTES` UTF-8 bytes that every store can keep exactly. */
@@ -150,7 +151,9 @@ export function assertKey(key: unknown): asserts key is string {
 export function assertTtl(ttlMs: unknown): asserts ttlMs is number | null {
   if (ttlMs === null) return;
   if (typeof ttlMs !== 'number' || !Number.isInteger(ttlMs) || ttlMs <= 0 || ttlMs > MAX_TTL_MS) {
-    throw new InvalidArgumentError(`ttlMs must be a positive integer number of milliseconds up to ${MAX_TTL_MS}, or null for no expiry; got ${describe(ttlMs)}`);
+    throw new InvalidArgumentError(
+      `ttlMs must be a positive integer number of milliseconds up to ${MAX_TTL_MS}, or null for no expiry; got ${describe(ttlMs)}`,
+    );
   }
 }
 
@@ -173,7 +176,8 @@ export function toAttributes(attributes: unknown): LeaseAttributes {
   if (attributes === undefined) return NO_ATTRIBUTES;
   let entries: [string, unknown][];
   try {
-    if (!isPlainObject(attributes)) throw new InvalidArgumentError(`attributes must be a plain object of strings, got ${describe(attributes)}`);
+    if (!isPlainObject(attributes))
+      throw new InvalidArgumentError(`attributes must be a plain object of strings, got ${describe(attributes)}`);
     entries = Object.entries(attributes);
   } catch (error) {
     if (error instanceof InvalidArgumentError) throw error;
@@ -248,7 +252,8 @@ interface CopiedObject {
 /** Adds `bytes` to the walk's count, refusing the checkpoint once the count is over the limit. */
 function charge(walk: CopyWalk, bytes: number, path: string): void {
   walk.bytes += bytes;
-  if (walk.bytes > walk.maxBytes) throw new InvalidArgumentError(`checkpoint is over the limit of ${walk.maxBytes} bytes of JSON (passed at ${path})`);
+  if (walk.bytes > walk.maxBytes)
+    throw new InvalidArgumentError(`checkpoint is over the limit of ${walk.maxBytes} bytes of JSON (passed at ${path})`);
 }
 
 /** A copy of `value` made only of JSON values (null-prototype objects, dense arrays), or a refusal. */
@@ -275,12 +280,14 @@ function jsonCopy(value: unknown, path: string, walk: CopyWalk, depth: number): 
   }
   const copied = walk.copied.get(value);
   if (copied !== undefined) {
-    if (depth + copied.levels > MAX_CHECKPOINT_DEPTH) throw new InvalidArgumentError(`checkpoint nests deeper than ${MAX_CHECKPOINT_DEPTH} levels below ${path}`);
+    if (depth + copied.levels > MAX_CHECKPOINT_DEPTH)
+      throw new InvalidArgumentError(`checkpoint nests deeper than ${MAX_CHECKPOINT_DEPTH} levels below ${path}`);
     walk.deepest = Math.max(walk.deepest, depth + copied.levels - 1);
     charge(walk, copied.bytes, path);
     return copied.copy;
   }
-  if (depth >= MAX_CHECKPOINT_DEPTH) throw new InvalidArgumentError(`checkpoint nests deeper than ${MAX_CHECKPOINT_DEPTH} levels at ${path}`);
+  if (depth >= MAX_CHECKPOINT_DEPTH)
+    throw new InvalidArgumentError(`checkpoint nests deeper than ${MAX_CHECKPOINT_DEPTH} levels at ${path}`);
   if (walk.ancestors.has(value)) throw new InvalidArgumentError(`checkpoint is not JSON: ${path} is a cycle`);
   walk.ancestors.add(value);
   const bytesBefore = walk.bytes;
@@ -294,9 +301,11 @@ function jsonCopy(value: unknown, path: string, walk: CopyWalk, depth: number): 
 }
 
 function copyArray(value: unknown[], path: string, walk: CopyWalk, depth: number): unknown[] {
-  if (Object.getPrototypeOf(value) !== Array.prototype) throw new InvalidArgumentError(`checkpoint is not JSON: ${path} is an array subclass`);
+  if (Object.getPrototypeOf(value) !== Array.prototype)
+    throw new InvalidArgumentError(`checkpoint is not JSON: ${path} is an array subclass`);
   const { length } = value;
-  if (Object.keys(value).length !== length) throw new InvalidArgumentError(`checkpoint is not JSON: ${path} is a sparse array or has extra properties`);
+  if (Object.keys(value).length !== length)
+    throw new InvalidArgumentError(`checkpoint is not JSON: ${path} is a sparse array or has extra properties`);
   assertNoToJson(value, path);
   charge(walk, 2 + Math.max(0, length - 1), path);
   const items: unknown[] = [];
@@ -331,7 +340,9 @@ export const MAX_CHECKPOINT_BYTES_LIMIT: number = 64 * 1024 * 1024;
 /** A checkpoint size limit: a positive integer up to `MAX_CHECKPOINT_BYTES_LIMIT`. */
 export function assertMaxBytes(maxBytes: unknown): asserts maxBytes is number {
   if (typeof maxBytes !== 'number' || !Number.isInteger(maxBytes) || maxBytes <= 0 || maxBytes > MAX_CHECKPOINT_BYTES_LIMIT) {
-    throw new InvalidArgumentError(`maxCheckpointBytes must be a positive integer up to ${MAX_CHECKPOINT_BYTES_LIMIT}, got ${describe(maxBytes)}`);
+    throw new InvalidArgumentError(
+      `maxCheckpointBytes must be a positive integer up to ${MAX_CHECKPOINT_BYTES_LIMIT}, got ${describe(maxBytes)}`,
+    );
   }
 }
 

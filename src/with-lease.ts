@@ -7,7 +7,7 @@
  * stopped answering cannot keep `withLease` from returning.
  */
 import type { Clock } from './clock.js';
-import { InvalidArgumentError, isLeaseLostError, LeaseLostError, } from './errors.js';
+import { InvalidArgumentError, isLeaseLostError, LeaseLostError } from './errors.js';
 import type { FenceRefusal } from './fence/types.js';
 import { attachRun, runOf, type Lease } from './lease.js';
 import type { ClaimOptions, Leases, RunningLease, WithLeaseOptions, WithLeaseOutcome } from './leases-types.js';
@@ -37,10 +37,15 @@ export async function runWithLease<T>(
 ): Promise<WithLeaseOutcome<T>> {
   const settings = checkOptions(fn, options, maxCheckpointBytes);
   const external = options.signal;
-  if (isAborted(external)) return { ok: false, reason: 'stopped', key, lease: null, cause: external?.reason, lost: null, returned: null, released: false };
+  if (isAborted(external))
+    return { ok: false, reason: 'stopped', key, lease: null, cause: external?.reason, lost: null, returned: null, released: false };
   // NOTE: without a wait, a plain claim; without claim options, none (`readOptions` then copies nothing).
-  const claimed = options.wait === undefined ? await leases.claim<ClaimOptions>(key, hasClaimOptions(options) ? options : undefined) : await claimUnlessStopped(leases, key, options);
-  if (claimed === null) return { ok: false, reason: 'stopped', key, lease: null, cause: external?.reason, lost: null, returned: null, released: false };
+  const claimed =
+    options.wait === undefined
+      ? await leases.claim<ClaimOptions>(key, hasClaimOptions(options) ? options : undefined)
+      : await claimUnlessStopped(leases, key, options);
+  if (claimed === null)
+    return { ok: false, reason: 'stopped', key, lease: null, cause: external?.reason, lost: null, returned: null, released: false };
   if (!claimed.ok) return claimed;
   const { lease } = claimed;
   const ttlMs = lease.expiresAt === null ? null : lease.ttlMs;
@@ -129,11 +134,16 @@ function causedByAbort(error: unknown, reason: unknown): boolean {
 }
 
 /** Validates `fn` and the options before the claim (invariant 7), with the same error as every other bad input. */
-function checkOptions(fn: unknown, options: WithLeaseOptions, maxCheckpointBytes: number): { renewAfterFraction: number; finalCheckpoint: unknown } {
+function checkOptions(
+  fn: unknown,
+  options: WithLeaseOptions,
+  maxCheckpointBytes: number,
+): { renewAfterFraction: number; finalCheckpoint: unknown } {
   if (typeof fn !== 'function') throw new InvalidArgumentError('withLease needs a function to run under the lease');
   if (typeof options !== 'object' || options === null) throw new InvalidArgumentError('withLease options must be an object');
   const fraction = options.renewAfterFraction ?? 1 / 3;
-  if (typeof fraction !== 'number' || !(fraction > 0 && fraction < 1)) throw new InvalidArgumentError(`renewAfterFraction must be a number between 0 and 1, got ${describe(fraction)}`);
+  if (typeof fraction !== 'number' || !(fraction > 0 && fraction < 1))
+    throw new InvalidArgumentError(`renewAfterFraction must be a number between 0 and 1, got ${describe(fraction)}`);
   const { safetyMarginMs, retryDelayMs, timers, signal, finalCheckpoint } = options;
   if (safetyMarginMs !== undefined && !(typeof safetyMarginMs === 'number' && Number.isFinite(safetyMarginMs) && safetyMarginMs >= 0)) {
     throw new InvalidArgumentError(`safetyMarginMs must be a finite number of ms >= 0, got ${describe(safetyMarginMs)}`);
@@ -141,7 +151,10 @@ function checkOptions(fn: unknown, options: WithLeaseOptions, maxCheckpointBytes
   if (retryDelayMs !== undefined && !(typeof retryDelayMs === 'number' && Number.isFinite(retryDelayMs) && retryDelayMs > 0)) {
     throw new InvalidArgumentError(`retryDelayMs must be a finite number of ms > 0, got ${describe(retryDelayMs)}`);
   }
-  if (timers !== undefined && (typeof timers !== 'object' || timers === null || typeof timers.setTimeout !== 'function' || typeof timers.clearTimeout !== 'function')) {
+  if (
+    timers !== undefined &&
+    (typeof timers !== 'object' || timers === null || typeof timers.setTimeout !== 'function' || typeof timers.clearTimeout !== 'function')
+  ) {
     throw new InvalidArgumentError('timers must be an object with setTimeout and clearTimeout functions');
   }
   if (signal !== undefined && !(signal instanceof AbortSignal)) throw new InvalidArgumentError('signal must be an AbortSignal');
@@ -156,7 +169,14 @@ function checkOptions(fn: unknown, options: WithLeaseOptions, maxCheckpointBytes
  * awaited (a renewal, the final release) changes nothing it could rely on; it may still land later, and a
  * stale grant changes nothing then either.
  */
-function boundedByDeadline<R>(settling: Promise<R>, fallback: R, lease: Lease, graceMs: number, monotonic: Clock, timers: Timers): Promise<R> {
+function boundedByDeadline<R>(
+  settling: Promise<R>,
+  fallback: R,
+  lease: Lease,
+  graceMs: number,
+  monotonic: Clock,
+  timers: Timers,
+): Promise<R> {
   const waitMs = Math.min(Math.max(lease.localDeadline - monotonic(), graceMs), MAX_TIMER_MS);
   return new Promise((resolve) => {
     const handle = timers.setTimeout(() => resolve(fallback), waitMs);

@@ -56,7 +56,10 @@ report('0. occ-1: the current grant, the requested model', await submit(classifi
 await classifier1.release(decided);
 
 // 1. candidate missing: a queue message for an occurrence nobody ever claimed.
-report('1. candidate missing (a message for occ-404, never claimed)', await submit(classifier1, classifier1.restore({ ...decided.export(), key: 'classify:occ-404' }), MODEL));
+report(
+  '1. candidate missing (a message for occ-404, never claimed)',
+  await submit(classifier1, classifier1.restore({ ...decided.export(), key: 'classify:occ-404' }), MODEL),
+);
 
 // 2. state not pending_classification: occ-1 was decided and released; the queue redelivers the job.
 report('2. candidate no longer pending (occ-1 already decided; a redelivered job)', await submit(classifier1, decided, MODEL));
@@ -68,11 +71,17 @@ report('3. evidence revision moved (a re-scan revoked the claim)', await submit(
 
 // 4. classificationWorkerId differs: classifier-2 submits with classifier-1's grant from a shared cache.
 const borrowed = await claimForClassification('occ-4', 'r4');
-report('4. worker id differs (classifier-2 presents classifier-1\'s grant)', await submit(classifier2, classifier2.restore({ ...borrowed.export(), holder: 'classifier-2' }), MODEL));
+report(
+  "4. worker id differs (classifier-2 presents classifier-1's grant)",
+  await submit(classifier2, classifier2.restore({ ...borrowed.export(), holder: 'classifier-2' }), MODEL),
+);
 
 // 5. classificationLeaseToken differs: the right grant number, the secret of another claim.
 const guarded = await claimForClassification('occ-5', 'r5');
-report('5. lease token differs (the secret of another claim)', await submit(classifier1, classifier1.restore({ ...guarded.export(), secret: borrowed.export().secret }), MODEL));
+report(
+  '5. lease token differs (the secret of another claim)',
+  await submit(classifier1, classifier1.restore({ ...guarded.export(), secret: borrowed.export().secret }), MODEL),
+);
 
 // 6. classificationRunId differs: run r6's lease expired, the worker re-claimed as run r7, then r6 submits.
 const oldRun = await claimForClassification('occ-6', 'r6');
@@ -86,7 +95,10 @@ report('7. requested model version differs (the model was swapped to clf-2024-07
 
 // 8. classificationLeaseExpiresAt missing: a grant this occurrence never had (a forged or mixed-up message).
 const current = await claimForClassification('occ-8', 'r9');
-report('8. no such lease (grant 2 of occ-8, which only ever had grant 1)', await submit(classifier1, classifier1.restore({ ...current.export(), token: '2' }), MODEL));
+report(
+  '8. no such lease (grant 2 of occ-8, which only ever had grant 1)',
+  await submit(classifier1, classifier1.restore({ ...current.export(), token: '2' }), MODEL),
+);
 
 // 9. classificationLeaseExpiresAt elapsed: the model call took longer than the lease.
 const slow = await claimForClassification('occ-9', 'r10');

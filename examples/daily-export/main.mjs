@@ -49,11 +49,12 @@ try {
   await pool.query(`CREATE TABLE ${ROWS_TABLE} (batch int NOT NULL, row_count int NOT NULL, token bigint NOT NULL, worker text NOT NULL)`);
 
   // NOTE: each worker announces its stop point and waits there; main kills it then, so the crash lands exactly there.
-  const killAtStop = (/** @type {string} */ name) => (/** @type {string} */ line, /** @type {import('node:child_process').ChildProcess} */ child) => {
-    if (!line.endsWith('(stopping here)')) return;
-    console.log(`main: SIGKILL ${name}`);
-    child.kill('SIGKILL');
-  };
+  const killAtStop =
+    (/** @type {string} */ name) => (/** @type {string} */ line, /** @type {import('node:child_process').ChildProcess} */ child) => {
+      if (!line.endsWith('(stopping here)')) return;
+      console.log(`main: SIGKILL ${name}`);
+      child.kill('SIGKILL');
+    };
   const a = await runWorker('worker-a', { DAILY_EXPORT_STOP_AT: 'before-commit:3' }, killAtStop('worker-a'));
   console.log(`main: worker-a ended by ${a.signal ?? `exit code ${a.code}`}`);
   const b = await runWorker('worker-b', { DAILY_EXPORT_STOP_AT: 'after-commit:5' }, killAtStop('worker-b'));

@@ -25,7 +25,13 @@ const stopsAt = (batch, where) => stopWhere === where && Number(stopBatch) === b
 // NOTE: bounded, so a worker whose main.mjs died does not wait for ever.
 const stopHere = () => new Promise(() => setTimeout(() => process.exit(3), 60_000));
 
-const pool = new pg.Pool({ connectionString: url, max: 2, statement_timeout: 5_000, lock_timeout: 2_000, idle_in_transaction_session_timeout: 10_000 });
+const pool = new pg.Pool({
+  connectionString: url,
+  max: 2,
+  statement_timeout: 5_000,
+  lock_timeout: 2_000,
+  idle_in_transaction_session_timeout: 10_000,
+});
 const store = createPostgresStore({ client: pool, table: LEASE_TABLE });
 const leases = createLeases(store, { holder: worker, ttlMs: TTL_MS });
 /** @param {string} line */
@@ -48,7 +54,12 @@ function writeBatch(lease, data) {
   return leases.fencedWrite(
     lease,
     async (tx) => {
-      await tx.query(`INSERT INTO ${ROWS_TABLE} (batch, row_count, token, worker) VALUES ($1, $2, $3, $4)`, [data.batch, data.rows, tx.token.toString(), worker]);
+      await tx.query(`INSERT INTO ${ROWS_TABLE} (batch, row_count, token, worker) VALUES ($1, $2, $3, $4)`, [
+        data.batch,
+        data.rows,
+        tx.token.toString(),
+        worker,
+      ]);
       if (stopsAt(data.batch, 'before-commit')) {
         say(`batch ${data.batch} inserted in the fenced transaction, COMMIT not sent yet (stopping here)`);
         await stopHere();
@@ -66,7 +77,10 @@ try {
   const { lease, previous, checkpoint } = claimed;
   const start = checkpoint === null ? 1 : /** @type {{ nextBatch: number }} */ (checkpoint.value).nextBatch;
   if (previous === null) say(`claimed ${EXPORT_KEY} (token ${lease.token}); no checkpoint: starting at batch 1`);
-  else say(`claimed ${EXPORT_KEY} (token ${lease.token}); the previous grant (${previous.holder}, token ${previous.token}) ${previous.kind}; its checkpoint says: resume at batch ${start}`);
+  else
+    say(
+      `claimed ${EXPORT_KEY} (token ${lease.token}); the previous grant (${previous.holder}, token ${previous.token}) ${previous.kind}; its checkpoint says: resume at batch ${start}`,
+    );
 
   for (let batch = start; batch <= BATCHES; batch++) {
     const written = await writeBatch(lease, fetchBatch(batch));

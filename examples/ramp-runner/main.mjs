@@ -46,7 +46,10 @@ try {
 
   // 2. The next scheduled run may not start: the operator asked for a recovery.
   const cron = await runner('runner-2').claim(RAMP_KEY, { runId: 'r2' });
-  if (!cron.ok && cron.reason === 'recovery-required') console.log(`runner-2: run r2 not started: recovery-required (the grant was ${cron.previous?.kind} by ${cron.previous?.by}; only a recovering claim may take it)`);
+  if (!cron.ok && cron.reason === 'recovery-required')
+    console.log(
+      `runner-2: run r2 not started: recovery-required (the grant was ${cron.previous?.kind} by ${cron.previous?.by}; only a recovering claim may take it)`,
+    );
   else if (!cron.ok) console.log(`runner-2: run r2 not started: ${cron.reason}`);
 
   // 3. The recovery run inherits the checkpoint, resumes or discards it, and finishes the ramp.
@@ -55,8 +58,12 @@ try {
   if (!claimed.ok) throw new Error(`the recovery run could not claim ${RAMP_KEY}: ${claimed.reason}`);
   const { lease, previous, checkpoint } = claimed;
   const inherited = /** @type {import('./ramp.mjs').RampCheckpoint | undefined} */ (checkpoint?.value)?.pending ?? null;
-  console.log(`runner-3: claimed ${RAMP_KEY} for run r3; the previous grant (run ${previous?.runId}) was ${previous?.kind} by ${previous?.by}: ${previous?.reason}`);
-  console.log(`runner-3: inherited checkpoint: ${inherited === null ? 'none' : `${inherited.wave} exported to ${inherited.segmentId}`}; decision: ${recovery}`);
+  console.log(
+    `runner-3: claimed ${RAMP_KEY} for run r3; the previous grant (run ${previous?.runId}) was ${previous?.kind} by ${previous?.by}: ${previous?.reason}`,
+  );
+  console.log(
+    `runner-3: inherited checkpoint: ${inherited === null ? 'none' : `${inherited.wave} exported to ${inherited.segmentId}`}; decision: ${recovery}`,
+  );
   const recovered = await runner3.recover(lease, recovery);
   if (!recovered.ok) throw new Error(`recover refused: ${recovered.reason}`);
   let retried = false;

@@ -85,7 +85,11 @@ export function createFreedSubscriptions(transport: FreedTransport, subscribeTim
   const open = (name: string): Entry => {
     let timer: ReturnType<typeof setTimeout> | undefined;
     const timeout = new Promise<never>((_, reject) => {
-      timer = setTimeout(() => reject(new StoreUnavailableError(`the notification connection did not confirm a subscription within ${subscribeTimeoutMs} ms`)), subscribeTimeoutMs);
+      timer = setTimeout(
+        () =>
+          reject(new StoreUnavailableError(`the notification connection did not confirm a subscription within ${subscribeTimeoutMs} ms`)),
+        subscribeTimeoutMs,
+      );
     });
     const subscribed = enqueue(name, () => transport.subscribe(name));
     const live = Promise.race([subscribed, timeout]).finally(() => clearTimeout(timer));

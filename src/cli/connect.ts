@@ -38,7 +38,8 @@ export interface OpenedStore {
 }
 
 /** The `node_modules` directories drivers may come from. */
-const driverDirectories = (settings: StoreSettings): string[] => (settings.driverPath === undefined ? installDirectories() : [driverDirectory(settings.driverPath)]);
+const driverDirectories = (settings: StoreSettings): string[] =>
+  settings.driverPath === undefined ? installDirectories() : [driverDirectory(settings.driverPath)];
 
 const missing = (drivers: string, store: string, directories: readonly string[]): CliError =>
   new CliError(
@@ -58,7 +59,9 @@ export async function openStore(settings: StoreSettings): Promise<OpenedStore> {
   if ((scheme === 'postgres' || scheme === 'postgresql') && hierarchical) {
     const pg = await loadDriver('pg', directories);
     if (pg === null) throw missing('pg', 'a postgres:// store', directories);
-    const { Pool } = moduleOf<{ Pool: new (options: object) => { end(): Promise<void>; on(event: string, listener: () => void): void } }>(pg);
+    const { Pool } = moduleOf<{ Pool: new (options: object) => { end(): Promise<void>; on(event: string, listener: () => void): void } }>(
+      pg,
+    );
     const pool = new Pool({ connectionString: url, max: 2, connectionTimeoutMillis: 5_000 });
     pool.on('error', () => undefined);
     const client = pool as never;
@@ -69,7 +72,10 @@ export async function openStore(settings: StoreSettings): Promise<OpenedStore> {
   if ((scheme === 'redis' || scheme === 'rediss') && hierarchical) return openRedis(settings, directories);
   if (scheme === 'sqlite') return openSqlite(settings, directories);
   if ((scheme === 'etcd' || scheme === 'http' || scheme === 'https') && hierarchical) return openEtcd(settings, scheme, directories);
-  throw new CliError(EXIT.usage, `--store must be a postgres://, postgresql://, redis://, rediss://, sqlite:, etcd:// or http(s):// (etcd) URL, got ${describeStoreUrl(url)}`);
+  throw new CliError(
+    EXIT.usage,
+    `--store must be a postgres://, postgresql://, redis://, rediss://, sqlite:, etcd:// or http(s):// (etcd) URL, got ${describeStoreUrl(url)}`,
+  );
 }
 
 async function openRedis(settings: StoreSettings, directories: readonly string[]): Promise<OpenedStore> {
@@ -77,21 +83,34 @@ async function openRedis(settings: StoreSettings, directories: readonly string[]
   const prefix = settings.prefix === undefined ? {} : { prefix: settings.prefix };
   const ioredis = await loadDriver('ioredis', directories);
   if (ioredis !== null) {
-    const loaded = ioredis as { Redis?: new (url: string, options: object) => RedisClient & { disconnect(): void; on(event: string, listener: () => void): void } };
+    const loaded = ioredis as {
+      Redis?: new (url: string, options: object) => RedisClient & { disconnect(): void; on(event: string, listener: () => void): void };
+    };
     const Redis = loaded.Redis ?? moduleOf<NonNullable<typeof loaded.Redis>>(ioredis);
     const client = new Redis(url, { lazyConnect: true, maxRetriesPerRequest: 1, retryStrategy: () => null });
     client.on('error', () => undefined);
-    return { store: createRedisStore({ client, ...prefix }), gate: createRedisTokenGate({ client, ...prefix }), close: async () => client.disconnect() };
+    return {
+      store: createRedisStore({ client, ...prefix }),
+      gate: createRedisTokenGate({ client, ...prefix }),
+      close: async () => client.disconnect(),
+    };
   }
   const nodeRedis = await loadDriver('redis', directories);
   if (nodeRedis === null) throw missing('ioredis or redis', 'a redis:// store', directories);
-  const { createClient } = moduleOf<{ createClient(options: object): RedisClient & { connect(): Promise<unknown>; close(): Promise<void>; on(event: string, listener: () => void): void } }>(nodeRedis);
+  const { createClient } = moduleOf<{
+    createClient(
+      options: object,
+    ): RedisClient & { connect(): Promise<unknown>; close(): Promise<void>; on(event: string, listener: () => void): void };
+  }>(nodeRedis);
   const client = createClient({ url, socket: { reconnectStrategy: false } });
   client.on('error', () => undefined);
   try {
     await client.connect();
   } catch (error) {
-    throw new CliError(EXIT.unavailable, `cannot connect to ${describeStoreUrl(url)}: ${error instanceof Error ? error.message : String(error)}`);
+    throw new CliError(
+      EXIT.unavailable,
+      `cannot connect to ${describeStoreUrl(url)}: ${error instanceof Error ? error.message : String(error)}`,
+    );
   }
   return { store: createRedisStore({ client, ...prefix }), gate: createRedisTokenGate({ client, ...prefix }), close: () => client.close() };
 }
@@ -114,7 +133,10 @@ async function openEtcd(settings: StoreSettings, scheme: string, directories: re
   const userInfo = at < 0 ? '' : rest.slice(0, at);
   const location = (at < 0 ? rest : rest.slice(at + 1)).split(/[/?#]/, 1)[0] ?? '';
   const protocol = scheme === 'https' ? 'https' : 'http';
-  const hosts = location.split(',').filter((host) => host !== '').map((host) => `${protocol}://${host}`);
+  const hosts = location
+    .split(',')
+    .filter((host) => host !== '')
+    .map((host) => `${protocol}://${host}`);
   if (hosts.length === 0) throw new CliError(EXIT.usage, `--store ${scheme}:// needs at least one host:port`);
   const colon = userInfo.indexOf(':');
   const decode = (text: string): string => {
@@ -124,7 +146,15 @@ async function openEtcd(settings: StoreSettings, scheme: string, directories: re
       throw new CliError(EXIT.usage, `--store ${scheme}://: the user info is not valid percent-encoding`);
     }
   };
-  const auth = userInfo === '' ? {} : { auth: { username: decode(colon < 0 ? userInfo : userInfo.slice(0, colon)), password: decode(colon < 0 ? '' : userInfo.slice(colon + 1)) } };
+  const auth =
+    userInfo === ''
+      ? {}
+      : {
+          auth: {
+            username: decode(colon < 0 ? userInfo : userInfo.slice(0, colon)),
+            password: decode(colon < 0 ? '' : userInfo.slice(colon + 1)),
+          },
+        };
   const { Etcd3 } = moduleOf<{ Etcd3: new (options: object) => EtcdClient & { close(): void } }>(etcd3);
   const client = new Etcd3({
     hosts,
@@ -169,5 +199,7 @@ async function openSqlite(settings: StoreSettings, directories: readonly string[
 /** The gate's operator methods, when its backend has them yet. */
 export function operatorGateOf(gate: unknown): OperatorGate | undefined {
   const candidate = gate as Partial<OperatorGate> | null;
-  return candidate !== null && typeof candidate?.inspect === 'function' && typeof candidate.reset === 'function' ? (candidate as OperatorGate) : undefined;
+  return candidate !== null && typeof candidate?.inspect === 'function' && typeof candidate.reset === 'function'
+    ? (candidate as OperatorGate)
+    : undefined;
 }

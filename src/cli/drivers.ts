@@ -51,7 +51,8 @@ export async function loadDriver(name: string, directories: readonly string[]): 
     if (!existsSync(join(directory, name, 'package.json'))) continue;
     const resolved = createRequire(join(directory, 'leasefence-driver-lookup.js')).resolve(name);
     // NOTE: a package whose entry file is missing makes Node try the directories above: refuse what it found there.
-    if (!resolved.startsWith(realpathSync(join(directory, name)) + sep)) throw new Error(`${name} in ${directory} has no loadable entry point`);
+    if (!resolved.startsWith(realpathSync(join(directory, name)) + sep))
+      throw new Error(`${name} in ${directory} has no loadable entry point`);
     return import(pathToFileURL(resolved).href);
   }
   return null;

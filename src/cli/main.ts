@@ -87,7 +87,11 @@ const quote = (text: string): string => `"${text}"`;
  */
 function nameInput(typed: string, what: string): string {
   const text = parsePrintable(typed);
-  if (text === null) throw new CliError(EXIT.usage, `${what} ${quote(typed)} has an invalid escape: type keys as the CLI prints them (a backslash itself twice; a control character as n, r, t or uXXXX after one)`);
+  if (text === null)
+    throw new CliError(
+      EXIT.usage,
+      `${what} ${quote(typed)} has an invalid escape: type keys as the CLI prints them (a backslash itself twice; a control character as n, r, t or uXXXX after one)`,
+    );
   return text;
 }
 
@@ -102,7 +106,8 @@ function integerOption(values: Values, name: 'limit' | 'iterations', fallback: n
 function statesOption(values: Values): ListState[] | undefined {
   const states = values.state?.flatMap((state) => state.split(','));
   for (const state of states ?? []) {
-    if (!LIST_STATES.includes(state as ListState)) throw new CliError(EXIT.usage, `--state must be one of ${LIST_STATES.join(', ')}, got ${quote(state)}`);
+    if (!LIST_STATES.includes(state as ListState))
+      throw new CliError(EXIT.usage, `--state must be one of ${LIST_STATES.join(', ')}, got ${quote(state)}`);
   }
   return states as ListState[] | undefined;
 }
@@ -112,7 +117,11 @@ async function collect(operator: Operator, values: Values): Promise<ListedLease[
   const limit = integerOption(values, 'limit', 1000);
   const states = statesOption(values);
   const leases: ListedLease[] = [];
-  const query = { prefix: nameInput(values['key-prefix'] ?? '', '--key-prefix'), limit: Math.min(limit, 1000), ...(states === undefined ? {} : { states }) };
+  const query = {
+    prefix: nameInput(values['key-prefix'] ?? '', '--key-prefix'),
+    limit: Math.min(limit, 1000),
+    ...(states === undefined ? {} : { states }),
+  };
   for await (const lease of operator.listAll(query)) {
     leases.push(lease);
     if (leases.length >= limit) break;
@@ -132,7 +141,8 @@ const gateHolds = (found: GateRecord['found']): string => (found === null ? 'no 
 async function gateReset(operator: Operator, resource: string, values: Values, io: CliIo): Promise<ExitCode> {
   const json = values.json === true;
   const given = values['expected-token'];
-  if (given !== undefined && !/^[1-9]\d*$/.test(given)) throw new CliError(EXIT.usage, `--expected-token must be a positive integer, got ${quote(given)}`);
+  if (given !== undefined && !/^[1-9]\d*$/.test(given))
+    throw new CliError(EXIT.usage, `--expected-token must be a positive integer, got ${quote(given)}`);
   let expectation: GateResetOptions | undefined = given === undefined ? undefined : { expectedToken: BigInt(given) };
   if (values.yes !== true) {
     const seen = await operator.gateInspect(resource);
@@ -141,7 +151,12 @@ async function gateReset(operator: Operator, resource: string, values: Values, i
       io.stdout.write(`${json ? toJson({ ok: true, resource, found: null }) : formatGate(seen, 'forgot')}\n`);
       return EXIT.ok;
     }
-    if (!(await confirm(io, `Forget the highest token of ${resource} (${gateHolds(seen.found)})? Any lease's token may then write it. [y/N] `))) {
+    if (
+      !(await confirm(
+        io,
+        `Forget the highest token of ${resource} (${gateHolds(seen.found)})? Any lease's token may then write it. [y/N] `,
+      ))
+    ) {
       io.stderr.write('not reset\n');
       return EXIT.aborted;
     }
@@ -160,7 +175,8 @@ async function gateReset(operator: Operator, resource: string, values: Values, i
 
 /** Refuses a confirmation that cannot be asked: on a pipe or file, an answer may be anything (or nothing). */
 function requireTerminal(io: CliIo, command: string): void {
-  if (io.stdin.isTTY !== true) throw new CliError(EXIT.usage, `${command} asks for confirmation and stdin is not a terminal: pass --yes to proceed without asking`);
+  if (io.stdin.isTTY !== true)
+    throw new CliError(EXIT.usage, `${command} asks for confirmation and stdin is not a terminal: pass --yes to proceed without asking`);
 }
 
 /** The one positional argument a command needs. */
@@ -173,11 +189,20 @@ function argument(positionals: readonly string[], at: number, what: string): str
 /** Replaces the open store with a new connection (the old one is closed) and returns it. */
 type Reopen = () => Promise<OpenedStore>;
 
-async function runCommand(opened: OpenedStore, reopen: Reopen, positionals: readonly string[], values: Values, io: CliIo): Promise<ExitCode> {
+async function runCommand(
+  opened: OpenedStore,
+  reopen: Reopen,
+  positionals: readonly string[],
+  values: Values,
+  io: CliIo,
+): Promise<ExitCode> {
   const json = values.json === true;
   const out = (text: string): void => void io.stdout.write(`${text}\n`);
   const gate = operatorGateOf(opened.gate);
-  const operator = createOperator(opened.store, { ...(values.by === undefined ? {} : { by: values.by }), ...(gate === undefined ? {} : { gate }) });
+  const operator = createOperator(opened.store, {
+    ...(values.by === undefined ? {} : { by: values.by }),
+    ...(gate === undefined ? {} : { gate }),
+  });
   const command = positionals[0];
 
   if (command === 'list') {
@@ -197,7 +222,8 @@ async function runCommand(opened: OpenedStore, reopen: Reopen, positionals: read
     const reason = values.reason;
     if (reason === undefined) throw new CliError(EXIT.usage, 'revoke needs --reason "why" (shown to the holder and the next claimer)');
     const expected = values['expected-token'];
-    if (expected !== undefined && !/^[1-9]\d*$/.test(expected)) throw new CliError(EXIT.usage, `--expected-token must be a positive integer, got ${quote(expected)}`);
+    if (expected !== undefined && !/^[1-9]\d*$/.test(expected))
+      throw new CliError(EXIT.usage, `--expected-token must be a positive integer, got ${quote(expected)}`);
     let confirmed: bigint | undefined;
     if (values.yes !== true) {
       const current = await operator.inspect(key);
@@ -205,7 +231,10 @@ async function runCommand(opened: OpenedStore, reopen: Reopen, positionals: read
         io.stderr.write(`not revoked: no lease ${printable(key)}\n`);
         return EXIT.notFound;
       }
-      const holder = current.grant === null ? 'nothing held' : `token ${current.grant.token}, held by ${current.grant.holder}${current.grant.runId === null ? '' : `, run ${current.grant.runId}`}`;
+      const holder =
+        current.grant === null
+          ? 'nothing held'
+          : `token ${current.grant.token}, held by ${current.grant.holder}${current.grant.runId === null ? '' : `, run ${current.grant.runId}`}`;
       if (!(await confirm(io, `Revoke ${key} (${holder})? The holder is fenced at once. [y/N] `))) {
         io.stderr.write('not revoked\n');
         return EXIT.aborted;
@@ -221,22 +250,34 @@ async function runCommand(opened: OpenedStore, reopen: Reopen, positionals: read
     });
     if (json) out(toJson(outcome));
     if (!outcome.ok) {
-      if (!json) io.stderr.write(`not revoked: ${printable(key)} is ${outcome.reason}${outcome.token === null ? '' : ` (token ${outcome.token})`}\n`);
+      if (!json)
+        io.stderr.write(
+          `not revoked: ${printable(key)} is ${outcome.reason}${outcome.token === null ? '' : ` (token ${outcome.token})`}\n`,
+        );
       return outcome.reason === 'missing' ? EXIT.notFound : EXIT.refused;
     }
     const { revoked } = outcome;
     if (!json) {
       const holder = `${revoked.holder}${revoked.runId === null ? '' : `, run ${revoked.runId}`}`;
-      out(printable(`revoked ${key}: token ${revoked.token} (${holder}) is fenced; token is now ${outcome.token}${outcome.recoveryRequired ? '; the next claim must recover the checkpoint' : ''}`));
+      out(
+        printable(
+          `revoked ${key}: token ${revoked.token} (${holder}) is fenced; token is now ${outcome.token}${outcome.recoveryRequired ? '; the next claim must recover the checkpoint' : ''}`,
+        ),
+      );
     }
     return EXIT.ok;
   }
 
   if (command === 'gate') {
     const action = positionals[1];
-    if (action !== 'inspect' && action !== 'reset') throw new CliError(EXIT.usage, `gate needs inspect or reset, got ${quote(action ?? '')}`);
+    if (action !== 'inspect' && action !== 'reset')
+      throw new CliError(EXIT.usage, `gate needs inspect or reset, got ${quote(action ?? '')}`);
     const resource = argument(positionals, 2, 'the gated resource');
-    if (gate === undefined) throw new CliError(EXIT.failure, `this store's token gate cannot ${action} resources yet (this leasefence version lacks TokenGate.${action})`);
+    if (gate === undefined)
+      throw new CliError(
+        EXIT.failure,
+        `this store's token gate cannot ${action} resources yet (this leasefence version lacks TokenGate.${action})`,
+      );
     if (action === 'inspect') {
       const result = await operator.gateInspect(resource);
       out(json ? toJson(result) : formatGate(result, 'holds'));
@@ -248,7 +289,8 @@ async function runCommand(opened: OpenedStore, reopen: Reopen, positionals: read
   if (command === 'watch') {
     const intervalText = values.interval ?? '2';
     const interval = Number(intervalText);
-    if (!Number.isFinite(interval) || interval < 0.1 || interval > 3600) throw new CliError(EXIT.usage, `--interval must be seconds from 0.1 to 3600, got ${quote(intervalText)}`);
+    if (!Number.isFinite(interval) || interval < 0.1 || interval > 3600)
+      throw new CliError(EXIT.usage, `--interval must be seconds from 0.1 to 3600, got ${quote(intervalText)}`);
     const iterations = values.iterations === undefined ? Number.POSITIVE_INFINITY : integerOption(values, 'iterations', 1);
     let current = opened;
     const failure = await runWatch({
@@ -281,7 +323,9 @@ function failureOf(error: unknown): { code: ExitCode; message: string; usage?: b
 
 /** `text` without the secrets of any store URL in `argv` or `LEASEFENCE_STORE`. */
 function maskAll(text: string, argv: readonly string[], io: CliIo): string {
-  const urls = [...argv.map((arg) => arg.replace(/^--[a-z-]+=/, '')), io.env['LEASEFENCE_STORE'] ?? ''].filter((arg) => /^[a-z][a-z0-9+.-]*:\/\//i.test(arg));
+  const urls = [...argv.map((arg) => arg.replace(/^--[a-z-]+=/, '')), io.env['LEASEFENCE_STORE'] ?? ''].filter((arg) =>
+    /^[a-z][a-z0-9+.-]*:\/\//i.test(arg),
+  );
   return urls.reduce((masked, url) => maskSecrets(masked, url), text);
 }
 
@@ -301,10 +345,15 @@ export async function runCli(argv: readonly string[], io: CliIo): Promise<ExitCo
       return positionals.length === 0 && values.help !== true ? EXIT.usage : EXIT.ok;
     }
     // NOTE: before connecting: a confirmation that cannot be asked is bad usage, and nothing is sent.
-    const destructive = positionals[0] === 'revoke' ? 'revoke' : positionals[0] === 'gate' && positionals[1] === 'reset' ? 'gate reset' : null;
+    const destructive =
+      positionals[0] === 'revoke' ? 'revoke' : positionals[0] === 'gate' && positionals[1] === 'reset' ? 'gate reset' : null;
     if (destructive !== null && values.yes !== true) requireTerminal(io, destructive);
     const url = values.store ?? io.env['LEASEFENCE_STORE'];
-    if (url === undefined || url === '') throw new CliError(EXIT.usage, 'no store: pass --store postgres://..., redis://..., sqlite:/path/file.db or etcd://host:port, or set LEASEFENCE_STORE');
+    if (url === undefined || url === '')
+      throw new CliError(
+        EXIT.usage,
+        'no store: pass --store postgres://..., redis://..., sqlite:/path/file.db or etcd://host:port, or set LEASEFENCE_STORE',
+      );
     const settings: StoreSettings = {
       url,
       ...(values.table === undefined ? {} : { table: values.table }),

@@ -68,7 +68,9 @@ export function formatLeaseTable(leases: readonly ListedLease[]): string {
       lease.token.toString(),
       describeHolder(lease),
       describeExpiry(lease),
-      lease.checkpoint === null ? '-' : `token ${lease.checkpoint.token}, ${formatRelative(lease.checkpoint.writtenAt, lease.now)}, ${formatBytes(lease.checkpoint.bytes)}`,
+      lease.checkpoint === null
+        ? '-'
+        : `token ${lease.checkpoint.token}, ${formatRelative(lease.checkpoint.writtenAt, lease.now)}, ${formatBytes(lease.checkpoint.bytes)}`,
       describeEnding(lease.ending, lease.now),
     ]),
   );

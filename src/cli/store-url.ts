@@ -31,7 +31,7 @@ function splitUrl(url: string, scheme: string): UrlParts | null {
   const at = rest.lastIndexOf('@');
   const afterUser = rest.slice(at + 1);
   const end = afterUser.search(/[?#]/);
-  const query = end >= 0 && afterUser[end] === '?' ? afterUser.slice(end + 1).split('#', 1)[0] ?? '' : '';
+  const query = end >= 0 && afterUser[end] === '?' ? (afterUser.slice(end + 1).split('#', 1)[0] ?? '') : '';
   return { userInfo: at < 0 ? '' : rest.slice(0, at), location: end < 0 ? afterUser : afterUser.slice(0, end), query };
 }
 
@@ -83,7 +83,8 @@ export function secretsOf(url: string): string[] {
   if (/[/?#]/.test(password)) for (const piece of password.split(/[@/?#:]/)) if (piece.length >= 3) secrets.add(piece);
   for (const pair of parts.query.split('&')) {
     const [name = '', value = ''] = pair.split(/=(.*)/s);
-    if (/pass|secret|token|key|auth/i.test(decodeURIComponentSafe(name)) && value !== '') secrets.add(value).add(decodeURIComponentSafe(value.replaceAll('+', ' ')));
+    if (/pass|secret|token|key|auth/i.test(decodeURIComponentSafe(name)) && value !== '')
+      secrets.add(value).add(decodeURIComponentSafe(value.replaceAll('+', ' ')));
   }
   return [...secrets];
 }

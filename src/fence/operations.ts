@@ -3,15 +3,7 @@
  * pure transitions (`transitions.ts`) and every `Store` adapter: an adapter that evaluates a command in SQL
  * or Lua must return exactly the outcome the pure transition would.
  */
-import type {
-  CheckpointRecord,
-  Ending,
-  Fence,
-  FenceRefusal,
-  GrantState,
-  LeaseAttributes,
-  StoreTime,
-} from './types.js';
+import type { CheckpointRecord, Ending, Fence, FenceRefusal, GrantState, LeaseAttributes, StoreTime } from './types.js';
 
 /** What a store's `claim` receives: the key, the would-be holder and the new grant's secret and TTL. */
 export interface ClaimCommand {
@@ -90,9 +82,7 @@ export interface CheckpointCommand {
 }
 
 /** What a store's `checkpoint` answers: the saved checkpoint, or the fence's refusal. */
-export type CheckpointOutcome =
-  | { readonly ok: true; readonly checkpoint: CheckpointRecord; readonly now: StoreTime }
-  | FenceRefusal;
+export type CheckpointOutcome = { readonly ok: true; readonly checkpoint: CheckpointRecord; readonly now: StoreTime } | FenceRefusal;
 
 /** What a store's `release` receives: the grant's fence and what to leave for the next holder. */
 export interface ReleaseCommand {

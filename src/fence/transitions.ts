@@ -48,7 +48,16 @@ export function claim(record: LeaseRecord | null, command: ClaimCommand, now: St
     const { token, holder, runId, acquiredAt, expiresAt } = grant;
     if (grant.secret === command.secret) {
       // NOTE: the same claim delivered twice (a reply lost, the request re-sent): report the grant it made.
-      return unchanged(record, { ok: true, key, token, acquiredAt, expiresAt, previous: record.ending, checkpoint: record.checkpoint, now });
+      return unchanged(record, {
+        ok: true,
+        key,
+        token,
+        acquiredAt,
+        expiresAt,
+        previous: record.ending,
+        checkpoint: record.checkpoint,
+        now,
+      });
     }
     return unchanged(record, { ok: false, reason: 'held', key, token, holder, runId, acquiredAt, expiresAt, now });
   }

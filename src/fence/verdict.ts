@@ -63,7 +63,13 @@ function findingOf(record: LeaseRecord): FenceFinding {
   };
 }
 
-function refusal(fence: Fence, now: StoreTime, reason: FenceReason, found: FenceFinding, attribute: AttributeMismatchOrNull = null): FenceVerdict {
+function refusal(
+  fence: Fence,
+  now: StoreTime,
+  reason: FenceReason,
+  found: FenceFinding,
+  attribute: AttributeMismatchOrNull = null,
+): FenceVerdict {
   return {
     ok: false,
     reason,

@@ -6,7 +6,17 @@
  * bounded: the held grants (`held-grants.ts`), `error.type` (leasefence's codes), names (cut at the longest
  * valid one).
  */
-import { SpanKind, SpanStatusCode, metrics, trace, type Attributes, type Meter, type ObservableResult, type Span, type Tracer } from '@opentelemetry/api';
+import {
+  SpanKind,
+  SpanStatusCode,
+  metrics,
+  trace,
+  type Attributes,
+  type Meter,
+  type ObservableResult,
+  type Span,
+  type Tracer,
+} from '@opentelemetry/api';
 import { tracingChannel, channel, type TracingChannelSubscribers } from 'node:diagnostics_channel';
 import { InvalidArgumentError, isLeaseError, type LeaseErrorCode } from '../errors.js';
 import { LEASE_LOST_CHANNEL, LEASE_OPERATIONS, type LeaseLostEvent, type OperationEvent } from '../events.js';
@@ -35,17 +45,19 @@ export interface Instrumentation {
   disable(): void;
 }
 
-const ERROR_TYPES: ReadonlySet<string> = new Set(Object.keys({
-  INVALID_ARGUMENT: true,
-  LEASE_BUSY: true,
-  LEASE_LOST: true,
-  LEASE_UNCONFIRMED: true,
-  RECOVERY_REQUIRED: true,
-  GATE_REFUSED: true,
-  STORE_UNAVAILABLE: true,
-  OUTCOME_UNKNOWN: true,
-  COMMAND_FAILED: true,
-} satisfies Record<LeaseErrorCode, true>));
+const ERROR_TYPES: ReadonlySet<string> = new Set(
+  Object.keys({
+    INVALID_ARGUMENT: true,
+    LEASE_BUSY: true,
+    LEASE_LOST: true,
+    LEASE_UNCONFIRMED: true,
+    RECOVERY_REQUIRED: true,
+    GATE_REFUSED: true,
+    STORE_UNAVAILABLE: true,
+    OUTCOME_UNKNOWN: true,
+    COMMAND_FAILED: true,
+  } satisfies Record<LeaseErrorCode, true>),
+);
 
 /**
  * The class of an error, for `error.type`: its leasefence code, else `_OTHER`. NOTE: never a code or name
@@ -82,7 +94,10 @@ function errorMessage(error: unknown): string {
 function checked<T>(what: string, value: unknown, methods: readonly string[]): T {
   let usable: boolean;
   try {
-    usable = typeof value === 'object' && value !== null && methods.every((method) => typeof (value as Record<string, unknown>)[method] === 'function');
+    usable =
+      typeof value === 'object' &&
+      value !== null &&
+      methods.every((method) => typeof (value as Record<string, unknown>)[method] === 'function');
   } catch {
     usable = false;
   }
@@ -101,21 +116,35 @@ function checked<T>(what: string, value: unknown, methods: readonly string[]): T
  */
 export function instrumentLeasefence(options?: InstrumentationOptions): Instrumentation {
   const given = readOptions('instrumentLeasefence options', options, ['meter', 'tracer', 'spans', 'maxHeldLeases']);
-  const meter = given.meter === undefined ? metrics.getMeter('leasefence') : checked<Meter>('meter', given.meter, ['createCounter', 'createHistogram', 'createObservableUpDownCounter']);
+  const meter =
+    given.meter === undefined
+      ? metrics.getMeter('leasefence')
+      : checked<Meter>('meter', given.meter, ['createCounter', 'createHistogram', 'createObservableUpDownCounter']);
   const tracer = given.tracer === undefined ? trace.getTracer('leasefence') : checked<Tracer>('tracer', given.tracer, ['startSpan']);
-  if (given.spans !== undefined && typeof given.spans !== 'boolean') throw new InvalidArgumentError(`spans must be a boolean, got ${describe(given.spans)}`);
+  if (given.spans !== undefined && typeof given.spans !== 'boolean')
+    throw new InvalidArgumentError(`spans must be a boolean, got ${describe(given.spans)}`);
   const withSpans = given.spans !== false;
   const maxHeld = given.maxHeldLeases ?? DEFAULT_MAX_HELD_LEASES;
-  if (typeof maxHeld !== 'number' || !Number.isSafeInteger(maxHeld) || maxHeld < 1) throw new InvalidArgumentError(`maxHeldLeases must be a positive integer, got ${describe(maxHeld)}`);
+  if (typeof maxHeld !== 'number' || !Number.isSafeInteger(maxHeld) || maxHeld < 1)
+    throw new InvalidArgumentError(`maxHeldLeases must be a positive integer, got ${describe(maxHeld)}`);
   const held = heldGrants(maxHeld);
 
-  const leasesHeld = meter.createObservableUpDownCounter(METRIC.leasesHeld, { unit: '{lease}', description: 'Leases held by this process, as far as it knows' });
+  const leasesHeld = meter.createObservableUpDownCounter(METRIC.leasesHeld, {
+    unit: '{lease}',
+    description: 'Leases held by this process, as far as it knows',
+  });
   const observeHeld = (result: ObservableResult): void => result.observe(held.count());
   leasesHeld.addCallback(observeHeld);
   const claims = meter.createCounter(METRIC.claims, { unit: '{claim}', description: 'Claims by outcome' });
   const refusals = meter.createCounter(METRIC.refusals, { unit: '{refusal}', description: 'Fence refusals by operation and reason' });
-  const takeover = meter.createHistogram(METRIC.takeoverDuration, { unit: 's', description: 'Time from the end of a grant to the next grant of its key' });
-  const renewMargin = meter.createHistogram(METRIC.renewMargin, { unit: 's', description: 'Time a grant had left when its renewal landed' });
+  const takeover = meter.createHistogram(METRIC.takeoverDuration, {
+    unit: 's',
+    description: 'Time from the end of a grant to the next grant of its key',
+  });
+  const renewMargin = meter.createHistogram(METRIC.renewMargin, {
+    unit: 's',
+    description: 'Time a grant had left when its renewal landed',
+  });
   const fencedWrites = meter.createCounter(METRIC.fencedWrites, { unit: '{write}', description: 'Fenced writes by outcome' });
   const leasesLost = meter.createCounter(METRIC.leasesLost, { unit: '{lease}', description: 'Leases withLease lost, by cause' });
   const duration = meter.createHistogram(METRIC.operationDuration, { unit: 's', description: 'Duration of leasefence operations' });
@@ -123,7 +152,11 @@ export function instrumentLeasefence(options?: InstrumentationOptions): Instrume
   const spans = new WeakMap<OperationEvent, { readonly span: Span | null; readonly started: number }>();
 
   const onStart = (event: OperationEvent): void => {
-    const attributes: Attributes = { [ATTRIBUTE.operation]: event.operation, [ATTRIBUTE.key]: bounded(event.key), [ATTRIBUTE.holder]: bounded(event.holder) };
+    const attributes: Attributes = {
+      [ATTRIBUTE.operation]: event.operation,
+      [ATTRIBUTE.key]: bounded(event.key),
+      [ATTRIBUTE.holder]: bounded(event.holder),
+    };
     if (event.token !== null) attributes[ATTRIBUTE.token] = event.token.toString();
     if (event.runId !== null) attributes[ATTRIBUTE.runId] = bounded(event.runId);
     const span = withSpans ? tracer.startSpan(spanName(event.operation), { kind: SpanKind.INTERNAL, attributes }) : null;
@@ -166,14 +199,19 @@ export function instrumentLeasefence(options?: InstrumentationOptions): Instrume
       if (outcome.result === 'granted') {
         held.hold(key, outcome.token, outcome.expiresAt, outcome.now);
         if (outcome.previous !== null) {
-          takeover.record(Math.max(0, outcome.acquiredAt - outcome.previous.at) / 1000, { [ATTRIBUTE.previousEnding]: outcome.previous.kind });
+          takeover.record(Math.max(0, outcome.acquiredAt - outcome.previous.at) / 1000, {
+            [ATTRIBUTE.previousEnding]: outcome.previous.kind,
+          });
         }
       }
     } else if (operation === 'renew' && outcome.result === 'renewed') {
       held.hold(key, outcome.token, outcome.expiresAt, outcome.now);
       if (outcome.marginMs !== null) renewMargin.record(outcome.marginMs / 1000);
     } else if (operation === 'fencedWrite') {
-      fencedWrites.add(1, outcome.ok ? { [ATTRIBUTE.outcome]: 'accepted' } : { [ATTRIBUTE.outcome]: 'refused', [ATTRIBUTE.refusalReason]: outcome.reason });
+      fencedWrites.add(
+        1,
+        outcome.ok ? { [ATTRIBUTE.outcome]: 'accepted' } : { [ATTRIBUTE.outcome]: 'refused', [ATTRIBUTE.refusalReason]: outcome.reason },
+      );
     } else if (operation === 'release' && outcome.ok) {
       held.drop(key, event.token);
     }

@@ -46,7 +46,8 @@ export function expectMatch(actual: unknown, expected: unknown, what = 'outcome'
 
 /** `actual` and `expected` are deeply and strictly equal. */
 export function expectEqual(actual: unknown, expected: unknown, what = 'value'): void {
-  if (!isDeepStrictEqual(actual, expected)) fail(`${what}: expected ${show(expected)}, found ${show(actual)}`, actual, expected, 'deepStrictEqual');
+  if (!isDeepStrictEqual(actual, expected))
+    fail(`${what}: expected ${show(expected)}, found ${show(actual)}`, actual, expected, 'deepStrictEqual');
 }
 
 /** `actual` is `expected` (`Object.is`). */
@@ -61,7 +62,8 @@ export function expectTrue(condition: boolean, what: string): void {
 
 /** `actual` is within half a thousandth of `expected` (stores with sub-millisecond clocks return fractional ms). */
 export function expectClose(actual: number | null | undefined, expected: number, what = 'time'): void {
-  if (typeof actual !== 'number' || !(Math.abs(actual - expected) < 0.0005)) fail(`${what}: expected ${expected} (to 3 decimals), found ${show(actual)}`, actual, expected, 'closeTo');
+  if (typeof actual !== 'number' || !(Math.abs(actual - expected) < 0.0005))
+    fail(`${what}: expected ${expected} (to 3 decimals), found ${show(actual)}`, actual, expected, 'closeTo');
 }
 
 /** `text` does not contain `part` (a secret, for instance). */

@@ -25,7 +25,13 @@ export type PlantedBug =
   | 'lenient-expiry';
 
 /** Every planted bug. */
-export const PLANTED_BUGS: readonly PlantedBug[] = ['unfenced-write', 'blind-renew', 'non-atomic-claim', 'check-then-write', 'lenient-expiry'];
+export const PLANTED_BUGS: readonly PlantedBug[] = [
+  'unfenced-write',
+  'blind-renew',
+  'non-atomic-claim',
+  'check-then-write',
+  'lenient-expiry',
+];
 
 /**
  * A memory store with `bug` planted. `roundTrip` is awaited between the read and the write of the
@@ -67,7 +73,15 @@ export function createBrokenMemoryStore(clock: ManualClock, bug: PlantedBug, rou
         const { fence, ttlMs } = command;
         if (record === null) return transitions.renew(record, command, now);
         const expiresAt = ttlMs === null ? null : now + ttlMs;
-        const grant = { token: fence.token, holder: fence.holder, runId: fence.runId, secret: fence.secret, acquiredAt: record.grant?.acquiredAt ?? now, expiresAt, attributes: record.grant?.attributes ?? {} };
+        const grant = {
+          token: fence.token,
+          holder: fence.holder,
+          runId: fence.runId,
+          secret: fence.secret,
+          acquiredAt: record.grant?.acquiredAt ?? now,
+          expiresAt,
+          attributes: record.grant?.attributes ?? {},
+        };
         return { record: { ...record, grant }, changed: true, outcome: { ok: true, key: record.key, token: fence.token, expiresAt, now } };
       });
   }

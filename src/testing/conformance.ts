@@ -14,7 +14,12 @@ import { describeOperatorSpecs } from './specs-operator.js';
 import { describeProgressSpecs } from './specs-progress.js';
 
 /** Registers the Store contract's example-based specs for one store (`options` is not read: no run counts). */
-export function describeStoreConformance<S extends Store>(runner: TestRunner, name: string, makeHarness: MakeStoreHarness<S>, _options: SuiteOptions = {}): void {
+export function describeStoreConformance<S extends Store>(
+  runner: TestRunner,
+  name: string,
+  makeHarness: MakeStoreHarness<S>,
+  _options: SuiteOptions = {},
+): void {
   runner.describe(`${name}: Store conformance`, () => {
     const context = useHarness(runner, makeHarness);
     describeHolderSpecs(context);

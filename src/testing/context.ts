@@ -41,7 +41,11 @@ export function useHarness<S extends Store>(runner: TestRunner, makeHarness: Mak
 }
 
 /** Claims `key` for `leases` and returns the handle; fails the test when the claim is refused. */
-export async function mustClaim<S extends Store>(leases: Leases<S>, key: string, options?: Parameters<Leases<S>['claim']>[1]): Promise<Lease> {
+export async function mustClaim<S extends Store>(
+  leases: Leases<S>,
+  key: string,
+  options?: Parameters<Leases<S>['claim']>[1],
+): Promise<Lease> {
   const result = await leases.claim(key, options);
   if (!result.ok) throw new Error(`expected ${leases.holder} to claim ${key}, got ${result.reason} (token ${result.token})`);
   return result.lease;

@@ -93,13 +93,18 @@ export interface SuiteOptions {
 export function assertSuiteArguments(runner: TestRunner, name: string, makeHarness: unknown, options: SuiteOptions | undefined): void {
   let usable: boolean;
   try {
-    usable = typeof runner === 'object' && runner !== null && (['describe', 'it', 'beforeAll', 'afterAll'] as const).every((method) => typeof runner[method] === 'function');
+    usable =
+      typeof runner === 'object' &&
+      runner !== null &&
+      (['describe', 'it', 'beforeAll', 'afterAll'] as const).every((method) => typeof runner[method] === 'function');
   } catch {
     usable = false;
   }
-  if (!usable) throw new InvalidArgumentError('the runner must have describe, it, beforeAll and afterAll (your test framework\'s)');
-  if (typeof name !== 'string' || name === '') throw new InvalidArgumentError(`the suite name must be a non-empty string, got ${describe(name)}`);
-  if (typeof makeHarness !== 'function') throw new InvalidArgumentError(`makeHarness must be a function returning a StoreHarness, got ${describe(makeHarness)}`);
+  if (!usable) throw new InvalidArgumentError("the runner must have describe, it, beforeAll and afterAll (your test framework's)");
+  if (typeof name !== 'string' || name === '')
+    throw new InvalidArgumentError(`the suite name must be a non-empty string, got ${describe(name)}`);
+  if (typeof makeHarness !== 'function')
+    throw new InvalidArgumentError(`makeHarness must be a function returning a StoreHarness, got ${describe(makeHarness)}`);
   suiteOptions(options);
 }
 
@@ -107,10 +112,21 @@ export function assertSuiteArguments(runner: TestRunner, name: string, makeHarne
 export function suiteOptions(given: SuiteOptions | undefined): Required<Omit<SuiteOptions, 'seed'>> & Pick<SuiteOptions, 'seed'> {
   const options = readOptions('suite options', given, ['modelRuns', 'raceRuns', 'workers', 'seed']) as SuiteOptions;
   // NOTE: 0 runs leaves a suite out.
-  for (const [name, least] of [['modelRuns', 0], ['raceRuns', 0], ['workers', 1]] as const) {
+  for (const [name, least] of [
+    ['modelRuns', 0],
+    ['raceRuns', 0],
+    ['workers', 1],
+  ] as const) {
     const value = options[name];
-    if (value !== undefined && (typeof value !== 'number' || !Number.isSafeInteger(value) || value < least)) throw new InvalidArgumentError(`${name} must be an integer of at least ${least}, got ${describe(value)}`);
+    if (value !== undefined && (typeof value !== 'number' || !Number.isSafeInteger(value) || value < least))
+      throw new InvalidArgumentError(`${name} must be an integer of at least ${least}, got ${describe(value)}`);
   }
-  if (options.seed !== undefined && (typeof options.seed !== 'number' || !Number.isSafeInteger(options.seed))) throw new InvalidArgumentError(`seed must be an integer, got ${describe(options.seed)}`);
-  return { modelRuns: options.modelRuns ?? 100, raceRuns: options.raceRuns ?? 100, workers: options.workers ?? 3, ...(options.seed === undefined ? {} : { seed: options.seed }) };
+  if (options.seed !== undefined && (typeof options.seed !== 'number' || !Number.isSafeInteger(options.seed)))
+    throw new InvalidArgumentError(`seed must be an integer, got ${describe(options.seed)}`);
+  return {
+    modelRuns: options.modelRuns ?? 100,
+    raceRuns: options.raceRuns ?? 100,
+    workers: options.workers ?? 3,
+    ...(options.seed === undefined ? {} : { seed: options.seed }),
+  };
 }

@@ -28,7 +28,12 @@ export { createBrokenMemoryStore, PLANTED_BUGS, type PlantedBug } from './broken
 export { describePlantedBugChecks, type PlantedBugOptions } from './planted-bugs.js';
 
 /** Registers the conformance specs, the model-based suite and the race suite for one store. */
-export function describeStoreSuites<S extends Store>(runner: TestRunner, name: string, makeHarness: MakeStoreHarness<S>, options: SuiteOptions = {}): void {
+export function describeStoreSuites<S extends Store>(
+  runner: TestRunner,
+  name: string,
+  makeHarness: MakeStoreHarness<S>,
+  options: SuiteOptions = {},
+): void {
   assertSuiteArguments(runner, name, makeHarness, options);
   describeStoreConformance(runner, name, makeHarness, options);
   describeStoreModel(runner, name, makeHarness, options);

@@ -20,7 +20,8 @@ export type MemoryLikeStore = MemoryStore;
 export function createMemoryHarness<S extends MemoryLikeStore = MemoryStore>(
   makeStore: (clock: ManualClock) => S = (clock) => createMemoryStore({ clock }) as S,
 ): StoreHarness<S> & { readonly clock: ManualClock } {
-  if (typeof makeStore !== 'function') throw new InvalidArgumentError(`makeStore must be a function of the harness clock returning a store, got ${describe(makeStore)}`);
+  if (typeof makeStore !== 'function')
+    throw new InvalidArgumentError(`makeStore must be a function of the harness clock returning a store, got ${describe(makeStore)}`);
   const clock = createManualClock(MEMORY_EPOCH);
   const store = makeStore(clock);
   const ledgers = new Map<string, string[]>();

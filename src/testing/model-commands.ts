@@ -60,20 +60,43 @@ export class ClaimCommand implements Command {
     return true;
   }
   async run(model: ModelState, real: ModelReal): Promise<void> {
-    const options = { runId: this.runId, attributes: this.attributes, recovering: this.recovering, ...(this.forever ? { ttlMs: null } : {}) };
+    const options = {
+      runId: this.runId,
+      attributes: this.attributes,
+      recovering: this.recovering,
+      ...(this.forever ? { ttlMs: null } : {}),
+    };
     const result = await real.workers[this.worker]!.claim(real.key, options);
     const { grant } = model;
     if (grant !== null && isHeld(model)) {
-      expectMatch(result, { ok: false, reason: 'held', token: grant.token, holder: `w${grant.worker}`, runId: grant.runId }, `${this} answered`);
+      expectMatch(
+        result,
+        { ok: false, reason: 'held', token: grant.token, holder: `w${grant.worker}`, runId: grant.runId },
+        `${this} answered`,
+      );
       return;
     }
     const previous = previousEnding(model);
     const inherited = model.checkpoint;
     if (model.recoveryRequired && !this.recovering) {
-      expectMatch(result, { ok: false, reason: 'recovery-required', token: model.token, previous, checkpoint: inherited === null ? null : { token: inherited.token } }, `${this} answered`);
+      expectMatch(
+        result,
+        {
+          ok: false,
+          reason: 'recovery-required',
+          token: model.token,
+          previous,
+          checkpoint: inherited === null ? null : { token: inherited.token },
+        },
+        `${this} answered`,
+      );
       return;
     }
-    expectMatch(result, { ok: true, previous, checkpoint: inherited === null ? null : { value: inherited.value, token: inherited.token } }, `${this} answered`);
+    expectMatch(
+      result,
+      { ok: true, previous, checkpoint: inherited === null ? null : { value: inherited.value, token: inherited.token } },
+      `${this} answered`,
+    );
     if (!result.ok) return;
     const { lease } = result;
     // NOTE: the memory store mints exactly previous + 1; other stores may use a floor ("+ 1 or more").
@@ -86,7 +109,14 @@ export class ClaimCommand implements Command {
     model.exists = true;
     model.token = lease.token;
     model.ending = previous;
-    model.grant = { token: lease.token, worker: this.worker, runId: this.runId, attributes: this.attributes, expiresAt: lease.expiresAt, forcedExpired: false };
+    model.grant = {
+      token: lease.token,
+      worker: this.worker,
+      runId: this.runId,
+      attributes: this.attributes,
+      expiresAt: lease.expiresAt,
+      forcedExpired: false,
+    };
     model.handles[this.worker]!.push({ token: lease.token, runId: this.runId });
     real.handles[this.worker]!.push(lease);
   }
@@ -102,7 +132,11 @@ export class RenewCommand extends HandleCommand {
     const expected = verdictFor(model, this.worker, handle);
     const outcome = await real.workers[this.worker]!.renew(this.realHandle(real));
     if (expected !== 'ok') {
-      expectMatch(outcome, { ok: false, reason: expected, expected: { token: handle.token }, found: { token: model.token } }, `${this} answered`);
+      expectMatch(
+        outcome,
+        { ok: false, reason: expected, expected: { token: handle.token }, found: { token: model.token } },
+        `${this} answered`,
+      );
       return;
     }
     expectMatch(outcome, { ok: true, token: handle.token }, `${this} answered`);
@@ -131,7 +165,11 @@ export class CheckpointCommand extends HandleCommand {
   async run(model: ModelState, real: ModelReal): Promise<void> {
     const handle = this.modelHandle(model);
     const expected = verdictFor(model, this.worker, handle, this.requires === undefined ? {} : { requires: this.requires });
-    const outcome = await real.workers[this.worker]!.checkpoint(this.realHandle(real), this.value, this.requires === undefined ? undefined : { attributes: this.requires });
+    const outcome = await real.workers[this.worker]!.checkpoint(
+      this.realHandle(real),
+      this.value,
+      this.requires === undefined ? undefined : { attributes: this.requires },
+    );
     if (expected !== 'ok') {
       expectMatch(outcome, { ok: false, reason: expected }, `${this} answered`);
       return;
@@ -161,7 +199,11 @@ export class WriteCommand extends HandleCommand {
     const leases = real.workers[this.worker]!;
     const outcome = await real.harness.appendUnderFence(leases, this.presented(real, leases), entry);
     if (expected !== 'ok') {
-      expectMatch(outcome, { ok: false, reason: expected, expected: { token: handle.token }, found: { token: model.token } }, `${this} answered`);
+      expectMatch(
+        outcome,
+        { ok: false, reason: expected, expected: { token: handle.token }, found: { token: model.token } },
+        `${this} answered`,
+      );
     } else {
       expectMatch(outcome, { ok: true, token: handle.token }, `${this} answered`);
       model.ledger.push(entry);
@@ -233,7 +275,8 @@ export class RecoverCommand extends HandleCommand {
       expectMatch(outcome, { ok: false, reason: expected }, `${this} answered`);
       return;
     }
-    const checkpoint = this.action === 'discard' || model.checkpoint === null ? null : { value: model.checkpoint.value, token: handle.token };
+    const checkpoint =
+      this.action === 'discard' || model.checkpoint === null ? null : { value: model.checkpoint.value, token: handle.token };
     expectMatch(outcome, { ok: true, checkpoint: checkpoint === null ? null : { token: handle.token } }, `${this} answered`);
     model.checkpoint = checkpoint;
     model.recoveryRequired = false;
@@ -255,7 +298,12 @@ export class RevokeCommand implements Command {
   async run(model: ModelState, real: ModelReal): Promise<void> {
     const current = model.grant?.token ?? 1n;
     const expectedToken = this.expect === 'none' ? undefined : this.expect === 'current' ? current : current + 1n;
-    const outcome = await real.operator.revoke(real.key, { reason: 'model', by: 'ops', requireRecovery: this.requireRecovery, ...(expectedToken === undefined ? {} : { expectedToken }) });
+    const outcome = await real.operator.revoke(real.key, {
+      reason: 'model',
+      by: 'ops',
+      requireRecovery: this.requireRecovery,
+      ...(expectedToken === undefined ? {} : { expectedToken }),
+    });
     const refusal = !model.exists ? 'missing' : model.grant === null ? 'not-held' : this.expect === 'stale' ? 'superseded' : null;
     if (refusal !== null) {
       expectMatch(outcome, { ok: false, reason: refusal, token: model.exists ? model.token : null }, `${this} answered`);
@@ -263,7 +311,16 @@ export class RevokeCommand implements Command {
     }
     const recoveryRequired = this.requireRecovery && model.checkpoint !== null;
     const grant = model.grant!;
-    expectMatch(outcome, { ok: true, token: model.token + 1n, recoveryRequired, revoked: { kind: 'revoked', token: grant.token, holder: `w${grant.worker}`, runId: grant.runId, reason: 'model', by: 'ops' } }, `${this} answered`);
+    expectMatch(
+      outcome,
+      {
+        ok: true,
+        token: model.token + 1n,
+        recoveryRequired,
+        revoked: { kind: 'revoked', token: grant.token, holder: `w${grant.worker}`, runId: grant.runId, reason: 'model', by: 'ops' },
+      },
+      `${this} answered`,
+    );
     model.token += 1n;
     model.grant = null;
     model.ending = { kind: 'revoked', token: grant.token };

@@ -49,7 +49,15 @@ export interface ModelState {
 }
 
 /** What the model expects a fenced operation to answer. */
-export type ModelVerdict = 'ok' | 'superseded' | 'released' | 'revoked' | 'expired' | 'attribute-mismatch' | 'wrong-secret' | 'holder-mismatch';
+export type ModelVerdict =
+  | 'ok'
+  | 'superseded'
+  | 'released'
+  | 'revoked'
+  | 'expired'
+  | 'attribute-mismatch'
+  | 'wrong-secret'
+  | 'holder-mismatch';
 
 /** The model of a key never claimed, at store time `now`. */
 export function initialModel(clocked: boolean, now: number, workers: number): ModelState {

@@ -48,12 +48,25 @@ function commandArbs(): fc.Arbitrary<fc.AsyncCommand<ModelState, ModelReal>>[] {
       .map(({ worker: w, runId, forever, attributes, recovering }) => new ClaimCommand(w, runId, forever, attributes, recovering)),
     fc.tuple(worker, pick).map(([w, p]) => new RenewCommand(w, p)),
     fc
-      .tuple(worker, pick, fc.record({ step: fc.nat({ max: 99 }), note: fc.string({ maxLength: 4 }) }), fc.constantFrom(undefined, { model: 'v1' }))
+      .tuple(
+        worker,
+        pick,
+        fc.record({ step: fc.nat({ max: 99 }), note: fc.string({ maxLength: 4 }) }),
+        fc.constantFrom(undefined, { model: 'v1' }),
+      )
       .map(([w, p, value, requires]) => new CheckpointCommand(w, p, value, requires)),
-    fc.tuple(worker, pick, fc.constantFrom(null, null, null, 'secret' as const, 'run' as const)).map(([w, p, forged]) => new WriteCommand(w, p, forged)),
-    fc.tuple(worker, pick, fc.constantFrom('keep' as const, 'clear' as const, { done: 1 })).map(([w, p, final]) => new ReleaseCommand(w, p, final)),
-    fc.tuple(fc.boolean(), fc.constantFrom('none' as const, 'current' as const, 'stale' as const)).map(([recovery, expectation]) => new RevokeCommand(recovery, expectation)),
-    fc.tuple(worker, pick, fc.constantFrom('resume' as const, 'discard' as const)).map(([w, p, action]) => new RecoverCommand(w, p, action)),
+    fc
+      .tuple(worker, pick, fc.constantFrom(null, null, null, 'secret' as const, 'run' as const))
+      .map(([w, p, forged]) => new WriteCommand(w, p, forged)),
+    fc
+      .tuple(worker, pick, fc.constantFrom('keep' as const, 'clear' as const, { done: 1 }))
+      .map(([w, p, final]) => new ReleaseCommand(w, p, final)),
+    fc
+      .tuple(fc.boolean(), fc.constantFrom('none' as const, 'current' as const, 'stale' as const))
+      .map(([recovery, expectation]) => new RevokeCommand(recovery, expectation)),
+    fc
+      .tuple(worker, pick, fc.constantFrom('resume' as const, 'discard' as const))
+      .map(([w, p, action]) => new RecoverCommand(w, p, action)),
     fc.integer({ min: 1, max: 150 }).map((ms) => new AdvanceClockCommand(ms)),
     fc.constant(new ExpireNowCommand()),
   ];
@@ -63,24 +76,28 @@ function commandArbs(): fc.Arbitrary<fc.AsyncCommand<ModelState, ModelReal>>[] {
 async function expectStoreMatchesModel(model: ModelState, real: ModelReal): Promise<void> {
   const seen = await real.operator.inspect(real.key);
   const { grant } = model;
-  expectMatch(seen, {
-    exists: model.exists,
-    token: model.token,
-    recoveryRequired: model.recoveryRequired,
-    ending: model.ending === null ? null : { kind: model.ending.kind, token: model.ending.token },
-    checkpoint: model.checkpoint === null ? null : { value: model.checkpoint.value, token: model.checkpoint.token },
-    grant:
-      grant === null
-        ? null
-        : {
-            token: grant.token,
-            holder: `w${grant.worker}`,
-            runId: grant.runId,
-            attributes: grant.attributes,
-            live: !isExpired(model, grant),
-            ...(model.clocked || grant.expiresAt === null ? { expiresAt: grant.expiresAt } : {}),
-          },
-  }, 'the store (inspect) after the command');
+  expectMatch(
+    seen,
+    {
+      exists: model.exists,
+      token: model.token,
+      recoveryRequired: model.recoveryRequired,
+      ending: model.ending === null ? null : { kind: model.ending.kind, token: model.ending.token },
+      checkpoint: model.checkpoint === null ? null : { value: model.checkpoint.value, token: model.checkpoint.token },
+      grant:
+        grant === null
+          ? null
+          : {
+              token: grant.token,
+              holder: `w${grant.worker}`,
+              runId: grant.runId,
+              attributes: grant.attributes,
+              live: !isExpired(model, grant),
+              ...(model.clocked || grant.expiresAt === null ? { expiresAt: grant.expiresAt } : {}),
+            },
+    },
+    'the store (inspect) after the command',
+  );
   if (model.clocked) expectSame(seen.now, model.now, 'the store now after the command');
 }
 
@@ -100,8 +117,13 @@ function checkedAfterEach(command: fc.AsyncCommand<ModelState, ModelReal>): fc.A
 export const MODEL_PROPERTY = 'every operation answers as the reference model and leaves the store as the model says';
 
 /** The model-based property over the harness `harnessOf()` returns when a run starts (one fresh key per run). */
-export function modelProperty(harnessOf: () => StoreHarness<Store>): fc.IAsyncPropertyWithHooks<[Iterable<fc.AsyncCommand<ModelState, ModelReal>>]> {
-  const commands = fc.commands(commandArbs().map((arb) => arb.map(checkedAfterEach)), { maxCommands: 40, size: 'medium' });
+export function modelProperty(
+  harnessOf: () => StoreHarness<Store>,
+): fc.IAsyncPropertyWithHooks<[Iterable<fc.AsyncCommand<ModelState, ModelReal>>]> {
+  const commands = fc.commands(
+    commandArbs().map((arb) => arb.map(checkedAfterEach)),
+    { maxCommands: 40, size: 'medium' },
+  );
   return fc.asyncProperty(commands, async (cmds) => {
     const harness = harnessOf();
     const clocked = harness.advanceClock !== null;
@@ -121,11 +143,20 @@ export function modelProperty(harnessOf: () => StoreHarness<Store>): fc.IAsyncPr
 }
 
 /** Registers the model-based suite for one store. */
-export function describeStoreModel<S extends Store>(runner: TestRunner, name: string, makeHarness: MakeStoreHarness<S>, options: SuiteOptions = {}): void {
+export function describeStoreModel<S extends Store>(
+  runner: TestRunner,
+  name: string,
+  makeHarness: MakeStoreHarness<S>,
+  options: SuiteOptions = {},
+): void {
   const { modelRuns, seed } = suiteOptions(options);
   runner.describe(`${name}: model-based`, () => {
     const context = useHarness(runner, makeHarness);
     const property = modelProperty(() => context.harness as unknown as StoreHarness<Store>);
-    runner.it(MODEL_PROPERTY, () => assertProperty(MODEL_PROPERTY, property, { numRuns: modelRuns, ...(seed === undefined ? {} : { seed }) }), PROPERTY_SUITE_TIMEOUT_MS);
+    runner.it(
+      MODEL_PROPERTY,
+      () => assertProperty(MODEL_PROPERTY, property, { numRuns: modelRuns, ...(seed === undefined ? {} : { seed }) }),
+      PROPERTY_SUITE_TIMEOUT_MS,
+    );
   });
 }

@@ -102,7 +102,10 @@ export function describePlantedBugChecks(runner: TestRunner, options: PlantedBug
       runner.it(`a store with ${bug} fails the model-based property with an operation answering wrong`, async () => {
         const found = await searchPlantedBug(bug, maxRuns, 'model');
         expectSame(found.caught, true, `${bug} caught within ${maxRuns} runs`);
-        expectTrue(/answered does not match|after the command/.test(found.error), `a wrong answer or store state, not a crash: ${found.error.slice(0, 500)}`);
+        expectTrue(
+          /answered does not match|after the command/.test(found.error),
+          `a wrong answer or store state, not a crash: ${found.error.slice(0, 500)}`,
+        );
         report(`${bug} (model): caught after ${found.runs} run(s), shrunk ${found.shrinks} time(s), seed ${MODEL_PLANTED_BUG_SEEDS[bug]}`);
       });
     }

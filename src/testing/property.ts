@@ -6,7 +6,11 @@
 import fc from 'fast-check';
 
 /** Asserts `property` over `parameters.numRuns` runs; a failure reads `<statement>\n<fast-check's report>`. */
-export async function assertProperty<Ts>(statement: string, property: fc.IAsyncPropertyWithHooks<Ts>, parameters: fc.Parameters<Ts>): Promise<void> {
+export async function assertProperty<Ts>(
+  statement: string,
+  property: fc.IAsyncPropertyWithHooks<Ts>,
+  parameters: fc.Parameters<Ts>,
+): Promise<void> {
   try {
     // NOTE: includeErrorInReport puts the shrunk run's error in the message; fast-check 4 otherwise
     // keeps it only as the `cause`, which some runners do not print.

@@ -69,7 +69,16 @@ export class HistoryRecorder {
   }
 
   begin(worker: number, kind: RaceOpKind, presented: bigint | null, entry: string | null = null): RaceOp {
-    const op: RaceOp = { worker, kind, presented, invoke: ++this.#seq, complete: Number.POSITIVE_INFINITY, apply: null, outcome: null, entry };
+    const op: RaceOp = {
+      worker,
+      kind,
+      presented,
+      invoke: ++this.#seq,
+      complete: Number.POSITIVE_INFINITY,
+      apply: null,
+      outcome: null,
+      entry,
+    };
     this.history.ops.push(op);
     return op;
   }
@@ -110,7 +119,12 @@ export interface ScheduledStore<S extends Store> {
  * picks it: any interleaving of workers, ticks and expiries between a decision and its effect is explored.
  * The apply order is taken when the store's answer arrives, before the response is delivered.
  */
-export function scheduledStore<S extends Store>(inner: S, scheduler: fc.Scheduler, label: string, recorder: HistoryRecorder): ScheduledStore<S> {
+export function scheduledStore<S extends Store>(
+  inner: S,
+  scheduler: fc.Scheduler,
+  label: string,
+  recorder: HistoryRecorder,
+): ScheduledStore<S> {
   const slot: { store: S; lastApply: number | null } = { store: inner, lastApply: null };
   const wrapped = new Map<PropertyKey, unknown>();
   for (const method of STORE_METHODS) {

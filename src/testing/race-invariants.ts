@@ -33,7 +33,12 @@ export function certainlyBefore(history: RaceHistory, a: RaceOp, b: RaceOp): boo
 /** One line on `op` for a failure report: worker, kind, token, order numbers, outcome. */
 export function describeOp(op: RaceOp): string {
   const { outcome } = op;
-  const result = outcome === null ? 'pending' : outcome.ok ? `ok${op.kind === 'claim' ? ` token ${outcome.lease?.token}` : ''}` : `refused ${outcome.reason}`;
+  const result =
+    outcome === null
+      ? 'pending'
+      : outcome.ok
+        ? `ok${op.kind === 'claim' ? ` token ${outcome.lease?.token}` : ''}`
+        : `refused ${outcome.reason}`;
   const token = op.presented === null ? '' : ` t${op.presented}`;
   return `w${op.worker} ${op.kind}${token} [invoke ${op.invoke}, apply ${op.apply ?? '?'}, complete ${op.complete}] -> ${result}`;
 }
@@ -60,7 +65,8 @@ export function checkStoreClock(history: RaceHistory): string[] {
   const violations: string[] = [];
   for (let i = 1; i < applied.length; i += 1) {
     const [before, after] = [applied[i - 1]!, applied[i]!];
-    if (nowOf(after) < nowOf(before)) violations.push(`store time went backwards: ${describeOp(before)} at ${nowOf(before)}, then ${describeOp(after)} at ${nowOf(after)}`);
+    if (nowOf(after) < nowOf(before))
+      violations.push(`store time went backwards: ${describeOp(before)} at ${nowOf(before)}, then ${describeOp(after)} at ${nowOf(after)}`);
   }
   return violations;
 }
@@ -82,7 +88,8 @@ export function checkTokens(history: RaceHistory): string[] {
   }
   for (const a of minted) {
     for (const b of minted) {
-      if (certainlyBefore(history, a.op, b.op) && !(a.token < b.token)) violations.push(`token went backwards: ${describeOp(a.op)} minted ${a.token} before ${describeOp(b.op)} minted ${b.token}`);
+      if (certainlyBefore(history, a.op, b.op) && !(a.token < b.token))
+        violations.push(`token went backwards: ${describeOp(a.op)} minted ${a.token} before ${describeOp(b.op)} minted ${b.token}`);
     }
   }
   return violations;
@@ -91,7 +98,8 @@ export function checkTokens(history: RaceHistory): string[] {
 /** The expiry in effect for `story` just before `at` (exact order), or the latest one known before it. */
 function expiryBefore(history: RaceHistory, story: GrantStory, at: RaceOp): number | null {
   let expiresAt = story.claim.outcome!.lease!.expiresAt;
-  for (const use of story.uses) if (use.kind === 'renew' && okOf(use) && certainlyBefore(history, use, at)) expiresAt = use.outcome!.expiresAt ?? null;
+  for (const use of story.uses)
+    if (use.kind === 'renew' && okOf(use) && certainlyBefore(history, use, at)) expiresAt = use.outcome!.expiresAt ?? null;
   return expiresAt;
 }
 
@@ -107,16 +115,26 @@ export function checkSingleLiveGrant(history: RaceHistory): string[] {
   for (let i = 1; i < stories.length; i += 1) {
     const before = stories[i - 1]!;
     const after = stories[i]!;
-    const ended = [...before.uses.filter((use) => use.kind === 'release' && okOf(use) && use.outcome!.alreadyReleased === false), ...before.revokes];
+    const ended = [
+      ...before.uses.filter((use) => use.kind === 'release' && okOf(use) && use.outcome!.alreadyReleased === false),
+      ...before.revokes,
+    ];
     if (ended.some((end) => !certainlyBefore(history, after.claim, end))) continue;
     let expiresAt = expiryBefore(history, before, after.claim);
     const previous = after.claim.outcome!.previous;
-    if (history.expiryHookMovesExpiry && previous?.kind === 'expired' && previous.token === before.token && mayHaveBeenExpiredEarly(history, before, after.claim)) {
+    if (
+      history.expiryHookMovesExpiry &&
+      previous?.kind === 'expired' &&
+      previous.token === before.token &&
+      mayHaveBeenExpiredEarly(history, before, after.claim)
+    ) {
       expiresAt = expiresAt === null ? previous.at : Math.min(expiresAt, previous.at);
     }
     const acquiredAt = nowOf(after.claim);
     if (expiresAt === null || acquiredAt < expiresAt) {
-      violations.push(`two live grants: token ${after.token} granted at ${acquiredAt} while token ${before.token} was live until ${expiresAt ?? 'forever'} (${describeOp(after.claim)})`);
+      violations.push(
+        `two live grants: token ${after.token} granted at ${acquiredAt} while token ${before.token} was live until ${expiresAt ?? 'forever'} (${describeOp(after.claim)})`,
+      );
     }
   }
   return violations;
@@ -166,11 +184,14 @@ export function checkRevokes(history: RaceHistory): string[] {
       violations.push(`${describeOp(revoke)} revoked token ${token}, which was never granted`);
       continue;
     }
-    if (revoke.outcome!.token !== token + 1n) violations.push(`${describeOp(revoke)} moved the token to ${revoke.outcome!.token}, not ${token + 1n}`);
+    if (revoke.outcome!.token !== token + 1n)
+      violations.push(`${describeOp(revoke)} moved the token to ${revoke.outcome!.token}, not ${token + 1n}`);
     const successor = stories[index + 1];
-    if (successor !== undefined && certainlyBefore(history, successor.claim, revoke)) violations.push(`${describeOp(revoke)} revoked token ${token} after token ${successor.token} was granted`);
+    if (successor !== undefined && certainlyBefore(history, successor.claim, revoke))
+      violations.push(`${describeOp(revoke)} revoked token ${token} after token ${successor.token} was granted`);
     const release = story.uses.find((use) => use.kind === 'release' && okOf(use) && use.outcome!.alreadyReleased === false);
-    if (release !== undefined && certainlyBefore(history, release, revoke)) violations.push(`${describeOp(revoke)} revoked token ${token} after its release`);
+    if (release !== undefined && certainlyBefore(history, release, revoke))
+      violations.push(`${describeOp(revoke)} revoked token ${token} after its release`);
   }
   return violations;
 }
@@ -187,14 +208,17 @@ export function checkLedger(history: RaceHistory, ledger: readonly string[]): st
   const accepted = writes.filter(okOf);
   const acceptedEntries = new Set(accepted.map((op) => op.entry));
   if (new Set(ledger).size !== ledger.length) violations.push(`the ledger holds an entry twice: ${ledger.join(', ')}`);
-  for (const entry of ledger) if (!acceptedEntries.has(entry)) violations.push(`the ledger holds ${entry}, a write that was refused or never made`);
+  for (const entry of ledger)
+    if (!acceptedEntries.has(entry)) violations.push(`the ledger holds ${entry}, a write that was refused or never made`);
   for (const op of accepted) if (!ledger.includes(op.entry!)) violations.push(`accepted write ${op.entry} is missing from the ledger`);
   if (history.exactOrder) {
     const applied = [...accepted].sort((a, b) => a.apply! - b.apply!).map((op) => op.entry);
-    if (applied.join() !== ledger.join()) violations.push(`ledger order ${ledger.join(', ')} differs from apply order ${applied.join(', ')}`);
+    if (applied.join() !== ledger.join())
+      violations.push(`ledger order ${ledger.join(', ')} differs from apply order ${applied.join(', ')}`);
   }
   for (let i = 1; i < ledger.length; i += 1) {
-    if (tokenOfEntry(ledger[i]!) < tokenOfEntry(ledger[i - 1]!)) violations.push(`ledger tokens go backwards: ${ledger[i - 1]} then ${ledger[i]}`);
+    if (tokenOfEntry(ledger[i]!) < tokenOfEntry(ledger[i - 1]!))
+      violations.push(`ledger tokens go backwards: ${ledger[i - 1]} then ${ledger[i]}`);
   }
   return violations;
 }
@@ -203,33 +227,49 @@ export function checkLedger(history: RaceHistory, ledger: readonly string[]): st
 export function checkFinalState(history: RaceHistory, final: StoreInspection): string[] {
   const violations: string[] = [];
   const stories = grantStories(history);
-  const minted = history.ops.filter(okOf).flatMap((op) => (op.kind === 'claim' ? [op.outcome!.lease!.token] : op.kind === 'revoke' ? [op.outcome!.token!] : []));
+  const minted = history.ops
+    .filter(okOf)
+    .flatMap((op) => (op.kind === 'claim' ? [op.outcome!.lease!.token] : op.kind === 'revoke' ? [op.outcome!.token!] : []));
   const highest = minted.reduce((max, token) => (token > max ? token : max), 0n);
-  if (minted.length > 0 && final.token !== highest) violations.push(`the store's token is ${final.token}, the highest minted was ${highest}`);
+  if (minted.length > 0 && final.token !== highest)
+    violations.push(`the store's token is ${final.token}, the highest minted was ${highest}`);
   const last = stories.at(-1);
   if (last === undefined) return violations;
   const released = last.uses.some((use) => use.kind === 'release' && okOf(use));
   const ended = released || last.revokes.length > 0;
-  if (ended && final.grant !== null) violations.push(`token ${last.token} was released or revoked, yet the store still shows grant ${final.grant.token}`);
-  if (!ended && final.grant?.token !== last.token) violations.push(`token ${last.token} never ended, yet the store shows ${final.grant === null ? 'no grant' : `grant ${final.grant.token}`}`);
-  if (!ended && final.grant !== null && final.grant.holder !== `w${last.claim.worker}`) violations.push(`grant ${last.token} belongs to w${last.claim.worker}, the store says ${final.grant.holder}`);
+  if (ended && final.grant !== null)
+    violations.push(`token ${last.token} was released or revoked, yet the store still shows grant ${final.grant.token}`);
+  if (!ended && final.grant?.token !== last.token)
+    violations.push(
+      `token ${last.token} never ended, yet the store shows ${final.grant === null ? 'no grant' : `grant ${final.grant.token}`}`,
+    );
+  if (!ended && final.grant !== null && final.grant.holder !== `w${last.claim.worker}`)
+    violations.push(`grant ${last.token} belongs to w${last.claim.worker}, the store says ${final.grant.holder}`);
   return violations;
 }
 
 /** Each checker with the invariant it checks, as a failure report names it. */
-const CHECKERS: readonly { readonly invariant: string; readonly check: (history: RaceHistory, ledger: readonly string[], final: StoreInspection) => string[] }[] = [
+const CHECKERS: readonly {
+  readonly invariant: string;
+  readonly check: (history: RaceHistory, ledger: readonly string[], final: StoreInspection) => string[];
+}[] = [
   { invariant: 'the store clock never runs backwards', check: checkStoreClock },
   { invariant: 'invariant 2: tokens are never issued twice and grow in the order they are minted', check: checkTokens },
   { invariant: 'invariant 1: at most one live grant per key', check: checkSingleLiveGrant },
   { invariant: 'invariants 3 and 5: only the current grant renews, writes, checkpoints and releases', check: checkAcceptedOperations },
   { invariant: 'a revoke ends the current grant only and burns one token', check: checkRevokes },
   { invariant: 'invariants 3 and 4: the ledger holds exactly the accepted writes, in token order', check: checkLedger },
-  { invariant: 'invariant 6: what the operations returned is what the store holds', check: (history, _ledger, final) => checkFinalState(history, final) },
+  {
+    invariant: 'invariant 6: what the operations returned is what the store holds',
+    check: (history, _ledger, final) => checkFinalState(history, final),
+  },
 ];
 
 /** Runs every checker; throws one error listing every violation under the invariant it breaks, and the history. */
 export function assertRaceInvariants(history: RaceHistory, ledger: readonly string[], final: StoreInspection): void {
-  const violations = CHECKERS.flatMap(({ invariant, check }) => check(history, ledger, final).map((violation) => `[${invariant}] ${violation}`));
+  const violations = CHECKERS.flatMap(({ invariant, check }) =>
+    check(history, ledger, final).map((violation) => `[${invariant}] ${violation}`),
+  );
   if (violations.length === 0) return;
   const ops = [...history.ops].sort((a, b) => (a.apply ?? a.complete) - (b.apply ?? b.complete)).map(describeOp);
   throw new Error(`race invariants violated:\n  ${violations.join('\n  ')}\nhistory:\n  ${ops.join('\n  ')}\nledger: ${ledger.join(', ')}`);

@@ -17,7 +17,14 @@ import type { Store } from '../store.js';
 import { useHarness } from './context.js';
 import { suiteOptions, type MakeStoreHarness, type StoreHarness, type SuiteOptions } from './harness.js';
 import { assertProperty } from './property.js';
-import { HistoryRecorder, scheduledStore, type RaceHistory, type RaceOpKind, type RaceOutcome, type ScheduledStore } from './race-history.js';
+import {
+  HistoryRecorder,
+  scheduledStore,
+  type RaceHistory,
+  type RaceOpKind,
+  type RaceOutcome,
+  type ScheduledStore,
+} from './race-history.js';
 import { assertRaceInvariants } from './race-invariants.js';
 import type { TestRunner } from './runner.js';
 import { PROPERTY_SUITE_TIMEOUT_MS } from './timeouts.js';
@@ -41,7 +48,20 @@ export const RACE_TTL_MS = 100;
 /** TTL on real servers: long, so only the expire-now hook ends a grant by time during a run. */
 export const SERVER_RACE_TTL_MS = 120_000;
 
-const stepArb: fc.Arbitrary<RaceStep> = fc.constantFrom<RaceStep>('claim', 'claim', 'write', 'write', 'write', 'renew', 'renew', 'checkpoint', 'release', 'revoke', 'pause', 'pause');
+const stepArb: fc.Arbitrary<RaceStep> = fc.constantFrom<RaceStep>(
+  'claim',
+  'claim',
+  'write',
+  'write',
+  'write',
+  'renew',
+  'renew',
+  'checkpoint',
+  'release',
+  'revoke',
+  'pause',
+  'pause',
+);
 const nemesisArb: fc.Arbitrary<NemesisStep> = fc.oneof(
   { weight: 4, arbitrary: fc.integer({ min: 1, max: 60 }).map((advance) => ({ advance })) },
   { weight: 1, arbitrary: fc.constant('expire' as const) },
@@ -81,7 +101,12 @@ interface WorkerEnv<S extends Store> {
 async function runWorker<S extends Store>(env: WorkerEnv<S>, program: readonly RaceStep[]): Promise<void> {
   const { index, key, harness, scheduler, recorder, network } = env;
   const leases = createLeases(network.store, { holder: `w${index}`, ttlMs: env.ttlMs });
-  const call = async <T extends RaceOutcome>(kind: RaceOpKind, presented: bigint | null, entry: string | null, action: () => Promise<T>): Promise<T> => {
+  const call = async <T extends RaceOutcome>(
+    kind: RaceOpKind,
+    presented: bigint | null,
+    entry: string | null,
+    action: () => Promise<T>,
+  ): Promise<T> => {
     const op = recorder.begin(index, kind, presented, entry);
     const outcome = await action();
     recorder.end(op, outcome, network.lastApply);
@@ -141,7 +166,11 @@ export async function runRace<S extends Store>(scheduler: fc.Scheduler, scenario
 }
 
 /** Runs one scenario and asserts invariants 1-5 on what happened. */
-export async function raceKeepsInvariants<S extends Store>(scheduler: fc.Scheduler, scenario: RaceScenario, setup: RaceSetup<S>): Promise<void> {
+export async function raceKeepsInvariants<S extends Store>(
+  scheduler: fc.Scheduler,
+  scenario: RaceScenario,
+  setup: RaceSetup<S>,
+): Promise<void> {
   const { history, ledger, final } = await runRace(scheduler, scenario, setup);
   assertRaceInvariants(history, ledger, final);
 }
@@ -151,7 +180,12 @@ export const RACE_PROPERTY =
   'under any interleaving: one live grant at a time, tokens never reused, only the current grant writes, in token order, stale renew/release change nothing';
 
 /** Registers the race suite for one store. */
-export function describeStoreRaces<S extends Store>(runner: TestRunner, name: string, makeHarness: MakeStoreHarness<S>, options: SuiteOptions = {}): void {
+export function describeStoreRaces<S extends Store>(
+  runner: TestRunner,
+  name: string,
+  makeHarness: MakeStoreHarness<S>,
+  options: SuiteOptions = {},
+): void {
   const { raceRuns, workers, seed } = suiteOptions(options);
   runner.describe(`${name}: races`, () => {
     const context = useHarness(runner, makeHarness);
@@ -165,7 +199,9 @@ export function describeStoreRaces<S extends Store>(runner: TestRunner, name: st
       () =>
         assertProperty(
           RACE_PROPERTY,
-          fc.asyncProperty(fc.scheduler(), raceScenarioArb(workers), (scheduler, scenario) => raceKeepsInvariants(scheduler, scenario, { harness: context.harness, stores })),
+          fc.asyncProperty(fc.scheduler(), raceScenarioArb(workers), (scheduler, scenario) =>
+            raceKeepsInvariants(scheduler, scenario, { harness: context.harness, stores }),
+          ),
           // NOTE: a per-run timeout turns a deadlocked store into a shrinkable failure instead of a hung test.
           { numRuns: raceRuns, timeout: RACE_RUN_TIMEOUT_MS, ...(seed === undefined ? {} : { seed }) },
         ),

@@ -21,19 +21,35 @@ export function describeHolderSpecs<S extends Store>(context: SuiteContext<S>): 
       expectSame(claimed.checkpoint, null);
       expectClose(lease.expiresAt! - lease.acquiredAt!, SPEC_TTL_MS);
       const seen = await context.leasesFor('ops').inspect(key);
-      expectMatch(seen, { exists: true, token: lease.token, grant: { token: lease.token, holder: 'a', runId: 'r1', live: true, expiresAt: lease.expiresAt } });
+      expectMatch(seen, {
+        exists: true,
+        token: lease.token,
+        grant: { token: lease.token, holder: 'a', runId: 'r1', live: true, expiresAt: lease.expiresAt },
+      });
     });
 
-    runner.it('refuses while a live grant exists, saying who holds it, with which token, until when (the holder itself included)', async () => {
-      const key = context.harness.freshKey('held');
-      const lease = await mustClaim(context.leasesFor('a'), key, { runId: 'r1' });
-      for (const holder of ['b', 'a']) {
-        const refused = await context.leasesFor(holder).claim(key);
-        expectMatch(refused, { ok: false, reason: 'held', key, token: lease.token, holder: 'a', runId: 'r1', expiresAt: lease.expiresAt });
-        if (!refused.ok && refused.reason === 'held') expectTrue(refused.now < (refused.expiresAt ?? Infinity), 'refused.now < (refused.expiresAt ?? Infinity)');
-      }
-      expectSame((await context.leasesFor('ops').inspect(key)).token, lease.token);
-    });
+    runner.it(
+      'refuses while a live grant exists, saying who holds it, with which token, until when (the holder itself included)',
+      async () => {
+        const key = context.harness.freshKey('held');
+        const lease = await mustClaim(context.leasesFor('a'), key, { runId: 'r1' });
+        for (const holder of ['b', 'a']) {
+          const refused = await context.leasesFor(holder).claim(key);
+          expectMatch(refused, {
+            ok: false,
+            reason: 'held',
+            key,
+            token: lease.token,
+            holder: 'a',
+            runId: 'r1',
+            expiresAt: lease.expiresAt,
+          });
+          if (!refused.ok && refused.reason === 'held')
+            expectTrue(refused.now < (refused.expiresAt ?? Infinity), 'refused.now < (refused.expiresAt ?? Infinity)');
+        }
+        expectSame((await context.leasesFor('ops').inspect(key)).token, lease.token);
+      },
+    );
 
     runner.it('takes over an expired grant: the next token, the previous ending as expired, the checkpoint handed over', async () => {
       const key = context.harness.freshKey('takeover');
@@ -49,7 +65,13 @@ export function describeHolderSpecs<S extends Store>(context: SuiteContext<S>): 
       expectMatch(taken.checkpoint, { value: { wave: 3 }, token: first.token });
       expectMatch(taken.lease.inherited, { value: { wave: 3 }, token: first.token });
       const stale = await a.fencedWrite(first, () => 'late');
-      expectMatch(stale, { ok: false, reason: 'superseded', key, expected: { token: first.token, holder: 'a', runId: 'r1' }, found: { token: taken.lease.token, holder: 'b', runId: 'r2' } });
+      expectMatch(stale, {
+        ok: false,
+        reason: 'superseded',
+        key,
+        expected: { token: first.token, holder: 'a', runId: 'r1' },
+        found: { token: taken.lease.token, holder: 'b', runId: 'r2' },
+      });
     });
 
     runner.it('a grant without expiry (ttlMs: null) is held until released or revoked', async () => {
@@ -169,17 +191,20 @@ export function describeHolderSpecs<S extends Store>(context: SuiteContext<S>): 
       expectEqual(await context.harness.readLedger(key), []);
     });
 
-    runner.it('a release delivered again after a newer grant took the key says it was released and leaves the newer grant alone', async () => {
-      const key = context.harness.freshKey('release-replay');
-      const a = context.leasesFor('a');
-      const b = context.leasesFor('b');
-      const first = await mustClaim(a, key);
-      expectMatch(await a.release(first), { ok: true, alreadyReleased: false });
-      const second = await mustClaim(b, key);
-      expectMatch(await a.release(first), { ok: true, token: first.token, alreadyReleased: true });
-      expectMatch(await b.inspect(key), { grant: { token: second.token, holder: 'b', live: true } });
-      expectMatch(await context.harness.appendUnderFence(a, first, 'stale'), { ok: false, reason: 'superseded' });
-    });
+    runner.it(
+      'a release delivered again after a newer grant took the key says it was released and leaves the newer grant alone',
+      async () => {
+        const key = context.harness.freshKey('release-replay');
+        const a = context.leasesFor('a');
+        const b = context.leasesFor('b');
+        const first = await mustClaim(a, key);
+        expectMatch(await a.release(first), { ok: true, alreadyReleased: false });
+        const second = await mustClaim(b, key);
+        expectMatch(await a.release(first), { ok: true, token: first.token, alreadyReleased: true });
+        expectMatch(await b.inspect(key), { grant: { token: second.token, holder: 'b', live: true } });
+        expectMatch(await context.harness.appendUnderFence(a, first, 'stale'), { ok: false, reason: 'superseded' });
+      },
+    );
 
     runner.it('a stale grant cannot release a newer one', async () => {
       const key = context.harness.freshKey('release-stale');

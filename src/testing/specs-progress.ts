@@ -34,12 +34,18 @@ function withCheckpoint<S extends Store>(leases: Leases<S>, checkpoint: unknown,
 }
 
 /** A key whose checkpoint is `{ cursor: 41 }` of a revoked grant, with recovery required, and a recovering grant on it. */
-async function pendingRecovery<S extends Store>(context: SuiteContext<S>, label: string): Promise<{ key: string; b: Leases<S>; recovering: Lease; revokedToken: bigint }> {
+async function pendingRecovery<S extends Store>(
+  context: SuiteContext<S>,
+  label: string,
+): Promise<{ key: string; b: Leases<S>; recovering: Lease; revokedToken: bigint }> {
   const key = context.harness.freshKey(label);
   const a = context.leasesFor('a');
   const first = await mustClaim(a, key);
   expectMatch(await a.checkpoint(first, { cursor: 41 }), { ok: true });
-  expectMatch(await context.leasesFor('ops').revoke(key, { reason: 'operator abort', requireRecovery: true }), { ok: true, recoveryRequired: true });
+  expectMatch(await context.leasesFor('ops').revoke(key, { reason: 'operator abort', requireRecovery: true }), {
+    ok: true,
+    recoveryRequired: true,
+  });
   const b = context.leasesFor('b');
   const recovering = await mustClaim(b, key, { recovering: true });
   return { key, b, recovering, revokedToken: first.token };
@@ -57,7 +63,9 @@ export function describeProgressSpecs<S extends Store>(context: SuiteContext<S>)
       const key = context.harness.freshKey('write-checkpoint');
       const a = context.leasesFor('a');
       const lease = await mustClaim(a, key);
-      const outcome = await context.harness.appendUnderFence(withCheckpoint(a, { batch: 1 }), lease, 'batch-1', { checkpoint: { batch: 1 } });
+      const outcome = await context.harness.appendUnderFence(withCheckpoint(a, { batch: 1 }), lease, 'batch-1', {
+        checkpoint: { batch: 1 },
+      });
       expectMatch(outcome, { ok: true, token: lease.token, checkpoint: { json: '{"batch":1}', token: lease.token } });
       expectEqual(await context.harness.readLedger(key), ['batch-1']);
       expectMatch((await a.inspect(key)).checkpoint, { value: { batch: 1 }, token: lease.token });
@@ -72,9 +80,16 @@ export function describeProgressSpecs<S extends Store>(context: SuiteContext<S>)
       const old = await mustClaim(a, key);
       await a.checkpoint(old, { batch: 0 });
       await context.harness.expireNow(key);
-      expectMatch(await context.harness.appendUnderFence(withCheckpoint(a, { batch: 1 }), old, 'expired', { checkpoint: { batch: 1 } }), { ok: false, reason: 'expired' });
+      expectMatch(await context.harness.appendUnderFence(withCheckpoint(a, { batch: 1 }), old, 'expired', { checkpoint: { batch: 1 } }), {
+        ok: false,
+        reason: 'expired',
+      });
       const current = await mustClaim(context.leasesFor('b'), key);
-      expectMatch(await context.harness.appendUnderFence(withCheckpoint(a, { batch: 1 }), old, 'stale', { checkpoint: { batch: 1 } }), { ok: false, reason: 'superseded', found: { token: current.token } });
+      expectMatch(await context.harness.appendUnderFence(withCheckpoint(a, { batch: 1 }), old, 'stale', { checkpoint: { batch: 1 } }), {
+        ok: false,
+        reason: 'superseded',
+        found: { token: current.token },
+      });
       expectEqual(await context.harness.readLedger(key), []);
       expectMatch((await a.inspect(key)).checkpoint, { value: { batch: 0 }, token: old.token });
     });
@@ -94,16 +109,24 @@ export function describeProgressSpecs<S extends Store>(context: SuiteContext<S>)
         ),
         'no write',
       );
-      await expectRejects(context.harness.appendUnderFence(withCheckpoint(a, { batch: 1 }, true), lease, 'half', { checkpoint: { batch: 1 } }), 'failed after writing');
+      await expectRejects(
+        context.harness.appendUnderFence(withCheckpoint(a, { batch: 1 }, true), lease, 'half', { checkpoint: { batch: 1 } }),
+        'failed after writing',
+      );
       if (rollsBackWrites()) expectEqual(await context.harness.readLedger(key), []);
       expectMatch((await a.inspect(key)).checkpoint, { value: { batch: 0 }, token: lease.token });
-      expectMatch(await context.harness.appendUnderFence(withCheckpoint(a, { batch: 1 }), lease, 'whole', { checkpoint: { batch: 1 } }), { ok: true });
+      expectMatch(await context.harness.appendUnderFence(withCheckpoint(a, { batch: 1 }), lease, 'whole', { checkpoint: { batch: 1 } }), {
+        ok: true,
+      });
       expectMatch((await a.inspect(key)).checkpoint, { value: { batch: 1 }, token: lease.token });
     });
 
     runner.it('resolves a pending recovery, as checkpoint does', async () => {
       const { key, b, recovering } = await pendingRecovery(context, 'write-checkpoint-recovery');
-      expectMatch(await context.harness.appendUnderFence(withCheckpoint(b, { cursor: 42 }), recovering, 'resumed', { checkpoint: { cursor: 42 } }), { ok: true, checkpoint: { token: recovering.token } });
+      expectMatch(
+        await context.harness.appendUnderFence(withCheckpoint(b, { cursor: 42 }), recovering, 'resumed', { checkpoint: { cursor: 42 } }),
+        { ok: true, checkpoint: { token: recovering.token } },
+      );
       expectMatch(await b.inspect(key), { recoveryRequired: false, checkpoint: { value: { cursor: 42 }, token: recovering.token } });
       await b.release(recovering);
       expectMatch(await context.leasesFor('c').claim(key), { ok: true, checkpoint: { value: { cursor: 42 } } });
@@ -111,12 +134,15 @@ export function describeProgressSpecs<S extends Store>(context: SuiteContext<S>)
   });
 
   runner.describe('release with a checkpoint decision', () => {
-    runner.it('clearing the checkpoint (null) resolves a pending recovery: the next plain claim is granted, with no checkpoint', async () => {
-      const { key, b, recovering } = await pendingRecovery(context, 'release-clear-recovery');
-      expectMatch(await b.release(recovering, { checkpoint: null }), { ok: true });
-      expectMatch(await b.inspect(key), { recoveryRequired: false, checkpoint: null });
-      expectMatch(await context.leasesFor('c').claim(key), { ok: true, checkpoint: null });
-    });
+    runner.it(
+      'clearing the checkpoint (null) resolves a pending recovery: the next plain claim is granted, with no checkpoint',
+      async () => {
+        const { key, b, recovering } = await pendingRecovery(context, 'release-clear-recovery');
+        expectMatch(await b.release(recovering, { checkpoint: null }), { ok: true });
+        expectMatch(await b.inspect(key), { recoveryRequired: false, checkpoint: null });
+        expectMatch(await context.leasesFor('c').claim(key), { ok: true, checkpoint: null });
+      },
+    );
 
     runner.it('setting a checkpoint resolves a pending recovery: the next plain claim inherits it', async () => {
       const { key, b, recovering } = await pendingRecovery(context, 'release-set-recovery');
@@ -129,7 +155,11 @@ export function describeProgressSpecs<S extends Store>(context: SuiteContext<S>)
       const { key, b, recovering, revokedToken } = await pendingRecovery(context, 'release-keep-recovery');
       expectMatch(await b.release(recovering), { ok: true });
       expectTrue((await b.inspect(key)).recoveryRequired, 'recovery is still required');
-      expectMatch(await context.leasesFor('c').claim(key), { ok: false, reason: 'recovery-required', checkpoint: { json: '{"cursor":41}', token: revokedToken } });
+      expectMatch(await context.leasesFor('c').claim(key), {
+        ok: false,
+        reason: 'recovery-required',
+        checkpoint: { json: '{"cursor":41}', token: revokedToken },
+      });
     });
   });
 }

@@ -101,7 +101,8 @@ export class KeyWaiters {
 
   /** The waiter a claim is made for: the head, or the first recovering one when the key awaits recovery. */
   #next(): Waiter | undefined {
-    if (this.#last?.refusal.reason === 'recovery-required') return this.#queue.find((waiter) => waiter.request.recovering) ?? this.#queue[0];
+    if (this.#last?.refusal.reason === 'recovery-required')
+      return this.#queue.find((waiter) => waiter.request.recovering) ?? this.#queue[0];
     return this.#queue[0];
   }
 
@@ -145,7 +146,8 @@ export class KeyWaiters {
     this.#remember(result, repliedAt);
     for (const overdue of this.#queue.filter((queued) => queued.overdue)) this.#leave(overdue, () => overdue.end(result, 'timeout'));
     if (this.#closed) return;
-    const recoverer = result.reason === 'recovery-required' && !waiter.request.recovering && this.#queue.some((queued) => queued.request.recovering);
+    const recoverer =
+      result.reason === 'recovery-required' && !waiter.request.recovering && this.#queue.some((queued) => queued.request.recovering);
     if (this.#freedWhileBusy || recoverer) void this.#attempt();
     else this.#plan();
   }
@@ -173,7 +175,16 @@ export class KeyWaiters {
     const now = this.context.monotonic();
     const remainingMs = Math.max(...this.#queue.map((waiter) => waiter.deadline)) - now;
     const { jitterMs, pollMs, recheckMs } = head.request.settings;
-    const delay = nextAttemptDelay({ untilExpiryMs: last.untilExpiryMs, sinceReplyMs: now - last.at, remainingMs, watching: this.#watching, jitter: last.jitter, jitterMs, pollMs, recheckMs });
+    const delay = nextAttemptDelay({
+      untilExpiryMs: last.untilExpiryMs,
+      sinceReplyMs: now - last.at,
+      remainingMs,
+      watching: this.#watching,
+      jitter: last.jitter,
+      jitterMs,
+      pollMs,
+      recheckMs,
+    });
     if (delay !== null) this.#retryAfter(delay);
   }
 

@@ -62,7 +62,8 @@ export function readWaitOptions(wait: unknown): WaitSettings {
   if (wait === undefined || wait === null) throw new InvalidArgumentError(`wait must be an object with a timeoutMs, got ${describe(wait)}`);
   const given = readOptions('wait options', wait, WAIT_OPTIONS);
   const { signal } = given;
-  if (signal !== undefined && !(signal instanceof AbortSignal)) throw new InvalidArgumentError(`wait.signal must be an AbortSignal, got ${describe(signal)}`);
+  if (signal !== undefined && !(signal instanceof AbortSignal))
+    throw new InvalidArgumentError(`wait.signal must be an AbortSignal, got ${describe(signal)}`);
   return {
     timeoutMs: milliseconds('wait.timeoutMs', given.timeoutMs, 0),
     signal: signal ?? null,

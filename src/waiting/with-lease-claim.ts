@@ -6,7 +6,11 @@ import type { ClaimOptions, ClaimResult, Leases, WaitedClaimResult, WithLeaseOpt
 import { readWaitOptions, type WaitOptions } from './wait-options.js';
 
 /** Claims for `withLease`; `null` when the run's `signal` aborted before a grant (the run is stopped). */
-export async function claimUnlessStopped(leases: Leases, key: string, options: WithLeaseOptions): Promise<ClaimResult | WaitedClaimResult | null> {
+export async function claimUnlessStopped(
+  leases: Leases,
+  key: string,
+  options: WithLeaseOptions,
+): Promise<ClaimResult | WaitedClaimResult | null> {
   const stop = options.signal;
   if (options.wait === undefined || stop === undefined) return leases.claim<ClaimOptions>(key, options);
   const settings = readWaitOptions(options.wait);
@@ -15,7 +19,13 @@ export async function claimUnlessStopped(leases: Leases, key: string, options: W
   const onAbort = (): void => linked.abort(stop.aborted ? stop.reason : settings.signal?.reason);
   for (const source of sources) source.addEventListener('abort', onAbort, { once: true });
   if (sources.some((source) => source.aborted)) onAbort();
-  const wait: WaitOptions = { timeoutMs: settings.timeoutMs, signal: linked.signal, pollMs: settings.pollMs, recheckMs: settings.recheckMs, jitterMs: settings.jitterMs };
+  const wait: WaitOptions = {
+    timeoutMs: settings.timeoutMs,
+    signal: linked.signal,
+    pollMs: settings.pollMs,
+    recheckMs: settings.recheckMs,
+    jitterMs: settings.jitterMs,
+  };
   try {
     const claimed = await leases.claim<ClaimOptions>(key, { ...options, wait });
     return !claimed.ok && stop.aborted ? null : claimed;

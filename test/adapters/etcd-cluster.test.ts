@@ -26,7 +26,11 @@ const sleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout
 
 /** A client over every member, with a deadline per call: a frozen member must not hang a call forever. */
 const clientOf = (cluster: EtcdCluster): Etcd3 =>
-  new Etcd3({ hosts: [...cluster.urls], dialTimeout: 2_000, defaultCallOptions: (context) => (context.isStream ? {} : { deadline: Date.now() + 2_000 }) });
+  new Etcd3({
+    hosts: [...cluster.urls],
+    dialTimeout: 2_000,
+    defaultCallOptions: (context) => (context.isStream ? {} : { deadline: Date.now() + 2_000 }),
+  });
 
 interface Acked {
   readonly key: string;
@@ -138,7 +142,9 @@ describe('etcd cluster: failover loses nothing', () => {
     clients.push(check);
     const store = createEtcdStore({ client: check, prefix: PREFIX });
     for (const key of KEYS) {
-      const ledger = (await check.kv.range({ ...prefixRange(`${LEDGER}${key}/`), sort_order: 'Ascend', sort_target: 'Create' })).kvs.map((kv) => kv.value.toString('utf8'));
+      const ledger = (await check.kv.range({ ...prefixRange(`${LEDGER}${key}/`), sort_order: 'Ascend', sort_target: 'Create' })).kvs.map(
+        (kv) => kv.value.toString('utf8'),
+      );
       const landed = new Set(ledger);
       const lost = writes.filter((write) => write.key === key && !landed.has(write.entry));
       expect(lost, `acknowledged writes of ${key} missing from etcd`).toEqual([]);
@@ -147,7 +153,10 @@ describe('etcd cluster: failover loses nothing', () => {
       const granted = grants.filter((grant) => grant.key === key).map((grant) => grant.token);
       expect(new Set(granted).size, `tokens of ${key} granted twice`).toBe(granted.length);
       const { token } = await store.inspect(key);
-      expect(granted.every((t) => t <= token), `an acknowledged grant of ${key} above the key's token now`).toBe(true);
+      expect(
+        granted.every((t) => t <= token),
+        `an acknowledged grant of ${key} above the key's token now`,
+      ).toBe(true);
     }
     const sorted = [...takeovers].sort((a, b) => a - b);
     const p50 = sorted[Math.floor((sorted.length - 1) / 2)]!;

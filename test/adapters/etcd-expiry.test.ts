@@ -51,7 +51,9 @@ describe("expiry on etcd's timer", () => {
     while ((await r.get(liveKey(r, 'job:1'))) !== null && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 100));
     expect(await r.get(liveKey(r, 'job:1'))).toBeNull();
     expect(await r.store.inspect('job:1')).toMatchObject({ grant: { token: lease.token, live: false }, now: lease.expiresAt });
-    expect((await r.store.list!({ prefix: 'job:', limit: 10, cursor: null })).leases).toMatchObject([{ key: 'job:1', grant: { live: false } }]);
+    expect((await r.store.list!({ prefix: 'job:', limit: 10, cursor: null })).leases).toMatchObject([
+      { key: 'job:1', grant: { live: false } },
+    ]);
     const written = await holder.fencedWrite(lease, () => 'too late');
     expect(written).toMatchObject({ ok: false, reason: 'expired', now: lease.expiresAt });
     const taken = await r.leasesFor('b').claim('job:1');

@@ -7,7 +7,13 @@
 import { afterAll, afterEach, describe, expect, it } from 'vitest';
 import { Etcd3 } from 'etcd3';
 import { APPLIED_KEPT } from '../../src/adapters/etcd/record.js';
-import { createEtcdStore, MAX_ATTEMPTS, type EtcdClient, type EtcdTxnRequest, type EtcdTxnResponse } from '../../src/adapters/etcd/index.js';
+import {
+  createEtcdStore,
+  MAX_ATTEMPTS,
+  type EtcdClient,
+  type EtcdTxnRequest,
+  type EtcdTxnResponse,
+} from '../../src/adapters/etcd/index.js';
 import { isLeaseError } from '../../src/errors.js';
 import { createLeases } from '../../src/leases.js';
 import { newSecret } from '../../src/secret.js';
@@ -24,7 +30,10 @@ afterEach(() => {
 });
 
 /** A client over `real` whose writing transactions (those with compares; reads have none) go through `txn`. */
-const intercepted = (real: EtcdClient, txn: (request: EtcdTxnRequest, send: (request: EtcdTxnRequest) => Promise<EtcdTxnResponse>) => Promise<EtcdTxnResponse>): EtcdClient => ({
+const intercepted = (
+  real: EtcdClient,
+  txn: (request: EtcdTxnRequest, send: (request: EtcdTxnRequest) => Promise<EtcdTxnResponse>) => Promise<EtcdTxnResponse>,
+): EtcdClient => ({
   kv: {
     range: (request) => real.kv.range(request),
     txn: (request) => ((request.compare ?? []).length === 0 ? real.kv.txn(request) : txn(request, (again) => real.kv.txn(again))),
@@ -36,7 +45,15 @@ const intercepted = (real: EtcdClient, txn: (request: EtcdTxnRequest, send: (req
 class GRPCUnavailableError extends Error {}
 class GRPCInvalidArgumentError extends Error {}
 
-const claimCommand = (key: string) => ({ key, secret: newSecret(), holder: 'a', runId: null, ttlMs: 10_000, attributes: NO_ATTRIBUTES, recovering: false });
+const claimCommand = (key: string) => ({
+  key,
+  secret: newSecret(),
+  holder: 'a',
+  runId: null,
+  ttlMs: 10_000,
+  attributes: NO_ATTRIBUTES,
+  recovering: false,
+});
 
 describe('an unreachable etcd', () => {
   it('is StoreUnavailableError for every operation, and a fenced write never calls its callback', async () => {
@@ -161,8 +178,13 @@ describe('lost replies and repeated delivery', () => {
       prefix: r.prefix,
       clock: r.clock,
     });
-    const outcome = await createLeases(store, { holder: 'a' }).checkpoint(lease, { page: 1 }).catch((caught: unknown) => caught);
-    expect(isLeaseError(outcome, 'OUTCOME_UNKNOWN'), `got ${JSON.stringify(outcome, (_, value) => (typeof value === 'bigint' ? value.toString() : value))}`).toBe(true);
+    const outcome = await createLeases(store, { holder: 'a' })
+      .checkpoint(lease, { page: 1 })
+      .catch((caught: unknown) => caught);
+    expect(
+      isLeaseError(outcome, 'OUTCOME_UNKNOWN'),
+      `got ${JSON.stringify(outcome, (_, value) => (typeof value === 'bigint' ? value.toString() : value))}`,
+    ).toBe(true);
     // NOTE: it did apply: b's grant inherited it.
     expect((await r.store.inspect('job:1')).checkpoint?.token).toBe(lease.token);
   });
@@ -197,10 +219,14 @@ describe('lost replies and repeated delivery', () => {
   it(`gives up after ${MAX_ATTEMPTS} lost compares with OutcomeUnknownError`, async () => {
     const r = await open();
     let sent = 0;
-    const store = createEtcdStore({ client: intercepted(r.client, async () => {
-      sent += 1;
-      return { header: { revision: '1' }, succeeded: false };
-    }), prefix: r.prefix, clock: r.clock });
+    const store = createEtcdStore({
+      client: intercepted(r.client, async () => {
+        sent += 1;
+        return { header: { revision: '1' }, succeeded: false };
+      }),
+      prefix: r.prefix,
+      clock: r.clock,
+    });
     expect(isLeaseError(await store.claim(claimCommand('job:1')).catch((caught: unknown) => caught), 'OUTCOME_UNKNOWN')).toBe(true);
     expect(sent).toBe(MAX_ATTEMPTS);
   });

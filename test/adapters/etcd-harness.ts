@@ -70,9 +70,17 @@ export function makeEtcdHarness(): () => Promise<StoreHarness<EtcdStore>> {
       store: main.store,
       connect: async () => open().store,
       appendUnderFence: (leases, lease, entry, options) =>
-        leases.fencedWrite(lease, (tx) => tx.put(`${ledgerPrefix}${lease.key}/${String(++entries).padStart(8, '0')}-${randomBytes(4).toString('hex')}`, entry), options),
+        leases.fencedWrite(
+          lease,
+          (tx) => tx.put(`${ledgerPrefix}${lease.key}/${String(++entries).padStart(8, '0')}-${randomBytes(4).toString('hex')}`, entry),
+          options,
+        ),
       readLedger: async (key) => {
-        const { kvs } = await main.client.kv.range({ ...prefixRange(`${ledgerPrefix}${key}/`), sort_order: 'Ascend', sort_target: 'Create' });
+        const { kvs } = await main.client.kv.range({
+          ...prefixRange(`${ledgerPrefix}${key}/`),
+          sort_order: 'Ascend',
+          sort_target: 'Create',
+        });
         return kvs.map((kv) => kv.value.toString('utf8'));
       },
       expireNow: (key) => expireEtcdGrant(main.client, prefix, key),

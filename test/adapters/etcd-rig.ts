@@ -50,9 +50,13 @@ export async function openEtcdRig(options: { hostClock?: boolean } = {}): Promis
     store,
     leasesFor: (holder, ttlMs = 10_000, on = store) => createLeases(on, { holder, ttlMs }),
     storeWith: (given) => createEtcdStore({ client: given.client ?? newClient(), prefix, clock: given.clock ?? clock }),
-    read: async (under) => (await client.kv.range({ ...prefixRange(under), sort_order: 'Ascend', sort_target: 'Create' })).kvs.map((kv) => kv.value.toString('utf8')),
+    read: async (under) =>
+      (await client.kv.range({ ...prefixRange(under), sort_order: 'Ascend', sort_target: 'Create' })).kvs.map((kv) =>
+        kv.value.toString('utf8'),
+      ),
     get: async (key) => (await client.kv.range({ key: Buffer.from(key, 'utf8') })).kvs[0]?.value.toString('utf8') ?? null,
-    modRevision: async (leaseKey) => BigInt((await client.kv.range({ key: Buffer.from(`${prefix}lease/${leaseKey}`, 'utf8') })).kvs[0]?.mod_revision ?? '0'),
+    modRevision: async (leaseKey) =>
+      BigInt((await client.kv.range({ key: Buffer.from(`${prefix}lease/${leaseKey}`, 'utf8') })).kvs[0]?.mod_revision ?? '0'),
     close: () => {
       for (const opened of clients) opened.close();
     },

@@ -54,10 +54,14 @@ describe('fenced writes of etcd data', () => {
     const leases = r.leasesFor('a');
     const lease = await leases.claimOrThrow('job:1');
     const key = `${r.prefix.slice(0, -1)}-data/async`;
-    await leases.fencedWriteOrThrow(lease, async (tx) => {
-      await new Promise((resolve) => setTimeout(resolve, 5));
-      tx.put(key, 'later');
-    }, { checkpoint: { step: 1 } });
+    await leases.fencedWriteOrThrow(
+      lease,
+      async (tx) => {
+        await new Promise((resolve) => setTimeout(resolve, 5));
+        tx.put(key, 'later');
+      },
+      { checkpoint: { step: 1 } },
+    );
     expect(await r.get(key)).toBe('later');
     expect((await r.store.inspect('job:1')).checkpoint).toMatchObject({ json: '{"step":1}', token: lease.token });
   });
@@ -68,12 +72,18 @@ describe('fenced writes of etcd data', () => {
     const lease = await leases.claimOrThrow('job:1');
     const before = await r.modRevision('job:1');
     const data = `${r.prefix.slice(0, -1)}-data/`;
-    const refused = async (write: Parameters<typeof leases.fencedWrite>[1]): Promise<unknown> => leases.fencedWrite(lease, write).catch((error: unknown) => error);
+    const refused = async (write: Parameters<typeof leases.fencedWrite>[1]): Promise<unknown> =>
+      leases.fencedWrite(lease, write).catch((error: unknown) => error);
     expect(isLeaseError(await refused((tx) => tx.put(`${r.prefix}lease/job:1`, '{}')), 'INVALID_ARGUMENT')).toBe(true);
-    expect(isLeaseError(await refused((tx) => {
-      tx.put(`${data}x`, '1');
-      tx.delete(`${data}x`);
-    }), 'INVALID_ARGUMENT')).toBe(true);
+    expect(
+      isLeaseError(
+        await refused((tx) => {
+          tx.put(`${data}x`, '1');
+          tx.delete(`${data}x`);
+        }),
+        'INVALID_ARGUMENT',
+      ),
+    ).toBe(true);
     expect(isLeaseError(await refused((tx) => tx.put('', '1')), 'INVALID_ARGUMENT')).toBe(true);
     expect(isLeaseError(await refused((tx) => tx.put(`${data}x`, 1 as unknown as string)), 'INVALID_ARGUMENT')).toBe(true);
     const many = await refused((tx) => {
@@ -98,10 +108,16 @@ describe('fenced writes of etcd data', () => {
     const before = await r.modRevision('job:1');
     const boom = new Error('boom');
     const data = `${r.prefix.slice(0, -1)}-data/`;
-    await expect(leases.fencedWrite(lease, (tx) => {
-      tx.put(`${data}half`, 'x');
-      throw boom;
-    }, { checkpoint: { step: 1 } })).rejects.toBe(boom);
+    await expect(
+      leases.fencedWrite(
+        lease,
+        (tx) => {
+          tx.put(`${data}half`, 'x');
+          throw boom;
+        },
+        { checkpoint: { step: 1 } },
+      ),
+    ).rejects.toBe(boom);
     expect(await r.read(data)).toEqual([]);
     expect(await r.modRevision('job:1')).toBe(before);
   });
@@ -167,11 +183,29 @@ describe('bad input is refused before any I/O', () => {
   it('createEtcdStore checks its options', () => {
     const no = (): Promise<never> => Promise.reject(new Error('no'));
     const client = { kv: { range: no, txn: no }, leaseClient: { leaseGrant: no, leaseRevoke: no } };
-    const refusals: unknown[] = [undefined, null, {}, { client: {} }, { client: { kv: {} } }, { client: { kv: client.kv } }, { client, prefix: '' }, { client, prefix: 42 }, { client, prefix: 'x'.repeat(257) }, { client, clock: 'now' }];
+    const refusals: unknown[] = [
+      undefined,
+      null,
+      {},
+      { client: {} },
+      { client: { kv: {} } },
+      { client: { kv: client.kv } },
+      { client, prefix: '' },
+      { client, prefix: 42 },
+      { client, prefix: 'x'.repeat(257) },
+      { client, clock: 'now' },
+    ];
     for (const options of refusals) {
       expect(() => createEtcdStore(options as never), json(options)).toThrow(expect.objectContaining({ code: 'INVALID_ARGUMENT' }));
     }
-    const throwing = new Proxy({}, { get: () => { throw new Error('trap'); } });
+    const throwing = new Proxy(
+      {},
+      {
+        get: () => {
+          throw new Error('trap');
+        },
+      },
+    );
     expect(() => createEtcdStore(throwing as never)).toThrow(expect.objectContaining({ code: 'INVALID_ARGUMENT' }));
   });
 
@@ -183,7 +217,12 @@ describe('bad input is refused before any I/O', () => {
     };
     const counting: EtcdClient = { kv: { range: sent, txn: sent }, leaseClient: { leaseGrant: sent, leaseRevoke: sent } };
     const leases = createLeases(createEtcdStore({ client: counting }), { holder: 'a', ttlMs: 1_000 });
-    for (const attempt of [() => leases.claim(''), () => leases.claim('k', { ttlMs: -1 }), () => leases.claim(7 as unknown as string), () => leases.inspect('')]) {
+    for (const attempt of [
+      () => leases.claim(''),
+      () => leases.claim('k', { ttlMs: -1 }),
+      () => leases.claim(7 as unknown as string),
+      () => leases.inspect(''),
+    ]) {
       expect(isLeaseError(await attempt().catch((error: unknown) => error), 'INVALID_ARGUMENT')).toBe(true);
     }
     expect(calls).toBe(0);

@@ -28,7 +28,10 @@ let resources = 0;
 const fresh = (label: string): string => `reset-${label}:${++resources}`;
 
 /** Registers the specs; `subject` is called inside each test (after the caller's `beforeAll`), and may reuse one gate. */
-export function describeGateResetSpecs(subject: () => GateResetSubject | Promise<GateResetSubject>, options: { readonly raceRuns: number }): void {
+export function describeGateResetSpecs(
+  subject: () => GateResetSubject | Promise<GateResetSubject>,
+  options: { readonly raceRuns: number },
+): void {
   describe('token gate reset with an expectation', () => {
     it('a reset whose expected token or key is not what the gate records changes nothing and says what it found', async () => {
       const { gate, write } = await subject();
@@ -45,25 +48,50 @@ export function describeGateResetSpecs(subject: () => GateResetSubject | Promise
         expected: { key: 'job', token: 5n },
         found: { key: 'job', token: 6n },
       });
-      expect(await gate.reset(resource, { expectedToken: 5n })).toEqual({ ok: false, reason: 'superseded', resource, expected: { key: null, token: 5n }, found: { key: 'job', token: 6n } });
-      expect(await gate.reset(resource, { expectedToken: 6n, expectedKey: 'other' })).toMatchObject({ ok: false, reason: 'superseded', expected: { key: 'other', token: 6n }, found: { key: 'job', token: 6n } });
+      expect(await gate.reset(resource, { expectedToken: 5n })).toEqual({
+        ok: false,
+        reason: 'superseded',
+        resource,
+        expected: { key: null, token: 5n },
+        found: { key: 'job', token: 6n },
+      });
+      expect(await gate.reset(resource, { expectedToken: 6n, expectedKey: 'other' })).toMatchObject({
+        ok: false,
+        reason: 'superseded',
+        expected: { key: 'other', token: 6n },
+        found: { key: 'job', token: 6n },
+      });
       expect(await gate.inspect(resource)).toEqual({ resource, found: { key: 'job', token: 6n } });
       // The record is kept as it was: an older token is still refused.
       expect(await write(resource, 'job', 5n)).toBe(false);
-      expect(await gate.reset(resource, { expectedToken: 6n, expectedKey: 'job' })).toEqual({ ok: true, resource, found: { key: 'job', token: 6n } });
+      expect(await gate.reset(resource, { expectedToken: 6n, expectedKey: 'job' })).toEqual({
+        ok: true,
+        resource,
+        found: { key: 'job', token: 6n },
+      });
       expect(await gate.inspect(resource)).toEqual({ resource, found: null });
     });
 
     it('an expectation on a resource the gate does not record is refused with found: null; without one, reset forgets whatever is there', async () => {
       const { gate, write } = await subject();
       const resource = fresh('empty');
-      expect(await gate.reset(resource, { expectedToken: 1n })).toEqual({ ok: false, reason: 'superseded', resource, expected: { key: null, token: 1n }, found: null });
+      expect(await gate.reset(resource, { expectedToken: 1n })).toEqual({
+        ok: false,
+        reason: 'superseded',
+        resource,
+        expected: { key: null, token: 1n },
+        found: null,
+      });
       expect(await gate.inspect(resource)).toEqual({ resource, found: null });
       expect(await gate.reset(resource)).toEqual({ ok: true, resource, found: null });
       expect(await write(resource, 'job', 2n ** 62n + 1n)).toBe(true);
       // NOTE: past 2^53, the comparison is exact (a double would take 2^62 for 2^62 + 1).
       expect(await gate.reset(resource, { expectedToken: 2n ** 62n })).toMatchObject({ ok: false, found: { token: 2n ** 62n + 1n } });
-      expect(await gate.reset(resource, { expectedToken: 2n ** 62n + 1n })).toEqual({ ok: true, resource, found: { key: 'job', token: 2n ** 62n + 1n } });
+      expect(await gate.reset(resource, { expectedToken: 2n ** 62n + 1n })).toEqual({
+        ok: true,
+        resource,
+        found: { key: 'job', token: 2n ** 62n + 1n },
+      });
       expect(await write(resource, 'job', 3n)).toBe(true);
       expect(await gate.reset(resource)).toEqual({ ok: true, resource, found: { key: 'job', token: 3n } });
     });
@@ -86,7 +114,8 @@ export function describeGateResetSpecs(subject: () => GateResetSubject | Promise
         'expectedToken=5',
       ];
       for (const options of bad) {
-        const attempt = async () => expect(gate.reset(resource, options as GateResetOptions)).rejects.toMatchObject({ code: 'INVALID_ARGUMENT' });
+        const attempt = async () =>
+          expect(gate.reset(resource, options as GateResetOptions)).rejects.toMatchObject({ code: 'INVALID_ARGUMENT' });
         if (sentDuring === undefined) await attempt();
         else expect({ options, sent: await sentDuring(attempt) }).toEqual({ options, sent: [] });
       }
@@ -114,7 +143,14 @@ export function describeGateResetSpecs(subject: () => GateResetSubject | Promise
           // Token 6 was written (5 or nothing was there); only an operator who read 6 may have forgotten it.
           expect(written).toBe(true);
           if (reset.ok) expect(reset.found).toEqual(seen);
-          else expect(reset).toEqual({ ok: false, reason: 'superseded', resource, expected: { key: 'job', token: 5n }, found: { key: 'job', token: 6n } });
+          else
+            expect(reset).toEqual({
+              ok: false,
+              reason: 'superseded',
+              resource,
+              expected: { key: 'job', token: 5n },
+              found: { key: 'job', token: 6n },
+            });
           const forgotSix = reset.ok && seen.token === 6n;
           expect(await gate.inspect(resource)).toEqual({ resource, found: forgotSix ? null : { key: 'job', token: 6n } });
         }),

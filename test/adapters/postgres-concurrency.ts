@@ -20,7 +20,8 @@ export function describePostgresConcurrencySpecs(kind: Exclude<PostgresClientKin
     let stores: PostgresStore[] = [];
     let keyCount = 0;
     const fresh = (label: string) => `${label}:${++keyCount}`;
-    const leasesOn = (index: number, holder: string, ttlMs = 60_000): Leases<PostgresStore> => createLeases(stores[index]!, { holder, ttlMs });
+    const leasesOn = (index: number, holder: string, ttlMs = 60_000): Leases<PostgresStore> =>
+      createLeases(stores[index]!, { holder, ttlMs });
     const admin = () => clients[0]!.client;
     const out = `"${table}_out"`;
 
@@ -88,8 +89,15 @@ export function describePostgresConcurrencySpecs(kind: Exclude<PostgresClientKin
       const claimed = await takeover!;
       expect(events).toEqual(['write ends', 'takeover done']);
       expect(claimed).toMatchObject({ ok: true, previous: { kind: 'expired', token: lease.token } });
-      const stale = await a.fencedWrite(lease, (tx) => tx.query(`INSERT INTO ${out} (key, token) VALUES ($1, $2)`, [key, tx.token.toString()]));
-      expect(stale).toMatchObject({ ok: false, reason: 'superseded', expected: { token: lease.token }, found: { token: claimed.ok ? claimed.lease.token : 0n, holder: 'b' } });
+      const stale = await a.fencedWrite(lease, (tx) =>
+        tx.query(`INSERT INTO ${out} (key, token) VALUES ($1, $2)`, [key, tx.token.toString()]),
+      );
+      expect(stale).toMatchObject({
+        ok: false,
+        reason: 'superseded',
+        expected: { token: lease.token },
+        found: { token: claimed.ok ? claimed.lease.token : 0n, holder: 'b' },
+      });
       expect((await admin().query(`SELECT count(*)::int AS n FROM ${out} WHERE key = $1`, [key])).rows).toEqual([{ n: 0 }]);
     });
 
@@ -103,14 +111,19 @@ export function describePostgresConcurrencySpecs(kind: Exclude<PostgresClientKin
       const pid = (pids[0] as { pid: number }).pid;
       const write = stores[3]!.fencedStatement<{ at: string }>(lease, slow);
       for (let sleeping = false; !sleeping; await sleep(10)) {
-        const { rows } = await admin().query(`SELECT count(*)::int AS n FROM pg_stat_activity WHERE wait_event = 'PgSleep' AND pid = $1`, [pid]);
+        const { rows } = await admin().query(`SELECT count(*)::int AS n FROM pg_stat_activity WHERE wait_event = 'PgSleep' AND pid = $1`, [
+          pid,
+        ]);
         sleeping = (rows[0] as { n: number }).n > 0;
       }
       const revoked = await leasesOn(4, 'ops').revoke(key, { reason: 'maintenance' });
       const written = await write;
       expect(written).toMatchObject({ ok: true, rowCount: 1 });
       expect(revoked.ok && revoked.now).toBeGreaterThanOrEqual(Number(written.ok && written.rows[0]!.at));
-      const refused = await stores[3]!.fencedStatement(lease, `INSERT INTO ${out} (key, token) SELECT fence.key, fence.token FROM fence RETURNING 1`);
+      const refused = await stores[3]!.fencedStatement(
+        lease,
+        `INSERT INTO ${out} (key, token) SELECT fence.key, fence.token FROM fence RETURNING 1`,
+      );
       expect(refused).toMatchObject({ ok: false, reason: 'revoked', found: { ending: { kind: 'revoked', reason: 'maintenance' } } });
     });
 
@@ -119,7 +132,11 @@ export function describePostgresConcurrencySpecs(kind: Exclude<PostgresClientKin
      * committed; commits it once `operation` waits for the row lock; returns what `operation` answered,
      * after checking that its store time was read after the wait (not before the commit).
      */
-    const behindUncommittedUpdate = async <T extends { now: number }>(key: string, change: string, operation: () => Promise<T>): Promise<T> => {
+    const behindUncommittedUpdate = async <T extends { now: number }>(
+      key: string,
+      change: string,
+      operation: () => Promise<T>,
+    ): Promise<T> => {
       const holding = await openPostgresClient('pg-pool', await sharedPostgresUrl(), 1);
       try {
         const connection = await (holding.client.connect as NonNullable<typeof holding.client.connect>).call(holding.client);
@@ -135,11 +152,17 @@ export function describePostgresConcurrencySpecs(kind: Exclude<PostgresClientKin
           // NOTE: wait for the condition (a backend waiting for a tuple or transaction lock on this key's row), not a duration.
           let waiting = false;
           while (!waiting && !settled) {
-            const { rows } = await admin().query(`SELECT count(*)::int AS n FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND query LIKE $1`, [`%${table}%`]);
+            const { rows } = await admin().query(
+              `SELECT count(*)::int AS n FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND query LIKE $1`,
+              [`%${table}%`],
+            );
             waiting = (rows[0] as { n: number }).n > 0;
             if (!waiting) await sleep(5);
           }
-          if (!waiting) throw new Error(`the operation answered without waiting for the row lock: ${JSON.stringify(await answer, (_, value: unknown) => (typeof value === 'bigint' ? String(value) : value))}`);
+          if (!waiting)
+            throw new Error(
+              `the operation answered without waiting for the row lock: ${JSON.stringify(await answer, (_, value: unknown) => (typeof value === 'bigint' ? String(value) : value))}`,
+            );
           const { rows } = await connection.query(`SELECT floor(extract(epoch FROM clock_timestamp()) * 1000)::bigint::text AS at`);
           await connection.query('COMMIT');
           const answered = await answer;
@@ -162,22 +185,39 @@ export function describePostgresConcurrencySpecs(kind: Exclude<PostgresClientKin
       const key = fresh('epq');
       const a = leasesOn(6, 'a');
       const lease = await a.claimOrThrow(key);
-      const renewed = await behindUncommittedUpdate(key, `ending_reason = 'touched 1'`, () => stores[6]!.renew({ fence: lease.fence(), ttlMs: 120_000 }));
+      const renewed = await behindUncommittedUpdate(key, `ending_reason = 'touched 1'`, () =>
+        stores[6]!.renew({ fence: lease.fence(), ttlMs: 120_000 }),
+      );
       expect(renewed).toMatchObject({ ok: true, token: lease.token });
-      const saved = await behindUncommittedUpdate(key, `ending_reason = 'touched 2'`, () => stores[6]!.checkpoint({ fence: lease.fence(), json: '{"step":1}' }));
+      const saved = await behindUncommittedUpdate(key, `ending_reason = 'touched 2'`, () =>
+        stores[6]!.checkpoint({ fence: lease.fence(), json: '{"step":1}' }),
+      );
       expect(saved).toMatchObject({ ok: true, checkpoint: { token: lease.token } });
-      const released = await behindUncommittedUpdate(key, `ending_reason = 'touched 3'`, () => stores[6]!.release({ fence: lease.fence() }));
+      const released = await behindUncommittedUpdate(key, `ending_reason = 'touched 3'`, () =>
+        stores[6]!.release({ fence: lease.fence() }),
+      );
       expect(released).toMatchObject({ ok: true, token: lease.token, alreadyReleased: false });
       const after = await a.inspect(key);
-      expect(after).toMatchObject({ grant: null, ending: { kind: 'released', token: lease.token, holder: 'a' }, checkpoint: { token: lease.token } });
+      expect(after).toMatchObject({
+        grant: null,
+        ending: { kind: 'released', token: lease.token, holder: 'a' },
+        checkpoint: { token: lease.token },
+      });
       // The other transaction supersedes the grant: the waiting release is refused on the version it committed.
       const again = await a.claimOrThrow(key);
       const refused = await behindUncommittedUpdate(key, `token = token + 5`, () => stores[6]!.release({ fence: again.fence() }));
       expect(refused).toMatchObject({ ok: false, reason: 'superseded', found: { token: again.token + 5n } });
       // The snapshot's version has expired and the committed one is live again: the release applies.
       const third = await leasesOn(7, 'c').claimOrThrow(fresh('epq-live-again'));
-      await admin().query(`UPDATE "${table}" SET expires_at = date_trunc('milliseconds', clock_timestamp()) - interval '1 second' WHERE key = $1`, [third.key]);
-      const revived = await behindUncommittedUpdate(third.key, `expires_at = date_trunc('milliseconds', clock_timestamp()) + interval '1 minute'`, () => stores[7]!.release({ fence: third.fence() }));
+      await admin().query(
+        `UPDATE "${table}" SET expires_at = date_trunc('milliseconds', clock_timestamp()) - interval '1 second' WHERE key = $1`,
+        [third.key],
+      );
+      const revived = await behindUncommittedUpdate(
+        third.key,
+        `expires_at = date_trunc('milliseconds', clock_timestamp()) + interval '1 minute'`,
+        () => stores[7]!.release({ fence: third.fence() }),
+      );
       expect(revived).toMatchObject({ ok: true, token: third.token, alreadyReleased: false });
     });
 
@@ -195,10 +235,20 @@ export function describePostgresConcurrencySpecs(kind: Exclude<PostgresClientKin
       await admin().query(`CREATE TABLE "${reports}" (id int PRIMARY KEY, body text, fence_key text, fence_token bigint)`);
       const tokens = clients.map((_, i) => BigInt(((i * 7) % CONNECTIONS) + 1));
       const outcomes = await Promise.all(
-        clients.map(({ client }, i) => gatedUpsert(client, { table: reports, identity: { id: 1 }, values: { body: `t${tokens[i]}` }, lease: { key: 'r', token: tokens[i]! }, leaseTable: null })),
+        clients.map(({ client }, i) =>
+          gatedUpsert(client, {
+            table: reports,
+            identity: { id: 1 },
+            values: { body: `t${tokens[i]}` },
+            lease: { key: 'r', token: tokens[i]! },
+            leaseTable: null,
+          }),
+        ),
       );
       const highest = tokens.reduce((a, b) => (a > b ? a : b));
-      expect((await admin().query(`SELECT body, fence_token::text AS token FROM "${reports}"`)).rows).toEqual([{ body: `t${highest}`, token: String(highest) }]);
+      expect((await admin().query(`SELECT body, fence_token::text AS token FROM "${reports}"`)).rows).toEqual([
+        { body: `t${highest}`, token: String(highest) },
+      ]);
       for (const outcome of outcomes) if (!outcome.ok) expect(outcome.expected.token < (outcome.found.token as bigint)).toBe(true);
     });
 
@@ -222,11 +272,17 @@ export function describePostgresConcurrencySpecs(kind: Exclude<PostgresClientKin
         const pid = (pids[0] as { pid: number }).pid;
         const failure = createLeases(stores[6]!, { holder: 'b' })
           .claim(key)
-          .then(() => null, (error: unknown) => error);
+          .then(
+            () => null,
+            (error: unknown) => error,
+          );
         let killed = 0;
         for (let attempt = 0; attempt < 400 && killed === 0; attempt += 1) {
           await sleep(20);
-          const { rows } = await admin().query(`SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND pid = $1`, [pid]);
+          const { rows } = await admin().query(
+            `SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND pid = $1`,
+            [pid],
+          );
           killed = rows.length;
         }
         expect(killed).toBe(1);
@@ -236,7 +292,10 @@ export function describePostgresConcurrencySpecs(kind: Exclude<PostgresClientKin
       }
       // NOTE: the grant expired while the transaction waited: the write is refused (or its session was
       // already ended by the transaction's bound), never applied.
-      const ended = await write.then((outcome) => outcome, (error: unknown) => error);
+      const ended = await write.then(
+        (outcome) => outcome,
+        (error: unknown) => error,
+      );
       expect((ended as { ok?: boolean }).ok === false || isStoreFailure(ended)).toBe(true);
       expect(await a.inspect(key)).toMatchObject({ token: lease.token, grant: { holder: 'a', token: lease.token } });
     });

@@ -18,8 +18,10 @@ type Callback = (error: Error | undefined, client?: pg.PoolClient, done?: (relea
 const WRAPPERS: Record<string, (original: Connect, pool: pg.Pool) => (...args: unknown[]) => unknown> = {
   // NOTE: the usual instrumentation shape: passes every argument on, returns what the original returned,
   // as a promise (of undefined in the callback form, resolved before the callback delivers the client).
-  'async pass-through': (original, pool) =>
-    async (...args: unknown[]) => (original as (...params: unknown[]) => unknown).apply(pool, args),
+  'async pass-through':
+    (original, pool) =>
+    async (...args: unknown[]) =>
+      (original as (...params: unknown[]) => unknown).apply(pool, args),
   'callback-only (returns nothing)': (original, pool) => (callback: unknown) => {
     void (original as (cb: Callback) => void).call(pool, callback as Callback);
   },
@@ -48,23 +50,31 @@ const within = <T>(what: string, promise: Promise<T>, ms = 5_000): Promise<T> =>
   Promise.race([promise, new Promise<never>((_, reject) => setTimeout(() => reject(new Error(`${what} hung for ${ms} ms`)), ms))]);
 
 describe('a pg Pool with a wrapped connect', () => {
-  it.each(Object.keys(WRAPPERS))('%s: migrate, claim, fenced write, inspect and release complete; no connection stays checked out', async (shape) => {
-    const pool = new pg.Pool({ connectionString: await sharedPostgresUrl(), max: 3 });
-    pool.on('error', () => undefined);
-    pools.push(pool);
-    const original = pool.connect;
-    pool.connect = WRAPPERS[shape]!(original, pool) as Connect;
-    const store = createPostgresStore({ client: pool as unknown as PostgresClient, table: freshTable('lf_wrap') });
-    await within('migrate', store.migrate());
-    const leases = createLeases(store, { holder: 'w1' });
-    for (let round = 0; round < 5; round += 1) {
-      const claimed = await within('claim', leases.claimOrThrow(`job:${round}`));
-      expect(await within('fenced write', leases.fencedWrite(claimed, async (tx) => (await tx.query('SELECT 1 AS n')).rows))).toMatchObject({ ok: true, value: [{ n: 1 }] });
-      expect((await within('inspect', leases.inspect(claimed.key))).grant).toMatchObject({ token: claimed.token });
-      expect(await within('release', leases.release(claimed))).toMatchObject({ ok: true });
-    }
-    // NOTE: a released connection is idle at once; a leaked one stays counted but never idle.
-    await new Promise((resolve) => setTimeout(resolve, 50));
-    expect(pool.totalCount - pool.idleCount).toBe(0);
-  });
+  it.each(Object.keys(WRAPPERS))(
+    '%s: migrate, claim, fenced write, inspect and release complete; no connection stays checked out',
+    async (shape) => {
+      const pool = new pg.Pool({ connectionString: await sharedPostgresUrl(), max: 3 });
+      pool.on('error', () => undefined);
+      pools.push(pool);
+      const original = pool.connect;
+      pool.connect = WRAPPERS[shape]!(original, pool) as Connect;
+      const store = createPostgresStore({ client: pool as unknown as PostgresClient, table: freshTable('lf_wrap') });
+      await within('migrate', store.migrate());
+      const leases = createLeases(store, { holder: 'w1' });
+      for (let round = 0; round < 5; round += 1) {
+        const claimed = await within('claim', leases.claimOrThrow(`job:${round}`));
+        expect(
+          await within(
+            'fenced write',
+            leases.fencedWrite(claimed, async (tx) => (await tx.query('SELECT 1 AS n')).rows),
+          ),
+        ).toMatchObject({ ok: true, value: [{ n: 1 }] });
+        expect((await within('inspect', leases.inspect(claimed.key))).grant).toMatchObject({ token: claimed.token });
+        expect(await within('release', leases.release(claimed))).toMatchObject({ ok: true });
+      }
+      // NOTE: a released connection is idle at once; a leaked one stays counted but never idle.
+      await new Promise((resolve) => setTimeout(resolve, 50));
+      expect(pool.totalCount - pool.idleCount).toBe(0);
+    },
+  );
 });

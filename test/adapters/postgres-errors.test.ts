@@ -42,10 +42,12 @@ describe('postgres errors (pg Pool)', () => {
     await migrated.migrate();
     const holder = createLeases(migrated, { holder: 'a' });
     const lease = await holder.claimOrThrow('k');
-    const yours = await holder.fencedWrite(lease, (tx) => tx.query('INSERT INTO no_such_table_of_yours VALUES (1)')).then(
-      () => null,
-      (thrown: unknown) => thrown,
-    );
+    const yours = await holder
+      .fencedWrite(lease, (tx) => tx.query('INSERT INTO no_such_table_of_yours VALUES (1)'))
+      .then(
+        () => null,
+        (thrown: unknown) => thrown,
+      );
     expect(yours).toMatchObject({ code: '42P01' });
     expect(isLeaseError(yours)).toBe(false);
   });

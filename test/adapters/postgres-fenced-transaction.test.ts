@@ -19,7 +19,9 @@ describe('postgres fenced transaction (pg Pool)', () => {
   const fresh = (label: string) => `${label}:${++keys}`;
   const leasesFor = (holder: string, ttlMs: number | null = 60_000): Leases<PostgresStore> => createLeases(store, { holder, ttlMs });
   const outRows = async (key: string) =>
-    ((await pool.query(`SELECT note FROM "${table}_out" WHERE key = $1 ORDER BY id`, [key])).rows as Array<{ note: string }>).map((row) => row.note);
+    ((await pool.query(`SELECT note FROM "${table}_out" WHERE key = $1 ORDER BY id`, [key])).rows as Array<{ note: string }>).map(
+      (row) => row.note,
+    );
 
   beforeAll(async () => {
     pool = new pg.Pool({ connectionString: await sharedPostgresUrl(), max: 6, lock_timeout: 20_000 });
@@ -37,7 +39,9 @@ describe('postgres fenced transaction (pg Pool)', () => {
     const a = leasesFor('a');
     const key = fresh('cp');
     const lease = await a.claimOrThrow(key);
-    const outcome = await a.fencedWrite(lease, (tx) => tx.query(`INSERT INTO "${table}_out" (key, note) VALUES ($1, 'batch 1')`, [key]), { checkpoint: { batch: 1 } });
+    const outcome = await a.fencedWrite(lease, (tx) => tx.query(`INSERT INTO "${table}_out" (key, note) VALUES ($1, 'batch 1')`, [key]), {
+      checkpoint: { batch: 1 },
+    });
     expect(outcome.ok).toBe(true);
     if (!outcome.ok) return;
     expect(outcome.checkpoint).toEqual({ json: '{"batch":1}', token: lease.token, writtenAt: outcome.now });
@@ -62,7 +66,9 @@ describe('postgres fenced transaction (pg Pool)', () => {
     await a.checkpointOrThrow(first, { batch: 7 });
     await a.revoke(key, { reason: 'stuck', requireRecovery: true });
     const recovering = await b.claimOrThrow(key, { recovering: true });
-    await b.fencedWriteOrThrow(recovering, (tx) => tx.query(`INSERT INTO "${table}_out" (key, note) VALUES ($1, 'redo 7')`, [key]), { checkpoint: { batch: 8 } });
+    await b.fencedWriteOrThrow(recovering, (tx) => tx.query(`INSERT INTO "${table}_out" (key, note) VALUES ($1, 'redo 7')`, [key]), {
+      checkpoint: { batch: 8 },
+    });
     expect((await b.inspect(key)).recoveryRequired).toBe(false);
     expect((await b.release(recovering)).ok).toBe(true);
     expect((await c.claim(key)).ok).toBe(true);

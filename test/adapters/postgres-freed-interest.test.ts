@@ -57,7 +57,10 @@ async function openRig(): Promise<Rig> {
   const spy = await connect();
   const heard: string[] = [];
   // NOTE: the store's one-time listener check (a probe payload, freed-listener.ts) is not a release's.
-  spy.on('notification', (message) => void (message.payload?.startsWith(PROBE_PREFIX) === true ? undefined : heard.push(message.payload ?? '')));
+  spy.on(
+    'notification',
+    (message) => void (message.payload?.startsWith(PROBE_PREFIX) === true ? undefined : heard.push(message.payload ?? '')),
+  );
   await spy.query(`LISTEN "${freedChannelOf(tableName(table))}"`);
   return {
     table,
@@ -66,7 +69,14 @@ async function openRig(): Promise<Rig> {
     heard,
     connect,
     lockWaiters: async () =>
-      Number((await spy.query<{ n: string }>(`SELECT count(*) AS n FROM pg_stat_activity WHERE application_name = $1 AND wait_event_type = 'Lock'`, [application])).rows[0]!.n),
+      Number(
+        (
+          await spy.query<{ n: string }>(
+            `SELECT count(*) AS n FROM pg_stat_activity WHERE application_name = $1 AND wait_event_type = 'Lock'`,
+            [application],
+          )
+        ).rows[0]!.n,
+      ),
     holdRow: async (key) => {
       const holder = await connect();
       await holder.query('BEGIN');
@@ -165,10 +175,15 @@ describe('postgres waiter interest: the mark and the release, in both orders', (
   });
 });
 
-type Step = { readonly kind: 'claim' | 'release' | 'fencedWrite'; readonly holder: 'a' | 'b' } | { readonly kind: 'revoke' | 'mark' | 'inspect' | 'list' };
+type Step =
+  | { readonly kind: 'claim' | 'release' | 'fencedWrite'; readonly holder: 'a' | 'b' }
+  | { readonly kind: 'revoke' | 'mark' | 'inspect' | 'list' };
 
 const stepArb: fc.Arbitrary<Step> = fc.oneof(
-  fc.record({ kind: fc.constantFrom('claim' as const, 'release' as const, 'fencedWrite' as const), holder: fc.constantFrom('a' as const, 'b' as const) }),
+  fc.record({
+    kind: fc.constantFrom('claim' as const, 'release' as const, 'fencedWrite' as const),
+    holder: fc.constantFrom('a' as const, 'b' as const),
+  }),
   fc.record({ kind: fc.constantFrom('revoke' as const, 'mark' as const, 'inspect' as const, 'list' as const) }),
 );
 
@@ -190,10 +205,22 @@ describe('postgres waiter interest: a mark never changes what an operation decid
       const plain = `prop:${runs}:plain`;
       const mark = (key: string) => rig.pool.query(interestStatement(tableName(rig.table), 2_000), [key]);
       await mark(marked);
-      const leases = { a: createLeases(rig.store, { holder: 'a', ttlMs: 60_000 }), b: createLeases(rig.store, { holder: 'b', ttlMs: 60_000 }) };
+      const leases = {
+        a: createLeases(rig.store, { holder: 'a', ttlMs: 60_000 }),
+        b: createLeases(rig.store, { holder: 'b', ttlMs: 60_000 }),
+      };
       const held = new Map<string, Lease>();
       // NOTE: what an outcome says, without the key and the token (a time-based floor, different per key).
-      const summary = (value: unknown): unknown => JSON.parse(JSON.stringify(value, (name, field: unknown) => (['key', 'token', 'now', 'at', 'acquiredAt', 'expiresAt', 'lease', 'grant', 'writtenAt'].includes(name) ? typeof field : typeof field === 'bigint' ? 'bigint' : field)));
+      const summary = (value: unknown): unknown =>
+        JSON.parse(
+          JSON.stringify(value, (name, field: unknown) =>
+            ['key', 'token', 'now', 'at', 'acquiredAt', 'expiresAt', 'lease', 'grant', 'writtenAt'].includes(name)
+              ? typeof field
+              : typeof field === 'bigint'
+                ? 'bigint'
+                : field,
+          ),
+        );
       const run = async (key: string, step: Step): Promise<unknown> => {
         switch (step.kind) {
           case 'claim': {
@@ -329,11 +356,18 @@ describe('postgres: a full notification queue never fails a release or revoke (i
       const lease = await leases.claimOrThrow('full:released');
       await leases.checkpointOrThrow(lease, { step: 1 });
       expect(await leases.release(lease, { checkpoint: { step: 2 } })).toMatchObject({ ok: true, alreadyReleased: false });
-      expect(await leases.inspect('full:released')).toMatchObject({ grant: null, ending: { kind: 'released', token: lease.token }, checkpoint: { value: { step: 2 } } });
+      expect(await leases.inspect('full:released')).toMatchObject({
+        grant: null,
+        ending: { kind: 'released', token: lease.token },
+        checkpoint: { value: { step: 2 } },
+      });
       end();
       const held = await leases.claimOrThrow('full:revoked');
       expect(await leases.revoke('full:revoked', { reason: 'full queue', expectedToken: held.token })).toMatchObject({ ok: true });
-      expect(await leases.inspect('full:revoked')).toMatchObject({ grant: null, ending: { kind: 'revoked', token: held.token, reason: 'full queue' } });
+      expect(await leases.inspect('full:revoked')).toMatchObject({
+        grant: null,
+        ending: { kind: 'revoked', token: held.token, reason: 'full queue' },
+      });
       expect(failed.length).toBeGreaterThanOrEqual(2);
     } finally {
       await rig.close();
@@ -374,7 +408,14 @@ describe('postgres waiter interest: renewed while watched, and only then', () =>
   it('a watched key is marked again every REMARK_EVERY_MS (one timer per key, whatever the watches), and no timer is left after the last watch ends', async () => {
     const key = 'remark';
     const until = async (): Promise<number> =>
-      Number((await rig.pool.query<{ ms: string }>(`SELECT (extract(epoch FROM waited_until) * 1000)::bigint::text AS ms FROM "${rig.table}" WHERE key = $1`, [key])).rows[0]!.ms);
+      Number(
+        (
+          await rig.pool.query<{ ms: string }>(
+            `SELECT (extract(epoch FROM waited_until) * 1000)::bigint::text AS ms FROM "${rig.table}" WHERE key = $1`,
+            [key],
+          )
+        ).rows[0]!.ms,
+      );
     vi.useFakeTimers({ toFake: ['setInterval', 'clearInterval'] });
     const ends = [await rig.store.watchFreed!(key, () => undefined), await rig.store.watchFreed!(key, () => undefined)];
     expect(vi.getTimerCount()).toBe(1);

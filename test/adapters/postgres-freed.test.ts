@@ -12,7 +12,12 @@ import postgres from 'postgres';
 import { InvalidArgumentError } from '../../src/errors.js';
 import { createLeases } from '../../src/leases.js';
 import type { Leases } from '../../src/leases-types.js';
-import { createPostgresStore, type PostgresClient, type PostgresListenerOption, type PostgresStore } from '../../src/adapters/postgres/index.js';
+import {
+  createPostgresStore,
+  type PostgresClient,
+  type PostgresListenerOption,
+  type PostgresStore,
+} from '../../src/adapters/postgres/index.js';
 import { freedChannelOf } from '../../src/adapters/postgres/freed-channel.js';
 import { tableName } from '../../src/adapters/postgres/identifier.js';
 import { expectHeardAfterReconnect, expectOwnKeyWoken, expectReleaseAndRevokeHeard } from '../waiting-stores/freed-specs.js';
@@ -51,7 +56,8 @@ async function openRig(kind: ListenerKind): Promise<Rig> {
   const pool = new pg.Pool({ connectionString: url, max: 4 });
   pool.on('error', () => undefined);
   const opened: pg.Client[] = [];
-  const sql = kind === 'postgresjs' ? postgres(url, { max: 1, onnotice: () => undefined, connection: { application_name: application } }) : null;
+  const sql =
+    kind === 'postgresjs' ? postgres(url, { max: 1, onnotice: () => undefined, connection: { application_name: application } }) : null;
   const listener: PostgresListenerOption =
     sql ??
     (async () => {
@@ -64,14 +70,20 @@ async function openRig(kind: ListenerKind): Promise<Rig> {
   await store.migrate();
   // NOTE: a session's LISTENs are visible only to itself; pg_stat_activity shows the listener's last statement.
   const backends = async (): Promise<Array<{ pid: number; query: string }>> =>
-    (await pool.query<{ pid: number; query: string }>('SELECT pid, query FROM pg_stat_activity WHERE application_name = $1', [application])).rows;
+    (await pool.query<{ pid: number; query: string }>('SELECT pid, query FROM pg_stat_activity WHERE application_name = $1', [application]))
+      .rows;
   return {
     client: pool,
     store,
     bare: createPostgresStore({ client: pool, table }),
     listening: async () => (await backends()).filter((backend) => /^listen /i.test(backend.query)).map((backend) => backend.query),
     terminate: async () => {
-      const rows = (await pool.query<{ ok: boolean }>('SELECT pg_terminate_backend(pid) AS ok FROM pg_stat_activity WHERE application_name = $1 AND query ILIKE $2', [application, 'listen %'])).rows;
+      const rows = (
+        await pool.query<{ ok: boolean }>(
+          'SELECT pg_terminate_backend(pid) AS ok FROM pg_stat_activity WHERE application_name = $1 AND query ILIKE $2',
+          [application, 'listen %'],
+        )
+      ).rows;
       return rows.filter((row) => row.ok).length;
     },
     close: async () => {
@@ -97,7 +109,9 @@ describe.each<ListenerKind>(['pg-factory', 'postgresjs', 'pglite'])('postgres wa
   it('a store without a listener has no watchFreed; bad wake-up options are refused at creation; the channel name fits an identifier', () => {
     expect(rig.bare.watchFreed).toBeUndefined();
     expect(() => createPostgresStore({ client: rig.client, listener: {} as PostgresListenerOption })).toThrow(InvalidArgumentError);
-    expect(() => createPostgresStore({ client: rig.client, listener: async () => ({}) as never, subscribeTimeoutMs: 0 })).toThrow(InvalidArgumentError);
+    expect(() => createPostgresStore({ client: rig.client, listener: async () => ({}) as never, subscribeTimeoutMs: 0 })).toThrow(
+      InvalidArgumentError,
+    );
     expect(freedChannelOf(tableName('leasefence_leases'))).toBe('leasefence_leases:freed');
     expect(Buffer.byteLength(freedChannelOf(tableName(`${'s'.repeat(48)}.${'t'.repeat(48)}`)))).toBeLessThanOrEqual(63);
   });
@@ -119,7 +133,13 @@ describe.each<ListenerKind>(['pg-factory', 'postgresjs', 'pglite'])('postgres wa
     if (rig.terminate === null) return context.skip();
     const key = `job:${kind}:terminated`;
     const terminate = rig.terminate;
-    const end = await expectHeardAfterReconnect(rig.store, leases, key, async () => expect(await terminate()).toBe(1), async () => (await rig.listening()).length);
+    const end = await expectHeardAfterReconnect(
+      rig.store,
+      leases,
+      key,
+      async () => expect(await terminate()).toBe(1),
+      async () => (await rig.listening()).length,
+    );
     end();
     if (kind === 'postgresjs') {
       // NOTE: a known postgres.js 3.4 limitation (docs/waiting.md): once it has re-listened after a lost
@@ -145,7 +165,8 @@ describe('postgres watchFreed (a pg Client you own)', () => {
       const store = createPostgresStore({ client: pool, table: freshTable('freed_own'), listener: own });
       await store.migrate();
       const leases = createLeases(store, { holder: 'a', ttlMs: 60_000 });
-      const channels = async (): Promise<string[]> => (await own.query<{ c: string }>('SELECT pg_listening_channels() AS c')).rows.map((row) => row.c);
+      const channels = async (): Promise<string[]> =>
+        (await own.query<{ c: string }>('SELECT pg_listening_channels() AS c')).rows.map((row) => row.c);
       await expectReleaseAndRevokeHeard(store, leases, 'job:own');
       await vi.waitFor(async () => expect(await channels()).toEqual([]), { timeout: 5_000, interval: 20 });
       const end = await store.watchFreed!('job:own', () => undefined);

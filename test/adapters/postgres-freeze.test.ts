@@ -46,7 +46,9 @@ describe('postgres: a holder frozen mid-transaction', () => {
     const sinceFreeze: number[] = [];
     for (let trial = 0; trial < TRIALS; trial += 1) {
       const key = `frozen:${trial}`;
-      const child = spawn(process.execPath, ['--import', 'tsx', HOLDER, url, table, key, String(TTL_MS)], { stdio: ['ignore', 'pipe', 'inherit'] });
+      const child = spawn(process.execPath, ['--import', 'tsx', HOLDER, url, table, key, String(TTL_MS)], {
+        stdio: ['ignore', 'pipe', 'inherit'],
+      });
       try {
         const point = await new Promise<{ token: bigint; expiresAt: number }>((resolve, reject) => {
           let out = '';

@@ -35,11 +35,21 @@ export function describePostgresGateSpecs(ctx: () => PostgresSpecContext, kind: 
       });
       expect(await write('other', 9n, 'other')).toMatchObject({ ok: false, reason: 'key-mismatch', found: { key: 'job', token: 5n } });
       expect(await write('job', 7n, 'seven')).toMatchObject({ ok: true, token: 7n });
-      await expect(write('job', 8n, 'x'.repeat(10)).then(() => gate.write('report', { key: 'job', token: 9n } as never, () => Promise.reject(new Error('boom'))))).rejects.toThrow('boom');
+      await expect(
+        write('job', 8n, 'x'.repeat(10)).then(() =>
+          gate.write('report', { key: 'job', token: 9n } as never, () => Promise.reject(new Error('boom'))),
+        ),
+      ).rejects.toThrow('boom');
       // NOTE: the failed write's transaction rolled back, so the gate still records token 8, not 9.
       expect(await write('job', 8n, 'eight again')).toMatchObject({ ok: true, token: 8n });
       const { rows } = await opened.client.query(`SELECT note FROM ${notes} ORDER BY token, note`);
-      expect((rows as Array<{ note: string }>).map((row) => row.note)).toEqual(['five', 'five again', 'seven', 'eight again', 'xxxxxxxxxx']);
+      expect((rows as Array<{ note: string }>).map((row) => row.note)).toEqual([
+        'five',
+        'five again',
+        'seven',
+        'eight again',
+        'xxxxxxxxxx',
+      ]);
     });
 
     it('with the lease table (the default), a forged handle (huge token, wrong secret) is refused by the fence and leaves the gate as it was; inspect and reset re-key a resource', async () => {
@@ -93,33 +103,47 @@ export function describePostgresGateSpecs(ctx: () => PostgresSpecContext, kind: 
     );
 
     // NOTE: one connection (pg Client) or one in-process database (PGlite) cannot run the two at once.
-    it.runIf(kind === 'pg-pool' || kind === 'postgresjs')('a reset arriving while a newer gate write holds the row waits for it, then judges the row as committed: superseded, with the newer token found (pools: real concurrency)', async () => {
-      const { opened } = ctx();
-      const gateTable = freshTable('lf_rgate_lock');
-      const gate = createPostgresTokenGate({ client: opened.client, table: gateTable, leaseTable: null });
-      await gate.migrate();
-      expect(await gate.write('report', { key: 'job', token: 5n }, () => undefined)).toMatchObject({ ok: true });
-      let reset: ReturnType<typeof gate.reset> | undefined;
-      const written = await gate.write('report', { key: 'job', token: 6n }, async () => {
-        // The operator saw token 5; its reset arrives while token 6 is written but not yet committed.
-        reset = gate.reset('report', { expectedToken: 5n, expectedKey: 'job' });
-        const deadline = Date.now() + 10_000;
-        for (;;) {
-          const { rows } = await opened.client.query(`SELECT count(*)::int AS waiting FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND query LIKE $1`, [`%${gateTable}%`]);
-          if ((rows[0] as { waiting: number } | undefined)?.waiting === 1) break;
-          if (Date.now() > deadline) throw new Error('the reset never waited for the gate row');
-          await new Promise((wait) => setTimeout(wait, 20));
-        }
-      });
-      expect(written).toMatchObject({ ok: true, token: 6n });
-      expect(await reset).toEqual({ ok: false, reason: 'superseded', resource: 'report', expected: { key: 'job', token: 5n }, found: { key: 'job', token: 6n } });
-      expect(await gate.inspect('report')).toEqual({ resource: 'report', found: { key: 'job', token: 6n } });
-    });
+    it.runIf(kind === 'pg-pool' || kind === 'postgresjs')(
+      'a reset arriving while a newer gate write holds the row waits for it, then judges the row as committed: superseded, with the newer token found (pools: real concurrency)',
+      async () => {
+        const { opened } = ctx();
+        const gateTable = freshTable('lf_rgate_lock');
+        const gate = createPostgresTokenGate({ client: opened.client, table: gateTable, leaseTable: null });
+        await gate.migrate();
+        expect(await gate.write('report', { key: 'job', token: 5n }, () => undefined)).toMatchObject({ ok: true });
+        let reset: ReturnType<typeof gate.reset> | undefined;
+        const written = await gate.write('report', { key: 'job', token: 6n }, async () => {
+          // The operator saw token 5; its reset arrives while token 6 is written but not yet committed.
+          reset = gate.reset('report', { expectedToken: 5n, expectedKey: 'job' });
+          const deadline = Date.now() + 10_000;
+          for (;;) {
+            const { rows } = await opened.client.query(
+              `SELECT count(*)::int AS waiting FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND query LIKE $1`,
+              [`%${gateTable}%`],
+            );
+            if ((rows[0] as { waiting: number } | undefined)?.waiting === 1) break;
+            if (Date.now() > deadline) throw new Error('the reset never waited for the gate row');
+            await new Promise((wait) => setTimeout(wait, 20));
+          }
+        });
+        expect(written).toMatchObject({ ok: true, token: 6n });
+        expect(await reset).toEqual({
+          ok: false,
+          reason: 'superseded',
+          resource: 'report',
+          expected: { key: 'job', token: 5n },
+          found: { key: 'job', token: 6n },
+        });
+        expect(await gate.inspect('report')).toEqual({ resource: 'report', found: { key: 'job', token: 6n } });
+      },
+    );
 
     it('gatedUpsert records the lease key and token on the row and refuses an older token without touching the row', async () => {
       const { opened } = ctx();
       const table = freshTable('lf_reports');
-      await opened.client.query(`CREATE TABLE "${table}" (id int, part text, body text, fence_key text, fence_token bigint, PRIMARY KEY (id, part))`);
+      await opened.client.query(
+        `CREATE TABLE "${table}" (id int, part text, body text, fence_key text, fence_token bigint, PRIMARY KEY (id, part))`,
+      );
       const upsert = (token: bigint, body: string, key = 'report:1') =>
         gatedUpsert(opened.client, { table, identity: { id: 1, part: 'a' }, values: { body }, lease: { key, token }, leaseTable: null });
       expect(await upsert(3n, 'three')).toEqual({ ok: true, value: { inserted: true }, token: 3n });
@@ -131,9 +155,15 @@ export function describePostgresGateSpecs(ctx: () => PostgresSpecContext, kind: 
         expected: { key: 'report:1', token: 2n },
         found: { key: 'report:1', token: 3n },
       });
-      expect(await upsert(9n, 'other key', 'report:2')).toMatchObject({ ok: false, reason: 'key-mismatch', found: { key: 'report:1', token: 3n } });
+      expect(await upsert(9n, 'other key', 'report:2')).toMatchObject({
+        ok: false,
+        reason: 'key-mismatch',
+        found: { key: 'report:1', token: 3n },
+      });
       expect(await upsert(4n, 'four')).toMatchObject({ ok: true, value: { inserted: false } });
-      const { rows } = await opened.client.query(`SELECT body, fence_key, fence_token::text AS token, xmin::text AS version FROM "${table}"`);
+      const { rows } = await opened.client.query(
+        `SELECT body, fence_key, fence_token::text AS token, xmin::text AS version FROM "${table}"`,
+      );
       expect(rows).toEqual([{ body: 'four', fence_key: 'report:1', token: '4', version: expect.any(String) }]);
       const version = (rows[0] as { version: string }).version;
       await upsert(1n, 'stale');
@@ -147,11 +177,15 @@ export function describePostgresGateSpecs(ctx: () => PostgresSpecContext, kind: 
       await opened.client.query(`CREATE TABLE "${table}" (id int PRIMARY KEY, body text, fence_key text, fence_token bigint)`);
       const a = ctx().leasesFor('a');
       const lease = await a.claimOrThrow(ctx().fresh('upsert'));
-      const upsert = (body: string, handle: Parameters<typeof gatedUpsert>[1]['lease']) => gatedUpsert(opened.client, { table, identity: { id: 1 }, values: { body }, lease: handle, leaseTable });
+      const upsert = (body: string, handle: Parameters<typeof gatedUpsert>[1]['lease']) =>
+        gatedUpsert(opened.client, { table, identity: { id: 1 }, values: { body }, lease: handle, leaseTable });
       expect(await upsert('real', lease)).toEqual({ ok: true, value: { inserted: true }, token: lease.token });
       const forged = { ...lease.fence(), token: 2n ** 62n, secret: 'f'.repeat(32) };
       expect((await upsert('forged', forged)).ok).toBe(false);
-      expect(await upsert('wrong secret', { ...lease.fence(), secret: 'f'.repeat(32) })).toMatchObject({ ok: false, reason: 'wrong-secret' });
+      expect(await upsert('wrong secret', { ...lease.fence(), secret: 'f'.repeat(32) })).toMatchObject({
+        ok: false,
+        reason: 'wrong-secret',
+      });
       await expect(upsert('token only', { key: lease.key, token: lease.token })).rejects.toThrow(InvalidArgumentError);
       await a.release(lease);
       expect(await upsert('released', lease)).toMatchObject({ ok: false, reason: 'released' });
@@ -163,10 +197,18 @@ export function describePostgresGateSpecs(ctx: () => PostgresSpecContext, kind: 
       const { counting } = ctx();
       const before = counting.sent.length;
       const lease = { key: 'k', token: 1n };
-      await expect(gatedUpsert(counting.client, { table: 'r; DROP TABLE x', identity: { id: 1 }, values: {}, lease })).rejects.toThrow(InvalidArgumentError);
-      await expect(gatedUpsert(counting.client, { table: 'r', identity: { 'id" = 1 OR "1': 1 }, values: {}, lease })).rejects.toThrow(InvalidArgumentError);
-      await expect(gatedUpsert(counting.client, { table: 'r', identity: { id: 1 }, values: { 'body"': 1 }, lease })).rejects.toThrow(InvalidArgumentError);
-      await expect(gatedUpsert(counting.client, { table: 'r', identity: { id: 1 }, values: {}, lease, tokenColumn: 'x y' })).rejects.toThrow(InvalidArgumentError);
+      await expect(gatedUpsert(counting.client, { table: 'r; DROP TABLE x', identity: { id: 1 }, values: {}, lease })).rejects.toThrow(
+        InvalidArgumentError,
+      );
+      await expect(gatedUpsert(counting.client, { table: 'r', identity: { 'id" = 1 OR "1': 1 }, values: {}, lease })).rejects.toThrow(
+        InvalidArgumentError,
+      );
+      await expect(gatedUpsert(counting.client, { table: 'r', identity: { id: 1 }, values: { 'body"': 1 }, lease })).rejects.toThrow(
+        InvalidArgumentError,
+      );
+      await expect(
+        gatedUpsert(counting.client, { table: 'r', identity: { id: 1 }, values: {}, lease, tokenColumn: 'x y' }),
+      ).rejects.toThrow(InvalidArgumentError);
       expect(counting.sent.length).toBe(before);
     });
   });

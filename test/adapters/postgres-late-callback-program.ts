@@ -30,7 +30,8 @@ try {
     await sleep(2_000);
     if (ending === 'query') await tx.query(`INSERT INTO "${table}_out" (note) VALUES ('after')`);
     // NOTE: the driver's own handle, which the grant's deadline does not check.
-    if (ending === 'raw' && sql !== null) await (tx.connection as unknown as { sql: postgres.Sql }).sql.unsafe(`INSERT INTO "${table}_out" (note) VALUES ('raw')`);
+    if (ending === 'raw' && sql !== null)
+      await (tx.connection as unknown as { sql: postgres.Sql }).sql.unsafe(`INSERT INTO "${table}_out" (note) VALUES ('raw')`);
     if (ending === 'raw' && sql === null) await tx.connection.query(`INSERT INTO "${table}_out" (note) VALUES ('raw')`);
     return 'late';
   });

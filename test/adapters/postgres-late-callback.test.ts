@@ -14,9 +14,14 @@ const PROGRAM = fileURLToPath(new URL('./postgres-late-callback-program.ts', imp
 
 function runProgram(args: readonly string[]): Promise<{ code: number | null; stdout: string; stderr: string }> {
   return new Promise((resolve) => {
-    execFile(process.execPath, ['--import', 'tsx', PROGRAM, ...args], { timeout: 60_000, killSignal: 'SIGKILL' }, (error, stdout, stderr) => {
-      resolve({ code: error === null ? 0 : ((error as { code?: number }).code ?? null), stdout, stderr });
-    });
+    execFile(
+      process.execPath,
+      ['--import', 'tsx', PROGRAM, ...args],
+      { timeout: 60_000, killSignal: 'SIGKILL' },
+      (error, stdout, stderr) => {
+        resolve({ code: error === null ? 0 : ((error as { code?: number }).code ?? null), stdout, stderr });
+      },
+    );
   });
 }
 
@@ -26,17 +31,33 @@ describe('a fenced write whose callback outlives its grant and the transaction b
     ['pg', 'query'],
     ['postgresjs', 'sleep'],
     ['postgresjs', 'query'],
-  ] as const)('%s, callback then %s: refused expired, nothing landed, no late crash, the key claimable', async (kind, ending) => {
-    const run = await runProgram([kind, await sharedPostgresUrl(), freshTable('lf_late'), ending]);
-    expect(run.stderr).not.toMatch(/TypeError|Uncaught|unhandled/i);
-    expect(run.code).toBe(0);
-    expect(JSON.parse(run.stdout.trim().split('\n').at(-1)!)).toEqual({ answer: { ok: false, reason: 'expired' }, landed: 0, next: 'granted' });
-  }, 90_000);
+  ] as const)(
+    '%s, callback then %s: refused expired, nothing landed, no late crash, the key claimable',
+    async (kind, ending) => {
+      const run = await runProgram([kind, await sharedPostgresUrl(), freshTable('lf_late'), ending]);
+      expect(run.stderr).not.toMatch(/TypeError|Uncaught|unhandled/i);
+      expect(run.code).toBe(0);
+      expect(JSON.parse(run.stdout.trim().split('\n').at(-1)!)).toEqual({
+        answer: { ok: false, reason: 'expired' },
+        landed: 0,
+        next: 'granted',
+      });
+    },
+    90_000,
+  );
 
-  it.each(['pg', 'postgresjs'] as const)("%s, callback then a statement on the driver's own handle: STORE_UNAVAILABLE (its connection is gone), nothing landed, no late crash", async (kind) => {
-    const run = await runProgram([kind, await sharedPostgresUrl(), freshTable('lf_late'), 'raw']);
-    expect(run.stderr).not.toMatch(/TypeError|Uncaught|unhandled/i);
-    expect(run.code).toBe(0);
-    expect(JSON.parse(run.stdout.trim().split('\n').at(-1)!)).toEqual({ answer: { threw: 'STORE_UNAVAILABLE' }, landed: 0, next: 'granted' });
-  }, 90_000);
+  it.each(['pg', 'postgresjs'] as const)(
+    "%s, callback then a statement on the driver's own handle: STORE_UNAVAILABLE (its connection is gone), nothing landed, no late crash",
+    async (kind) => {
+      const run = await runProgram([kind, await sharedPostgresUrl(), freshTable('lf_late'), 'raw']);
+      expect(run.stderr).not.toMatch(/TypeError|Uncaught|unhandled/i);
+      expect(run.code).toBe(0);
+      expect(JSON.parse(run.stdout.trim().split('\n').at(-1)!)).toEqual({
+        answer: { threw: 'STORE_UNAVAILABLE' },
+        landed: 0,
+        next: 'granted',
+      });
+    },
+    90_000,
+  );
 });

@@ -15,7 +15,9 @@ const fromModules = createRequire(join(modules, 'package.json'));
 const { PgInstrumentation } = fromModules('@opentelemetry/instrumentation-pg') as {
   PgInstrumentation: new () => { setTracerProvider(provider: unknown): void; enable(): void };
 };
-const { BasicTracerProvider, InMemorySpanExporter, SimpleSpanProcessor } = fromModules('@opentelemetry/sdk-trace-base') as typeof import('@opentelemetry/sdk-trace-base');
+const { BasicTracerProvider, InMemorySpanExporter, SimpleSpanProcessor } = fromModules(
+  '@opentelemetry/sdk-trace-base',
+) as typeof import('@opentelemetry/sdk-trace-base');
 const exporter = new InMemorySpanExporter();
 const instrumentation = new PgInstrumentation();
 instrumentation.setTracerProvider(new BasicTracerProvider({ spanProcessors: [new SimpleSpanProcessor(exporter)] }));
@@ -34,7 +36,14 @@ try {
   await within('migrate', store.migrate());
   const leases = createLeases(store, { holder: 'w1' });
   const lease = await within('claim', leases.claimOrThrow('job:otel'));
-  results.push((await within('fenced write', leases.fencedWrite(lease, async (tx) => (await tx.query('SELECT 1 AS n')).rows))).ok);
+  results.push(
+    (
+      await within(
+        'fenced write',
+        leases.fencedWrite(lease, async (tx) => (await tx.query('SELECT 1 AS n')).rows),
+      )
+    ).ok,
+  );
   results.push((await within('inspect', leases.inspect(lease.key))).grant?.token === lease.token);
   results.push((await within('release', leases.release(lease))).ok);
 } catch (error) {
@@ -42,5 +51,12 @@ try {
 }
 await new Promise((resolve) => setTimeout(resolve, 50));
 const spans = exporter.getFinishedSpans().map((span) => span.name);
-console.log(JSON.stringify({ patched, results, connectSpans: spans.filter((name) => name.includes('connect')).length, checkedOut: pool.totalCount - pool.idleCount }));
+console.log(
+  JSON.stringify({
+    patched,
+    results,
+    connectSpans: spans.filter((name) => name.includes('connect')).length,
+    checkedOut: pool.totalCount - pool.idleCount,
+  }),
+);
 await pool.end();

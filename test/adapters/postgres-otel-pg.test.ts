@@ -17,14 +17,23 @@ const MODULES = process.env['LEASEFENCE_OTEL_PG_MODULES'] ?? '';
 const installed = MODULES !== '' && existsSync(join(MODULES, 'node_modules', '@opentelemetry', 'instrumentation-pg'));
 
 describe('a pg Pool instrumented by @opentelemetry/instrumentation-pg', () => {
-  it.runIf(installed)('migrate, claim, fenced write, inspect and release complete; connect is traced; nothing stays checked out', async () => {
-    const url = await sharedPostgresUrl();
-    const output = await new Promise<string>((resolve, reject) => {
-      execFile(process.execPath, ['--import', 'tsx', PROGRAM, url, freshTable('lf_otelpg'), MODULES], { timeout: 60_000, killSignal: 'SIGKILL' }, (error, stdout, stderr) => {
-        if (error !== null) reject(new Error(`${error.message}\n${stderr}`));
-        else resolve(stdout);
+  it.runIf(installed)(
+    'migrate, claim, fenced write, inspect and release complete; connect is traced; nothing stays checked out',
+    async () => {
+      const url = await sharedPostgresUrl();
+      const output = await new Promise<string>((resolve, reject) => {
+        execFile(
+          process.execPath,
+          ['--import', 'tsx', PROGRAM, url, freshTable('lf_otelpg'), MODULES],
+          { timeout: 60_000, killSignal: 'SIGKILL' },
+          (error, stdout, stderr) => {
+            if (error !== null) reject(new Error(`${error.message}\n${stderr}`));
+            else resolve(stdout);
+          },
+        );
       });
-    });
-    expect(JSON.parse(output.trim().split('\n').at(-1)!)).toMatchObject({ patched: true, results: [true, true, true], checkedOut: 0 });
-  }, 90_000);
+      expect(JSON.parse(output.trim().split('\n').at(-1)!)).toMatchObject({ patched: true, results: [true, true, true], checkedOut: 0 });
+    },
+    90_000,
+  );
 });

@@ -8,7 +8,13 @@
 import { randomBytes } from 'node:crypto';
 import pg from 'pg';
 import postgres from 'postgres';
-import { createPostgresStore, fromPostgresJs, type PostgresClient, type PostgresStore, type PostgresStoreOptions } from '../../src/adapters/postgres/index.js';
+import {
+  createPostgresStore,
+  fromPostgresJs,
+  type PostgresClient,
+  type PostgresStore,
+  type PostgresStoreOptions,
+} from '../../src/adapters/postgres/index.js';
 import type { FencedWriteOutcome } from '../../src/fence/operations.js';
 import type { StoreHarness } from '../../src/testing/index.js';
 import { startPgBouncer, type PgBouncer } from '../support/pgbouncer.js';
@@ -67,7 +73,9 @@ export function makeBouncedHarness(kind: BouncedClientKind): () => Promise<Store
     const closers: Array<() => Promise<void>> = [() => main.close()];
     const store = createPostgresStore({ client: main.client, table, ...BEHIND_POOLER });
     await store.migrate();
-    await main.client.query(`CREATE TABLE ${ledger} (seq bigserial PRIMARY KEY, key text NOT NULL, entry text NOT NULL, token bigint NOT NULL)`);
+    await main.client.query(
+      `CREATE TABLE ${ledger} (seq bigserial PRIMARY KEY, key text NOT NULL, entry text NOT NULL, token bigint NOT NULL)`,
+    );
     let keys = 0;
     return {
       store,
@@ -82,11 +90,20 @@ export function makeBouncedHarness(kind: BouncedClientKind): () => Promise<Store
         if (kind === 'pg-pool' || options !== undefined) {
           return leases.fencedWrite(
             lease,
-            (tx) => tx.query(`INSERT INTO ${ledger} (key, entry, token) VALUES ($1, $2, $3) RETURNING seq`, [lease.key, entry, tx.token.toString()]),
+            (tx) =>
+              tx.query(`INSERT INTO ${ledger} (key, entry, token) VALUES ($1, $2, $3) RETURNING seq`, [
+                lease.key,
+                entry,
+                tx.token.toString(),
+              ]),
             options,
           );
         }
-        const outcome = await leases.store.fencedStatement(lease, `INSERT INTO ${ledger} (key, entry, token) SELECT fence.key, $1, fence.token FROM fence RETURNING seq`, [entry]);
+        const outcome = await leases.store.fencedStatement(
+          lease,
+          `INSERT INTO ${ledger} (key, entry, token) SELECT fence.key, $1, fence.token FROM fence RETURNING seq`,
+          [entry],
+        );
         return outcome.ok ? { ok: true, value: outcome.rows, token: outcome.token, checkpoint: null, now: outcome.now } : outcome;
       },
       readLedger: async (key) => {

@@ -37,9 +37,15 @@ function bounced(kind: 'pg-pool' | 'postgresjs' | 'postgresjs-prepared' = 'pg-po
 }
 
 /** A migrated store on a fresh table through the pooler. */
-async function bouncedStore(options: { prepare?: boolean; kind?: 'pg-pool' | 'postgresjs' | 'postgresjs-prepared'; poolSize?: number } = {}): Promise<PostgresStore> {
+async function bouncedStore(
+  options: { prepare?: boolean; kind?: 'pg-pool' | 'postgresjs' | 'postgresjs-prepared'; poolSize?: number } = {},
+): Promise<PostgresStore> {
   const { client } = bounced(options.kind, options.poolSize);
-  const store = createPostgresStore({ client, table: freshTable('lf_pgb'), ...(options.prepare === undefined ? {} : { prepare: options.prepare }) });
+  const store = createPostgresStore({
+    client,
+    table: freshTable('lf_pgb'),
+    ...(options.prepare === undefined ? {} : { prepare: options.prepare }),
+  });
   await store.migrate();
   return store;
 }
@@ -50,7 +56,10 @@ const OPERATIONS = 200;
  * `OPERATIONS` concurrent claim + fenced insert + release chains on distinct keys; what each step answered,
  * and the ledger rows the fenced writes left.
  */
-async function claimWriteRelease(store: PostgresStore, ledger: string): Promise<{ failures: unknown[]; written: string[]; claimed: Map<string, bigint> }> {
+async function claimWriteRelease(
+  store: PostgresStore,
+  ledger: string,
+): Promise<{ failures: unknown[]; written: string[]; claimed: Map<string, bigint> }> {
   const leases = createLeases(store, { holder: 'bounced', ttlMs: 30_000 });
   const failures: unknown[] = [];
   const written: string[] = [];
@@ -100,7 +109,9 @@ describe('postgres through PgBouncer (transaction mode): prepared statements', (
       if (!claimed.has(key)) expect(inspection.token).toBe(0n);
       else expect(inspection.token).toBe(claimed.get(key));
     }
-    console.log(`prepare left on, pg through PgBouncer 1.18 transaction mode: ${failures.length} of ${OPERATIONS} claim/write/release chains failed, all STORE_UNAVAILABLE naming prepare: false`);
+    console.log(
+      `prepare left on, pg through PgBouncer 1.18 transaction mode: ${failures.length} of ${OPERATIONS} claim/write/release chains failed, all STORE_UNAVAILABLE naming prepare: false`,
+    );
   });
 
   // NOTE: 'postgresjs-prepared': an instance left at postgres.js's default; the store's option is enough for
@@ -135,7 +146,10 @@ describe('postgres through PgBouncer (transaction mode): token gate and list', (
     const tokenOnly = createPostgresTokenGate({ client, table: freshTable('lf_pgb_gate'), leaseTable: null, prepare: false });
     await tokenOnly.migrate();
     expect(await tokenOnly.write('report', { key: 'report-job', token: second.token }, () => 1)).toMatchObject({ ok: true });
-    expect(await tokenOnly.write('report', { key: 'report-job', token: first.token }, () => 1)).toMatchObject({ ok: false, reason: 'stale-token' });
+    expect(await tokenOnly.write('report', { key: 'report-job', token: first.token }, () => 1)).toMatchObject({
+      ok: false,
+      reason: 'stale-token',
+    });
     expect(await tokenOnly.inspect('report')).toEqual({ resource: 'report', found: { key: 'report-job', token: second.token } });
     expect(() => createPostgresTokenGate({ client, prepare: 'false' as never })).toThrow(/prepare must be a boolean/);
   });
@@ -181,7 +195,10 @@ describe('postgres through PgBouncer (transaction mode): waiting claims', () => 
   });
 
   /** A holder's grant (TTL 30 s) released after `releaseAfterMs`, and a waiter's claim on the same key. */
-  async function releaseUnderWaiter(store: PostgresStore, wait: { timeoutMs: number; pollMs?: number }): Promise<{ granted: boolean; waitedMs: number }> {
+  async function releaseUnderWaiter(
+    store: PostgresStore,
+    wait: { timeoutMs: number; pollMs?: number },
+  ): Promise<{ granted: boolean; waitedMs: number }> {
     const holder = createLeases(store, { holder: 'holder', ttlMs: 30_000 });
     const waiter = createLeases(store, { holder: 'waiter', ttlMs: 30_000 });
     const key = freshTable('wait');
@@ -206,7 +223,9 @@ describe('postgres through PgBouncer (transaction mode): waiting claims', () => 
     const { granted, waitedMs } = await releaseUnderWaiter(store, { timeoutMs: 8_000 });
     expect(granted).toBe(true);
     expect(waitedMs).toBeLessThan(2_000);
-    console.log(`direct listener, client through PgBouncer: waiter granted ${waitedMs.toFixed(0)} ms after it started waiting (release at 300 ms)`);
+    console.log(
+      `direct listener, client through PgBouncer: waiter granted ${waitedMs.toFixed(0)} ms after it started waiting (release at 300 ms)`,
+    );
   });
 
   it('without a listener the store has no watchFreed: a waiter is granted by its pollMs schedule after the release', async () => {
@@ -221,22 +240,25 @@ describe('postgres through PgBouncer (transaction mode): waiting claims', () => 
     console.log(`no listener: waiter granted ${waitedMs.toFixed(0)} ms after it started waiting (release at 300 ms, pollMs 1000)`);
   });
 
-  it.each(['pg', 'postgres.js'] as const)('a %s listener through the transaction pooler is refused with INVALID_ARGUMENT naming `listener` (its LISTEN never hears a release), and waiters are then woken by their pollMs schedule, not left to time out', async (listenerKind) => {
-    const { client } = bounced();
-    const listener = listenerKind === 'pg' ? pgListener(bouncer.url) : postgresJsListener(bouncer.url);
-    const store = createPostgresStore({ client, table: freshTable('lf_pgb_wait'), ...BEHIND_POOLER, listener });
-    await store.migrate();
-    const refused = await store.watchFreed!('some-key', () => undefined).catch((error: unknown) => error);
-    expect(isLeaseError(refused, 'INVALID_ARGUMENT'), String(refused)).toBe(true);
-    expect((refused as Error).message).toMatch(/`listener`.*transaction mode.*direct connection/);
-    // NOTE: from then on refused at once, without another LISTEN or probe.
-    const started = performance.now();
-    await expect(store.watchFreed!('other-key', () => undefined)).rejects.toBe(refused);
-    expect(performance.now() - started).toBeLessThan(50);
-    // NOTE: before the probe, this waiter's watch resolved, no notification ever came, and it waited for
-    // the holder's expiry (30 s): it timed out at 4 s with the key long released.
-    const { granted, waitedMs } = await releaseUnderWaiter(store, { timeoutMs: 4_000, pollMs: 1_000 });
-    expect(granted).toBe(true);
-    expect(waitedMs).toBeLessThan(300 + 1_000 + 1_000);
-  });
+  it.each(['pg', 'postgres.js'] as const)(
+    'a %s listener through the transaction pooler is refused with INVALID_ARGUMENT naming `listener` (its LISTEN never hears a release), and waiters are then woken by their pollMs schedule, not left to time out',
+    async (listenerKind) => {
+      const { client } = bounced();
+      const listener = listenerKind === 'pg' ? pgListener(bouncer.url) : postgresJsListener(bouncer.url);
+      const store = createPostgresStore({ client, table: freshTable('lf_pgb_wait'), ...BEHIND_POOLER, listener });
+      await store.migrate();
+      const refused = await store.watchFreed!('some-key', () => undefined).catch((error: unknown) => error);
+      expect(isLeaseError(refused, 'INVALID_ARGUMENT'), String(refused)).toBe(true);
+      expect((refused as Error).message).toMatch(/`listener`.*transaction mode.*direct connection/);
+      // NOTE: from then on refused at once, without another LISTEN or probe.
+      const started = performance.now();
+      await expect(store.watchFreed!('other-key', () => undefined)).rejects.toBe(refused);
+      expect(performance.now() - started).toBeLessThan(50);
+      // NOTE: before the probe, this waiter's watch resolved, no notification ever came, and it waited for
+      // the holder's expiry (30 s): it timed out at 4 s with the key long released.
+      const { granted, waitedMs } = await releaseUnderWaiter(store, { timeoutMs: 4_000, pollMs: 1_000 });
+      expect(granted).toBe(true);
+      expect(waitedMs).toBeLessThan(300 + 1_000 + 1_000);
+    },
+  );
 });

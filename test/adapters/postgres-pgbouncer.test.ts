@@ -13,5 +13,15 @@ import { makeBouncedHarness, stopBouncer } from './postgres-pgbouncer-harness.js
 afterAll(() => stopBouncer());
 
 const options = { modelRuns: 100, raceRuns: 150, workers: 4 };
-describeStoreSuites(vitestRunner, 'postgres through PgBouncer, transaction mode (pg Pool, prepare: false)', makeBouncedHarness('pg-pool'), options);
-describeStoreSuites(vitestRunner, 'postgres through PgBouncer, transaction mode (postgres.js, prepare: false)', makeBouncedHarness('postgresjs'), options);
+describeStoreSuites(
+  vitestRunner,
+  'postgres through PgBouncer, transaction mode (pg Pool, prepare: false)',
+  makeBouncedHarness('pg-pool'),
+  options,
+);
+describeStoreSuites(
+  vitestRunner,
+  'postgres through PgBouncer, transaction mode (postgres.js, prepare: false)',
+  makeBouncedHarness('postgresjs'),
+  options,
+);

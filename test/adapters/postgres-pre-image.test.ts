@@ -79,31 +79,45 @@ function decidesAlike<O>(
 }
 
 describe('postgres pre-image', () => {
-  test.prop([recordArb, fc.integer({ min: 0, max: 2_000_000 })])('a whole-row pre-image decodes to the row itself, every field and bigint token exact', (record, now) => {
-    expect(through('record', record, now, record.grant?.secret ?? null)).toEqual(record);
-    expect(through('record', null, now, null)).toBeNull();
-  });
+  test.prop([recordArb, fc.integer({ min: 0, max: 2_000_000 })])(
+    'a whole-row pre-image decodes to the row itself, every field and bigint token exact',
+    (record, now) => {
+      expect(through('record', record, now, record.grant?.secret ?? null)).toEqual(record);
+      expect(through('record', null, now, null)).toBeNull();
+    },
+  );
 
   test.prop([presentedArb.chain((presented) => fc.tuple(fc.constant(presented), renewCommandArb(fc.constant(presented.fence))))])(
     'renew decides on its statement pre-image as on the whole row',
-    ([{ reached, now }, command]) => decidesAlike(PRE_IMAGE_WIDTH.renew, reached.record, now, command.fence.secret, (record) => transitions.renew(record, command, now)),
+    ([{ reached, now }, command]) =>
+      decidesAlike(PRE_IMAGE_WIDTH.renew, reached.record, now, command.fence.secret, (record) => transitions.renew(record, command, now)),
   );
 
   test.prop([presentedArb.chain((presented) => fc.tuple(fc.constant(presented), checkpointCommandArb(fc.constant(presented.fence))))])(
     'checkpoint decides on its statement pre-image as on the whole row',
-    ([{ reached, now }, command]) => decidesAlike(PRE_IMAGE_WIDTH.checkpoint, reached.record, now, command.fence.secret, (record) => transitions.checkpoint(record, command, now)),
+    ([{ reached, now }, command]) =>
+      decidesAlike(PRE_IMAGE_WIDTH.checkpoint, reached.record, now, command.fence.secret, (record) =>
+        transitions.checkpoint(record, command, now),
+      ),
   );
 
   test.prop([presentedArb.chain((presented) => fc.tuple(fc.constant(presented), releaseCommandArb(fc.constant(presented.fence))))])(
     'release (first or repeated) decides on its statement pre-image as on the whole row',
     ([{ reached, now }, command]) => {
-      decidesAlike(PRE_IMAGE_WIDTH.release, reached.record, now, command.fence.secret, (record) => transitions.release(record, command, now));
+      decidesAlike(PRE_IMAGE_WIDTH.release, reached.record, now, command.fence.secret, (record) =>
+        transitions.release(record, command, now),
+      );
       const released = transitions.release(reached.record, command, now).record;
-      decidesAlike(PRE_IMAGE_WIDTH.release, released, now + 1, command.fence.secret, (record) => transitions.release(record, command, now + 1));
+      decidesAlike(PRE_IMAGE_WIDTH.release, released, now + 1, command.fence.secret, (record) =>
+        transitions.release(record, command, now + 1),
+      );
     },
   );
 
-  test.prop([presentedArb, fc.option(fc.dictionary(fc.constantFrom('model', 'region'), fc.constantFrom('v1', 'v2'), { maxKeys: 2 }), { nil: undefined })])(
+  test.prop([
+    presentedArb,
+    fc.option(fc.dictionary(fc.constantFrom('model', 'region'), fc.constantFrom('v1', 'v2'), { maxKeys: 2 }), { nil: undefined }),
+  ])(
     'a fenced write checks its fence on its statement pre-image as on the whole row (with and without required attributes)',
     ({ reached, fence, now }, attributes) => {
       const required = attributes === undefined ? fence : { ...fence, attributes };
@@ -118,7 +132,9 @@ describe('postgres pre-image', () => {
       const now = reached.now + dt;
       decidesAlike(PRE_IMAGE_WIDTH.claim, reached.record, now, claim.secret, (record) => transitions.claim(record, claim, now));
       fc.assert(
-        fc.property(revokeCommandArb, (revoke) => decidesAlike(PRE_IMAGE_WIDTH.revoke, reached.record, now, null, (record) => transitions.revoke(record, revoke, now))),
+        fc.property(revokeCommandArb, (revoke) =>
+          decidesAlike(PRE_IMAGE_WIDTH.revoke, reached.record, now, null, (record) => transitions.revoke(record, revoke, now)),
+        ),
         { numRuns: 5 },
       );
       const inspected = transitions.inspect(through(PRE_IMAGE_WIDTH.inspect, reached.record, now, null), claim.key, now);
@@ -130,15 +146,22 @@ describe('postgres pre-image', () => {
     'recover (by the recovering grant or a stale one) decides on its statement pre-image as on the whole row',
     (reached, claim, action, pick) => {
       const claimed = transitions.claim(reached.record, { ...claim, recovering: true }, reached.now);
-      const recovering = claimed.outcome.ok ? [{ key: claim.key, token: claimed.outcome.token, secret: claim.secret, holder: claim.holder, runId: claim.runId }] : [];
+      const recovering = claimed.outcome.ok
+        ? [{ key: claim.key, token: claimed.outcome.token, secret: claim.secret, holder: claim.holder, runId: claim.runId }]
+        : [];
       const fences = [...recovering, ...reached.fences];
       const fence = fences[pick % fences.length]!;
-      decidesAlike(PRE_IMAGE_WIDTH.recover, claimed.record, reached.now, fence.secret, (record) => transitions.recover(record, { fence, action }, reached.now));
+      decidesAlike(PRE_IMAGE_WIDTH.recover, claimed.record, reached.now, fence.secret, (record) =>
+        transitions.recover(record, { fence, action }, reached.now),
+      );
     },
   );
 
   test.prop([presentedArb.chain((presented) => fc.tuple(fc.constant(presented), recoverCommandArb(fc.constant(presented.fence))))])(
     'recover in any reachable state decides on its statement pre-image as on the whole row',
-    ([{ reached, now }, command]) => decidesAlike(PRE_IMAGE_WIDTH.recover, reached.record, now, command.fence.secret, (record) => transitions.recover(record, command, now)),
+    ([{ reached, now }, command]) =>
+      decidesAlike(PRE_IMAGE_WIDTH.recover, reached.record, now, command.fence.secret, (record) =>
+        transitions.recover(record, command, now),
+      ),
   );
 });

@@ -66,7 +66,12 @@ describe('postgres: a hostile schema first on the search_path', () => {
     const bare = table.split('.')[1]!;
     // NOTE: a function of the claim function's name and exact signature, first on the path.
     await admin.query(
-      spy(`${bare}_try_claim`, 'p_key text, p_holder text, p_run_id text, p_secret text, p_ttl_ms bigint, p_attributes jsonb, p_recovering boolean', 'text', "'[0, false]'"),
+      spy(
+        `${bare}_try_claim`,
+        'p_key text, p_holder text, p_run_id text, p_secret text, p_ttl_ms bigint, p_attributes jsonb, p_recovering boolean',
+        'text',
+        "'[0, false]'",
+      ),
     );
     const store = createPostgresStore({ client: hostile, table });
     await store.migrate();
@@ -77,8 +82,15 @@ describe('postgres: a hostile schema first on the search_path', () => {
     expect((await b.claim('k')).ok).toBe(false);
     await a.renewOrThrow(lease);
     await a.checkpointOrThrow(lease, { step: 1 });
-    await a.fencedWriteOrThrow(lease, (tx) => tx.query(`INSERT INTO public."${bare}_out" (key, token) VALUES ($1, $2)`, [lease.key, tx.token.toString()]), { checkpoint: { step: 2 } });
-    const statement = await store.fencedStatement(lease, `INSERT INTO public."${bare}_out" (key, token) SELECT fence.key, fence.token FROM fence RETURNING 1`);
+    await a.fencedWriteOrThrow(
+      lease,
+      (tx) => tx.query(`INSERT INTO public."${bare}_out" (key, token) VALUES ($1, $2)`, [lease.key, tx.token.toString()]),
+      { checkpoint: { step: 2 } },
+    );
+    const statement = await store.fencedStatement(
+      lease,
+      `INSERT INTO public."${bare}_out" (key, token) SELECT fence.key, fence.token FROM fence RETURNING 1`,
+    );
     expect(statement.ok).toBe(true);
     await a.inspect('k');
     await a.revoke('k', { reason: 'drill', requireRecovery: true });

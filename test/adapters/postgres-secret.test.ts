@@ -38,7 +38,10 @@ function recordingPool(pool: pg.Pool): { client: PostgresClient; params: unknown
   const params: unknown[] = [];
   const record = (text: unknown, values: unknown) => {
     const config = text as { values?: unknown[] } | string;
-    params.push(...(typeof config === 'object' && config !== null ? (config.values ?? []) : []), ...((values as unknown[] | undefined) ?? []));
+    params.push(
+      ...(typeof config === 'object' && config !== null ? (config.values ?? []) : []),
+      ...((values as unknown[] | undefined) ?? []),
+    );
   };
   const client = {
     totalCount: 0,
@@ -119,7 +122,15 @@ describe('postgres: the lease secret (pg Pool)', () => {
       expect(printed(shown)).not.toContain(secretOf(lease));
       expect(printed(shown)).not.toContain(sha256(secretOf(lease)));
     }
-    const again = await store.claim({ key: 'refused', holder: 'a', runId: null, secret: secretOf(lease), ttlMs: 60_000, attributes: {}, recovering: false });
+    const again = await store.claim({
+      key: 'refused',
+      holder: 'a',
+      runId: null,
+      secret: secretOf(lease),
+      ttlMs: 60_000,
+      attributes: {},
+      recovering: false,
+    });
     expect(again).toMatchObject({ ok: true, token: lease.token });
   });
 
@@ -141,7 +152,9 @@ describe('postgres: the lease secret (pg Pool)', () => {
       const slowLeases = createLeases(createPostgresStore({ client: slow, table }), { holder: 'a', ttlMs: 60_000 });
       const slowLease = await slowLeases.claimOrThrow('failures:slow');
       await capture(() => slowLeases.fencedWrite(slowLease, (tx) => tx.query('SELECT pg_sleep(1)')));
-      await capture(() => createPostgresStore({ client: slow, table }).fencedStatement(slowLease, 'SELECT fence.token FROM fence, pg_sleep(1)'));
+      await capture(() =>
+        createPostgresStore({ client: slow, table }).fencedStatement(slowLease, 'SELECT fence.token FROM fence, pg_sleep(1)'),
+      );
     } finally {
       await slow.end();
     }

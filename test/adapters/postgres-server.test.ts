@@ -150,7 +150,10 @@ describe('postgres adapter on its own server', () => {
       expect(called).toBe(false);
     }
     await withPool(async (_, store) => {
-      expect(await createLeases(store, { holder: 'w' }).inspect('unreachable')).toMatchObject({ token: lease.token, grant: { holder: 'w' } });
+      expect(await createLeases(store, { holder: 'w' }).inspect('unreachable')).toMatchObject({
+        token: lease.token,
+        grant: { holder: 'w' },
+      });
     });
   });
 
@@ -164,7 +167,10 @@ describe('postgres adapter on its own server', () => {
       const { rows } = await admin.query<{ oid: number }>('SELECT oid FROM pg_database WHERE datname = $1', [database]);
       const dbid = rows[0]!.oid;
       const calls = async (): Promise<number> =>
-        Number((await admin.query<{ n: string }>('SELECT coalesce(sum(calls), 0)::text AS n FROM pg_stat_statements WHERE dbid = $1', [dbid])).rows[0]!.n);
+        Number(
+          (await admin.query<{ n: string }>('SELECT coalesce(sum(calls), 0)::text AS n FROM pg_stat_statements WHERE dbid = $1', [dbid]))
+            .rows[0]!.n,
+        );
       const pool = new pg.Pool({ connectionString: server.url.replace(/\/postgres$/, `/${database}`), max: 1 });
       try {
         const store = createPostgresStore({ client: pool });

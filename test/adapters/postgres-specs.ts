@@ -6,7 +6,13 @@
 import pg from 'pg';
 import postgres from 'postgres';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createPostgresStore, fromPostgresJs, postgresLeaseSchemaSql, type PostgresClient, type PostgresStore } from '../../src/adapters/postgres/index.js';
+import {
+  createPostgresStore,
+  fromPostgresJs,
+  postgresLeaseSchemaSql,
+  type PostgresClient,
+  type PostgresStore,
+} from '../../src/adapters/postgres/index.js';
 import { InvalidArgumentError } from '../../src/errors.js';
 import type { Lease } from '../../src/lease.js';
 import { createLeases } from '../../src/leases.js';
@@ -54,7 +60,10 @@ export function describePostgresAdapterSpecs(kind: PostgresClientKind): void {
     });
 
     const outRows = async (): Promise<Array<{ id: number; note: string }>> =>
-      (await ctx().opened.client.query(`SELECT id, note FROM "${ctx().table}_out" ORDER BY id`)).rows as Array<{ id: number; note: string }>;
+      (await ctx().opened.client.query(`SELECT id, note FROM "${ctx().table}_out" ORDER BY id`)).rows as Array<{
+        id: number;
+        note: string;
+      }>;
 
     it('sends exactly one statement per claim, renew, checkpoint, release, revoke, recover, inspect and fenced statement', async () => {
       const { counting, store } = ctx();
@@ -89,13 +98,26 @@ export function describePostgresAdapterSpecs(kind: PostgresClientKind): void {
         leases.fencedWriteOrThrow(lease, (tx) => tx.query(`INSERT INTO "${ctx().table}_out" (id, note) VALUES (1, 'tx')`)),
       );
       const pooled = ctx().kind === 'pg-pool';
-      expect(statements).toEqual([...(pooled ? ['BEGIN'] : []), 'WITH pre AS', `INSERT INTO "${ctx().table}_out"`, ...(pooled ? ['COMMIT'] : [])]);
+      expect(statements).toEqual([
+        ...(pooled ? ['BEGIN'] : []),
+        'WITH pre AS',
+        `INSERT INTO "${ctx().table}_out"`,
+        ...(pooled ? ['COMMIT'] : []),
+      ]);
       expect(await outRows()).toContainEqual({ id: 1, note: 'tx' });
       const withCheckpoint = await ctx().counting.statementsDuring(() =>
-        leases.fencedWriteOrThrow(lease, (tx) => tx.query(`INSERT INTO "${ctx().table}_out" (id, note) VALUES (1002, 'tx')`), { checkpoint: { id: 1002 } }),
+        leases.fencedWriteOrThrow(lease, (tx) => tx.query(`INSERT INTO "${ctx().table}_out" (id, note) VALUES (1002, 'tx')`), {
+          checkpoint: { id: 1002 },
+        }),
       );
       // NOTE: the checkpoint is one more statement in the same transaction, after the callback's.
-      expect(withCheckpoint).toEqual([...(pooled ? ['BEGIN'] : []), 'WITH pre AS', `INSERT INTO "${ctx().table}_out"`, `UPDATE "${ctx().table}" SET`, ...(pooled ? ['COMMIT'] : [])]);
+      expect(withCheckpoint).toEqual([
+        ...(pooled ? ['BEGIN'] : []),
+        'WITH pre AS',
+        `INSERT INTO "${ctx().table}_out"`,
+        `UPDATE "${ctx().table}" SET`,
+        ...(pooled ? ['COMMIT'] : []),
+      ]);
     });
 
     it('a refused fenced write never runs its callback; a throwing callback rolls back all it wrote and its error propagates', async () => {
@@ -135,11 +157,22 @@ export function describePostgresAdapterSpecs(kind: PostgresClientKind): void {
       const written = await store.fencedStatement<{ id: number; token: string }>(lease, insert, [10, 'first']);
       expect(written).toMatchObject({ ok: true, rowCount: 1, token: lease.token });
       expect(written.ok && written.rows.map((row) => [row.id, BigInt(row.token)])).toEqual([[10, lease.token]]);
-      const missed = await store.fencedStatement(lease, `UPDATE "${table}_out" SET note = $1 FROM fence WHERE id = $2 RETURNING id`, ['x', 999]);
+      const missed = await store.fencedStatement(lease, `UPDATE "${table}_out" SET note = $1 FROM fence WHERE id = $2 RETURNING id`, [
+        'x',
+        999,
+      ]);
       expect(missed).toEqual({ ok: true, rows: [], rowCount: 0, token: lease.token, now: expect.any(Number) });
       await a.release(lease);
-      const refused = await store.fencedStatement(lease, `UPDATE "${table}_out" SET note = $1 FROM fence WHERE id = $2 RETURNING id`, ['stale', 10]);
-      expect(refused).toMatchObject({ ok: false, reason: 'released', expected: { token: lease.token }, found: { token: lease.token, holder: null } });
+      const refused = await store.fencedStatement(lease, `UPDATE "${table}_out" SET note = $1 FROM fence WHERE id = $2 RETURNING id`, [
+        'stale',
+        10,
+      ]);
+      expect(refused).toMatchObject({
+        ok: false,
+        reason: 'released',
+        expected: { token: lease.token },
+        found: { token: lease.token, holder: null },
+      });
       expect((await outRows()).find((row) => row.id === 10)?.note).toBe('first');
     });
 
@@ -148,9 +181,15 @@ export function describePostgresAdapterSpecs(kind: PostgresClientKind): void {
       const a = ctx().leasesFor('a');
       const lease = await a.claimOrThrow(ctx().fresh('guard'));
       const before = counting.sent.length;
-      await expect(store.fencedStatement(lease, `INSERT INTO "${table}_out" (id, note) VALUES (20, 'x') RETURNING id`)).rejects.toThrow(InvalidArgumentError);
-      await expect(store.fencedStatement(lease, `INSERT INTO "${table}_out" (id, note) SELECT 20, 'x' FROM fence`)).rejects.toThrow(InvalidArgumentError);
-      await expect(store.fencedStatement(lease, `UPDATE "${table}_out" SET note = $2 FROM fence WHERE id = $1 RETURNING 1`, [1])).rejects.toThrow(/\$2/);
+      await expect(store.fencedStatement(lease, `INSERT INTO "${table}_out" (id, note) VALUES (20, 'x') RETURNING id`)).rejects.toThrow(
+        InvalidArgumentError,
+      );
+      await expect(store.fencedStatement(lease, `INSERT INTO "${table}_out" (id, note) SELECT 20, 'x' FROM fence`)).rejects.toThrow(
+        InvalidArgumentError,
+      );
+      await expect(
+        store.fencedStatement(lease, `UPDATE "${table}_out" SET note = $2 FROM fence WHERE id = $1 RETURNING 1`, [1]),
+      ).rejects.toThrow(/\$2/);
       expect(counting.sent.length).toBe(before);
       await a.release(lease);
       const ungated = `INSERT INTO "${table}_out" (id, note) SELECT 21, 'ungated' WHERE EXISTS (SELECT 1) OR EXISTS (SELECT 1 FROM fence) RETURNING id`;
@@ -159,16 +198,23 @@ export function describePostgresAdapterSpecs(kind: PostgresClientKind): void {
     });
 
     // NOTE: temp tables live in one session, so this runs on the single-connection clients only.
-    it.runIf(kind === 'pg-client' || kind === 'pglite')('fencedStatement shadows none of the user tables (pre, clock, written): only fence is reserved', async () => {
-      const { store, opened } = ctx();
-      for (const name of ['pre', 'clock', 'written']) await opened.client.query(`CREATE TEMP TABLE IF NOT EXISTS ${name} (id int, token bigint)`);
-      const lease = await ctx().leasesFor('a').claimOrThrow(ctx().fresh('shadow'));
-      for (const name of ['pre', 'clock', 'written']) {
-        const outcome = await store.fencedStatement(lease, `INSERT INTO ${name} (id, token) SELECT 1, fence.token FROM fence RETURNING id, token::text AS token`);
-        expect(outcome).toMatchObject({ ok: true, rowCount: 1, rows: [{ id: 1, token: String(lease.token) }] });
-        expect((await opened.client.query(`SELECT count(*)::int AS n FROM ${name}`)).rows).toEqual([{ n: 1 }]);
-      }
-    });
+    it.runIf(kind === 'pg-client' || kind === 'pglite')(
+      'fencedStatement shadows none of the user tables (pre, clock, written): only fence is reserved',
+      async () => {
+        const { store, opened } = ctx();
+        for (const name of ['pre', 'clock', 'written'])
+          await opened.client.query(`CREATE TEMP TABLE IF NOT EXISTS ${name} (id int, token bigint)`);
+        const lease = await ctx().leasesFor('a').claimOrThrow(ctx().fresh('shadow'));
+        for (const name of ['pre', 'clock', 'written']) {
+          const outcome = await store.fencedStatement(
+            lease,
+            `INSERT INTO ${name} (id, token) SELECT 1, fence.token FROM fence RETURNING id, token::text AS token`,
+          );
+          expect(outcome).toMatchObject({ ok: true, rowCount: 1, rows: [{ id: 1, token: String(lease.token) }] });
+          expect((await opened.client.query(`SELECT count(*)::int AS n FROM ${name}`)).rows).toEqual([{ n: 1 }]);
+        }
+      },
+    );
 
     it('an SQL error of the user statement propagates unchanged and applies nothing', async () => {
       const { store, table } = ctx();
@@ -203,27 +249,34 @@ export function describePostgresAdapterSpecs(kind: PostgresClientKind): void {
       };
     };
 
-    it.runIf(kind !== 'pglite')('with prepared statements, a claim of a key whose row exists never enters plpgsql: only a first claim calls the claim function', async () => {
-      const { table, sabotage } = await sabotagedTable();
-      const store = createPostgresStore({ client: ctx().opened.client, table });
-      const a = createLeases(store, { holder: 'a', ttlMs: 60_000 });
-      const b = createLeases(store, { holder: 'b', ttlMs: 60_000 });
-      const key = 'existing';
-      const first = await a.claimOrThrow(key, { runId: 'r1' });
-      await a.checkpointOrThrow(first, { step: 1 });
-      await sabotage();
-      expect(await b.claim(key)).toMatchObject({ ok: false, reason: 'held', token: first.token, holder: 'a', runId: 'r1' });
-      expect(await a.claim(key, { runId: 'r1' })).toMatchObject({ ok: false, reason: 'held' });
-      await a.revoke(key, { reason: 'fast path', requireRecovery: true });
-      expect(await b.claim(key)).toMatchObject({ ok: false, reason: 'recovery-required', token: first.token + 1n });
-      const recovered = await b.claimOrThrow(key, { recovering: true });
-      expect(recovered.token > first.token + 1n).toBe(true);
-      await b.recover(recovered, 'resume');
-      await b.release(recovered);
-      const next = await a.claim(key);
-      expect(next).toMatchObject({ ok: true, previous: { kind: 'released', token: recovered.token, holder: 'b' }, checkpoint: { value: { step: 1 }, token: recovered.token } });
-      await expect(a.claim('new key')).rejects.toThrow(/claim function called/);
-    });
+    it.runIf(kind !== 'pglite')(
+      'with prepared statements, a claim of a key whose row exists never enters plpgsql: only a first claim calls the claim function',
+      async () => {
+        const { table, sabotage } = await sabotagedTable();
+        const store = createPostgresStore({ client: ctx().opened.client, table });
+        const a = createLeases(store, { holder: 'a', ttlMs: 60_000 });
+        const b = createLeases(store, { holder: 'b', ttlMs: 60_000 });
+        const key = 'existing';
+        const first = await a.claimOrThrow(key, { runId: 'r1' });
+        await a.checkpointOrThrow(first, { step: 1 });
+        await sabotage();
+        expect(await b.claim(key)).toMatchObject({ ok: false, reason: 'held', token: first.token, holder: 'a', runId: 'r1' });
+        expect(await a.claim(key, { runId: 'r1' })).toMatchObject({ ok: false, reason: 'held' });
+        await a.revoke(key, { reason: 'fast path', requireRecovery: true });
+        expect(await b.claim(key)).toMatchObject({ ok: false, reason: 'recovery-required', token: first.token + 1n });
+        const recovered = await b.claimOrThrow(key, { recovering: true });
+        expect(recovered.token > first.token + 1n).toBe(true);
+        await b.recover(recovered, 'resume');
+        await b.release(recovered);
+        const next = await a.claim(key);
+        expect(next).toMatchObject({
+          ok: true,
+          previous: { kind: 'released', token: recovered.token, holder: 'b' },
+          checkpoint: { value: { step: 1 }, token: recovered.token },
+        });
+        await expect(a.claim('new key')).rejects.toThrow(/claim function called/);
+      },
+    );
 
     it('without prepared statements, every claim is one call of the claim function (plpgsql keeps its plans)', async () => {
       const { table, sabotage } = await sabotagedTable();
@@ -236,13 +289,27 @@ export function describePostgresAdapterSpecs(kind: PostgresClientKind): void {
     });
 
     it('keys, holders, runs, attributes and reasons full of SQL metacharacters are stored verbatim and inject nothing', async () => {
-      const nasty = [`'); DROP TABLE "${ctx().table}"; --`, `$1 $2 \\'\\\\`, `" OR 1=1 --`, `key\nwith\tcontrol\u0001chars`, `ключ 🔑 ${'x'.repeat(1000)}`];
+      const nasty = [
+        `'); DROP TABLE "${ctx().table}"; --`,
+        `$1 $2 \\'\\\\`,
+        `" OR 1=1 --`,
+        `key\nwith\tcontrol\u0001chars`,
+        `ключ 🔑 ${'x'.repeat(1000)}`,
+      ];
       for (const [index, key] of nasty.entries()) {
         const leases = ctx().leasesFor(nasty[(index + 1) % nasty.length]!);
-        const lease = await leases.claimOrThrow(key, { runId: nasty[(index + 2) % nasty.length]!, attributes: { [nasty[index]!]: nasty[(index + 3) % nasty.length]! } });
+        const lease = await leases.claimOrThrow(key, {
+          runId: nasty[(index + 2) % nasty.length]!,
+          attributes: { [nasty[index]!]: nasty[(index + 3) % nasty.length]! },
+        });
         await leases.checkpointOrThrow(lease, { note: key }, { attributes: { [nasty[index]!]: nasty[(index + 3) % nasty.length]! } });
         const seen = await leases.inspect(key);
-        expect(seen).toMatchObject({ key, token: lease.token, grant: { holder: leases.holder, runId: lease.runId, attributes: lease.attributes }, checkpoint: { value: { note: key } } });
+        expect(seen).toMatchObject({
+          key,
+          token: lease.token,
+          grant: { holder: leases.holder, runId: lease.runId, attributes: lease.attributes },
+          checkpoint: { value: { note: key } },
+        });
         await leases.revoke(key, { reason: key, by: key });
         expect((await leases.inspect(key)).ending).toMatchObject({ kind: 'revoked', reason: key, by: key });
       }
@@ -272,7 +339,11 @@ export function describePostgresAdapterSpecs(kind: PostgresClientKind): void {
       await expect(leases.claim(key, { attributes: { model: 'v\uDC00' } })).rejects.toThrow(InvalidArgumentError);
       await expect(leases.renew(lease, { ttlMs: -1 })).rejects.toThrow(InvalidArgumentError);
       expect(ctx().counting.sent.length).toBe(before);
-      expect(await leases.inspect(key)).toMatchObject({ token: lease.token, grant: { holder: 'a' }, checkpoint: { value: { kept: true } } });
+      expect(await leases.inspect(key)).toMatchObject({
+        token: lease.token,
+        grant: { holder: 'a' },
+        checkpoint: { value: { kept: true } },
+      });
     });
 
     it('tokens past 2^53 round-trip exactly as bigint', async () => {
@@ -280,7 +351,10 @@ export function describePostgresAdapterSpecs(kind: PostgresClientKind): void {
       const leases = ctx().leasesFor('a');
       await leases.release(await leases.claimOrThrow(key));
       const high = 2n ** 53n + 5n;
-      await ctx().opened.client.query(`UPDATE "${ctx().table}" SET token = $1::bigint, ending_token = $1::bigint WHERE key = $2`, [high.toString(), key]);
+      await ctx().opened.client.query(`UPDATE "${ctx().table}" SET token = $1::bigint, ending_token = $1::bigint WHERE key = $2`, [
+        high.toString(),
+        key,
+      ]);
       const lease = await leases.claimOrThrow(key);
       expect(lease.token).toBe(high + 1n);
       await leases.checkpointOrThrow(lease, { step: 1 });
@@ -290,7 +364,14 @@ export function describePostgresAdapterSpecs(kind: PostgresClientKind): void {
     });
 
     it("times come from the server's clock_timestamp(), in epoch milliseconds", async () => {
-      const clock = async (): Promise<number> => Number(((await ctx().opened.client.query(`SELECT floor(extract(epoch FROM clock_timestamp()) * 1000)::bigint::text AS ms`)).rows[0] as { ms: string }).ms);
+      const clock = async (): Promise<number> =>
+        Number(
+          (
+            (await ctx().opened.client.query(`SELECT floor(extract(epoch FROM clock_timestamp()) * 1000)::bigint::text AS ms`)).rows[0] as {
+              ms: string;
+            }
+          ).ms,
+        );
       const before = await clock();
       const lease = await ctx().leasesFor('a', 5_000).claimOrThrow(ctx().fresh('clock'));
       const after = await clock();
@@ -299,23 +380,26 @@ export function describePostgresAdapterSpecs(kind: PostgresClientKind): void {
       expect(lease.expiresAt).toBe(lease.acquiredAt! + 5_000);
     });
 
-    it.runIf(kind === 'pg-pool')('refuses, with the fix, clients it cannot drive: a bare pg Client, a PoolClient, a transforming postgres.js', async () => {
-      const url = await sharedPostgresUrl();
-      const client = new pg.Client({ connectionString: url });
-      const pool = new pg.Pool({ connectionString: url, max: 1 });
-      const camel = postgres(url, { transform: postgres.camel, max: 1 });
-      try {
-        expect(() => createPostgresStore({ client: client as unknown as PostgresClient })).toThrow(/fromPgClient/);
-        const pooled = await pool.connect();
-        expect(() => createPostgresStore({ client: pooled as unknown as PostgresClient })).toThrow(/fromPgClient/);
-        pooled.release();
-        expect(() => fromPostgresJs(camel)).toThrow(/transform/);
-        expect(() => createPostgresStore({ client: {} as PostgresClient })).toThrow(InvalidArgumentError);
-      } finally {
-        await pool.end();
-        await camel.end({ timeout: 1 });
-      }
-    });
+    it.runIf(kind === 'pg-pool')(
+      'refuses, with the fix, clients it cannot drive: a bare pg Client, a PoolClient, a transforming postgres.js',
+      async () => {
+        const url = await sharedPostgresUrl();
+        const client = new pg.Client({ connectionString: url });
+        const pool = new pg.Pool({ connectionString: url, max: 1 });
+        const camel = postgres(url, { transform: postgres.camel, max: 1 });
+        try {
+          expect(() => createPostgresStore({ client: client as unknown as PostgresClient })).toThrow(/fromPgClient/);
+          const pooled = await pool.connect();
+          expect(() => createPostgresStore({ client: pooled as unknown as PostgresClient })).toThrow(/fromPgClient/);
+          pooled.release();
+          expect(() => fromPostgresJs(camel)).toThrow(/transform/);
+          expect(() => createPostgresStore({ client: {} as PostgresClient })).toThrow(InvalidArgumentError);
+        } finally {
+          await pool.end();
+          await camel.end({ timeout: 1 });
+        }
+      },
+    );
 
     describePostgresGateSpecs(ctx, kind);
   });

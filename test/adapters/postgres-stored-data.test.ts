@@ -30,7 +30,11 @@ describe('postgres: stored data (pg Pool)', () => {
     await a.checkpointOrThrow(first, { step: 1 });
     await pool.query(`UPDATE "${table}" SET checkpoint_json = '{"step": 1' WHERE key = 'damaged'`);
     const inspection = await a.inspect('damaged');
-    expect(inspection.checkpoint?.value).toEqual({ 'leasefence:unreadable-checkpoint': true, reason: 'the stored checkpoint is not valid JSON', length: 10 });
+    expect(inspection.checkpoint?.value).toEqual({
+      'leasefence:unreadable-checkpoint': true,
+      reason: 'the stored checkpoint is not valid JSON',
+      length: 10,
+    });
     await a.revoke('damaged', { reason: 'damaged checkpoint' });
     const second = await b.claim('damaged');
     expect(second.ok).toBe(true);
@@ -40,27 +44,41 @@ describe('postgres: stored data (pg Pool)', () => {
     expect((await b.inspect('damaged')).checkpoint).toBeNull();
   });
 
-  it.each([true, false])('a claim refused because the key is held does not carry the checkpoint back; a re-delivered claim and a takeover do (prepared: %s)', async (prepare) => {
-    const results: string[] = [];
-    const client: PostgresClient = {
-      acceptsNamedStatements: true,
-      query: async (text, params) => {
-        const result = await pool.query(text as never, params as never);
-        results.push(JSON.stringify(result.rows));
-        return result;
-      },
-    };
-    const observed = createPostgresStore({ client, table, prepare });
-    const [a, b] = [createLeases(observed, { holder: 'a', ttlMs: 60_000 }), createLeases(observed, { holder: 'b', ttlMs: 60_000, maxCheckpointBytes: 100_000 })];
-    const lease = await b.claimOrThrow(`big:${prepare}`);
-    await b.checkpointOrThrow(lease, { blob: 'x'.repeat(50_000) });
-    results.length = 0;
-    expect((await a.claim(`big:${prepare}`)).ok).toBe(false);
-    expect(results.join('').length).toBeLessThan(2_000);
-    const again = await observed.claim({ key: `big:${prepare}`, holder: 'b', runId: null, secret: lease.fence().secret, ttlMs: 60_000, attributes: {}, recovering: false });
-    expect(again.ok && again.checkpoint?.json.length).toBeGreaterThan(50_000);
-    await b.release(lease);
-    const taken = await a.claim(`big:${prepare}`);
-    expect(taken.ok && JSON.stringify(taken.checkpoint?.value).length).toBeGreaterThan(50_000);
-  });
+  it.each([true, false])(
+    'a claim refused because the key is held does not carry the checkpoint back; a re-delivered claim and a takeover do (prepared: %s)',
+    async (prepare) => {
+      const results: string[] = [];
+      const client: PostgresClient = {
+        acceptsNamedStatements: true,
+        query: async (text, params) => {
+          const result = await pool.query(text as never, params as never);
+          results.push(JSON.stringify(result.rows));
+          return result;
+        },
+      };
+      const observed = createPostgresStore({ client, table, prepare });
+      const [a, b] = [
+        createLeases(observed, { holder: 'a', ttlMs: 60_000 }),
+        createLeases(observed, { holder: 'b', ttlMs: 60_000, maxCheckpointBytes: 100_000 }),
+      ];
+      const lease = await b.claimOrThrow(`big:${prepare}`);
+      await b.checkpointOrThrow(lease, { blob: 'x'.repeat(50_000) });
+      results.length = 0;
+      expect((await a.claim(`big:${prepare}`)).ok).toBe(false);
+      expect(results.join('').length).toBeLessThan(2_000);
+      const again = await observed.claim({
+        key: `big:${prepare}`,
+        holder: 'b',
+        runId: null,
+        secret: lease.fence().secret,
+        ttlMs: 60_000,
+        attributes: {},
+        recovering: false,
+      });
+      expect(again.ok && again.checkpoint?.json.length).toBeGreaterThan(50_000);
+      await b.release(lease);
+      const taken = await a.claim(`big:${prepare}`);
+      expect(taken.ok && JSON.stringify(taken.checkpoint?.value).length).toBeGreaterThan(50_000);
+    },
+  );
 });

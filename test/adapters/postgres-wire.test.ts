@@ -9,7 +9,13 @@ import { createServer, connect, type Server, type Socket } from 'node:net';
 import pg from 'pg';
 import postgres from 'postgres';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createPostgresStore, fromPgClient, fromPostgresJs, type PostgresClient, type PostgresStore } from '../../src/adapters/postgres/index.js';
+import {
+  createPostgresStore,
+  fromPgClient,
+  fromPostgresJs,
+  type PostgresClient,
+  type PostgresStore,
+} from '../../src/adapters/postgres/index.js';
 import { statementName } from '../../src/adapters/postgres/prepared.js';
 import type { Lease } from '../../src/lease.js';
 import { createLeases } from '../../src/leases.js';
@@ -63,7 +69,10 @@ async function startFlightCounter(target: URL): Promise<FlightCounter> {
 type Kind = 'pg-pool' | 'pg-client' | 'postgresjs';
 
 /** A single-connection client of `kind` on `url`, with a way to ask its connection what it has prepared. */
-async function openSingle(kind: Kind, url: string): Promise<{ client: PostgresClient; prepared(table: string): Promise<number>; close(): Promise<void> }> {
+async function openSingle(
+  kind: Kind,
+  url: string,
+): Promise<{ client: PostgresClient; prepared(table: string): Promise<number>; close(): Promise<void> }> {
   const preparedSql = `SELECT count(*)::int AS n FROM pg_prepared_statements WHERE statement LIKE '%' || $1 || '%'`;
   if (kind === 'postgresjs') {
     const sql = postgres(url, { max: 1, onnotice: () => undefined });
@@ -75,7 +84,11 @@ async function openSingle(kind: Kind, url: string): Promise<{ client: PostgresCl
   }
   if (kind === 'pg-pool') {
     const pool = new pg.Pool({ connectionString: url, max: 1 });
-    return { client: pool, prepared: async (table) => (await pool.query<{ n: number }>(preparedSql, [table])).rows[0]!.n, close: () => pool.end() };
+    return {
+      client: pool,
+      prepared: async (table) => (await pool.query<{ n: number }>(preparedSql, [table])).rows[0]!.n,
+      close: () => pool.end(),
+    };
   }
   const client = new pg.Client({ connectionString: url });
   await client.connect();

@@ -8,7 +8,13 @@ const client = new Redis(url);
 const leases = createLeases(createRedisStore({ client, prefix: `bench-${which}-${Date.now()}:` }), { holder: 'a', ttlMs: 600_000 });
 const lease = await leases.claimOrThrow('job');
 const two = process.argv[4] !== 'one';
-const run = async (n: number) => { for (let i = 0; i < n; i += 1) await leases.fencedWriteOrThrow(lease, (tx: { call(...args: string[]): Promise<unknown> }) => { if (two) void tx.call('INCR', `${hashTagOf('job')}:n`); return tx.call('SET', `${hashTagOf('job')}:v`, String(i)); }); };
+const run = async (n: number) => {
+  for (let i = 0; i < n; i += 1)
+    await leases.fencedWriteOrThrow(lease, (tx: { call(...args: string[]): Promise<unknown> }) => {
+      if (two) void tx.call('INCR', `${hashTagOf('job')}:n`);
+      return tx.call('SET', `${hashTagOf('job')}:v`, String(i));
+    });
+};
 await run(500);
 const started = process.hrtime.bigint();
 await run(5_000);

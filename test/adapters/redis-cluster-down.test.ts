@@ -24,7 +24,9 @@ describe('node-redis cluster, the master of a slot down', () => {
     await cluster?.stop();
   });
 
-  it('StoreUnavailableError within readyTimeoutMs, and the refused claim does not land when the master is back', { timeout: 60_000 }, async () => {
+  it('StoreUnavailableError within readyTimeoutMs, and the refused claim does not land when the master is back', {
+    timeout: 60_000,
+  }, async () => {
     const client = createCluster({ rootNodes: cluster.seeds.map(({ host, port }) => ({ url: `redis://${host}:${port}` })) });
     client.on('error', () => undefined);
     try {

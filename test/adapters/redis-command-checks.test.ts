@@ -29,7 +29,7 @@ afterAll(async () => {
   await server?.stop();
 });
 
-describe('redis adapter: the checks of a fenced write\'s commands', () => {
+describe("redis adapter: the checks of a fenced write's commands", () => {
   it('the table of known commands agrees with the server: same argument counts, none refused in scripts', async () => {
     const raw = await connect();
     const names = KNOWN_COMMANDS.filter((name) => name !== 'incr');
@@ -50,26 +50,49 @@ describe('redis adapter: the checks of a fenced write\'s commands', () => {
     const owner = createLeases(createRedisStore({ client: raw }), { holder: 'a', ttlMs: 60_000 });
     const lease = await owner.claimOrThrow(key);
     // NOTE: INCR is in the table but renamed on this server.
-    const renamed = owner.fencedWrite(lease, (tx) => {
-      void tx.call('SET', first, 'applied?');
-      void tx.call('INCR', counter);
-    }, { checkpoint: { step: 'renamed' } });
-    await expect(renamed).rejects.toMatchObject({ name: 'RedisCommandError', commandIndex: 1, applied: 0, message: expect.stringMatching(/unknown command incr/) });
+    const renamed = owner.fencedWrite(
+      lease,
+      (tx) => {
+        void tx.call('SET', first, 'applied?');
+        void tx.call('INCR', counter);
+      },
+      { checkpoint: { step: 'renamed' } },
+    );
+    await expect(renamed).rejects.toMatchObject({
+      name: 'RedisCommandError',
+      commandIndex: 1,
+      applied: 0,
+      message: expect.stringMatching(/unknown command incr/),
+    });
     expect(await raw.send(['EXISTS', first])).toBe(0);
     await raw.send(['ACL', 'SETUSER', 'no-hdel', 'on', '>secret-pw', '~*', '&*', '+@all', '-hdel']);
-    const limited = createLeases(createRedisStore({ client: await connect({ username: 'no-hdel', password: 'secret-pw' }) }), { holder: 'a', ttlMs: 60_000 });
-    const denied = limited.fencedWrite(limited.restore(lease.export()), (tx) => {
-      void tx.call('SET', first, 'applied?');
-      void tx.call('HDEL', counter, 'field');
-    }, { checkpoint: { step: 'denied' } });
-    await expect(denied).rejects.toMatchObject({ name: 'RedisCommandError', commandIndex: 1, applied: 0, message: expect.stringMatching(/NOPERM/) });
+    const limited = createLeases(createRedisStore({ client: await connect({ username: 'no-hdel', password: 'secret-pw' }) }), {
+      holder: 'a',
+      ttlMs: 60_000,
+    });
+    const denied = limited.fencedWrite(
+      limited.restore(lease.export()),
+      (tx) => {
+        void tx.call('SET', first, 'applied?');
+        void tx.call('HDEL', counter, 'field');
+      },
+      { checkpoint: { step: 'denied' } },
+    );
+    await expect(denied).rejects.toMatchObject({
+      name: 'RedisCommandError',
+      commandIndex: 1,
+      applied: 0,
+      message: expect.stringMatching(/NOPERM/),
+    });
     expect(await raw.send(['EXISTS', first])).toBe(0);
     expect((await owner.inspect(key)).checkpoint).toBeNull();
     // NOTE: the same two commands allowed: both apply.
-    expect(await owner.fencedWriteOrThrow(lease, (tx) => {
-      void tx.call('SET', first, 'applied');
-      return tx.call('HDEL', counter, 'field');
-    })).toBe(0);
+    expect(
+      await owner.fencedWriteOrThrow(lease, (tx) => {
+        void tx.call('SET', first, 'applied');
+        return tx.call('HDEL', counter, 'field');
+      }),
+    ).toBe(0);
     expect(await raw.send(['GET', first])).toBe('applied');
   });
 });

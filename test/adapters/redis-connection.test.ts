@@ -14,7 +14,14 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createLeases } from '../../src/leases.js';
 import type { Leases } from '../../src/leases-types.js';
 import { OutcomeUnknownError, StoreUnavailableError } from '../../src/errors.js';
-import { createRedisStore, createRedisTokenGate, fromIoredis, fromNodeRedis, hashTagOf, type RedisClient } from '../../src/adapters/redis/index.js';
+import {
+  createRedisStore,
+  createRedisTokenGate,
+  fromIoredis,
+  fromNodeRedis,
+  hashTagOf,
+  type RedisClient,
+} from '../../src/adapters/redis/index.js';
 import { toConnection, type RedisConnection } from '../../src/adapters/redis/connection.js';
 import { startRedis, type RedisServer } from '../support/redis-server.js';
 import { startTcpProxy, type TcpProxy } from '../support/tcp-proxy.js';
@@ -94,7 +101,10 @@ describe.each([
     const claimed = await withLostReply(() => leases.claim('job:claim'));
     expect(claimed.ok).toBe(true);
     if (!claimed.ok) return;
-    expect(await leases.inspect('job:claim')).toMatchObject({ token: claimed.lease.token, grant: { token: claimed.lease.token, holder: 'a' } });
+    expect(await leases.inspect('job:claim')).toMatchObject({
+      token: claimed.lease.token,
+      grant: { token: claimed.lease.token, holder: 'a' },
+    });
     expect(await leases.renew(claimed.lease)).toMatchObject({ ok: true });
   });
 
@@ -122,7 +132,12 @@ describe.each([
     expect(await withLostReply(() => leases.checkpoint(lease, { step: 1 }))).toMatchObject({ ok: true });
     expect(await withLostReply(() => leases.recover(lease, 'resume'))).toMatchObject({ ok: true });
     expect(await withLostReply(() => leases.release(lease))).toMatchObject({ ok: true });
-    expect(await leases.inspect('job:others')).toMatchObject({ token: lease.token, grant: null, ending: { kind: 'released', token: lease.token }, checkpoint: { value: { step: 1 } } });
+    expect(await leases.inspect('job:others')).toMatchObject({
+      token: lease.token,
+      grant: null,
+      ending: { kind: 'released', token: lease.token },
+      checkpoint: { value: { step: 1 } },
+    });
   });
 });
 
@@ -213,7 +228,10 @@ describe('a command that cannot be sent is StoreUnavailableError', () => {
     client.on('error', () => undefined);
     try {
       await client.connect();
-      const leases = createLeases(createRedisStore({ client: fromNodeRedis(client, { readyTimeoutMs: 300 }), prefix: freshPrefix('down') }), { holder: 'a' });
+      const leases = createLeases(
+        createRedisStore({ client: fromNodeRedis(client, { readyTimeoutMs: 300 }), prefix: freshPrefix('down') }),
+        { holder: 'a' },
+      );
       await own.kill();
       while (client.isReady) await new Promise((resolve) => setTimeout(resolve, 5));
       // NOTE: before the fix the claim sat in node-redis' offline queue until the server came back (for ever if it did not).

@@ -15,7 +15,13 @@ import { createLeases } from '../../src/leases.js';
 import type { Leases } from '../../src/leases-types.js';
 import type { Lease } from '../../src/lease.js';
 import { isLeaseError, isStoreFailure } from '../../src/errors.js';
-import { createRedisStore, createRedisTokenGate, hashTagOf, RedisCrossSlotError, type RedisClient } from '../../src/adapters/redis/index.js';
+import {
+  createRedisStore,
+  createRedisTokenGate,
+  hashTagOf,
+  RedisCrossSlotError,
+  type RedisClient,
+} from '../../src/adapters/redis/index.js';
 import { toConnection, type RedisConnection } from '../../src/adapters/redis/connection.js';
 import { startRedis, type RedisServer } from '../support/redis-server.js';
 import { freePort } from '../support/provision.js';
@@ -24,7 +30,8 @@ import { freshPrefix, openClient, type RedisClientKind, type RedisStore } from '
 /** Every text a logger could print of `error`. */
 function loggedForms(error: unknown): string[] {
   const forms = [String(error), inspect(error, { depth: 20, showHidden: true }), JSON.stringify(error) ?? ''];
-  for (let cause: unknown = error; cause instanceof Error; cause = cause.cause) forms.push(cause.message, String(cause.stack), JSON.stringify(cause) ?? '');
+  for (let cause: unknown = error; cause instanceof Error; cause = cause.cause)
+    forms.push(cause.message, String(cause.stack), JSON.stringify(cause) ?? '');
   return forms;
 }
 
@@ -163,10 +170,13 @@ describe('connection loss, timeouts and client errors carrying the command are l
       removeListener: (event: string, listener: () => void) => real.removeListener(event, listener),
       call: async (command: string, ...args: string[]) => {
         if (!failNext) return real.call(command, ...args);
-        const error = Object.assign(new Error('MISCONF Redis is configured to save RDB snapshots, but it is currently not able to persist on disk.'), {
-          name: 'ReplyError',
-          command: { name: command, args },
-        });
+        const error = Object.assign(
+          new Error('MISCONF Redis is configured to save RDB snapshots, but it is currently not able to persist on disk.'),
+          {
+            name: 'ReplyError',
+            command: { name: command, args },
+          },
+        );
         throw error;
       },
     };
@@ -221,9 +231,28 @@ describe('Redis Cluster: CROSSSLOT', () => {
     dir = mkdtempSync(join(tmpdir(), 'leasefence-redis-cluster-'));
     const port = await freePort();
     url = `redis://127.0.0.1:${port}`;
-    child = spawn('redis-server', ['--port', String(port), '--bind', '127.0.0.1', '--dir', dir, '--save', '', '--appendonly', 'no', '--cluster-enabled', 'yes', '--cluster-config-file', join(dir, 'nodes.conf')], {
-      stdio: 'ignore',
-    });
+    child = spawn(
+      'redis-server',
+      [
+        '--port',
+        String(port),
+        '--bind',
+        '127.0.0.1',
+        '--dir',
+        dir,
+        '--save',
+        '',
+        '--appendonly',
+        'no',
+        '--cluster-enabled',
+        'yes',
+        '--cluster-config-file',
+        join(dir, 'nodes.conf'),
+      ],
+      {
+        stdio: 'ignore',
+      },
+    );
     const admin = new Redis(url, { retryStrategy: () => 50 });
     admin.on('error', () => undefined);
     await admin.call('CLUSTER', 'ADDSLOTSRANGE', '0', '16383');
@@ -235,29 +264,38 @@ describe('Redis Cluster: CROSSSLOT', () => {
     rmSync(dir, { recursive: true, force: true });
   });
 
-  it.each(['ioredis', 'ioredis6', 'node-redis'] as const)('a fenced write to a key outside the lease slot is a RedisCrossSlotError naming hashTagOf; nothing applied (%s)', async (kind) => {
-    const { client, close } = await openClient(kind, url);
-    const raw: RedisConnection = toConnection(client);
-    const leases = createLeases(createRedisStore({ client }), { holder: 'a', ttlMs: 60_000 });
-    const lease = await leases.claimOrThrow(`job:${kind}`);
-    expect(await leases.fencedWrite(lease, (tx) => tx.call('SET', `${hashTagOf(lease.key)}:ok`, 'same slot'))).toMatchObject({ ok: true, value: 'OK' });
-    const error = await rejection(
-      leases.fencedWrite(lease, (tx) => {
-        void tx.call('SET', `${hashTagOf(lease.key)}:first`, 'x');
-        return tx.call('SET', `elsewhere:${kind}`, 'x');
-      }),
-    );
-    expect(error).toBeInstanceOf(RedisCrossSlotError);
-    expect(isLeaseError(error, 'INVALID_ARGUMENT')).toBe(true);
-    expect((error as Error).message).toContain('hashTagOf');
-    expectLogSafe(error, lease.fence().secret);
-    expect(await raw.send(['EXISTS', `${hashTagOf(lease.key)}:first`])).toBe(0);
-    // A gate checks the lease record in its script: its resource must share the lease's slot.
-    const gate = createRedisTokenGate({ client });
-    expect(await gate.write(`${hashTagOf(lease.key)}:report`, lease.fence(), () => 'same slot')).toMatchObject({ ok: true, value: 'same slot' });
-    const gateError = await rejection(gate.write(`report:${kind}`, lease.fence(), () => 'other slot'));
-    expect(gateError).toBeInstanceOf(RedisCrossSlotError);
-    expectLogSafe(gateError, lease.fence().secret);
-    await close();
-  });
+  it.each(['ioredis', 'ioredis6', 'node-redis'] as const)(
+    'a fenced write to a key outside the lease slot is a RedisCrossSlotError naming hashTagOf; nothing applied (%s)',
+    async (kind) => {
+      const { client, close } = await openClient(kind, url);
+      const raw: RedisConnection = toConnection(client);
+      const leases = createLeases(createRedisStore({ client }), { holder: 'a', ttlMs: 60_000 });
+      const lease = await leases.claimOrThrow(`job:${kind}`);
+      expect(await leases.fencedWrite(lease, (tx) => tx.call('SET', `${hashTagOf(lease.key)}:ok`, 'same slot'))).toMatchObject({
+        ok: true,
+        value: 'OK',
+      });
+      const error = await rejection(
+        leases.fencedWrite(lease, (tx) => {
+          void tx.call('SET', `${hashTagOf(lease.key)}:first`, 'x');
+          return tx.call('SET', `elsewhere:${kind}`, 'x');
+        }),
+      );
+      expect(error).toBeInstanceOf(RedisCrossSlotError);
+      expect(isLeaseError(error, 'INVALID_ARGUMENT')).toBe(true);
+      expect((error as Error).message).toContain('hashTagOf');
+      expectLogSafe(error, lease.fence().secret);
+      expect(await raw.send(['EXISTS', `${hashTagOf(lease.key)}:first`])).toBe(0);
+      // A gate checks the lease record in its script: its resource must share the lease's slot.
+      const gate = createRedisTokenGate({ client });
+      expect(await gate.write(`${hashTagOf(lease.key)}:report`, lease.fence(), () => 'same slot')).toMatchObject({
+        ok: true,
+        value: 'same slot',
+      });
+      const gateError = await rejection(gate.write(`report:${kind}`, lease.fence(), () => 'other slot'));
+      expect(gateError).toBeInstanceOf(RedisCrossSlotError);
+      expectLogSafe(gateError, lease.fence().secret);
+      await close();
+    },
+  );
 });

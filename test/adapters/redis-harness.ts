@@ -47,9 +47,16 @@ export async function sharedRedisUrl(): Promise<string> {
 }
 
 /** A connected client of `kind` with its `close()`. Errors are observed (node-redis would throw them otherwise). */
-export async function openClient(kind: RedisClientKind, url: string, ioredisOptions: Record<string, unknown> = {}): Promise<{ client: RedisClient; close: () => Promise<void> }> {
+export async function openClient(
+  kind: RedisClientKind,
+  url: string,
+  ioredisOptions: Record<string, unknown> = {},
+): Promise<{ client: RedisClient; close: () => Promise<void> }> {
   if (kind === 'ioredis' || kind === 'ioredis6') {
-    const client = kind === 'ioredis' ? new Redis(url, { lazyConnect: true, ...ioredisOptions }) : new Redis6(url, { lazyConnect: true, ...ioredisOptions });
+    const client =
+      kind === 'ioredis'
+        ? new Redis(url, { lazyConnect: true, ...ioredisOptions })
+        : new Redis6(url, { lazyConnect: true, ...ioredisOptions });
     client.on('error', () => undefined);
     await client.connect();
     return { client, close: async () => void client.disconnect() };
@@ -82,7 +89,8 @@ export function makeRedisHarness(kind: RedisClientKind): () => Promise<StoreHarn
     return {
       store: main.store,
       connect: async () => (await open()).store,
-      appendUnderFence: (leases, lease, entry, options) => leases.fencedWrite(lease, (tx) => tx.call('RPUSH', ledgerKey(lease.key), entry), options),
+      appendUnderFence: (leases, lease, entry, options) =>
+        leases.fencedWrite(lease, (tx) => tx.call('RPUSH', ledgerKey(lease.key), entry), options),
       readLedger: async (key) => (await raw.send(['LRANGE', ledgerKey(key), '0', '-1'])) as string[],
       expireNow: async (key) => void (await raw.send(['EVAL', EXPIRE_NOW_SCRIPT, '1', names.record(key, 'lease')])),
       advanceClock: null,

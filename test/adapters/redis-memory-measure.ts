@@ -14,5 +14,7 @@ for (let i = 0; i < 10_000; i += 1) {
   const lease = held[i % held.length]!;
   await leases.fencedWriteOrThrow(lease, (tx) => tx.call('INCR', `${hashTagOf(lease.key)}:n`));
 }
-console.log(JSON.stringify({ fencedWrites: 10_000, leases: keys.length, dbsize: await admin.dbsize(), usedMemoryDelta: (await info()) - base }));
+console.log(
+  JSON.stringify({ fencedWrites: 10_000, leases: keys.length, dbsize: await admin.dbsize(), usedMemoryDelta: (await info()) - base }),
+);
 admin.disconnect();

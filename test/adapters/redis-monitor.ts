@@ -112,8 +112,19 @@ async function openMonitor(url: string, onCommand: (args: string[], source: stri
 function quotedArguments(text: string): string[] {
   const args: string[] = [];
   for (const match of text.matchAll(/"((?:[^"\\]|\\.)*)"/g)) {
-    args.push((match[1] ?? '').replace(/\\x([0-9a-f]{2})|\\(.)/g, (_all, hex: string | undefined, char: string | undefined) =>
-      hex !== undefined ? String.fromCharCode(parseInt(hex, 16)) : char === 'n' ? '\n' : char === 'r' ? '\r' : char === 't' ? '\t' : (char ?? '')));
+    args.push(
+      (match[1] ?? '').replace(/\\x([0-9a-f]{2})|\\(.)/g, (_all, hex: string | undefined, char: string | undefined) =>
+        hex !== undefined
+          ? String.fromCharCode(parseInt(hex, 16))
+          : char === 'n'
+            ? '\n'
+            : char === 'r'
+              ? '\r'
+              : char === 't'
+                ? '\t'
+                : (char ?? ''),
+      ),
+    );
   }
   return args;
 }

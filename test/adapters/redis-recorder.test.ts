@@ -14,10 +14,15 @@ const WRITTEN_REPLY = ['+1796093210433880', ['OK'], 0, '', 1];
 
 function connection(): { sent: string[][]; connection: RedisConnection } {
   const sent: string[][] = [];
-  return { sent, connection: { send: async (args) => {
+  return {
+    sent,
+    connection: {
+      send: async (args) => {
         sent.push([...args]);
         return WRITTEN_REPLY;
-      } } };
+      },
+    },
+  };
 }
 
 describe('redis fenced write: when the recorded commands are sent', () => {

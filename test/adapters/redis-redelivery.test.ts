@@ -81,7 +81,10 @@ describe('redis adapter: re-delivered requests on a shared lease', () => {
     const [a, b] = [`${prefix}${hashTagOf(key)}:a`, `${prefix}${hashTagOf(key)}:b`];
     const lease = await leases.claimOrThrow(key);
     const before = sent.length;
-    const [first, second] = await Promise.all([leases.fencedWriteOrThrow(lease, (tx) => tx.call('INCR', a)), leases.fencedWriteOrThrow(lease, (tx) => tx.call('INCRBY', b, 10))]);
+    const [first, second] = await Promise.all([
+      leases.fencedWriteOrThrow(lease, (tx) => tx.call('INCR', a)),
+      leases.fencedWriteOrThrow(lease, (tx) => tx.call('INCRBY', b, 10)),
+    ]);
     expect([first, second]).toEqual([1, 10]);
     const [writeA, writeB] = sent.slice(before) as [string[], string[]];
     const replies = await Promise.all([raw.send(writeB), raw.send(writeA), raw.send(writeA), raw.send(writeB)]);

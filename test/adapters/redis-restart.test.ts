@@ -73,13 +73,22 @@ describe.each(KINDS)('redis restarts (%s)', (kind) => {
     await leases.fencedWriteOrThrow(lease, (tx) => tx.call('SET', `${hashTagOf(key)}:result`, 'kept'));
 
     await server.restart();
-    expect(await leases.inspect(key)).toMatchObject({ exists: true, token: lease.token, grant: { token: lease.token, runId: 'r1', live: true }, checkpoint: { value: { wave: 7 }, token: lease.token } });
+    expect(await leases.inspect(key)).toMatchObject({
+      exists: true,
+      token: lease.token,
+      grant: { token: lease.token, runId: 'r1', live: true },
+      checkpoint: { value: { wave: 7 }, token: lease.token },
+    });
     expect(await leases.fencedWrite(lease, (tx) => tx.call('GET', `${hashTagOf(key)}:result`))).toMatchObject({ ok: true, value: 'kept' });
 
     await leases.revoke(key, { reason: 'before the crash' });
     await server.kill();
     await server.restart();
-    expect(await leases.inspect(key)).toMatchObject({ token: lease.token + 1n, grant: null, ending: { kind: 'revoked', token: lease.token } });
+    expect(await leases.inspect(key)).toMatchObject({
+      token: lease.token + 1n,
+      grant: null,
+      ending: { kind: 'revoked', token: lease.token },
+    });
     const next = await leases.claimOrThrow(key);
     expect(next.token > lease.token + 1n).toBe(true);
     expect(next.inherited).toMatchObject({ value: { wave: 7 }, token: lease.token });

@@ -46,12 +46,35 @@ afterAll(async () => close());
 const who = fc.integer({ min: 0, max: 1 });
 const request = fc.integer({ min: 0, max: 2 });
 const step = fc.oneof(
-  fc.record({ kind: fc.constant('tick' as const), ms: fc.oneof(fc.integer({ min: 0, max: 50 }), fc.integer({ min: 900, max: 3000 })), us: fc.integer({ min: 0, max: 999 }) }),
-  fc.record({ kind: fc.constant('claim' as const), who, ttl: fc.option(fc.integer({ min: 1, max: 2000 })), attributes: fc.boolean(), recovering: fc.boolean() }),
-  fc.record({ kind: fc.constant('renew' as const), who, wrong: fc.boolean(), attributes: fc.boolean(), ttl: fc.option(fc.integer({ min: 1, max: 2000 })) }),
+  fc.record({
+    kind: fc.constant('tick' as const),
+    ms: fc.oneof(fc.integer({ min: 0, max: 50 }), fc.integer({ min: 900, max: 3000 })),
+    us: fc.integer({ min: 0, max: 999 }),
+  }),
+  fc.record({
+    kind: fc.constant('claim' as const),
+    who,
+    ttl: fc.option(fc.integer({ min: 1, max: 2000 })),
+    attributes: fc.boolean(),
+    recovering: fc.boolean(),
+  }),
+  fc.record({
+    kind: fc.constant('renew' as const),
+    who,
+    wrong: fc.boolean(),
+    attributes: fc.boolean(),
+    ttl: fc.option(fc.integer({ min: 1, max: 2000 })),
+  }),
   fc.record({ kind: fc.constant('release' as const), who, wrong: fc.boolean(), mode: fc.constantFrom(null, 'clear', 'set') }),
   fc.record({ kind: fc.constant('checkpoint' as const), who, wrong: fc.boolean(), request }),
-  fc.record({ kind: fc.constant('write' as const), who, wrong: fc.boolean(), request, checkpoint: fc.boolean(), commands: fc.integer({ min: 0, max: 2 }) }),
+  fc.record({
+    kind: fc.constant('write' as const),
+    who,
+    wrong: fc.boolean(),
+    request,
+    checkpoint: fc.boolean(),
+    commands: fc.integer({ min: 0, max: 2 }),
+  }),
   fc.record({ kind: fc.constant('revoke' as const), expectHeld: fc.boolean(), requireRecovery: fc.boolean(), request }),
   fc.record({ kind: fc.constant('recover' as const), who, wrong: fc.boolean(), request, discard: fc.boolean() }),
   fc.record({ kind: fc.constant('inspect' as const) }),
@@ -72,7 +95,11 @@ describe('redis scripts: the same bytes as before their cost was cut', () => {
       const runId = (index: number): string | null => (index === 0 ? null : 'run-1');
       let claims = 0;
 
-      const both = async (script: string, args: (side: 'reference' | 'current') => string[], keys: (side: 'reference' | 'current') => string[]): Promise<void> => {
+      const both = async (
+        script: string,
+        args: (side: 'reference' | 'current') => string[],
+        keys: (side: 'reference' | 'current') => string[],
+      ): Promise<void> => {
         const time = [String(Math.floor(clock / 1e6)), String(clock % 1e6)];
         const replies: unknown[] = [];
         for (const side of ['reference', 'current'] as const) {
@@ -103,7 +130,11 @@ describe('redis scripts: the same bytes as before their cost was cut', () => {
           case 'claim': {
             const secret = `secret-${claims++}-${s.who}`;
             secrets[s.who] = secret;
-            await both('claim', () => claimArgs(secret, holder(s.who), runId(s.who), s.ttl, s.attributes ? { region: 'eu' } : {}, s.recovering), recordKey);
+            await both(
+              'claim',
+              () => claimArgs(secret, holder(s.who), runId(s.who), s.ttl, s.attributes ? { region: 'eu' } : {}, s.recovering),
+              recordKey,
+            );
             const lease = String(await raw.send(['HGET', records.reference, 'lease'])).split(SEP);
             if (lease[1] === `#${sha1(secret)}`) tokens[s.who] = BigInt(lease[0] ?? '0');
             break;
@@ -117,20 +148,41 @@ describe('redis scripts: the same bytes as before their cost was cut', () => {
             break;
           }
           case 'checkpoint':
-            await both('checkpoint', () => fenceArgs(fence(s.who, s.wrong), [requests[s.request] ?? '', window, `{"at":${clock}}`]), recordKey);
+            await both(
+              'checkpoint',
+              () => fenceArgs(fence(s.who, s.wrong), [requests[s.request] ?? '', window, `{"at":${clock}}`]),
+              recordKey,
+            );
             break;
           case 'write': {
-            const commands = s.commands === 0 ? ['0'] : s.commands === 1 ? ['1', '-3', 'vSET', 'k2', 'vx'] : ['2', '-3', 'vSET', 'k2', 'vx', '-2', 'vGET', 'k2'];
-            await both('fenced write', () => fenceArgs(fence(s.who, s.wrong), [requests[s.request] ?? '', window, s.checkpoint ? '{"w":1}' : '', ...commands]), (side) => [records[side], data[side]]);
+            const commands =
+              s.commands === 0
+                ? ['0']
+                : s.commands === 1
+                  ? ['1', '-3', 'vSET', 'k2', 'vx']
+                  : ['2', '-3', 'vSET', 'k2', 'vx', '-2', 'vGET', 'k2'];
+            await both(
+              'fenced write',
+              () => fenceArgs(fence(s.who, s.wrong), [requests[s.request] ?? '', window, s.checkpoint ? '{"w":1}' : '', ...commands]),
+              (side) => [records[side], data[side]],
+            );
             break;
           }
           case 'revoke': {
-            const held = String(await raw.send(['HGET', records.reference, 'lease']) ?? '').split(SEP)[0] ?? '';
-            await both('revoke', () => ['because', 'operator', s.requireRecovery ? '1' : '0', s.expectHeld ? held : '', requests[s.request] ?? '', window], recordKey);
+            const held = String((await raw.send(['HGET', records.reference, 'lease'])) ?? '').split(SEP)[0] ?? '';
+            await both(
+              'revoke',
+              () => ['because', 'operator', s.requireRecovery ? '1' : '0', s.expectHeld ? held : '', requests[s.request] ?? '', window],
+              recordKey,
+            );
             break;
           }
           case 'recover':
-            await both('recover', () => fenceArgs(fence(s.who, s.wrong), [requests[s.request] ?? '', window, s.discard ? 'discard' : 'resume']), recordKey);
+            await both(
+              'recover',
+              () => fenceArgs(fence(s.who, s.wrong), [requests[s.request] ?? '', window, s.discard ? 'discard' : 'resume']),
+              recordKey,
+            );
             break;
           case 'inspect':
             await both('inspect', () => [], recordKey);

@@ -10,7 +10,14 @@ import type { Leases } from '../../src/leases-types.js';
 import type { Lease } from '../../src/lease.js';
 import { InvalidArgumentError } from '../../src/errors.js';
 import { toConnection, type RedisConnection } from '../../src/adapters/redis/connection.js';
-import { createRedisStore, createRedisTokenGate, hashTagOf, RedisCommandError, type RedisClient, type RedisWriteContext } from '../../src/adapters/redis/index.js';
+import {
+  createRedisStore,
+  createRedisTokenGate,
+  hashTagOf,
+  RedisCommandError,
+  type RedisClient,
+  type RedisWriteContext,
+} from '../../src/adapters/redis/index.js';
 import { MAX_COMMAND_ARGUMENTS } from '../../src/adapters/redis/recorder.js';
 import { MAX_REPLAY_WINDOW_MS } from '../../src/adapters/redis/replay-window.js';
 import { REPLAY_SLOTS } from '../../src/adapters/redis/script-parts.js';
@@ -87,15 +94,24 @@ export function describeRedisAdapterSpecs(kind: RedisClientKind): void {
       // NOTE: a checkpoint is memoised per request inside the record (read with it, written with the checkpoint).
       expect(await watch.scriptCommandsDuring(() => a.checkpointOrThrow(lease, { step: 1 }))).toEqual(['TIME', 'HMGET', 'HSET']);
       const out = `${prefix}${hashTagOf(key)}:out`;
-      expect(await watch.scriptCommandsDuring(() => a.fencedWriteOrThrow(lease, (tx) => tx.call('SET', out, 'x'), { checkpoint: { step: 2 } }))).toEqual(['TIME', 'HMGET', 'SET', 'HSET']);
+      expect(
+        await watch.scriptCommandsDuring(() => a.fencedWriteOrThrow(lease, (tx) => tx.call('SET', out, 'x'), { checkpoint: { step: 2 } })),
+      ).toEqual(['TIME', 'HMGET', 'SET', 'HSET']);
       for (let filled = 2; filled < REPLAY_SLOTS; filled += 1) await a.fencedWriteOrThrow(lease, (tx) => tx.call('SET', out, 'x'));
-      expect(await watch.scriptCommandsDuring(() => a.fencedWriteOrThrow(lease, (tx) => tx.call('SET', out, 'y')))).toEqual(['TIME', 'HMGET', 'SET', 'HDEL', 'HSET']);
+      expect(await watch.scriptCommandsDuring(() => a.fencedWriteOrThrow(lease, (tx) => tx.call('SET', out, 'y')))).toEqual([
+        'TIME',
+        'HMGET',
+        'SET',
+        'HDEL',
+        'HSET',
+      ]);
       // NOTE: a release that ends the grant also wakes waiters on the lease's freed channel (freed-channel.ts).
       expect(await watch.scriptCommandsDuring(() => a.release(lease))).toEqual(['TIME', 'HGET', 'HSET', 'SPUBLISH']);
     });
 
     it('judges every reply with the pure core: a reply whose applied flag contradicts the core is reported as a bug', async () => {
-      const flip = (status: unknown): unknown => (typeof status === 'string' ? `${status[0] === '+' ? '-' : '+'}${status.slice(1)}` : status);
+      const flip = (status: unknown): unknown =>
+        typeof status === 'string' ? `${status[0] === '+' ? '-' : '+'}${status.slice(1)}` : status;
       const lying: RedisConnection = {
         send: async (args) => {
           const reply = await raw.send(args);
@@ -119,7 +135,9 @@ export function describeRedisAdapterSpecs(kind: RedisClientKind): void {
         await expect(store.claim({ ...claim, holder: 'a\u0000b' })).rejects.toBeInstanceOf(InvalidArgumentError);
         await expect(store.claim({ ...claim, runId: '\u0000' })).rejects.toBeInstanceOf(InvalidArgumentError);
         await expect(store.claim({ ...claim, secret: 'f\u0000' })).rejects.toBeInstanceOf(InvalidArgumentError);
-        await expect(store.revoke({ key, reason: 'r', by: 'op\u0000', requireRecovery: false, expectedToken: null })).rejects.toBeInstanceOf(InvalidArgumentError);
+        await expect(
+          store.revoke({ key, reason: 'r', by: 'op\u0000', requireRecovery: false, expectedToken: null }),
+        ).rejects.toBeInstanceOf(InvalidArgumentError);
       });
       expect(sent).toEqual([]);
     });
@@ -132,7 +150,9 @@ export function describeRedisAdapterSpecs(kind: RedisClientKind): void {
         seen.add(name);
         expect({ name, commands: await watch.commandsDuring(run) }).toEqual({ name, commands: expected });
       });
-      await everyOperation(async (name, run) => expect({ name, commands: await watch.commandsDuring(run) }).toEqual({ name, commands: ['EVALSHA'] }));
+      await everyOperation(async (name, run) =>
+        expect({ name, commands: await watch.commandsDuring(run) }).toEqual({ name, commands: ['EVALSHA'] }),
+      );
     });
 
     it('a SCRIPT FLUSH in the middle of a busy run breaks nothing: every operation completes and tokens increase', async () => {
@@ -152,7 +172,9 @@ export function describeRedisAdapterSpecs(kind: RedisClientKind): void {
             const claimed = await leases.claim(key);
             if (!claimed.ok) continue;
             tokens.push(claimed.lease.token);
-            await leases.fencedWriteOrThrow(claimed.lease, (tx) => tx.call('RPUSH', `${prefix}${hashTagOf(key)}:log`, String(claimed.lease.token)));
+            await leases.fencedWriteOrThrow(claimed.lease, (tx) =>
+              tx.call('RPUSH', `${prefix}${hashTagOf(key)}:log`, String(claimed.lease.token)),
+            );
             await leases.checkpointOrThrow(claimed.lease, { round });
             expect(await leases.release(claimed.lease)).toMatchObject({ ok: true, alreadyReleased: false });
           }
@@ -200,26 +222,46 @@ export function describeRedisAdapterSpecs(kind: RedisClientKind): void {
       const resource = fresh('resource');
       const target = `${prefix}${hashTagOf(resource)}:value`;
       const big = 2n ** 60n;
-      const write = (key: string, token: bigint, value: string) => gate.write(resource, { key, token } as never, (tx) => tx.call('SET', target, value));
+      const write = (key: string, token: bigint, value: string) =>
+        gate.write(resource, { key, token } as never, (tx) => tx.call('SET', target, value));
       expect(await write('job', big + 1n, 'newer')).toEqual({ ok: true, value: 'OK', token: big + 1n });
-      expect(await write('job', big, 'older')).toEqual({ ok: false, reason: 'stale-token', resource, expected: { key: 'job', token: big }, found: { key: 'job', token: big + 1n } });
-      expect(await write('other', big + 5n, 'other')).toMatchObject({ ok: false, reason: 'key-mismatch', found: { key: 'job', token: big + 1n } });
+      expect(await write('job', big, 'older')).toEqual({
+        ok: false,
+        reason: 'stale-token',
+        resource,
+        expected: { key: 'job', token: big },
+        found: { key: 'job', token: big + 1n },
+      });
+      expect(await write('other', big + 5n, 'other')).toMatchObject({
+        ok: false,
+        reason: 'key-mismatch',
+        found: { key: 'job', token: big + 1n },
+      });
       expect(await raw.send(['GET', target])).toBe('newer');
       expect(await write('job', big + 1n, 'same token again')).toMatchObject({ ok: true });
       expect(await raw.send(['GET', target])).toBe('same token again');
     });
 
     it('keys, holders, run ids, attributes and reasons full of Lua and RESP metacharacters round-trip exactly', async () => {
-      const nasty = ["a'b\"c]]--[[", '\r\n*3\r\n$4\r\nPING\r\n', '%s%d\\0', '{tag}x}', '}{', 'ünïcødé ✓ 🎉', 'KEYS[1]..ARGV[1]', ' '];
+      const nasty = ['a\'b"c]]--[[', '\r\n*3\r\n$4\r\nPING\r\n', '%s%d\\0', '{tag}x}', '}{', 'ünïcødé ✓ 🎉', 'KEYS[1]..ARGV[1]', ' '];
       for (const text of nasty) {
         const key = `${text}:${fresh('meta')}`;
         const a = createLeases(store, { holder: text, ttlMs: 60_000 });
         const lease = await a.claimOrThrow(key, { runId: text, attributes: { [text]: text } });
-        expect(await a.fencedWrite(lease, (tx) => tx.call('SET', `${prefix}${hashTagOf(key)}:${text}`, text), { attributes: { [text]: text } })).toMatchObject({ ok: true, value: 'OK' });
+        expect(
+          await a.fencedWrite(lease, (tx) => tx.call('SET', `${prefix}${hashTagOf(key)}:${text}`, text), { attributes: { [text]: text } }),
+        ).toMatchObject({ ok: true, value: 'OK' });
         expect(await raw.send(['GET', `${prefix}${hashTagOf(key)}:${text}`])).toBe(text);
         expect(await a.checkpoint(lease, { text })).toMatchObject({ ok: true });
-        expect(await a.inspect(key)).toMatchObject({ key, grant: { holder: text, runId: text, attributes: { [text]: text } }, checkpoint: { value: { text } } });
-        expect(await a.revoke(key, { reason: text, by: text })).toMatchObject({ ok: true, revoked: { reason: text, by: text, holder: text, runId: text } });
+        expect(await a.inspect(key)).toMatchObject({
+          key,
+          grant: { holder: text, runId: text, attributes: { [text]: text } },
+          checkpoint: { value: { text } },
+        });
+        expect(await a.revoke(key, { reason: text, by: text })).toMatchObject({
+          ok: true,
+          revoked: { reason: text, by: text, holder: text, runId: text },
+        });
       }
     });
 
@@ -268,7 +310,10 @@ export function describeRedisAdapterSpecs(kind: RedisClientKind): void {
       const key = fresh('exactly-once');
       const a = leasesFor('a');
       const rows = `${prefix}${hashTagOf(key)}:rows`;
-      expect(await a.fencedWrite(await a.claimOrThrow(key), () => 'no commands', { checkpoint: { batch: 0 } })).toMatchObject({ ok: true, value: 'no commands' });
+      expect(await a.fencedWrite(await a.claimOrThrow(key), () => 'no commands', { checkpoint: { batch: 0 } })).toMatchObject({
+        ok: true,
+        value: 'no commands',
+      });
       await a.revoke(key, { reason: 'recover it', requireRecovery: true });
       const lease = await a.claimOrThrow(key, { recovering: true });
       const sent = await watch.commandsDuring(async () => {
@@ -278,13 +323,20 @@ export function describeRedisAdapterSpecs(kind: RedisClientKind): void {
       });
       expect(sent).toEqual(['EVALSHA']);
       expect(await a.inspect(key)).toMatchObject({ recoveryRequired: false, checkpoint: { token: lease.token, value: { batch: 1 } } });
-      const failed = a.fencedWrite(lease, (tx) => {
-        void tx.call('INCR', rows);
-      }, { checkpoint: { batch: 2 } });
+      const failed = a.fencedWrite(
+        lease,
+        (tx) => {
+          void tx.call('INCR', rows);
+        },
+        { checkpoint: { batch: 2 } },
+      );
       await expect(failed).rejects.toBeInstanceOf(RedisCommandError);
       expect(await a.inspect(key)).toMatchObject({ checkpoint: { value: { batch: 1 } } });
       await a.revoke(key, { reason: 'fence it' });
-      expect(await a.fencedWrite(lease, (tx) => tx.call('RPUSH', rows, 'stale'), { checkpoint: { batch: 3 } })).toMatchObject({ ok: false, reason: 'revoked' });
+      expect(await a.fencedWrite(lease, (tx) => tx.call('RPUSH', rows, 'stale'), { checkpoint: { batch: 3 } })).toMatchObject({
+        ok: false,
+        reason: 'revoked',
+      });
       expect(await raw.send(['LRANGE', rows, '0', '-1'])).toEqual(['batch 1']);
       expect(await a.inspect(key)).toMatchObject({ checkpoint: { value: { batch: 1 } } });
     });
@@ -343,7 +395,10 @@ export function describeRedisAdapterSpecs(kind: RedisClientKind): void {
         },
         async (tx) => tx.call('RPUSH', list, 'returned'),
         async (tx) => {
-          void tx.call('RPUSH', list, 'then').then(() => undefined, () => undefined);
+          void tx.call('RPUSH', list, 'then').then(
+            () => undefined,
+            () => undefined,
+          );
           await new Promise((resolve) => setTimeout(resolve, 1));
         },
       ];
@@ -378,7 +433,10 @@ export function describeRedisAdapterSpecs(kind: RedisClientKind): void {
       });
       expect(sent).toEqual([]);
       expect(await raw.send(['EXISTS', `${list}:first`])).toBe(0);
-      expect(await a.fencedWrite(lease, (tx) => tx.call('RPUSH', list, ...values(MAX_COMMAND_ARGUMENTS - 2)))).toMatchObject({ ok: true, value: MAX_COMMAND_ARGUMENTS - 2 });
+      expect(await a.fencedWrite(lease, (tx) => tx.call('RPUSH', list, ...values(MAX_COMMAND_ARGUMENTS - 2)))).toMatchObject({
+        ok: true,
+        value: MAX_COMMAND_ARGUMENTS - 2,
+      });
     });
 
     it('a command Redis would refuse (unknown, wrong argument count, not allowed in scripts) is found before any command runs: nothing applied, no checkpoint', async () => {
@@ -386,7 +444,12 @@ export function describeRedisAdapterSpecs(kind: RedisClientKind): void {
       const a = leasesFor('a');
       const lease = await a.claimOrThrow(key);
       const [first, later] = [`${prefix}${hashTagOf(key)}:first`, `${prefix}${hashTagOf(key)}:later`];
-      for (const [bad, index] of [[['NOSUCHCOMMAND', later], 1], [['GET', later, 'extra'], 1], [['WATCH', later], 1], [['SET', later], 1]] as const) {
+      for (const [bad, index] of [
+        [['NOSUCHCOMMAND', later], 1],
+        [['GET', later, 'extra'], 1],
+        [['WATCH', later], 1],
+        [['SET', later], 1],
+      ] as const) {
         const write = a.fencedWrite(
           lease,
           (tx) => {
@@ -406,11 +469,13 @@ export function describeRedisAdapterSpecs(kind: RedisClientKind): void {
       const key = fresh('hashed');
       const record = names.record(key, 'lease');
       const replies: unknown[] = [];
-      const spying: RedisConnection = { send: async (args) => {
-        const reply = await raw.send(args);
-        replies.push(reply);
-        return reply;
-      } };
+      const spying: RedisConnection = {
+        send: async (args) => {
+          const reply = await raw.send(args);
+          replies.push(reply);
+          return reply;
+        },
+      };
       const a = createLeases(createRedisStore({ client: spying, prefix }), { holder: 'a', ttlMs: 60_000 });
       const lease = await a.claimOrThrow(key);
       const { secret } = lease.fence();
@@ -418,14 +483,22 @@ export function describeRedisAdapterSpecs(kind: RedisClientKind): void {
       const stored = String(await raw.send(['HGET', record, 'lease']));
       expect(stored.split('\u0000')[1]).toBe(hash);
       expect(stored).not.toContain(secret);
-      expect(await store.claim({ key, holder: 'a', runId: null, secret, ttlMs: 60_000, attributes: {}, recovering: false })).toMatchObject({ ok: true, token: lease.token });
+      expect(await store.claim({ key, holder: 'a', runId: null, secret, ttlMs: 60_000, attributes: {}, recovering: false })).toMatchObject({
+        ok: true,
+        token: lease.token,
+      });
       await a.renewOrThrow(lease);
       await a.checkpointOrThrow(lease, { step: 1 });
       await a.fencedWriteOrThrow(lease, (tx) => tx.call('SET', `${prefix}${hashTagOf(key)}:out`, 'x'));
       // Whoever read the stored hash cannot present it.
       for (const presented of [hash, hash.slice(1)]) {
-        expect(await store.renew({ fence: { ...lease.fence(), secret: presented }, ttlMs: 60_000 })).toMatchObject({ ok: false, reason: 'wrong-secret' });
-        expect(await store.claim({ key, holder: 'a', runId: null, secret: presented, ttlMs: 60_000, attributes: {}, recovering: false })).toMatchObject({ ok: false, reason: 'held' });
+        expect(await store.renew({ fence: { ...lease.fence(), secret: presented }, ttlMs: 60_000 })).toMatchObject({
+          ok: false,
+          reason: 'wrong-secret',
+        });
+        expect(
+          await store.claim({ key, holder: 'a', runId: null, secret: presented, ttlMs: 60_000, attributes: {}, recovering: false }),
+        ).toMatchObject({ ok: false, reason: 'held' });
       }
       await a.inspect(key);
       await a.revoke(key, { reason: 'read it all' });
@@ -437,7 +510,17 @@ export function describeRedisAdapterSpecs(kind: RedisClientKind): void {
     });
 
     it('replayWindowMs (store and gate) is an integer of 1 ms to one day, refused at construction otherwise (1e19 included)', () => {
-      for (const replayWindowMs of [1e19, 2 ** 53, MAX_REPLAY_WINDOW_MS + 1, 0, -1, 1.5, Number.NaN, Number.POSITIVE_INFINITY, '5' as unknown as number]) {
+      for (const replayWindowMs of [
+        1e19,
+        2 ** 53,
+        MAX_REPLAY_WINDOW_MS + 1,
+        0,
+        -1,
+        1.5,
+        Number.NaN,
+        Number.POSITIVE_INFINITY,
+        '5' as unknown as number,
+      ]) {
         expect(() => createRedisStore({ client, prefix, replayWindowMs })).toThrow(InvalidArgumentError);
         expect(() => createRedisTokenGate({ client, prefix, replayWindowMs })).toThrow(InvalidArgumentError);
       }
@@ -466,7 +549,9 @@ export function describeRedisAdapterSpecs(kind: RedisClientKind): void {
       expect(String(await raw.send(['HGET', record, 'memos'])).length).toBe(47 * REPLAY_SLOTS);
       const fields = (await raw.send(['HKEYS', record])) as string[];
       expect(fields.filter((field) => field.startsWith('m:'))).toHaveLength(REPLAY_SLOTS);
-      expect(fields.filter((field) => !field.startsWith('m:')).sort()).toEqual(['checkpoint', 'ending', 'lease', 'memos', 'recovery'].filter((field) => fields.includes(field)).sort());
+      expect(fields.filter((field) => !field.startsWith('m:')).sort()).toEqual(
+        ['checkpoint', 'ending', 'lease', 'memos', 'recovery'].filter((field) => fields.includes(field)).sort(),
+      );
       expect(await raw.send(['HKEYS', keyNames(countPrefix).record(key, 'gate')])).toEqual(['key', 'token']);
       expect(await raw.send(['GET', counter])).toBe('1100');
     });
@@ -478,7 +563,11 @@ export function describeRedisAdapterSpecs(kind: RedisClientKind): void {
       const gate = createRedisTokenGate({ client, prefix });
       const a = leasesFor('a');
       const lease = await a.claimOrThrow(key);
-      expect(await gate.write(resource, lease.fence(), (tx) => tx.call('SET', target, 'real'))).toMatchObject({ ok: true, value: 'OK', token: lease.token });
+      expect(await gate.write(resource, lease.fence(), (tx) => tx.call('SET', target, 'real'))).toMatchObject({
+        ok: true,
+        value: 'OK',
+        token: lease.token,
+      });
       const forged = { ...lease.fence(), token: lease.token + 10n ** 12n, secret: 'f'.repeat(32) };
       const wrongSecret = { ...lease.fence(), secret: 'e'.repeat(32) };
       for (const fence of [forged, wrongSecret]) {
@@ -488,11 +577,19 @@ export function describeRedisAdapterSpecs(kind: RedisClientKind): void {
       }
       expect(await gate.inspect(resource)).toEqual({ resource, found: { key, token: lease.token } });
       expect(await raw.send(['GET', target])).toBe('real');
-      await expect(gate.write(resource, { key, token: lease.token + 1n }, () => 'tokens only')).rejects.toBeInstanceOf(InvalidArgumentError);
+      await expect(gate.write(resource, { key, token: lease.token + 1n }, () => 'tokens only')).rejects.toBeInstanceOf(
+        InvalidArgumentError,
+      );
       await a.revoke(key, { reason: 'ended' });
-      expect(await gate.write(resource, lease.fence(), (tx) => tx.call('SET', target, 'after revoke'))).toMatchObject({ ok: false, reason: 'revoked' });
+      expect(await gate.write(resource, lease.fence(), (tx) => tx.call('SET', target, 'after revoke'))).toMatchObject({
+        ok: false,
+        reason: 'revoked',
+      });
       const next = await a.claimOrThrow(key);
-      expect(await gate.write(resource, next.fence(), (tx) => tx.call('SET', target, 'next'))).toMatchObject({ ok: true, token: next.token });
+      expect(await gate.write(resource, next.fence(), (tx) => tx.call('SET', target, 'next'))).toMatchObject({
+        ok: true,
+        token: next.token,
+      });
       expect(await raw.send(['GET', target])).toBe('next');
     });
 
@@ -515,7 +612,11 @@ export function describeRedisAdapterSpecs(kind: RedisClientKind): void {
       const resource = fresh('shared-resource');
       expect(await gate.inspect(resource)).toEqual({ resource, found: null });
       expect(await gate.write(resource, first.fence(), () => 1)).toMatchObject({ ok: true });
-      expect(await gate.write(resource, second.fence(), () => 2)).toMatchObject({ ok: false, reason: 'key-mismatch', found: { key: first.key, token: first.token } });
+      expect(await gate.write(resource, second.fence(), () => 2)).toMatchObject({
+        ok: false,
+        reason: 'key-mismatch',
+        found: { key: first.key, token: first.token },
+      });
       expect(await gate.reset(resource)).toEqual({ ok: true, resource, found: { key: first.key, token: first.token } });
       expect(await gate.inspect(resource)).toEqual({ resource, found: null });
       expect(await gate.reset(resource)).toEqual({ ok: true, resource, found: null });
@@ -524,12 +625,23 @@ export function describeRedisAdapterSpecs(kind: RedisClientKind): void {
       const tokensOnly = createRedisTokenGate({ client, prefix, leasePrefix: null });
       const elsewhere = fresh('other-store-resource');
       expect(await tokensOnly.write(elsewhere, { key: 'kept-elsewhere', token: 7n }, () => 'ok')).toMatchObject({ ok: true, value: 'ok' });
-      expect(await tokensOnly.write(elsewhere, { key: 'kept-elsewhere', token: 6n }, () => 'old')).toMatchObject({ ok: false, reason: 'stale-token' });
+      expect(await tokensOnly.write(elsewhere, { key: 'kept-elsewhere', token: 6n }, () => 'old')).toMatchObject({
+        ok: false,
+        reason: 'stale-token',
+      });
     });
 
     it('a stored checkpoint that is not what leasefence writes (no stamp, invalid JSON, NUL inside) never bricks the key: claim, inspect, revoke and recover report it (token 0 when unstamped) and an operator clears it', async () => {
       const names = keyNames(prefix);
-      const claimOf = (key: string, secret: string, recovering = false) => ({ key, holder: 'a', runId: null, secret, ttlMs: 60_000, attributes: {}, recovering });
+      const claimOf = (key: string, secret: string, recovering = false) => ({
+        key,
+        holder: 'a',
+        runId: null,
+        secret,
+        ttlMs: 60_000,
+        attributes: {},
+        recovering,
+      });
       for (const [stored, expected] of [
         ['not a checkpoint', { json: 'not a checkpoint', token: 0n, writtenAt: 0 }],
         ['7\u00001700000000000\u0000{oops', { json: '{oops', token: 7n, writtenAt: 1700000000000 }],
@@ -541,8 +653,15 @@ export function describeRedisAdapterSpecs(kind: RedisClientKind): void {
         const first = await store.claim(claimOf(key, 'a'.repeat(32)));
         expect(first).toMatchObject({ ok: true, checkpoint: expected });
         expect(await store.claim(claimOf(key, 'b'.repeat(32)))).toMatchObject({ ok: false, reason: 'held' });
-        expect(await store.revoke({ key, reason: 'corrupt', by: 'op', requireRecovery: true, expectedToken: null })).toMatchObject({ ok: true, recoveryRequired: true });
-        expect(await store.claim(claimOf(key, 'c'.repeat(32)))).toMatchObject({ ok: false, reason: 'recovery-required', checkpoint: expected });
+        expect(await store.revoke({ key, reason: 'corrupt', by: 'op', requireRecovery: true, expectedToken: null })).toMatchObject({
+          ok: true,
+          recoveryRequired: true,
+        });
+        expect(await store.claim(claimOf(key, 'c'.repeat(32)))).toMatchObject({
+          ok: false,
+          reason: 'recovery-required',
+          checkpoint: expected,
+        });
         const recovering = await store.claim(claimOf(key, 'd'.repeat(32), true));
         expect(recovering).toMatchObject({ ok: true, checkpoint: expected });
         if (!recovering.ok) continue;

@@ -23,9 +23,14 @@ const EXIT_WITHIN_MS = 25_000;
 /** Runs the program; resolves with its exit code (null when it was killed for not exiting) and its output. */
 function runProgram(kind: 'ioredis' | 'node-redis', url: string): Promise<{ code: number | null; stdout: string; stderr: string }> {
   return new Promise((resolve) => {
-    execFile(process.execPath, ['--import', 'tsx', PROGRAM, kind, url, freshPrefix('exit')], { timeout: EXIT_WITHIN_MS, killSignal: 'SIGKILL' }, (error, stdout, stderr) => {
-      resolve({ code: error === null ? 0 : typeof error.code === 'number' ? error.code : null, stdout, stderr });
-    });
+    execFile(
+      process.execPath,
+      ['--import', 'tsx', PROGRAM, kind, url, freshPrefix('exit')],
+      { timeout: EXIT_WITHIN_MS, killSignal: 'SIGKILL' },
+      (error, stdout, stderr) => {
+        resolve({ code: error === null ? 0 : typeof error.code === 'number' ? error.code : null, stdout, stderr });
+      },
+    );
   });
 }
 
@@ -42,7 +47,9 @@ describe.each(['ioredis', 'node-redis'] as const)('redis subscriber factory (%s)
     await Promise.all(closers.map((close) => close()));
   });
 
-  it('a program that waited with a subscriber factory exits by itself once it closes its own client', { timeout: EXIT_WITHIN_MS + 5_000 }, async () => {
+  it('a program that waited with a subscriber factory exits by itself once it closes its own client', {
+    timeout: EXIT_WITHIN_MS + 5_000,
+  }, async () => {
     const run = await runProgram(kind, url);
     expect(run.stderr).toBe('');
     expect(run.stdout.trim()).toBe('granted to worker-2 subscribers made: 1');
@@ -54,7 +61,12 @@ describe.each(['ioredis', 'node-redis'] as const)('redis subscriber factory (%s)
     closers.push(main.close);
     const made: RedisSubscriber[] = [];
     const factory = async (): Promise<RedisSubscriber> => {
-      const connection = kind === 'node-redis' ? await createClient({ url }).on('error', () => undefined).connect() : new Redis(url).on('error', () => undefined);
+      const connection =
+        kind === 'node-redis'
+          ? await createClient({ url })
+              .on('error', () => undefined)
+              .connect()
+          : new Redis(url).on('error', () => undefined);
       made.push(connection as RedisSubscriber);
       closers.push(async () => void ('isOpen' in connection ? connection.isOpen && connection.destroy() : connection.disconnect()));
       return connection as RedisSubscriber;
@@ -76,15 +88,29 @@ describe.each(['ioredis', 'node-redis'] as const)('redis subscriber factory (%s)
       await vi.waitFor(() => expect(isOpen(made[round - 1]!)).toBe(false), { timeout: 5_000, interval: 10 });
     }
 
-    const given = (kind === 'node-redis' ? await createClient({ url }).on('error', () => undefined).connect() : new Redis(url).on('error', () => undefined)) as RedisSubscriber;
-    closers.push(async () => void ('isOpen' in given ? given.isOpen && (await (given as unknown as { close(): Promise<void> }).close()) : (given as unknown as Redis).disconnect()));
+    const given = (
+      kind === 'node-redis'
+        ? await createClient({ url })
+            .on('error', () => undefined)
+            .connect()
+        : new Redis(url).on('error', () => undefined)
+    ) as RedisSubscriber;
+    closers.push(
+      async () =>
+        void ('isOpen' in given
+          ? given.isOpen && (await (given as unknown as { close(): Promise<void> }).close())
+          : (given as unknown as Redis).disconnect()),
+    );
     const ownStore = createRedisStore({ client: main.client, prefix, subscriber: given });
     const raw = toConnection(main.client);
     const channel = freedChannelOf(keyNames(prefix).record('job:c', 'lease'));
     const end = await ownStore.watchFreed!('job:c', () => undefined);
     end();
     // NOTE: once the server has dropped the subscription, the store is done with the connection.
-    await vi.waitFor(async () => expect(await raw.send(['PUBSUB', 'SHARDNUMSUB', channel])).toEqual([channel, 0]), { timeout: 5_000, interval: 10 });
+    await vi.waitFor(async () => expect(await raw.send(['PUBSUB', 'SHARDNUMSUB', channel])).toEqual([channel, 0]), {
+      timeout: 5_000,
+      interval: 10,
+    });
     expect(isOpen(given)).toBe(true);
     const wakes = wakeCounter();
     const again = await ownStore.watchFreed!('job:c', wakes.onFreed);

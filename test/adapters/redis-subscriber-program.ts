@@ -15,16 +15,30 @@ async function main(): Promise<{ close: () => unknown; store: ReturnType<typeof 
   if (kind === 'node-redis') {
     const client = createClient({ url });
     await client.connect();
-    return { close: () => client.close(), store: createRedisStore({ client, prefix, subscriber: () => {
-        made += 1;
-        return client.duplicate().connect();
-      } }) };
+    return {
+      close: () => client.close(),
+      store: createRedisStore({
+        client,
+        prefix,
+        subscriber: () => {
+          made += 1;
+          return client.duplicate().connect();
+        },
+      }),
+    };
   }
   const client = new Redis(url);
-  return { close: () => client.disconnect(), store: createRedisStore({ client, prefix, subscriber: () => {
-      made += 1;
-      return client.duplicate();
-    } }) };
+  return {
+    close: () => client.disconnect(),
+    store: createRedisStore({
+      client,
+      prefix,
+      subscriber: () => {
+        made += 1;
+        return client.duplicate();
+      },
+    }),
+  };
 }
 
 const { close, store } = await main();

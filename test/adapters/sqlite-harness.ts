@@ -37,7 +37,10 @@ export function freshDatabasePath(label = 'leasefence-sqlite'): { readonly path:
 }
 
 /** Builds a harness factory for one driver and clock. */
-export function makeSqliteHarness(open: OpenDatabase, clockKind: SqliteClockKind): () => Promise<StoreHarness<SqliteStore> & { readonly clock: ManualClock | null }> {
+export function makeSqliteHarness(
+  open: OpenDatabase,
+  clockKind: SqliteClockKind,
+): () => Promise<StoreHarness<SqliteStore> & { readonly clock: ManualClock | null }> {
   return async () => {
     const file = freshDatabasePath();
     const clock = clockKind === 'manual' ? createManualClock(SQLITE_EPOCH) : null;
@@ -58,8 +61,12 @@ export function makeSqliteHarness(open: OpenDatabase, clockKind: SqliteClockKind
       clock,
       connect: async () => connectStore(),
       // NOTE: the INSERT runs inside the store's BEGIN IMMEDIATE transaction, after the fence check.
-      appendUnderFence: (leases, lease, entry) => leases.fencedWrite(lease, (tx) => tx.run(`INSERT INTO ${LEDGER_TABLE} (key, entry) VALUES (?, ?)`, lease.key, entry)),
-      readLedger: async (key) => (main.prepare(`SELECT entry FROM ${LEDGER_TABLE} WHERE key = ? ORDER BY id`).all(key) as { entry: string }[]).map((row) => row.entry),
+      appendUnderFence: (leases, lease, entry) =>
+        leases.fencedWrite(lease, (tx) => tx.run(`INSERT INTO ${LEDGER_TABLE} (key, entry) VALUES (?, ?)`, lease.key, entry)),
+      readLedger: async (key) =>
+        (main.prepare(`SELECT entry FROM ${LEDGER_TABLE} WHERE key = ? ORDER BY id`).all(key) as { entry: string }[]).map(
+          (row) => row.entry,
+        ),
       expireNow: async (key) => {
         if (clock !== null) {
           const expiresAt = (await store.inspect(key)).grant?.expiresAt ?? null;

@@ -31,7 +31,10 @@ describe('sqlite: concurrent migrate() from several processes on a new file', ()
   let children: ChildProcess[] = [];
   beforeAll(() => {
     children = Array.from({ length: PROCESSES }, () =>
-      fork(join(import.meta.dirname, 'sqlite-process-migrate.ts'), [], { execArgv: ['--import', 'tsx'], stdio: ['ignore', 'inherit', 'inherit', 'ipc'] }),
+      fork(join(import.meta.dirname, 'sqlite-process-migrate.ts'), [], {
+        execArgv: ['--import', 'tsx'],
+        stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
+      }),
     );
   });
   afterAll(() => {

@@ -30,6 +30,14 @@ if (DatabaseSync === null) {
 } else {
   const open = (path: string) => new DatabaseSync(path);
   const runner = { describe, it, beforeAll, afterAll };
-  describeStoreSuites(runner, 'sqlite (node:sqlite, manual clock)', makeSqliteHarness(open, 'manual'), { modelRuns: 200, raceRuns: 300, workers: 3 });
-  describeStoreSuites(runner, 'sqlite (node:sqlite, wall clock)', makeSqliteHarness(open, 'wall'), { modelRuns: 50, raceRuns: 50, workers: 3 });
+  describeStoreSuites(runner, 'sqlite (node:sqlite, manual clock)', makeSqliteHarness(open, 'manual'), {
+    modelRuns: 200,
+    raceRuns: 300,
+    workers: 3,
+  });
+  describeStoreSuites(runner, 'sqlite (node:sqlite, wall clock)', makeSqliteHarness(open, 'wall'), {
+    modelRuns: 50,
+    raceRuns: 50,
+    workers: 3,
+  });
 }

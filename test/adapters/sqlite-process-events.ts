@@ -1,7 +1,22 @@
 /** What a worker process of the multi-process race reports (tokens as decimal text: IPC is JSON). */
 export type ProcessEvent =
-  | { readonly kind: 'grant'; readonly key: string; readonly token: string; readonly acquiredAt: number; readonly expiresAt: number; readonly worker: number }
+  | {
+      readonly kind: 'grant';
+      readonly key: string;
+      readonly token: string;
+      readonly acquiredAt: number;
+      readonly expiresAt: number;
+      readonly worker: number;
+    }
   | { readonly kind: 'renew'; readonly key: string; readonly token: string; readonly expiresAt: number | null; readonly now: number }
-  | { readonly kind: 'write'; readonly key: string; readonly token: string; readonly entry: string; readonly ok: boolean; readonly reason: string | null; readonly now: number }
+  | {
+      readonly kind: 'write';
+      readonly key: string;
+      readonly token: string;
+      readonly entry: string;
+      readonly ok: boolean;
+      readonly reason: string | null;
+      readonly now: number;
+    }
   | { readonly kind: 'release'; readonly key: string; readonly token: string; readonly now: number }
   | { readonly kind: 'revoke'; readonly key: string; readonly token: string; readonly now: number };

@@ -8,7 +8,9 @@ import Database from 'better-sqlite3';
 import { createSqliteStore, createSqliteTokenGate } from '../../src/adapters/sqlite/index.js';
 
 /** What a process answers for one round. */
-export type MigrateAnswer = { readonly ok: true } | { readonly ok: false; readonly name: string; readonly code: string; readonly message: string };
+export type MigrateAnswer =
+  | { readonly ok: true }
+  | { readonly ok: false; readonly name: string; readonly code: string; readonly message: string };
 
 let database: Database.Database | null = null;
 

@@ -46,15 +46,25 @@ async function hold(lease: Lease): Promise<void> {
       (tx) => tx.run('INSERT INTO ledger (key, token, entry, written_at) VALUES (?, ?, ?, ?)', lease.key, lease.token, entry, tx.now),
       { checkpoint: { entry } },
     );
-    events.push({ kind: 'write', key: lease.key, token: String(lease.token), entry, ok: outcome.ok, reason: outcome.ok ? null : outcome.reason, now: outcome.now });
+    events.push({
+      kind: 'write',
+      key: lease.key,
+      token: String(lease.token),
+      entry,
+      ok: outcome.ok,
+      reason: outcome.ok ? null : outcome.reason,
+      now: outcome.now,
+    });
     if (random() < 0.3) {
       const renewed = await leases.renew(lease);
-      if (renewed.ok) events.push({ kind: 'renew', key: lease.key, token: String(lease.token), expiresAt: renewed.expiresAt, now: renewed.now });
+      if (renewed.ok)
+        events.push({ kind: 'renew', key: lease.key, token: String(lease.token), expiresAt: renewed.expiresAt, now: renewed.now });
     }
   }
   if (random() < 0.6) {
     const released = await leases.release(lease);
-    if (released.ok && !released.alreadyReleased) events.push({ kind: 'release', key: lease.key, token: String(lease.token), now: released.now });
+    if (released.ok && !released.alreadyReleased)
+      events.push({ kind: 'release', key: lease.key, token: String(lease.token), now: released.now });
   }
 }
 
@@ -68,12 +78,32 @@ async function storm(): Promise<void> {
     const claimed = await leases.claim('job:storm', { ttlMs: 1_000 });
     if (!claimed.ok) continue;
     const { lease } = claimed;
-    events.push({ kind: 'grant', key: lease.key, token: String(lease.token), acquiredAt: lease.acquiredAt!, expiresAt: lease.expiresAt!, worker });
+    events.push({
+      kind: 'grant',
+      key: lease.key,
+      token: String(lease.token),
+      acquiredAt: lease.acquiredAt!,
+      expiresAt: lease.expiresAt!,
+      worker,
+    });
     const entry = `p${worker}:t${lease.token}:storm`;
-    const outcome = await leases.fencedWrite(lease, (tx) => tx.run('INSERT INTO ledger (key, token, entry, written_at) VALUES (?, ?, ?, ?)', lease.key, lease.token, entry, tx.now), { checkpoint: { entry } });
-    events.push({ kind: 'write', key: lease.key, token: String(lease.token), entry, ok: outcome.ok, reason: outcome.ok ? null : outcome.reason, now: outcome.now });
+    const outcome = await leases.fencedWrite(
+      lease,
+      (tx) => tx.run('INSERT INTO ledger (key, token, entry, written_at) VALUES (?, ?, ?, ?)', lease.key, lease.token, entry, tx.now),
+      { checkpoint: { entry } },
+    );
+    events.push({
+      kind: 'write',
+      key: lease.key,
+      token: String(lease.token),
+      entry,
+      ok: outcome.ok,
+      reason: outcome.ok ? null : outcome.reason,
+      now: outcome.now,
+    });
     const released = await leases.release(lease);
-    if (released.ok && !released.alreadyReleased) events.push({ kind: 'release', key: lease.key, token: String(lease.token), now: released.now });
+    if (released.ok && !released.alreadyReleased)
+      events.push({ kind: 'release', key: lease.key, token: String(lease.token), now: released.now });
   }
 }
 

@@ -45,7 +45,9 @@ function runWorker(path: string, worker: number): Promise<ProcessEvent[]> {
       events = message as ProcessEvent[];
     });
     child.on('error', reject);
-    child.on('exit', (code) => (code === 0 && events !== null ? resolve(events) : reject(new Error(`worker ${worker} exited with ${code} (seed ${SEED})`))));
+    child.on('exit', (code) =>
+      code === 0 && events !== null ? resolve(events) : reject(new Error(`worker ${worker} exited with ${code} (seed ${SEED})`)),
+    );
   });
 }
 
@@ -89,7 +91,9 @@ describe('sqlite: real processes racing on one database file', () => {
     file = freshDatabasePath('leasefence-sqlite-processes');
     database = new Database(file.path);
     await createSqliteStore({ client: database }).migrate();
-    database.exec('CREATE TABLE ledger (id INTEGER PRIMARY KEY AUTOINCREMENT, key TEXT NOT NULL, token INTEGER NOT NULL, entry TEXT NOT NULL, written_at INTEGER NOT NULL)');
+    database.exec(
+      'CREATE TABLE ledger (id INTEGER PRIMARY KEY AUTOINCREMENT, key TEXT NOT NULL, token INTEGER NOT NULL, entry TEXT NOT NULL, written_at INTEGER NOT NULL)',
+    );
   });
 
   afterAll(() => {
@@ -101,11 +105,15 @@ describe('sqlite: real processes racing on one database file', () => {
     const events = (await Promise.all(Array.from({ length: WORKERS }, (_, worker) => runWorker(file.path, worker)))).flat();
     const grants = events.filter((event) => event.kind === 'grant');
     const ends = grantEnds(events);
-    const ledger = database.prepare('SELECT key, CAST(token AS TEXT) AS token, entry, written_at FROM ledger ORDER BY id').all() as LedgerRow[];
+    const ledger = database
+      .prepare('SELECT key, CAST(token AS TEXT) AS token, entry, written_at FROM ledger ORDER BY id')
+      .all() as LedgerRow[];
     const accepted = events.filter((event) => event.kind === 'write' && event.ok);
     const refused = events.filter((event) => event.kind === 'write' && !event.ok);
     const expired = refused.filter((event) => event.kind === 'write' && event.reason === 'expired').length;
-    console.log(`sqlite processes (seed ${SEED}): ${grants.length} grants, ${accepted.length} writes accepted, ${refused.length} refused (${expired} expired), ${events.filter((e) => e.kind === 'revoke').length} revokes`);
+    console.log(
+      `sqlite processes (seed ${SEED}): ${grants.length} grants, ${accepted.length} writes accepted, ${refused.length} refused (${expired} expired), ${events.filter((e) => e.kind === 'revoke').length} revokes`,
+    );
     expect(grants.length).toBeGreaterThan(WORKERS);
     expect(refused.length).toBeGreaterThan(0);
 
@@ -117,7 +125,9 @@ describe('sqlite: real processes racing on one database file', () => {
       for (let index = 1; index < ofKey.length; index += 1) {
         const previous = ofKey[index - 1]!;
         const next = ofKey[index]!;
-        expect(next.acquiredAt, `${key}: token ${next.token} granted while token ${previous.token} lived`).toBeGreaterThanOrEqual(ends.get(`${key}#${previous.token}`)!.at);
+        expect(next.acquiredAt, `${key}: token ${next.token} granted while token ${previous.token} lived`).toBeGreaterThanOrEqual(
+          ends.get(`${key}#${previous.token}`)!.at,
+        );
       }
       // 3. ledger rows: token order, each inside its grant's life
       const rows = ledger.filter((row) => row.key === key);
@@ -155,7 +165,9 @@ describe('sqlite: real processes racing on one database file', () => {
     // While it holds the write lock, every writer of the file waits (here for 100 ms) and gives up: the
     // lock is the whole file's, not the key's. Nothing was applied.
     const waiting = createSqliteStore({ client: database, busyTimeoutMs: 100 });
-    await expect(createLeases(waiting, { holder: 'other', ttlMs: 1_000 }).claim('job:other')).rejects.toMatchObject({ code: 'STORE_UNAVAILABLE' });
+    await expect(createLeases(waiting, { holder: 'other', ttlMs: 1_000 }).claim('job:other')).rejects.toMatchObject({
+      code: 'STORE_UNAVAILABLE',
+    });
     const exited = new Promise((resolve) => killed.on('exit', resolve));
     killed.kill('SIGKILL');
     await exited;

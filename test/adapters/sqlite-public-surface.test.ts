@@ -15,7 +15,9 @@ describe('leasefence/sqlite imports only the store-author surface', () => {
     expect(files.length).toBeGreaterThan(5);
     for (const file of files) {
       // NOTE: comments hold usage examples (`import Database from 'better-sqlite3'`); only code counts.
-      const source = readFileSync(join(ADAPTER, file), 'utf8').replace(/\/\*[\s\S]*?\*\//g, '').replace(/^\s*\/\/.*$/gm, '');
+      const source = readFileSync(join(ADAPTER, file), 'utf8')
+        .replace(/\/\*[\s\S]*?\*\//g, '')
+        .replace(/^\s*\/\/.*$/gm, '');
       const specifiers = [...source.matchAll(/\bfrom\s+'([^']+)'|\bimport\(\s*'([^']+)'\s*\)/g)].map((match) => match[1] ?? match[2]);
       for (const specifier of specifiers) expect(specifier, `${file} imports ${specifier}`).toMatch(ALLOWED);
     }

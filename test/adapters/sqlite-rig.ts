@@ -42,7 +42,8 @@ export async function openSqliteRig(options: Omit<SqliteStoreOptions, 'client'> 
     store,
     leasesFor: (holder, ttlMs = 10_000) => createLeases(store, { holder, ttlMs }),
     connection,
-    ledger: (key) => (database.prepare('SELECT entry FROM ledger WHERE key = ? ORDER BY id').all(key) as { entry: string }[]).map((row) => row.entry),
+    ledger: (key) =>
+      (database.prepare('SELECT entry FROM ledger WHERE key = ? ORDER BY id').all(key) as { entry: string }[]).map((row) => row.entry),
     close: () => {
       for (const open of connections) if (open.open) open.close();
       file.remove();

@@ -8,7 +8,13 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { isLeaseError } from '../../src/errors.js';
 import { createLeases } from '../../src/leases.js';
 import Database from 'better-sqlite3';
-import { createSqliteStore, createSqliteTokenGate, sqliteGateSchemaSql, sqliteLeaseSchemaSql, type SqliteClient } from '../../src/adapters/sqlite/index.js';
+import {
+  createSqliteStore,
+  createSqliteTokenGate,
+  sqliteGateSchemaSql,
+  sqliteLeaseSchemaSql,
+  type SqliteClient,
+} from '../../src/adapters/sqlite/index.js';
 import { SQLITE_EPOCH } from './sqlite-harness.js';
 import { openSqliteRig, type SqliteRig } from './sqlite-rig.js';
 
@@ -77,7 +83,9 @@ describe('fenced writes are synchronous', () => {
     expect(r.ledger('job:1')).toEqual([]);
     expect((await r.store.inspect('job:1')).checkpoint).toBeNull();
     // The connection is usable: the transaction was closed.
-    expect(await leases.fencedWrite(lease, (tx) => tx.run('INSERT INTO ledger (key, entry) VALUES (?, ?)', 'job:1', 'ok'))).toMatchObject({ ok: true });
+    expect(await leases.fencedWrite(lease, (tx) => tx.run('INSERT INTO ledger (key, entry) VALUES (?, ?)', 'job:1', 'ok'))).toMatchObject({
+      ok: true,
+    });
     expect(r.ledger('job:1')).toEqual(['ok']);
   });
 
@@ -109,7 +117,9 @@ describe('fenced writes are synchronous', () => {
     ).rejects.toBe(boom);
     expect(r.ledger('job:1')).toEqual([]);
     expect((await r.store.inspect('job:1')).checkpoint).toBeNull();
-    const done = await leases.fencedWrite(lease, (tx) => tx.run('INSERT INTO ledger (key, entry) VALUES (?, ?)', 'job:1', 'step 1'), { checkpoint: { step: 1 } });
+    const done = await leases.fencedWrite(lease, (tx) => tx.run('INSERT INTO ledger (key, entry) VALUES (?, ?)', 'job:1', 'step 1'), {
+      checkpoint: { step: 1 },
+    });
     expect(done).toMatchObject({ ok: true, checkpoint: { json: '{"step":1}', token: lease.token } });
     expect(r.ledger('job:1')).toEqual(['step 1']);
     expect((await r.store.inspect('job:1')).checkpoint).toMatchObject({ json: '{"step":1}', token: lease.token });
@@ -158,8 +168,19 @@ describe('time: the host clock, and a floor under tokens', () => {
     if (after.ok) for (const token of issued) expect(after.lease.token > token).toBe(true);
   });
 
-  propTest.prop([fc.array(fc.oneof(fc.integer({ min: -5_000, max: 5_000 }).map((step) => ({ step })), fc.constantFrom('claim' as const, 'release' as const, 'revoke' as const)), { maxLength: 40 })], { numRuns: 100 })(
-    'with the clock stepping backwards and forwards, tokens of a key strictly increase and grants\' intervals on the store clock never overlap',
+  propTest.prop(
+    [
+      fc.array(
+        fc.oneof(
+          fc.integer({ min: -5_000, max: 5_000 }).map((step) => ({ step })),
+          fc.constantFrom('claim' as const, 'release' as const, 'revoke' as const),
+        ),
+        { maxLength: 40 },
+      ),
+    ],
+    { numRuns: 100 },
+  )(
+    "with the clock stepping backwards and forwards, tokens of a key strictly increase and grants' intervals on the store clock never overlap",
     async (program) => {
       const r = await openSqliteRig();
       try {
@@ -173,8 +194,14 @@ describe('time: the host clock, and a floor under tokens', () => {
               const previous = issued[issued.length - 1];
               if (previous !== undefined) expect(claimed.lease.token > previous.token).toBe(true);
               // The grants' intervals on the store clock are disjoint: a grant not ended early had expired.
-              if (previous !== undefined && !previous.endedEarly) expect(claimed.lease.acquiredAt!).toBeGreaterThanOrEqual(previous.expiresAt);
-              issued.push({ token: claimed.lease.token, acquiredAt: claimed.lease.acquiredAt!, expiresAt: claimed.lease.expiresAt!, endedEarly: false });
+              if (previous !== undefined && !previous.endedEarly)
+                expect(claimed.lease.acquiredAt!).toBeGreaterThanOrEqual(previous.expiresAt);
+              issued.push({
+                token: claimed.lease.token,
+                acquiredAt: claimed.lease.acquiredAt!,
+                expiresAt: claimed.lease.expiresAt!,
+                endedEarly: false,
+              });
               held = claimed.lease;
             } else if (claimed.reason === 'held') {
               // The refusal is judged at the store's now: the grant it names is live then.
@@ -213,14 +240,17 @@ describe('time: the host clock, and a floor under tokens', () => {
 });
 
 describe('a busy or closed database', () => {
-  it('waits for another connection\'s write lock up to busyTimeoutMs, then fails with StoreUnavailableError and applies nothing', async () => {
+  it("waits for another connection's write lock up to busyTimeoutMs, then fails with StoreUnavailableError and applies nothing", async () => {
     const r = await open({ busyTimeoutMs: 50 });
     const lease = await mustClaim(r, 'a', 'job:1');
     const other = r.connection();
     other.exec('BEGIN IMMEDIATE');
     try {
       const startedAt = Date.now();
-      const error = await r.leasesFor('a').fencedWrite(lease, (tx) => tx.run('INSERT INTO ledger (key, entry) VALUES (?, ?)', 'job:1', 'x')).catch((caught: unknown) => caught);
+      const error = await r
+        .leasesFor('a')
+        .fencedWrite(lease, (tx) => tx.run('INSERT INTO ledger (key, entry) VALUES (?, ?)', 'job:1', 'x'))
+        .catch((caught: unknown) => caught);
       expect(Date.now() - startedAt).toBeGreaterThanOrEqual(40);
       expect(isLeaseError(error, 'STORE_UNAVAILABLE')).toBe(true);
       const cause = (error as Error).cause as Error & { code?: unknown };
@@ -257,9 +287,18 @@ describe('validation before any I/O', () => {
   };
 
   it('refuses a bad table name, a bad busy timeout, a missing connection, with InvalidArgumentError and no statement sent', () => {
-    for (const options of [{ table: 'leases; DROP TABLE x' }, { table: 'sqlite_master' }, { table: '' }, { busyTimeoutMs: -1 }, { busyTimeoutMs: 1.5 }, { clock: 5 }]) {
+    for (const options of [
+      { table: 'leases; DROP TABLE x' },
+      { table: 'sqlite_master' },
+      { table: '' },
+      { busyTimeoutMs: -1 },
+      { busyTimeoutMs: 1.5 },
+      { clock: 5 },
+    ]) {
       const database = spyDatabase();
-      expect(() => createSqliteStore({ client: database, ...(options as object) })).toThrow(expect.objectContaining({ code: 'INVALID_ARGUMENT' }));
+      expect(() => createSqliteStore({ client: database, ...(options as object) })).toThrow(
+        expect.objectContaining({ code: 'INVALID_ARGUMENT' }),
+      );
       expect(database.calls).toEqual([]);
     }
     expect(() => createSqliteStore({ client: {} as SqliteClient })).toThrow(expect.objectContaining({ code: 'INVALID_ARGUMENT' }));
@@ -290,7 +329,8 @@ describe('token gate', () => {
   };
   const putReport = (body: string) => (tx: { run(sql: string, ...params: (string | number | bigint | null)[]): unknown }) =>
     tx.run('INSERT INTO reports (id, body) VALUES (?, ?) ON CONFLICT (id) DO UPDATE SET body = excluded.body', 'r1', body);
-  const report = (r: SqliteRig) => (r.database.prepare('SELECT body FROM reports WHERE id = ?').get('r1') as { body: string } | undefined)?.body ?? null;
+  const report = (r: SqliteRig) =>
+    (r.database.prepare('SELECT body FROM reports WHERE id = ?').get('r1') as { body: string } | undefined)?.body ?? null;
 
   it('orders writers by token: an older grant is refused (stale-token), another key is refused (key-mismatch)', async () => {
     const r = await open();
@@ -302,9 +342,17 @@ describe('token gate', () => {
     // The first grant's fence fails first (full fence: the gate shares the lease store).
     expect(await gate.write('report', first.fence(), putReport('from a'))).toMatchObject({ ok: false, reason: 'superseded' });
     const tokenOnly = createSqliteTokenGate({ client: r.database });
-    expect(await tokenOnly.write('report', first.fence(), putReport('from a'))).toMatchObject({ ok: false, reason: 'stale-token', found: { key: 'job:1', token: second.token } });
+    expect(await tokenOnly.write('report', first.fence(), putReport('from a'))).toMatchObject({
+      ok: false,
+      reason: 'stale-token',
+      found: { key: 'job:1', token: second.token },
+    });
     const other = await mustClaim(r, 'c', 'job:2');
-    expect(await gate.write('report', other.fence(), putReport('from c'))).toMatchObject({ ok: false, reason: 'key-mismatch', found: { key: 'job:1' } });
+    expect(await gate.write('report', other.fence(), putReport('from c'))).toMatchObject({
+      ok: false,
+      reason: 'key-mismatch',
+      found: { key: 'job:1' },
+    });
     expect(report(r)).toBe('from b');
     expect(await gate.inspect('report')).toEqual({ resource: 'report', found: { key: 'job:1', token: second.token } });
   });

@@ -14,7 +14,15 @@ it('npm run bench -- --quick prints the memory table', async () => {
     timeout: 20_000,
   });
   expect(stdout).toContain('| contender | cycles/s |');
-  for (const row of ['| claim + release |', '| claim + release (control) |', '| self-check, a second bundle of this tree: claim + release |', '| withLease((lease) => token) |', '| withLease((lease, signal) => signal.aborted) |', '| store.claim + store.release (no shell) |', '| new AbortController().signal alone (reference) |']) {
+  for (const row of [
+    '| claim + release |',
+    '| claim + release (control) |',
+    '| self-check, a second bundle of this tree: claim + release |',
+    '| withLease((lease) => token) |',
+    '| withLease((lease, signal) => signal.aborted) |',
+    '| store.claim + store.release (no shell) |',
+    '| new AbortController().signal alone (reference) |',
+  ]) {
     expect(stdout).toContain(row);
   }
 }, 30_000);

@@ -9,10 +9,14 @@ it('each pass runs every contender once, in orders that change their neighbours'
   const names = ['a', 'b', 'c', 'd', 'e'];
   const probes: string[] = [];
   // NOTE: serverCpuUs is read before and after every slice: the "before" reads give the slice order.
-  const contenders: Contender[] = names.map((name) => ({ name, prepare: async () => async () => undefined, serverCpuUs: async () => {
+  const contenders: Contender[] = names.map((name) => ({
+    name,
+    prepare: async () => async () => undefined,
+    serverCpuUs: async () => {
       probes.push(name);
       return 0;
-    } }));
+    },
+  }));
   const [rounds, passes] = [2, 6];
   await runGroup({ title: 'order', workers: 1, contenders }, { rounds, passes, sliceMs: 1 });
   const order = probes.filter((_, index) => index % 2 === 0).slice(names.length); // NOTE: after the warm-up slices

@@ -37,14 +37,24 @@ export function parseEtcdRunUrl(url: string): { hosts: string[]; gateFile: strin
   const [base = '', query = ''] = url.split('?');
   const gateFile = new URLSearchParams(query).get('gate') ?? '';
   if (base.startsWith('etcd-cluster://')) {
-    return { hosts: base.slice('etcd-cluster://'.length).split(',').map((host) => `http://${host}`), gateFile };
+    return {
+      hosts: base
+        .slice('etcd-cluster://'.length)
+        .split(',')
+        .map((host) => `http://${host}`),
+      gateFile,
+    };
   }
   return { hosts: [base.replace(/\/$/, '')], gateFile };
 }
 
 /** A client over every member with a deadline per unary call (never on watches, which are streams). */
 export function etcdClient(hosts: readonly string[], deadlineMs = ETCD_CALL_DEADLINE_MS): Etcd3 {
-  return new Etcd3({ hosts: [...hosts], dialTimeout: 2_000, defaultCallOptions: (context) => (context.isStream ? {} : { deadline: Date.now() + deadlineMs }) });
+  return new Etcd3({
+    hosts: [...hosts],
+    dialTimeout: 2_000,
+    defaultCallOptions: (context) => (context.isStream ? {} : { deadline: Date.now() + deadlineMs }),
+  });
 }
 
 const ledgerPrefix = (key: string): string => `${LEDGER}${key}/`;
@@ -99,7 +109,9 @@ export async function createEtcdAdmin(url: string): Promise<StoreAdmin> {
   const store = createEtcdStore({ client });
   const database = openGate(gateFile);
   await createSqliteTokenGate({ client: database }).migrate();
-  database.exec('CREATE TABLE IF NOT EXISTS chaos_gate_ledger (id INTEGER PRIMARY KEY AUTOINCREMENT, resource TEXT NOT NULL, entry TEXT NOT NULL)');
+  database.exec(
+    'CREATE TABLE IF NOT EXISTS chaos_gate_ledger (id INTEGER PRIMARY KEY AUTOINCREMENT, resource TEXT NOT NULL, entry TEXT NOT NULL)',
+  );
   const gated = database.prepare('SELECT entry FROM chaos_gate_ledger WHERE resource = ? ORDER BY id');
   const operator = createLeases(store, { holder: 'chaos-operator' });
   return {

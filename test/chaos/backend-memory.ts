@@ -39,7 +39,11 @@ export function createMemoryChaos(): MemoryChaos {
     killConnections: async () => 0,
     revoke: async (key) => (await operator.revoke(key, { reason: 'chaos: operator revoke', by: 'chaos-operator' })).ok,
     readFinal: async (keys) =>
-      Promise.all(keys.map(async (key) => finalKeyState(key, await store.inspect(key), ledgers.get(`ledger:${key}`) ?? [], ledgers.get(`gate:${resourceOf(key)}`) ?? []))),
+      Promise.all(
+        keys.map(async (key) =>
+          finalKeyState(key, await store.inspect(key), ledgers.get(`ledger:${key}`) ?? [], ledgers.get(`gate:${resourceOf(key)}`) ?? []),
+        ),
+      ),
     close: async () => undefined,
   };
   return { store, backend, admin };

@@ -5,7 +5,13 @@
  */
 import pg from 'pg';
 import postgres from 'postgres';
-import { createPostgresStore, createPostgresTokenGate, fromPostgresJs, type PostgresClient, type PostgresWriteContext } from '../../src/adapters/postgres/index.js';
+import {
+  createPostgresStore,
+  createPostgresTokenGate,
+  fromPostgresJs,
+  type PostgresClient,
+  type PostgresWriteContext,
+} from '../../src/adapters/postgres/index.js';
 import { createLeases } from '../../src/leases.js';
 import type { Lease } from '../../src/lease.js';
 import type { Leases } from '../../src/leases-types.js';
@@ -49,7 +55,12 @@ export function workerPostgresJs(url: string, applicationName: string): postgres
     max: 3,
     connect_timeout: 2,
     onnotice: () => undefined,
-    connection: { application_name: applicationName, statement_timeout: 3000, lock_timeout: 2000, idle_in_transaction_session_timeout: 3000 },
+    connection: {
+      application_name: applicationName,
+      statement_timeout: 3000,
+      lock_timeout: 2000,
+      idle_in_transaction_session_timeout: 3000,
+    },
   });
 }
 
@@ -60,12 +71,28 @@ type PostgresLeaseStore = ReturnType<typeof createPostgresStore>;
  * them as startup parameters; `openServer` sets them), the client-side bounds as in `workerPool`, and
  * postgres.js with `prepare: false`.
  */
-function pooledWorkerClient(client: ClientKind, url: string, applicationName: string): { client: PostgresClient; pool: pg.Pool | null; end(): Promise<void> } {
+function pooledWorkerClient(
+  client: ClientKind,
+  url: string,
+  applicationName: string,
+): { client: PostgresClient; pool: pg.Pool | null; end(): Promise<void> } {
   if (client === 'postgres-js') {
-    const sql = postgres(url, { max: 3, connect_timeout: 2, prepare: false, onnotice: () => undefined, connection: { application_name: applicationName } });
+    const sql = postgres(url, {
+      max: 3,
+      connect_timeout: 2,
+      prepare: false,
+      onnotice: () => undefined,
+      connection: { application_name: applicationName },
+    });
     return { client: fromPostgresJs(sql), pool: null, end: () => sql.end({ timeout: 1 }) };
   }
-  const pool = new pg.Pool({ connectionString: url, application_name: applicationName, max: 3, connectionTimeoutMillis: 2000, query_timeout: 4000 });
+  const pool = new pg.Pool({
+    connectionString: url,
+    application_name: applicationName,
+    max: 3,
+    connectionTimeoutMillis: 2000,
+    query_timeout: 4000,
+  });
   pool.on('error', () => undefined);
   return { client: pool, pool, end: () => pool.end() };
 }
@@ -74,7 +101,11 @@ function pooledWorkerClient(client: ClientKind, url: string, applicationName: st
 export const ROLE_TIMEOUTS = ["statement_timeout = '3s'", "lock_timeout = '2s'", "idle_in_transaction_session_timeout = '3s'"];
 
 /** A worker's connection: a pg Pool, or postgres.js through `fromPostgresJs`. */
-function workerClient(client: ClientKind, url: string, applicationName: string): { client: PostgresClient; pool: pg.Pool | null; end(): Promise<void> } {
+function workerClient(
+  client: ClientKind,
+  url: string,
+  applicationName: string,
+): { client: PostgresClient; pool: pg.Pool | null; end(): Promise<void> } {
   if (client === 'postgres-js') {
     const sql = workerPostgresJs(url, applicationName);
     return { client: fromPostgresJs(sql), pool: null, end: () => sql.end({ timeout: 1 }) };
@@ -87,7 +118,13 @@ function workerClient(client: ClientKind, url: string, applicationName: string):
  * Builds the worker's backend on `client`; `wrap` swaps in a planted bug (mutants.ts; pg only). `behindPooler`:
  * `url` is a transaction-mode pooler's, and the store and gate run with `prepare: false`.
  */
-export function createPostgresBackend(url: string, proc: string, client: ClientKind = 'pg', wrap?: (store: PostgresLeaseStore, pool: pg.Pool) => Store<PostgresWriteContext>, behindPooler = false): WorkerBackend {
+export function createPostgresBackend(
+  url: string,
+  proc: string,
+  client: ClientKind = 'pg',
+  wrap?: (store: PostgresLeaseStore, pool: pg.Pool) => Store<PostgresWriteContext>,
+  behindPooler = false,
+): WorkerBackend {
   const connection = (behindPooler ? pooledWorkerClient : workerClient)(client, url, `chaos-${proc}`);
   const prepare = !behindPooler;
   const real = createPostgresStore({ client: connection.client, prepare });
@@ -133,13 +170,19 @@ export async function postgresAdmin(client: PostgresClient, end: () => Promise<v
   await gate.migrate();
   for (const statement of LEDGER_DDL) await client.query(statement);
   const operator = createLeases(store, { holder: 'chaos-operator' });
-  const entries = async (sql: string, param: string): Promise<string[]> => ((await client.query(sql, [param])).rows as Array<{ entry: string }>).map((row) => row.entry);
+  const entries = async (sql: string, param: string): Promise<string[]> =>
+    ((await client.query(sql, [param])).rows as Array<{ entry: string }>).map((row) => row.entry);
   return {
     forceExpire: async (key) => {
-      await client.query(`UPDATE ${LEASE_TABLE} SET expires_at = date_trunc('milliseconds', clock_timestamp()) WHERE key = $1 AND holder IS NOT NULL`, [key]);
+      await client.query(
+        `UPDATE ${LEASE_TABLE} SET expires_at = date_trunc('milliseconds', clock_timestamp()) WHERE key = $1 AND holder IS NOT NULL`,
+        [key],
+      );
     },
     killConnections: async () => {
-      const { rows } = await client.query(`SELECT pg_terminate_backend(pid) AS killed FROM pg_stat_activity WHERE application_name LIKE 'chaos-w%'`);
+      const { rows } = await client.query(
+        `SELECT pg_terminate_backend(pid) AS killed FROM pg_stat_activity WHERE application_name LIKE 'chaos-w%'`,
+      );
       return rows.length;
     },
     revoke: async (key) => (await operator.revoke(key, { reason: 'chaos: operator revoke', by: 'chaos-operator' })).ok,

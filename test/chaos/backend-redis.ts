@@ -22,7 +22,13 @@ const gateLedgerKey = (resource: string): string => `${hashTagOf(resource)}:chao
 
 /** A worker's ioredis client: the library's documented setup, with a bound on every command. */
 export function workerRedisClient(url: string, name: string): Redis {
-  const client = new Redis(url, { connectionName: name, commandTimeout: 1500, maxRetriesPerRequest: 1, retryStrategy: () => 50, lazyConnect: false });
+  const client = new Redis(url, {
+    connectionName: name,
+    commandTimeout: 1500,
+    maxRetriesPerRequest: 1,
+    retryStrategy: () => 50,
+    lazyConnect: false,
+  });
   client.on('error', () => undefined);
   return client;
 }
@@ -32,7 +38,13 @@ export function workerRedisClient(url: string, name: string): Redis {
  * reconnect, and no offline queue (a command sent while disconnected fails at once, known not sent).
  */
 export async function workerNodeRedisClient(url: string, name: string): Promise<ReturnType<typeof createClient>> {
-  const client = createClient({ url, name, disableOfflineQueue: true, commandOptions: { timeout: 1500 }, socket: { connectTimeout: 2000, reconnectStrategy: () => 50 } });
+  const client = createClient({
+    url,
+    name,
+    disableOfflineQueue: true,
+    commandOptions: { timeout: 1500 },
+    socket: { connectTimeout: 2000, reconnectStrategy: () => 50 },
+  });
   client.on('error', () => undefined);
   await client.connect();
   return client;
@@ -70,7 +82,15 @@ function sentinelsOf(url: string): { sentinels: Array<{ host: string; port: numb
 /** A worker's ioredis client behind Sentinel (asks the Sentinels for the master), set up like `workerRedisClient`. */
 export function workerSentinelClient(url: string, name: string): Redis {
   const { sentinels, name: master } = sentinelsOf(url) ?? { sentinels: [], name: '' };
-  const client = new Redis({ sentinels, name: master, connectionName: name, commandTimeout: 1500, maxRetriesPerRequest: 1, retryStrategy: () => 50, sentinelRetryStrategy: () => 50 });
+  const client = new Redis({
+    sentinels,
+    name: master,
+    connectionName: name,
+    commandTimeout: 1500,
+    maxRetriesPerRequest: 1,
+    retryStrategy: () => 50,
+    sentinelRetryStrategy: () => 50,
+  });
   client.on('error', () => undefined);
   return client;
 }
@@ -92,7 +112,11 @@ export function workerClusterClient(url: string, name: string, commandTimeoutMs 
 }
 
 /** A worker's connection: ioredis, node-redis 5, or ioredis' `Cluster`. */
-async function workerClient(kind: ClientKind, url: string, name: string): Promise<{ client: Redis | Cluster | Awaited<ReturnType<typeof workerNodeRedisClient>>; ioredis: Redis | null; close(): void }> {
+async function workerClient(
+  kind: ClientKind,
+  url: string,
+  name: string,
+): Promise<{ client: Redis | Cluster | Awaited<ReturnType<typeof workerNodeRedisClient>>; ioredis: Redis | null; close(): void }> {
   if (kind === 'ioredis-sentinel') {
     const client = workerSentinelClient(url, name);
     return { client, ioredis: client, close: () => client.disconnect() };
@@ -111,7 +135,12 @@ async function workerClient(kind: ClientKind, url: string, name: string): Promis
 }
 
 /** Builds the worker's backend on `kind`; `wrap` swaps in a planted bug (mutants.ts; ioredis only). */
-export async function createRedisBackend(url: string, proc: string, kind: ClientKind = 'ioredis', wrap?: (store: Store<RedisWriteContext>, client: Redis) => Store<RedisWriteContext>): Promise<WorkerBackend> {
+export async function createRedisBackend(
+  url: string,
+  proc: string,
+  kind: ClientKind = 'ioredis',
+  wrap?: (store: Store<RedisWriteContext>, client: Redis) => Store<RedisWriteContext>,
+): Promise<WorkerBackend> {
   const connection = await workerClient(kind, url, `chaos-${proc.replace('.', '-')}`);
   const { client } = connection;
   const real = createRedisStore({ client });
@@ -172,7 +201,12 @@ export function createRedisAdmin(url: string): StoreAdmin & { scriptFlush(): Pro
     readFinal: (keys) =>
       Promise.all(
         keys.map(async (key) =>
-          finalKeyState(key, await store.inspect(key), await client.lrange(ledgerKey(key), 0, -1), await client.lrange(gateLedgerKey(resourceOf(key)), 0, -1)),
+          finalKeyState(
+            key,
+            await store.inspect(key),
+            await client.lrange(ledgerKey(key), 0, -1),
+            await client.lrange(gateLedgerKey(resourceOf(key)), 0, -1),
+          ),
         ),
       ),
     close: async () => {

@@ -35,7 +35,10 @@ export function openSqlite(path: string): Database.Database {
 type SqliteLeaseStore = ReturnType<typeof createSqliteStore>;
 
 /** Builds the worker's backend; `wrap` swaps in a planted bug (mutants.ts). */
-export function createSqliteBackend(path: string, wrap: (store: SqliteLeaseStore, database: Database.Database) => Store<SqliteWriteContext> = (s) => s): WorkerBackend {
+export function createSqliteBackend(
+  path: string,
+  wrap: (store: SqliteLeaseStore, database: Database.Database) => Store<SqliteWriteContext> = (s) => s,
+): WorkerBackend {
   const database = openSqlite(path);
   const real = createSqliteStore({ client: database, busyTimeoutMs: BUSY_TIMEOUT_MS });
   const store = wrap(real, database);

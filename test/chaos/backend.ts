@@ -18,10 +18,27 @@ import { decodeEntry, type FinalKeyState } from './history.js';
  * single etcd member; `etcd-cluster`: 3 etcd members on loopback, the nemesis killing, freezing and restarting
  * members and taking quorum away).
  */
-export type StoreKind = 'postgres' | 'redis' | 'sqlite' | 'redis-cluster' | 'redis-sentinel' | 'postgres-promotion' | 'postgres-pgbouncer' | 'etcd' | 'etcd-cluster';
+export type StoreKind =
+  | 'postgres'
+  | 'redis'
+  | 'sqlite'
+  | 'redis-cluster'
+  | 'redis-sentinel'
+  | 'postgres-promotion'
+  | 'postgres-pgbouncer'
+  | 'etcd'
+  | 'etcd-cluster';
 
 /** Which driver a worker process talks to its store with (a run can mix them on one store). */
-export type ClientKind = 'pg' | 'postgres-js' | 'ioredis' | 'node-redis' | 'better-sqlite3' | 'ioredis-cluster' | 'ioredis-sentinel' | 'etcd3';
+export type ClientKind =
+  | 'pg'
+  | 'postgres-js'
+  | 'ioredis'
+  | 'node-redis'
+  | 'better-sqlite3'
+  | 'ioredis-cluster'
+  | 'ioredis-sentinel'
+  | 'etcd3';
 
 /**
  * The drivers of each store, the first one the default (and the one planted bugs use). On a cluster only
@@ -73,7 +90,12 @@ export interface StoreAdmin {
 }
 
 /** A key's final state from the store's inspection and its two ledgers (as stored, in apply order). */
-export function finalKeyState(key: string, inspection: StoreInspection, ledger: readonly string[], gateLedger: readonly string[]): FinalKeyState {
+export function finalKeyState(
+  key: string,
+  inspection: StoreInspection,
+  ledger: readonly string[],
+  gateLedger: readonly string[],
+): FinalKeyState {
   const checkpoint = inspection.checkpoint;
   return {
     key,

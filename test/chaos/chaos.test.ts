@@ -20,7 +20,17 @@ import { scaled } from '../support/scale.js';
 const seed = chaosSeed();
 const durationMs = scaled(9_000);
 /** Scenarios left to the long run (`npm run chaos`): their faults are covered by another short scenario. */
-const LONG_ONLY: Record<StoreKind, readonly string[]> = { postgres: ['lock-kill'], redis: ['freeze'], sqlite: ['crash', 'expiry-skew'], 'redis-cluster': [], 'redis-sentinel': [], 'postgres-promotion': [], 'postgres-pgbouncer': [], etcd: [], 'etcd-cluster': [] };
+const LONG_ONLY: Record<StoreKind, readonly string[]> = {
+  postgres: ['lock-kill'],
+  redis: ['freeze'],
+  sqlite: ['crash', 'expiry-skew'],
+  'redis-cluster': [],
+  'redis-sentinel': [],
+  'postgres-promotion': [],
+  'postgres-pgbouncer': [],
+  etcd: [],
+  'etcd-cluster': [],
+};
 /** Per SQLite scenario in the short run, ms (scaled too). */
 const SQLITE_SHORT_MS = scaled(4_000);
 const dir = mkdtempSync(join(tmpdir(), 'leasefence-chaos-'));
@@ -50,7 +60,9 @@ describe.sequential(`chaos (seed ${seed})`, () => {
       // NOTE: the scenarios added after the 3-minute budget was set (SQLite, freeze) run shorter: 45 s in all.
       const ms = Math.min(durationMs, scenario.shortMs ?? (store === 'sqlite' ? SQLITE_SHORT_MS : durationMs));
       // NOTE: only a bound on a hung run: with load average 35 on 2 cores, a scenario with its own server took 96 s.
-      it(`${store} / ${scenario.name} (${CLIENTS[store].join(' + ')}): ${scenario.summary}; every check holds`, { timeout: ms + (scenario.ownServer ? 240_000 : 150_000) }, async () => {
+      it(`${store} / ${scenario.name} (${CLIENTS[store].join(' + ')}): ${scenario.summary}; every check holds`, {
+        timeout: ms + (scenario.ownServer ? 240_000 : 150_000),
+      }, async () => {
         const result = await runScenario({ store, scenario, seed, durationMs: ms, dir, sharedUrl: sharedUrl[store] });
         results.push(result);
         const { report, crashes, kleppmann } = result;

@@ -66,7 +66,10 @@ export function checkTokens(index: OpIndex, key: string, final: FinalKeyState | 
   for (const grant of grants) {
     const token = grant.token ?? 0n;
     const twin = byToken.get(token);
-    if (twin !== undefined) found.push(violation('token-reused', key, `token ${token} granted twice: ${describeOp(twin)} and ${describeOp(grant)}`, [twin, grant]));
+    if (twin !== undefined)
+      found.push(
+        violation('token-reused', key, `token ${token} granted twice: ${describeOp(twin)} and ${describeOp(grant)}`, [twin, grant]),
+      );
     else byToken.set(token, grant);
   }
   const completed = new CompletedGrants(grants);
@@ -74,7 +77,12 @@ export function checkTokens(index: OpIndex, key: string, final: FinalKeyState | 
     const earlier = completed.newestBefore(grant.start);
     if (earlier !== null && (earlier.token ?? 0n) >= (grant.token ?? 0n)) {
       found.push(
-        violation('token-order', key, `${describeOp(grant)} was invoked after ${describeOp(earlier)} completed, yet its token is not larger`, [earlier, grant]),
+        violation(
+          'token-order',
+          key,
+          `${describeOp(grant)} was invoked after ${describeOp(earlier)} completed, yet its token is not larger`,
+          [earlier, grant],
+        ),
       );
     }
   }
@@ -86,7 +94,9 @@ export function checkTokens(index: OpIndex, key: string, final: FinalKeyState | 
     const finalToken = BigInt(final.token);
     const forgotten = faultBetween(index, key, ['amnesia'], newest.start, 2n ** 80n);
     if (finalToken < (newest.token ?? 0n) && !forgotten) {
-      found.push(violation('token-regressed', key, `the store's final token ${finalToken} is below granted ${describeOp(newest)}`, [newest]));
+      found.push(
+        violation('token-regressed', key, `the store's final token ${finalToken} is below granted ${describeOp(newest)}`, [newest]),
+      );
     }
   }
   return found;
@@ -110,7 +120,11 @@ function knownExpiry(index: OpIndex, key: string, grant: Op): number | null {
  * or revoked, or a fault cut its life short (forced expiry, a store that forgot everything) in between.
  * Returns the violations and how many pairs could be checked.
  */
-export function checkSingleHolder(index: OpIndex, key: string, lost: ReadonlySet<Op> = new Set()): { violations: Violation[]; pairsChecked: number } {
+export function checkSingleHolder(
+  index: OpIndex,
+  key: string,
+  lost: ReadonlySet<Op> = new Set(),
+): { violations: Violation[]; pairsChecked: number } {
   const found: Violation[] = [];
   let pairsChecked = 0;
   const grants = index.grants(key).sort((a, b) => ((a.token ?? 0n) < (b.token ?? 0n) ? -1 : 1));
@@ -122,7 +136,13 @@ export function checkSingleHolder(index: OpIndex, key: string, lost: ReadonlySet
       .some((release) => release.token === previous.token && release.status !== 'fail' && release.start <= next.end);
     // NOTE: a grant a failover forgot may overlap the next one, and one a discarded master made (a split brain)
     // the one before it: two workers believe they hold the key, by design.
-    if (ended || lost.has(previous) || lost.has(next) || faultBetween(index, key, ['revoke', 'force-expire', 'amnesia'], previous.start, next.end)) continue;
+    if (
+      ended ||
+      lost.has(previous) ||
+      lost.has(next) ||
+      faultBetween(index, key, ['revoke', 'force-expire', 'amnesia'], previous.start, next.end)
+    )
+      continue;
     const expiry = knownExpiry(index, key, previous);
     const acquiredAt = next.done?.acquiredAt;
     if (expiry === null || typeof acquiredAt !== 'number') continue;
@@ -150,7 +170,12 @@ const FENCED_KINDS = ['renew', 'release', 'checkpoint', 'write'] as const;
  * time at or after such a grant's acquiredAt (store clock), nor after its own grant was released, nor (for
  * ok outcomes with a store time) at or after its grant's latest known expiry.
  */
-export function checkStaleAccepted(index: OpIndex, key: string, appliedWrites: ReadonlySet<string>, lost: ReadonlySet<Op> = new Set()): Violation[] {
+export function checkStaleAccepted(
+  index: OpIndex,
+  key: string,
+  appliedWrites: ReadonlySet<string>,
+  lost: ReadonlySet<Op> = new Set(),
+): Violation[] {
   const found: Violation[] = [];
   // NOTE: a grant a failover forgot supersedes nothing in the store: the rolled-back grant before it is current
   // again there (until it expires or a newer grant is made above both), so its holder's writes may land.
@@ -159,7 +184,12 @@ export function checkStaleAccepted(index: OpIndex, key: string, appliedWrites: R
   const grantOf = new Map(grants.map((grant) => [grant.token, grant]));
   const lostTokens = new Set([...lost].map((grant) => grant.token));
   const releases = index.of(key, 'release').filter((release) => release.status === 'ok');
-  const renewUnknown = new Set(index.of(key, 'renew').filter((renew) => renew.status === 'info').map((renew) => renew.token));
+  const renewUnknown = new Set(
+    index
+      .of(key, 'renew')
+      .filter((renew) => renew.status === 'info')
+      .map((renew) => renew.token),
+  );
   for (const kind of FENCED_KINDS) {
     for (const op of index.of(key, kind)) {
       const accepted = op.status === 'ok' || (kind === 'write' && appliedWrites.has(op.reqId));
@@ -170,21 +200,43 @@ export function checkStaleAccepted(index: OpIndex, key: string, appliedWrites: R
       if (lostTokens.has(op.token) && !(kind === 'write' && appliedWrites.has(op.reqId))) continue;
       const newer = completed.newestBefore(op.start);
       if (newer !== null && (newer.token ?? 0n) > op.token) {
-        found.push(violation('stale-accepted', key, `${describeOp(op)} was accepted although ${describeOp(newer)} completed before it was invoked`, [newer, op]));
+        found.push(
+          violation('stale-accepted', key, `${describeOp(op)} was accepted although ${describeOp(newer)} completed before it was invoked`, [
+            newer,
+            op,
+          ]),
+        );
         continue;
       }
       // NOTE: a release answered `alreadyReleased` (a re-delivery) took effect earlier, not at its reply's store time.
       const appliedAt = op.status === 'ok' && op.done?.alreadyReleased !== true ? op.done?.storeNow : undefined;
       if (typeof appliedAt === 'number') {
-        const overtaken = grants.find((grant) => (grant.token ?? 0n) > (op.token ?? 0n) && typeof grant.done?.acquiredAt === 'number' && grant.done.acquiredAt < appliedAt);
+        const overtaken = grants.find(
+          (grant) =>
+            (grant.token ?? 0n) > (op.token ?? 0n) && typeof grant.done?.acquiredAt === 'number' && grant.done.acquiredAt < appliedAt,
+        );
         if (overtaken !== undefined) {
-          found.push(violation('stale-accepted', key, `${describeOp(op)} applied at store time ${appliedAt}, after ${describeOp(overtaken)} was granted at ${overtaken.done?.acquiredAt}`, [overtaken, op]));
+          found.push(
+            violation(
+              'stale-accepted',
+              key,
+              `${describeOp(op)} applied at store time ${appliedAt}, after ${describeOp(overtaken)} was granted at ${overtaken.done?.acquiredAt}`,
+              [overtaken, op],
+            ),
+          );
           continue;
         }
         const own = grantOf.get(op.token);
         const expiry = own === undefined ? null : knownExpiry(index, key, own);
         if (kind !== 'release' && expiry !== null && appliedAt >= expiry && !renewUnknown.has(op.token)) {
-          found.push(violation('expired-accepted', key, `${describeOp(op)} applied at store time ${appliedAt}, at or after its grant's expiry ${expiry}`, [op]));
+          found.push(
+            violation(
+              'expired-accepted',
+              key,
+              `${describeOp(op)} applied at store time ${appliedAt}, at or after its grant's expiry ${expiry}`,
+              [op],
+            ),
+          );
           continue;
         }
       }
@@ -211,28 +263,56 @@ export function checkInheritance(index: OpIndex, key: string, final: FinalKeySta
     const writer = checkpoints.get(id);
     const ops = by === null ? [] : [by];
     if (writer === undefined) found.push(violation('phantom-checkpoint', key, `${where} holds checkpoint ${id} that no worker wrote`, ops));
-    else if (writer.status === 'fail') found.push(violation('refused-checkpoint-kept', key, `${where} holds checkpoint ${id} although ${describeOp(writer)} was refused`, [writer, ...ops]));
-    else if (writer.token?.toString() !== token) found.push(violation('checkpoint-token', key, `${where} stamps checkpoint ${id} with token ${token}, but ${describeOp(writer)} wrote it`, [writer, ...ops]));
+    else if (writer.status === 'fail')
+      found.push(
+        violation('refused-checkpoint-kept', key, `${where} holds checkpoint ${id} although ${describeOp(writer)} was refused`, [
+          writer,
+          ...ops,
+        ]),
+      );
+    else if (writer.token?.toString() !== token)
+      found.push(
+        violation('checkpoint-token', key, `${where} stamps checkpoint ${id} with token ${token}, but ${describeOp(writer)} wrote it`, [
+          writer,
+          ...ops,
+        ]),
+      );
   };
   for (const grant of index.grants(key)) {
     const done = grant.done;
     if (done === null) continue;
     if (done.previousToken !== undefined && BigInt(done.previousToken) >= (grant.token ?? 0n)) {
-      found.push(violation('inheritance-order', key, `${describeOp(grant)} reports a previous grant with token ${done.previousToken}`, [grant]));
+      found.push(
+        violation('inheritance-order', key, `${describeOp(grant)} reports a previous grant with token ${done.previousToken}`, [grant]),
+      );
     }
     const inheritedToken = done.checkpointToken === undefined ? 0n : BigInt(done.checkpointToken);
-    const newestAcked = acked.filter((op) => op.end < grant.start).reduce<Op | null>((a, b) => (a === null || (b.token ?? 0n) > (a.token ?? 0n) ? b : a), null);
+    const newestAcked = acked
+      .filter((op) => op.end < grant.start)
+      .reduce<Op | null>((a, b) => (a === null || (b.token ?? 0n) > (a.token ?? 0n) ? b : a), null);
     const forgotten = newestAcked !== null && faultBetween(index, key, ['amnesia', 'failover'], newestAcked.start, grant.end);
     if (newestAcked !== null && !forgotten && inheritedToken < (newestAcked.token ?? 0n)) {
       const what = done.checkpointToken === undefined ? 'no checkpoint' : `checkpoint token ${done.checkpointToken}`;
-      found.push(violation('acked-checkpoint-lost', key, `${describeOp(grant)} inherits ${what}, older than acknowledged ${describeOp(newestAcked)}`, [newestAcked, grant]));
+      found.push(
+        violation(
+          'acked-checkpoint-lost',
+          key,
+          `${describeOp(grant)} inherits ${what}, older than acknowledged ${describeOp(newestAcked)}`,
+          [newestAcked, grant],
+        ),
+      );
     }
     if (done.checkpointId === undefined || done.checkpointToken === undefined) continue;
     if (inheritedToken >= (grant.token ?? 0n)) {
-      found.push(violation('inheritance-order', key, `${describeOp(grant)} inherits a checkpoint stamped with token ${done.checkpointToken}`, [grant]));
+      found.push(
+        violation('inheritance-order', key, `${describeOp(grant)} inherits a checkpoint stamped with token ${done.checkpointToken}`, [
+          grant,
+        ]),
+      );
     }
     verifyWritten(done.checkpointId, done.checkpointToken, grant, describeOp(grant));
   }
-  if (final?.checkpoint !== null && final?.checkpoint !== undefined) verifyWritten(final.checkpoint.id, final.checkpoint.token, null, 'the final store state');
+  if (final?.checkpoint !== null && final?.checkpoint !== undefined)
+    verifyWritten(final.checkpoint.id, final.checkpoint.token, null, 'the final store state');
   return found;
 }

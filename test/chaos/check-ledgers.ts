@@ -36,16 +36,27 @@ export function checkLedger(index: OpIndex, key: string, kind: 'write' | 'gate',
     const op = ops.get(entry.reqId);
     const first = seen.get(entry.reqId);
     if (first !== undefined) {
-      found.push({ check: 'duplicate-application', key, message: `request ${entry.reqId} appears twice in the ${label} (positions ${first} and ${position})`, ops: op === undefined ? [] : [op] });
+      found.push({
+        check: 'duplicate-application',
+        key,
+        message: `request ${entry.reqId} appears twice in the ${label} (positions ${first} and ${position})`,
+        ops: op === undefined ? [] : [op],
+      });
       return;
     }
     seen.set(entry.reqId, position);
     if (op === undefined) {
-      found.push({ check: 'phantom-write', key, message: `the ${label} holds ${entry.reqId} (token ${entry.token}) that no worker sent`, ops: [] });
+      found.push({
+        check: 'phantom-write',
+        key,
+        message: `the ${label} holds ${entry.reqId} (token ${entry.token}) that no worker sent`,
+        ops: [],
+      });
       return;
     }
     applied.add(entry.reqId);
-    if (op.status === 'fail') found.push({ check: 'refused-write-applied', key, message: `${describeOp(op)} was refused, yet it is in the ${label}`, ops: [op] });
+    if (op.status === 'fail')
+      found.push({ check: 'refused-write-applied', key, message: `${describeOp(op)} was refused, yet it is in the ${label}`, ops: [op] });
     if (op.status === 'info') unknownApplied += 1;
     if (op.token !== null && op.token.toString() !== entry.token) {
       found.push({ check: 'ledger-token-mismatch', key, message: `${describeOp(op)} is stored with token ${entry.token}`, ops: [op] });
@@ -60,14 +71,20 @@ export function checkLedger(index: OpIndex, key: string, kind: 'write' | 'gate',
     if (op.status !== 'ok') continue;
     if (faultBetween(index, key, ['amnesia'], op.start, 2n ** 80n)) lostToAmnesia += 1;
     else if (faultBetween(index, key, ['failover'], op.start, 2n ** 80n)) lostToFailover += 1;
-    else found.push({ check: 'acked-write-lost', key, message: `${describeOp(op)} was acknowledged but is not in the ${label}`, ops: [op] });
+    else
+      found.push({ check: 'acked-write-lost', key, message: `${describeOp(op)} was acknowledged but is not in the ${label}`, ops: [op] });
   }
   for (let i = 1; i < ledger.length; i += 1) {
     const before = ledger[i - 1] as LedgerEntry;
     const after = ledger[i] as LedgerEntry;
     if (BigInt(after.token) < BigInt(before.token)) {
       const pair = [ops.get(before.reqId), ops.get(after.reqId)].filter((op): op is Op => op !== undefined);
-      found.push({ check: 'ledger-order', key, message: `the ${label} applied ${after.reqId} (token ${after.token}) after ${before.reqId} (token ${before.token})`, ops: pair });
+      found.push({
+        check: 'ledger-order',
+        key,
+        message: `the ${label} applied ${after.reqId} (token ${after.token}) after ${before.reqId} (token ${before.token})`,
+        ops: pair,
+      });
     }
   }
   return { violations: found, applied, lostToAmnesia, lostToFailover, unknownApplied, unknownDropped };
@@ -91,7 +108,12 @@ export function checkGateOrder(index: OpIndex, key: string, applied: ReadonlySet
     if (!applied.has(op.reqId) && faultBetween(index, key, ['failover'], op.start, 2n ** 80n)) continue;
     const newer = acked.find((other) => other.end < op.start && (other.token ?? 0n) > (op.token ?? 0n));
     if (newer !== undefined) {
-      found.push({ check: 'gate-stale-accepted', key, message: `${describeOp(op)} passed the token gate after ${describeOp(newer)} had written`, ops: [newer, op] });
+      found.push({
+        check: 'gate-stale-accepted',
+        key,
+        message: `${describeOp(op)} passed the token gate after ${describeOp(newer)} had written`,
+        ops: [newer, op],
+      });
     }
   }
   return found;

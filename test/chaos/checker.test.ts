@@ -26,9 +26,27 @@ class Story {
     const key = spec.key ?? 'k';
     const token = spec.token === undefined ? {} : { token: String(spec.token) };
     const presented = spec.op === 'claim' ? {} : token;
-    this.events.push({ proc: spec.proc, op: spec.op, key, type: 'invoke', reqId, t: String(spec.at[0] * MS), ...presented, ...spec.invoke });
+    this.events.push({
+      proc: spec.proc,
+      op: spec.op,
+      key,
+      type: 'invoke',
+      reqId,
+      t: String(spec.at[0] * MS),
+      ...presented,
+      ...spec.invoke,
+    });
     if (spec.at[1] !== null) {
-      this.events.push({ proc: spec.proc, op: spec.op, key, type: spec.status ?? 'ok', reqId, t: String(spec.at[1] * MS), ...token, ...spec.done });
+      this.events.push({
+        proc: spec.proc,
+        op: spec.op,
+        key,
+        type: spec.status ?? 'ok',
+        reqId,
+        t: String(spec.at[1] * MS),
+        ...token,
+        ...spec.done,
+      });
     }
     return reqId;
   }
@@ -41,11 +59,21 @@ class Story {
 }
 
 const finalOf = (ledger: LedgerEntry[], extra: Partial<FinalKeyState> = {}): FinalKeyState[] => [
-  { key: 'k', token: String(ledger.reduce((max, entry) => Math.max(max, Number(entry.token)), 1)), ledger, gateLedger: [], checkpoint: null, ...extra },
+  {
+    key: 'k',
+    token: String(ledger.reduce((max, entry) => Math.max(max, Number(entry.token)), 1)),
+    ledger,
+    gateLedger: [],
+    checkpoint: null,
+    ...extra,
+  },
 ];
 const entry = (reqId: string, token: number): LedgerEntry => ({ reqId, token: String(token) });
-const check = (story: Story, final: FinalKeyState[], takeoverBoundMs: number | null = null) => checkHistory(story.events, final, { takeoverBoundMs });
-const checksFired = (story: Story, final: FinalKeyState[], bound: number | null = null) => [...new Set(check(story, final, bound).violations.map((v) => v.check))];
+const check = (story: Story, final: FinalKeyState[], takeoverBoundMs: number | null = null) =>
+  checkHistory(story.events, final, { takeoverBoundMs });
+const checksFired = (story: Story, final: FinalKeyState[], bound: number | null = null) => [
+  ...new Set(check(story, final, bound).violations.map((v) => v.check)),
+];
 
 describe('chaos history checker', () => {
   it('accepts a correct history: a takeover after expiry, the stale holder refused', () => {
@@ -211,7 +239,10 @@ describe('chaos history checker', () => {
     refused.claim('a', 1, [0, 2], 1000, 50);
     refused.op({ proc: 'a', op: 'checkpoint', reqId: 'cp-refused', token: 1, at: [5, 6], status: 'fail' });
     refused.claim('b', 2, [60, 62], 1060, 50, { checkpointId: 'cp-refused', checkpointToken: '1' });
-    expect(checksFired(refused, finalOf([], { token: '2', checkpoint: { id: 'ghost', token: '1' } }))).toEqual(['refused-checkpoint-kept', 'phantom-checkpoint']);
+    expect(checksFired(refused, finalOf([], { token: '2', checkpoint: { id: 'ghost', token: '1' } }))).toEqual([
+      'refused-checkpoint-kept',
+      'phantom-checkpoint',
+    ]);
   });
 
   it('flags bad input that reached the store or was accepted', () => {
@@ -338,7 +369,10 @@ describe('chaos history checker after a failover (lost by design)', () => {
     // ...but a stale write of the discarded grant that is in the store is a violation.
     const stale = story.write('d', 5, [70, 71], 'ok', 1070);
     story.claim('e', 6, [67, 69], 1067, 100, { previousToken: '3', reason: 'released' });
-    const fired = checksFired(story, finalOf([entry(w1, 1), entry(w3, 3), entry(stale, 5)], { token: '6', gateLedger: [entry(g3, 3), entry(g3b, 3)] }));
+    const fired = checksFired(
+      story,
+      finalOf([entry(w1, 1), entry(w3, 3), entry(stale, 5)], { token: '6', gateLedger: [entry(g3, 3), entry(g3b, 3)] }),
+    );
     expect(fired).toContain('stale-accepted');
   });
 
@@ -356,7 +390,9 @@ describe('chaos history checker after a failover (lost by design)', () => {
   it('flags fenced writes that land out of token order after a failover, and the stale write itself', () => {
     const { story, w1, w3 } = failoverStory();
     const stale = story.write('b', 2, [56, 57], 'ok', 1056);
-    expect(checksFired(story, finalOf([entry(w1, 1), entry(w3, 3), entry(stale, 2)], { token: '3' }))).toEqual(expect.arrayContaining(['ledger-order', 'stale-accepted']));
+    expect(checksFired(story, finalOf([entry(w1, 1), entry(w3, 3), entry(stale, 2)], { token: '3' }))).toEqual(
+      expect.arrayContaining(['ledger-order', 'stale-accepted']),
+    );
   });
 
   it('flags a token gate that accepts an older token after a newer gate write that survived the failover', () => {
@@ -374,4 +410,3 @@ describe('chaos history checker after a failover (lost by design)', () => {
     expect(checksFired(story, finalOf([entry(w1, 1), entry(w3, 3)], { token: '4', gateLedger }))).toEqual(['two-live-grants']);
   });
 });
-

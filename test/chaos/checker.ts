@@ -87,11 +87,24 @@ export function checkHistory(history: readonly HistoryEvent[], final: readonly F
   }
   const takeover = takeoverLatencies(index, options.takeoverBoundMs);
   violations.push(...takeover.violations);
-  const figures = tally(index, { pairsChecked, unknownApplied, lostToAmnesia, grantsLostToFailover, writesLostToFailover, takeoverLatencies: takeover.latencies });
+  const figures = tally(index, {
+    pairsChecked,
+    unknownApplied,
+    lostToAmnesia,
+    grantsLostToFailover,
+    writesLostToFailover,
+    takeoverLatencies: takeover.latencies,
+  });
   return { ok: violations.length === 0, violations, figures };
 }
 
-function tally(index: OpIndex, extra: Pick<RunFigures, 'pairsChecked' | 'unknownApplied' | 'lostToAmnesia' | 'grantsLostToFailover' | 'writesLostToFailover' | 'takeoverLatencies'>): RunFigures {
+function tally(
+  index: OpIndex,
+  extra: Pick<
+    RunFigures,
+    'pairsChecked' | 'unknownApplied' | 'lostToAmnesia' | 'grantsLostToFailover' | 'writesLostToFailover' | 'takeoverLatencies'
+  >,
+): RunFigures {
   const refusals: Record<string, number> = {};
   const faults: Record<string, number> = {};
   let operations = 0;
@@ -129,21 +142,32 @@ function takeoverLatencies(index: OpIndex, boundMs: number | null): { latencies:
   const latencies: number[] = [];
   const violations: Violation[] = [];
   const runEnd = index.all.reduce((latest, op) => (op.done !== null && op.end > latest ? op.end : latest), 0n);
-  const faults = index.all.filter((op) => op.proc === FAULT_PROC && (op.op === 'kill' || op.op === 'pause') && op.invoke.target !== undefined);
+  const faults = index.all.filter(
+    (op) => op.proc === FAULT_PROC && (op.op === 'kill' || op.op === 'pause') && op.invoke.target !== undefined,
+  );
   for (const fault of faults) {
     const victim = fault.invoke.target ?? '';
     for (const key of index.keys()) {
       const grants = index.grants(key);
       const held = grants.filter((grant) => grant.proc === victim && grant.end < fault.start).pop();
       if (held === undefined) continue;
-      const released = index.of(key, 'release').some((release) => release.token === held.token && release.status === 'ok' && release.end < fault.start);
+      const released = index
+        .of(key, 'release')
+        .some((release) => release.token === held.token && release.status === 'ok' && release.end < fault.start);
       const superseded = grants.some((grant) => (grant.token ?? 0n) > (held.token ?? 0n) && grant.end < fault.start);
       if (released || superseded) continue;
       // NOTE: any newer grant ends the wait, the paused holder's own new claim after its grant expired included.
-      const next = grants.filter((grant) => (grant.token ?? 0n) > (held.token ?? 0n) && grant.end > fault.start).sort((a, b) => (a.end < b.end ? -1 : 1))[0];
+      const next = grants
+        .filter((grant) => (grant.token ?? 0n) > (held.token ?? 0n) && grant.end > fault.start)
+        .sort((a, b) => (a.end < b.end ? -1 : 1))[0];
       if (next === undefined) {
         if (boundMs !== null && msBetween(fault.start, runEnd) > boundMs) {
-          violations.push({ check: 'slow-takeover', key, message: `no takeover of ${key} within ${boundMs} ms after ${fault.op} of ${victim}`, ops: [fault, held] });
+          violations.push({
+            check: 'slow-takeover',
+            key,
+            message: `no takeover of ${key} within ${boundMs} ms after ${fault.op} of ${victim}`,
+            ops: [fault, held],
+          });
         }
         continue;
       }
@@ -155,10 +179,18 @@ function takeoverLatencies(index: OpIndex, boundMs: number | null): { latencies:
       // a key nobody asks for (the other workers killed, respawning or busy on other keys, as on a starved
       // 2-core machine) is not held up by the store.
       const ttlNs = BigInt(Math.max(0, (held.done?.expiresAt ?? 0) - (held.done?.acquiredAt ?? 0))) * 1_000_000n;
-      const demand = index.of(key, 'claim').filter((claim) => claim.proc !== victim && claim.start > fault.start + ttlNs).sort((a, b) => (a.start < b.start ? -1 : 1))[0];
+      const demand = index
+        .of(key, 'claim')
+        .filter((claim) => claim.proc !== victim && claim.start > fault.start + ttlNs)
+        .sort((a, b) => (a.start < b.start ? -1 : 1))[0];
       const waited = msBetween(demand === undefined ? fault.start : demand.start, next.end);
       if (boundMs !== null && waited > boundMs) {
-        violations.push({ check: 'slow-takeover', key, message: `takeover of ${key} took ${waited.toFixed(0)} ms after the first claim that followed the ${fault.op} of ${victim} (bound ${boundMs} ms)`, ops: [fault, held, next] });
+        violations.push({
+          check: 'slow-takeover',
+          key,
+          message: `takeover of ${key} took ${waited.toFixed(0)} ms after the first claim that followed the ${fault.op} of ${victim} (bound ${boundMs} ms)`,
+          ops: [fault, held, next],
+        });
       }
     }
   }
@@ -178,11 +210,18 @@ function freezeTakeovers(index: OpIndex): number[] {
   for (const freeze of freezes) {
     for (const key of index.keys()) {
       const grants = index.grants(key);
-      const held = grants.filter((grant) => grant.end < freeze.start).sort((a, b) => ((a.token ?? 0n) < (b.token ?? 0n) ? -1 : 1)).pop();
+      const held = grants
+        .filter((grant) => grant.end < freeze.start)
+        .sort((a, b) => ((a.token ?? 0n) < (b.token ?? 0n) ? -1 : 1))
+        .pop();
       if (held === undefined) continue;
-      const released = index.of(key, 'release').some((release) => release.token === held.token && release.status === 'ok' && release.end < freeze.start);
+      const released = index
+        .of(key, 'release')
+        .some((release) => release.token === held.token && release.status === 'ok' && release.end < freeze.start);
       if (released) continue;
-      const next = grants.filter((grant) => (grant.token ?? 0n) > (held.token ?? 0n) && grant.end > freeze.end).sort((a, b) => (a.end < b.end ? -1 : 1))[0];
+      const next = grants
+        .filter((grant) => (grant.token ?? 0n) > (held.token ?? 0n) && grant.end > freeze.end)
+        .sort((a, b) => (a.end < b.end ? -1 : 1))[0];
       if (next !== undefined) latencies.push(msBetween(freeze.end, next.end));
     }
   }
@@ -196,7 +235,10 @@ function freezeTakeovers(index: OpIndex): number[] {
 function failoverTakeovers(index: OpIndex): number[] {
   const latencies: number[] = [];
   for (const failover of index.all.filter((op) => op.proc === FAULT_PROC && op.op === 'failover' && op.invoke.target !== undefined)) {
-    const next = index.grants(failover.invoke.target ?? '').filter((grant) => grant.start > failover.start).sort((a, b) => (a.end < b.end ? -1 : 1))[0];
+    const next = index
+      .grants(failover.invoke.target ?? '')
+      .filter((grant) => grant.start > failover.start)
+      .sort((a, b) => (a.end < b.end ? -1 : 1))[0];
     if (next !== undefined) latencies.push(msBetween(failover.start, next.end));
   }
   return latencies;
@@ -212,7 +254,12 @@ export function percentile(values: readonly number[], p: number): number | null 
 
 /** One violation per line with its operations, for failure messages. */
 export function formatViolations(violations: readonly Violation[], limit = 10): string {
-  const lines = violations.slice(0, limit).map((v) => `[${v.check}] ${v.key}: ${v.message}\n${v.ops.map((op) => `    ${JSON.stringify(op.invoke)}${op.done === null ? '' : `\n    ${JSON.stringify(op.done)}`}`).join('\n')}`);
+  const lines = violations
+    .slice(0, limit)
+    .map(
+      (v) =>
+        `[${v.check}] ${v.key}: ${v.message}\n${v.ops.map((op) => `    ${JSON.stringify(op.invoke)}${op.done === null ? '' : `\n    ${JSON.stringify(op.done)}`}`).join('\n')}`,
+    );
   if (violations.length > limit) lines.push(`... and ${violations.length - limit} more`);
   return lines.join('\n');
 }

@@ -47,14 +47,20 @@ const RUNS: ReadonlyArray<readonly [StoreKind, string, number]> = [
 describe.sequential(`chaos on etcd (seed ${seed})`, () => {
   for (const [store, name, ms] of RUNS) {
     const chosen = scenario(name);
-    it(`${store} / ${name}: ${chosen.summary}; every check holds, nothing acknowledged is lost`, { timeout: scaled(ms) + 240_000 }, async () => {
+    it(`${store} / ${name}: ${chosen.summary}; every check holds, nothing acknowledged is lost`, {
+      timeout: scaled(ms) + 240_000,
+    }, async () => {
       const result = await runScenario({ store, scenario: chosen, seed, durationMs: scaled(ms), dir });
       results.push(result);
       const { report, crashes, kleppmann } = result;
       failed ||= !report.ok || crashes.length > 0;
       expect(crashes.map((crash) => `${crash.proc} exited ${crash.code ?? crash.signal}: ${crash.stderr.slice(-600)}`)).toEqual([]);
       expect(report.violations.length, `seed ${seed}, history in ${result.historyDir}\n${formatViolations(report.violations)}`).toBe(0);
-      expect({ grants: report.figures.grantsLostToFailover, writes: report.figures.writesLostToFailover, amnesia: report.figures.lostToAmnesia }).toEqual({ grants: 0, writes: 0, amnesia: 0 });
+      expect({
+        grants: report.figures.grantsLostToFailover,
+        writes: report.figures.writesLostToFailover,
+        amnesia: report.figures.lostToAmnesia,
+      }).toEqual({ grants: 0, writes: 0, amnesia: 0 });
       expect(report.figures.grants).toBeGreaterThan(5);
       expect(report.figures.writesAcked).toBeGreaterThan(10);
       expect(kleppmann.accepted).toBe(0);

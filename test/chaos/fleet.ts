@@ -23,7 +23,16 @@ export function workerEntry(): Promise<{ script: string; execArgv: string[] }> {
       const esbuild = (await import('esbuild' as string)) as {
         build(options: Record<string, unknown>): Promise<{ outputFiles: Array<{ contents: Uint8Array }> }>;
       };
-      const built = await esbuild.build({ entryPoints: [WORKER_SCRIPT], bundle: true, platform: 'node', format: 'esm', target: 'node20', packages: 'external', write: false, logLevel: 'silent' });
+      const built = await esbuild.build({
+        entryPoints: [WORKER_SCRIPT],
+        bundle: true,
+        platform: 'node',
+        format: 'esm',
+        target: 'node20',
+        packages: 'external',
+        write: false,
+        logLevel: 'silent',
+      });
       const contents = built.outputFiles[0]?.contents;
       if (contents === undefined) throw new Error('esbuild produced no output');
       // NOTE: inside node_modules, so the bundle's bare imports (pg, ioredis) resolve to the project's; named by
@@ -52,7 +61,11 @@ export function workerEntry(): Promise<{ script: string; execArgv: string[] }> {
  * process, as the harness does; safety is still checked on the history, the dead process's requests unknown.
  */
 export const KNOWN_DRIVER_CRASHES: ReadonlyArray<{ readonly issue: string; readonly pattern: RegExp }> = [
-  { issue: 'porsager/postgres#1154', pattern: /postgres\/src\/connection\.js:\d+[\s\S]*socket\.write[\s\S]*TypeError: Cannot read properties of null \(reading 'write'\)[\s\S]*at Immediate\.nextWrite/ },
+  {
+    issue: 'porsager/postgres#1154',
+    pattern:
+      /postgres\/src\/connection\.js:\d+[\s\S]*socket\.write[\s\S]*TypeError: Cannot read properties of null \(reading 'write'\)[\s\S]*at Immediate\.nextWrite/,
+  },
 ];
 
 /** How long a worker may take to load and report ready. */
@@ -226,7 +239,10 @@ export class Fleet {
     const child = worker.process;
     return new Promise<void>((resolve, reject) => {
       // NOTE: only a bound on a hung start: starting a tsx worker took over 20 s on a loaded 2-core machine.
-      const timer = setTimeout(() => reject(new Error(`worker ${worker.proc} did not start within ${WORKER_START_MS / 1000} s`)), WORKER_START_MS);
+      const timer = setTimeout(
+        () => reject(new Error(`worker ${worker.proc} did not start within ${WORKER_START_MS / 1000} s`)),
+        WORKER_START_MS,
+      );
       const onMessage = (message: WorkerMessage): void => {
         if (message.type !== 'ready') return;
         clearTimeout(timer);

@@ -159,7 +159,10 @@ export async function runInProcessScenario(options: InProcessRunOptions): Promis
   const spawn = (slot: number, incarnation: number): Slot => {
     const proc = `w${slot}.${incarnation}`;
     const link = pausable();
-    const entry = { slot, proc, incarnation, link, paused: false, armed: null, onHeldWrite: null } as Omit<Slot, 'workload' | 'done'> as Slot;
+    const entry = { slot, proc, incarnation, link, paused: false, armed: null, onHeldWrite: null } as Omit<
+      Slot,
+      'workload' | 'done'
+    > as Slot;
     const hooks: WorkloadHooks = {
       beforeWrite: async (key, token) => {
         const armed = entry.armed;
@@ -188,8 +191,16 @@ export async function runInProcessScenario(options: InProcessRunOptions): Promis
   for (let slot = 0; slot < scenario.workers; slot += 1) slots.push(spawn(slot, 0));
   options.log?.(`  ${store} ${scenario.name}: ${scenario.workers} in-process workers up, faults for ${durationMs} ms (seed ${seed})`);
 
-  const record = (op: 'kill' | 'pause' | 'force-expire' | 'revoke', fault: FaultName, key: string, target: string | undefined, act: () => Promise<unknown>) =>
-    nemesis.run(op, key, { reason: fault, ...(target === undefined ? {} : { target }) }, act, () => ({ type: 'ok' })).catch(() => undefined);
+  const record = (
+    op: 'kill' | 'pause' | 'force-expire' | 'revoke',
+    fault: FaultName,
+    key: string,
+    target: string | undefined,
+    act: () => Promise<unknown>,
+  ) =>
+    nemesis
+      .run(op, key, { reason: fault, ...(target === undefined ? {} : { target }) }, act, () => ({ type: 'ok' }))
+      .catch(() => undefined);
   const live = (): Slot[] => slots.filter((slot) => !slot.paused);
 
   try {
@@ -212,14 +223,32 @@ export async function runInProcessScenario(options: InProcessRunOptions): Promis
   writer.close();
   await shared.admin.close().catch(() => undefined);
   const report = checkHistory(readHistory(join(historyDir, 'history.jsonl')), final, { takeoverBoundMs: scenario.takeoverBoundMs });
-  return { store, scenario: scenario.name, variant: null, seed, durationMs, historyDir, report, kleppmann, crashes: [], driverCrashes: [], diedInWrite: { died: 0, applied: 0 } };
+  return {
+    store,
+    scenario: scenario.name,
+    variant: null,
+    seed,
+    durationMs,
+    historyDir,
+    report,
+    kleppmann,
+    crashes: [],
+    driverCrashes: [],
+    diedInWrite: { died: 0, applied: 0 },
+  };
 }
 
 interface InjectContext {
   readonly random: Random;
   readonly slots: Slot[];
   live(): Slot[];
-  record(op: 'kill' | 'pause' | 'force-expire' | 'revoke', fault: FaultName, key: string, target: string | undefined, act: () => Promise<unknown>): Promise<unknown>;
+  record(
+    op: 'kill' | 'pause' | 'force-expire' | 'revoke',
+    fault: FaultName,
+    key: string,
+    target: string | undefined,
+    act: () => Promise<unknown>,
+  ): Promise<unknown>;
   spawn(slot: number, incarnation: number): Slot;
   readonly shared: SharedStore;
   readonly keys: readonly string[];

@@ -41,7 +41,10 @@ const RUN_CEILING_MS = 60_000;
  * w1 passes its own validity check, then every request it sends (its renewals too, as in a stopped process)
  * is held until a rescuer has taken the key over and written under a newer token; then w1 sends its write.
  */
-async function runInProcess(name: string, options: { wrap?: (store: Store) => Store; rate: number; minMs: number; enough: (figures: RunFigures) => boolean }) {
+async function runInProcess(
+  name: string,
+  options: { wrap?: (store: Store) => Store; rate: number; minMs: number; enough: (figures: RunFigures) => boolean },
+) {
   const chaos = createMemoryChaos();
   // NOTE: one history file per run, so that a repeated test never checks an earlier run's history.
   runs += 1;
@@ -50,7 +53,23 @@ async function runInProcess(name: string, options: { wrap?: (store: Store) => St
   const keys = ['k1', 'k2'];
   const victim = pausable();
   const wrap = (store: Store): Store => lateRenewals(options.wrap === undefined ? store : options.wrap(store));
-  const config = (n: number) => ({ proc: `w${n}`, keys, ttlMs: 120, seed: 7, writesPerGrant: [2, 8] as const, thinkMs: [5, 40] as const, idleMs: [5, 30] as const, skew: { rate: options.rate, jumps: [{ atMs: 100 * n, offsetMs: -3000 }, { atMs: 700 + 50 * n, offsetMs: -6000 }] }, badInputChance: 0.2 });
+  const config = (n: number) => ({
+    proc: `w${n}`,
+    keys,
+    ttlMs: 120,
+    seed: 7,
+    writesPerGrant: [2, 8] as const,
+    thinkMs: [5, 40] as const,
+    idleMs: [5, 30] as const,
+    skew: {
+      rate: options.rate,
+      jumps: [
+        { atMs: 100 * n, offsetMs: -3000 },
+        { atMs: 700 + 50 * n, offsetMs: -6000 },
+      ],
+    },
+    badInputChance: 0.2,
+  });
   const rescuer = new Workload(config(5), chaos.backend(wrap), new Recorder('w5', writer));
   let round = null as PauseRound | null;
   let paused = false;
@@ -70,7 +89,13 @@ async function runInProcess(name: string, options: { wrap?: (store: Store) => St
     },
   };
   const workloads = [1, 2, 3, 4].map(
-    (n) => new Workload(config(n), chaos.backend((store) => (n === 1 ? victim.wrap(wrap(store)) : wrap(store))), new Recorder(`w${n}`, writer), n === 1 ? hooks : undefined),
+    (n) =>
+      new Workload(
+        config(n),
+        chaos.backend((store) => (n === 1 ? victim.wrap(wrap(store)) : wrap(store))),
+        new Recorder(`w${n}`, writer),
+        n === 1 ? hooks : undefined,
+      ),
   );
   const started = performance.now();
   const running = workloads.map((workload) => workload.run());
@@ -109,7 +134,9 @@ const unfencedWrite = (store: Store): Store => ({
 });
 
 describe('chaos harness, in-process over the memory store', () => {
-  it('a correct store passes every check, with grants, takeovers, refusals and bad input exercised', { timeout: RUN_CEILING_MS + 30_000 }, async () => {
+  it('a correct store passes every check, with grants, takeovers, refusals and bad input exercised', {
+    timeout: RUN_CEILING_MS + 30_000,
+  }, async () => {
     const { report, round } = await runInProcess('correct', {
       rate: 0.3,
       minMs: 1500,
@@ -125,7 +152,10 @@ describe('chaos harness, in-process over the memory store', () => {
     expect(Object.keys(report.figures.refusals).length).toBeGreaterThan(0);
   });
 
-  it('the checker catches a fenced write without the fence check when a paused worker writes after its grant was taken over', { timeout: RUN_CEILING_MS + 30_000, repeats: mutantRepeats() }, async () => {
+  it('the checker catches a fenced write without the fence check when a paused worker writes after its grant was taken over', {
+    timeout: RUN_CEILING_MS + 30_000,
+    repeats: mutantRepeats(),
+  }, async () => {
     const { report, round } = await runInProcess('unfenced', { wrap: unfencedWrite, rate: 0.3, minMs: 0, enough: () => true });
     // NOTE: the exposing event happened by construction: a newer grant was returned, then the older write landed.
     expect(round?.rescuerToken).toBeGreaterThan(round?.heldToken ?? Number.POSITIVE_INFINITY);

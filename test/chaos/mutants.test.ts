@@ -70,19 +70,36 @@ const EXPECTED: Record<MutantName, readonly string[]> = {
 describe.sequential(`planted bugs are caught by the chaos checker (seed ${seed})`, () => {
   for (const store of ['postgres', 'redis', 'sqlite'] as const) {
     for (const variant of MUTANTS) {
-      it(`${store} with ${variant}: the checker reports ${EXPECTED[variant].join(' / ')}`, { timeout: durationMs + 180_000, repeats: mutantRepeats() }, async () => {
+      it(`${store} with ${variant}: the checker reports ${EXPECTED[variant].join(' / ')}`, {
+        timeout: durationMs + 180_000,
+        repeats: mutantRepeats(),
+      }, async () => {
         if (kleppmann === undefined) throw new Error('no kleppmann scenario');
         const started = performance.now();
         const stopWhen = (progress: RunProgress) => exposed(progress);
-        const result = await runScenario({ store, scenario: kleppmann, seed, durationMs, variant, dir, sharedUrl: sharedUrl[store], stopWhen }).catch((error: unknown) => {
+        const result = await runScenario({
+          store,
+          scenario: kleppmann,
+          seed,
+          durationMs,
+          variant,
+          dir,
+          sharedUrl: sharedUrl[store],
+          stopWhen,
+        }).catch((error: unknown) => {
           console.log(`${store} ${variant}: the run failed: ${String(error)}`);
           throw error;
         });
         const fired = new Set(result.report.violations.map((violation) => violation.check));
         const { rounds, accepted } = result.kleppmann;
-        console.log(`${store} ${variant}: ${result.report.violations.length} violations (${[...fired].join(', ')}) after ${((performance.now() - started) / 1000).toFixed(1)} s, ${rounds} pause round(s), ${accepted} stale write(s) accepted`);
+        console.log(
+          `${store} ${variant}: ${result.report.violations.length} violations (${[...fired].join(', ')}) after ${((performance.now() - started) / 1000).toFixed(1)} s, ${rounds} pause round(s), ${accepted} stale write(s) accepted`,
+        );
         expect(result.report.ok).toBe(false);
-        expect(EXPECTED[variant].some((check) => fired.has(check)), `fired: ${[...fired].join(', ')}`).toBe(true);
+        expect(
+          EXPECTED[variant].some((check) => fired.has(check)),
+          `fired: ${[...fired].join(', ')}`,
+        ).toBe(true);
       });
     }
   }

@@ -64,21 +64,54 @@ async function meetPartner(key: string): Promise<void> {
 function decideFromInspection(inspection: StoreInspection, command: ClaimCommand): StoreClaimOutcome | null {
   const grant = inspection.grant;
   if (grant === null || !grant.live) return null;
-  return { ok: false, reason: 'held', key: command.key, token: grant.token, holder: grant.holder, runId: grant.runId, acquiredAt: grant.acquiredAt, expiresAt: grant.expiresAt, now: inspection.now };
+  return {
+    ok: false,
+    reason: 'held',
+    key: command.key,
+    token: grant.token,
+    holder: grant.holder,
+    runId: grant.runId,
+    acquiredAt: grant.acquiredAt,
+    expiresAt: grant.expiresAt,
+    now: inspection.now,
+  };
 }
 
 function granted(inspection: StoreInspection, command: ClaimCommand, token: bigint, now: number): StoreClaimOutcome {
   const expiresAt = command.ttlMs === null ? null : now + command.ttlMs;
   const grant = inspection.grant;
-  const previous = grant === null ? inspection.ending : { kind: 'expired' as const, token: grant.token, holder: grant.holder, runId: grant.runId, at: grant.expiresAt ?? now, reason: null, by: null };
+  const previous =
+    grant === null
+      ? inspection.ending
+      : {
+          kind: 'expired' as const,
+          token: grant.token,
+          holder: grant.holder,
+          runId: grant.runId,
+          at: grant.expiresAt ?? now,
+          reason: null,
+          by: null,
+        };
   return { ok: true, key: command.key, token, acquiredAt: now, expiresAt, previous, checkpoint: inspection.checkpoint, now };
 }
 
 /** Writes a grant over the key's record whatever is stored; resolves with the store's now. */
-type BlindGrant = (key: string, token: bigint, holder: string, secret: string, runId: string | null, ttlMs: number | null) => number | Promise<number>;
+type BlindGrant = (
+  key: string,
+  token: bigint,
+  holder: string,
+  secret: string,
+  runId: string | null,
+  ttlMs: number | null,
+) => number | Promise<number>;
 
 /** Plants `blind-renew` or `racy-claim` in `mutant` through `blindGrant` (Postgres plants only the claim here). */
-function plantBlindGrant<C>(name: 'blind-renew' | 'racy-claim', mutant: ReturnType<typeof delegatingStore<C>>, store: Store<C>, blindGrant: BlindGrant): void {
+function plantBlindGrant<C>(
+  name: 'blind-renew' | 'racy-claim',
+  mutant: ReturnType<typeof delegatingStore<C>>,
+  store: Store<C>,
+  blindGrant: BlindGrant,
+): void {
   if (name === 'blind-renew') {
     mutant.renew = async ({ fence, ttlMs }) => {
       const now = await blindGrant(fence.key, fence.token, fence.holder, fence.secret, fence.runId, ttlMs);
@@ -175,8 +208,26 @@ return tostring(now)`;
 /** Wraps the real Redis store with the planted bug `name`. */
 export function redisMutant(name: MutantName, store: Store<RedisWriteContext>, client: Redis): Store<RedisWriteContext> {
   const mutant = delegatingStore(store);
-  const blindGrant = async (key: string, token: bigint, holder: string, secret: string, runId: string | null, ttlMs: number | null): Promise<number> =>
-    Number(await client.eval(BLIND_GRANT_SCRIPT, 1, redisRecordKey(key), token.toString(), holder, secret, runId ?? '', String(ttlMs ?? 86_400_000)));
+  const blindGrant = async (
+    key: string,
+    token: bigint,
+    holder: string,
+    secret: string,
+    runId: string | null,
+    ttlMs: number | null,
+  ): Promise<number> =>
+    Number(
+      await client.eval(
+        BLIND_GRANT_SCRIPT,
+        1,
+        redisRecordKey(key),
+        token.toString(),
+        holder,
+        secret,
+        runId ?? '',
+        String(ttlMs ?? 86_400_000),
+      ),
+    );
   if (name === 'unfenced-write') {
     mutant.fencedWrite = async (fence, write) => {
       const pending: Array<Promise<unknown>> = [];
@@ -184,7 +235,11 @@ export function redisMutant(name: MutantName, store: Store<RedisWriteContext>, c
         token: fence.token,
         key: (keyName) => new RedisKey(keyName),
         call: (command, key, ...args) => {
-          const reply = client.call(command, typeof key === 'string' ? key : key.name, ...args.map((arg) => (arg instanceof RedisKey ? arg.name : String(arg))));
+          const reply = client.call(
+            command,
+            typeof key === 'string' ? key : key.name,
+            ...args.map((arg) => (arg instanceof RedisKey ? arg.name : String(arg))),
+          );
           pending.push(reply);
           return reply;
         },

@@ -71,8 +71,17 @@ export interface NemesisContext {
 const sleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms));
 
 /** Records a fault as an operation of the nemesis. */
-function record(ctx: NemesisContext, op: OpName, fault: FaultName, key: string, target: string | undefined, act: () => Promise<unknown>): Promise<unknown> {
-  return ctx.recorder.run(op, key, { reason: fault, ...(target === undefined ? {} : { target }) }, act, () => ({ type: 'ok' })).catch(() => undefined);
+function record(
+  ctx: NemesisContext,
+  op: OpName,
+  fault: FaultName,
+  key: string,
+  target: string | undefined,
+  act: () => Promise<unknown>,
+): Promise<unknown> {
+  return ctx.recorder
+    .run(op, key, { reason: fault, ...(target === undefined ? {} : { target }) }, act, () => ({ type: 'ok' }))
+    .catch(() => undefined);
 }
 
 function liveWorkers(ctx: NemesisContext): WorkerSlot[] {
@@ -80,7 +89,12 @@ function liveWorkers(ctx: NemesisContext): WorkerSlot[] {
 }
 
 /** Resolves with the first message from `worker` that `match` accepts, or `null` after `timeoutMs`. */
-function nextMessage<M extends WorkerMessage>(ctx: NemesisContext, worker: WorkerSlot, match: (message: WorkerMessage) => message is M, timeoutMs: number): Promise<M | null> {
+function nextMessage<M extends WorkerMessage>(
+  ctx: NemesisContext,
+  worker: WorkerSlot,
+  match: (message: WorkerMessage) => message is M,
+  timeoutMs: number,
+): Promise<M | null> {
   return new Promise((resolve) => {
     const stop = ctx.fleet.on((from, message) => {
       if (from !== worker || !match(message)) return;
@@ -106,18 +120,33 @@ async function kleppmann(ctx: NemesisContext): Promise<void> {
   const victim = ctx.random.pick(candidates);
   const rescuer = ctx.random.pick(candidates.filter((worker) => worker !== victim));
   ctx.fleet.send(victim, { type: 'arm' });
-  const announced = await nextMessage(ctx, victim, (m): m is Extract<WorkerMessage, { type: 'before-write' }> => m.type === 'before-write', 8 * ctx.ttlMs);
+  const announced = await nextMessage(
+    ctx,
+    victim,
+    (m): m is Extract<WorkerMessage, { type: 'before-write' }> => m.type === 'before-write',
+    8 * ctx.ttlMs,
+  );
   if (announced === null) {
     ctx.fleet.send(victim, { type: 'disarm' });
     return;
   }
   ctx.kleppmann.rounds += 1;
-  const heldWrite = nextMessage(ctx, victim, (m): m is Extract<WorkerMessage, { type: 'held-write' }> => m.type === 'held-write', 20 * ctx.ttlMs);
+  const heldWrite = nextMessage(
+    ctx,
+    victim,
+    (m): m is Extract<WorkerMessage, { type: 'held-write' }> => m.type === 'held-write',
+    20 * ctx.ttlMs,
+  );
   await record(ctx, 'pause', 'kleppmann', '', victim.proc, async () => {
     ctx.fleet.pause(victim);
     ctx.fleet.send(victim, { type: 'go' });
     const id = ctx.random.int(1, 2 ** 30);
-    const tookOver = nextMessage(ctx, rescuer, (m): m is Extract<WorkerMessage, { type: 'took-over' }> => m.type === 'took-over' && m.id === id, 10 * ctx.ttlMs);
+    const tookOver = nextMessage(
+      ctx,
+      rescuer,
+      (m): m is Extract<WorkerMessage, { type: 'took-over' }> => m.type === 'took-over' && m.id === id,
+      10 * ctx.ttlMs,
+    );
     ctx.fleet.send(rescuer, { type: 'takeover', id, key: announced.key, deadlineMs: 8 * ctx.ttlMs });
     const answer = await tookOver;
     if (answer?.token === null || answer === null) ctx.kleppmann.noTakeover += 1;
@@ -147,7 +176,11 @@ export async function inject(ctx: NemesisContext, fault: FaultName): Promise<voi
       if (victim === undefined) return;
       await record(ctx, 'kill', fault, '', victim.proc, async () => fleet.kill(victim));
       // NOTE: a respawning worker may be killed again before it is ready; that respawn then just ends.
-      ctx.respawns.push(sleep(random.int(0, 500)).then(() => fleet.respawn(victim)).catch(() => undefined));
+      ctx.respawns.push(
+        sleep(random.int(0, 500))
+          .then(() => fleet.respawn(victim))
+          .catch(() => undefined),
+      );
       return;
     }
     case 'pause': {
@@ -170,7 +203,11 @@ export async function inject(ctx: NemesisContext, fault: FaultName): Promise<voi
       fleet.send(victim, { type: 'die-in-write' });
       await died;
       await record(ctx, 'kill', fault, '', victim.proc, async () => undefined);
-      ctx.respawns.push(sleep(random.int(0, 500)).then(() => fleet.respawn(victim)).catch(() => undefined));
+      ctx.respawns.push(
+        sleep(random.int(0, 500))
+          .then(() => fleet.respawn(victim))
+          .catch(() => undefined),
+      );
       return;
     }
     case 'freeze': {

@@ -26,9 +26,13 @@ async function postgresUrl(): Promise<string> {
 describe('postgres adapter under a terminated connection', () => {
   it('a connection the server ends during a fenced write yields a typed error, and the process lives on', async () => {
     const url = await postgresUrl();
-    const result = await run(process.execPath, ['--import', 'tsx', probe], { env: { ...process.env, PROBE_PG_URL: url }, timeout: 30_000 }).catch(
-      (error: { code?: number; stdout?: string; stderr?: string }) => ({ stdout: error.stdout ?? '', stderr: `exit ${error.code}: ${error.stderr ?? ''}` }),
-    );
+    const result = await run(process.execPath, ['--import', 'tsx', probe], {
+      env: { ...process.env, PROBE_PG_URL: url },
+      timeout: 30_000,
+    }).catch((error: { code?: number; stdout?: string; stderr?: string }) => ({
+      stdout: error.stdout ?? '',
+      stderr: `exit ${error.code}: ${error.stderr ?? ''}`,
+    }));
     expect(result.stderr.slice(0, 2000)).not.toMatch(/Unhandled 'error' event|exit \d/);
     expect(result.stdout).toMatch(/outcome (STORE_UNAVAILABLE|OUTCOME_UNKNOWN)/);
     expect(result.stdout).toContain('survived');

@@ -30,7 +30,9 @@ afterAll(() => {
 
 const [scenario] = scenariosFor('postgres-pgbouncer');
 
-it(`postgres-pgbouncer / ${scenario!.name} (pg + postgres-js): ${scenario!.summary}; every check holds`, { timeout: durationMs + 240_000 }, async () => {
+it(`postgres-pgbouncer / ${scenario!.name} (pg + postgres-js): ${scenario!.summary}; every check holds`, {
+  timeout: durationMs + 240_000,
+}, async () => {
   const result = await runScenario({ store: 'postgres-pgbouncer', scenario: scenario!, seed, durationMs, dir });
   results.push(result);
   const { report, crashes, kleppmann } = result;

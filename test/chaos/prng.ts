@@ -65,7 +65,8 @@ export function chaosSeed(env: NodeJS.ProcessEnv = process.env): number {
   const fromEnv = env['CHAOS_SEED'];
   if (fromEnv !== undefined && fromEnv !== '') {
     const seed = Number(fromEnv);
-    if (!Number.isInteger(seed) || seed < 0 || seed > 0xffffffff) throw new RangeError(`CHAOS_SEED must be an integer in [0, 2^32), got ${fromEnv}`);
+    if (!Number.isInteger(seed) || seed < 0 || seed > 0xffffffff)
+      throw new RangeError(`CHAOS_SEED must be an integer in [0, 2^32), got ${fromEnv}`);
     return seed;
   }
   return Math.floor(Math.random() * 0xffffffff);

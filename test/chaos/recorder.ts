@@ -31,7 +31,13 @@ export class Recorder {
    * Logs `invoke` (before `call` starts), then the completion `complete` derives from the result, or the
    * outcome of a throw. Rethrows what `call` threw.
    */
-  async run<T>(op: OpName, key: string, invoke: Partial<HistoryEvent>, call: () => Promise<T>, complete: (result: T) => Completion): Promise<T> {
+  async run<T>(
+    op: OpName,
+    key: string,
+    invoke: Partial<HistoryEvent>,
+    call: () => Promise<T>,
+    complete: (result: T) => Completion,
+  ): Promise<T> {
     const reqId = invoke.reqId ?? this.nextReqId();
     const base = { proc: this.proc, op, key, reqId };
     this.writer.write({ ...base, ...invoke, type: 'invoke', t: stamp() });
@@ -43,7 +49,13 @@ export class Recorder {
     } catch (error) {
       const unavailable = isLeaseError(error, 'STORE_UNAVAILABLE');
       const message = error instanceof Error ? `${error.name}: ${error.message}`.slice(0, 300) : String(error);
-      this.writer.write({ ...base, type: unavailable ? 'fail' : 'info', reason: unavailable ? 'unavailable' : 'unknown', error: message, t: stamp() });
+      this.writer.write({
+        ...base,
+        type: unavailable ? 'fail' : 'info',
+        reason: unavailable ? 'unavailable' : 'unknown',
+        error: message,
+        t: stamp(),
+      });
       throw error;
     }
   }
@@ -67,31 +79,54 @@ export function recordingStore<C>(store: Store<C>, recorder: Recorder): Store<C>
   return {
     id: store.id,
     claim: (command) =>
-      recorder.run('claim', command.key, {}, () => store.claim(command), (outcome) => {
-        if (!outcome.ok) return { type: 'fail', reason: outcome.reason, storeNow: outcome.now, token: outcome.token.toString() };
-        const checkpoint = outcome.checkpoint;
-        const id = checkpoint === null ? undefined : checkpointId(checkpoint.json);
-        return {
-          type: 'ok',
-          token: outcome.token.toString(),
-          storeNow: outcome.now,
-          acquiredAt: outcome.acquiredAt,
-          expiresAt: outcome.expiresAt,
-          ...(outcome.previous === null ? {} : { previousToken: outcome.previous.token.toString(), reason: outcome.previous.kind }),
-          ...(checkpoint === null ? {} : { checkpointToken: checkpoint.token.toString(), ...(id === undefined ? {} : { checkpointId: id }) }),
-        };
-      }),
+      recorder.run(
+        'claim',
+        command.key,
+        {},
+        () => store.claim(command),
+        (outcome) => {
+          if (!outcome.ok) return { type: 'fail', reason: outcome.reason, storeNow: outcome.now, token: outcome.token.toString() };
+          const checkpoint = outcome.checkpoint;
+          const id = checkpoint === null ? undefined : checkpointId(checkpoint.json);
+          return {
+            type: 'ok',
+            token: outcome.token.toString(),
+            storeNow: outcome.now,
+            acquiredAt: outcome.acquiredAt,
+            expiresAt: outcome.expiresAt,
+            ...(outcome.previous === null ? {} : { previousToken: outcome.previous.token.toString(), reason: outcome.previous.kind }),
+            ...(checkpoint === null
+              ? {}
+              : { checkpointToken: checkpoint.token.toString(), ...(id === undefined ? {} : { checkpointId: id }) }),
+          };
+        },
+      ),
     renew: (command) =>
-      recorder.run('renew', command.fence.key, { token: command.fence.token.toString() }, () => store.renew(command), (outcome) =>
-        outcome.ok ? { type: 'ok', storeNow: outcome.now, expiresAt: outcome.expiresAt } : refusalOf(outcome),
+      recorder.run(
+        'renew',
+        command.fence.key,
+        { token: command.fence.token.toString() },
+        () => store.renew(command),
+        (outcome) => (outcome.ok ? { type: 'ok', storeNow: outcome.now, expiresAt: outcome.expiresAt } : refusalOf(outcome)),
       ),
     checkpoint: (command) => {
       const id = checkpointId(command.json);
-      return recorder.run('checkpoint', command.fence.key, { token: command.fence.token.toString(), ...(id === undefined ? {} : { reqId: id }) }, () => store.checkpoint(command), refusalOf);
+      return recorder.run(
+        'checkpoint',
+        command.fence.key,
+        { token: command.fence.token.toString(), ...(id === undefined ? {} : { reqId: id }) },
+        () => store.checkpoint(command),
+        refusalOf,
+      );
     },
     release: (command) =>
-      recorder.run('release', command.fence.key, { token: command.fence.token.toString() }, () => store.release(command), (outcome) =>
-        outcome.ok && outcome.alreadyReleased ? { type: 'ok', storeNow: outcome.now, alreadyReleased: true } : refusalOf(outcome),
+      recorder.run(
+        'release',
+        command.fence.key,
+        { token: command.fence.token.toString() },
+        () => store.release(command),
+        (outcome) =>
+          outcome.ok && outcome.alreadyReleased ? { type: 'ok', storeNow: outcome.now, alreadyReleased: true } : refusalOf(outcome),
       ),
     fencedWrite: (fence, write) => store.fencedWrite(fence, write),
     revoke: (command) => store.revoke(command),
@@ -103,10 +138,12 @@ export function recordingStore<C>(store: Store<C>, recorder: Recorder): Store<C>
 /** Wraps a store so that every call is counted (bad-input probes must cause none). */
 export function countingStore<C>(store: Store<C>): { store: Store<C>; calls: () => number } {
   let calls = 0;
-  const count = <A extends unknown[], R>(f: (...args: A) => R) => (...args: A): R => {
-    calls += 1;
-    return f(...args);
-  };
+  const count =
+    <A extends unknown[], R>(f: (...args: A) => R) =>
+    (...args: A): R => {
+      calls += 1;
+      return f(...args);
+    };
   return {
     calls: () => calls,
     store: {

@@ -83,7 +83,10 @@ describe('redis adapter: an operation re-sent after a lost reply', () => {
     const releasing = settle(a.release(lease));
     await untilServer(async () => (await b.inspect(key)).grant === null);
     const next = await b.claim(key);
-    expect(next, JSON.stringify(next, (_, v: unknown) => (typeof v === "bigint" ? String(v) : v))).toMatchObject({ ok: true }); // the release was applied: b got the key
+    expect(
+      next,
+      JSON.stringify(next, (_, v: unknown) => (typeof v === 'bigint' ? String(v) : v)),
+    ).toMatchObject({ ok: true }); // the release was applied: b got the key
     window.give();
     await lost;
     const outcome = await releasing;

@@ -25,7 +25,14 @@ import { Fleet, type WorkerCrash } from './fleet.js';
 import type { InProcessStore } from './in-process-fleet.js';
 import { decodeEntry, diedInWritePath, HistoryWriter, readHistory, type FinalKeyState, type HistoryEvent } from './history.js';
 import type { MutantName } from './mutants.js';
-import { inject, type FailoverServer, type FreezableServer, type KleppmannTally, type NemesisContext, type RestartableServer } from './nemesis.js';
+import {
+  inject,
+  type FailoverServer,
+  type FreezableServer,
+  type KleppmannTally,
+  type NemesisContext,
+  type RestartableServer,
+} from './nemesis.js';
 import { createRandom, type Random } from './prng.js';
 import { Recorder } from './recorder.js';
 import { TTL_MS, type Scenario } from './scenarios.js';
@@ -162,7 +169,10 @@ async function etcdLeader(cluster: EtcdCluster, ms = 60_000): Promise<EtcdMember
  * its data dir), quorum loss (two members SIGKILLed, restarted after a while), leader freezes (SIGSTOP), and
  * member restarts (a random member SIGKILLed and restarted). Every member keeps its data: Raft loses nothing.
  */
-export function etcdClusterFaults(cluster: EtcdCluster, random: Random): { failover: FailoverServer; freezable: FreezableServer; restartable: RestartableServer } {
+export function etcdClusterFaults(
+  cluster: EtcdCluster,
+  random: Random,
+): { failover: FailoverServer; freezable: FreezableServer; restartable: RestartableServer } {
   const restartAll = async (members: readonly EtcdMember[]): Promise<void> => {
     // NOTE: together: a member alone has no quorum and would not report healthy.
     await Promise.all(members.map((member) => member.restart()));
@@ -282,18 +292,36 @@ async function openServer(options: RunOptions, historyDir: string): Promise<Serv
   if (store === 'redis-sentinel') {
     const shared = options.sharedSentinel ?? null;
     const setup = shared ?? (await startRedisSentinel());
-    return { url: sentinelUrl(setup.sentinels, setup.name), restartable: null, freezable: null, failover: sentinelFailover(setup), stop: async () => (shared === null ? setup.stop() : undefined) };
+    return {
+      url: sentinelUrl(setup.sentinels, setup.name),
+      restartable: null,
+      freezable: null,
+      failover: sentinelFailover(setup),
+      stop: async () => (shared === null ? setup.stop() : undefined),
+    };
   }
   if (store === 'redis-cluster') {
     const shared = options.sharedCluster ?? null;
     const cluster = shared ?? (await startRedisCluster());
-    return { url: clusterUrl(cluster.seeds), restartable: null, freezable: null, failover: clusterFailover(cluster), stop: async () => (shared === null ? cluster.stop() : undefined) };
+    return {
+      url: clusterUrl(cluster.seeds),
+      restartable: null,
+      freezable: null,
+      failover: clusterFailover(cluster),
+      stop: async () => (shared === null ? cluster.stop() : undefined),
+    };
   }
   if (store === 'postgres-pgbouncer') return openPooledPostgres();
   if (store === 'etcd-cluster') {
     const cluster = await startEtcdCluster(3);
     const faults = etcdClusterFaults(cluster, createRandom(options.seed).fork('etcd-members'));
-    return { url: etcdRunUrl(cluster.urls, join(historyDir, 'gate.db')), restartable: faults.restartable, freezable: faults.freezable, failover: faults.failover, stop: () => cluster.stop() };
+    return {
+      url: etcdRunUrl(cluster.urls, join(historyDir, 'gate.db')),
+      restartable: faults.restartable,
+      freezable: faults.freezable,
+      failover: faults.failover,
+      stop: () => cluster.stop(),
+    };
   }
   if (store === 'etcd') {
     // NOTE: the gated resource lives outside etcd, in a SQLite file of the run (backend-etcd.ts).
@@ -304,11 +332,17 @@ async function openServer(options: RunOptions, historyDir: string): Promise<Serv
     const server = await startEtcd();
     return {
       url: etcdRunUrl([server.url], gateFile),
-      restartable: { losesData: false, crashAndRestart: async () => {
-        await server.kill();
-        await server.restart();
-      } },
-      freezable: freezer(async () => server.pid, async () => []),
+      restartable: {
+        losesData: false,
+        crashAndRestart: async () => {
+          await server.kill();
+          await server.restart();
+        },
+      },
+      freezable: freezer(
+        async () => server.pid,
+        async () => [],
+      ),
       stop: () => server.stop(),
     };
   }
@@ -321,7 +355,10 @@ async function openServer(options: RunOptions, historyDir: string): Promise<Serv
       url: server.url,
       restartable: { losesData: false, crashAndRestart: () => server.restart('immediate') },
       // NOTE: `pids()` lists the postmaster first, then its children (backends, checkpointer, walwriter, ...).
-      freezable: freezer(async () => (await server.pids())[0] ?? null, () => server.pids()),
+      freezable: freezer(
+        async () => (await server.pids())[0] ?? null,
+        () => server.pids(),
+      ),
       stop: () => server.stop(),
     };
   }
@@ -335,7 +372,10 @@ async function openServer(options: RunOptions, historyDir: string): Promise<Serv
         await server.restart();
       },
     },
-    freezable: freezer(async () => server.pid, async () => []),
+    freezable: freezer(
+      async () => server.pid,
+      async () => [],
+    ),
     stop: () => server.stop(),
   };
 }
@@ -416,7 +456,9 @@ export async function runScenario(options: RunOptions): Promise<RunResult> {
       },
     }));
     await fleet.start(scenario.workers);
-    options.log?.(`  ${store} ${scenario.name}${variant === null ? '' : ` [${variant}]`}: ${scenario.workers} workers (${clients.join(', ')}) up, faults for ${durationMs} ms (seed ${seed})`);
+    options.log?.(
+      `  ${store} ${scenario.name}${variant === null ? '' : ` [${variant}]`}: ${scenario.workers} workers (${clients.join(', ')}) up, faults for ${durationMs} ms (seed ${seed})`,
+    );
     const kleppmann: KleppmannTally = { rounds: 0, refused: 0, accepted: 0, unknown: 0, noTakeover: 0 };
     const context: NemesisContext = {
       store,
@@ -433,7 +475,9 @@ export async function runScenario(options: RunOptions): Promise<RunResult> {
       kleppmann,
       respawns: [],
     };
-    const faults = scenario.faults.filter((fault) => (fault !== 'script-flush' || store === 'redis') && (fault !== 'kill-in-write' || (store !== 'redis' && store !== 'etcd')));
+    const faults = scenario.faults.filter(
+      (fault) => (fault !== 'script-flush' || store === 'redis') && (fault !== 'kill-in-write' || (store !== 'redis' && store !== 'etcd')),
+    );
     const until = performance.now() + durationMs;
     const respawned = new Set<WorkerCrash>();
     let first = scenario.firstFault ?? null;
@@ -443,7 +487,11 @@ export async function runScenario(options: RunOptions): Promise<RunResult> {
       await inject(context, first ?? context.random.pick(faults));
       first = null;
       const storeAdmin = admin;
-      if (options.stopWhen !== undefined && (await options.stopWhen({ kleppmann, historyDir, readFinal: () => storeAdmin.readFinal(keys) }))) break;
+      if (
+        options.stopWhen !== undefined &&
+        (await options.stopWhen({ kleppmann, historyDir, readFinal: () => storeAdmin.readFinal(keys) }))
+      )
+        break;
       // NOTE: a crashed worker is reported, and respawned like a supervisor would, so the run goes on.
       const crashed = [...fleet.crashes, ...fleet.driverCrashes];
       for (const crash of crashed.filter((candidate) => !respawned.has(candidate))) {
@@ -464,7 +512,19 @@ export async function runScenario(options: RunOptions): Promise<RunResult> {
     writeFileSync(join(historyDir, 'final.json'), JSON.stringify(final));
     const history = readHistories(historyDir);
     const report = checkHistory(history, final, { takeoverBoundMs: scenario.takeoverBoundMs });
-    return { store, scenario: scenario.name, variant, seed, durationMs, historyDir, report, kleppmann, crashes: [...fleet.crashes], driverCrashes: [...fleet.driverCrashes], diedInWrite: diedInWrite(historyDir, final) };
+    return {
+      store,
+      scenario: scenario.name,
+      variant,
+      seed,
+      durationMs,
+      historyDir,
+      report,
+      kleppmann,
+      crashes: [...fleet.crashes],
+      driverCrashes: [...fleet.driverCrashes],
+      diedInWrite: diedInWrite(historyDir, final),
+    };
   } finally {
     await fleet?.stop(1000).catch(() => undefined);
     writer.close();
@@ -477,7 +537,11 @@ export async function runScenario(options: RunOptions): Promise<RunResult> {
 /** The writes whose workers died inside them (see `diedInWritePath`), and how many the store holds. */
 function diedInWrite(dir: string, final: readonly FinalKeyState[]): RunResult['diedInWrite'] {
   const path = diedInWritePath(dir);
-  const entries = existsSync(path) ? readFileSync(path, 'utf8').split('\n').filter((line) => line !== '') : [];
+  const entries = existsSync(path)
+    ? readFileSync(path, 'utf8')
+        .split('\n')
+        .filter((line) => line !== '')
+    : [];
   const stored = new Set(final.flatMap((state) => state.ledger.map((entry) => entry.reqId)));
   return { died: entries.length, applied: entries.filter((entry) => stored.has(decodeEntry(entry).reqId)).length };
 }

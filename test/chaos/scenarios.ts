@@ -72,7 +72,8 @@ export const SCENARIOS: readonly Scenario[] = [
     ...base,
     name: 'kleppmann',
     stores: ['postgres', 'redis', 'sqlite', 'etcd'],
-    summary: 'deterministic pause: a worker passes its validity check, is SIGSTOPped past its TTL, another takes over and writes, SIGCONT; its write must be refused',
+    summary:
+      'deterministic pause: a worker passes its validity check, is SIGSTOPped past its TTL, another takes over and writes, SIGCONT; its write must be refused',
     faults: ['kleppmann'],
     faultGapMs: [100, 300],
     keys: 2,
@@ -105,7 +106,8 @@ export const SCENARIOS: readonly Scenario[] = [
   {
     ...base,
     name: 'restart',
-    summary: 'server restarts: Postgres immediate (crash) restart; redis-server kill -9 and restart with AOF (appendfsync always); etcd kill -9 and restart on its data dir',
+    summary:
+      'server restarts: Postgres immediate (crash) restart; redis-server kill -9 and restart with AOF (appendfsync always); etcd kill -9 and restart on its data dir',
     stores: ['postgres', 'redis', 'etcd'],
     faults: ['restart'],
     faultGapMs: [1500, 3000],
@@ -124,7 +126,8 @@ export const SCENARIOS: readonly Scenario[] = [
   {
     ...base,
     name: 'expiry-skew',
-    summary: 'forced early expiry (etcd: the live key\'s etcd lease revoked), operator revokes, SCRIPT FLUSH (Redis), worker pauses, and every worker clock skewed (rate 0.25-3x, jumps of up to 8 s)',
+    summary:
+      "forced early expiry (etcd: the live key's etcd lease revoked), operator revokes, SCRIPT FLUSH (Redis), worker pauses, and every worker clock skewed (rate 0.25-3x, jumps of up to 8 s)",
     stores: ['postgres', 'redis', 'sqlite', 'etcd'],
     faults: ['force-expire', 'revoke', 'script-flush', 'pause'],
     skewedClocks: true,
@@ -134,7 +137,8 @@ export const SCENARIOS: readonly Scenario[] = [
   {
     ...base,
     name: 'lock-kill',
-    summary: 'a worker SIGKILLs itself inside a fenced write, its row written and uncommitted (SQLite: holding the write lock of BEGIN IMMEDIATE; Postgres: the lease row lock), and is respawned',
+    summary:
+      'a worker SIGKILLs itself inside a fenced write, its row written and uncommitted (SQLite: holding the write lock of BEGIN IMMEDIATE; Postgres: the lease row lock), and is respawned',
     stores: ['postgres', 'sqlite'],
     faults: ['kill-in-write'],
     takeoverBoundMs: 10 * TTL_MS,
@@ -142,7 +146,8 @@ export const SCENARIOS: readonly Scenario[] = [
   {
     ...base,
     name: 'freeze',
-    summary: 'the whole server frozen: SIGSTOP of redis-server / the postmaster and every backend / etcd for 2-4 TTL, then SIGCONT; worker kills and pauses in between',
+    summary:
+      'the whole server frozen: SIGSTOP of redis-server / the postmaster and every backend / etcd for 2-4 TTL, then SIGCONT; worker kills and pauses in between',
     stores: ['postgres', 'redis', 'etcd'],
     faults: ['freeze', 'freeze', 'kill', 'pause'],
     faultGapMs: [500, 1500],
@@ -153,7 +158,8 @@ export const SCENARIOS: readonly Scenario[] = [
     ...base,
     name: 'failover',
     stores: ['redis-cluster', 'redis-sentinel'],
-    summary: 'SIGKILL of the master serving a key, its replica promoted (asynchronous replication: acknowledged grants and writes may be lost, counted apart), the killed node restarted as a replica; Kleppmann pauses, worker kills and pauses in between',
+    summary:
+      'SIGKILL of the master serving a key, its replica promoted (asynchronous replication: acknowledged grants and writes may be lost, counted apart), the killed node restarted as a replica; Kleppmann pauses, worker kills and pauses in between',
     faults: ['failover', 'failover', 'kleppmann', 'kill', 'pause'],
     firstFault: 'failover',
     faultGapMs: [500, 1500],
@@ -165,7 +171,8 @@ export const SCENARIOS: readonly Scenario[] = [
     ...base,
     name: 'promotion',
     stores: ['postgres-promotion'],
-    summary: 'the Postgres primary crashed (immediate stop) while workers run, its asynchronous streaming standby promoted and the workers sent to it (commits it never received are lost, counted apart); Kleppmann pauses, worker kills and pauses before and after',
+    summary:
+      'the Postgres primary crashed (immediate stop) while workers run, its asynchronous streaming standby promoted and the workers sent to it (commits it never received are lost, counted apart); Kleppmann pauses, worker kills and pauses before and after',
     faults: ['kleppmann', 'kill', 'pause'],
     firstFault: 'failover',
     faultGapMs: [1000, 3000],
@@ -176,7 +183,8 @@ export const SCENARIOS: readonly Scenario[] = [
     ...base,
     name: 'pooler-restart',
     stores: ['postgres-pgbouncer'],
-    summary: 'PostgreSQL through PgBouncer 1.18 in transaction mode (store and gate with prepare: false): the pooler killed and restarted mid-run (every client and server connection cut, transactions in flight rolled back); worker kills, pauses and Kleppmann pauses in between',
+    summary:
+      'PostgreSQL through PgBouncer 1.18 in transaction mode (store and gate with prepare: false): the pooler killed and restarted mid-run (every client and server connection cut, transactions in flight rolled back); worker kills, pauses and Kleppmann pauses in between',
     faults: ['restart', 'restart', 'kleppmann', 'kill', 'pause'],
     firstFault: 'restart',
     faultGapMs: [800, 2000],

@@ -72,7 +72,8 @@ export function summarize(results: readonly RunResult[]): Row[] {
     row.operations += figures.operations;
     row.grants += figures.grants;
     row.takeovers += figures.takeovers;
-    for (const [reason, count] of Object.entries(staleRefusals(figures.refusals))) row.refusals[reason] = (row.refusals[reason] ?? 0) + count;
+    for (const [reason, count] of Object.entries(staleRefusals(figures.refusals)))
+      row.refusals[reason] = (row.refusals[reason] ?? 0) + count;
     for (const [fault, count] of Object.entries(figures.faults)) row.faults[fault] = (row.faults[fault] ?? 0) + count;
     row.diedInWrite.died += result.diedInWrite.died;
     row.diedInWrite.applied += result.diedInWrite.applied;
@@ -104,7 +105,26 @@ const ms = (value: number | null): string => (value === null ? '-' : `${Math.rou
 
 /** The table as text. */
 export function formatSummary(results: readonly RunResult[]): string {
-  const header = ['store', 'scenario', 'runs', 's', 'ops', 'grants', 'takeovers', 'faults (by kind)', 'killed in write (applied)', 'stale writes refused (by reason)', 'unknown (applied)', 'lost to amnesia', 'lost to failover (grants/writes)', 'takeover p50/p99 ms', 'kleppmann', 'violations', 'crashes (driver bug)', 'seed'];
+  const header = [
+    'store',
+    'scenario',
+    'runs',
+    's',
+    'ops',
+    'grants',
+    'takeovers',
+    'faults (by kind)',
+    'killed in write (applied)',
+    'stale writes refused (by reason)',
+    'unknown (applied)',
+    'lost to amnesia',
+    'lost to failover (grants/writes)',
+    'takeover p50/p99 ms',
+    'kleppmann',
+    'violations',
+    'crashes (driver bug)',
+    'seed',
+  ];
   const lines = summarize(results).map((row) => [
     row.store,
     row.scenario,

@@ -60,9 +60,23 @@ afterAll(async () => {
 });
 
 describe.sequential(`chaos on Redis Cluster and Sentinel (seed ${seed})`, () => {
-  for (const [store, scenario] of [['redis-cluster', failover], ['redis-sentinel', failover], ['postgres-promotion', promotion]] as const) {
-    it(`${store} / ${scenario.name} (${CLIENTS[store].join(' + ')}): ${scenario.summary}; every check holds`, { timeout: 300_000 }, async () => {
-      const result = await runScenario({ store, scenario, seed, durationMs: scaled(scenario.shortMs ?? 6_000), dir, sharedCluster: cluster, sharedSentinel: sentinel });
+  for (const [store, scenario] of [
+    ['redis-cluster', failover],
+    ['redis-sentinel', failover],
+    ['postgres-promotion', promotion],
+  ] as const) {
+    it(`${store} / ${scenario.name} (${CLIENTS[store].join(' + ')}): ${scenario.summary}; every check holds`, {
+      timeout: 300_000,
+    }, async () => {
+      const result = await runScenario({
+        store,
+        scenario,
+        seed,
+        durationMs: scaled(scenario.shortMs ?? 6_000),
+        dir,
+        sharedCluster: cluster,
+        sharedSentinel: sentinel,
+      });
       results.push(result);
       const { report, crashes } = result;
       failed ||= !report.ok || crashes.length > 0;
@@ -84,15 +98,32 @@ describe.sequential(`chaos on Redis Cluster and Sentinel (seed ${seed})`, () => 
   // --variant racy-claim`).
   // NOTE: outside npm test's budget (60 s for the topologies), run above LEASEFENCE_TEST_SCALE=1; in npm test
   // the same mode meets its planted bugs in checker.test.ts, forced into synthetic histories.
-  it.runIf(measuring())('a planted bug (racy-claim) run through a promotion is caught: token-reused / two-live-grants / token-order', { timeout: 300_000 }, async () => {
-    const exposed = async (progress: RunProgress): Promise<boolean> => {
-      const final = await progress.readFinal();
-      return checkHistory(readHistories(progress.historyDir), final, { takeoverBoundMs: null }).violations.some((violation) => violation.check === 'token-reused');
-    };
-    const result = await runScenario({ store: 'postgres-promotion', scenario: promotion, seed, durationMs: 60_000, dir, variant: 'racy-claim', stopWhen: exposed });
-    results.push(result);
-    const fired = new Set(result.report.violations.map((violation) => violation.check));
-    expect(result.report.figures.faults['failover']).toBeGreaterThan(0);
-    expect(['token-reused', 'two-live-grants', 'token-order'].some((check) => fired.has(check)), `fired: ${[...fired].join(', ')}`).toBe(true);
-  });
+  it.runIf(measuring())(
+    'a planted bug (racy-claim) run through a promotion is caught: token-reused / two-live-grants / token-order',
+    { timeout: 300_000 },
+    async () => {
+      const exposed = async (progress: RunProgress): Promise<boolean> => {
+        const final = await progress.readFinal();
+        return checkHistory(readHistories(progress.historyDir), final, { takeoverBoundMs: null }).violations.some(
+          (violation) => violation.check === 'token-reused',
+        );
+      };
+      const result = await runScenario({
+        store: 'postgres-promotion',
+        scenario: promotion,
+        seed,
+        durationMs: 60_000,
+        dir,
+        variant: 'racy-claim',
+        stopWhen: exposed,
+      });
+      results.push(result);
+      const fired = new Set(result.report.violations.map((violation) => violation.check));
+      expect(result.report.figures.faults['failover']).toBeGreaterThan(0);
+      expect(
+        ['token-reused', 'two-live-grants', 'token-order'].some((check) => fired.has(check)),
+        `fired: ${[...fired].join(', ')}`,
+      ).toBe(true);
+    },
+  );
 });

@@ -39,9 +39,12 @@ async function main(): Promise<void> {
     if (message.type === 'arm') armed = true;
     else if (message.type === 'disarm') armed = false;
     else if (message.type === 'go') go?.();
-    else if (message.type === 'die-in-write') backend.dieInNextWrite?.((entry) => appendFileSync(diedInWritePath(dirname(setup.historyPath)), `${entry}\n`));
+    else if (message.type === 'die-in-write')
+      backend.dieInNextWrite?.((entry) => appendFileSync(diedInWritePath(dirname(setup.historyPath)), `${entry}\n`));
     else if (message.type === 'takeover') {
-      void workload.takeover(message.key, message.deadlineMs).then((token) => send({ type: 'took-over', id: message.id, token: token?.toString() ?? null }));
+      void workload
+        .takeover(message.key, message.deadlineMs)
+        .then((token) => send({ type: 'took-over', id: message.id, token: token?.toString() ?? null }));
     } else if (message.type === 'stop') workload.stop();
   });
   // NOTE: if the harness dies, do not linger: the IPC channel closing is our signal.

@@ -68,7 +68,11 @@ export class Workload {
   ) {
     this.#random = createRandom(config.seed).fork(config.proc);
     this.#clock = config.skew === null ? () => performance.now() : skewedClock(config.skew);
-    this.leases = createLeases(recordingStore(backend.store, recorder), { holder: config.proc, ttlMs: config.ttlMs, monotonicClock: this.#clock });
+    this.leases = createLeases(recordingStore(backend.store, recorder), {
+      holder: config.proc,
+      ttlMs: config.ttlMs,
+      monotonicClock: this.#clock,
+    });
     this.#probe = countingStore(backend.store);
     this.#probeLeases = createLeases(this.#probe.store, { holder: config.proc, ttlMs: config.ttlMs });
   }
@@ -83,7 +87,9 @@ export class Workload {
     while (!this.#stopping) {
       const key = this.#random.pick(this.config.keys);
       try {
-        const outcome = await this.leases.withLease(key, (lease, signal) => this.#work(lease, signal), { runId: `${this.config.proc}-${this.#written}` });
+        const outcome = await this.leases.withLease(key, (lease, signal) => this.#work(lease, signal), {
+          runId: `${this.config.proc}-${this.#written}`,
+        });
         if (!outcome.ok) await sleep(this.#random.int(...this.config.idleMs));
       } catch {
         await sleep(this.#random.int(...this.config.idleMs));
@@ -131,7 +137,13 @@ export class Workload {
     const reqId = this.recorder.nextReqId('w');
     const entry = encodeEntry({ reqId, token: lease.token.toString() });
     try {
-      const outcome = await this.recorder.run('write', lease.key, { reqId, token: lease.token.toString() }, () => this.backend.appendUnderFence(this.leases, lease, entry), completionOf);
+      const outcome = await this.recorder.run(
+        'write',
+        lease.key,
+        { reqId, token: lease.token.toString() },
+        () => this.backend.appendUnderFence(this.leases, lease, entry),
+        completionOf,
+      );
       this.#written += 1;
       return outcome.ok;
     } catch (error) {
@@ -143,7 +155,13 @@ export class Workload {
     const reqId = this.recorder.nextReqId('g');
     const entry = encodeEntry({ reqId, token: lease.token.toString() });
     await this.recorder
-      .run('gate', lease.key, { reqId, token: lease.token.toString() }, () => this.backend.appendThroughGate(this.leases, lease, resourceOf(lease.key), entry), completionOf)
+      .run(
+        'gate',
+        lease.key,
+        { reqId, token: lease.token.toString() },
+        () => this.backend.appendThroughGate(this.leases, lease, resourceOf(lease.key), entry),
+        completionOf,
+      )
       .catch(() => undefined);
   }
 
@@ -166,15 +184,21 @@ export class Workload {
     const before = this.#probe.calls();
     const reqId = this.recorder.nextReqId('bad');
     await this.recorder
-      .run('bad-input', lease.key, { reqId, reason: what }, async () => {
-        try {
-          await send();
-          return false;
-        } catch (error) {
-          if (isLeaseError(error, 'INVALID_ARGUMENT')) return true;
-          throw error;
-        }
-      }, (refused) => ({ type: refused ? 'fail' : 'ok', reason: what, storeCalls: this.#probe.calls() - before }))
+      .run(
+        'bad-input',
+        lease.key,
+        { reqId, reason: what },
+        async () => {
+          try {
+            await send();
+            return false;
+          } catch (error) {
+            if (isLeaseError(error, 'INVALID_ARGUMENT')) return true;
+            throw error;
+          }
+        },
+        (refused) => ({ type: refused ? 'fail' : 'ok', reason: what, storeCalls: this.#probe.calls() - before }),
+      )
       .catch(() => undefined);
   }
 }

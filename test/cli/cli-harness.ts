@@ -26,7 +26,10 @@ export interface CliRun {
 }
 
 /** Runs the CLI with `args` (stdin: `input`, or empty and not a terminal). */
-export function runCli(args: readonly string[], options: { readonly cwd?: string; readonly env?: Record<string, string>; readonly input?: string } = {}): Promise<CliRun> {
+export function runCli(
+  args: readonly string[],
+  options: { readonly cwd?: string; readonly env?: Record<string, string>; readonly input?: string } = {},
+): Promise<CliRun> {
   if (!existsSync(TSX_LOADER)) throw new Error(`tsx loader not found at ${TSX_LOADER}`);
   return new Promise((done, fail) => {
     const child = spawn(CLI_COMMAND[0] as string, [...CLI_COMMAND.slice(1), ...args], {
@@ -71,7 +74,11 @@ export interface TerminalSession {
 /** Starts `command` (shell words, already quoted) in a new tmux session of 200 x 50 cells. */
 export async function startTerminal(command: string): Promise<TerminalSession> {
   const socket = `leasefence-cli-${process.pid}-${Math.random().toString(36).slice(2, 8)}`;
-  const binary = findOrInstall('tmux', installedTmux, 'tmux not found on PATH: install it with `sudo apt-get install -y tmux` (the CLI tests drive the confirmation prompt in a tmux pseudo-terminal).');
+  const binary = findOrInstall(
+    'tmux',
+    installedTmux,
+    'tmux not found on PATH: install it with `sudo apt-get install -y tmux` (the CLI tests drive the confirmation prompt in a tmux pseudo-terminal).',
+  );
   const tmux = (...args: string[]) => exec(binary, ['-L', socket, ...args]);
   await tmux('new-session', '-d', '-s', 'cli', '-x', '200', '-y', '50', `cd ${ROOT} && ${command}; echo "[exit $?]"; sleep 60`);
   const screen = async (): Promise<string> => (await tmux('capture-pane', '-p', '-t', 'cli')).stdout;
@@ -114,7 +121,10 @@ export interface InProcessRun {
 }
 
 /** Starts the CLI in this process with `args`; stdin is a terminal when `tty` (a `PassThrough` marked `isTTY`). */
-export function startInProcess(args: readonly string[], { tty = true, env = {} }: { readonly tty?: boolean; readonly env?: Record<string, string> } = {}): InProcessRun {
+export function startInProcess(
+  args: readonly string[],
+  { tty = true, env = {} }: { readonly tty?: boolean; readonly env?: Record<string, string> } = {},
+): InProcessRun {
   const stdout = new PassThrough();
   const stderr = new PassThrough();
   const printed = { stdout: '', stderr: '' };

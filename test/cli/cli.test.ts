@@ -49,7 +49,9 @@ describe('leasefence CLI on Postgres', () => {
     const ramp = lines.find((line) => line.startsWith('ramp:current')) ?? '';
     expect(ramp).toMatch(new RegExp(`live +${tokens.ramp} +held \\d+ s by ramp-cron, run r5 +expires in \\d+ s`));
     expect(lines.find((line) => line.startsWith('job:2'))).toMatch(/ never /);
-    expect(lines.find((line) => line.startsWith('job:1'))).toMatch(new RegExp(`released .* released \\d+ s ago \\(token ${tokens.job1}, ramp-cron\\)`));
+    expect(lines.find((line) => line.startsWith('job:1'))).toMatch(
+      new RegExp(`released .* released \\d+ s ago \\(token ${tokens.job1}, ramp-cron\\)`),
+    );
     // Aligned: every column starts at the same offset on every line.
     const offsets = (line: string) => [...line.matchAll(/ {2}(?=\S)/g)].map((match) => (match.index ?? 0) + 2).slice(0, 2);
     expect(new Set(lines.map((line) => offsets(line).join(','))).size).toBe(1);
@@ -59,7 +61,9 @@ describe('leasefence CLI on Postgres', () => {
     const run = await cli('list', '--json', '--state', 'live', '--key-prefix', 'job:');
     expect(run.code).toBe(0);
     const listed = JSON.parse(run.stdout) as Array<{ key: string; token: unknown; state: string }>;
-    expect(listed.map(({ key, token, state }) => ({ key, token, state }))).toEqual([{ key: 'job:2', token: tokens.job2.toString(), state: 'live' }]);
+    expect(listed.map(({ key, token, state }) => ({ key, token, state }))).toEqual([
+      { key: 'job:2', token: tokens.job2.toString(), state: 'live' },
+    ]);
   });
 
   it('inspects a key (exit 0) and reports a missing one (exit 3)', async () => {
@@ -79,7 +83,9 @@ describe('leasefence CLI on Postgres', () => {
     expect(stale.stderr).toMatch(/superseded/);
     const run = await cli('revoke', 'revoke:me', '--reason', 'stuck', '--by', 'ops:alice', '--yes', '--expected-token', String(token));
     expect(run).toMatchObject({ code: 0, stderr: '' });
-    expect(run.stdout).toMatch(new RegExp(`^revoked revoke:me: token ${token} \\(ramp-cron, run r9\\) is fenced; token is now ${token + 1n}`));
+    expect(run.stdout).toMatch(
+      new RegExp(`^revoked revoke:me: token ${token} \\(ramp-cron, run r9\\) is fenced; token is now ${token + 1n}`),
+    );
     expect((await leases.inspect('revoke:me')).ending).toMatchObject({ kind: 'revoked', reason: 'stuck', by: 'ops:alice' });
     expect((await cli('revoke', 'revoke:me', '--reason', 'again', '--yes')).code).toBe(4);
     expect((await cli('revoke', 'never:claimed', '--reason', 'x', '--yes')).code).toBe(3);
@@ -104,10 +110,14 @@ describe('leasefence CLI on Postgres', () => {
 
   it('asks for confirmation on a terminal: "n" keeps the lease (exit 6), "y" revokes it', async () => {
     const { token } = await leases.claimOrThrow('tty:1', { runId: 'r1' });
-    const command = [...CLI_COMMAND, 'revoke', 'tty:1', '--reason', 'from a terminal', '--store', url, '--table', table].map(shellWord).join(' ');
+    const command = [...CLI_COMMAND, 'revoke', 'tty:1', '--reason', 'from a terminal', '--store', url, '--table', table]
+      .map(shellWord)
+      .join(' ');
     const declined = await startTerminal(command);
     try {
-      await declined.waitFor(new RegExp(`Revoke tty:1 \\(token ${token}, held by ramp-cron, run r1\\)\\? The holder is fenced at once\\. \\[y/N\\]`));
+      await declined.waitFor(
+        new RegExp(`Revoke tty:1 \\(token ${token}, held by ramp-cron, run r1\\)\\? The holder is fenced at once\\. \\[y/N\\]`),
+      );
       await declined.type('n', 'Enter');
       await declined.waitFor(/not revoked[\s\S]*\[exit 6\]/);
     } finally {
@@ -147,14 +157,20 @@ describe('leasefence CLI on Redis', () => {
     expect(list.stdout).toMatch(/export:eu +live +\d+ +held \d+ s by exporter, run r2 +expires in \d+ s/);
     const revoke = await cli('revoke', 'export:eu', '--reason', 'drain', '--require-recovery', '--json', '--yes');
     expect(revoke.code).toBe(0);
-    expect(JSON.parse(revoke.stdout)).toMatchObject({ ok: true, key: 'export:eu', revoked: { kind: 'revoked', reason: 'drain', holder: 'exporter' } });
+    expect(JSON.parse(revoke.stdout)).toMatchObject({
+      ok: true,
+      key: 'export:eu',
+      revoked: { kind: 'revoked', reason: 'drain', holder: 'exporter' },
+    });
     expect(typeof JSON.parse(revoke.stdout).token).toBe('string');
     const inspect = await cli('inspect', 'export:eu');
     expect(inspect.stdout).toMatch(/last ending +revoked \d+ s ago by operator: drain/);
   });
 
   it('watch redraws as leases change', async () => {
-    const command = [...CLI_COMMAND, 'watch', '--interval', '0.3', '--store', url, '--prefix', prefix, '--key-prefix', 'w:'].map(shellWord).join(' ');
+    const command = [...CLI_COMMAND, 'watch', '--interval', '0.3', '--store', url, '--prefix', prefix, '--key-prefix', 'w:']
+      .map(shellWord)
+      .join(' ');
     const terminal = await startTerminal(command);
     try {
       await terminal.waitFor(/leasefence watch redis:\/\/[\s\S]*no leases/);
@@ -180,7 +196,9 @@ describe('leasefence watch when its server goes away', () => {
 
   it('reconnects once the server is back, and exits with the state of its last frame (0 here, 5 while down)', async () => {
     const [command, ...args] = CLI_COMMAND as [string, ...string[]];
-    const child = spawn(command, [...args, 'watch', '--json', '--interval', '0.2', '--store', server.url], { stdio: ['ignore', 'pipe', 'pipe'] });
+    const child = spawn(command, [...args, 'watch', '--json', '--interval', '0.2', '--store', server.url], {
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
     const exited = new Promise<number | null>((resolve) => child.on('close', resolve));
     const lines: string[] = [];
     let pending = '';

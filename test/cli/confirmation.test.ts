@@ -38,7 +38,12 @@ const backends: Record<string, () => Promise<Backend>> = {
     const gate = createPostgresTokenGate({ client: pool, table: gateTable, leaseTable: table });
     await store.migrate();
     await gate.migrate();
-    return { store, gate: gate as TokenGate<unknown>, args: ['--store', url, '--table', table, '--gate-table', gateTable], close: () => pool.end() };
+    return {
+      store,
+      gate: gate as TokenGate<unknown>,
+      args: ['--store', url, '--table', table, '--gate-table', gateTable],
+      close: () => pool.end(),
+    };
   },
   redis: async () => {
     const url = await sharedRedisUrl();
@@ -55,7 +60,10 @@ const backends: Record<string, () => Promise<Backend>> = {
 
 describe('a confirmation that cannot be asked', () => {
   it('is bad usage before anything is sent: exit 2 even for a store that cannot be reached', async () => {
-    for (const args of [['revoke', 'k', '--reason', 'r'], ['gate', 'reset', 'r']]) {
+    for (const args of [
+      ['revoke', 'k', '--reason', 'r'],
+      ['gate', 'reset', 'r'],
+    ]) {
       const run = startInProcess([...args, '--store', 'redis://127.0.0.1:1'], { tty: false });
       run.answer('y\n');
       expect(await run.exited).toBe(2);
@@ -125,7 +133,9 @@ describe.each(Object.keys(backends))('the CLI confirms before it acts (%s)', (na
     await workerB().gateWriteOrThrow(backend.gate, 'report:1', next, () => undefined);
     run.answer('y\n');
     expect(await run.exited).toBe(4);
-    expect(run.printed.stderr).toMatch(new RegExp(`not reset: report:1 changed since the question \\(it now holds token ${next.token} of lease gated:1\\)`));
+    expect(run.printed.stderr).toMatch(
+      new RegExp(`not reset: report:1 changed since the question \\(it now holds token ${next.token} of lease gated:1\\)`),
+    );
     expect((await backend.gate.inspect('report:1')).found?.token).toBe(next.token);
 
     const yes = startInProcess(['gate', 'reset', 'report:1', '--yes', ...backend.args], { tty: false });
@@ -139,7 +149,10 @@ describe.each(Object.keys(backends))('the CLI confirms before it acts (%s)', (na
 async function lockWaitOn(pool: pg.Pool, table: string, timeoutMs = 10_000): Promise<void> {
   const deadline = Date.now() + timeoutMs;
   for (;;) {
-    const { rows } = await pool.query<{ waiting: number }>(`SELECT count(*)::int AS waiting FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND query LIKE $1`, [`%${table}%`]);
+    const { rows } = await pool.query<{ waiting: number }>(
+      `SELECT count(*)::int AS waiting FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND query LIKE $1`,
+      [`%${table}%`],
+    );
     if ((rows[0]?.waiting ?? 0) > 0) return;
     if (Date.now() > deadline) throw new Error(`no statement on ${table} waited for a lock within ${timeoutMs} ms`);
     await new Promise((wait) => setTimeout(wait, 20));
@@ -173,17 +186,29 @@ describe('gate reset on PostgreSQL, a newer gate write in flight when the operat
         await lockWaitOn(pool, gateTable);
       });
       expect(await run.exited).toBe(4);
-      expect(run.printed.stderr).toMatch(new RegExp(`not reset: report:race changed since the question \\(it now holds token ${second.token} of lease raced:1\\)`));
+      expect(run.printed.stderr).toMatch(
+        new RegExp(`not reset: report:race changed since the question \\(it now holds token ${second.token} of lease raced:1\\)`),
+      );
       expect(run.printed.stdout).toBe('');
       expect(await gate.inspect('report:race')).toEqual({ resource: 'report:race', found: { key: 'raced:1', token: second.token } });
 
       // A script states its expectation with --expected-token (and --yes): a stale one is refused, the current one resets.
       const args = ['--store', url, '--table', table, '--gate-table', gateTable];
-      const stale = startInProcess(['gate', 'reset', 'report:race', '--yes', '--expected-token', String(first.token), '--json', ...args], { tty: false });
+      const stale = startInProcess(['gate', 'reset', 'report:race', '--yes', '--expected-token', String(first.token), '--json', ...args], {
+        tty: false,
+      });
       stale.answer('');
       expect(await stale.exited).toBe(4);
-      expect(JSON.parse(stale.printed.stdout)).toEqual({ ok: false, reason: 'superseded', resource: 'report:race', expected: { key: null, token: String(first.token) }, found: { key: 'raced:1', token: String(second.token) } });
-      const current = startInProcess(['gate', 'reset', 'report:race', '--yes', '--expected-token', String(second.token), ...args], { tty: false });
+      expect(JSON.parse(stale.printed.stdout)).toEqual({
+        ok: false,
+        reason: 'superseded',
+        resource: 'report:race',
+        expected: { key: null, token: String(first.token) },
+        found: { key: 'raced:1', token: String(second.token) },
+      });
+      const current = startInProcess(['gate', 'reset', 'report:race', '--yes', '--expected-token', String(second.token), ...args], {
+        tty: false,
+      });
       current.answer('');
       expect(await current.exited).toBe(0);
       expect(current.printed.stdout).toBe(`gate report:race: forgot token ${second.token} of lease raced:1\n`);

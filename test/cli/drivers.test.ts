@@ -28,7 +28,10 @@ describe('the CLI loads drivers from its own install only', () => {
       mkdirSync(directory, { recursive: true });
       writeFileSync(join(directory, 'package.json'), JSON.stringify({ name, version: '99.0.0', main: 'index.js' }));
       // A planted driver proves it ran by writing a file (and then fails: it is not a driver).
-      writeFileSync(join(directory, 'index.js'), `require('node:fs').writeFileSync(${JSON.stringify(marker(name))}, String(process.env.LEASEFENCE_STORE));\nthrow new Error('planted ${name} ran');\n`);
+      writeFileSync(
+        join(directory, 'index.js'),
+        `require('node:fs').writeFileSync(${JSON.stringify(marker(name))}, String(process.env.LEASEFENCE_STORE));\nthrow new Error('planted ${name} ran');\n`,
+      );
     }
     cwd = join(parent, 'work', 'deeper');
     mkdirSync(cwd, { recursive: true });
@@ -40,7 +43,10 @@ describe('the CLI loads drivers from its own install only', () => {
     const pool = new pg.Pool({ connectionString: await sharedPostgresUrl(), max: 1 });
     await createPostgresStore({ client: pool, table }).migrate();
     await pool.end();
-    for (const args of [['--store', await sharedPostgresUrl(), '--table', table], ['--store', await sharedRedisUrl()]]) {
+    for (const args of [
+      ['--store', await sharedPostgresUrl(), '--table', table],
+      ['--store', await sharedRedisUrl()],
+    ]) {
       const run = await runCli(['list', '--key-prefix', 'no-such-prefix:', ...args], { cwd });
       expect(run.stderr).toBe('');
       expect(run.code).toBe(0);
@@ -59,7 +65,9 @@ describe('the CLI loads drivers from its own install only', () => {
     try {
       const run = await runCli(['list', '--store', url, '--driver-path', empty], { cwd });
       expect(run.code).toBe(5);
-      expect(run.stderr).toMatch(/a postgres:\/\/ store needs the pg package installed next to leasefence \(looked in .*leasefence-no-drivers-.*node_modules\): npm install pg, or pass --driver-path DIR/);
+      expect(run.stderr).toMatch(
+        /a postgres:\/\/ store needs the pg package installed next to leasefence \(looked in .*leasefence-no-drivers-.*node_modules\): npm install pg, or pass --driver-path DIR/,
+      );
     } finally {
       rmSync(empty, { recursive: true, force: true });
     }

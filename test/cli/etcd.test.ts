@@ -36,7 +36,7 @@ describe('the CLI on an etcd store', () => {
     return { code, ...run.printed };
   }
 
-  it('lists, inspects and watches through etcd:// and a member\'s http:// URL', async () => {
+  it("lists, inspects and watches through etcd:// and a member's http:// URL", async () => {
     for (const store of [`etcd://${host}`, url, `etcd://127.0.0.1:1,${host}`]) {
       const list = await cli(store, 'list');
       expect(list, store).toMatchObject({ code: 0, stderr: '' });
@@ -57,7 +57,7 @@ describe('the CLI on an etcd store', () => {
     expect(run.printed.stdout).not.toContain('"page": 7');
   });
 
-  it('revokes (with --yes) from a separate process, etcd3 loaded from the CLI\'s own install', async () => {
+  it("revokes (with --yes) from a separate process, etcd3 loaded from the CLI's own install", async () => {
     const run = await runCli(['revoke', 'report:daily', '--reason', 'stuck', '--yes', '--store', `etcd://${host}`, '--prefix', prefix]);
     expect(run).toMatchObject({ code: 0, stderr: '' });
     expect(run.stdout).toMatch(new RegExp(`^revoked report:daily: token ${token} \\(nightly, run r1\\) is fenced`));

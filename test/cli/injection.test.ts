@@ -81,7 +81,8 @@ describe('the CLI prints caller text escaped', () => {
     expect(second.startsWith('live\\u2066\\u001b[5m\\n:2  ')).toBe(true);
     // Aligned: STATE, TOKEN and HOLDER start at the header's offsets on both lines, two spaces after the cell before.
     const starts = ['STATE', 'TOKEN', 'HOLDER'].map((column) => header.indexOf(column));
-    for (const line of [first, second]) expect(starts.map((at) => line.slice(at - 2, at + 1))).toEqual(starts.map(() => expect.stringMatching(/^ {2}\S$/)));
+    for (const line of [first, second])
+      expect(starts.map((at) => line.slice(at - 2, at + 1))).toEqual(starts.map(() => expect.stringMatching(/^ {2}\S$/)));
   });
 
   it('inspect: the fields, attributes and checkpoint escaped; --json is exact JSON of the stored text', async () => {
@@ -93,8 +94,15 @@ describe('the CLI prints caller text escaped', () => {
     expect(run.stdout).toContain('\\u001b[2J\\nFORGED\\u009b31m\\u2028');
     const json = await cli(['inspect', KEY, '--json']);
     expect(json.stdout).not.toMatch(UNSAFE);
-    const parsed = JSON.parse(json.stdout) as { key: string; grant: { holder: string; runId: string; attributes: object }; checkpoint: { value: unknown } };
-    expect(parsed).toMatchObject({ key: KEY, grant: { holder: HOLDER, runId: RUN, attributes: { 'region\u001b[2J': 'eu\n\u202eFORGED' } } });
+    const parsed = JSON.parse(json.stdout) as {
+      key: string;
+      grant: { holder: string; runId: string; attributes: object };
+      checkpoint: { value: unknown };
+    };
+    expect(parsed).toMatchObject({
+      key: KEY,
+      grant: { holder: HOLDER, runId: RUN, attributes: { 'region\u001b[2J': 'eu\n\u202eFORGED' } },
+    });
     expect(parsed.checkpoint.value).toEqual({ note: 'half\u001b[2J\nFORGED\u009b31m\u2028' });
     const missing = await cli(['inspect', 'no\u001b[2J\nFORGED']);
     expect(missing.code).toBe(3);
@@ -125,7 +133,9 @@ describe('the CLI prints caller text escaped', () => {
     const revoked = await cli(['revoke', LIVE, '--reason', REASON, '--by', BY, '--yes']);
     expect(revoked).toMatchObject({ code: 0, stderr: '' });
     expectSafe(revoked.stdout, 1);
-    expect(revoked.stdout).toMatch(/^revoked live\\u2066\\u001b\[5m\\n:2: token \d+ \(evil\\u001b\[2J\\nFORGED, run r\\u202e1\\r\) is fenced/);
+    expect(revoked.stdout).toMatch(
+      /^revoked live\\u2066\\u001b\[5m\\n:2: token \d+ \(evil\\u001b\[2J\\nFORGED, run r\\u202e1\\r\) is fenced/,
+    );
     const refused = await cli(['revoke', LIVE, '--reason', REASON, '--yes']);
     expect(refused.code).toBe(4);
     expectSafe(refused.stderr, 1);
@@ -153,11 +163,18 @@ describe('the CLI prints caller text escaped', () => {
     const json = await cli(['watch', '--iterations', '1', '--json']);
     expect(json.stdout).not.toMatch(UNSAFE);
     expect(json.stdout.trimEnd().split('\n')).toHaveLength(1);
-    expect((JSON.parse(json.stdout) as { leases: Array<{ key: string; grant: { holder: string } | null }> }).leases.map(({ key }) => key).sort()).toEqual([KEY, LIVE].sort());
+    expect(
+      (JSON.parse(json.stdout) as { leases: Array<{ key: string; grant: { holder: string } | null }> }).leases.map(({ key }) => key).sort(),
+    ).toEqual([KEY, LIVE].sort());
   });
 
   it('usage errors quote caller text escaped', async () => {
-    for (const args of [['frob\u202enicate\u009b2J'], ['list', '--state', 'held\u2028\u001b[2J'], ['list', '--bo\u202egus'], ['watch', '--interval', '1\u009b']]) {
+    for (const args of [
+      ['frob\u202enicate\u009b2J'],
+      ['list', '--state', 'held\u2028\u001b[2J'],
+      ['list', '--bo\u202egus'],
+      ['watch', '--interval', '1\u009b'],
+    ]) {
       const run = await cli(args);
       expect(run.code).toBe(2);
       expect(run.stderr.split('\n')[0]).not.toMatch(UNSAFE);

@@ -8,7 +8,13 @@ import { parsePrintable, printable } from '../../src/printable.js';
 
 /** Text rich in what printable escapes: backslashes, the letters of escapes, controls, separators, bidi. */
 const tricky = fc
-  .array(fc.oneof(fc.constantFrom('\\', 'n', 'u', '0', '1', 'b', '\n', '\r', '\t', '\u001b', '\u009b', '\u2028', '\u202e', '\u2066', '\u007f', 'x'), fc.string({ unit: 'grapheme-composite', maxLength: 3 })), { maxLength: 16 })
+  .array(
+    fc.oneof(
+      fc.constantFrom('\\', 'n', 'u', '0', '1', 'b', '\n', '\r', '\t', '\u001b', '\u009b', '\u2028', '\u202e', '\u2066', '\u007f', 'x'),
+      fc.string({ unit: 'grapheme-composite', maxLength: 3 }),
+    ),
+    { maxLength: 16 },
+  )
   .map((parts) => parts.join(''));
 
 describe('printable', () => {

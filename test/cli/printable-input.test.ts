@@ -41,9 +41,16 @@ describe('keys printed and typed injectively', () => {
   it('list prints the twins differently; each printed form inspects its own key', async () => {
     const list = await cli('list', '--key-prefix', 'twin');
     expect(list.code).toBe(0);
-    const keys = list.stdout.trimEnd().split('\n').slice(1).map((line) => line.split('  ')[0]);
+    const keys = list.stdout
+      .trimEnd()
+      .split('\n')
+      .slice(1)
+      .map((line) => line.split('  ')[0]);
     expect(keys.sort()).toEqual(['twin\\\\nkey', 'twin\\nkey']);
-    for (const [printed, owner] of [['twin\\nkey', 'with-newline'], ['twin\\\\nkey', 'with-backslash']] as const) {
+    for (const [printed, owner] of [
+      ['twin\\nkey', 'with-newline'],
+      ['twin\\\\nkey', 'with-backslash'],
+    ] as const) {
       const inspect = await cli('inspect', printed, '--json');
       expect(inspect.code).toBe(0);
       expect(JSON.parse(inspect.stdout)).toMatchObject({ grant: { holder: owner } });
@@ -61,7 +68,9 @@ describe('keys printed and typed injectively', () => {
   it('an escape the CLI never prints is refused (exit 2); messages quote caller text escaped once', async () => {
     const bad = await cli('inspect', 'twin\\qkey');
     expect(bad.code).toBe(2);
-    expect(bad.stderr).toBe('leasefence: the key to inspect "twin\\\\qkey" has an invalid escape: type keys as the CLI prints them (a backslash itself twice; a control character as n, r, t or uXXXX after one)\n');
+    expect(bad.stderr).toBe(
+      'leasefence: the key to inspect "twin\\\\qkey" has an invalid escape: type keys as the CLI prints them (a backslash itself twice; a control character as n, r, t or uXXXX after one)\n',
+    );
     const unknown = await cli('frob\nx');
     expect(unknown.stderr.split('\n')[0]).toBe('leasefence: unknown command "frob\\nx"');
     const state = await cli('list', '--state', 'live\nx');

@@ -12,9 +12,25 @@ import type { LeaseInspection } from '../../src/leases-types.js';
 import type { ListedLease } from '../../src/operator.js';
 import { UNSAFE_ON_A_TERMINAL as UNSAFE } from './cli-harness.js';
 
-
 const hostileUnit = fc.oneof(
-  fc.constantFrom('\u001b', '[2J', '\n', '\r', '\t', '\u0000', '\u0007', '\u007f', '\u009b', '\u0085', '\u2028', '\u2029', '\u202e', '\u2066', '\u2069', 'FORGED'),
+  fc.constantFrom(
+    '\u001b',
+    '[2J',
+    '\n',
+    '\r',
+    '\t',
+    '\u0000',
+    '\u0007',
+    '\u007f',
+    '\u009b',
+    '\u0085',
+    '\u2028',
+    '\u2029',
+    '\u202e',
+    '\u2066',
+    '\u2069',
+    'FORGED',
+  ),
   fc.integer({ min: 0xd800, max: 0xdfff }).map((unit) => String.fromCharCode(unit)),
   fc.integer({ min: 0, max: 0xffff }).map((unit) => String.fromCharCode(unit)),
   fc.string({ unit: 'binary', minLength: 1, maxLength: 1 }),
@@ -46,7 +62,9 @@ const listed: fc.Arbitrary<ListedLease> = fc.record({
   token: fc.bigInt({ min: 0n, max: 2n ** 63n - 1n }),
   grant: fc.option(grant),
   ending: fc.option(ending),
-  checkpoint: fc.option(fc.record({ token: fc.bigInt({ min: 1n, max: 2n ** 63n - 1n }), writtenAt: fc.constant(NOW - 2_000), bytes: fc.nat() })),
+  checkpoint: fc.option(
+    fc.record({ token: fc.bigInt({ min: 1n, max: 2n ** 63n - 1n }), writtenAt: fc.constant(NOW - 2_000), bytes: fc.nat() }),
+  ),
   recoveryRequired: fc.boolean(),
   now: fc.constant(NOW),
 });
@@ -56,13 +74,20 @@ const inspection: fc.Arbitrary<LeaseInspection> = fc.record({
   token: fc.bigInt({ min: 0n, max: 2n ** 63n - 1n }),
   grant: fc.option(grant),
   ending: fc.option(ending),
-  checkpoint: fc.option(fc.record({ value: fc.jsonValue().chain((value) => fc.oneof(fc.constant(value), fc.dictionary(text, text, { maxKeys: 3 }))), token: fc.bigInt({ min: 1n, max: 10n }), writtenAt: fc.constant(NOW - 2_000) })),
+  checkpoint: fc.option(
+    fc.record({
+      value: fc.jsonValue().chain((value) => fc.oneof(fc.constant(value), fc.dictionary(text, text, { maxKeys: 3 }))),
+      token: fc.bigInt({ min: 1n, max: 10n }),
+      writtenAt: fc.constant(NOW - 2_000),
+    }),
+  ),
   recoveryRequired: fc.boolean(),
   now: fc.constant(NOW),
 });
 
 /** `value` as `toJson` promises it: bigints as decimal strings, everything else as `JSON.stringify` keeps it. */
-const asJson = (value: unknown): unknown => JSON.parse(JSON.stringify(value, (_, field: unknown) => (typeof field === 'bigint' ? field.toString() : field)));
+const asJson = (value: unknown): unknown =>
+  JSON.parse(JSON.stringify(value, (_, field: unknown) => (typeof field === 'bigint' ? field.toString() : field)));
 
 /** Lines that start anywhere but in the view's own text are forged: count them. */
 const lineCount = (printed: string): number => printed.split('\n').length;
@@ -97,11 +122,16 @@ describe('CLI views of hostile caller text', () => {
 
   it('the gate line: one escaped line', () => {
     fc.assert(
-      fc.property(text, fc.option(fc.record({ key: text, token: fc.bigInt({ min: 1n, max: 10n }) })), fc.constantFrom('holds' as const, 'forgot' as const), (resource, found, verb) => {
-        const line = formatGate({ resource, found }, verb);
-        expect(line).not.toMatch(UNSAFE);
-        expect(lineCount(line)).toBe(1);
-      }),
+      fc.property(
+        text,
+        fc.option(fc.record({ key: text, token: fc.bigInt({ min: 1n, max: 10n }) })),
+        fc.constantFrom('holds' as const, 'forgot' as const),
+        (resource, found, verb) => {
+          const line = formatGate({ resource, found }, verb);
+          expect(line).not.toMatch(UNSAFE);
+          expect(lineCount(line)).toBe(1);
+        },
+      ),
     );
   });
 
@@ -117,8 +147,14 @@ describe('CLI views of hostile caller text', () => {
   });
 
   it('escapes the cells before measuring them', () => {
-    expect(formatTable(['KEY', 'STATE'], [['a\u001bb\n', 'live'], ['abcdefghijkl', 'released']])).toBe(
-      ['KEY           STATE', 'a\\u001bb\\n    live', 'abcdefghijkl  released'].join('\n'),
-    );
+    expect(
+      formatTable(
+        ['KEY', 'STATE'],
+        [
+          ['a\u001bb\n', 'live'],
+          ['abcdefghijkl', 'released'],
+        ],
+      ),
+    ).toBe(['KEY           STATE', 'a\\u001bb\\n    live', 'abcdefghijkl  released'].join('\n'));
   });
 });

@@ -28,7 +28,9 @@ function expectNoSecret(printed: string, secrets: readonly string[] = PIECES): v
 
 describe('describeStoreUrl', () => {
   it('keeps scheme, host, port and database only', () => {
-    expect(describeStoreUrl(`postgres://app:${PASSWORD}@db.example:5433/orders?sslmode=require&password=hunter22`)).toBe('postgres://db.example:5433/orders');
+    expect(describeStoreUrl(`postgres://app:${PASSWORD}@db.example:5433/orders?sslmode=require&password=hunter22`)).toBe(
+      'postgres://db.example:5433/orders',
+    );
     expect(describeStoreUrl('redis://:hunter22@cache:6380/2')).toBe('redis://cache:6380/2');
     expect(describeStoreUrl('rediss://default:hunter22@cache')).toBe('rediss://cache');
     expect(describeStoreUrl('postgresql://app@db/x?password=hunter22')).toBe('postgresql://db/x');
@@ -41,14 +43,21 @@ describe('describeStoreUrl', () => {
   it('never contains the password or a password query parameter (property)', () => {
     const secret = fc.stringMatching(/^[A-Za-z0-9@/?#:%!$&'()*+,;=._~-]{6,24}$/).filter((text) => /[A-Za-z]{3}/.test(text));
     fc.assert(
-      fc.property(fc.constantFrom('postgres', 'postgresql', 'redis', 'rediss', 'mysql', 'mongodb'), secret, fc.boolean(), (scheme, password, inQuery) => {
-        const marked = `S3CRET${password}`;
-        const url = inQuery ? `${scheme}://user@host:1234/db?password=${encodeURIComponent(marked)}` : `${scheme}://user:${marked}@host:1234/db`;
-        const described = describeStoreUrl(url);
-        expect(described).not.toContain('S3CRET');
-        expect(secretsOf(url)).toContain(marked);
-        expect(maskSecrets(`failed: ${marked}`, url)).toBe('failed: ***');
-      }),
+      fc.property(
+        fc.constantFrom('postgres', 'postgresql', 'redis', 'rediss', 'mysql', 'mongodb'),
+        secret,
+        fc.boolean(),
+        (scheme, password, inQuery) => {
+          const marked = `S3CRET${password}`;
+          const url = inQuery
+            ? `${scheme}://user@host:1234/db?password=${encodeURIComponent(marked)}`
+            : `${scheme}://user:${marked}@host:1234/db`;
+          const described = describeStoreUrl(url);
+          expect(described).not.toContain('S3CRET');
+          expect(secretsOf(url)).toContain(marked);
+          expect(maskSecrets(`failed: ${marked}`, url)).toBe('failed: ***');
+        },
+      ),
       { numRuns: 300 },
     );
   });
@@ -64,7 +73,9 @@ describe('the CLI prints no password', () => {
   it('an unsupported scheme, a URL given as the command, and usage errors', async () => {
     const url = `mysql://root:${PASSWORD}@db:3306/x`;
     const unsupported = await run(['list', '--store', url]);
-    expect(unsupported).toMatch(/--store must be a postgres:\/\/, postgresql:\/\/, redis:\/\/, rediss:\/\/, sqlite:, etcd:\/\/ or http\(s\):\/\/ \(etcd\) URL, got mysql:/);
+    expect(unsupported).toMatch(
+      /--store must be a postgres:\/\/, postgresql:\/\/, redis:\/\/, rediss:\/\/, sqlite:, etcd:\/\/ or http\(s\):\/\/ \(etcd\) URL, got mysql:/,
+    );
     expectNoSecret(unsupported);
     const asCommand = await run([`postgres://app:${PASSWORD}@db/x`, '--store', 'redis://127.0.0.1:1']);
     expect(asCommand).toMatch(/unknown command/);

@@ -42,7 +42,9 @@ describe('the CLI on a SQLite store', () => {
   it('lists, inspects, inspects the gate, watches', async () => {
     const list = await cli('list');
     expect(list).toMatchObject({ code: 0, stderr: '' });
-    expect(list.stdout).toMatch(new RegExp(`report:daily +live +${token} +held \\d+ s by nightly, run r1 +expires in \\d+ s +token ${token}, \\d+ s ago`));
+    expect(list.stdout).toMatch(
+      new RegExp(`report:daily +live +${token} +held \\d+ s by nightly, run r1 +expires in \\d+ s +token ${token}, \\d+ s ago`),
+    );
     const inspect = await cli('inspect', 'report:daily');
     expect(inspect.code).toBe(0);
     expect(inspect.stdout).toContain('"page": 7');
@@ -57,7 +59,10 @@ describe('the CLI on a SQLite store', () => {
     const run = await runCli(['revoke', 'report:daily', '--reason', 'stuck', '--yes', '--store', `sqlite:${file.path}`]);
     expect(run).toMatchObject({ code: 0, stderr: '' });
     expect(run.stdout).toMatch(new RegExp(`^revoked report:daily: token ${token} \\(nightly, run r1\\) is fenced`));
-    expect((await createLeases(createSqliteStore({ client: database }), { holder: 'x' }).inspect('report:daily')).ending).toMatchObject({ kind: 'revoked', reason: 'stuck' });
+    expect((await createLeases(createSqliteStore({ client: database }), { holder: 'x' }).inspect('report:daily')).ending).toMatchObject({
+      kind: 'revoked',
+      reason: 'stuck',
+    });
     const reset = await cli('gate', 'reset', 'reports', '--yes');
     expect(reset).toMatchObject({ code: 0, stdout: `gate reports: forgot token ${token} of lease report:daily\n` });
   });

@@ -10,4 +10,7 @@ import { mutantRepeats } from '../support/repeats.js';
 import { vitestRunner } from './vitest-runner.js';
 
 // NOTE: LEASEFENCE_TEST_SCALE above 1 repeats each check (vitest `repeats`), to measure that a catch is no luck.
-describePlantedBugChecks({ ...vitestRunner, it: (name, body, timeout) => it(name, { repeats: mutantRepeats(), ...(timeout === undefined ? {} : { timeout }) }, body) });
+describePlantedBugChecks({
+  ...vitestRunner,
+  it: (name, body, timeout) => it(name, { repeats: mutantRepeats(), ...(timeout === undefined ? {} : { timeout }) }, body),
+});

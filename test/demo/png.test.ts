@@ -42,16 +42,21 @@ function encodePng(width: number, height: number, channels: 3 | 4, pixels: Uint8
   return Buffer.concat([signature, chunk('IHDR', header), chunk('IDAT', deflateSync(Buffer.from(raw))), chunk('IEND', Buffer.alloc(0))]);
 }
 
-test.prop([fc.integer({ min: 1, max: 32 }), fc.integer({ min: 1, max: 24 }), fc.constantFrom(3 as const, 4 as const), fc.infiniteStream(fc.noBias(fc.integer({ min: 0, max: 255 })))], { numRuns: 50 })(
-  'decodes every filter type back to the pixels it was built from',
-  (width, height, channels, bytes) => {
-    const pixels = Uint8Array.from(bytes.take(width * height * channels));
-    const image = decodePng(encodePng(width, height, channels, pixels));
-    expect({ width: image.width, height: image.height }).toEqual({ width, height });
-    for (let p = 0; p < width * height; p++) {
-      const expected = [...pixels.subarray(p * channels, p * channels + 3), channels === 4 ? pixels[p * channels + 3]! : 255];
-      expect([...image.rgba.subarray(p * 4, p * 4 + 4)]).toEqual(expected);
-    }
-    expect(countPixels(image, () => true)).toBe(width * height);
-  },
-);
+test.prop(
+  [
+    fc.integer({ min: 1, max: 32 }),
+    fc.integer({ min: 1, max: 24 }),
+    fc.constantFrom(3 as const, 4 as const),
+    fc.infiniteStream(fc.noBias(fc.integer({ min: 0, max: 255 }))),
+  ],
+  { numRuns: 50 },
+)('decodes every filter type back to the pixels it was built from', (width, height, channels, bytes) => {
+  const pixels = Uint8Array.from(bytes.take(width * height * channels));
+  const image = decodePng(encodePng(width, height, channels, pixels));
+  expect({ width: image.width, height: image.height }).toEqual({ width, height });
+  for (let p = 0; p < width * height; p++) {
+    const expected = [...pixels.subarray(p * channels, p * channels + 3), channels === 4 ? pixels[p * channels + 3]! : 255];
+    expect([...image.rgba.subarray(p * 4, p * 4 + 4)]).toEqual(expected);
+  }
+  expect(countPixels(image, () => true)).toBe(width * height);
+});

@@ -73,7 +73,11 @@ export function pixelAt(image: Pixels, x: number, y: number): [number, number, n
 }
 
 /** How many pixels inside the box (clipped to the image) satisfy `test`. */
-export function countPixels(image: Pixels, test: (rgba: [number, number, number, number]) => boolean, box = { x: 0, y: 0, width: image.width, height: image.height }): number {
+export function countPixels(
+  image: Pixels,
+  test: (rgba: [number, number, number, number]) => boolean,
+  box = { x: 0, y: 0, width: image.width, height: image.height },
+): number {
   let count = 0;
   const [x0, y0] = [Math.max(0, Math.floor(box.x)), Math.max(0, Math.floor(box.y))];
   const [x1, y1] = [Math.min(image.width, Math.ceil(box.x + box.width)), Math.min(image.height, Math.ceil(box.y + box.height))];

@@ -94,7 +94,9 @@ describe('the timeline picture in headless Chromium (default seed)', () => {
     grants = run.fleet.recording.grants.length;
     const svg = timelineSvgOf(run);
     height = Number(/<svg [^>]*height="(\d+)"/.exec(svg)?.[1]);
-    const [svgFile, pageFile, imageFile, pngFile] = ['timeline.svg', 'page.html', 'image.html', 'timeline.png'].map((name) => join(dir, name)) as [string, string, string, string];
+    const [svgFile, pageFile, imageFile, pngFile] = ['timeline.svg', 'page.html', 'image.html', 'timeline.png'].map((name) =>
+      join(dir, name),
+    ) as [string, string, string, string];
     writeFileSync(svgFile, svg);
     writeFileSync(pageFile, pageFor(svg));
     const { stdout } = await runChromium(['--dump-dom', pathToFileURL(pageFile).href]);

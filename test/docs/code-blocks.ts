@@ -46,7 +46,10 @@ export function codeBlocks(file: string, markdown: string): CodeBlock[] {
     const body: string[] = [];
     for (index++; index < lines.length && lines[index] !== '```'; index++) body.push(lines[index] ?? '');
     if (index >= lines.length) throw new Error(`${file}:${start + 1}: a code block is never closed`);
-    const flags = (open[2] ?? '').trim().split(/\s+/).filter((flag) => flag !== '');
+    const flags = (open[2] ?? '')
+      .trim()
+      .split(/\s+/)
+      .filter((flag) => flag !== '');
     blocks.push({ file, line: start + 1, language: open[1] ?? '', flags, code: `${body.join('\n')}\n` });
   }
   return blocks;

@@ -20,12 +20,16 @@ function unionLiterals(source: string, name: string): string[] {
 
 /** The literals of every `readonly reason: 'a' | 'b'` property type in `source`. */
 function reasonLiterals(source: string): string[] {
-  return [...source.matchAll(/readonly reason: ((?:\s*\|?\s*'[^']+')+)/g)].flatMap((match) => [...(match[1] ?? '').matchAll(/'([^']+)'/g)].map((literal) => literal[1] ?? ''));
+  return [...source.matchAll(/readonly reason: ((?:\s*\|?\s*'[^']+')+)/g)].flatMap((match) =>
+    [...(match[1] ?? '').matchAll(/'([^']+)'/g)].map((literal) => literal[1] ?? ''),
+  );
 }
 
 /** The first cell of every table row of `markdown` that is one code span: `` | `reason` | ``. */
 function tableKeys(markdown: string): Set<string> {
-  return new Set([...markdown.matchAll(/^\| `([^`]+)` \|/gm), ...markdown.matchAll(/^\| [^|]+ \| `([^`]+)` \|/gm)].map((match) => match[1] ?? ''));
+  return new Set(
+    [...markdown.matchAll(/^\| `([^`]+)` \|/gm), ...markdown.matchAll(/^\| [^|]+ \| `([^`]+)` \|/gm)].map((match) => match[1] ?? ''),
+  );
 }
 
 const guide = read('docs/errors-and-operations.md');
@@ -43,6 +47,7 @@ test('every refusal reason of the fence, the operations and withLease has a row 
     ...reasonLiterals(read('src/fence/operations.ts')),
     ...reasonLiterals(read('src/leases-types.ts')),
   ]);
-  for (const expected of ['superseded', 'held', 'recovery-required', 'stale-token', 'key-mismatch', 'lost', 'stopped']) expect(reasons).toContain(expected);
+  for (const expected of ['superseded', 'held', 'recovery-required', 'stale-token', 'key-mismatch', 'lost', 'stopped'])
+    expect(reasons).toContain(expected);
   expect([...reasons].filter((reason) => !rows.has(reason))).toEqual([]);
 });

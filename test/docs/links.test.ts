@@ -9,10 +9,19 @@ import { fileURLToPath } from 'node:url';
 import { expect, test } from 'vitest';
 
 const ROOT = fileURLToPath(new URL('../..', import.meta.url));
-const GUIDES = readdirSync(join(ROOT, 'docs')).filter((file) => file.endsWith('.md')).sort().map((file) => `docs/${file}`);
-const HISTORY = existsSync(join(ROOT, 'docs', 'history')) ? readdirSync(join(ROOT, 'docs', 'history')).filter((file) => file.endsWith('.md')).map((file) => `docs/history/${file}`) : [];
+const GUIDES = readdirSync(join(ROOT, 'docs'))
+  .filter((file) => file.endsWith('.md'))
+  .sort()
+  .map((file) => `docs/${file}`);
+const HISTORY = existsSync(join(ROOT, 'docs', 'history'))
+  ? readdirSync(join(ROOT, 'docs', 'history'))
+      .filter((file) => file.endsWith('.md'))
+      .map((file) => `docs/history/${file}`)
+  : [];
 /** Every Markdown file a reader moves between. */
-const FILES = ['README.md', 'BENCHMARKS.md', 'RELIABILITY.md', 'SECURITY.md', 'CONTRIBUTING.md', ...GUIDES, ...HISTORY].filter((file) => existsSync(join(ROOT, file)));
+const FILES = ['README.md', 'BENCHMARKS.md', 'RELIABILITY.md', 'SECURITY.md', 'CONTRIBUTING.md', ...GUIDES, ...HISTORY].filter((file) =>
+  existsSync(join(ROOT, file)),
+);
 
 /** `markdown` without its fenced code blocks (their `#` lines are no headings, their brackets no links). */
 const prose = (markdown: string): string => markdown.replace(/^```[^\n]*\n[\s\S]*?^```$/gm, '');
@@ -22,7 +31,11 @@ function anchorsOf(markdown: string): Set<string> {
   const seen = new Map<string, number>();
   const anchors = new Set<string>();
   for (const match of prose(markdown).matchAll(/^#{1,6} (.+)$/gm)) {
-    const slug = (match[1] ?? '').trim().toLowerCase().replace(/[^\p{L}\p{N} _-]/gu, '').replace(/ /g, '-');
+    const slug = (match[1] ?? '')
+      .trim()
+      .toLowerCase()
+      .replace(/[^\p{L}\p{N} _-]/gu, '')
+      .replace(/ /g, '-');
     const count = seen.get(slug) ?? 0;
     seen.set(slug, count + 1);
     anchors.add(count === 0 ? slug : `${slug}-${count}`);
@@ -55,7 +68,9 @@ test('every relative link of the README and the guides names a file of the repos
 });
 
 test('the README and the guides name a guide with a link, not a backticked path', () => {
-  const backticked = FILES.flatMap((file) => [...prose(readFileSync(join(ROOT, file), 'utf8')).matchAll(/`(?:\.\.\/)?docs\/[\w/-]+\.md`/g)].map((match) => `${file}: ${match[0]}`));
+  const backticked = FILES.flatMap((file) =>
+    [...prose(readFileSync(join(ROOT, file), 'utf8')).matchAll(/`(?:\.\.\/)?docs\/[\w/-]+\.md`/g)].map((match) => `${file}: ${match[0]}`),
+  );
   expect(backticked).toEqual([]);
 });
 

@@ -24,7 +24,13 @@ import { checkedBlocks, type CheckedBlock } from './code-blocks.js';
 const ROOT = fileURLToPath(new URL('../..', import.meta.url));
 const BIN = join(ROOT, 'node_modules', '.bin');
 /** The Markdown files whose code blocks are checked: the README and every guide. */
-const DOC_FILES = ['README.md', ...readdirSync(join(ROOT, 'docs')).filter((file) => file.endsWith('.md')).sort().map((file) => `docs/${file}`)];
+const DOC_FILES = [
+  'README.md',
+  ...readdirSync(join(ROOT, 'docs'))
+    .filter((file) => file.endsWith('.md'))
+    .sort()
+    .map((file) => `docs/${file}`),
+];
 /** The package's entries, as a user imports them, and their sources. */
 const ENTRIES: Readonly<Record<string, string>> = {
   leasefence: 'src/index.ts',
@@ -54,10 +60,15 @@ interface Run {
 /** Runs `file args`; unlike scripts/package-checks.ts' runCommand, with its own environment and stdout apart. */
 function run(file: string, args: readonly string[], cwd: string, env: NodeJS.ProcessEnv = process.env): Promise<Run> {
   return new Promise((done) => {
-    execFile(file, [...args], { cwd, env: { ...env, FORCE_COLOR: '0', NO_COLOR: '1' }, timeout: 120_000, maxBuffer: 16 * 1024 * 1024 }, (error, stdout, stderr) => {
-      const exitCode = error === null ? 0 : typeof error.code === 'number' ? error.code : 1;
-      done({ exitCode, stdout, stderr });
-    });
+    execFile(
+      file,
+      [...args],
+      { cwd, env: { ...env, FORCE_COLOR: '0', NO_COLOR: '1' }, timeout: 120_000, maxBuffer: 16 * 1024 * 1024 },
+      (error, stdout, stderr) => {
+        const exitCode = error === null ? 0 : typeof error.code === 'number' ? error.code : 1;
+        done({ exitCode, stdout, stderr });
+      },
+    );
   });
 }
 
@@ -111,7 +122,8 @@ describe('the code blocks of the README and the guides', { timeout: 180_000 }, (
   });
 
   test('the README has the ESM quick start, and docs/quick-starts.md every store in ESM and CommonJS', () => {
-    const storeOf = (block: CheckedBlock): string => `${block.language}: ${/from 'leasefence\/(\w+)'|require\('leasefence\/(\w+)'\)/.exec(block.code)?.slice(1).find(Boolean)}`;
+    const storeOf = (block: CheckedBlock): string =>
+      `${block.language}: ${/from 'leasefence\/(\w+)'|require\('leasefence\/(\w+)'\)/.exec(block.code)?.slice(1).find(Boolean)}`;
     const QUICK_STARTS = 'docs/quick-starts.md';
     expect(runnable.filter((block) => block.file === 'README.md').map(storeOf)).toContain('js: memory');
     const quickStarts = runnable.filter((block) => block.file === 'README.md' || block.file === QUICK_STARTS).map(storeOf);
@@ -125,13 +137,22 @@ describe('the code blocks of the README and the guides', { timeout: 180_000 }, (
 
   test('the client versions the README names are the ones the adapter suites run against', async () => {
     const readme = await readFile(join(ROOT, 'README.md'), 'utf8');
-    const dev = (JSON.parse(await readFile(join(ROOT, 'package.json'), 'utf8')) as { devDependencies: Record<string, string> }).devDependencies;
+    const dev = (JSON.parse(await readFile(join(ROOT, 'package.json'), 'utf8')) as { devDependencies: Record<string, string> })
+      .devDependencies;
     const major = (name: string): string => /(\d+)\.\d+\.\d+/.exec(dev[name] ?? '')?.[1] ?? `no devDependency ${name}`;
     expect(readme).toContain(`pg ${major('pg')}, postgres.js ${major('postgres')}, PGlite`);
     expect(readme).toContain(`ioredis ${major('ioredis')} and ${major('ioredis6')}, node-redis ${major('redis')}`);
     expect(readme).toContain(`better-sqlite3 ${major('better-sqlite3')}`);
     expect(dev['@electric-sql/pglite']).toBeDefined();
-    const suites = ['postgres-pg', 'postgres-postgresjs', 'postgres-pglite', 'redis-ioredis', 'redis-ioredis6', 'redis-node-redis', 'sqlite-better-sqlite3'];
+    const suites = [
+      'postgres-pg',
+      'postgres-postgresjs',
+      'postgres-pglite',
+      'redis-ioredis',
+      'redis-ioredis6',
+      'redis-node-redis',
+      'sqlite-better-sqlite3',
+    ];
     expect(suites.filter((suite) => !existsSync(join(ROOT, 'test', 'adapters', `${suite}.test.ts`)))).toEqual([]);
   });
 
@@ -143,7 +164,10 @@ describe('the code blocks of the README and the guides', { timeout: 180_000 }, (
     for (const path of shipped) {
       expect(existsSync(join(ROOT, path)), path).toBe(true);
       // NOTE: the `files` globs used here are `dir/*.ext`; test/package checks what `npm pack` really takes.
-      expect(files.some((glob) => new RegExp(`^${glob.replace(/\./g, '\\.').replace('*', '[^/]+')}$`).test(path)), path).toBe(true);
+      expect(
+        files.some((glob) => new RegExp(`^${glob.replace(/\./g, '\\.').replace('*', '[^/]+')}$`).test(path)),
+        path,
+      ).toBe(true);
     }
   });
 
@@ -222,12 +246,20 @@ describe('the code blocks of the README and the guides', { timeout: 180_000 }, (
         if (block.code.includes('DATABASE_URL')) env['DATABASE_URL'] = await freshDatabase(`leasefence_docs_${process.pid}_${index}`);
         if (block.code.includes('REDIS_URL')) env['REDIS_URL'] = await freshRedis(1 + (index % 15));
         const program = await run(process.execPath, [file], cwd, env);
-        expect({ exitCode: program.exitCode, stdout: program.stdout, stderr: program.stderr }).toEqual({ exitCode: 0, stdout: block.output, stderr: '' });
+        expect({ exitCode: program.exitCode, stdout: program.stdout, stderr: program.stderr }).toEqual({
+          exitCode: 0,
+          stdout: block.output,
+          stderr: '',
+        });
         if (!keepsState(block)) return;
         // NOTE: a user runs a quick start again, or its other module form, against the same database, Redis
         // and directory: what the first run left behind must not change the second run's output.
         const again = await run(process.execPath, [file], cwd, env);
-        expect({ exitCode: again.exitCode, stdout: again.stdout, stderr: again.stderr }, 'run a second time in the same place').toEqual({ exitCode: 0, stdout: block.output, stderr: '' });
+        expect({ exitCode: again.exitCode, stdout: again.stdout, stderr: again.stderr }, 'run a second time in the same place').toEqual({
+          exitCode: 0,
+          stdout: block.output,
+          stderr: '',
+        });
       });
     });
   });
@@ -235,8 +267,10 @@ describe('the code blocks of the README and the guides', { timeout: 180_000 }, (
   test('every block type-checks against the package types', async () => {
     const check = await typeChecked;
     // NOTE: name the Markdown line of each error, not the temp file's.
-    const located = `${check.stdout}${check.stderr}`.replace(/(\S+)-L(\d+)\.(?:ts|mjs|cjs)\((\d+),(\d+)\)/g, (_, file: string, start: string, line: string, column: string) =>
-      `${file.replaceAll('_', '/')}:${Number(start) + Number(line)}:${column}`,
+    const located = `${check.stdout}${check.stderr}`.replace(
+      /(\S+)-L(\d+)\.(?:ts|mjs|cjs)\((\d+),(\d+)\)/g,
+      (_, file: string, start: string, line: string, column: string) =>
+        `${file.replaceAll('_', '/')}:${Number(start) + Number(line)}:${column}`,
     );
     expect(located).toBe('');
     expect(check.exitCode).toBe(0);

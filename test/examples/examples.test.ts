@@ -26,10 +26,15 @@ interface Run {
 /** Runs `node <file> args` in `cwd` with exactly `env` (plus no colours). */
 function runNode(file: string, args: readonly string[], cwd: string, env: NodeJS.ProcessEnv): Promise<Run> {
   return new Promise((done) => {
-    execFile(process.execPath, [file, ...args], { cwd, env: { ...env, FORCE_COLOR: '0', NO_COLOR: '1' }, timeout: 60_000 }, (error, stdout, stderr) => {
-      const exitCode = error === null ? 0 : typeof error.code === 'number' ? error.code : 1;
-      done({ exitCode, stdout, stderr });
-    });
+    execFile(
+      process.execPath,
+      [file, ...args],
+      { cwd, env: { ...env, FORCE_COLOR: '0', NO_COLOR: '1' }, timeout: 60_000 },
+      (error, stdout, stderr) => {
+        const exitCode = error === null ? 0 : typeof error.code === 'number' ? error.code : 1;
+        done({ exitCode, stdout, stderr });
+      },
+    );
   });
 }
 
@@ -66,7 +71,10 @@ describe('the examples, as programs against the built package', { timeout: 120_0
     // NOTE: inside the repository, so the drivers (pg, ioredis) resolve as in a user's project.
     project = await mkdtemp(join(cache, 'leasefence-examples-'));
     await writeFile(join(project, 'package.json'), JSON.stringify({ private: true, type: 'module' }));
-    await cp(join(ROOT, 'examples'), join(project, 'examples'), { recursive: true, filter: (source) => !source.endsWith('.ts') && !source.endsWith('.json') });
+    await cp(join(ROOT, 'examples'), join(project, 'examples'), {
+      recursive: true,
+      filter: (source) => !source.endsWith('.ts') && !source.endsWith('.json'),
+    });
     await linkBuiltPackage(project);
   });
 
@@ -101,8 +109,17 @@ describe('the examples, as programs against the built package', { timeout: 120_0
     const client = new pg.Client({ connectionString: url });
     await client.connect();
     try {
-      const { rows } = await client.query<{ batch: number; worker: string; token: string }>('SELECT batch, worker, token::text FROM daily_export_rows ORDER BY batch');
-      expect(rows.map((row) => `${row.batch} ${row.worker}`)).toEqual(['1 worker-a', '2 worker-a', '3 worker-b', '4 worker-b', '5 worker-b', '6 worker-c']);
+      const { rows } = await client.query<{ batch: number; worker: string; token: string }>(
+        'SELECT batch, worker, token::text FROM daily_export_rows ORDER BY batch',
+      );
+      expect(rows.map((row) => `${row.batch} ${row.worker}`)).toEqual([
+        '1 worker-a',
+        '2 worker-a',
+        '3 worker-b',
+        '4 worker-b',
+        '5 worker-b',
+        '6 worker-c',
+      ]);
       // Each takeover is a newer grant: a greater token.
       expect(BigInt(rows[2]?.token ?? 0)).toBeGreaterThan(BigInt(rows[1]?.token ?? 0));
       expect(BigInt(rows[5]?.token ?? 0)).toBeGreaterThan(BigInt(rows[4]?.token ?? 0));
@@ -111,32 +128,50 @@ describe('the examples, as programs against the built package', { timeout: 120_0
     }
   });
 
-  test.each([[''], ['--discard']])('ramp-runner %s: the revoked run is refused with the reason, the recovery run finishes the ramp, each wave sent once', async (flag) => {
-    if (redisUrl === undefined) throw new Error('LEASEFENCE_REDIS_URL is not set (test/support/global-setup.ts sets it)');
-    const expected = (await expectedOutputs('ramp-runner')).get(flag);
-    const run = await runNode(main('ramp-runner'), flag === '' ? [] : [flag], project, process.env);
-    expect({ exitCode: run.exitCode, stderr: run.stderr }).toEqual({ exitCode: 0, stderr: '' });
-    expect(normalized(run.stdout)).toBe(normalized(expected ?? `no \`text output ${flag}\` block in examples/ramp-runner/README.md`));
+  test.each([[''], ['--discard']])(
+    'ramp-runner %s: the revoked run is refused with the reason, the recovery run finishes the ramp, each wave sent once',
+    async (flag) => {
+      if (redisUrl === undefined) throw new Error('LEASEFENCE_REDIS_URL is not set (test/support/global-setup.ts sets it)');
+      const expected = (await expectedOutputs('ramp-runner')).get(flag);
+      const run = await runNode(main('ramp-runner'), flag === '' ? [] : [flag], project, process.env);
+      expect({ exitCode: run.exitCode, stderr: run.stderr }).toEqual({ exitCode: 0, stderr: '' });
+      expect(normalized(run.stdout)).toBe(normalized(expected ?? `no \`text output ${flag}\` block in examples/ramp-runner/README.md`));
 
-    const redis = new Redis(redisUrl, { lazyConnect: true, maxRetriesPerRequest: 1 });
-    await redis.connect();
-    try {
-      const w3 = flag === '' ? 'w3 to seg-w3-r1 (run r3)' : 'w3 to seg-w3-r3 (run r3)';
-      expect(await redis.lrange('ramp-runner-example:{ramp:current}:outbox', 0, -1)).toEqual(['w1 to seg-w1-r1 (run r1)', 'w2 to seg-w2-r1 (run r1)', w3, 'w4 to seg-w4-r3 (run r3)']);
-      expect(await redis.get('ramp-runner-example:{ramp:current}:tier')).toBe('100');
-    } finally {
-      redis.disconnect();
-    }
-  });
+      const redis = new Redis(redisUrl, { lazyConnect: true, maxRetriesPerRequest: 1 });
+      await redis.connect();
+      try {
+        const w3 = flag === '' ? 'w3 to seg-w3-r1 (run r3)' : 'w3 to seg-w3-r3 (run r3)';
+        expect(await redis.lrange('ramp-runner-example:{ramp:current}:outbox', 0, -1)).toEqual([
+          'w1 to seg-w1-r1 (run r1)',
+          'w2 to seg-w2-r1 (run r1)',
+          w3,
+          'w4 to seg-w4-r3 (run r3)',
+        ]);
+        expect(await redis.get('ramp-runner-example:{ramp:current}:tier')).toBe('100');
+      } finally {
+        redis.disconnect();
+      }
+    },
+  );
 
-  test('classifier: each of the seed\'s nine conditions is refused with its own reason; only the two current submissions land', async () => {
+  test("classifier: each of the seed's nine conditions is refused with its own reason; only the two current submissions land", async () => {
     const expected = (await expectedOutputs('classifier')).get('');
     const run = await runNode(main('classifier'), [], project, withoutServers());
     expect({ exitCode: run.exitCode, stderr: run.stderr }).toEqual({ exitCode: 0, stderr: '' });
     // NOTE: the memory store's manual clock makes this output exact, tokens and times included.
     expect(run.stdout).toBe(expected);
     const reasons = [...run.stdout.matchAll(/-> refused: (\S+)/g)].map((match) => match[1]);
-    expect(reasons).toEqual(['missing', 'released', 'revoked', 'holder-mismatch', 'wrong-secret', 'superseded', 'attribute-mismatch', 'not-held', 'expired']);
+    expect(reasons).toEqual([
+      'missing',
+      'released',
+      'revoked',
+      'holder-mismatch',
+      'wrong-secret',
+      'superseded',
+      'attribute-mismatch',
+      'not-held',
+      'expired',
+    ]);
   });
 
   test.each([

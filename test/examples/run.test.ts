@@ -13,9 +13,14 @@ const TSX_LOADER = join(ROOT, 'node_modules', 'tsx', 'dist', 'loader.mjs');
 /** Runs examples/run.ts as `npm run example` does (tsx), with `args`. */
 function runExamples(args: readonly string[]): Promise<{ code: number; stdout: string; stderr: string }> {
   return new Promise((done) => {
-    execFile(process.execPath, ['--import', TSX_LOADER, join(ROOT, 'examples', 'run.ts'), ...args], { cwd: ROOT, timeout: 60_000 }, (error, stdout, stderr) => {
-      done({ code: error === null ? 0 : typeof error.code === 'number' ? error.code : -1, stdout, stderr });
-    });
+    execFile(
+      process.execPath,
+      ['--import', TSX_LOADER, join(ROOT, 'examples', 'run.ts'), ...args],
+      { cwd: ROOT, timeout: 60_000 },
+      (error, stdout, stderr) => {
+        done({ code: error === null ? 0 : typeof error.code === 'number' ? error.code : -1, stdout, stderr });
+      },
+    );
   });
 }
 

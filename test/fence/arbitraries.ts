@@ -27,7 +27,7 @@ export const attributesArb: fc.Arbitrary<LeaseAttributes> = fc.dictionary(fc.con
 });
 export const timeArb: fc.Arbitrary<number> = fc.integer({ min: 0, max: 1_000_000 });
 export const ttlArb: fc.Arbitrary<number | null> = fc.option(fc.integer({ min: 1, max: 1_000 }), { nil: null, freq: 5 });
-export const tokenArb: fc.Arbitrary<bigint> = fc.bigInt({ min: 1n, max: (1n << 70n) });
+export const tokenArb: fc.Arbitrary<bigint> = fc.bigInt({ min: 1n, max: 1n << 70n });
 export const jsonArb: fc.Arbitrary<string> = fc.jsonValue({ maxDepth: 2 }).map((value) => JSON.stringify(value));
 
 const endingKindArb = fc.constantFrom('released' as const, 'expired' as const, 'revoked' as const);
@@ -77,7 +77,16 @@ export function rightfulFence(record: LeaseRecord & { grant: GrantState }): Fenc
 
 /** A step of a history built from nothing: commands pick fences among the grants issued so far. */
 export type Step =
-  | { readonly kind: 'claim'; readonly holder: string; readonly runId: string | null; readonly secret: string; readonly ttlMs: number | null; readonly attributes: LeaseAttributes; readonly recovering: boolean; readonly dt: number }
+  | {
+      readonly kind: 'claim';
+      readonly holder: string;
+      readonly runId: string | null;
+      readonly secret: string;
+      readonly ttlMs: number | null;
+      readonly attributes: LeaseAttributes;
+      readonly recovering: boolean;
+      readonly dt: number;
+    }
   | { readonly kind: 'renew'; readonly pick: number; readonly ttlMs: number | null; readonly dt: number }
   | { readonly kind: 'checkpoint'; readonly pick: number; readonly json: string; readonly dt: number }
   | { readonly kind: 'release'; readonly pick: number; readonly checkpointJson: string | null | undefined; readonly dt: number }
@@ -88,12 +97,39 @@ const dtArb = fc.integer({ min: 0, max: 600 });
 const pickArb = fc.nat({ max: 7 });
 
 export const stepArb: fc.Arbitrary<Step> = fc.oneof(
-  { weight: 4, arbitrary: fc.record({ kind: fc.constant('claim' as const), holder: holderArb, runId: runIdArb, secret: secretArb, ttlMs: ttlArb, attributes: attributesArb, recovering: fc.boolean(), dt: dtArb }) },
+  {
+    weight: 4,
+    arbitrary: fc.record({
+      kind: fc.constant('claim' as const),
+      holder: holderArb,
+      runId: runIdArb,
+      secret: secretArb,
+      ttlMs: ttlArb,
+      attributes: attributesArb,
+      recovering: fc.boolean(),
+      dt: dtArb,
+    }),
+  },
   fc.record({ kind: fc.constant('renew' as const), pick: pickArb, ttlMs: ttlArb, dt: dtArb }),
   fc.record({ kind: fc.constant('checkpoint' as const), pick: pickArb, json: jsonArb, dt: dtArb }),
-  fc.record({ kind: fc.constant('release' as const), pick: pickArb, checkpointJson: fc.constantFrom(undefined, null, '{"done":true}'), dt: dtArb }),
-  fc.record({ kind: fc.constant('revoke' as const), requireRecovery: fc.boolean(), expectPick: fc.option(pickArb, { nil: null }), dt: dtArb }),
-  fc.record({ kind: fc.constant('recover' as const), pick: pickArb, action: fc.constantFrom('resume' as const, 'discard' as const), dt: dtArb }),
+  fc.record({
+    kind: fc.constant('release' as const),
+    pick: pickArb,
+    checkpointJson: fc.constantFrom(undefined, null, '{"done":true}'),
+    dt: dtArb,
+  }),
+  fc.record({
+    kind: fc.constant('revoke' as const),
+    requireRecovery: fc.boolean(),
+    expectPick: fc.option(pickArb, { nil: null }),
+    dt: dtArb,
+  }),
+  fc.record({
+    kind: fc.constant('recover' as const),
+    pick: pickArb,
+    action: fc.constantFrom('resume' as const, 'discard' as const),
+    dt: dtArb,
+  }),
 );
 
 /** The state after running some steps through the pure transitions: the record, every fence issued, and now. */
@@ -104,7 +140,8 @@ export interface Reached {
   readonly now: number;
 }
 
-const pickFence = (fences: readonly Fence[], pick: number): Fence | null => (fences.length === 0 ? null : (fences[pick % fences.length] ?? null));
+const pickFence = (fences: readonly Fence[], pick: number): Fence | null =>
+  fences.length === 0 ? null : (fences[pick % fences.length] ?? null);
 
 /** Runs `steps` from an empty key; steps that need a fence before any grant exists are skipped. */
 export function runSteps(steps: readonly Step[], start = 1_000): Reached {
@@ -117,13 +154,18 @@ export function runSteps(steps: readonly Step[], start = 1_000): Reached {
       case 'claim': {
         const { kind: _kind, dt: _dt, ...command } = step;
         const next = transitions.claim(record, { key: KEY, ...command }, now);
-        if (next.outcome.ok) fences.push({ key: KEY, token: next.outcome.token, secret: step.secret, holder: step.holder, runId: step.runId });
+        if (next.outcome.ok)
+          fences.push({ key: KEY, token: next.outcome.token, secret: step.secret, holder: step.holder, runId: step.runId });
         record = next.record;
         break;
       }
       case 'revoke': {
         const expected = step.expectPick === null ? null : (pickFence(fences, step.expectPick)?.token ?? null);
-        record = transitions.revoke(record, { key: KEY, reason: 'stuck', by: 'ops', requireRecovery: step.requireRecovery, expectedToken: expected }, now).record;
+        record = transitions.revoke(
+          record,
+          { key: KEY, reason: 'stuck', by: 'ops', requireRecovery: step.requireRecovery, expectedToken: expected },
+          now,
+        ).record;
         break;
       }
       default: {
@@ -147,14 +189,24 @@ export const reachedArb: fc.Arbitrary<Reached> = fc.array(stepArb, { maxLength: 
 
 /** A fence to present against a reached state: one of the issued grants', possibly tampered with. */
 export const presentedFenceArb = (reached: Reached): fc.Arbitrary<Fence> => {
-  const forged = fc.record({ key: fc.constant(KEY), token: fc.bigInt({ min: 1n, max: 20n }), secret: secretArb, holder: holderArb, runId: runIdArb });
+  const forged = fc.record({
+    key: fc.constant(KEY),
+    token: fc.bigInt({ min: 1n, max: 20n }),
+    secret: secretArb,
+    holder: holderArb,
+    runId: runIdArb,
+  });
   if (reached.fences.length === 0) return forged;
   return fc.oneof({ weight: 4, arbitrary: fc.constantFrom(...reached.fences) }, forged);
 };
 
 /** A reachable state, a fence to present against it, and a now at or after the state's. */
 export const presentedArb: fc.Arbitrary<{ reached: Reached; fence: Fence; now: number }> = reachedArb.chain((reached) =>
-  fc.record({ reached: fc.constant(reached), fence: presentedFenceArb(reached), now: fc.integer({ min: 0, max: 2_000 }).map((dt) => reached.now + dt) }),
+  fc.record({
+    reached: fc.constant(reached),
+    fence: presentedFenceArb(reached),
+    now: fc.integer({ min: 0, max: 2_000 }).map((dt) => reached.now + dt),
+  }),
 );
 
 export const claimCommandArb: fc.Arbitrary<ClaimCommand> = fc.record({
@@ -191,6 +243,10 @@ export const pendingRecoveryArb: fc.Arbitrary<Reached> = fc
     const grant = record!.grant!;
     const fence: Fence = { key: KEY, token: grant.token, secret: grant.secret, holder: grant.holder, runId: grant.runId };
     record = transitions.checkpoint(record, { fence, json }, before.now).record;
-    record = transitions.revoke(record, { key: KEY, reason: 'stuck', by: 'ops', requireRecovery: true, expectedToken: null }, before.now).record;
+    record = transitions.revoke(
+      record,
+      { key: KEY, reason: 'stuck', by: 'ops', requireRecovery: true, expectedToken: null },
+      before.now,
+    ).record;
     return { record, fences: [...before.fences, fence], now: before.now + dt };
   });

@@ -5,7 +5,9 @@ import { checkFence, isLive } from '../../src/fence/verdict.js';
 import type { Fence, LeaseRecord } from '../../src/fence/types.js';
 import { jsonArb, KEY, presentedArb, reachedArb, revokeCommandArb, secretArb } from './arbitraries.js';
 
-const checkpointJsonArb = fc.constantFrom(undefined, null).chain((x) => (x === null ? fc.option(jsonArb, { nil: null }) : fc.constant(undefined)));
+const checkpointJsonArb = fc
+  .constantFrom(undefined, null)
+  .chain((x) => (x === null ? fc.option(jsonArb, { nil: null }) : fc.constant(undefined)));
 
 /** The fence of the record's current grant, when it has one. */
 function currentFence(record: LeaseRecord | null): Fence | null {
@@ -15,47 +17,61 @@ function currentFence(record: LeaseRecord | null): Fence | null {
 }
 
 describe('release', () => {
-  test.prop([presentedArb, checkpointJsonArb])('the current live grant is released: its ending says who and when; token unchanged', ({ reached, fence, now }, checkpointJson) => {
-    fc.pre(checkFence(reached.record, fence, now).ok);
-    const record = reached.record!;
-    const result = transitions.release(record, checkpointJson === undefined ? { fence } : { fence, checkpointJson }, now);
-    const checkpoint = checkpointJson === undefined ? record.checkpoint : checkpointJson === null ? null : { json: checkpointJson, token: fence.token, writtenAt: now };
-    expect(result.outcome).toEqual({ ok: true, key: KEY, token: fence.token, alreadyReleased: false, now });
-    expect(result.record).toEqual({
-      ...record,
-      grant: null,
-      ending: { kind: 'released', token: fence.token, holder: fence.holder, runId: fence.runId, at: now, reason: null, by: null },
-      checkpoint,
-      // NOTE: a checkpoint decision (set or clear) resolves a pending recovery; keeping it leaves it pending.
-      recoveryRequired: checkpointJson === undefined ? record.recoveryRequired : false,
-    });
-  });
+  test.prop([presentedArb, checkpointJsonArb])(
+    'the current live grant is released: its ending says who and when; token unchanged',
+    ({ reached, fence, now }, checkpointJson) => {
+      fc.pre(checkFence(reached.record, fence, now).ok);
+      const record = reached.record!;
+      const result = transitions.release(record, checkpointJson === undefined ? { fence } : { fence, checkpointJson }, now);
+      const checkpoint =
+        checkpointJson === undefined
+          ? record.checkpoint
+          : checkpointJson === null
+            ? null
+            : { json: checkpointJson, token: fence.token, writtenAt: now };
+      expect(result.outcome).toEqual({ ok: true, key: KEY, token: fence.token, alreadyReleased: false, now });
+      expect(result.record).toEqual({
+        ...record,
+        grant: null,
+        ending: { kind: 'released', token: fence.token, holder: fence.holder, runId: fence.runId, at: now, reason: null, by: null },
+        checkpoint,
+        // NOTE: a checkpoint decision (set or clear) resolves a pending recovery; keeping it leaves it pending.
+        recoveryRequired: checkpointJson === undefined ? record.recoveryRequired : false,
+      });
+    },
+  );
 
-  test.prop([presentedArb, fc.nat({ max: 1000 })])('release is idempotent for the same grant: the second release is ok, alreadyReleased, and changes nothing', ({ reached, fence, now }, later) => {
-    fc.pre(checkFence(reached.record, fence, now).ok);
-    const first = transitions.release(reached.record, { fence }, now);
-    const second = transitions.release(first.record, { fence, checkpointJson: '{"late":true}' }, now + later);
-    expect(second.outcome).toEqual({ ok: true, key: KEY, token: fence.token, alreadyReleased: true, now: now + later });
-    expect(second.changed).toBe(false);
-    expect(second.record).toBe(first.record);
-  });
+  test.prop([presentedArb, fc.nat({ max: 1000 })])(
+    'release is idempotent for the same grant: the second release is ok, alreadyReleased, and changes nothing',
+    ({ reached, fence, now }, later) => {
+      fc.pre(checkFence(reached.record, fence, now).ok);
+      const first = transitions.release(reached.record, { fence }, now);
+      const second = transitions.release(first.record, { fence, checkpointJson: '{"late":true}' }, now + later);
+      expect(second.outcome).toEqual({ ok: true, key: KEY, token: fence.token, alreadyReleased: true, now: now + later });
+      expect(second.changed).toBe(false);
+      expect(second.record).toBe(first.record);
+    },
+  );
 
-  test.prop([presentedArb, checkpointJsonArb])('a release the fence refuses (stale, forged, expired) changes nothing', ({ reached, fence, now }, checkpointJson) => {
-    const verdict = checkFence(reached.record, fence, now);
-    const result = transitions.release(reached.record, checkpointJson === undefined ? { fence } : { fence, checkpointJson }, now);
-    fc.pre(!verdict.ok);
-    expect(result.changed).toBe(false);
-    expect(result.record).toBe(reached.record);
-    if (result.outcome.ok) {
-      // The only refused fence a release accepts is a repeat of the grant's own release (also once a newer
-      // grant holds the key: a re-delivered release whose first reply was lost).
-      expect(['released', 'superseded']).toContain(verdict.ok ? 'ok' : verdict.reason);
-      expect(reached.record?.ending).toMatchObject({ kind: 'released', token: fence.token });
-      expect(result.outcome.alreadyReleased).toBe(true);
-    } else {
-      expect(result.outcome).toEqual(verdict);
-    }
-  });
+  test.prop([presentedArb, checkpointJsonArb])(
+    'a release the fence refuses (stale, forged, expired) changes nothing',
+    ({ reached, fence, now }, checkpointJson) => {
+      const verdict = checkFence(reached.record, fence, now);
+      const result = transitions.release(reached.record, checkpointJson === undefined ? { fence } : { fence, checkpointJson }, now);
+      fc.pre(!verdict.ok);
+      expect(result.changed).toBe(false);
+      expect(result.record).toBe(reached.record);
+      if (result.outcome.ok) {
+        // The only refused fence a release accepts is a repeat of the grant's own release (also once a newer
+        // grant holds the key: a re-delivered release whose first reply was lost).
+        expect(['released', 'superseded']).toContain(verdict.ok ? 'ok' : verdict.reason);
+        expect(reached.record?.ending).toMatchObject({ kind: 'released', token: fence.token });
+        expect(result.outcome.alreadyReleased).toBe(true);
+      } else {
+        expect(result.outcome).toEqual(verdict);
+      }
+    },
+  );
 
   test.prop([presentedArb, secretArb])('a stale grant cannot release a newer one', ({ reached, fence, now }, secret) => {
     const current = currentFence(reached.record);
@@ -83,7 +99,15 @@ describe('revoke', () => {
       const grant = record!.grant!;
       const expectedToken = command.expectedToken === null ? null : grant.token;
       const result = transitions.revoke(record, { ...command, expectedToken }, now);
-      const revoked = { kind: 'revoked', token: grant.token, holder: grant.holder, runId: grant.runId, at: now, reason: command.reason, by: command.by };
+      const revoked = {
+        kind: 'revoked',
+        token: grant.token,
+        holder: grant.holder,
+        runId: grant.runId,
+        at: now,
+        reason: command.reason,
+        by: command.by,
+      };
       const recoveryRequired = command.requireRecovery && record!.checkpoint !== null;
       expect(result.outcome).toEqual({ ok: true, key: KEY, revoked, token: record!.token + 1n, recoveryRequired, now });
       expect(result.record).toEqual({ ...record, token: record!.token + 1n, grant: null, ending: revoked, recoveryRequired });
@@ -92,31 +116,41 @@ describe('revoke', () => {
     },
   );
 
-  test.prop([reachedArb, revokeCommandArb, fc.nat({ max: 2000 })])('refuses without changing anything: missing key, nothing held, or expectedToken not current', (reached, command, dt) => {
-    const { record } = reached;
-    const now = reached.now + dt;
-    const result = transitions.revoke(record, command, now);
-    const expected =
-      record === null
-        ? { reason: 'missing', token: null }
-        : record.grant === null
-          ? { reason: 'not-held', token: record.token }
-          : command.expectedToken !== null && command.expectedToken !== record.grant.token
-            ? { reason: 'superseded', token: record.token }
-            : null;
-    fc.pre(expected !== null);
-    expect(result.outcome).toEqual({ ok: false, key: KEY, ...expected, now });
-    expect(result.record).toBe(record);
-    expect(result.changed).toBe(false);
-  });
+  test.prop([reachedArb, revokeCommandArb, fc.nat({ max: 2000 })])(
+    'refuses without changing anything: missing key, nothing held, or expectedToken not current',
+    (reached, command, dt) => {
+      const { record } = reached;
+      const now = reached.now + dt;
+      const result = transitions.revoke(record, command, now);
+      const expected =
+        record === null
+          ? { reason: 'missing', token: null }
+          : record.grant === null
+            ? { reason: 'not-held', token: record.token }
+            : command.expectedToken !== null && command.expectedToken !== record.grant.token
+              ? { reason: 'superseded', token: record.token }
+              : null;
+      fc.pre(expected !== null);
+      expect(result.outcome).toEqual({ ok: false, key: KEY, ...expected, now });
+      expect(result.record).toBe(record);
+      expect(result.changed).toBe(false);
+    },
+  );
 
-  test.prop([reachedArb, revokeCommandArb, fc.nat({ max: 2000 })])('the next claim after a revoke gets a token above the burned one', (reached, command, dt) => {
-    const now = reached.now + dt;
-    const revoked = transitions.revoke(reached.record, { ...command, expectedToken: null }, now);
-    fc.pre(revoked.outcome.ok);
-    const claimed = transitions.claim(revoked.record, { key: KEY, holder: 'w9', runId: null, secret: 'f'.repeat(32), ttlMs: 10, attributes: {}, recovering: true }, now);
-    expect(claimed.outcome).toMatchObject({ ok: true, token: revoked.record!.token + 1n });
-  });
+  test.prop([reachedArb, revokeCommandArb, fc.nat({ max: 2000 })])(
+    'the next claim after a revoke gets a token above the burned one',
+    (reached, command, dt) => {
+      const now = reached.now + dt;
+      const revoked = transitions.revoke(reached.record, { ...command, expectedToken: null }, now);
+      fc.pre(revoked.outcome.ok);
+      const claimed = transitions.claim(
+        revoked.record,
+        { key: KEY, holder: 'w9', runId: null, secret: 'f'.repeat(32), ttlMs: 10, attributes: {}, recovering: true },
+        now,
+      );
+      expect(claimed.outcome).toMatchObject({ ok: true, token: revoked.record!.token + 1n });
+    },
+  );
 });
 
 describe('recover', () => {
@@ -131,7 +165,8 @@ describe('recover', () => {
         return;
       }
       const record = reached.record!;
-      const checkpoint = action === 'discard' || record.checkpoint === null ? null : { json: record.checkpoint.json, token: fence.token, writtenAt: now };
+      const checkpoint =
+        action === 'discard' || record.checkpoint === null ? null : { json: record.checkpoint.json, token: fence.token, writtenAt: now };
       expect(result.outcome).toEqual({ ok: true, key: KEY, checkpoint, now });
       expect(result.record).toEqual({ ...record, checkpoint, recoveryRequired: false });
     },
@@ -149,7 +184,16 @@ describe('inspect', () => {
     for (const fence of reached.fences) expect(text).not.toContain(fence.secret);
     const { record } = reached;
     if (record === null) {
-      expect(view).toEqual({ key: KEY, exists: false, token: 0n, grant: null, ending: null, checkpoint: null, recoveryRequired: false, now });
+      expect(view).toEqual({
+        key: KEY,
+        exists: false,
+        token: 0n,
+        grant: null,
+        ending: null,
+        checkpoint: null,
+        recoveryRequired: false,
+        now,
+      });
       return;
     }
     const { secret: _secret, ...visible } = record.grant ?? { secret: '' };

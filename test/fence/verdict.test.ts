@@ -2,7 +2,18 @@ import { fc, test } from '@fast-check/vitest';
 import { describe, expect } from 'vitest';
 import { checkFence, expiredEnding, isLive } from '../../src/fence/verdict.js';
 import type { Fence, FenceRefusal, FenceVerdict, GrantState, LeaseRecord } from '../../src/fence/types.js';
-import { attributesArb, grantArb, holderArb, KEY, recordArb, rightfulFence, runIdArb, secretArb, timeArb, tokenArb } from './arbitraries.js';
+import {
+  attributesArb,
+  grantArb,
+  holderArb,
+  KEY,
+  recordArb,
+  rightfulFence,
+  runIdArb,
+  secretArb,
+  timeArb,
+  tokenArb,
+} from './arbitraries.js';
 
 type Held = LeaseRecord & { grant: GrantState };
 
@@ -11,7 +22,10 @@ const heldArb: fc.Arbitrary<{ record: Held; now: number }> = recordArb
   .filter((record): record is Held => record.grant !== null)
   .chain((record) => {
     const { acquiredAt, expiresAt } = record.grant;
-    const now = expiresAt === null ? fc.integer({ min: acquiredAt, max: acquiredAt + 10_000_000 }) : fc.integer({ min: acquiredAt, max: expiresAt - 1 });
+    const now =
+      expiresAt === null
+        ? fc.integer({ min: acquiredAt, max: acquiredAt + 10_000_000 })
+        : fc.integer({ min: acquiredAt, max: expiresAt - 1 });
     return now.map((at) => ({ record, now: at }));
   });
 
@@ -43,12 +57,15 @@ describe('checkFence', () => {
     },
   );
 
-  test.prop([recordArb.filter((r) => r.grant !== null), secretArb, timeArb])('missing: a fence against no record is refused as missing, with nothing found', (record, secret, now) => {
-    const fence: Fence = { key: KEY, token: record.token, secret, holder: 'w1', runId: null };
-    const verdict = refused(checkFence(null, fence, now));
-    expect(verdict.reason).toBe('missing');
-    expect(verdict.found).toEqual({ token: null, holder: null, runId: null, expiresAt: null, ending: null });
-  });
+  test.prop([recordArb.filter((r) => r.grant !== null), secretArb, timeArb])(
+    'missing: a fence against no record is refused as missing, with nothing found',
+    (record, secret, now) => {
+      const fence: Fence = { key: KEY, token: record.token, secret, holder: 'w1', runId: null };
+      const verdict = refused(checkFence(null, fence, now));
+      expect(verdict.reason).toBe('missing');
+      expect(verdict.found).toEqual({ token: null, holder: null, runId: null, expiresAt: null, ending: null });
+    },
+  );
 
   test.prop([heldArb])('the rightful holder of a live grant passes', ({ record, now }) => {
     expect(checkFence(record, rightfulFence(record), now)).toEqual({ ok: true });
@@ -67,21 +84,30 @@ describe('checkFence', () => {
     },
   );
 
-  test.prop([heldArb, fc.integer({ min: 0, max: Number.MAX_SAFE_INTEGER })])('a grant without expiry is live at any now', ({ record }, now) => {
-    const forever: Held = { ...record, grant: { ...record.grant, expiresAt: null } };
-    expect(checkFence(forever, rightfulFence(forever), now).ok).toBe(true);
-  });
+  test.prop([heldArb, fc.integer({ min: 0, max: Number.MAX_SAFE_INTEGER })])(
+    'a grant without expiry is live at any now',
+    ({ record }, now) => {
+      const forever: Held = { ...record, grant: { ...record.grant, expiresAt: null } };
+      expect(checkFence(forever, rightfulFence(forever), now).ok).toBe(true);
+    },
+  );
 
-  test.prop([recordArb, fc.bigInt({ min: 1n, max: 1000n }), secretArb, timeArb])('not-held: a token above every issued one is refused as never issued', (record, above, secret, now) => {
-    const fence: Fence = { key: KEY, token: record.token + above, secret, holder: 'w1', runId: null };
-    expect(refused(checkFence(record, fence, now)).reason).toBe('not-held');
-  });
+  test.prop([recordArb, fc.bigInt({ min: 1n, max: 1000n }), secretArb, timeArb])(
+    'not-held: a token above every issued one is refused as never issued',
+    (record, above, secret, now) => {
+      const fence: Fence = { key: KEY, token: record.token + above, secret, holder: 'w1', runId: null };
+      expect(refused(checkFence(record, fence, now)).reason).toBe('not-held');
+    },
+  );
 
-  test.prop([heldArb, fc.bigInt({ min: 1n, max: 1000n })])('superseded: an older token is refused while a newer grant holds the key, whatever else it proves', ({ record, now }, behind) => {
-    fc.pre(behind < record.token);
-    const fence = { ...rightfulFence(record), token: record.token - behind };
-    expect(refused(checkFence(record, fence, now)).reason).toBe('superseded');
-  });
+  test.prop([heldArb, fc.bigInt({ min: 1n, max: 1000n })])(
+    'superseded: an older token is refused while a newer grant holds the key, whatever else it proves',
+    ({ record, now }, behind) => {
+      fc.pre(behind < record.token);
+      const fence = { ...rightfulFence(record), token: record.token - behind };
+      expect(refused(checkFence(record, fence, now)).reason).toBe('superseded');
+    },
+  );
 
   test.prop([recordArb, fc.constantFrom('released' as const, 'revoked' as const), fc.boolean(), timeArb])(
     'released / revoked: the grant that ended is told how it ended; an older one is superseded',
@@ -121,7 +147,10 @@ describe('checkFence', () => {
     'order of checks: a holder or run mismatch is named before attribute and expiry failures',
     ({ record }, which, late) => {
       const base = rightfulFence(record);
-      const fence: Fence = which === 'holder' ? { ...base, holder: `${base.holder}-x`, attributes: { model: 'v9' } } : { ...base, runId: base.runId === 'r9' ? null : 'r9' };
+      const fence: Fence =
+        which === 'holder'
+          ? { ...base, holder: `${base.holder}-x`, attributes: { model: 'v9' } }
+          : { ...base, runId: base.runId === 'r9' ? null : 'r9' };
       const now = (record.grant.expiresAt ?? record.grant.acquiredAt) + late;
       expect(refused(checkFence(record, fence, now)).reason).toBe('holder-mismatch');
     },
@@ -168,8 +197,19 @@ describe('checkFence', () => {
 });
 
 describe('expiredEnding', () => {
-  test.prop([tokenArb.chain((token) => grantArb(token))])('an expired grant ends at its expires-at, with its token, holder and run', (grant) => {
-    const ending = expiredEnding(grant);
-    expect(ending).toEqual({ kind: 'expired', token: grant.token, holder: grant.holder, runId: grant.runId, at: grant.expiresAt ?? 0, reason: null, by: null });
-  });
+  test.prop([tokenArb.chain((token) => grantArb(token))])(
+    'an expired grant ends at its expires-at, with its token, holder and run',
+    (grant) => {
+      const ending = expiredEnding(grant);
+      expect(ending).toEqual({
+        kind: 'expired',
+        token: grant.token,
+        holder: grant.holder,
+        runId: grant.runId,
+        at: grant.expiresAt ?? 0,
+        reason: null,
+        by: null,
+      });
+    },
+  );
 });

@@ -86,7 +86,18 @@ describe('a checkpoint is sized while it is copied', () => {
   });
 
   it('any value: a limit changes the answer only by the size of the accepted text', () => {
-    const values = fc.anything({ withBigInt: true, withNullPrototype: true, withSparseArray: true, withBoxedValues: true, withMap: true, withSet: true, withDate: true, withTypedArray: true, withObjectString: true, maxDepth: 4 });
+    const values = fc.anything({
+      withBigInt: true,
+      withNullPrototype: true,
+      withSparseArray: true,
+      withBoxedValues: true,
+      withMap: true,
+      withSet: true,
+      withDate: true,
+      withTypedArray: true,
+      withObjectString: true,
+      maxDepth: 4,
+    });
     fc.assert(
       fc.property(values, fc.integer({ min: -3, max: 3 }), (value, delta) => {
         const unlimited = answer(value, MAX_CHECKPOINT_BYTES_LIMIT);

@@ -45,7 +45,9 @@ describe('...OrThrow variants', () => {
     const error = await thrownBy(() => b.claimOrThrow(KEY));
     expect(error).toBeInstanceOf(LeaseBusyError);
     expect(error).toMatchObject({ code: 'LEASE_BUSY', name: 'LeaseBusyError', held: { reason: 'held', token: lease.token, holder: 'a' } });
-    expect((error as Error).message).toBe(`lease busy on ${KEY}: held by a run r1 with token ${lease.token} until ${new Date(lease.expiresAt!).toISOString()}`);
+    expect((error as Error).message).toBe(
+      `lease busy on ${KEY}: held by a run r1 with token ${lease.token} until ${new Date(lease.expiresAt!).toISOString()}`,
+    );
     await a.release(lease);
     await a.claimOrThrow(KEY, { ttlMs: null });
     expect(((await thrownBy(() => b.claimOrThrow(KEY))) as Error).message).toContain('until revoked');
@@ -58,8 +60,13 @@ describe('...OrThrow variants', () => {
     await b.revoke(KEY, { reason: 'abort', by: 'alice', requireRecovery: true });
     const error = await thrownBy(() => b.claimOrThrow(KEY));
     expect(error).toBeInstanceOf(RecoveryRequiredError);
-    expect(error).toMatchObject({ code: 'RECOVERY_REQUIRED', refusal: { reason: 'recovery-required', checkpoint: { token: lease.token } } });
-    expect((error as Error).message).toBe(`lease ${KEY} was revoked by alice with a checkpoint (token ${lease.token}) that must be recovered: claim with { recovering: true }`);
+    expect(error).toMatchObject({
+      code: 'RECOVERY_REQUIRED',
+      refusal: { reason: 'recovery-required', checkpoint: { token: lease.token } },
+    });
+    expect((error as Error).message).toBe(
+      `lease ${KEY} was revoked by alice with a checkpoint (token ${lease.token}) that must be recovered: claim with { recovering: true }`,
+    );
   });
 
   it('renew, checkpoint, fencedWrite and release OrThrow throw LeaseLostError: expected token/holder/run vs found', async () => {
@@ -103,7 +110,9 @@ describe('...OrThrow variants', () => {
     clock.advance(1_500);
     const error = (await thrownBy(() => a.renewOrThrow(lease))) as LeaseLostError;
     expect(error.refusal.reason).toBe('expired');
-    expect(error.message).toContain(`expired at ${new Date(lease.expiresAt!).toISOString()} (store now ${new Date(clock()).toISOString()})`);
+    expect(error.message).toContain(
+      `expired at ${new Date(lease.expiresAt!).toISOString()} (store now ${new Date(clock()).toISOString()})`,
+    );
   });
 
   it('gateWriteOrThrow throws GateRefusedError naming the resource and both tokens', async () => {
@@ -115,7 +124,9 @@ describe('...OrThrow variants', () => {
     await b.gateWriteOrThrow(gate, 'report.csv', current, () => undefined);
     const error = await thrownBy(() => a.gateWriteOrThrow(gate, 'report.csv', old, () => undefined));
     expect(error).toBeInstanceOf(GateRefusedError);
-    expect((error as Error).message).toBe(`token gate refused write to report.csv (stale-token): carried ${KEY} token ${old.token}, resource was written by ${KEY} token ${current.token}`);
+    expect((error as Error).message).toBe(
+      `token gate refused write to report.csv (stale-token): carried ${KEY} token ${old.token}, resource was written by ${KEY} token ${current.token}`,
+    );
   });
 });
 

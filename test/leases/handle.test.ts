@@ -31,7 +31,11 @@ describe('restore', () => {
     expect(restored).toBeInstanceOf(Lease);
     expect(restored.export()).toEqual(lease.export());
     expect(restored.fence()).toEqual(lease.fence());
-    expect(await elsewhere.fencedWrite(restored, () => 'from elsewhere', { attributes: { model: 'v1' } })).toMatchObject({ ok: true, value: 'from elsewhere', token: lease.token });
+    expect(await elsewhere.fencedWrite(restored, () => 'from elsewhere', { attributes: { model: 'v1' } })).toMatchObject({
+      ok: true,
+      value: 'from elsewhere',
+      token: lease.token,
+    });
     expect(await elsewhere.release(restored)).toMatchObject({ ok: true, alreadyReleased: false });
     expect(await a.release(lease)).toMatchObject({ ok: true, alreadyReleased: true });
   });
@@ -93,7 +97,13 @@ describe('token gate (gateWrite)', () => {
     const stale = await a.gateWrite(gate, 'report.csv', old, () => {
       staleRan = true;
     });
-    expect(stale).toEqual({ ok: false, reason: 'stale-token', resource: 'report.csv', expected: { key: KEY, token: old.token }, found: { key: KEY, token: current.token } });
+    expect(stale).toEqual({
+      ok: false,
+      reason: 'stale-token',
+      resource: 'report.csv',
+      expected: { key: KEY, token: old.token },
+      found: { key: KEY, token: current.token },
+    });
     expect(staleRan).toBe(false);
     expect(await a.gateWrite(gate, 'other.csv', old, () => 'fresh resource')).toMatchObject({ ok: true });
   });

@@ -64,7 +64,9 @@ const badLeases: readonly [string, (env: Env) => unknown][] = [
 const cases: Case[] = [
   ...badKeys.map((key): Case => [`claim with key ${String(key).slice(0, 12)}`, (env) => env.leases.claim(key as string)]),
   ...badKeys.map((key): Case => [`inspect with key ${String(key).slice(0, 12)}`, (env) => env.leases.inspect(key as string)]),
-  ...badKeys.map((key): Case => [`revoke with key ${String(key).slice(0, 12)}`, (env) => env.leases.revoke(key as string, { reason: 'x' })]),
+  ...badKeys.map(
+    (key): Case => [`revoke with key ${String(key).slice(0, 12)}`, (env) => env.leases.revoke(key as string, { reason: 'x' })],
+  ),
   ...badTtls.map((ttl): Case => [`claim with ttlMs ${String(ttl)}`, (env) => env.leases.claim('job:2', { ttlMs: ttl as number })]),
   ...badTtls.map((ttl): Case => [`renew with ttlMs ${String(ttl)}`, (env) => env.leases.renew(env.lease, { ttlMs: ttl as number })]),
   ['claim with an empty runId', (env) => env.leases.claim('job:2', { runId: '' })],
@@ -74,8 +76,18 @@ const cases: Case[] = [
   ['claim with an empty attribute name', (env) => env.leases.claim('job:2', { attributes: { '': 'v' } })],
   ['claim with an array of attributes', (env) => env.leases.claim('job:2', { attributes: ['v'] as unknown as Record<string, string> })],
   ...badCheckpoints.map(([name, value]): Case => [`checkpoint of ${name}`, (env) => env.leases.checkpoint(env.lease, value)]),
-  ...badCheckpoints.filter(([name]) => name !== 'undefined').map(([name, value]): Case => [`release with a final checkpoint of ${name}`, (env) => env.leases.release(env.lease, { checkpoint: value })]),
-  ['checkpoint requiring a numeric attribute', (env) => env.leases.checkpoint(env.lease, { a: 1 }, { attributes: { model: 1 } as unknown as Record<string, string> })],
+  ...badCheckpoints
+    .filter(([name]) => name !== 'undefined')
+    .map(
+      ([name, value]): Case => [
+        `release with a final checkpoint of ${name}`,
+        (env) => env.leases.release(env.lease, { checkpoint: value }),
+      ],
+    ),
+  [
+    'checkpoint requiring a numeric attribute',
+    (env) => env.leases.checkpoint(env.lease, { a: 1 }, { attributes: { model: 1 } as unknown as Record<string, string> }),
+  ],
   ...badLeases.flatMap(([name, pick]): Case[] => [
     [`renew of ${name}`, (env) => env.leases.renew(pick(env) as Lease)],
     [`checkpoint of ${name}`, (env) => env.leases.checkpoint(pick(env) as Lease, { a: 1 })],

@@ -123,7 +123,15 @@ describe('withLease stops on the caller signal', () => {
     const leases = createLeases(spy.store, { holder: 'worker', ttlMs: TTL_MS });
     const fn = vi.fn(async () => 1);
     const result = await leases.withLease(KEY, fn, { signal: AbortSignal.abort('shutdown') });
-    expect(result).toMatchObject({ ok: false, reason: 'stopped', key: KEY, lease: null, cause: 'shutdown', returned: null, released: false });
+    expect(result).toMatchObject({
+      ok: false,
+      reason: 'stopped',
+      key: KEY,
+      lease: null,
+      cause: 'shutdown',
+      returned: null,
+      released: false,
+    });
     expect(fn).not.toHaveBeenCalled();
     expect(spy.calls).toEqual([]);
   });
@@ -153,7 +161,9 @@ describe('withLease stops on the caller signal', () => {
   it('aborting it (SIGTERM) aborts fn with its reason, stops renewing, releases, and reports stopped', async () => {
     const rig = createRig();
     const shutdown = new AbortController();
-    const outcome = rig.worker.withLease(KEY, async (_lease, signal) => sleepWithSignal(60_000, 'never', { signal }), { signal: shutdown.signal });
+    const outcome = rig.worker.withLease(KEY, async (_lease, signal) => sleepWithSignal(60_000, 'never', { signal }), {
+      signal: shutdown.signal,
+    });
     await vi.advanceTimersByTimeAsync(1_500);
     shutdown.abort('SIGTERM');
     const result = await outcome;

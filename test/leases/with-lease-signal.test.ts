@@ -73,12 +73,18 @@ describe('withLease: the run signal is made on first read', () => {
       const refused = await rig.worker.checkpoint(lease, { step: 1 });
       madeBeforeRead = counter.made();
       const { signal } = lease;
-      return { refused: refused.ok ? null : refused.reason, aborted: signal.aborted, reason: signal.reason as unknown, again: lease.signal === signal };
+      return {
+        refused: refused.ok ? null : refused.reason,
+        aborted: signal.aborted,
+        reason: signal.reason as unknown,
+        again: lease.signal === signal,
+      };
     });
     // NOTE: the rival revokes before fn's checkpoint reaches the store: that refusal is the loss.
     await rig.rival.revoke(KEY, { reason: 'operator abort' });
     const result = await outcome;
-    if (result.ok || result.reason !== 'lost' || result.returned === null) throw new Error(`expected lost with a returned value, got ${JSON.stringify(result)}`);
+    if (result.ok || result.reason !== 'lost' || result.returned === null)
+      throw new Error(`expected lost with a returned value, got ${JSON.stringify(result)}`);
     expect(madeBeforeRead).toBe(0);
     expect(result.returned.value).toMatchObject({ refused: 'revoked', aborted: true, again: true });
     expect(result.returned.value.reason).toBeInstanceOf(LeaseLostError);
@@ -88,7 +94,9 @@ describe('withLease: the run signal is made on first read', () => {
   it('loss after the first read: the listener fires at once, when the refused renew answers', async () => {
     const rig = createRig();
     const outcome = rig.worker.withLease(KEY, async (lease) => {
-      const at = await new Promise<number>((resolve) => lease.signal.addEventListener('abort', () => resolve(rig.elapsed()), { once: true }));
+      const at = await new Promise<number>((resolve) =>
+        lease.signal.addEventListener('abort', () => resolve(rig.elapsed()), { once: true }),
+      );
       return { at, reason: lease.signal.reason as unknown };
     });
     await vi.advanceTimersByTimeAsync(500);
@@ -141,7 +149,13 @@ describe('withLease: the run signal is made on first read', () => {
     await vi.advanceTimersByTimeAsync(50);
     early.abort('SIGTERM');
     await vi.advanceTimersByTimeAsync(100);
-    expect(await before).toMatchObject({ ok: false, reason: 'stopped', cause: 'SIGTERM', returned: { value: { aborted: true, reason: 'SIGTERM' } }, released: true });
+    expect(await before).toMatchObject({
+      ok: false,
+      reason: 'stopped',
+      cause: 'SIGTERM',
+      returned: { value: { aborted: true, reason: 'SIGTERM' } },
+      released: true,
+    });
 
     const late = new AbortController();
     const after = rig.worker.withLease(

@@ -36,7 +36,11 @@ test.prop([fc.integer({ min: 3_000, max: MAX_TTL_MS }), fc.double({ min: 0, max:
   'until its first renewal is due, a run keeps one timer armed, not two',
   async (ttlMs, fractionOfFirstThird) => {
     const clock = createQueueTimers();
-    const leases = createLeases(createMemoryStore({ clock: () => MEMORY_EPOCH + clock.now() }), { holder: 'worker', ttlMs, monotonicClock: clock.now });
+    const leases = createLeases(createMemoryStore({ clock: () => MEMORY_EPOCH + clock.now() }), {
+      holder: 'worker',
+      ttlMs,
+      monotonicClock: clock.now,
+    });
     const { work, running, finish } = controlledWork();
     const outcome = leases.withLease('job:one-timer', work, { timers: clock.timers });
     await running;

@@ -54,7 +54,10 @@ describe('withLease', () => {
 
   it('aborts as soon as the next renew is refused after a revoke: the reason is a LeaseLostError (revoked)', async () => {
     const rig = createRig();
-    const outcome = rig.worker.withLease(KEY, async (_lease, signal) => ({ at: await abortedAt(rig, signal), reason: signal.reason as unknown }));
+    const outcome = rig.worker.withLease(KEY, async (_lease, signal) => ({
+      at: await abortedAt(rig, signal),
+      reason: signal.reason as unknown,
+    }));
     await vi.advanceTimersByTimeAsync(1_500);
     expect(await rig.rival.revoke(KEY, { reason: 'operator abort', by: 'alice' })).toMatchObject({ ok: true });
     await vi.advanceTimersByTimeAsync(1_000);
@@ -64,7 +67,10 @@ describe('withLease', () => {
     expect(at).toBe(callTimes(rig, 'renew').at(-1));
     expect(at).toBeLessThanOrEqual(2_000);
     expect(reason).toBeInstanceOf(LeaseLostError);
-    expect((reason as LeaseLostError).refusal).toMatchObject({ reason: 'revoked', found: { ending: { kind: 'revoked', by: 'alice', reason: 'operator abort' } } });
+    expect((reason as LeaseLostError).refusal).toMatchObject({
+      reason: 'revoked',
+      found: { ending: { kind: 'revoked', by: 'alice', reason: 'operator abort' } },
+    });
     expect(result.lost).toBe(reason);
     expect(result.released).toBe(false);
     expect(vi.getTimerCount()).toBe(0);
@@ -92,7 +98,11 @@ describe('withLease', () => {
 
   it('aborts with LeaseUnconfirmedError by the safe deadline, before the store could expire it, when the store is unreachable', async () => {
     const rig = createRig();
-    const outcome = rig.worker.withLease(KEY, async (lease, signal) => ({ at: await abortedAt(rig, signal), reason: signal.reason as unknown, expiresAt: lease.expiresAt }));
+    const outcome = rig.worker.withLease(KEY, async (lease, signal) => ({
+      at: await abortedAt(rig, signal),
+      reason: signal.reason as unknown,
+      expiresAt: lease.expiresAt,
+    }));
     await vi.advanceTimersByTimeAsync(500);
     rig.down = true;
     await vi.advanceTimersByTimeAsync(3_000);
@@ -193,7 +203,11 @@ describe('withLease', () => {
     };
     const advance = async (ms: number) => {
       const end = now + ms;
-      for (let next = queue.sort((a, b) => a.at - b.at)[0]; next !== undefined && next.at <= end; next = queue.sort((a, b) => a.at - b.at)[0]) {
+      for (
+        let next = queue.sort((a, b) => a.at - b.at)[0];
+        next !== undefined && next.at <= end;
+        next = queue.sort((a, b) => a.at - b.at)[0]
+      ) {
         queue.splice(queue.indexOf(next), 1);
         now = next.at;
         next.callback();

@@ -117,7 +117,10 @@ describe('a listing sends no checkpoint bodies', () => {
       const store = createSqliteStore({ client: database });
       await store.migrate();
       const bytes = await seed(store);
-      const rows = database.prepare(listPageSql(sqliteTable('leasefence_leases'))).all('', 'big:', 100) as Array<{ checkpoint_json: string | null; checkpoint_bytes: number }>;
+      const rows = database.prepare(listPageSql(sqliteTable('leasefence_leases'))).all('', 'big:', 100) as Array<{
+        checkpoint_json: string | null;
+        checkpoint_bytes: number;
+      }>;
       expect(rows).toHaveLength(KEYS);
       for (const row of rows) expect(row).toMatchObject({ checkpoint_json: '', checkpoint_bytes: bytes });
       await listOnePage(store, bytes);

@@ -32,8 +32,16 @@ describe('list: postgres cost', () => {
   afterAll(async () => pool.end());
 
   it('reads at most `limit` rows per page, through the key index, from any cursor', async () => {
-    for (const [cursor, prefix] of [['', ''], ['job:010000', 'job:'], ['', 'other:'], ['job:019990', 'job:']] as const) {
-      const { rows } = await pool.query<{ 'QUERY PLAN': [{ Plan: PlanNode }] }>(`EXPLAIN (ANALYZE, FORMAT JSON) ${listStatement(tableName(table))}`, [cursor, prefix, 50]);
+    for (const [cursor, prefix] of [
+      ['', ''],
+      ['job:010000', 'job:'],
+      ['', 'other:'],
+      ['job:019990', 'job:'],
+    ] as const) {
+      const { rows } = await pool.query<{ 'QUERY PLAN': [{ Plan: PlanNode }] }>(
+        `EXPLAIN (ANALYZE, FORMAT JSON) ${listStatement(tableName(table))}`,
+        [cursor, prefix, 50],
+      );
       const nodes = nodesOf(rows[0]!['QUERY PLAN'][0].Plan);
       const scans = nodes.filter((node) => node['Relation Name'] === table);
       expect(scans.map((node) => node['Node Type'])).toEqual(['Index Scan']);

@@ -38,8 +38,23 @@ describe('list: redis cluster (ioredis Cluster, 3 masters)', () => {
   beforeAll(async () => {
     const ports = [await freePort(), await freePort(), await freePort()];
     for (const port of ports) {
-      const args = ['--port', String(port), '--bind', '127.0.0.1', '--cluster-enabled', 'yes', '--cluster-config-file', join(dir, `nodes-${port}.conf`), '--dir', dir];
-      servers.push(spawn('redis-server', [...args, '--save', '', '--appendonly', 'no', '--dbfilename', `dump-${port}.rdb`, '--logfile', ''], { stdio: 'ignore' }));
+      const args = [
+        '--port',
+        String(port),
+        '--bind',
+        '127.0.0.1',
+        '--cluster-enabled',
+        'yes',
+        '--cluster-config-file',
+        join(dir, `nodes-${port}.conf`),
+        '--dir',
+        dir,
+      ];
+      servers.push(
+        spawn('redis-server', [...args, '--save', '', '--appendonly', 'no', '--dbfilename', `dump-${port}.rdb`, '--logfile', ''], {
+          stdio: 'ignore',
+        }),
+      );
     }
     await new Promise((resolve) => setTimeout(resolve, 500));
     await exec('redis-cli', ['--cluster', 'create', ...ports.map((port) => `127.0.0.1:${port}`), '--cluster-yes']);

@@ -39,7 +39,12 @@ export interface ListTraits {
   readonly exactLimit: boolean;
 }
 
-export function describeListSpecs<S extends Store>(name: string, makeHarness: MakeStoreHarness<S>, runs: number, traits: ListTraits = { keyOrder: true, exactLimit: true }): void {
+export function describeListSpecs<S extends Store>(
+  name: string,
+  makeHarness: MakeStoreHarness<S>,
+  runs: number,
+  traits: ListTraits = { keyOrder: true, exactLimit: true },
+): void {
   const inOrder = (keys: string[]): string[] => (traits.keyOrder ? keys : [...keys].sort());
   describe(`list: ${name}`, () => {
     it('lists each state, filters by state and prefix, and pages in key order', async () => {
@@ -65,14 +70,24 @@ export function describeListSpecs<S extends Store>(name: string, makeHarness: Ma
         if (traits.exactLimit) for (const page of paged) expect(page.length).toBeLessThanOrEqual(1);
 
         const rows = new Map((await listPages(operator, { prefix: `${base}:` })).flat().map((row) => [row.key, row]));
-        expect(rows.get(`${base}:a-live`)).toMatchObject({ state: 'live', token: live.token, grant: { holder: 'w1', runId: 'r5', live: true } });
+        expect(rows.get(`${base}:a-live`)).toMatchObject({
+          state: 'live',
+          token: live.token,
+          grant: { holder: 'w1', runId: 'r5', live: true },
+        });
         expect(rows.get(`${base}:b-released`)).toMatchObject({ state: 'released', grant: null, ending: { kind: 'released' } });
-        expect(rows.get(`${base}:c-revoked`)).toMatchObject({ state: 'revoked', recoveryRequired: true, ending: { kind: 'revoked', reason: 'stuck', by: 'ops' } });
+        expect(rows.get(`${base}:c-revoked`)).toMatchObject({
+          state: 'revoked',
+          recoveryRequired: true,
+          ending: { kind: 'revoked', reason: 'stuck', by: 'ops' },
+        });
         expect(rows.get(`${base}:c-revoked`)?.checkpoint?.token).toBe(revoked.token);
         expect(rows.get(`${base}:d-expired`)).toMatchObject({ state: 'expired', grant: { live: false } });
-        for (const row of rows.values()) expect(JSON.stringify(row, (_, v: unknown) => (typeof v === 'bigint' ? String(v) : v))).not.toMatch(/secret/i);
+        for (const row of rows.values())
+          expect(JSON.stringify(row, (_, v: unknown) => (typeof v === 'bigint' ? String(v) : v))).not.toMatch(/secret/i);
 
-        const only = async (states: ListQuery['states']) => inOrder(keysOf(await listPages(operator, { prefix: `${base}:`, ...(states ? { states } : {}) })));
+        const only = async (states: ListQuery['states']) =>
+          inOrder(keysOf(await listPages(operator, { prefix: `${base}:`, ...(states ? { states } : {}) })));
         expect(await only(['live'])).toEqual([`${base}:a-live`]);
         expect(await only(['expired', 'released'])).toEqual([`${base}:b-released`, `${base}:d-expired`]);
         expect(await only(['recovery-required'])).toEqual([`${base}:c-revoked`]);
@@ -115,7 +130,16 @@ export function describeListSpecs<S extends Store>(name: string, makeHarness: Ma
       const harness = await makeHarness();
       try {
         const operator = createOperator(harness.store);
-        const bad: unknown[] = [{ limit: 0 }, { limit: 1001 }, { limit: 1.5 }, { prefix: 7 }, { prefix: 'a\u0000' }, { states: ['held'] }, { states: 'live' }, { cursor: '' }];
+        const bad: unknown[] = [
+          { limit: 0 },
+          { limit: 1001 },
+          { limit: 1.5 },
+          { prefix: 7 },
+          { prefix: 'a\u0000' },
+          { states: ['held'] },
+          { states: 'live' },
+          { cursor: '' },
+        ];
         for (const query of bad) await expect(operator.list(query as ListQuery)).rejects.toMatchObject({ code: 'INVALID_ARGUMENT' });
       } finally {
         await harness.close();

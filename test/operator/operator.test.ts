@@ -38,7 +38,15 @@ describe('createOperator', () => {
     await operator.gateReset('report.csv', { expectedToken: 7n });
     await operator.gateReset('report.csv', { expectedToken: 7n, expectedKey: 'job:1' });
     await expect(operator.gateReset('')).rejects.toMatchObject({ code: 'INVALID_ARGUMENT' });
-    for (const bad of [{ expectedToken: 7 }, { expectedToken: '7' }, { expectedToken: 0n }, { expectedToken: 2n ** 63n }, { expectedKey: 'job:1' }, { expectedToken: 7n, expectedKey: '' }, 'x']) {
+    for (const bad of [
+      { expectedToken: 7 },
+      { expectedToken: '7' },
+      { expectedToken: 0n },
+      { expectedToken: 2n ** 63n },
+      { expectedKey: 'job:1' },
+      { expectedToken: 7n, expectedKey: '' },
+      'x',
+    ]) {
       await expect(operator.gateReset('report.csv', bad as never)).rejects.toMatchObject({ code: 'INVALID_ARGUMENT' });
     }
     expect(calls).toEqual(['inspect report.csv', 'reset report.csv any', 'reset report.csv 7 any key', 'reset report.csv 7 job:1']);

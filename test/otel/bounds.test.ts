@@ -5,7 +5,14 @@
  * `_OTHER`; a refused oversized name is exported cut to the longest valid one; a refused fenced write's
  * span keeps the token its holder presented.
  */
-import { AggregationTemporality, InMemoryMetricExporter, MeterProvider, PeriodicExportingMetricReader, type DataPoint, type MetricData } from '@opentelemetry/sdk-metrics';
+import {
+  AggregationTemporality,
+  InMemoryMetricExporter,
+  MeterProvider,
+  PeriodicExportingMetricReader,
+  type DataPoint,
+  type MetricData,
+} from '@opentelemetry/sdk-metrics';
 import { BasicTracerProvider, InMemorySpanExporter, SimpleSpanProcessor } from '@opentelemetry/sdk-trace-base';
 import { afterEach, describe, expect, it } from 'vitest';
 import { createManualClock } from '../../src/clock.js';
@@ -29,7 +36,11 @@ function setUp(options: Omit<InstrumentationOptions, 'meter' | 'tracer'> = {}) {
   const meterProvider = new MeterProvider({ readers: [reader] });
   const spanExporter = new InMemorySpanExporter();
   const tracerProvider = new BasicTracerProvider({ spanProcessors: [new SimpleSpanProcessor(spanExporter)] });
-  instrumentation = instrumentLeasefence({ ...options, meter: meterProvider.getMeter('leasefence'), tracer: tracerProvider.getTracer('leasefence') });
+  instrumentation = instrumentLeasefence({
+    ...options,
+    meter: meterProvider.getMeter('leasefence'),
+    tracer: tracerProvider.getTracer('leasefence'),
+  });
   const metric = async (name: string): Promise<MetricData | undefined> => {
     await reader.forceFlush();
     const exported = metricExporter.getMetrics().at(-1);
@@ -98,15 +109,25 @@ describe('exported values are bounded', () => {
     const lease = await leases.claimOrThrow('job:1');
     for (let index = 0; index < 20; index += 1) await leases.renew(lease).catch(() => undefined);
     for (let index = 0; index < 20; index += 1) {
-      await leases.fencedWrite(lease, () => {
-        throw Object.assign(new Error('app'), { code: `E_APP_${index}`, name: `AppError${index}` });
-      }).catch(() => undefined);
+      await leases
+        .fencedWrite(lease, () => {
+          throw Object.assign(new Error('app'), { code: `E_APP_${index}`, name: `AppError${index}` });
+        })
+        .catch(() => undefined);
     }
     const storeDown = createLeases({ ...store, renew: () => Promise.reject(new StoreUnavailableError('down')) } as Store, { holder: 'w1' });
     await storeDown.renew(await storeDown.claimOrThrow('job:2')).catch(() => undefined);
-    const types = new Set(((await metric(METRIC.operationDuration))?.dataPoints ?? []).map((point: DataPoint<unknown>) => point.attributes[ATTRIBUTE.errorType]).filter((type) => type !== undefined));
+    const types = new Set(
+      ((await metric(METRIC.operationDuration))?.dataPoints ?? [])
+        .map((point: DataPoint<unknown>) => point.attributes[ATTRIBUTE.errorType])
+        .filter((type) => type !== undefined),
+    );
     expect([...types].sort()).toEqual(['STORE_UNAVAILABLE', '_OTHER']);
-    const spanTypes = new Set(spans().map((span) => span.attributes[ATTRIBUTE.errorType]).filter((type) => type !== undefined));
+    const spanTypes = new Set(
+      spans()
+        .map((span) => span.attributes[ATTRIBUTE.errorType])
+        .filter((type) => type !== undefined),
+    );
     expect([...spanTypes].sort()).toEqual(['STORE_UNAVAILABLE', '_OTHER']);
   });
 
@@ -124,10 +145,13 @@ describe('exported values are bounded', () => {
     await leases.release(valid);
     const exported = spans();
     for (const span of exported) {
-      for (const value of Object.values(span.attributes)) if (typeof value === 'string') expect(value.length).toBeLessThanOrEqual(MAX_NAME_BYTES + 1);
+      for (const value of Object.values(span.attributes))
+        if (typeof value === 'string') expect(value.length).toBeLessThanOrEqual(MAX_NAME_BYTES + 1);
       if (span.status.message !== undefined) expect(span.status.message.length).toBeLessThanOrEqual(MAX_NAME_BYTES + 1);
     }
-    expect(exported.filter((span) => span.attributes[ATTRIBUTE.key] === longest && span.attributes[ATTRIBUTE.runId] === longest)).toHaveLength(2);
+    expect(
+      exported.filter((span) => span.attributes[ATTRIBUTE.key] === longest && span.attributes[ATTRIBUTE.runId] === longest),
+    ).toHaveLength(2);
   });
 
   it("a refused stale write's span keeps the token its holder presented, not the one it found", async () => {
@@ -144,9 +168,15 @@ describe('exported values are bounded', () => {
     const refusedClaim = await w1.claim('job:1');
     expect(refusedClaim).toMatchObject({ ok: false, reason: 'held' });
     const [write] = spans().filter((span) => span.name === 'leasefence fencedWrite');
-    expect(write?.attributes).toMatchObject({ [ATTRIBUTE.holder]: 'w1', [ATTRIBUTE.token]: stale.token.toString(), [ATTRIBUTE.refusalReason]: 'superseded' });
+    expect(write?.attributes).toMatchObject({
+      [ATTRIBUTE.holder]: 'w1',
+      [ATTRIBUTE.token]: stale.token.toString(),
+      [ATTRIBUTE.refusalReason]: 'superseded',
+    });
     // NOTE: a refused claim presented no token: w2's is not recorded under w1.
-    const claimSpan = spans().filter((span) => span.name === 'leasefence claim').at(-1);
+    const claimSpan = spans()
+      .filter((span) => span.name === 'leasefence claim')
+      .at(-1);
     expect(claimSpan?.attributes).toMatchObject({ [ATTRIBUTE.holder]: 'w1', [ATTRIBUTE.outcome]: 'held' });
     expect(claimSpan?.attributes[ATTRIBUTE.token]).toBeUndefined();
   });

@@ -18,10 +18,16 @@ type Phase = 'start' | 'end' | 'asyncStart' | 'asyncEnd' | 'error';
 function record() {
   const events: Array<{ phase: Phase; event: OperationEvent; snapshot: string }> = [];
   const lost: LeaseLostEvent[] = [];
-  const snap = (event: unknown) => JSON.stringify(event, (_, value: unknown) => (typeof value === 'bigint' ? `${value}n` : value instanceof Error ? { message: value.message, name: value.name } : value));
+  const snap = (event: unknown) =>
+    JSON.stringify(event, (_, value: unknown) =>
+      typeof value === 'bigint' ? `${value}n` : value instanceof Error ? { message: value.message, name: value.name } : value,
+    );
   const handlers = LEASE_OPERATIONS.map((operation) => {
     const handler = Object.fromEntries(
-      (['start', 'end', 'asyncStart', 'asyncEnd', 'error'] as const).map((phase) => [phase, (event: OperationEvent) => void events.push({ phase, event, snapshot: snap(event) })]),
+      (['start', 'end', 'asyncStart', 'asyncEnd', 'error'] as const).map((phase) => [
+        phase,
+        (event: OperationEvent) => void events.push({ phase, event, snapshot: snap(event) }),
+      ]),
     ) as unknown as TracingChannelSubscribers<OperationEvent>;
     operationChannel(operation).subscribe(handler);
     return () => operationChannel(operation).unsubscribe(handler);
@@ -61,7 +67,9 @@ describe('events', () => {
     const next = await other.claimOrThrow('job:1');
     await other.release(next);
 
-    const finished = recorded.events.filter((entry) => entry.phase === 'asyncEnd').map(({ event }) => [event.operation, event.key, event.holder, event.outcome]);
+    const finished = recorded.events
+      .filter((entry) => entry.phase === 'asyncEnd')
+      .map(({ event }) => [event.operation, event.key, event.holder, event.outcome]);
     expect(finished).toMatchObject([
       ['claim', 'job:1', 'w1', { ok: true, result: 'granted', token: 1n, previous: null }],
       ['claim', 'job:1', 'w2', { ok: false, result: 'held', holder: 'w1', token: 1n }],
@@ -115,7 +123,9 @@ describe('events', () => {
       { ttlMs: 300, runId: 'r3' },
     );
     expect(!outcome.ok && outcome.reason === 'lost' && outcome.lost.code).toBe('LEASE_LOST');
-    expect(recorded.lost).toEqual([expect.objectContaining({ key: 'job:3', token: 1n, holder: 'w1', runId: 'r3', code: 'LEASE_LOST', reason: 'revoked' })]);
+    expect(recorded.lost).toEqual([
+      expect.objectContaining({ key: 'job:3', token: 1n, holder: 'w1', runId: 'r3', code: 'LEASE_LOST', reason: 'revoked' }),
+    ]);
     expect(recorded.snap(recorded.lost)).not.toMatch(/secret/i);
   });
 

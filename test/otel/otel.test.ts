@@ -2,7 +2,15 @@
  * `leasefence/otel` with the OpenTelemetry SDK's in-memory exporters: the metrics and spans a lease's life
  * produces, with their names, units and attributes, and no secret anywhere.
  */
-import { AggregationTemporality, InMemoryMetricExporter, MeterProvider, PeriodicExportingMetricReader, type DataPoint, type Histogram, type MetricData } from '@opentelemetry/sdk-metrics';
+import {
+  AggregationTemporality,
+  InMemoryMetricExporter,
+  MeterProvider,
+  PeriodicExportingMetricReader,
+  type DataPoint,
+  type Histogram,
+  type MetricData,
+} from '@opentelemetry/sdk-metrics';
 import { BasicTracerProvider, InMemorySpanExporter, SimpleSpanProcessor } from '@opentelemetry/sdk-trace-base';
 import { afterEach, describe, expect, it } from 'vitest';
 import { createManualClock } from '../../src/clock.js';
@@ -37,7 +45,12 @@ function setUp() {
 /** The data points of a metric as `attributes JSON -> value` (a histogram's value: its count and sum). */
 function points(metric: MetricData | undefined): Record<string, unknown> {
   const entries = (metric?.dataPoints ?? []) as DataPoint<number | Histogram>[];
-  return Object.fromEntries(entries.map((point) => [JSON.stringify(point.attributes), typeof point.value === 'number' ? point.value : { count: point.value.count, sum: point.value.sum }]));
+  return Object.fromEntries(
+    entries.map((point) => [
+      JSON.stringify(point.attributes),
+      typeof point.value === 'number' ? point.value : { count: point.value.count, sum: point.value.sum },
+    ]),
+  );
 }
 
 describe('leasefence/otel', () => {
@@ -65,8 +78,13 @@ describe('leasefence/otel', () => {
 
     const metrics = await collect();
     expect(metrics.get(METRIC.claims)?.descriptor.unit).toBe('{claim}');
-    expect(points(metrics.get(METRIC.claims))).toEqual({ '{"leasefence.claim.outcome":"granted"}': 3, '{"leasefence.claim.outcome":"held"}': 1 });
-    expect(points(metrics.get(METRIC.refusals))).toEqual({ '{"leasefence.operation":"fencedWrite","leasefence.refusal.reason":"expired"}': 1 });
+    expect(points(metrics.get(METRIC.claims))).toEqual({
+      '{"leasefence.claim.outcome":"granted"}': 3,
+      '{"leasefence.claim.outcome":"held"}': 1,
+    });
+    expect(points(metrics.get(METRIC.refusals))).toEqual({
+      '{"leasefence.operation":"fencedWrite","leasefence.refusal.reason":"expired"}': 1,
+    });
     expect(points(metrics.get(METRIC.fencedWrites))).toEqual({
       '{"leasefence.outcome":"accepted"}': 1,
       '{"leasefence.outcome":"refused","leasefence.refusal.reason":"expired"}': 1,
@@ -113,9 +131,15 @@ describe('leasefence/otel', () => {
       'leasefence.outcome': 'granted',
       'leasefence.lease.token': '1',
     });
-    expect(finished[4]?.attributes).toMatchObject({ 'leasefence.outcome': 'refused', 'leasefence.refusal.reason': 'expired', 'leasefence.lease.token': '1' });
+    expect(finished[4]?.attributes).toMatchObject({
+      'leasefence.outcome': 'refused',
+      'leasefence.refusal.reason': 'expired',
+      'leasefence.lease.token': '1',
+    });
     expect(finished[4]?.status.code).toBe(0);
-    const everything = JSON.stringify(finished.map((span) => [span.name, span.attributes, span.events])) + JSON.stringify([...metrics.values()].map((metric) => metric.dataPoints));
+    const everything =
+      JSON.stringify(finished.map((span) => [span.name, span.attributes, span.events])) +
+      JSON.stringify([...metrics.values()].map((metric) => metric.dataPoints));
     for (const lease of [first, second, third]) expect(everything).not.toContain(lease.export().secret);
   });
 
@@ -128,7 +152,9 @@ describe('leasefence/otel', () => {
     const span = spans().find((finished) => finished.name === 'leasefence renew');
     expect(span?.status).toMatchObject({ code: 2, message: 'down' });
     expect(span?.attributes['error.type']).toBe('STORE_UNAVAILABLE');
-    expect(points((await collect()).get(METRIC.operationDuration))).toHaveProperty(['{"leasefence.operation":"renew","error.type":"STORE_UNAVAILABLE"}']);
+    expect(points((await collect()).get(METRIC.operationDuration))).toHaveProperty([
+      '{"leasefence.operation":"renew","error.type":"STORE_UNAVAILABLE"}',
+    ]);
   });
 
   it('counts a lease withLease lost, by code and reason, and stops counting it as held', async () => {
@@ -144,7 +170,9 @@ describe('leasefence/otel', () => {
       { ttlMs: 300 },
     );
     const metrics = await collect();
-    expect(points(metrics.get(METRIC.leasesLost))).toEqual({ '{"leasefence.lost.code":"LEASE_LOST","leasefence.refusal.reason":"revoked"}': 1 });
+    expect(points(metrics.get(METRIC.leasesLost))).toEqual({
+      '{"leasefence.lost.code":"LEASE_LOST","leasefence.refusal.reason":"revoked"}': 1,
+    });
     expect(points(metrics.get(METRIC.leasesHeld))).toEqual({ '{}': 0 });
   });
 });

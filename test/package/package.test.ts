@@ -44,12 +44,16 @@ describe('the packed package', { timeout: 180_000 }, () => {
   });
 
   test('the tarball holds ESM, CJS and both kinds of declarations for every entry, and no sources or tests', () => {
-    expect(ENTRIES.map((entry) => entry.specifier)).toEqual(expect.arrayContaining(['leasefence', 'leasefence/memory', 'leasefence/otel', 'leasefence/testing']));
+    expect(ENTRIES.map((entry) => entry.specifier)).toEqual(
+      expect.arrayContaining(['leasefence', 'leasefence/memory', 'leasefence/otel', 'leasefence/testing']),
+    );
     for (const entry of ENTRIES) {
       for (const extension of ['.js', '.cjs', '.d.ts', '.d.cts']) expect(packed.files).toContain(`dist/${entry.file}${extension}`);
     }
     expect(packed.files).toContain('LICENSE');
-    expect(packed.files.filter((file) => !/^(dist\/|package\.json$|README\.md$|LICENSE$|CHANGELOG\.md$|docs\/[\w-]+\.(md|svg)$)/.test(file))).toEqual([]);
+    expect(
+      packed.files.filter((file) => !/^(dist\/|package\.json$|README\.md$|LICENSE$|CHANGELOG\.md$|docs\/[\w-]+\.(md|svg)$)/.test(file)),
+    ).toEqual([]);
     // NOTE: the guides ship with the package (the README points at them there), the generated API reference does not.
     expect(packed.files).toContain('docs/errors-and-operations.md');
     expect(packed.files).toContain('docs/timeline.svg'); // the README's picture is served from the package
@@ -65,16 +69,19 @@ describe('the packed package', { timeout: 180_000 }, () => {
   test('types resolve for require, import and bundlers on every subpath (attw, node16 profile)', async () => {
     const run = await runAttw(packed.tarball);
     expect(run.exitCode, run.output).toBe(0);
-    for (const { specifier: subpath } of ENTRIES) expect(run.output).toMatch(new RegExp(`"${subpath}"\\s*│ OK \\(CJS\\)\\s*│ OK \\(ESM\\)\\s*│ OK `));
+    for (const { specifier: subpath } of ENTRIES)
+      expect(run.output).toMatch(new RegExp(`"${subpath}"\\s*│ OK \\(CJS\\)\\s*│ OK \\(ESM\\)\\s*│ OK `));
   });
 
-  test('every entry loads through require and import (or asks for its peer dependency), and each copy recognises the other copy\'s errors', async () => {
+  test("every entry loads through require and import (or asks for its peer dependency), and each copy recognises the other copy's errors", async () => {
     const { smoke } = await runSmoke(workDir, packed.tarball);
     expect(smoke.exitCode, smoke.output).toBe(0);
     const checks = smoke.output.split('\n').filter((line) => line.startsWith('ok '));
     expect(checks).toEqual([
       'ok zero runtime dependencies',
-      `ok entries import only Node built-ins and peer dependencies: ${Object.entries(PEERS).map(([entry, peer]) => `${entry} (${peer})`).join(', ')}`,
+      `ok entries import only Node built-ins and peer dependencies: ${Object.entries(PEERS)
+        .map(([entry, peer]) => `${entry} (${peer})`)
+        .join(', ')}`,
       ...RUNTIME.map((subpath) => `ok load ${subpath} via import and require`),
       ...Object.entries(PEERS).map(([entry, peer]) => `ok ${entry} asks for its peer dependency ${peer}`),
       'ok one copy of shared code per format, two copies across formats',
@@ -108,12 +115,15 @@ describe('the packed package', { timeout: 180_000 }, () => {
     // NOTE: @types/node 26 has TracingChannel's type parameters the other way round from 20-24; leasefence's
     // declarations failed there with TS2344 (issue 29 item 14).
     const checks = await runTypeChecks(workDir, packed.tarball);
-    const majors = (versions: string[]): number[] => [...new Set(versions.map((version) => Number(version.split('.')[0])))].sort((a, b) => a - b);
+    const majors = (versions: string[]): number[] =>
+      [...new Set(versions.map((version) => Number(version.split('.')[0])))].sort((a, b) => a - b);
     expect(majors(checks.map((check) => check.typescript))).toEqual([5, 6, 7]);
     expect(majors(checks.map((check) => check.typesNode))).toEqual([20, 22, 24, 26]);
     expect(checks).toHaveLength(12);
     const failed = checks.filter((check) => check.run.exitCode !== 0);
-    expect(failed.map((check) => `typescript ${check.typescript} + @types/node ${check.typesNode}:\n${check.run.output}`).join('\n\n')).toBe('');
+    expect(
+      failed.map((check) => `typescript ${check.typescript} + @types/node ${check.typesNode}:\n${check.run.output}`).join('\n\n'),
+    ).toBe('');
     // NOTE: 12 compiler runs, two at a time: ~120 s on a busy 2-core machine, over 180 s at a load average of 20;
     // the bound is only there to end a hung compiler.
   }, 900_000);

@@ -48,7 +48,9 @@ const ENTRIES = Object.entries(manifest.exports)
   .map(([subpath, target]) => {
     const specifier = subpath === '.' ? manifest.name : `${manifest.name}/${subpath.slice(2)}`;
     const file = /^\.\/dist\/([\w-]+)\.js$/.exec(target.import.default)[1];
-    const [esmPeers, cjsPeers] = [`${file}.js`, `${file}.cjs`].map((built) => [...bareImports(join(dist, built))].filter((name) => !builtins.has(name)).sort());
+    const [esmPeers, cjsPeers] = [`${file}.js`, `${file}.cjs`].map((built) =>
+      [...bareImports(join(dist, built))].filter((name) => !builtins.has(name)).sort(),
+    );
     assert.deepEqual(cjsPeers, esmPeers, `dist/${file}.js and dist/${file}.cjs import the same packages`);
     return { specifier, file, peers: esmPeers };
   });
@@ -60,7 +62,13 @@ if (process.argv.includes('--with-peers')) {
   for (const { specifier, peers } of WITH_PEERS) {
     const [esm, cjs] = [await import(specifier), require(specifier)];
     assert.match(require.resolve(specifier), /\.cjs$/);
-    assert.deepEqual(Object.keys(cjs).sort(), Object.keys(esm).filter((name) => name !== 'default').sort(), `${specifier}: the same exports from require and import`);
+    assert.deepEqual(
+      Object.keys(cjs).sort(),
+      Object.keys(esm)
+        .filter((name) => name !== 'default')
+        .sort(),
+      `${specifier}: the same exports from require and import`,
+    );
     ok(`load ${specifier} via import and require with ${peers.join(', ')}`);
   }
   process.exit(0);
@@ -70,9 +78,12 @@ assert.equal(manifest.dependencies, undefined, 'leasefence has zero runtime depe
 ok('zero runtime dependencies');
 
 for (const { specifier, peers } of ENTRIES) {
-  for (const peer of peers) assert.ok(peer in (manifest.peerDependencies ?? {}), `${specifier} imports ${peer}, which is not a peer dependency`);
+  for (const peer of peers)
+    assert.ok(peer in (manifest.peerDependencies ?? {}), `${specifier} imports ${peer}, which is not a peer dependency`);
 }
-ok(`entries import only Node built-ins and peer dependencies: ${WITH_PEERS.map(({ specifier, peers }) => `${specifier} (${peers.join(', ')})`).join(', ')}`);
+ok(
+  `entries import only Node built-ins and peer dependencies: ${WITH_PEERS.map(({ specifier, peers }) => `${specifier} (${peers.join(', ')})`).join(', ')}`,
+);
 
 // NOTE: the consumer project has no pg, postgres, ioredis, redis or better-sqlite3 installed, so loading
 // leasefence/postgres, leasefence/redis and leasefence/sqlite also proves that the adapters never import a
@@ -82,7 +93,10 @@ const cjs = {};
 for (const subpath of RUNTIME) {
   esm[subpath] = await import(subpath);
   cjs[subpath] = require(subpath);
-  for (const [system, loaded] of [['import', esm[subpath]], ['require', cjs[subpath]]]) {
+  for (const [system, loaded] of [
+    ['import', esm[subpath]],
+    ['require', cjs[subpath]],
+  ]) {
     assert.equal(typeof loaded, 'object', `${system} ${subpath} yields a module namespace`);
   }
   ok(`load ${subpath} via import and require`);
@@ -90,7 +104,10 @@ for (const subpath of RUNTIME) {
 
 // NOTE: the peer dependencies are optional and absent from this project: an entry that needs one says so.
 for (const { specifier, peers } of WITH_PEERS) {
-  const missingPeer = await import(specifier).then(() => null, (error) => error);
+  const missingPeer = await import(specifier).then(
+    () => null,
+    (error) => error,
+  );
   assert.equal(missingPeer?.code, 'ERR_MODULE_NOT_FOUND', `import ${specifier} without ${peers.join(', ')} fails`);
   assert.match(missingPeer.message, new RegExp(peers.join('|')));
   assert.throws(() => require(specifier), new RegExp(peers.join('|')));

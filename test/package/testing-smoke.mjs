@@ -16,11 +16,17 @@ describe('leasefence/testing, installed', () => {
     const cjs = require('leasefence/testing');
     assert.match(require.resolve('leasefence/testing'), /testing\.cjs$/);
     assert.deepEqual(Object.keys(cjs).sort(), Object.keys(testing).sort());
-    for (const name of ['describeStoreSuites', 'describePlantedBugChecks', 'createMemoryHarness', 'createBrokenMemoryStore']) assert.equal(typeof cjs[name], 'function', name);
+    for (const name of ['describeStoreSuites', 'describePlantedBugChecks', 'createMemoryHarness', 'createBrokenMemoryStore'])
+      assert.equal(typeof cjs[name], 'function', name);
   });
 });
 
 // NOTE: the built memory store through a harness of the author's own making: the built createMemoryHarness
 // takes a store factory on its manual clock.
-testing.describeStoreSuites(runner, 'installed memory store', async () => testing.createMemoryHarness((clock) => createMemoryStore({ clock })), { modelRuns: 25, raceRuns: 25, workers: 3 });
+testing.describeStoreSuites(
+  runner,
+  'installed memory store',
+  async () => testing.createMemoryHarness((clock) => createMemoryStore({ clock })),
+  { modelRuns: 25, raceRuns: 25, workers: 3 },
+);
 testing.describePlantedBugChecks(runner, { report: () => undefined });

@@ -11,7 +11,9 @@ import { runsInProcess } from '../chaos/in-process-fleet.js';
 
 const CATALOG: ChaosCatalog = {
   scenarios: {
-    ...Object.fromEntries((Object.keys(CLIENTS) as StoreKind[]).map((store) => [store, scenariosFor(store).map((scenario) => scenario.name)])),
+    ...Object.fromEntries(
+      (Object.keys(CLIENTS) as StoreKind[]).map((store) => [store, scenariosFor(store).map((scenario) => scenario.name)]),
+    ),
     memory: SCENARIOS.filter(runsInProcess).map((scenario) => scenario.name),
   },
   clients: CLIENTS,
@@ -30,10 +32,22 @@ const refusal = (...argv: string[]): string => {
 
 describe('npm run chaos options', () => {
   it('takes the documented runs', () => {
-    expect(parse()).toMatchObject({ totalMs: 600_000, scenarioMs: 30_000, stores: ['postgres', 'redis', 'sqlite'], scenarios: null, clients: undefined, variant: null });
+    expect(parse()).toMatchObject({
+      totalMs: 600_000,
+      scenarioMs: 30_000,
+      stores: ['postgres', 'redis', 'sqlite'],
+      scenarios: null,
+      clients: undefined,
+      variant: null,
+    });
     expect(parse('--stores', 'redis-cluster')).toMatchObject({ stores: ['redis-cluster'] });
-    expect(parse('--stores', 'memory', '--scenarios', 'kleppmann', '--duration', '1.5')).toMatchObject({ totalMs: 1500, scenarios: ['kleppmann'] });
-    expect(parse('--stores', 'postgres,redis', '--clients', 'postgres-js,node-redis', '--variant', 'blind-renew', '--seed', '42', '--keep')).toMatchObject({
+    expect(parse('--stores', 'memory', '--scenarios', 'kleppmann', '--duration', '1.5')).toMatchObject({
+      totalMs: 1500,
+      scenarios: ['kleppmann'],
+    });
+    expect(
+      parse('--stores', 'postgres,redis', '--clients', 'postgres-js,node-redis', '--variant', 'blind-renew', '--seed', '42', '--keep'),
+    ).toMatchObject({
       clients: ['postgres-js', 'node-redis'],
       variant: 'blind-renew',
       seed: '42',

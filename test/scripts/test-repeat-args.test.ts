@@ -20,7 +20,11 @@ function testRepeat(...args: string[]): Promise<{ code: number; stderr: string }
 }
 
 it('refuses a bad --load-max or an unknown option with exit code 2 and the usage', async () => {
-  for (const args of [['1', '--load', '--load-max', 'abc'], ['1', '--load-max', '1e999'], ['1', '--lod']]) {
+  for (const args of [
+    ['1', '--load', '--load-max', 'abc'],
+    ['1', '--load-max', '1e999'],
+    ['1', '--lod'],
+  ]) {
     const run = await testRepeat(...args);
     expect({ args, code: run.code }).toEqual({ args, code: 2 });
     expect(run.stderr).toContain('usage: npm run test:repeat');

@@ -14,7 +14,8 @@ afterAll(async () => {
 });
 
 /** `target` with its own non-enumerable `toJSON`. */
-const hiddenToJson = <T extends object>(target: T): T => Object.defineProperty(target, 'toJSON', { value: () => ({ step: 'from toJSON' }) });
+const hiddenToJson = <T extends object>(target: T): T =>
+  Object.defineProperty(target, 'toJSON', { value: () => ({ step: 'from toJSON' }) });
 
 const checkpoints: Record<string, () => unknown> = {
   'an object': () => hiddenToJson({ step: 1 }),

@@ -19,26 +19,31 @@ import { isLeaseError } from '../../src/errors.js';
 
 /** Every method called on the fake clients and runners, in order: a factory must call none. */
 const calls: string[] = [];
-const recorded = (name: string) => (..._args: unknown[]): Promise<never> => {
-  calls.push(name);
-  return new Promise<never>(() => undefined);
-};
+const recorded =
+  (name: string) =>
+  (..._args: unknown[]): Promise<never> => {
+    calls.push(name);
+    return new Promise<never>(() => undefined);
+  };
 
 const throwingProxy = (): object =>
-  new Proxy({}, {
-    get: () => {
-      throw new Error('proxy get');
+  new Proxy(
+    {},
+    {
+      get: () => {
+        throw new Error('proxy get');
+      },
+      has: () => {
+        throw new Error('proxy has');
+      },
+      ownKeys: () => {
+        throw new Error('proxy ownKeys');
+      },
+      getPrototypeOf: () => {
+        throw new Error('proxy getPrototypeOf');
+      },
     },
-    has: () => {
-      throw new Error('proxy has');
-    },
-    ownKeys: () => {
-      throw new Error('proxy ownKeys');
-    },
-    getPrototypeOf: () => {
-      throw new Error('proxy getPrototypeOf');
-    },
-  });
+  );
 const throwingGetter = (name: string, fields: object): object =>
   Object.defineProperty({ ...fields }, name, {
     enumerable: true,
@@ -48,9 +53,20 @@ const throwingGetter = (name: string, fields: object): object =>
   });
 
 const pgPool = () => ({ query: recorded('pg.query'), connect: recorded('pg.connect') });
-const ioredis = () => ({ status: 'ready', call: recorded('redis.call'), once: recorded('redis.once'), removeListener: recorded('redis.removeListener'), connect: recorded('redis.connect') });
+const ioredis = () => ({
+  status: 'ready',
+  call: recorded('redis.call'),
+  once: recorded('redis.once'),
+  removeListener: recorded('redis.removeListener'),
+  connect: recorded('redis.connect'),
+});
 const sqliteDatabase = () => ({ prepare: recorded('sqlite.prepare'), exec: recorded('sqlite.exec') });
-const runner = () => ({ describe: recorded('runner.describe'), it: recorded('runner.it'), beforeAll: recorded('runner.beforeAll'), afterAll: recorded('runner.afterAll') });
+const runner = () => ({
+  describe: recorded('runner.describe'),
+  it: recorded('runner.it'),
+  beforeAll: recorded('runner.beforeAll'),
+  afterAll: recorded('runner.afterAll'),
+});
 
 /** One factory: how to call it with a first argument, and the valid options whose fields are fuzzed. */
 interface Factory {
@@ -64,32 +80,80 @@ interface Factory {
 
 const memoryStore = () => memory.createMemoryStore();
 const factories: readonly Factory[] = [
-  { name: 'createLeases', call: (input) => root.createLeases(memoryStore(), input as never), valid: () => ({ holder: 'w', ttlMs: 1000, maxCheckpointBytes: 10 }), optional: ['ttlMs', 'maxCheckpointBytes'] },
+  {
+    name: 'createLeases',
+    call: (input) => root.createLeases(memoryStore(), input as never),
+    valid: () => ({ holder: 'w', ttlMs: 1000, maxCheckpointBytes: 10 }),
+    optional: ['ttlMs', 'maxCheckpointBytes'],
+  },
   { name: 'createLeases (store)', call: (input) => root.createLeases(input as never, { holder: 'w' }) },
-  { name: 'createOperator', call: (input) => root.createOperator(memoryStore(), input as never), valid: () => ({ by: 'ops' }), optional: ['by'] },
+  {
+    name: 'createOperator',
+    call: (input) => root.createOperator(memoryStore(), input as never),
+    valid: () => ({ by: 'ops' }),
+    optional: ['by'],
+  },
   { name: 'createManualClock', call: (input) => memory.createManualClock(input as never) },
-  { name: 'createMemoryStore', call: (input) => memory.createMemoryStore(input as never), valid: () => ({ clock: () => 0, tokenFloor: () => 0n }), optional: ['clock', 'tokenFloor'] },
-  { name: 'createMemoryTokenGate', call: (input) => memory.createMemoryTokenGate(input as never), valid: () => ({ store: memoryStore() }), optional: ['store'] },
+  {
+    name: 'createMemoryStore',
+    call: (input) => memory.createMemoryStore(input as never),
+    valid: () => ({ clock: () => 0, tokenFloor: () => 0n }),
+    optional: ['clock', 'tokenFloor'],
+  },
+  {
+    name: 'createMemoryTokenGate',
+    call: (input) => memory.createMemoryTokenGate(input as never),
+    valid: () => ({ store: memoryStore() }),
+    optional: ['store'],
+  },
   {
     name: 'createPostgresStore',
     call: (input) => postgres.createPostgresStore(input as never),
     valid: () => ({ client: pgPool(), prepare: true, table: 'lf_leases', fencedTransactionMarginMs: 100, subscribeTimeoutMs: 1000 }),
     optional: ['prepare', 'table', 'fencedTransactionMarginMs', 'subscribeTimeoutMs'],
   },
-  { name: 'createPostgresTokenGate', call: (input) => postgres.createPostgresTokenGate(input as never), valid: () => ({ client: pgPool(), table: 'lf_gate', leaseTable: 'lf_leases' }), optional: ['table', 'leaseTable'] },
+  {
+    name: 'createPostgresTokenGate',
+    call: (input) => postgres.createPostgresTokenGate(input as never),
+    valid: () => ({ client: pgPool(), table: 'lf_gate', leaseTable: 'lf_leases' }),
+    optional: ['table', 'leaseTable'],
+  },
   { name: 'fromPgClient', call: (input) => postgres.fromPgClient(input as never) },
   { name: 'fromPostgresJs', call: (input) => postgres.fromPostgresJs(input as never) },
-  { name: 'createPostgresStore (fromPostgresJs)', call: (input) => postgres.createPostgresStore({ client: postgres.fromPostgresJs(input as never) }) },
+  {
+    name: 'createPostgresStore (fromPostgresJs)',
+    call: (input) => postgres.createPostgresStore({ client: postgres.fromPostgresJs(input as never) }),
+  },
   { name: 'postgresLeaseSchemaSql', call: (input) => postgres.postgresLeaseSchemaSql(input as never) },
   { name: 'postgresGateSchemaSql', call: (input) => postgres.postgresGateSchemaSql(input as never) },
-  { name: 'createRedisStore', call: (input) => redis.createRedisStore(input as never), valid: () => ({ client: ioredis(), prefix: 'lf:', replayWindowMs: 1000, subscribeTimeoutMs: 1000 }), optional: ['prefix', 'replayWindowMs', 'subscribeTimeoutMs'] },
-  { name: 'createRedisTokenGate', call: (input) => redis.createRedisTokenGate(input as never), valid: () => ({ client: ioredis(), prefix: 'lf:gate:', leasePrefix: 'lf:', replayWindowMs: 1000 }), optional: ['prefix', 'leasePrefix', 'replayWindowMs'] },
+  {
+    name: 'createRedisStore',
+    call: (input) => redis.createRedisStore(input as never),
+    valid: () => ({ client: ioredis(), prefix: 'lf:', replayWindowMs: 1000, subscribeTimeoutMs: 1000 }),
+    optional: ['prefix', 'replayWindowMs', 'subscribeTimeoutMs'],
+  },
+  {
+    name: 'createRedisTokenGate',
+    call: (input) => redis.createRedisTokenGate(input as never),
+    valid: () => ({ client: ioredis(), prefix: 'lf:gate:', leasePrefix: 'lf:', replayWindowMs: 1000 }),
+    optional: ['prefix', 'leasePrefix', 'replayWindowMs'],
+  },
   { name: 'fromIoredis', call: (input) => redis.fromIoredis(input as never) },
   { name: 'fromIoredis (options)', call: (input) => redis.fromIoredis(ioredis() as never, input as never) },
   { name: 'fromNodeRedis', call: (input) => redis.fromNodeRedis(input as never) },
   { name: 'fromNodeRedisCluster', call: (input) => redis.fromNodeRedisCluster(input as never) },
-  { name: 'createSqliteStore', call: (input) => sqlite.createSqliteStore(input as never), valid: () => ({ client: sqliteDatabase(), table: 'lf_leases', clock: () => 0, tokenFloor: () => 0n, busyTimeoutMs: 100 }), optional: ['table', 'clock', 'tokenFloor', 'busyTimeoutMs'] },
-  { name: 'createSqliteTokenGate', call: (input) => sqlite.createSqliteTokenGate(input as never), valid: () => ({ client: sqliteDatabase(), table: 'lf_gate' }), optional: ['table'] },
+  {
+    name: 'createSqliteStore',
+    call: (input) => sqlite.createSqliteStore(input as never),
+    valid: () => ({ client: sqliteDatabase(), table: 'lf_leases', clock: () => 0, tokenFloor: () => 0n, busyTimeoutMs: 100 }),
+    optional: ['table', 'clock', 'tokenFloor', 'busyTimeoutMs'],
+  },
+  {
+    name: 'createSqliteTokenGate',
+    call: (input) => sqlite.createSqliteTokenGate(input as never),
+    valid: () => ({ client: sqliteDatabase(), table: 'lf_gate' }),
+    optional: ['table'],
+  },
   { name: 'sqliteLeaseSchemaSql', call: (input) => sqlite.sqliteLeaseSchemaSql(input as never) },
   { name: 'sqliteGateSchemaSql', call: (input) => sqlite.sqliteGateSchemaSql(input as never) },
   {
@@ -98,11 +162,24 @@ const factories: readonly Factory[] = [
     valid: () => ({ spans: false, maxHeldLeases: 10 }),
     optional: ['spans', 'maxHeldLeases', 'meter', 'tracer'],
   },
-  { name: 'describeStoreSuites (runner)', call: (input) => testing.describeStoreSuites(input as never, 'store', testing.createMemoryHarness as never) },
-  { name: 'describeStoreSuites (options)', call: (input) => testing.describeStoreSuites(runner() as never, 'store', testing.createMemoryHarness as never, input as never), valid: () => ({ modelRuns: 1, raceRuns: 1, workers: 1, seed: 1 }), optional: ['modelRuns', 'raceRuns', 'workers', 'seed'] },
+  {
+    name: 'describeStoreSuites (runner)',
+    call: (input) => testing.describeStoreSuites(input as never, 'store', testing.createMemoryHarness as never),
+  },
+  {
+    name: 'describeStoreSuites (options)',
+    call: (input) => testing.describeStoreSuites(runner() as never, 'store', testing.createMemoryHarness as never, input as never),
+    valid: () => ({ modelRuns: 1, raceRuns: 1, workers: 1, seed: 1 }),
+    optional: ['modelRuns', 'raceRuns', 'workers', 'seed'],
+  },
   { name: 'describeStoreSuites (harness)', call: (input) => testing.describeStoreSuites(runner() as never, 'store', input as never) },
   { name: 'createMemoryHarness', call: (input) => testing.createMemoryHarness(input as never) },
-  { name: 'suiteOptions', call: (input) => suiteOptions(input as never), valid: () => ({ modelRuns: 1, raceRuns: 1, workers: 1, seed: 1 }), optional: ['modelRuns', 'raceRuns', 'workers', 'seed'] },
+  {
+    name: 'suiteOptions',
+    call: (input) => suiteOptions(input as never),
+    valid: () => ({ modelRuns: 1, raceRuns: 1, workers: 1, seed: 1 }),
+    optional: ['modelRuns', 'raceRuns', 'workers', 'seed'],
+  },
 ];
 
 /** Values no factory or option accepts (or only some do: then it must work). */
@@ -116,7 +193,10 @@ async function answerOf(factory: Factory, input: unknown): Promise<'ok' | 'inval
     await factory.call(input);
   } catch (error) {
     if (!isLeaseError(error, 'INVALID_ARGUMENT')) {
-      throw new Error(`${factory.name}(${describeInput(input)}) threw ${error instanceof Error ? `${error.name}: ${error.message}` : String(error)}`, { cause: error });
+      throw new Error(
+        `${factory.name}(${describeInput(input)}) threw ${error instanceof Error ? `${error.name}: ${error.message}` : String(error)}`,
+        { cause: error },
+      );
     }
     answer = 'invalid';
     // NOTE: a valid call may set its connection up (SQLite's busy timeout); a refused one touched nothing.
@@ -127,29 +207,43 @@ async function answerOf(factory: Factory, input: unknown): Promise<'ok' | 'inval
 
 function describeInput(input: unknown): string {
   try {
-    return typeof input === 'object' && input !== null ? `{ ${Object.keys(input).join(', ')} }` : typeof input === 'symbol' ? 'a symbol' : String(input);
+    return typeof input === 'object' && input !== null
+      ? `{ ${Object.keys(input).join(', ')} }`
+      : typeof input === 'symbol'
+        ? 'a symbol'
+        : String(input);
   } catch {
     return 'a hostile object';
   }
 }
 
 describe('every factory of every entry refuses bad input with INVALID_ARGUMENT before any I/O', () => {
-  it.each(factories.map((factory) => [factory.name, factory] as const))('%s: hostile arguments, and each option hostile in a valid call', async (_name, factory) => {
-    for (const input of [undefined, ...hostileValues()]) await answerOf(factory, input);
-    if (factory.valid === undefined) return;
-    expect(await answerOf(factory, factory.valid())).toBe('ok');
-    for (const name of Object.keys(factory.valid())) {
-      await answerOf(factory, throwingGetter(name, factory.valid()));
-      for (const value of hostileValues()) await answerOf(factory, { ...factory.valid(), [name]: value });
-      if (!(factory.optional ?? []).includes(name)) {
-        const { [name]: _left, ...without } = factory.valid();
-        expect(await answerOf(factory, without), `${factory.name} without ${name}`).toBe('invalid');
+  it.each(factories.map((factory) => [factory.name, factory] as const))(
+    '%s: hostile arguments, and each option hostile in a valid call',
+    async (_name, factory) => {
+      for (const input of [undefined, ...hostileValues()]) await answerOf(factory, input);
+      if (factory.valid === undefined) return;
+      expect(await answerOf(factory, factory.valid())).toBe('ok');
+      for (const name of Object.keys(factory.valid())) {
+        await answerOf(factory, throwingGetter(name, factory.valid()));
+        for (const value of hostileValues()) await answerOf(factory, { ...factory.valid(), [name]: value });
+        if (!(factory.optional ?? []).includes(name)) {
+          const { [name]: _left, ...without } = factory.valid();
+          expect(await answerOf(factory, without), `${factory.name} without ${name}`).toBe('invalid');
+        }
       }
-    }
-  });
+    },
+  );
 
   it('arbitrary values as arguments and as options', async () => {
-    const anything = fc.anything({ withBigInt: true, withNullPrototype: true, withBoxedValues: true, withMap: true, withDate: true, maxDepth: 2 });
+    const anything = fc.anything({
+      withBigInt: true,
+      withNullPrototype: true,
+      withBoxedValues: true,
+      withMap: true,
+      withDate: true,
+      maxDepth: 2,
+    });
     await fc.assert(
       fc.asyncProperty(fc.constantFrom(...factories), anything, fc.boolean(), fc.nat(), async (factory, value, asOption, pick) => {
         const valid = factory.valid?.();

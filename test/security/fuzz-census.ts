@@ -17,7 +17,10 @@ for (const recipe of fc.sample(calls(true), { numRuns: runs, seed: 42 })) {
     await runCall(target, recipe);
   } catch (error) {
     failed += 1;
-    const text = String(error instanceof Error ? error.message : error).split('\n')[0]?.replace(/\d+/g, 'N').slice(0, 110);
+    const text = String(error instanceof Error ? error.message : error)
+      .split('\n')[0]
+      ?.replace(/\d+/g, 'N')
+      .slice(0, 110);
     const label = `${recipe.method}: ${text}`;
     failures.set(label, (failures.get(label) ?? 0) + 1);
   }

@@ -10,7 +10,11 @@ import { scaled } from '../support/scale.js';
 const RUNS = scaled(3_000);
 
 describe('fuzz: every public method on the memory store', () => {
-  it(`either INVALID_ARGUMENT before any I/O with every lease unchanged, or a normal result (${RUNS} runs)`, async () => {
-    await assertFuzzProperty(await memoryFuzzTarget(), RUNS);
-  }, 60_000 + RUNS * 20);
+  it(
+    `either INVALID_ARGUMENT before any I/O with every lease unchanged, or a normal result (${RUNS} runs)`,
+    async () => {
+      await assertFuzzProperty(await memoryFuzzTarget(), RUNS);
+    },
+    60_000 + RUNS * 20,
+  );
 });

@@ -133,9 +133,27 @@ const hostileValue: fc.Arbitrary<unknown> = fc.oneof(
     deep(200),
   ),
   fc.constant(null).map(() => lazy(throwingProxy)),
-  fc.constantFrom('ttlMs', 'runId', 'attributes', 'checkpoint', 'reason', 'by', 'expectedToken', 'recovering', 'key', 'token', 'secret').map((name) => lazy(() => throwingGetter(name))),
-  fc.anything({ withBigInt: true, withNullPrototype: true, withSparseArray: true, withBoxedValues: true, withMap: true, withSet: true, withDate: true, withTypedArray: true, maxDepth: 3 }),
-  fc.constant(null).map(() => lazy(() => ({ toString: () => { throw new Error('toString'); } }))), // prettier-ignore
+  fc
+    .constantFrom('ttlMs', 'runId', 'attributes', 'checkpoint', 'reason', 'by', 'expectedToken', 'recovering', 'key', 'token', 'secret')
+    .map((name) => lazy(() => throwingGetter(name))),
+  fc.anything({
+    withBigInt: true,
+    withNullPrototype: true,
+    withSparseArray: true,
+    withBoxedValues: true,
+    withMap: true,
+    withSet: true,
+    withDate: true,
+    withTypedArray: true,
+    maxDepth: 3,
+  }),
+  fc.constant(null).map(() =>
+    lazy(() => ({
+      toString: () => {
+        throw new Error('toString');
+      },
+    })),
+  ), // prettier-ignore
   fc.constant(null).map(() => lazy(() => Object.defineProperty({ step: 1 }, 'toJSON', { value: () => ({ step: 2 }) }))), // a toJSON JSON.stringify would call
   fc.string({ unit: 'binary', maxLength: 40 }),
   fc.double(),
@@ -143,11 +161,17 @@ const hostileValue: fc.Arbitrary<unknown> = fc.oneof(
 );
 
 /** Sometimes valid, often not. */
-const mix = <T>(valid: fc.Arbitrary<T>): fc.Arbitrary<unknown> => fc.oneof({ weight: 2, arbitrary: valid as fc.Arbitrary<unknown> }, { weight: 1, arbitrary: hostileValue });
+const mix = <T>(valid: fc.Arbitrary<T>): fc.Arbitrary<unknown> =>
+  fc.oneof({ weight: 2, arbitrary: valid as fc.Arbitrary<unknown> }, { weight: 1, arbitrary: hostileValue });
 
 const ttl = mix(fc.oneof(fc.integer({ min: 1, max: 120_000 }), fc.constant(null)));
 const name = mix(fc.oneof(fc.constantFrom('r1', 'r2', 'v1'), fc.string({ minLength: 1, maxLength: 12 })));
-const attributes = mix(fc.oneof(fc.constant({ model: 'v1' }), fc.dictionary(fc.string({ minLength: 1, maxLength: 8 }), fc.string({ minLength: 1, maxLength: 8 }), { maxKeys: 3 })));
+const attributes = mix(
+  fc.oneof(
+    fc.constant({ model: 'v1' }),
+    fc.dictionary(fc.string({ minLength: 1, maxLength: 8 }), fc.string({ minLength: 1, maxLength: 8 }), { maxKeys: 3 }),
+  ),
+);
 const checkpointValue = mix(fc.jsonValue({ maxDepth: 3 }));
 const optionsOf = (fields: Record<string, fc.Arbitrary<unknown>>): fc.Arbitrary<unknown> =>
   fc.oneof({ weight: 3, arbitrary: fc.record(fields, { requiredKeys: [] }) }, { weight: 1, arbitrary: hostileValue });
@@ -161,9 +185,35 @@ const marked = <T extends object>(set: WeakSet<object>, value: T): T => {
 };
 
 /** Which handle a call presents, resolved against the run's setup. */
-type HandleChoice = 'real' | 'restored' | 'forgedToken' | 'wrongSecret' | 'foreign' | 'protoForged' | 'proxy' | 'spread' | 'tamperedToken' | 'frozen' | 'released';
+type HandleChoice =
+  | 'real'
+  | 'restored'
+  | 'forgedToken'
+  | 'wrongSecret'
+  | 'foreign'
+  | 'protoForged'
+  | 'proxy'
+  | 'spread'
+  | 'tamperedToken'
+  | 'frozen'
+  | 'released';
 const handle: fc.Arbitrary<HandleChoice | { readonly hostile: unknown }> = fc.oneof(
-  { weight: 4, arbitrary: fc.constantFrom<HandleChoice>('real', 'restored', 'forgedToken', 'wrongSecret', 'foreign', 'protoForged', 'proxy', 'spread', 'tamperedToken', 'frozen', 'released') },
+  {
+    weight: 4,
+    arbitrary: fc.constantFrom<HandleChoice>(
+      'real',
+      'restored',
+      'forgedToken',
+      'wrongSecret',
+      'foreign',
+      'protoForged',
+      'proxy',
+      'spread',
+      'tamperedToken',
+      'frozen',
+      'released',
+    ),
+  },
   { weight: 1, arbitrary: hostileValue.map((hostile) => marked(HOSTILE_HANDLES, { hostile })) },
 );
 const key = fc.oneof(fc.constantFrom<unknown>('$lease', '$fresh'), hostileValue);
@@ -172,7 +222,8 @@ const write = fc.oneof({ weight: 3, arbitrary: fc.constant<unknown>('$write') },
 /** A call: a method name and the argument recipes. */
 export type Call = { readonly method: string; readonly args: readonly unknown[] };
 
-const call = (method: string, ...args: fc.Arbitrary<unknown>[]): fc.Arbitrary<Call> => fc.tuple(...args).map((values) => ({ method, args: values }));
+const call = (method: string, ...args: fc.Arbitrary<unknown>[]): fc.Arbitrary<Call> =>
+  fc.tuple(...args).map((values) => ({ method, args: values }));
 
 export const calls = (checkpointWithWrite: boolean): fc.Arbitrary<Call> => {
   const fenceOptions = optionsOf({ attributes });
@@ -188,22 +239,36 @@ export const calls = (checkpointWithWrite: boolean): fc.Arbitrary<Call> => {
     call('fencedWrite', handle, write, writeOptions),
     call('fencedWriteOrThrow', handle, write, writeOptions),
     call('release', handle, optionsOf({ checkpoint: fc.oneof(checkpointValue, fc.constant(null)) })),
-    call('revoke', key, optionsOf({ reason: name, by: name, requireRecovery: mix(fc.boolean()), expectedToken: mix(fc.bigInt({ min: 1n, max: 5n })) })),
+    call(
+      'revoke',
+      key,
+      optionsOf({ reason: name, by: name, requireRecovery: mix(fc.boolean()), expectedToken: mix(fc.bigInt({ min: 1n, max: 5n })) }),
+    ),
     call('recover', handle, mix(fc.constantFrom('resume', 'discard'))),
     call('inspect', key),
     call('gateWrite', fc.constantFrom<unknown>('$gate', '$gate', null, {}, { write: 1 }), key, handle, write),
     call('gateWriteOrThrow', fc.constant<unknown>('$gate'), key, handle, write),
-    call('restore', fc.oneof(fc.constant<unknown>('$export'), fc.constant<unknown>('$json'), hostileValue, fc.record({ token: hostileValue }).map((patch) => marked(PATCHES, { $patch: patch })))),
+    call(
+      'restore',
+      fc.oneof(
+        fc.constant<unknown>('$export'),
+        fc.constant<unknown>('$json'),
+        hostileValue,
+        fc.record({ token: hostileValue }).map((patch) => marked(PATCHES, { $patch: patch })),
+      ),
+    ),
     call('withLease', key, fc.oneof(fc.constant<unknown>('$fn'), hostileValue), claimOptions),
   );
 };
 
 /** What the store holds for `keys`, without `now` (so time passing is no change). */
 async function snapshot(setup: Leases<Store>, keys: readonly string[]): Promise<unknown[]> {
-  return Promise.all(keys.map(async (one) => {
-    const { now: _now, ...rest } = await setup.inspect(one);
-    return toLoggable(rest);
-  }));
+  return Promise.all(
+    keys.map(async (one) => {
+      const { now: _now, ...rest } = await setup.inspect(one);
+      return toLoggable(rest);
+    }),
+  );
 }
 
 function expectNoSecret(text: string, secrets: readonly string[], what: string): void {
@@ -273,10 +338,20 @@ export async function answerCall(target: FuzzTarget, recipe: Call): Promise<Call
     if (arg === '$gate') return target.gate;
     if (arg === '$export') return exported;
     if (arg === '$json') return JSON.parse(JSON.stringify(claimed)) as unknown;
-    if (typeof arg === 'object' && arg !== null && PATCHES.has(arg)) return { ...exported, ...(made((arg as { $patch: object }).$patch) as object) };
+    if (typeof arg === 'object' && arg !== null && PATCHES.has(arg))
+      return { ...exported, ...(made((arg as { $patch: object }).$patch) as object) };
     return made(arg);
   };
-  const handleAt = new Set(['renew', 'renewOrThrow', 'checkpoint', 'checkpointOrThrow', 'fencedWrite', 'fencedWriteOrThrow', 'release', 'recover']);
+  const handleAt = new Set([
+    'renew',
+    'renewOrThrow',
+    'checkpoint',
+    'checkpointOrThrow',
+    'fencedWrite',
+    'fencedWriteOrThrow',
+    'release',
+    'recover',
+  ]);
   const args: unknown[] = [];
   for (const [index, arg] of recipe.args.entries()) {
     const isHandle = (handleAt.has(recipe.method) && index === 0) || (recipe.method.startsWith('gateWrite') && index === 2);

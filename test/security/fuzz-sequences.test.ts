@@ -38,7 +38,13 @@ type Step =
 const steps: fc.Arbitrary<Step[]> = fc.array(
   fc.oneof(
     { weight: 3, arbitrary: fc.record({ op: fc.constant('claim' as const), holder: fc.nat(2), key: fc.nat(2) }) },
-    { weight: 3, arbitrary: fc.record({ op: fc.constantFrom('write' as const, 'checkpoint' as const, 'renew' as const, 'release' as const), handle: fc.nat(20) }) },
+    {
+      weight: 3,
+      arbitrary: fc.record({
+        op: fc.constantFrom('write' as const, 'checkpoint' as const, 'renew' as const, 'release' as const),
+        handle: fc.nat(20),
+      }),
+    },
     { weight: 1, arbitrary: fc.record({ op: fc.constant('restore' as const), handle: fc.nat(20), holder: fc.nat(2) }) },
     { weight: 1, arbitrary: fc.record({ op: fc.constant('revoke' as const), key: fc.nat(2) }) },
   ),
@@ -150,9 +156,16 @@ describe('fuzz: interleavings on several keys from several holders', () => {
     Redis: redisFuzzTarget,
   };
   for (const [name, make] of Object.entries(stores)) {
-    it(`${name}: tokens grow per key, only the current grant writes, stale handles get the right reason, keys stay apart (${RUNS} runs)`, async () => {
-      const target = await make(closers);
-      await fc.assert(fc.asyncProperty(steps, (plan) => runSequence(target, plan)), { numRuns: RUNS });
-    }, 60_000 + RUNS * 1_000);
+    it(
+      `${name}: tokens grow per key, only the current grant writes, stale handles get the right reason, keys stay apart (${RUNS} runs)`,
+      async () => {
+        const target = await make(closers);
+        await fc.assert(
+          fc.asyncProperty(steps, (plan) => runSequence(target, plan)),
+          { numRuns: RUNS },
+        );
+      },
+      60_000 + RUNS * 1_000,
+    );
   }
 });

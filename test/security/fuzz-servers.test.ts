@@ -15,11 +15,19 @@ afterAll(async () => {
 });
 
 describe('fuzz: every public method on real servers', () => {
-  it(`Postgres (pg Pool): INVALID_ARGUMENT with no statement sent and leases unchanged, or a normal result (${RUNS} runs)`, async () => {
-    await assertFuzzProperty(await postgresFuzzTarget(closers), RUNS);
-  }, 60_000 + RUNS * 100);
+  it(
+    `Postgres (pg Pool): INVALID_ARGUMENT with no statement sent and leases unchanged, or a normal result (${RUNS} runs)`,
+    async () => {
+      await assertFuzzProperty(await postgresFuzzTarget(closers), RUNS);
+    },
+    60_000 + RUNS * 100,
+  );
 
-  it(`Redis (ioredis): INVALID_ARGUMENT with no command sent and leases unchanged, or a normal result (${RUNS} runs)`, async () => {
-    await assertFuzzProperty(await redisFuzzTarget(closers), RUNS);
-  }, 60_000 + RUNS * 100);
+  it(
+    `Redis (ioredis): INVALID_ARGUMENT with no command sent and leases unchanged, or a normal result (${RUNS} runs)`,
+    async () => {
+      await assertFuzzProperty(await redisFuzzTarget(closers), RUNS);
+    },
+    60_000 + RUNS * 100,
+  );
 });

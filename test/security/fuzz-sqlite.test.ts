@@ -15,7 +15,11 @@ afterAll(async () => {
 });
 
 describe('fuzz: every public method on SQLite', () => {
-  it(`better-sqlite3: INVALID_ARGUMENT with no statement run and leases unchanged, or a normal result (${RUNS} runs)`, async () => {
-    await assertFuzzProperty(await sqliteFuzzTarget(closers), RUNS);
-  }, 60_000 + RUNS * 100);
+  it(
+    `better-sqlite3: INVALID_ARGUMENT with no statement run and leases unchanged, or a normal result (${RUNS} runs)`,
+    async () => {
+      await assertFuzzProperty(await sqliteFuzzTarget(closers), RUNS);
+    },
+    60_000 + RUNS * 100,
+  );
 });

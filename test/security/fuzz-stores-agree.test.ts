@@ -18,24 +18,28 @@ afterAll(async () => {
 });
 
 describe('fuzz: every store answers the same input alike', () => {
-  it(`memory, SQLite, Postgres and Redis: the same class of answer and the same reason (${RUNS} calls)`, async () => {
-    const targets = {
-      // NOTE: tokens floored at the clock in microseconds, as the durable stores mint them, so that an
-      // `expectedToken` of 1 to 5 is stale on every store alike.
-      memory: await memoryFuzzTarget({ tokenFloor: () => BigInt(Date.now()) * 1000n }),
-      sqlite: await sqliteFuzzTarget(closers),
-      postgres: await postgresFuzzTarget(closers),
-      redis: await redisFuzzTarget(closers),
-    };
-    await fc.assert(
-      fc.asyncProperty(calls(true), async (recipe) => {
-        const answers: Record<string, CallAnswer> = {};
-        for (const [name, target] of Object.entries(targets)) answers[name] = await answerCall(target, recipe);
-        expect(answers.sqlite, `${recipe.method} on SQLite`).toEqual(answers.memory);
-        expect(answers.postgres, `${recipe.method} on Postgres`).toEqual(answers.memory);
-        expect(answers.redis, `${recipe.method} on Redis`).toEqual(answers.memory);
-      }),
-      { numRuns: RUNS },
-    );
-  }, 60_000 + RUNS * 200);
+  it(
+    `memory, SQLite, Postgres and Redis: the same class of answer and the same reason (${RUNS} calls)`,
+    async () => {
+      const targets = {
+        // NOTE: tokens floored at the clock in microseconds, as the durable stores mint them, so that an
+        // `expectedToken` of 1 to 5 is stale on every store alike.
+        memory: await memoryFuzzTarget({ tokenFloor: () => BigInt(Date.now()) * 1000n }),
+        sqlite: await sqliteFuzzTarget(closers),
+        postgres: await postgresFuzzTarget(closers),
+        redis: await redisFuzzTarget(closers),
+      };
+      await fc.assert(
+        fc.asyncProperty(calls(true), async (recipe) => {
+          const answers: Record<string, CallAnswer> = {};
+          for (const [name, target] of Object.entries(targets)) answers[name] = await answerCall(target, recipe);
+          expect(answers.sqlite, `${recipe.method} on SQLite`).toEqual(answers.memory);
+          expect(answers.postgres, `${recipe.method} on Postgres`).toEqual(answers.memory);
+          expect(answers.redis, `${recipe.method} on Redis`).toEqual(answers.memory);
+        }),
+        { numRuns: RUNS },
+      );
+    },
+    60_000 + RUNS * 200,
+  );
 });

@@ -84,10 +84,13 @@ function counted(database: SqliteClient): { readonly database: SqliteClient; cou
     },
   });
   return {
-    database: { prepare: (sql) => statement(database.prepare(sql)), exec: (sql) => {
+    database: {
+      prepare: (sql) => statement(database.prepare(sql)),
+      exec: (sql) => {
         runs += 1;
         return database.exec(sql);
-      } },
+      },
+    },
     count: () => runs,
   };
 }
@@ -96,7 +99,11 @@ export async function sqliteFuzzTarget(closers: Closers): Promise<FuzzTarget> {
   const file = freshDatabasePath('leasefence-fuzz');
   const fuzzed = new Database(file.path);
   const other = new Database(file.path);
-  closers.push(() => file.remove(), () => fuzzed.close(), () => other.close());
+  closers.push(
+    () => file.remove(),
+    () => fuzzed.close(),
+    () => other.close(),
+  );
   const setupStore = createSqliteStore({ client: other });
   await setupStore.migrate();
   const counting = counted(fuzzed);

@@ -41,17 +41,23 @@ describe('messages escape caller text', () => {
     const key = `key${EVIL}`;
     const lease = await evil.claimOrThrow(key, { runId: `run${EVIL}` });
     const messages: string[] = [];
-    messages.push((await thrownBy(() => other.claimOrThrow(key)) as Error).message);
+    messages.push(((await thrownBy(() => other.claimOrThrow(key))) as Error).message);
     await other.revoke(key, { reason: `reason${EVIL}`, by: `by${EVIL}`, requireRecovery: false });
     const refusal = await evil.fencedWrite(lease, () => 1);
     if (refusal.ok) throw new Error('expected a refusal');
-    messages.push(describeRefusal(refusal), (await thrownBy(() => evil.renewOrThrow(lease)) as Error).message);
+    messages.push(describeRefusal(refusal), ((await thrownBy(() => evil.renewOrThrow(lease))) as Error).message);
     await evil.checkpoint(await evil.claimOrThrow(`${key}2`), 1);
     await other.revoke(`${key}2`, { reason: 'r', by: `by${EVIL}`, requireRecovery: true });
-    messages.push((await thrownBy(() => other.claimOrThrow(`${key}2`)) as Error).message);
+    messages.push(((await thrownBy(() => other.claimOrThrow(`${key}2`))) as Error).message);
     const gate = createMemoryTokenGate();
     await evil.gateWrite(gate, `file${EVIL}`, await evil.claimOrThrow(`${key}3`), () => 1);
-    messages.push((await thrownBy(() => other.gateWriteOrThrow(gate, `file${EVIL}`, other.restore({ ...lease.export(), storeId: store.id }), () => 1)) as Error).message);
+    messages.push(
+      (
+        (await thrownBy(() =>
+          other.gateWriteOrThrow(gate, `file${EVIL}`, other.restore({ ...lease.export(), storeId: store.id }), () => 1),
+        )) as Error
+      ).message,
+    );
     messages.push(new InvalidArgumentError(`bad ${EVIL}`).message);
     for (const message of messages) {
       expect(message).toContain('\\n');

@@ -49,9 +49,12 @@ describe('createManualClock', () => {
 });
 
 describe('hashSecret', () => {
-  test.prop([fc.oneof(fc.integer(), fc.constant(undefined), fc.constant(null), fc.object(), fc.bigInt())])('refuses a secret that is not a string', (bad) => {
-    expect(invalidArgument(() => hashSecret(bad as unknown as string))).toBe(true);
-  });
+  test.prop([fc.oneof(fc.integer(), fc.constant(undefined), fc.constant(null), fc.object(), fc.bigInt())])(
+    'refuses a secret that is not a string',
+    (bad) => {
+      expect(invalidArgument(() => hashSecret(bad as unknown as string))).toBe(true);
+    },
+  );
 
   it('hashes a string to lowercase hex SHA-256', () => {
     expect(hashSecret('abc')).toBe('ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad');

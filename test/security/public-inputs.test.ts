@@ -23,14 +23,17 @@ const throwingGetter = (name: string, fields: object = {}): object =>
     },
   });
 const throwingProxy = (): object =>
-  new Proxy({}, {
-    get: () => {
-      throw new Error('proxy get');
+  new Proxy(
+    {},
+    {
+      get: () => {
+        throw new Error('proxy get');
+      },
+      ownKeys: () => {
+        throw new Error('proxy ownKeys');
+      },
     },
-    ownKeys: () => {
-      throw new Error('proxy ownKeys');
-    },
-  });
+  );
 
 /** A memory store behind a spy that also counts `list`. */
 function spiedStore() {
@@ -63,14 +66,25 @@ describe('factories refuse what is not their input with INVALID_ARGUMENT', () =>
 
   it('createOperator: null, throwing or Proxy options; a gate without inspect and reset', async () => {
     const { store, calls } = spiedStore();
-    for (const options of [null, 5, throwingGetter('by'), throwingProxy(), { by: '' }, { gate: {} }, { gate: 5 }, { gate: throwingGetter('inspect') }]) {
+    for (const options of [
+      null,
+      5,
+      throwingGetter('by'),
+      throwingProxy(),
+      { by: '' },
+      { gate: {} },
+      { gate: 5 },
+      { gate: throwingGetter('inspect') },
+    ]) {
       await refused(calls, () => createOperator(store, options as never));
     }
   });
 
   it('createMemoryStore and createMemoryTokenGate: null options, a clock or tokenFloor that is no function or reads wrong', async () => {
-    for (const options of [null, 5, throwingProxy(), { clock: 'x' }, { tokenFloor: 5 }]) await refused([], () => createMemoryStore(options as never));
-    for (const options of [null, throwingProxy(), { store: 5 }, { store: {} }]) await refused([], () => createMemoryTokenGate(options as never));
+    for (const options of [null, 5, throwingProxy(), { clock: 'x' }, { tokenFloor: 5 }])
+      await refused([], () => createMemoryStore(options as never));
+    for (const options of [null, throwingProxy(), { store: 5 }, { store: {} }])
+      await refused([], () => createMemoryTokenGate(options as never));
     // NOTE: a NaN now would grant a lease that never expires; a number floor would mix with bigint tokens.
     const nanClock = createMemoryStore({ clock: () => Number.NaN });
     await refused([], () => createLeases(nanClock, { holder: 'h' }).claim('job:1'));
@@ -84,8 +98,36 @@ describe('the operator refuses hostile queries and options before any store call
   it('list and listAll: null, a number, throwing getters, Proxies; states of a bigint, a throwing toJSON, a throwing array', async () => {
     const { store, calls } = spiedStore();
     const operator = createOperator(store);
-    const states = [[1n], [{ toJSON: () => { throw new Error('toJSON'); } }], new Proxy(['live'], { get: () => { throw new Error('trap'); } })]; // prettier-ignore
-    const queries = [null, 5, throwingGetter('prefix'), throwingGetter('states'), throwingProxy(), { limit: { toString: () => { throw new Error('toString'); } } }, ...states.map((value) => ({ states: value }))]; // prettier-ignore
+    const states = [
+      [1n],
+      [
+        {
+          toJSON: () => {
+            throw new Error('toJSON');
+          },
+        },
+      ],
+      new Proxy(['live'], {
+        get: () => {
+          throw new Error('trap');
+        },
+      }),
+    ]; // prettier-ignore
+    const queries = [
+      null,
+      5,
+      throwingGetter('prefix'),
+      throwingGetter('states'),
+      throwingProxy(),
+      {
+        limit: {
+          toString: () => {
+            throw new Error('toString');
+          },
+        },
+      },
+      ...states.map((value) => ({ states: value })),
+    ]; // prettier-ignore
     for (const query of queries) {
       await refused(calls, () => operator.list(query as never));
       await refused(calls, async () => {
@@ -97,7 +139,12 @@ describe('the operator refuses hostile queries and options before any store call
   it('revoke: throwing getters and Proxies as options', async () => {
     const { store, calls } = spiedStore();
     const operator = createOperator(store);
-    for (const options of [throwingProxy(), throwingGetter('reason'), throwingGetter('by', { reason: 'stuck' }), throwingGetter('expectedToken', { reason: 'stuck' })]) {
+    for (const options of [
+      throwingProxy(),
+      throwingGetter('reason'),
+      throwingGetter('by', { reason: 'stuck' }),
+      throwingGetter('expectedToken', { reason: 'stuck' }),
+    ]) {
       await refused(calls, () => operator.revoke('job:1', options as never));
     }
   });
@@ -110,15 +157,31 @@ describe('a handle with throwing getters on its public view is a tampered handle
     const lease = await leases.claimOrThrow('job:1');
     calls.length = 0;
     for (const name of ['key', 'token', 'storeId', 'ttlMs']) {
-      const tampered = Object.defineProperty(leases.restore(lease.export()), name, { get: () => { throw new Error(`getter ${name}`); } }); // prettier-ignore
+      const tampered = Object.defineProperty(leases.restore(lease.export()), name, {
+        get: () => {
+          throw new Error(`getter ${name}`);
+        },
+      }); // prettier-ignore
       await refused(calls, () => leases.renew(tampered));
     }
     // NOTE: a handle of another copy of the package is recognised by its brand and read through `fence()`.
     const brand = Symbol.for('leasefence.Lease');
-    const otherCopy = (fields: object): Lease => Object.assign(Object.create(null) as object, { [brand]: true, storeId: store.id }, fields) as unknown as Lease;
+    const otherCopy = (fields: object): Lease =>
+      Object.assign(Object.create(null) as object, { [brand]: true, storeId: store.id }, fields) as unknown as Lease;
     const goodFence = lease.fence();
     await refused(calls, () => leases.renew(otherCopy({ fence: () => throwingGetter('secret', { key: 'job:1' }) })));
-    await refused(calls, () => leases.release(otherCopy({ fence: () => goodFence, storeId: { toString: () => { throw new Error('toString'); } } }))); // prettier-ignore
+    await refused(calls, () =>
+      leases.release(
+        otherCopy({
+          fence: () => goodFence,
+          storeId: {
+            toString: () => {
+              throw new Error('toString');
+            },
+          },
+        }),
+      ),
+    ); // prettier-ignore
     expect((await leases.inspect('job:1')).grant).toMatchObject({ token: lease.token });
   });
 });
@@ -141,7 +204,12 @@ describe('toLoggable never throws', () => {
     const { proxy: revoked, revoke } = Proxy.revocable({}, {});
     revoke();
     const value = { token: 7n, secret: 'f'.repeat(32), broken: throwingGetter('field'), proxy: throwingProxy(), revoked, items: [revoked] };
-    Object.defineProperty(value, 'getter', { enumerable: true, get: () => { throw new Error('getter'); } }); // prettier-ignore
+    Object.defineProperty(value, 'getter', {
+      enumerable: true,
+      get: () => {
+        throw new Error('getter');
+      },
+    }); // prettier-ignore
     expect(JSON.parse(JSON.stringify(toLoggable(value)))).toEqual({
       token: '7',
       secret: '[redacted]',

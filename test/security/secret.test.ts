@@ -42,7 +42,10 @@ describe('the lease handle keeps its secret to itself', () => {
     expect(everyLogText(claimed)).not.toContain(secret);
     expect(inspect(lease)).toContain("secret: '[redacted]'");
     expect(inspect(lease)).toMatch(/^Lease \{/);
-    expect(JSON.parse(JSON.stringify(claimed))).toMatchObject({ ok: true, lease: { key: KEY, token: String(lease.token), holder: 'a', runId: 'r1' } });
+    expect(JSON.parse(JSON.stringify(claimed))).toMatchObject({
+      ok: true,
+      lease: { key: KEY, token: String(lease.token), holder: 'a', runId: 'r1' },
+    });
   });
 
   it('export() is the hand-off: it carries the secret, and restore() of it acts as the holder', async () => {
@@ -80,23 +83,40 @@ describe('results are log-safe JSON (tokens as decimal strings, no secret)', () 
     values.push(await b.claim(KEY), await a.release(lease), await a.fencedWrite(lease, () => 1));
     clock.advance(5_000);
     const recovering = await b.claimOrThrow(KEY, { recovering: true });
-    values.push(await b.recover(recovering, 'resume'), await b.revoke(KEY, { reason: 'again' }), await b.revoke('never-claimed', { reason: 'x' }));
+    values.push(
+      await b.recover(recovering, 'resume'),
+      await b.revoke(KEY, { reason: 'again' }),
+      await b.revoke('never-claimed', { reason: 'x' }),
+    );
     for (const value of values) {
       const json = JSON.stringify(value);
       expect(json).not.toContain(secret);
       expect(json).not.toContain(recovering.export().secret);
     }
     expect(JSON.parse(JSON.stringify(values[0]))).toMatchObject({ ok: false, reason: 'held', token: String(lease.token) });
-    expect(JSON.parse(JSON.stringify(values[1]))).toMatchObject({ token: String(lease.token), checkpoint: { value: { step: 1 }, token: String(lease.token) } });
+    expect(JSON.parse(JSON.stringify(values[1]))).toMatchObject({
+      token: String(lease.token),
+      checkpoint: { value: { step: 1 }, token: String(lease.token) },
+    });
     expect(JSON.parse(JSON.stringify(values[4]))).toMatchObject({ ok: true, value: '10' });
-    expect(JSON.parse(JSON.stringify(values[6]))).toMatchObject({ ok: false, reason: 'recovery-required', checkpoint: { token: String(lease.token) } });
+    expect(JSON.parse(JSON.stringify(values[6]))).toMatchObject({
+      ok: false,
+      reason: 'recovery-required',
+      checkpoint: { token: String(lease.token) },
+    });
     expect(JSON.parse(JSON.stringify(values[8]))).toMatchObject({ ok: false, reason: 'revoked', expected: { token: String(lease.token) } });
   });
 
   it('results keep their shape: own properties compare equal to plain objects', async () => {
     const { a } = securitySetup();
     const lease = await a.claimOrThrow(KEY);
-    expect(await a.renew(lease)).toEqual({ ok: true, key: KEY, token: lease.token, expiresAt: lease.expiresAt, now: expect.any(Number) as number });
+    expect(await a.renew(lease)).toEqual({
+      ok: true,
+      key: KEY,
+      token: lease.token,
+      expiresAt: lease.expiresAt,
+      now: expect.any(Number) as number,
+    });
   });
 });
 
@@ -125,21 +145,40 @@ describe('errors are log-safe (finding 2)', () => {
     const lease = await a.claimOrThrow(KEY);
     const busy = await thrownBy(() => b.claimOrThrow(KEY));
     expect(busy).toBeInstanceOf(LeaseBusyError);
-    expect(JSON.parse(JSON.stringify(busy))).toMatchObject({ name: 'LeaseBusyError', code: 'LEASE_BUSY', message: expect.stringContaining(KEY) as string, held: { token: String(lease.token), holder: 'a' } });
+    expect(JSON.parse(JSON.stringify(busy))).toMatchObject({
+      name: 'LeaseBusyError',
+      code: 'LEASE_BUSY',
+      message: expect.stringContaining(KEY) as string,
+      held: { token: String(lease.token), holder: 'a' },
+    });
     await a.revoke(KEY, { reason: 'r', requireRecovery: true });
     const lost = await thrownBy(() => a.renewOrThrow(lease));
-    expect(JSON.parse(JSON.stringify(lost))).toMatchObject({ name: 'LeaseLostError', code: 'LEASE_LOST', refusal: { reason: 'revoked', expected: { token: String(lease.token) } } });
+    expect(JSON.parse(JSON.stringify(lost))).toMatchObject({
+      name: 'LeaseLostError',
+      code: 'LEASE_LOST',
+      refusal: { reason: 'revoked', expected: { token: String(lease.token) } },
+    });
     const gate = createMemoryTokenGate();
     const other = await b.claimOrThrow('job:other');
     await b.gateWrite(gate, 'file', other, () => undefined);
     const fresh = await a.claimOrThrow('job:third');
     const refused = await thrownBy(() => a.gateWriteOrThrow(gate, 'file', fresh, () => undefined));
     expect(refused).toBeInstanceOf(GateRefusedError);
-    const all = [busy, lost, refused, new RecoveryRequiredError({ ok: false, reason: 'recovery-required', key: KEY, token: 3n, now: 1, previous: null, checkpoint: null }), new InvalidArgumentError('bad')];
+    const all = [
+      busy,
+      lost,
+      refused,
+      new RecoveryRequiredError({ ok: false, reason: 'recovery-required', key: KEY, token: 3n, now: 1, previous: null, checkpoint: null }),
+      new InvalidArgumentError('bad'),
+    ];
     for (const error of all) {
       expect(isLeaseError(error)).toBe(true);
       const json = JSON.parse(JSON.stringify(error)) as Record<string, unknown>;
-      expect(json).toMatchObject({ name: (error as Error).name, code: (error as { code: string }).code, message: (error as Error).message });
+      expect(json).toMatchObject({
+        name: (error as Error).name,
+        code: (error as { code: string }).code,
+        message: (error as Error).message,
+      });
       expect(json).not.toHaveProperty('stack');
     }
   });

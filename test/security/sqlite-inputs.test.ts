@@ -32,15 +32,23 @@ async function codeOf(act: () => unknown): Promise<string> {
 }
 
 const throwingProxy = (): object =>
-  new Proxy({}, {
-    get: () => {
-      throw new Error('proxy get');
+  new Proxy(
+    {},
+    {
+      get: () => {
+        throw new Error('proxy get');
+      },
     },
-  });
+  );
 
 describe('hostile options get INVALID_ARGUMENT', () => {
   it('createSqliteStore and createSqliteTokenGate: a Proxy, a throwing client getter, a Proxy as client', async () => {
-    const throwingClient = Object.defineProperty({}, 'client', { enumerable: true, get: () => { throw new Error('getter'); } }); // prettier-ignore
+    const throwingClient = Object.defineProperty({}, 'client', {
+      enumerable: true,
+      get: () => {
+        throw new Error('getter');
+      },
+    }); // prettier-ignore
     for (const options of [throwingProxy(), throwingClient, { client: throwingProxy() }]) {
       expect(await codeOf(() => createSqliteStore(options as never))).toBe('INVALID_ARGUMENT');
       expect(await codeOf(() => createSqliteTokenGate(options as never))).toBe('INVALID_ARGUMENT');
@@ -85,7 +93,9 @@ describe('a database leasefence cannot use is STORE_UNAVAILABLE, not a raw drive
     const file = freshDatabasePath('leasefence-readonly');
     removals.push(file.remove);
     await createSqliteStore({ client: database(file.path) }).migrate();
-    const readOnly = createLeases(createSqliteStore({ client: database(file.path, { readonly: true }), busyTimeoutMs: null }), { holder: 'h' });
+    const readOnly = createLeases(createSqliteStore({ client: database(file.path, { readonly: true }), busyTimeoutMs: null }), {
+      holder: 'h',
+    });
     expect(await codeOf(() => readOnly.claim('job:1'))).toBe('STORE_UNAVAILABLE');
     expect((await readOnly.inspect('job:1')).exists).toBe(false);
   });
@@ -96,7 +106,9 @@ describe('a database leasefence cannot use is STORE_UNAVAILABLE, not a raw drive
     await store.migrate();
     const leases = createLeases(store, { holder: 'h' });
     const lease = await leases.claimOrThrow('job:1');
-    const error = await thrownBy(() => leases.fencedWrite(lease, (tx) => tx.run('INSERT INTO no_such_table VALUES (1)'), { checkpoint: { step: 1 } }));
+    const error = await thrownBy(() =>
+      leases.fencedWrite(lease, (tx) => tx.run('INSERT INTO no_such_table VALUES (1)'), { checkpoint: { step: 1 } }),
+    );
     expect(isLeaseError(error)).toBe(false);
     expect((error as { code?: unknown }).code).toBe('SQLITE_ERROR');
     expect((await leases.inspect('job:1')).checkpoint).toBeNull();

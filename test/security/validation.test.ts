@@ -27,8 +27,28 @@ async function refusedBeforeIo(env: Awaited<ReturnType<typeof setup>>, act: () =
 }
 
 const hostile = {
-  throwingGetter: () => Object.defineProperty({}, 'ttlMs', { enumerable: true, get: () => { throw new TypeError('boom'); } }),
-  throwingProxy: () => new Proxy({}, { get: () => { throw new TypeError('boom'); }, ownKeys: () => { throw new TypeError('boom'); }, getPrototypeOf: () => { throw new TypeError('boom'); } }),
+  throwingGetter: () =>
+    Object.defineProperty({}, 'ttlMs', {
+      enumerable: true,
+      get: () => {
+        throw new TypeError('boom');
+      },
+    }),
+  throwingProxy: () =>
+    new Proxy(
+      {},
+      {
+        get: () => {
+          throw new TypeError('boom');
+        },
+        ownKeys: () => {
+          throw new TypeError('boom');
+        },
+        getPrototypeOf: () => {
+          throw new TypeError('boom');
+        },
+      },
+    ),
 };
 
 describe('a forged or tampered handle is refused before any I/O', () => {
@@ -37,7 +57,16 @@ describe('a forged or tampered handle is refused before any I/O', () => {
     const { a, lease } = env;
     const forged = Object.create(Lease.prototype) as Lease;
     await refusedBeforeIo(env, () => a.renew(forged));
-    await refusedBeforeIo(env, () => a.fencedWrite(new Proxy(lease, { get: () => { throw new Error('trap'); } }), () => 1));
+    await refusedBeforeIo(env, () =>
+      a.fencedWrite(
+        new Proxy(lease, {
+          get: () => {
+            throw new Error('trap');
+          },
+        }),
+        () => 1,
+      ),
+    );
     await refusedBeforeIo(env, () => a.release(new Proxy(lease, {}))); // a Proxy cannot read the private secret
     for (const token of [0n, -1n, 2n ** 63n, 1, '7', Number.NaN]) {
       const tampered = a.restore(lease.export());
@@ -47,7 +76,10 @@ describe('a forged or tampered handle is refused before any I/O', () => {
     const keyless = a.restore(lease.export());
     Object.defineProperty(keyless, 'key', { value: '' });
     await refusedBeforeIo(env, () => a.checkpoint(keyless, 1));
-    const secretless = Object.create(Lease.prototype, { fence: { value: () => ({ ...lease.fence(), secret: 'not-hex' }) }, storeId: { value: lease.storeId } }) as Lease;
+    const secretless = Object.create(Lease.prototype, {
+      fence: { value: () => ({ ...lease.fence(), secret: 'not-hex' }) },
+      storeId: { value: lease.storeId },
+    }) as Lease;
     await refusedBeforeIo(env, () => a.release(secretless));
   });
 
@@ -62,7 +94,15 @@ describe('a forged or tampered handle is refused before any I/O', () => {
     const { a, lease } = env;
     await refusedBeforeIo(env, () => a.restore({ ...lease.export(), token: (2n ** 63n).toString() }));
     await refusedBeforeIo(env, () => a.restore(hostile.throwingProxy() as never));
-    await refusedBeforeIo(env, () => a.restore(Object.defineProperty({ ...lease.export() }, 'secret', { get: () => { throw new Error('x'); } }) as never));
+    await refusedBeforeIo(env, () =>
+      a.restore(
+        Object.defineProperty({ ...lease.export() }, 'secret', {
+          get: () => {
+            throw new Error('x');
+          },
+        }) as never,
+      ),
+    );
   });
 });
 
@@ -74,7 +114,9 @@ describe('keys, resources and names are limited in UTF-8 bytes', () => {
     const error = await refusedBeforeIo(env, () => env.a.claim('鍵'.repeat(1024)));
     expect(error.message).toContain('bytes of UTF-8');
     await refusedBeforeIo(env, () => env.a.claim('鍵'.repeat(342)));
-    await refusedBeforeIo(env, () => env.a.gateWrite({ write: () => Promise.resolve({ ok: true, value: 1, token: 1n }) } as never, '😀'.repeat(257), env.lease, () => 1));
+    await refusedBeforeIo(env, () =>
+      env.a.gateWrite({ write: () => Promise.resolve({ ok: true, value: 1, token: 1n }) } as never, '😀'.repeat(257), env.lease, () => 1),
+    );
   });
 });
 
@@ -85,9 +127,15 @@ describe('attributes keep every name', () => {
     const lease = await env.a.claimOrThrow('job:attrs', { attributes });
     expect(Object.keys(lease.attributes)).toEqual(['__proto__', 'constructor']);
     expect(await env.a.fencedWrite(lease, () => 1, { attributes })).toMatchObject({ ok: true });
-    expect(await env.a.fencedWrite(lease, () => 1, { attributes: JSON.parse('{"__proto__":"other"}') as Record<string, string> })).toMatchObject({ ok: false, reason: 'attribute-mismatch' });
+    expect(
+      await env.a.fencedWrite(lease, () => 1, { attributes: JSON.parse('{"__proto__":"other"}') as Record<string, string> }),
+    ).toMatchObject({ ok: false, reason: 'attribute-mismatch' });
     const plain = await env.a.claimOrThrow('job:plain');
-    expect(await env.a.fencedWrite(plain, () => 1, { attributes: { toString: 'x' } })).toMatchObject({ ok: false, reason: 'attribute-mismatch', attribute: { name: 'toString', found: null } });
+    expect(await env.a.fencedWrite(plain, () => 1, { attributes: { toString: 'x' } })).toMatchObject({
+      ok: false,
+      reason: 'attribute-mismatch',
+      attribute: { name: 'toString', found: null },
+    });
   });
 });
 
@@ -118,8 +166,19 @@ describe('hostile options and checkpoints get INVALID_ARGUMENT, never a raw Type
       // biome-ignore lint/suspicious/noSparseArray: a hole is the input under test
       [1, , 3],
       extra,
-      { get step() { throw new Error('getter'); } },
-      new Proxy({ step: 1 }, { ownKeys: () => { throw new Error('trap'); } }),
+      {
+        get step() {
+          throw new Error('getter');
+        },
+      },
+      new Proxy(
+        { step: 1 },
+        {
+          ownKeys: () => {
+            throw new Error('trap');
+          },
+        },
+      ),
       { toJSON: () => ({ step: 1n }) },
       deep,
     ];
@@ -133,7 +192,12 @@ describe('hostile options and checkpoints get INVALID_ARGUMENT, never a raw Type
   it('a getter cannot show validation one value and the store another (read once)', async () => {
     const env = await setup();
     let reads = 0;
-    const flipping = { get step() { reads += 1; return reads === 1 ? 1 : 10n; } };
+    const flipping = {
+      get step() {
+        reads += 1;
+        return reads === 1 ? 1 : 10n;
+      },
+    };
     expect(await env.a.checkpoint(env.lease, flipping)).toMatchObject({ ok: true });
     expect(reads).toBe(1);
     expect((await env.a.inspect(KEY)).checkpoint).toMatchObject({ value: { step: 1 } });

@@ -144,14 +144,19 @@ describe('the import structure of src/', () => {
 
   it('keeps the store-author entry and the public types of the lease API clear of the shell, even transitively', () => {
     for (const module of ['store-entry.ts', 'leases-types.ts']) {
-      expect([...reachable(edges, module)].filter((reached) => SHELL.includes(reached)), module).toEqual([]);
+      expect(
+        [...reachable(edges, module)].filter((reached) => SHELL.includes(reached)),
+        module,
+      ).toEqual([]);
     }
   });
 
   it('keeps the pure core src/fence/ free of imports from outside it', () => {
     const outside = [...edges]
       .filter(([file]) => file.startsWith('fence/'))
-      .flatMap(([file, imports]) => imports.filter((imported) => !imported.startsWith('fence/')).map((imported) => `${file} imports ${imported}`));
+      .flatMap(([file, imports]) =>
+        imports.filter((imported) => !imported.startsWith('fence/')).map((imported) => `${file} imports ${imported}`),
+      );
     expect(outside).toEqual([]);
   });
 });

@@ -27,14 +27,21 @@ const OLD_BUILD_MS = 3_600_000;
 
 async function filesUnder(dir: string): Promise<string[]> {
   const entries = await readdir(dir, { withFileTypes: true, recursive: true });
-  return entries.filter((entry) => entry.isFile()).map((entry) => join(entry.parentPath, entry.name)).sort();
+  return entries
+    .filter((entry) => entry.isFile())
+    .map((entry) => join(entry.parentPath, entry.name))
+    .sort();
 }
 
 /** A digest of everything the build reads. */
 async function sourceHash(): Promise<string> {
   const hash = createHash('sha256');
   for (const file of [...(await filesUnder(join(ROOT, 'src'))), join(ROOT, 'package.json'), join(ROOT, 'tsup.config.ts')]) {
-    hash.update(relative(ROOT, file)).update('\0').update(await readFile(file)).update('\0');
+    hash
+      .update(relative(ROOT, file))
+      .update('\0')
+      .update(await readFile(file))
+      .update('\0');
   }
   return hash.digest('hex').slice(0, 16);
 }

@@ -71,7 +71,10 @@ export function runChromium(args: readonly string[], timeoutMs = 60_000): Promis
   const binary = findChromium();
   const profile = mkdtempSync(join(tmpdir(), 'leasefence-chromium-'));
   // NOTE: detached, so the browser and its helpers form one process group that a single kill reaches.
-  const child = spawn(binary, [...CHROMIUM_FLAGS, `--user-data-dir=${profile}`, ...args], { detached: true, stdio: ['ignore', 'pipe', 'pipe'] });
+  const child = spawn(binary, [...CHROMIUM_FLAGS, `--user-data-dir=${profile}`, ...args], {
+    detached: true,
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
   const group = child.pid;
   if (group !== undefined) watchForOrphan('leasefence-chromium', profile, `kill -9 -${group}`);
   const killGroup = (): void => {

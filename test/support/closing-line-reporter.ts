@@ -26,11 +26,7 @@ export function countOutcomes(modules: ReadonlyArray<TestModule>, unhandledError
 
 /** Prints the closing `Tests: N passed, N failed, N skipped` line. */
 export default class ClosingLineReporter implements Reporter {
-  onTestRunEnd(
-    modules: ReadonlyArray<TestModule>,
-    unhandledErrors: ReadonlyArray<SerializedError>,
-    reason: TestRunEndReason,
-  ): void {
+  onTestRunEnd(modules: ReadonlyArray<TestModule>, unhandledErrors: ReadonlyArray<SerializedError>, reason: TestRunEndReason): void {
     const { passed, failed, skipped } = countOutcomes(modules, unhandledErrors);
     // NOTE: an interrupted or failed run with nothing counted as failed (e.g. globalSetup threw) still says so.
     const failures = reason !== 'passed' && failed === 0 ? 1 : failed;

@@ -124,28 +124,45 @@ interface MemberPorts {
 }
 
 /** Launches a cluster's members on `ports` and waits until every one reports healthy; throws (leaving processes to `halt`) otherwise. */
-async function launchCluster(binary: string, dir: string, ports: readonly MemberPorts[], children: Map<string, ChildProcess>): Promise<(member: MemberPorts) => Promise<void>> {
+async function launchCluster(
+  binary: string,
+  dir: string,
+  ports: readonly MemberPorts[],
+  children: Map<string, ChildProcess>,
+): Promise<(member: MemberPorts) => Promise<void>> {
   const initialCluster = ports.map(({ name, peerPort }) => `${name}=${urlOf(peerPort)}`).join(',');
   const outputs = new Map<string, string>();
   const args = ({ name, port, peerPort }: MemberPorts): string[] => [
-    '--name', name,
-    '--data-dir', join(dir, name),
-    '--listen-client-urls', urlOf(port),
-    '--advertise-client-urls', urlOf(port),
-    '--listen-peer-urls', urlOf(peerPort),
-    '--initial-advertise-peer-urls', urlOf(peerPort),
-    '--initial-cluster', initialCluster,
-    '--initial-cluster-state', 'new',
-    '--initial-cluster-token', `leasefence-${ports[0]!.port}`,
-    '--logger', 'zap',
-    '--log-level', 'error',
+    '--name',
+    name,
+    '--data-dir',
+    join(dir, name),
+    '--listen-client-urls',
+    urlOf(port),
+    '--advertise-client-urls',
+    urlOf(port),
+    '--listen-peer-urls',
+    urlOf(peerPort),
+    '--initial-advertise-peer-urls',
+    urlOf(peerPort),
+    '--initial-cluster',
+    initialCluster,
+    '--initial-cluster-state',
+    'new',
+    '--initial-cluster-token',
+    `leasefence-${ports[0]!.port}`,
+    '--logger',
+    'zap',
+    '--log-level',
+    'error',
   ];
   const spawnMember = (member: MemberPorts): ChildProcess => {
     const started = spawn(binary, args(member), { stdio: ['ignore', 'pipe', 'pipe'] });
     children.set(member.name, started);
     writeFileSync(join(dir, `${member.name}.pid`), String(started.pid));
     outputs.set(member.name, '');
-    const keep = (chunk: Buffer): void => void outputs.set(member.name, ((outputs.get(member.name) ?? '') + chunk.toString()).slice(-4_000));
+    const keep = (chunk: Buffer): void =>
+      void outputs.set(member.name, ((outputs.get(member.name) ?? '') + chunk.toString()).slice(-4_000));
     started.stdout?.on('data', keep);
     started.stderr?.on('data', keep);
     return started;
@@ -154,7 +171,8 @@ async function launchCluster(binary: string, dir: string, ports: readonly Member
   const healthy = async (member: MemberPorts, started: ChildProcess): Promise<void> => {
     const deadline = Date.now() + 30_000;
     while (Date.now() < deadline) {
-      if (started.exitCode !== null || started.signalCode !== null) throw new Error(`etcd ${member.name} exited during start:\n${outputs.get(member.name)}`);
+      if (started.exitCode !== null || started.signalCode !== null)
+        throw new Error(`etcd ${member.name} exited during start:\n${outputs.get(member.name)}`);
       if (await etcdHealthy(urlOf(member.port))) return;
       await sleep(50);
     }
@@ -200,7 +218,11 @@ export async function startEtcdCluster(size = 3): Promise<EtcdCluster> {
     try {
       relaunch = await launchCluster(binary, dir, ports, children);
       // NOTE: each launch rewrites its member's pid file, so the watchdog finds the members across restarts.
-      watchForOrphan('leasefence-etcd-watchdog', dir, `for f in '${dir}'/*.pid; do kill -CONT "$(cat "$f")"; kill -KILL "$(cat "$f")"; done`);
+      watchForOrphan(
+        'leasefence-etcd-watchdog',
+        dir,
+        `for f in '${dir}'/*.pid; do kill -CONT "$(cat "$f")"; kill -KILL "$(cat "$f")"; done`,
+      );
       break;
     } catch (error) {
       // NOTE: another process may take a port between probing and binding; try other ones.
@@ -238,7 +260,9 @@ export async function startEtcdCluster(size = 3): Promise<EtcdCluster> {
         if (member.pid === null) continue;
         const status = await statusOf(member.url);
         if (status === null) continue;
-        const index = (await Promise.all(members.map(async (other) => (other.pid === null ? null : (await statusOf(other.url))?.member)))).indexOf(status.leader);
+        const index = (
+          await Promise.all(members.map(async (other) => (other.pid === null ? null : (await statusOf(other.url))?.member)))
+        ).indexOf(status.leader);
         if (index >= 0) return members[index]!;
       }
       return null;

@@ -65,7 +65,8 @@ export function findPgBouncer(): string {
 }
 
 function installedBinary(): string | null {
-  for (const candidate of ['/usr/sbin/pgbouncer', '/usr/bin/pgbouncer', '/usr/local/bin/pgbouncer']) if (existsSync(candidate)) return candidate;
+  for (const candidate of ['/usr/sbin/pgbouncer', '/usr/bin/pgbouncer', '/usr/local/bin/pgbouncer'])
+    if (existsSync(candidate)) return candidate;
   const which = spawnSync('which', ['pgbouncer'], { encoding: 'utf8' });
   const path = which.status === 0 ? which.stdout.trim() : '';
   return path === '' ? null : path;

@@ -121,7 +121,22 @@ async function copyOf(primary: PostgresServer, label: string, args: string[]): P
   const pgCtl = isRoot ? `runuser -u postgres -- "${bin}/pg_ctl"` : `"${bin}/pg_ctl"`;
   watchForOrphan(`leasefence-pg-${label}-watchdog`, dir, `${pgCtl} stop -D "${dataDir}" -m immediate -w`);
   try {
-    await asPostgres(join(bin, 'pg_basebackup'), ['-D', dataDir, '-h', primary.host, '-p', String(primary.port), '-U', 'postgres', '-X', 'stream', '-c', 'fast', '--no-sync', ...args]);
+    await asPostgres(join(bin, 'pg_basebackup'), [
+      '-D',
+      dataDir,
+      '-h',
+      primary.host,
+      '-p',
+      String(primary.port),
+      '-U',
+      'postgres',
+      '-X',
+      'stream',
+      '-c',
+      'fast',
+      '--no-sync',
+      ...args,
+    ]);
   } catch (error) {
     discard();
     throw error;
@@ -136,7 +151,14 @@ async function startCopy(copy: DataCopy, what: string): Promise<CopiedServer> {
   for (let attempt = 1; ; attempt += 1) {
     port = await freePort();
     // NOTE: a hot standby refuses to start with max_connections below the primary's (300 in startPostgres).
-    const serverOptions = [`-p ${port}`, `-k ${copy.dir}`, '-c listen_addresses=127.0.0.1', '-c fsync=off', '-c hot_standby=on', '-c max_connections=300'].join(' ');
+    const serverOptions = [
+      `-p ${port}`,
+      `-k ${copy.dir}`,
+      '-c listen_addresses=127.0.0.1',
+      '-c fsync=off',
+      '-c hot_standby=on',
+      '-c max_connections=300',
+    ].join(' ');
     try {
       await asPostgres(join(bin, 'pg_ctl'), ['start', '-D', copy.dataDir, '-l', copy.logFile, '-w', '-t', '60', '-o', serverOptions]);
       break;
@@ -215,11 +237,17 @@ export async function startPostgresReplica(): Promise<PostgresReplica> {
       // NOTE: a standby whose replay is paused applies the new conninfo only when it resumes; ending the
       // WAL sender ends its receiver now, and the cleared conninfo keeps it from reconnecting.
       await query(primary.url, `SELECT pg_terminate_backend(pid) FROM pg_stat_replication`);
-      await until('the standby stopped receiving WAL', async () => (await query(standby.url, 'SELECT 1 FROM pg_stat_wal_receiver')).length === 0);
+      await until(
+        'the standby stopped receiving WAL',
+        async () => (await query(standby.url, 'SELECT 1 FROM pg_stat_wal_receiver')).length === 0,
+      );
     },
     async pauseReplay() {
       await query(standby.url, 'SELECT pg_wal_replay_pause()');
-      await until('the standby paused replay', async () => (await query<{ state: string }>(standby.url, 'SELECT pg_get_wal_replay_pause_state() AS state'))[0]?.state === 'paused');
+      await until(
+        'the standby paused replay',
+        async () => (await query<{ state: string }>(standby.url, 'SELECT pg_get_wal_replay_pause_state() AS state'))[0]?.state === 'paused',
+      );
     },
     async crashPrimary() {
       await asPostgres(join(bin, 'pg_ctl'), ['stop', '-D', primary.dataDir, '-m', 'immediate', '-w']);

@@ -117,10 +117,14 @@ export async function startRedisCluster(options: StartRedisClusterOptions = {}):
   const masters = options.masters ?? 3;
   const size = masters * (1 + (options.replicasPerMaster ?? 1));
   const extraArgs = [
-    '--cluster-enabled', 'yes',
-    '--cluster-config-file', 'nodes.conf',
-    '--cluster-node-timeout', String(options.nodeTimeoutMs ?? 1_500),
-    '--cluster-replica-validity-factor', '0',
+    '--cluster-enabled',
+    'yes',
+    '--cluster-config-file',
+    'nodes.conf',
+    '--cluster-node-timeout',
+    String(options.nodeTimeoutMs ?? 1_500),
+    '--cluster-replica-validity-factor',
+    '0',
   ];
   /** One node; its cluster bus port is chosen here (the default, port + 10000, may be taken or past 65535). */
   const startNode = async (): Promise<RedisServer> => {
@@ -168,7 +172,9 @@ export async function startRedisCluster(options: StartRedisClusterOptions = {}):
       const text = await ask(server.port, 'CLUSTER', 'NODES');
       if (text === null) return false;
       const nodes = parseClusterNodes(text);
-      const owners = nodes.filter((node) => node.role === 'master' && !node.failing && node.slots.length > 0).map((node) => `${node.port}:${JSON.stringify(node.slots)}`);
+      const owners = nodes
+        .filter((node) => node.role === 'master' && !node.failing && node.slots.length > 0)
+        .map((node) => `${node.port}:${JSON.stringify(node.slots)}`);
       views.add(owners.sort().join(' '));
       // NOTE: a replica is only useful for failover once its link to its master is up; a restarted master
       // stays a master without slots until it has heard of its replacement, and only then starts to replicate.
@@ -183,7 +189,10 @@ export async function startRedisCluster(options: StartRedisClusterOptions = {}):
   const waitUntilHealthy = async (timeoutMs = 30_000): Promise<void> => {
     const deadline = Date.now() + timeoutMs;
     while (!(await healthy())) {
-      if (Date.now() > deadline) throw new Error(`redis cluster not healthy within ${timeoutMs} ms:\n${await topology().then((nodes) => JSON.stringify(nodes), String)}`);
+      if (Date.now() > deadline)
+        throw new Error(
+          `redis cluster not healthy within ${timeoutMs} ms:\n${await topology().then((nodes) => JSON.stringify(nodes), String)}`,
+        );
       await sleep(50);
     }
   };
@@ -192,7 +201,11 @@ export async function startRedisCluster(options: StartRedisClusterOptions = {}):
     const failure = started.find((start) => start.status === 'rejected');
     if (failure !== undefined) throw failure.reason;
     const addresses = servers.map((server) => `${server.host}:${server.port}`);
-    await run('redis-cli', ['--cluster', 'create', ...addresses, '--cluster-replicas', String(options.replicasPerMaster ?? 1), '--cluster-yes'], { timeout: 60_000 });
+    await run(
+      'redis-cli',
+      ['--cluster', 'create', ...addresses, '--cluster-replicas', String(options.replicasPerMaster ?? 1), '--cluster-yes'],
+      { timeout: 60_000 },
+    );
     await waitUntilHealthy();
   } catch (error) {
     await stop();
@@ -213,7 +226,9 @@ export async function startRedisCluster(options: StartRedisClusterOptions = {}):
       // has the dead master, flagged failing, and no other master for the slot): ask again until one does.
       const deadline = Date.now() + 30_000;
       for (;;) {
-        const master = (await topology()).find((node) => node.role === 'master' && !node.failing && node.slots.some(([first, last]) => first <= slot && slot <= last));
+        const master = (await topology()).find(
+          (node) => node.role === 'master' && !node.failing && node.slots.some(([first, last]) => first <= slot && slot <= last),
+        );
         if (master !== undefined) return master;
         if (Date.now() > deadline) throw new Error(`no master serves slot ${slot} within 30 s`);
         await sleep(50);
@@ -251,7 +266,9 @@ export async function startRedisCluster(options: StartRedisClusterOptions = {}):
         async finish() {
           await call(to, 'CLUSTER', 'SETSLOT', String(slot), 'NODE', target.id);
           await call(source.port, 'CLUSTER', 'SETSLOT', String(slot), 'NODE', target.id);
-          for (const other of nodes.filter((node) => node.role === 'master' && !node.failing && node.port !== to && node.port !== source.port)) {
+          for (const other of nodes.filter(
+            (node) => node.role === 'master' && !node.failing && node.port !== to && node.port !== source.port,
+          )) {
             await call(other.port, 'CLUSTER', 'SETSLOT', String(slot), 'NODE', target.id);
           }
         },

@@ -127,17 +127,36 @@ export async function startRedisSentinel(options: StartRedisSentinelOptions = {}
 
   /** Whether the setup is healthy (see `RedisSentinelSetup.waitUntilHealthy`). */
   const healthy = async (): Promise<boolean> => {
-    const views = await Promise.all(sentinels.map(async (sentinel) => ((await admin(sentinel.port).call('SENTINEL', 'MASTER', name).catch(() => [])) as string[])));
+    const views = await Promise.all(
+      sentinels.map(
+        async (sentinel) =>
+          (await admin(sentinel.port)
+            .call('SENTINEL', 'MASTER', name)
+            .catch(() => [])) as string[],
+      ),
+    );
     const field = (view: string[], name: string): string => String(view[view.indexOf(name) + 1]);
     const masterPorts = new Set(views.map((view) => field(view, 'port')));
     const running = servers.filter((server) => server.pid !== null);
     if (masterPorts.size !== 1 || !running.some((server) => masterPorts.has(String(server.port)))) return false;
-    if (!views.every((view) => field(view, 'flags') === 'master' && Number(field(view, 'num-other-sentinels')) === 2 && Number(field(view, 'num-slaves')) >= running.length - 1)) return false;
+    if (
+      !views.every(
+        (view) =>
+          field(view, 'flags') === 'master' &&
+          Number(field(view, 'num-other-sentinels')) === 2 &&
+          Number(field(view, 'num-slaves')) >= running.length - 1,
+      )
+    )
+      return false;
     const links = await Promise.all(
       running
         .filter((server) => !masterPorts.has(String(server.port)))
         .map(async (server) => {
-          const info = String(await admin(server.port).info('replication').catch(() => ''));
+          const info = String(
+            await admin(server.port)
+              .info('replication')
+              .catch(() => ''),
+          );
           return masterPorts.has(/master_port:(\d+)/.exec(info)?.[1] ?? '') && info.includes('master_link_status:up');
         }),
     );
@@ -170,7 +189,9 @@ export async function startRedisSentinel(options: StartRedisSentinelOptions = {}
     sentinels: sentinels.map((sentinel) => ({ host: '127.0.0.1', port: sentinel.port })),
     async masterPort() {
       for (const sentinel of sentinels) {
-        const address = (await admin(sentinel.port).call('SENTINEL', 'GET-MASTER-ADDR-BY-NAME', name).catch(() => null)) as string[] | null;
+        const address = (await admin(sentinel.port)
+          .call('SENTINEL', 'GET-MASTER-ADDR-BY-NAME', name)
+          .catch(() => null)) as string[] | null;
         if (address !== null) return Number(address[1]);
       }
       throw new Error('no sentinel answers');

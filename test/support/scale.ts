@@ -23,7 +23,8 @@ export function testScale(): number {
   const given = process.env[SCALE_VARIABLE];
   if (given === undefined || given.trim() === '') return 1;
   const scale = Number(given);
-  if (!Number.isFinite(scale) || scale <= 0) throw new Error(`${SCALE_VARIABLE} must be a positive number (1 = the full runs), got ${given}`);
+  if (!Number.isFinite(scale) || scale <= 0)
+    throw new Error(`${SCALE_VARIABLE} must be a positive number (1 = the full runs), got ${given}`);
   return scale;
 }
 

@@ -5,7 +5,15 @@
  * are registered on a recording runner, so their failures are values this test reads.
  */
 import { describe, expect, it } from 'vitest';
-import { createBrokenMemoryStore, createMemoryHarness, describeStoreModel, describeStoreRaces, type PlantedBug, type TestBody, type TestRunner } from '../../src/testing/index.js';
+import {
+  createBrokenMemoryStore,
+  createMemoryHarness,
+  describeStoreModel,
+  describeStoreRaces,
+  type PlantedBug,
+  type TestBody,
+  type TestRunner,
+} from '../../src/testing/index.js';
 import { RACE_PROPERTY } from '../../src/testing/race.js';
 import { MODEL_PROPERTY } from '../../src/testing/model.js';
 
@@ -23,7 +31,11 @@ function recordingRunner(): TestRunner & { runAll(): Promise<Map<string, unknown
       const errors = new Map<string, unknown>();
       for (const hook of before) await hook();
       try {
-        for (const test of tests) await test.body().then(() => errors.set(test.name, null), (error: unknown) => errors.set(test.name, error));
+        for (const test of tests)
+          await test.body().then(
+            () => errors.set(test.name, null),
+            (error: unknown) => errors.set(test.name, error),
+          );
       } finally {
         for (const hook of after) await hook();
       }
@@ -33,7 +45,8 @@ function recordingRunner(): TestRunner & { runAll(): Promise<Map<string, unknown
 }
 
 /** A memory harness on a store with `bug` planted (bugs that need no scheduled round trip). */
-const brokenHarness = (bug: PlantedBug) => async () => createMemoryHarness((clock) => createBrokenMemoryStore(clock, bug, async () => undefined));
+const brokenHarness = (bug: PlantedBug) => async () =>
+  createMemoryHarness((clock) => createBrokenMemoryStore(clock, bug, async () => undefined));
 
 describe('a failing suite tells the author what broke', () => {
   it('model-based: the property, the seed, the shrunk sequence of operations, and the operation that answered wrong', async () => {
@@ -59,7 +72,9 @@ describe('a failing suite tells the author what broke', () => {
     expect(message).toMatch(/\{ seed: 42, path: "[\d:]+", endOnFailure: true \}/);
     expect(message).toMatch(/Counterexample: \[schedulerFor\(\)/);
     expect(message).toMatch(/Shrunk \d+ time\(s\)/);
-    expect(message).toMatch(/race invariants violated:\n {2}\[invariants 3 and 5: only the current grant renews, writes, checkpoints and releases\] w\d write t\d+ .* accepted at \d+, at or after the grant expired at \d+/);
+    expect(message).toMatch(
+      /race invariants violated:\n {2}\[invariants 3 and 5: only the current grant renews, writes, checkpoints and releases\] w\d write t\d+ .* accepted at \d+, at or after the grant expired at \d+/,
+    );
     expect(message).toMatch(/history:\n/);
   });
 });

@@ -17,25 +17,35 @@ const CHILD_TIMEOUT_MS = 120_000;
 function runNodeTest(file: string): Promise<{ exitCode: number; output: string }> {
   return new Promise((done) => {
     const args = ['--import', 'tsx', '--test', '--test-reporter=tap', file];
-    execFile(process.execPath, args, { cwd: REPO_ROOT, timeout: CHILD_TIMEOUT_MS, maxBuffer: 16 * 1024 * 1024, env: { ...process.env, NO_COLOR: '1' } }, (error, stdout, stderr) => {
-      done({ exitCode: error === null ? 0 : typeof error.code === 'number' ? error.code : 1, output: `${stdout}${stderr}` });
-    });
+    execFile(
+      process.execPath,
+      args,
+      { cwd: REPO_ROOT, timeout: CHILD_TIMEOUT_MS, maxBuffer: 16 * 1024 * 1024, env: { ...process.env, NO_COLOR: '1' } },
+      (error, stdout, stderr) => {
+        done({ exitCode: error === null ? 0 : typeof error.code === 'number' ? error.code : 1, output: `${stdout}${stderr}` });
+      },
+    );
   });
 }
 
 describe('leasefence/testing under node:test', () => {
-  it('runs the memory store suites, catches every planted bug and skips what needs a controlled clock, with node:test + node:assert only', async () => {
-    const { exitCode, output } = await runNodeTest('test/testing/suites.node.ts');
-    expect(exitCode, output).toBe(0);
-    // NOTE: 33 conformance specs + the model-based and race properties + one race check per planted bug and
-    // one model check per sequential one, then the 33 specs again on a clock the test does not control,
-    // where the strict-expiry spec skips itself.
-    const plantedChecks = PLANTED_BUGS.length + Object.keys(MODEL_PLANTED_BUG_SEEDS).length;
-    expect(output).toMatch(new RegExp(`^# pass ${35 + plantedChecks + 32}$`, 'm'));
-    expect(output).toMatch(/^# fail 0$/m);
-    expect(output).toMatch(/^# skipped 1$/m);
-    expect(output).toMatch(/^ {8}ok \d+ - one ms before expires-at .* # SKIP the store clock cannot be controlled$/m);
-    for (const bug of PLANTED_BUGS) expect(output).toMatch(new RegExp(`^# ${bug}: caught after \\d+ run\\(s\\)`, 'm'));
-    for (const bug of Object.keys(MODEL_PLANTED_BUG_SEEDS)) expect(output).toMatch(new RegExp(`^# ${bug} \\(model\\): caught after \\d+ run\\(s\\)`, 'm'));
-  }, CHILD_TIMEOUT_MS + 10_000);
+  it(
+    'runs the memory store suites, catches every planted bug and skips what needs a controlled clock, with node:test + node:assert only',
+    async () => {
+      const { exitCode, output } = await runNodeTest('test/testing/suites.node.ts');
+      expect(exitCode, output).toBe(0);
+      // NOTE: 33 conformance specs + the model-based and race properties + one race check per planted bug and
+      // one model check per sequential one, then the 33 specs again on a clock the test does not control,
+      // where the strict-expiry spec skips itself.
+      const plantedChecks = PLANTED_BUGS.length + Object.keys(MODEL_PLANTED_BUG_SEEDS).length;
+      expect(output).toMatch(new RegExp(`^# pass ${35 + plantedChecks + 32}$`, 'm'));
+      expect(output).toMatch(/^# fail 0$/m);
+      expect(output).toMatch(/^# skipped 1$/m);
+      expect(output).toMatch(/^ {8}ok \d+ - one ms before expires-at .* # SKIP the store clock cannot be controlled$/m);
+      for (const bug of PLANTED_BUGS) expect(output).toMatch(new RegExp(`^# ${bug}: caught after \\d+ run\\(s\\)`, 'm'));
+      for (const bug of Object.keys(MODEL_PLANTED_BUG_SEEDS))
+        expect(output).toMatch(new RegExp(`^# ${bug} \\(model\\): caught after \\d+ run\\(s\\)`, 'm'));
+    },
+    CHILD_TIMEOUT_MS + 10_000,
+  );
 });

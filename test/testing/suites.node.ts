@@ -4,11 +4,20 @@
  * `node --import tsx --test test/testing/suites.node.ts`.
  */
 import { after, before, describe, it } from 'node:test';
-import { createMemoryHarness, describePlantedBugChecks, describeStoreConformance, describeStoreSuites, type TestRunner } from '../../src/testing/index.js';
+import {
+  createMemoryHarness,
+  describePlantedBugChecks,
+  describeStoreConformance,
+  describeStoreSuites,
+  type TestRunner,
+} from '../../src/testing/index.js';
 
 const runner: TestRunner = { describe, it, beforeAll: before, afterAll: after };
 
 describeStoreSuites(runner, 'memory under node:test', async () => createMemoryHarness(), { modelRuns: 20, raceRuns: 20, workers: 3 });
 describePlantedBugChecks(runner);
 // NOTE: a store whose clock the test cannot move: the strict-expiry spec skips itself through node:test's t.skip().
-describeStoreConformance(runner, 'memory under node:test, clock not controlled', async () => ({ ...createMemoryHarness(), advanceClock: null }));
+describeStoreConformance(runner, 'memory under node:test, clock not controlled', async () => ({
+  ...createMemoryHarness(),
+  advanceClock: null,
+}));

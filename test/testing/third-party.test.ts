@@ -9,7 +9,8 @@ import { describe, expect, it } from 'vitest';
 
 const ADAPTER_TESTS = join(import.meta.dirname, '../adapters');
 const FILES = ['sqlite-harness.ts', 'sqlite-better-sqlite3.test.ts', 'sqlite-node-sqlite.test.ts'];
-const ALLOWED = /^(\.\.\/\.\.\/src\/(index|adapters\/sqlite\/index|adapters\/memory\/index|testing\/index)\.js|\.\/sqlite-harness\.js|node:[a-z]+|vitest|better-sqlite3)$/;
+const ALLOWED =
+  /^(\.\.\/\.\.\/src\/(index|adapters\/sqlite\/index|adapters\/memory\/index|testing\/index)\.js|\.\/sqlite-harness\.js|node:[a-z]+|vitest|better-sqlite3)$/;
 
 describe('the SQLite store is tested through leasefence/testing alone', () => {
   it('its test files and harness import only the public entries, the driver, vitest and Node built-ins', () => {

@@ -16,7 +16,13 @@ import { createPostgresStore, createPostgresTokenGate, type PostgresTokenGate } 
 import { createLeases } from '../../src/leases.js';
 import type { Lease } from '../../src/lease.js';
 import { freshTable, sharedPostgresUrl } from '../adapters/postgres-harness.js';
-import { startPostgresReplica, startReplicationPrimary, takeBaseBackup, type BaseBackup, type CopiedServer } from '../support/postgres-replica.js';
+import {
+  startPostgresReplica,
+  startReplicationPrimary,
+  takeBaseBackup,
+  type BaseBackup,
+  type CopiedServer,
+} from '../support/postgres-replica.js';
 import { scaled } from '../support/scale.js';
 
 /** The token expression of the claim before the floor (claim-rule.ts until issue 14), kept to document the bug. */
@@ -65,14 +71,17 @@ async function promoteOnce(resourceGate: PostgresTokenGate, run: number): Promis
     const issued: bigint[] = [];
     const legacyIssued: bigint[] = [];
     await primaryPool.query(`INSERT INTO leasefence_leases (key, token) VALUES ($1, 0)`, [LEGACY_KEY]);
-    const legacyClaim = async (pool: pg.Pool): Promise<bigint> => BigInt((await pool.query<{ token: string }>(LEGACY_CLAIM, [LEGACY_KEY])).rows[0]!.token);
+    const legacyClaim = async (pool: pg.Pool): Promise<bigint> =>
+      BigInt((await pool.query<{ token: string }>(LEGACY_CLAIM, [LEGACY_KEY])).rows[0]!.token);
 
     /** One grant on the primary: claim, a fenced write, gate writes (both gates), then release unless kept. */
     const round = async (worker: string, note: string, keep = false): Promise<Lease> => {
       const leases = createLeases(store, { holder: worker, ttlMs: 60_000 });
       const lease = await leases.claimOrThrow(KEY);
       issued.push(lease.token);
-      await leases.fencedWriteOrThrow(lease, (tx) => tx.query('INSERT INTO work_out (key, token, note) VALUES ($1, $2, $3)', [KEY, tx.token.toString(), note]));
+      await leases.fencedWriteOrThrow(lease, (tx) =>
+        tx.query('INSERT INTO work_out (key, token, note) VALUES ($1, $2, $3)', [KEY, tx.token.toString(), note]),
+      );
       await leases.gateWriteOrThrow(gate, report, lease, () => undefined);
       expect(await resourceGate.write(report, { key: KEY, token: lease.token }, () => undefined)).toMatchObject({ ok: true });
       const legacy = await legacyClaim(primaryPool);
@@ -120,28 +129,49 @@ async function promoteOnce(resourceGate: PostgresTokenGate, run: number): Promis
 
     // The stale holder (C's last grant, which the promoted server never saw) is refused everywhere.
     const staleFence = stale.fence();
-    const staleWrite = await promoted.fencedWrite(staleFence, (tx) => tx.query('INSERT INTO work_out (key, token, note) VALUES ($1, $2, $3)', [KEY, staleFence.token.toString(), 'stale']));
-    expect(staleWrite).toMatchObject({ ok: false, reason: 'superseded', expected: { token: stale.token }, found: { token: next.token, holder: 'w-new' } });
+    const staleWrite = await promoted.fencedWrite(staleFence, (tx) =>
+      tx.query('INSERT INTO work_out (key, token, note) VALUES ($1, $2, $3)', [KEY, staleFence.token.toString(), 'stale']),
+    );
+    expect(staleWrite).toMatchObject({
+      ok: false,
+      reason: 'superseded',
+      expected: { token: stale.token },
+      found: { token: next.token, holder: 'w-new' },
+    });
     const staleGate = await promotedGate.write(report, staleFence, () => undefined);
     expect(staleGate).toMatchObject({ ok: false });
     expect(await promotedGate.inspect(report)).toMatchObject({ found: { token: issued[1] } });
     const fresh = next.fence();
-    expect(await promoted.fencedWrite(fresh, (tx) => tx.query('INSERT INTO work_out (key, token, note) VALUES ($1, $2, $3)', [KEY, fresh.token.toString(), 'new']))).toMatchObject({ ok: true });
+    expect(
+      await promoted.fencedWrite(fresh, (tx) =>
+        tx.query('INSERT INTO work_out (key, token, note) VALUES ($1, $2, $3)', [KEY, fresh.token.toString(), 'new']),
+      ),
+    ).toMatchObject({ ok: true });
     expect(await promotedGate.write(report, fresh, () => undefined)).toMatchObject({ ok: true, token: next.token });
-    expect(await resourceGate.write(report, { key: KEY, token: next.token }, () => undefined)).toMatchObject({ ok: true, token: next.token });
+    expect(await resourceGate.write(report, { key: KEY, token: next.token }, () => undefined)).toMatchObject({
+      ok: true,
+      token: next.token,
+    });
     const staleRefused = await resourceGate.write(report, { key: KEY, token: stale.token }, () => undefined);
     expect(staleRefused).toMatchObject({
       ok: false,
       reason: 'stale-token',
       found: { key: KEY, token: next.token },
     });
-    expect((await promotedPool.query<{ note: string }>('SELECT note FROM work_out ORDER BY seq')).rows.map((row) => row.note)).toEqual(['A', 'B', 'new']);
+    expect((await promotedPool.query<{ note: string }>('SELECT note FROM work_out ORDER BY seq')).rows.map((row) => row.note)).toEqual([
+      'A',
+      'B',
+      'new',
+    ]);
 
     // WITHOUT the floor, the same scenario: the old mint on the promoted row re-issues the token of C's first
     // grant, and the separate gate, which saw C's tokens, refuses that new holder and accepts the stale one.
     const legacy = await legacyClaim(promotedPool);
     expect(legacy).toBe(legacyIssued[2]);
-    expect(await resourceGate.write(legacyReport, { key: LEGACY_KEY, token: legacy }, () => undefined)).toMatchObject({ ok: false, reason: 'stale-token' });
+    expect(await resourceGate.write(legacyReport, { key: LEGACY_KEY, token: legacy }, () => undefined)).toMatchObject({
+      ok: false,
+      reason: 'stale-token',
+    });
     const legacyStale = await resourceGate.write(legacyReport, { key: LEGACY_KEY, token: legacyIssued[4]! }, () => undefined);
     expect(legacyStale).toMatchObject({ ok: true });
 
@@ -180,19 +210,24 @@ describe('postgres promotion of an asynchronous standby that missed grants', () 
     await resourcePool?.end();
   });
 
-  it('the promoted server mints tokens above every token the old primary issued, and the stale holder is refused everywhere', async () => {
-    const figures: PromotionFigures[] = [];
-    for (let run = 0; run < PROMOTIONS; run += 1) figures.push(await promoteOnce(resourceGate, run));
-    const sum = (name: keyof PromotionFigures): number => figures.reduce((total, figure) => total + figure[name], 0);
-    const takeovers = figures.map((figure) => figure.takeoverMs).sort((a, b) => a - b);
-    const percentile = (p: number): string => (takeovers[Math.min(takeovers.length - 1, Math.ceil((p / 100) * takeovers.length) - 1)]! / 1000).toFixed(2);
-    console.info(
-      `postgres promotion x${PROMOTIONS}: grants ${sum('grants')} (lost ${sum('grantsLost')}), writes acknowledged ${sum('writesAcknowledged')} (lost ${sum('writesLost')}), ` +
-        `stale writes refused ${sum('staleRefused')}, violations ${sum('violations')}; old mint: tokens re-issued ${sum('legacyReissued')}, stale gate writes accepted ${sum('legacyStaleAccepted')}; ` +
-        `crash to first grant p50 ${percentile(50)} s, p99 ${percentile(99)} s`,
-    );
-    expect(sum('violations')).toBe(0);
-  }, 60_000 + PROMOTIONS * 60_000);
+  it(
+    'the promoted server mints tokens above every token the old primary issued, and the stale holder is refused everywhere',
+    async () => {
+      const figures: PromotionFigures[] = [];
+      for (let run = 0; run < PROMOTIONS; run += 1) figures.push(await promoteOnce(resourceGate, run));
+      const sum = (name: keyof PromotionFigures): number => figures.reduce((total, figure) => total + figure[name], 0);
+      const takeovers = figures.map((figure) => figure.takeoverMs).sort((a, b) => a - b);
+      const percentile = (p: number): string =>
+        (takeovers[Math.min(takeovers.length - 1, Math.ceil((p / 100) * takeovers.length) - 1)]! / 1000).toFixed(2);
+      console.info(
+        `postgres promotion x${PROMOTIONS}: grants ${sum('grants')} (lost ${sum('grantsLost')}), writes acknowledged ${sum('writesAcknowledged')} (lost ${sum('writesLost')}), ` +
+          `stale writes refused ${sum('staleRefused')}, violations ${sum('violations')}; old mint: tokens re-issued ${sum('legacyReissued')}, stale gate writes accepted ${sum('legacyStaleAccepted')}; ` +
+          `crash to first grant p50 ${percentile(50)} s, p99 ${percentile(99)} s`,
+      );
+      expect(sum('violations')).toBe(0);
+    },
+    60_000 + PROMOTIONS * 60_000,
+  );
 
   it('a base backup restored after more grants mints tokens above every token issued after the backup, and the stale holder is refused', async () => {
     const primary = await startReplicationPrimary();
@@ -231,9 +266,16 @@ describe('postgres promotion of an asynchronous standby that missed grants', () 
       const next = await leases.claimOrThrow(KEY);
       // NOTE: the old mint gave first.token + 1 here: below the stale holder's token, which a gate then preferred.
       expect(issued.every((lease) => next.token > lease.token)).toBe(true);
-      expect(await restoredStore.fencedWrite(stale.fence(), () => 'stale')).toMatchObject({ ok: false, reason: 'superseded', found: { token: next.token } });
+      expect(await restoredStore.fencedWrite(stale.fence(), () => 'stale')).toMatchObject({
+        ok: false,
+        reason: 'superseded',
+        found: { token: next.token },
+      });
       expect(await resourceGate.write(resource, { key: KEY, token: next.token }, () => undefined)).toMatchObject({ ok: true });
-      expect(await resourceGate.write(resource, { key: KEY, token: stale.token }, () => undefined)).toMatchObject({ ok: false, reason: 'stale-token' });
+      expect(await resourceGate.write(resource, { key: KEY, token: stale.token }, () => undefined)).toMatchObject({
+        ok: false,
+        reason: 'stale-token',
+      });
     } finally {
       await primaryPool.end().catch(() => undefined);
       await restoredPool?.end();

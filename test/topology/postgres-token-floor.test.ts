@@ -60,5 +60,4 @@ describe('postgres token floor', () => {
     await leases.revoke('k', { reason: 'burn one' });
     expect((await claimStored(leases, 'k')).token).toBe(high + 3n);
   });
-
 });

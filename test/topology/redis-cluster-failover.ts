@@ -23,7 +23,11 @@ export function describeClusterFailover(cluster: () => Promise<RedisCluster>): v
       const [replica] = await topology.replicasOf(master.id);
       if (replica === undefined) throw new Error('the master has no replica');
       const { client, close } = await openClusterClient('ioredis', topology.seeds);
-      const rig = heldBackReplicaRig({ client, store: createRedisStore({ client, prefix }), prefix }, { admin: topology.admin(master.port), server: topology.server(master.port) }, topology.server(replica.port));
+      const rig = heldBackReplicaRig(
+        { client, store: createRedisStore({ client, prefix }), prefix },
+        { admin: topology.admin(master.port), server: topology.server(master.port) },
+        topology.server(replica.port),
+      );
       try {
         const figures = await failOver(rig, key);
         console.info(`[topology] redis cluster failover: ${JSON.stringify(figures)}`);

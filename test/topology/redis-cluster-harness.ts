@@ -21,14 +21,25 @@ export type ClusterClientKind = 'ioredis' | 'node-redis';
 export type ClusterSeeds = ReadonlyArray<{ readonly host: string; readonly port: number }>;
 
 /** A connected cluster client of `kind` and its `close()`. Errors are observed (node-redis would throw them otherwise). */
-export async function openClusterClient(kind: ClusterClientKind, seeds: ClusterSeeds): Promise<{ client: RedisClient; close: () => Promise<void> }> {
+export async function openClusterClient(
+  kind: ClusterClientKind,
+  seeds: ClusterSeeds,
+): Promise<{ client: RedisClient; close: () => Promise<void> }> {
   if (kind === 'ioredis') {
-    const client = new Cluster([...seeds], { lazyConnect: true, retryDelayOnFailover: 50, retryDelayOnClusterDown: 50, retryDelayOnTryAgain: 20 });
+    const client = new Cluster([...seeds], {
+      lazyConnect: true,
+      retryDelayOnFailover: 50,
+      retryDelayOnClusterDown: 50,
+      retryDelayOnTryAgain: 20,
+    });
     client.on('error', () => undefined);
     await client.connect();
     return { client, close: async () => void client.disconnect() };
   }
-  const client = createCluster({ rootNodes: seeds.map(({ host, port }) => ({ url: `redis://${host}:${port}` })), defaults: { socket: { reconnectStrategy: () => 50 } } });
+  const client = createCluster({
+    rootNodes: seeds.map(({ host, port }) => ({ url: `redis://${host}:${port}` })),
+    defaults: { socket: { reconnectStrategy: () => 50 } },
+  });
   client.on('error', () => undefined);
   await client.connect();
   return { client, close: async () => void (client.isOpen ? await client.close() : undefined) };
@@ -53,7 +64,8 @@ export function makeClusterHarness(kind: ClusterClientKind, seeds: () => Promise
     return {
       store: first.store,
       connect: async () => (await openStore()).store,
-      appendUnderFence: (leases, lease, entry, options) => leases.fencedWrite(lease, (tx) => tx.call('RPUSH', ledgerOf(lease.key), entry), options),
+      appendUnderFence: (leases, lease, entry, options) =>
+        leases.fencedWrite(lease, (tx) => tx.call('RPUSH', ledgerOf(lease.key), entry), options),
       readLedger: async (key) => (await connection.send(['LRANGE', ledgerOf(key), '0', '-1'])) as string[],
       expireNow: async (key) => void (await connection.send(['EVAL', EXPIRE_NOW_SCRIPT, '1', records.record(key, 'lease')])),
       advanceClock: null,

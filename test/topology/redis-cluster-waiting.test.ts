@@ -38,7 +38,11 @@ afterAll(async () => {
 });
 
 /** A dedicated cluster subscriber connection of `kind`, with its `close()`. */
-async function openClusterSubscriber(kind: SubscriberKind, client: RedisClient, seeds: ClusterSeeds): Promise<{ subscriber: RedisSubscriber; close: () => Promise<void> }> {
+async function openClusterSubscriber(
+  kind: SubscriberKind,
+  client: RedisClient,
+  seeds: ClusterSeeds,
+): Promise<{ subscriber: RedisSubscriber; close: () => Promise<void> }> {
   if (kind === 'ioredis') {
     // NOTE: without `shardedSubscribers`, ioredis' Cluster sends SSUBSCRIBE to one arbitrary node, which refuses
     // channels of other shards' slots (CROSSSLOT / MOVED); with it, each shard gets its own subscriber connection.
@@ -56,7 +60,10 @@ async function openClusterSubscriber(kind: SubscriberKind, client: RedisClient, 
   const subscriber = createCluster({ rootNodes: seeds.map(({ host, port }) => ({ url: `redis://${host}:${port}` })) });
   subscriber.on('error', () => undefined);
   await subscriber.connect();
-  return { subscriber: subscriber as unknown as RedisSubscriber, close: async () => void (subscriber.isOpen ? await subscriber.close() : undefined) };
+  return {
+    subscriber: subscriber as unknown as RedisSubscriber,
+    close: async () => void (subscriber.isOpen ? await subscriber.close() : undefined),
+  };
 }
 
 /** One key per master (by its hash tag's slot), with that master's port. */
@@ -82,7 +89,10 @@ describe.each(kinds)('waiting claims on a redis cluster (%s)', (kind) => {
     const sub = await openClusterSubscriber(kind, main.client, topology.seeds);
     closers.push(sub.close);
     holder = createLeases(createRedisStore({ client: main.client, prefix }), { holder: 'holder', ttlMs: HOLDER_TTL_MS });
-    waiter = createLeases(createRedisStore({ client: main.client, prefix, subscriber: sub.subscriber }), { holder: 'waiter', ttlMs: HOLDER_TTL_MS });
+    waiter = createLeases(createRedisStore({ client: main.client, prefix, subscriber: sub.subscriber }), {
+      holder: 'waiter',
+      ttlMs: HOLDER_TTL_MS,
+    });
   });
   afterAll(async () => {
     await Promise.all(closers.map((close) => close()));
@@ -128,7 +138,10 @@ describe('an ioredis Cluster subscriber without shardedSubscribers', () => {
     try {
       expect(() => createRedisStore({ client: main.client, subscriber: plain })).toThrow(InvalidArgumentError);
       expect(() => createRedisStore({ client: main.client, subscriber: duplicate })).toThrow(/shardedSubscribers: true/);
-      const leases = createLeases(createRedisStore({ client: main.client, prefix: freshPrefix('lf-cluster-wait-factory'), subscriber: () => plain }), { holder: 'w', ttlMs: HOLDER_TTL_MS });
+      const leases = createLeases(
+        createRedisStore({ client: main.client, prefix: freshPrefix('lf-cluster-wait-factory'), subscriber: () => plain }),
+        { holder: 'w', ttlMs: HOLDER_TTL_MS },
+      );
       await expect(leases.store.watchFreed?.('job:1', () => undefined)).rejects.toThrow(InvalidArgumentError);
       // NOTE: never connected, and closed by the store, since its factory made it.
       expect(plain.status).toBe('end');

@@ -9,7 +9,13 @@
 import fc from 'fast-check';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createLeases } from '../../src/leases.js';
-import { createRedisStore, createRedisTokenGate, hashTagOf, RedisCrossSlotError, type RedisClient } from '../../src/adapters/redis/index.js';
+import {
+  createRedisStore,
+  createRedisTokenGate,
+  hashTagOf,
+  RedisCrossSlotError,
+  type RedisClient,
+} from '../../src/adapters/redis/index.js';
 import { clusterSlot } from '../../src/adapters/redis/cross-slot.js';
 import { toConnection, type RedisConnection } from '../../src/adapters/redis/connection.js';
 import { describeStoreSuites } from '../conformance/index.js';
@@ -31,7 +37,11 @@ afterAll(async () => {
 });
 
 for (const kind of kinds) {
-  describeStoreSuites(`redis cluster (${kind})`, makeClusterHarness(kind, async () => (await cluster()).seeds), { modelRuns: runs, raceRuns: runs, workers: 3 });
+  describeStoreSuites(
+    `redis cluster (${kind})`,
+    makeClusterHarness(kind, async () => (await cluster()).seeds),
+    { modelRuns: runs, raceRuns: runs, workers: 3 },
+  );
 }
 
 /** The sum of `errorstat_CROSSSLOT` over every master: how many CROSSSLOT replies the servers sent. */
@@ -61,7 +71,10 @@ describe.each(kinds)('redis cluster specs (%s)', (kind) => {
 
   it('the adapter computes the slot every node computes (CLUSTER KEYSLOT), hash tags and Unicode included', async () => {
     const admin = topology.admin(topology.seeds[0]!.port);
-    const keys = fc.sample(fc.oneof(fc.string({ unit: fc.constantFrom('{', '}', 'a', 'b', 'é', '🎉', ':') }), fc.string({ unit: 'grapheme' })), 300);
+    const keys = fc.sample(
+      fc.oneof(fc.string({ unit: fc.constantFrom('{', '}', 'a', 'b', 'é', '🎉', ':') }), fc.string({ unit: 'grapheme' })),
+      300,
+    );
     const slots = await Promise.all(keys.map((key) => admin.call('CLUSTER', 'KEYSLOT', key)));
     expect(keys.map(clusterSlot)).toEqual(slots);
   });
@@ -77,8 +90,14 @@ describe.each(kinds)('redis cluster specs (%s)', (kind) => {
       masters.add(master.port);
       const lease = await leases.claimOrThrow(key);
       const out = `${prefix}${hashTagOf(key)}:out`;
-      expect(await leases.fencedWrite(lease, (tx) => tx.call('INCRBY', out, 2), { checkpoint: { step: 1 } })).toMatchObject({ ok: true, value: 2 });
-      expect(await gate.write(`${hashTagOf(key)}:report`, lease.fence(), (tx) => tx.call('INCR', out))).toMatchObject({ ok: true, value: 3 });
+      expect(await leases.fencedWrite(lease, (tx) => tx.call('INCRBY', out, 2), { checkpoint: { step: 1 } })).toMatchObject({
+        ok: true,
+        value: 2,
+      });
+      expect(await gate.write(`${hashTagOf(key)}:report`, lease.fence(), (tx) => tx.call('INCR', out))).toMatchObject({
+        ok: true,
+        value: 3,
+      });
       expect(String(await topology.admin(master.port).call('GET', out))).toBe('3');
       await leases.release(lease);
       expect((await leases.claimOrThrow(key)).token).toBeGreaterThan(lease.token);

@@ -26,7 +26,12 @@ const timeoutMs = 60_000 + rounds * 30_000;
 
 function report(topology: string, series: FailoverSeries): void {
   const { takeoverMs, ...counts } = series;
-  const figures = { ...counts, takeoverP50Ms: Math.round(percentile(takeoverMs, 50)), takeoverP99Ms: Math.round(percentile(takeoverMs, 99)), takeoverMaxMs: Math.round(Math.max(...takeoverMs)) };
+  const figures = {
+    ...counts,
+    takeoverP50Ms: Math.round(percentile(takeoverMs, 50)),
+    takeoverP99Ms: Math.round(percentile(takeoverMs, 99)),
+    takeoverMaxMs: Math.round(Math.max(...takeoverMs)),
+  };
   console.info(`[topology] ${topology}: ${JSON.stringify(figures)}`);
   expect(series.violations).toEqual([]);
 }
@@ -47,7 +52,14 @@ describe.skipIf(rounds === 0)('redis failovers, measured (LEASEFENCE_TEST_SCALE 
         async killMaster(key) {
           const master = await cluster.masterOf(clusterSlot(keyNames(prefix).record(key, 'lease')));
           killed = cluster.server(master.port);
-          const infos = process.env['LEASEFENCE_TOPOLOGY_DIAG'] ? await Promise.all([master.port, ...(await cluster.replicasOf(master.id)).map((node) => node.port)].map(async (port) => `${port}: ${String(await cluster.admin(port).info('replication')).replace(/\r\n/g, ' ')} KEYS ${await cluster.admin(port).dbsize()}`)) : [];
+          const infos = process.env['LEASEFENCE_TOPOLOGY_DIAG']
+            ? await Promise.all(
+                [master.port, ...(await cluster.replicasOf(master.id)).map((node) => node.port)].map(
+                  async (port) =>
+                    `${port}: ${String(await cluster.admin(port).info('replication')).replace(/\r\n/g, ' ')} KEYS ${await cluster.admin(port).dbsize()}`,
+                ),
+              )
+            : [];
           await killed.kill();
           for (const info of infos) console.info(`[diag] ${info}`);
         },

@@ -51,7 +51,15 @@ interface Grant {
 /** Runs `rounds` failovers on `key` under `prefix` and returns their figures. */
 export async function measureFailovers(rig: MeasureRig, prefix: string, key: string, rounds: number): Promise<FailoverSeries> {
   const ledgerKey = `${prefix}${hashTagOf(key)}:ledger`;
-  const series = { failovers: 0, grants: 0, grantsLost: 0, writesAcknowledged: 0, writesLost: 0, violations: [] as string[], takeoverMs: [] as number[] };
+  const series = {
+    failovers: 0,
+    grants: 0,
+    grantsLost: 0,
+    writesAcknowledged: 0,
+    writesLost: 0,
+    violations: [] as string[],
+    takeoverMs: [] as number[],
+  };
   const opened = await Promise.all([1, 2, 3].map(() => rig.openClient()));
   const reader = toConnection(opened[0]!.client);
   try {
@@ -69,7 +77,9 @@ export async function measureFailovers(rig: MeasureRig, prefix: string, key: str
           }
           const grant: Grant = { token: claimed.lease.token, sentAt, ackAt: performance.now(), written: false };
           grants.push(grant);
-          const written = await leases.fencedWrite(claimed.lease, (tx) => tx.call('RPUSH', ledgerKey, String(grant.token))).catch(() => null);
+          const written = await leases
+            .fencedWrite(claimed.lease, (tx) => tx.call('RPUSH', ledgerKey, String(grant.token)))
+            .catch(() => null);
           grant.written = written?.ok === true;
           await leases.release(claimed.lease).catch(() => null);
         }
@@ -84,19 +94,27 @@ export async function measureFailovers(rig: MeasureRig, prefix: string, key: str
         await Promise.all(workers);
         const ledger = new Set(((await reader.send(['LRANGE', ledgerKey, '0', '-1'])) as string[]).map(BigInt));
         const tokens = [...ledger];
-        for (const [at, token] of tokens.slice(1).entries()) if (token <= tokens[at]!) series.violations.push(`round ${round}: ledger token ${token} after ${tokens[at]}`);
+        for (const [at, token] of tokens.slice(1).entries())
+          if (token <= tokens[at]!) series.violations.push(`round ${round}: ledger token ${token} after ${tokens[at]}`);
         const before = grants.filter((grant) => grant.ackAt <= killedAt);
         const after = grants.filter((grant) => grant.sentAt > killedAt);
         const highestBefore = before.reduce((a, grant) => (grant.token > a ? grant.token : a), 0n);
-        for (const grant of after) if (grant.token <= highestBefore) series.violations.push(`round ${round}: token ${grant.token} after the kill, not above ${highestBefore}`);
-        for (const grant of after) if (grant.written && !ledger.has(grant.token)) series.violations.push(`round ${round}: write of ${grant.token}, acknowledged after the promotion, lost`);
+        for (const grant of after)
+          if (grant.token <= highestBefore)
+            series.violations.push(`round ${round}: token ${grant.token} after the kill, not above ${highestBefore}`);
+        for (const grant of after)
+          if (grant.written && !ledger.has(grant.token))
+            series.violations.push(`round ${round}: write of ${grant.token}, acknowledged after the promotion, lost`);
         const surviving = before.filter((grant) => ledger.has(grant.token)).reduce((a, grant) => (grant.token > a ? grant.token : a), 0n);
         series.failovers += 1;
         series.grants += grants.length;
         series.grantsLost += before.filter((grant) => grant.token > surviving).length;
         series.writesAcknowledged += grants.filter((grant) => grant.written).length;
         series.writesLost += grants.filter((grant) => grant.written && !ledger.has(grant.token)).length;
-        if (process.env['LEASEFENCE_TOPOLOGY_DIAG']) console.info(`[diag] round ${round} lost ${before.filter((grant) => grant.token > surviving).length} ledger ${ledger.size} before ${before.length} after ${after.length}`);
+        if (process.env['LEASEFENCE_TOPOLOGY_DIAG'])
+          console.info(
+            `[diag] round ${round} lost ${before.filter((grant) => grant.token > surviving).length} ledger ${ledger.size} before ${before.length} after ${after.length}`,
+          );
         series.takeoverMs.push(Math.min(...after.map((grant) => grant.ackAt)) - killedAt);
       } finally {
         running = false;

@@ -37,14 +37,19 @@ describe('redis sentinel (ioredis)', () => {
     const masterPort = await setup.masterPort();
     const replica = setup.servers.find((server) => server.port !== masterPort);
     if (replica === undefined) throw new Error('no replica');
-    const rig = heldBackReplicaRig({ client, store: createRedisStore({ client, prefix }), prefix }, { admin: setup.admin(masterPort), server: setup.server(masterPort) }, replica);
+    const rig = heldBackReplicaRig(
+      { client, store: createRedisStore({ client, prefix }), prefix },
+      { admin: setup.admin(masterPort), server: setup.server(masterPort) },
+      replica,
+    );
     try {
       const figures = await failOver(rig, 'failover:job');
       console.info(`[topology] redis sentinel failover: ${JSON.stringify(figures)}`);
       // NOTE: the client was already granted by the promoted replica; a Sentinel that did not vote may
       // answer with the old master for a moment after the failover, so wait for the Sentinels to agree.
       const agreedAt = performance.now();
-      while ((await setup.masterPort()) !== replica.port && performance.now() - agreedAt < 30_000) await new Promise((resolve) => setTimeout(resolve, 50));
+      while ((await setup.masterPort()) !== replica.port && performance.now() - agreedAt < 30_000)
+        await new Promise((resolve) => setTimeout(resolve, 50));
       expect(await setup.masterPort()).toBe(replica.port);
     } finally {
       rig.thaw();

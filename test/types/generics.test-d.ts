@@ -29,7 +29,7 @@ declare const leases: Leases;
 declare const lease: Lease;
 
 describe('ClaimResultOf', () => {
-  it('a claim without `wait` answers the store\'s refusal as it is; with `wait`, the refusal says how long it waited', () => {
+  it("a claim without `wait` answers the store's refusal as it is; with `wait`, the refusal says how long it waited", () => {
     type Plain = ClaimResultOf<ClaimOptions>;
     type Waited = ClaimResultOf<{ readonly wait: WaitOptions }>;
     expectTypeOf<Extract<Plain, { ok: false }>>().not.toHaveProperty('waitedMs');
@@ -101,7 +101,10 @@ describe('WriteContextOf and the Store generics', () => {
     expectTypeOf<ContextOf<typeof createPostgresStore>>().toEqualTypeOf<PostgresWriteContext>();
     expectTypeOf<ContextOf<typeof createRedisStore>>().toEqualTypeOf<RedisWriteContext>();
     expectTypeOf<ContextOf<typeof createSqliteStore>>().toEqualTypeOf<SqliteWriteContext>();
-    expectTypeOf(createLeases(createMemoryStore(), { holder: 'worker' }).fencedWrite).parameter(1).parameter(0).toEqualTypeOf<WriteContextOf<ReturnType<typeof createMemoryStore>>>();
+    expectTypeOf(createLeases(createMemoryStore(), { holder: 'worker' }).fencedWrite)
+      .parameter(1)
+      .parameter(0)
+      .toEqualTypeOf<WriteContextOf<ReturnType<typeof createMemoryStore>>>();
   });
 
   it('a store with a write context is a Store, so code written for any store accepts it', () => {

@@ -14,9 +14,14 @@ const REPO_ROOT = resolve(fileURLToPath(new URL('../..', import.meta.url)));
 it('the type-level specifications of the public generics compile', async () => {
   const tsc = join(REPO_ROOT, 'node_modules', 'typescript7', 'bin', 'tsc');
   const { exitCode, output } = await new Promise<{ exitCode: number; output: string }>((done) => {
-    execFile(process.execPath, [tsc, '-p', 'test/types/tsconfig.json', '--noEmit', '--listFiles'], { cwd: REPO_ROOT }, (error, stdout, stderr) => {
-      done({ exitCode: error === null ? 0 : typeof error.code === 'number' ? error.code : 1, output: `${stdout}${stderr}` });
-    });
+    execFile(
+      process.execPath,
+      [tsc, '-p', 'test/types/tsconfig.json', '--noEmit', '--listFiles'],
+      { cwd: REPO_ROOT },
+      (error, stdout, stderr) => {
+        done({ exitCode: error === null ? 0 : typeof error.code === 'number' ? error.code : 1, output: `${stdout}${stderr}` });
+      },
+    );
   });
   expect(exitCode, output).toBe(0);
   expect(output).toContain('test/types/generics.test-d.ts');

@@ -94,7 +94,15 @@ async function runScenario(store: 'redis' | 'postgres', rig: Rig): Promise<void>
   const faults = new HistoryWriter(join(dir, 'nemesis.jsonl'));
   let finished = false;
   const workers = Array.from({ length: PROCESSES }, (_, index) =>
-    runWorker({ proc: `p${index}`, store, url: rig.url, namespace: rig.namespace, key, ...SHAPE, historyPath: join(dir, `p${index}.jsonl`) }),
+    runWorker({
+      proc: `p${index}`,
+      store,
+      url: rig.url,
+      namespace: rig.namespace,
+      key,
+      ...SHAPE,
+      historyPath: join(dir, `p${index}.jsonl`),
+    }),
   );
   const chaos = nemesis(rig, key, faults, () => finished);
   let summaries: WaiterWorkerSummary[];
@@ -105,9 +113,14 @@ async function runScenario(store: 'redis' | 'postgres', rig: Rig): Promise<void>
     await chaos;
     faults.close();
   }
-  const history: HistoryEvent[] = [join(dir, 'nemesis.jsonl'), ...Array.from({ length: PROCESSES }, (_, index) => join(dir, `p${index}.jsonl`))].flatMap(readHistory);
+  const history: HistoryEvent[] = [
+    join(dir, 'nemesis.jsonl'),
+    ...Array.from({ length: PROCESSES }, (_, index) => join(dir, `p${index}.jsonl`)),
+  ].flatMap(readHistory);
   const final = await rig.leases.inspect(key);
-  const report = checkHistory(history, [{ key, token: final.token.toString(), ledger: [], gateLedger: [], checkpoint: null }], { takeoverBoundMs: null });
+  const report = checkHistory(history, [{ key, token: final.token.toString(), ledger: [], gateLedger: [], checkpoint: null }], {
+    takeoverBoundMs: null,
+  });
   expect(report.violations, formatViolations(report.violations)).toEqual([]);
   const rounds = SHAPE.instances * SHAPE.waiters * SHAPE.rounds;
   for (const summary of summaries) {
@@ -119,7 +132,9 @@ async function runScenario(store: 'redis' | 'postgres', rig: Rig): Promise<void>
   expect(granted).toBeGreaterThanOrEqual((PROCESSES * rounds) / 2);
   expect(report.figures.pairsChecked).toBeGreaterThan(0);
   const sum = (field: keyof WaiterWorkerSummary): number => summaries.reduce((total, summary) => total + summary[field], 0);
-  console.info(`${store}: ${granted} grants, ${sum('timedOut')} timed out, ${sum('failed')} failed claims, ${report.figures.pairsChecked} grant pairs checked, ${report.figures.takeovers} takeovers`);
+  console.info(
+    `${store}: ${granted} grants, ${sum('timedOut')} timed out, ${sum('failed')} failed claims, ${report.figures.pairsChecked} grant pairs checked, ${report.figures.takeovers} takeovers`,
+  );
 }
 
 describe('waiting claims across processes', () => {

@@ -75,7 +75,13 @@ export async function expectOwnKeyWoken(store: Store, leases: Leases, [a, b]: re
  * After `drop()` cuts the notification connection, the store wakes the watcher (messages may have been lost),
  * `subscribers()` comes back to 1 (resubscribed), and the next release is heard. Returns the watch's end.
  */
-export async function expectHeardAfterReconnect(store: Store, leases: Leases, key: string, drop: () => Promise<void>, subscribers: () => Promise<number>): Promise<() => void> {
+export async function expectHeardAfterReconnect(
+  store: Store,
+  leases: Leases,
+  key: string,
+  drop: () => Promise<void>,
+  subscribers: () => Promise<number>,
+): Promise<() => void> {
   const wakes = wakeCounter();
   const end = await store.watchFreed!(key, wakes.onFreed);
   const reconnected = wakes.next();

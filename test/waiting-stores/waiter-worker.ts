@@ -79,7 +79,11 @@ async function openStore(): Promise<{ store: Store; close: () => Promise<void> }
 }
 
 /** One waiter's rounds. */
-async function runWaiter(leases: Leases, proc: string, tally: { granted: number; timedOut: number; failed: number; early: number }): Promise<void> {
+async function runWaiter(
+  leases: Leases,
+  proc: string,
+  tally: { granted: number; timedOut: number; failed: number; early: number },
+): Promise<void> {
   const { key } = setup;
   for (let round = 0; round < setup.rounds; round += 1) {
     const claimId = reqId();
@@ -120,18 +124,43 @@ async function runWaiter(leases: Leases, proc: string, tally: { granted: number;
     history.write({ proc, op: 'release', key, type: 'invoke', reqId: releaseId, t: stamp(), token: lease.token.toString() });
     try {
       const released = await leases.release(lease);
-      history.write({ proc, op: 'release', key, type: released.ok ? 'ok' : 'fail', reqId: releaseId, t: stamp(), token: lease.token.toString(), storeNow: released.now, ...(released.ok ? {} : { reason: released.reason }) });
+      history.write({
+        proc,
+        op: 'release',
+        key,
+        type: released.ok ? 'ok' : 'fail',
+        reqId: releaseId,
+        t: stamp(),
+        token: lease.token.toString(),
+        storeNow: released.now,
+        ...(released.ok ? {} : { reason: released.reason }),
+      });
     } catch (error) {
-      history.write({ proc, op: 'release', key, type: 'info', reqId: releaseId, t: stamp(), token: lease.token.toString(), error: String(error) });
+      history.write({
+        proc,
+        op: 'release',
+        key,
+        type: 'info',
+        reqId: releaseId,
+        t: stamp(),
+        token: lease.token.toString(),
+        error: String(error),
+      });
     }
   }
 }
 
 const { store, close } = await openStore();
 const tally = { granted: 0, timedOut: 0, failed: 0, early: 0 };
-const instances = Array.from({ length: setup.instances }, (_, index) => createLeases(store, { holder: `${setup.proc}.${index}`, ttlMs: setup.ttlMs }));
+const instances = Array.from({ length: setup.instances }, (_, index) =>
+  createLeases(store, { holder: `${setup.proc}.${index}`, ttlMs: setup.ttlMs }),
+);
 process.send?.('ready');
-await Promise.all(instances.flatMap((leases, index) => Array.from({ length: setup.waiters }, (_, waiter) => runWaiter(leases, `${setup.proc}.${index}.${waiter}`, tally))));
+await Promise.all(
+  instances.flatMap((leases, index) =>
+    Array.from({ length: setup.waiters }, (_, waiter) => runWaiter(leases, `${setup.proc}.${index}.${waiter}`, tally)),
+  ),
+);
 history.close();
 await close();
 const summary: WaiterWorkerSummary = tally;

@@ -111,7 +111,11 @@ describe('aborting a waiting claim', () => {
     await leases.release(held);
     const settled = await Promise.all(results);
     expect(order).toEqual([1, 4, 5]);
-    expect(settled.filter((result) => !result.ok).map((result) => !result.ok && result.waitEnded)).toEqual(['aborted', 'aborted', 'aborted']);
+    expect(settled.filter((result) => !result.ok).map((result) => !result.ok && result.waitEnded)).toEqual([
+      'aborted',
+      'aborted',
+      'aborted',
+    ]);
     expect(counting.liveSubscriptions()).toBe(0);
     for (const controller of controllers) expect(getEventListeners(controller.signal, 'abort')).toHaveLength(0);
   });

@@ -27,11 +27,20 @@ describe('waiting claims on one key', () => {
     const counting = countingStore(createMemoryStore());
     const holder = createLeases(counting.store, { holder: 'holder' });
     const instances: Leases[] = Array.from({ length: WAITERS }, (_, index) => createLeases(counting.store, { holder: `process-${index}` }));
-    const chain = await runHandoffChain({ key: 'job:herd', holder, leasesOf: (index) => instances[index] as Leases, waiters: WAITERS, instances: WAITERS, counting });
+    const chain = await runHandoffChain({
+      key: 'job:herd',
+      holder,
+      leasesOf: (index) => instances[index] as Leases,
+      waiters: WAITERS,
+      instances: WAITERS,
+      counting,
+    });
     expect([...chain.order].sort((a, b) => a - b)).toEqual(Array.from({ length: WAITERS }, (_, index) => index));
     // NOTE: each instance's head claims once per release it hears: at most one claim per waiting instance.
     expect(chain.claimsPerRelease).toBeLessThanOrEqual(WAITERS);
-    console.log(`fairness: ${WAITERS} instances, claims per release ${chain.claimsPerRelease.toFixed(2)}, grant order ${chain.order.join(',')}`);
+    console.log(
+      `fairness: ${WAITERS} instances, claims per release ${chain.claimsPerRelease.toFixed(2)}, grant order ${chain.order.join(',')}`,
+    );
     expect(counting.liveSubscriptions()).toBe(0);
   });
 
@@ -42,7 +51,9 @@ describe('waiting claims on one key', () => {
     const waiting = createLeases(counting.store, { holder: 'waiter' });
     const shutdown = new AbortController();
     const started = performance.now();
-    const results = Array.from({ length: WAITERS }, () => waiting.claim('job:idle', { wait: { timeoutMs: 60_000, jitterMs: 0, signal: shutdown.signal } }));
+    const results = Array.from({ length: WAITERS }, () =>
+      waiting.claim('job:idle', { wait: { timeoutMs: 60_000, jitterMs: 0, signal: shutdown.signal } }),
+    );
     await until(() => counting.claims() === 1 + 4 && counting.claimsInFlight() === 0, 'four checks');
     const elapsed = performance.now() - started;
     shutdown.abort();

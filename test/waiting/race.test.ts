@@ -11,7 +11,8 @@ import { createLeases, type Store } from '../../src/index.js';
 
 /** `inner` with every claim, release and subscription applied, and answered, when the scheduler says. */
 function scheduledStore(s: fc.Scheduler, inner: MemoryStore): Store {
-  const step = <A extends unknown[], R>(label: string, run: (...args: A) => Promise<R>) =>
+  const step =
+    <A extends unknown[], R>(label: string, run: (...args: A) => Promise<R>) =>
     async (...args: A): Promise<R> => {
       await s.schedule(Promise.resolve(), `${label} applies`);
       const outcome = await run(...args);
@@ -54,7 +55,10 @@ describe('waiting claims under every ordering of subscribe, claim, release and n
         const controller = new AbortController();
         const tokens: bigint[] = [];
         const results = Array.from({ length: waiters }, async () => {
-          const result = await waiting.claim('k', { ttlMs: null, wait: { timeoutMs: 60_000, recheckMs: 600_000, signal: controller.signal } });
+          const result = await waiting.claim('k', {
+            ttlMs: null,
+            wait: { timeoutMs: 60_000, recheckMs: 600_000, signal: controller.signal },
+          });
           if (!result.ok) return;
           tokens.push(result.lease.token);
           await waiting.release(result.lease);

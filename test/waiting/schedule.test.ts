@@ -74,7 +74,13 @@ describe('nextAttemptDelay', () => {
   it('in a simulated wait on a lease expiring at E: attempts move forward, and the grant comes by E + round trip + jitter', () => {
     fc.assert(
       fc.property(
-        fc.record({ expiry: ms(10_000), roundTrip: ms(50), watching: fc.boolean(), jitterMs: ms(100), pollMs: fc.double({ min: 5, max: 2_000, noNaN: true }) }),
+        fc.record({
+          expiry: ms(10_000),
+          roundTrip: ms(50),
+          watching: fc.boolean(),
+          jitterMs: ms(100),
+          pollMs: fc.double({ min: 5, max: 2_000, noNaN: true }),
+        }),
         fc.infiniteStream(fc.double({ min: 0, max: 1, maxExcluded: true, noNaN: true })),
         ({ expiry, roundTrip, watching, jitterMs, pollMs }, jitters) => {
           const deadline = expiry + 10_000;
@@ -86,12 +92,22 @@ describe('nextAttemptDelay', () => {
             if (at >= expiry) break;
             // NOTE: the store applies the claim at `at` (its now) and the reply arrives a round trip later.
             const repliedAt = at + roundTrip;
-            const plan = { untilExpiryMs: expiry - at, sinceReplyMs: 0, remainingMs: deadline - repliedAt, watching, jitter: draws.next().value as number, jitterMs, pollMs, recheckMs: 1_000 };
+            const plan = {
+              untilExpiryMs: expiry - at,
+              sinceReplyMs: 0,
+              remainingMs: deadline - repliedAt,
+              watching,
+              jitter: draws.next().value as number,
+              jitterMs,
+              pollMs,
+              recheckMs: 1_000,
+            };
             const delay = nextAttemptDelay(plan);
             expect(delay).not.toBeNull();
             at = repliedAt + (delay as number);
           }
-          for (let index = 1; index < attempts.length; index += 1) expect(attempts[index]).toBeGreaterThanOrEqual(attempts[index - 1] as number);
+          for (let index = 1; index < attempts.length; index += 1)
+            expect(attempts[index]).toBeGreaterThanOrEqual(attempts[index - 1] as number);
           expect(at).toBeLessThanOrEqual(expiry + roundTrip + jitterMs + 1e-6);
           if (watching) expect(attempts.length).toBeLessThanOrEqual(2);
           else expect(attempts.length).toBeLessThanOrEqual(Math.ceil(expiry / pollMs) + 2);

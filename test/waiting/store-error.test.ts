@@ -13,7 +13,8 @@ function flakyStore<S extends Store>(inner: S): { store: S; down: boolean } {
   flaky.store = new Proxy(inner, {
     get(target, property) {
       if (property === 'claim') {
-        return (command: Parameters<Store['claim']>[0]) => (flaky.down ? Promise.reject(new StoreUnavailableError('store down')) : target.claim(command));
+        return (command: Parameters<Store['claim']>[0]) =>
+          flaky.down ? Promise.reject(new StoreUnavailableError('store down')) : target.claim(command);
       }
       const value: unknown = Reflect.get(target, property, target);
       return typeof value === 'function' ? (value as (...args: unknown[]) => unknown).bind(target) : value;

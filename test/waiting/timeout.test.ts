@@ -16,7 +16,15 @@ describe('a waiting claim that times out', () => {
     const waiting = createLeases(store, { holder: 'waiter' });
     const held = await holder.claimOrThrow('job:1', { ttlMs: null, runId: 'r1' });
     const result = await waiting.claim('job:1', { wait: { timeoutMs: 40 } });
-    expect(result).toMatchObject({ ok: false, reason: 'held', holder: 'holder', runId: 'r1', token: held.token, expiresAt: null, waitEnded: 'timeout' });
+    expect(result).toMatchObject({
+      ok: false,
+      reason: 'held',
+      holder: 'holder',
+      runId: 'r1',
+      token: held.token,
+      expiresAt: null,
+      waitEnded: 'timeout',
+    });
     expect(!result.ok && result.waitedMs).toBeGreaterThanOrEqual(39);
     expect(JSON.parse(JSON.stringify(result))).toMatchObject({ token: String(held.token), waitEnded: 'timeout' });
   });
@@ -56,7 +64,8 @@ describe('a waiting claim that times out', () => {
     answer();
     const [first, ...rest] = await Promise.all(claims);
     expect(first).toMatchObject({ ok: true });
-    for (const result of rest) expect(result).toMatchObject({ ok: false, reason: 'held', holder: 'waiter', runId: 'r1', waitEnded: 'timeout' });
+    for (const result of rest)
+      expect(result).toMatchObject({ ok: false, reason: 'held', holder: 'waiter', runId: 'r1', waitEnded: 'timeout' });
   });
 
   it('claimOrThrow raises LeaseBusyError carrying waitedMs, or RecoveryRequiredError', async () => {

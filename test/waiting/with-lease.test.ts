@@ -25,7 +25,9 @@ describe('withLease with wait', () => {
     const holder = createLeases(store, { holder: 'holder' });
     await holder.claimOrThrow('job:2', { ttlMs: null });
     let ran = false;
-    const outcome = await createLeases(store, { holder: 'waiter' }).withLease('job:2', async () => (ran = true), { wait: { timeoutMs: 30 } });
+    const outcome = await createLeases(store, { holder: 'waiter' }).withLease('job:2', async () => (ran = true), {
+      wait: { timeoutMs: 30 },
+    });
     expect(outcome).toMatchObject({ ok: false, reason: 'held', waitEnded: 'timeout' });
     expect(ran).toBe(false);
   });
@@ -53,7 +55,10 @@ describe('withLease with wait', () => {
     await createLeases(counting.store, { holder: 'holder' }).claimOrThrow('job:4', { ttlMs: null });
     const run = new AbortController();
     const wait = new AbortController();
-    const outcome = createLeases(counting.store, { holder: 'waiter' }).withLease('job:4', async () => 1, { signal: run.signal, wait: { timeoutMs: 60_000, signal: wait.signal } });
+    const outcome = createLeases(counting.store, { holder: 'waiter' }).withLease('job:4', async () => 1, {
+      signal: run.signal,
+      wait: { timeoutMs: 60_000, signal: wait.signal },
+    });
     await until(() => counting.claims() === 2 && counting.claimsInFlight() === 0, 'first refusal');
     wait.abort();
     expect(await outcome).toMatchObject({ ok: false, reason: 'held', waitEnded: 'aborted' });

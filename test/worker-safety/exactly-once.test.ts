@@ -41,7 +41,16 @@ function exporterEntry(): Promise<{ script: string; execArgv: string[] }> {
       const dir = join(HERE, '..', '..', 'node_modules', '.cache', 'leasefence-worker-safety');
       mkdirSync(dir, { recursive: true });
       const script = join(dir, `exporter-${process.pid}-${randomBytes(4).toString('hex')}.mjs`);
-      await esbuild.build({ entryPoints: [source], outfile: script, bundle: true, platform: 'node', format: 'esm', target: 'node20', packages: 'external', logLevel: 'silent' });
+      await esbuild.build({
+        entryPoints: [source],
+        outfile: script,
+        bundle: true,
+        platform: 'node',
+        format: 'esm',
+        target: 'node20',
+        packages: 'external',
+        logLevel: 'silent',
+      });
       return { script, execArgv: [] };
     } catch {
       return { script: source, execArgv: ['--import', 'tsx'] };
@@ -138,11 +147,29 @@ async function runExport(kind: StoreKind, mode: ExportMode, plan: readonly Kill[
   const { script, execArgv } = await exporterEntry();
   try {
     await new Promise<void>((resolve, reject) => {
-      const timeout = setTimeout(() => reject(new Error(`export did not finish in ${RUN_DEADLINE_MS} ms; kills so far: ${JSON.stringify(kills)}`)), RUN_DEADLINE_MS);
+      const timeout = setTimeout(
+        () => reject(new Error(`export did not finish in ${RUN_DEADLINE_MS} ms; kills so far: ${JSON.stringify(kills)}`)),
+        RUN_DEADLINE_MS,
+      );
       const spawn = (): void => {
         spawned += 1;
-        const setup: ExporterSetup = { store: kind, url: backend.url, proc: `e${spawned}`, key, leaseTable: backend.leaseTable, target: backend.target, batches: BATCHES, perGrant: PER_GRANT, ttlMs: TTL_MS, mode };
-        const child = fork(script, [], { execArgv, env: { ...process.env, EXACTLY_ONCE_WORKER: JSON.stringify(setup) }, stdio: ['ignore', 'inherit', 'inherit', 'ipc'] });
+        const setup: ExporterSetup = {
+          store: kind,
+          url: backend.url,
+          proc: `e${spawned}`,
+          key,
+          leaseTable: backend.leaseTable,
+          target: backend.target,
+          batches: BATCHES,
+          perGrant: PER_GRANT,
+          ttlMs: TTL_MS,
+          mode,
+        };
+        const child = fork(script, [], {
+          execArgv,
+          env: { ...process.env, EXACTLY_ONCE_WORKER: JSON.stringify(setup) },
+          stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
+        });
         live.add(child);
         child.on('exit', (code, signal) => {
           live.delete(child);
@@ -182,7 +209,8 @@ afterAll(async () => {
     const { script, execArgv } = await entry;
     if (execArgv.length === 0) rmSync(script, { force: true });
   }
-  if (figures.length > 0) console.log(`\nexactly-once progress (${BATCHES} batches, ${PER_GRANT} per grant, TTL ${TTL_MS} ms):\n${figures.join('\n')}`);
+  if (figures.length > 0)
+    console.log(`\nexactly-once progress (${BATCHES} batches, ${PER_GRANT} per grant, TTL ${TTL_MS} ms):\n${figures.join('\n')}`);
 });
 
 describe.each<StoreKind>(['postgres', 'redis'])('exactly-once progress on real %s', (kind) => {
@@ -191,7 +219,9 @@ describe.each<StoreKind>(['postgres', 'redis'])('exactly-once progress on real %
     async () => {
       const plan = planOf(KILLS[kind]);
       const report = await runExport(kind, 'atomic', plan);
-      figures.push(`  ${kind} atomic: ${report.kills.length} kills (${report.kills.map((kill) => `${kill.point}@${kill.batch}`).join(', ')}), ${report.spawned} processes, ${report.ms} ms, landed ${JSON.stringify(report.landed)}`);
+      figures.push(
+        `  ${kind} atomic: ${report.kills.length} kills (${report.kills.map((kill) => `${kill.point}@${kill.batch}`).join(', ')}), ${report.spawned} processes, ${report.ms} ms, landed ${JSON.stringify(report.landed)}`,
+      );
       expect(report.kills.map((kill) => kill.point)).toEqual(plan.map((kill) => kill.point));
       expect(report.landed).toEqual(Array.from({ length: BATCHES }, () => 1));
       expect(report.checkpoint).toEqual({ next: BATCHES });

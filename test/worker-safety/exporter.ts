@@ -53,7 +53,12 @@ async function afterSend<T>(reply: Promise<T>): Promise<T> {
 }
 
 function postgresExporting(): Exporting {
-  const pool = new pg.Pool({ connectionString: setup.url, max: 2, application_name: `exporter-${setup.proc}`, idle_in_transaction_session_timeout: 10_000 });
+  const pool = new pg.Pool({
+    connectionString: setup.url,
+    max: 2,
+    application_name: `exporter-${setup.proc}`,
+    idle_in_transaction_session_timeout: 10_000,
+  });
   pool.on('error', () => undefined);
   const watched = new Proxy(pool, {
     get(target, property) {
@@ -116,7 +121,8 @@ async function exportUnder(leases: Leases, exporting: Exporting, lease: Lease, f
     await point('before-write', next, lease.token);
     const progress: ExportProgress = { next: next + 1 };
     const write = exporting.write(lease, next) as (context: unknown) => Promise<void>;
-    const written = setup.mode === 'atomic' ? await leases.fencedWrite(lease, write, { checkpoint: progress }) : await leases.fencedWrite(lease, write);
+    const written =
+      setup.mode === 'atomic' ? await leases.fencedWrite(lease, write, { checkpoint: progress }) : await leases.fencedWrite(lease, write);
     current = null;
     if (!written.ok) return next;
     await point('after-write', next, lease.token);

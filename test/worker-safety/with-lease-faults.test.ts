@@ -19,10 +19,21 @@ describe('withLease faults', () => {
     const spy = spyOn(createMemoryStore());
     const leases = createLeases(spy.store, { holder: 'worker', ttlMs: TTL_MS });
     const boom = new Error('setTimeout is broken');
-    const timers = { setTimeout: (): never => { throw boom; }, clearTimeout: (): void => undefined };
+    const timers = {
+      setTimeout: (): never => {
+        throw boom;
+      },
+      clearTimeout: (): void => undefined,
+    };
     const controller = new AbortController();
     let ran = false;
-    const outcome = leases.withLease(KEY, async () => { ran = true; }, { timers, signal: controller.signal });
+    const outcome = leases.withLease(
+      KEY,
+      async () => {
+        ran = true;
+      },
+      { timers, signal: controller.signal },
+    );
     await expect(outcome).rejects.toBe(boom);
     expect(ran).toBe(false);
     expect(spy.calls).toEqual(['claim', 'release']);
@@ -34,15 +45,38 @@ describe('withLease faults', () => {
   it.each<[string, unknown]>([
     ['a numeric string', '0.3'],
     ['an object whose valueOf gives 0.3', { valueOf: () => 0.3 }],
-    ['an object whose valueOf throws', { valueOf: () => { throw new Error('valueOf'); }, toString: () => { throw new Error('toString'); } }],
+    [
+      'an object whose valueOf throws',
+      {
+        valueOf: () => {
+          throw new Error('valueOf');
+        },
+        toString: () => {
+          throw new Error('toString');
+        },
+      },
+    ],
     ['a bigint', 1n],
   ])('refuses renewAfterFraction as %s with InvalidArgumentError before claiming', async (_name, renewAfterFraction) => {
     const spy = spyOn(createMemoryStore());
     const leases = createLeases(spy.store, { holder: 'worker', ttlMs: TTL_MS });
-    await expect(leases.withLease(KEY, async () => 1, { renewAfterFraction } as WithLeaseOptions)).rejects.toBeInstanceOf(InvalidArgumentError);
-    const throwing = { valueOf: () => { throw new Error('valueOf'); }, toString: () => { throw new Error('toString'); } };
-    await expect(leases.withLease(KEY, async () => 1, { safetyMarginMs: throwing } as unknown as WithLeaseOptions)).rejects.toBeInstanceOf(InvalidArgumentError);
-    await expect(leases.withLease(KEY, async () => 1, { retryDelayMs: throwing } as unknown as WithLeaseOptions)).rejects.toBeInstanceOf(InvalidArgumentError);
+    await expect(leases.withLease(KEY, async () => 1, { renewAfterFraction } as WithLeaseOptions)).rejects.toBeInstanceOf(
+      InvalidArgumentError,
+    );
+    const throwing = {
+      valueOf: () => {
+        throw new Error('valueOf');
+      },
+      toString: () => {
+        throw new Error('toString');
+      },
+    };
+    await expect(leases.withLease(KEY, async () => 1, { safetyMarginMs: throwing } as unknown as WithLeaseOptions)).rejects.toBeInstanceOf(
+      InvalidArgumentError,
+    );
+    await expect(leases.withLease(KEY, async () => 1, { retryDelayMs: throwing } as unknown as WithLeaseOptions)).rejects.toBeInstanceOf(
+      InvalidArgumentError,
+    );
     expect(spy.calls).toEqual([]);
   });
 });

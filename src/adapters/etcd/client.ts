@@ -96,10 +96,17 @@ export function assertEtcdClient(client: unknown): asserts client is EtcdClient 
   let usable: boolean;
   try {
     const { kv, leaseClient } = (client ?? {}) as Partial<EtcdClient>;
-    usable = typeof kv?.range === 'function' && typeof kv.txn === 'function' && typeof leaseClient?.leaseGrant === 'function' && typeof leaseClient.leaseRevoke === 'function';
+    usable =
+      typeof kv?.range === 'function' &&
+      typeof kv.txn === 'function' &&
+      typeof leaseClient?.leaseGrant === 'function' &&
+      typeof leaseClient.leaseRevoke === 'function';
   } catch {
     // NOTE: a Proxy or getter that throws is no client either.
     usable = false;
   }
-  if (!usable) throw new InvalidArgumentError('client must be an etcd3 client (kv with range and txn, leaseClient with leaseGrant and leaseRevoke): `new Etcd3({ hosts })`');
+  if (!usable)
+    throw new InvalidArgumentError(
+      'client must be an etcd3 client (kv with range and txn, leaseClient with leaseGrant and leaseRevoke): `new Etcd3({ hosts })`',
+    );
 }

@@ -151,20 +151,35 @@ export function createEtcdStore(options: EtcdStoreOptions): EtcdStore {
   const read = async (key: string, operation: string): Promise<ReadRecord> => {
     let response;
     try {
-      response = await kv.txn({ compare: [], success: [{ request_range: { key: recordKey(key) } }, { request_range: { key: liveKey(key) } }], failure: [] });
+      response = await kv.txn({
+        compare: [],
+        success: [{ request_range: { key: recordKey(key) } }, { request_range: { key: liveKey(key) } }],
+        failure: [],
+      });
     } catch (error) {
       throw readFailure(error, operation);
     }
     const found = response.responses?.[0]?.response_range?.kvs[0];
     const live = liveKeyOf(response.responses?.[1]?.response_range?.kvs[0]);
-    return { stored: decodeRecord(key, found?.value), modRevision: found?.mod_revision ?? '0', live, revision: BigInt(response.header.revision) };
+    return {
+      stored: decodeRecord(key, found?.value),
+      modRevision: found?.mod_revision ?? '0',
+      live,
+      revision: BigInt(response.header.revision),
+    };
   };
 
   /** The key's now as read: the clock, never before the last change, at least the expiry etcd enforced. */
   const nowOf = ({ stored, live }: ReadRecord): StoreTime => nowWithEtcdExpiry(stored.record, live, Math.max(clock(), stored.stamp));
 
   /** The record put by a decision, if both compares hold: `true` when it committed. */
-  const commit = async (key: string, before: ReadRecord, value: string, operations: readonly EtcdRequestOp[], operation: string): Promise<boolean> => {
+  const commit = async (
+    key: string,
+    before: ReadRecord,
+    value: string,
+    operations: readonly EtcdRequestOp[],
+    operation: string,
+  ): Promise<boolean> => {
     const name = recordKey(key);
     try {
       const response = await kv.txn({
@@ -190,7 +205,11 @@ export function createEtcdStore(options: EtcdStoreOptions): EtcdStore {
    * Reads, decides with `decide` at the key's now, and commits the decision under compares of the
    * record's and the live key's mod revisions; on a lost compare, reads and decides again (see the contract).
    */
-  const transact = async <O>(key: string, operation: string, decide: (record: LeaseRecord | null, now: StoreTime, floor: bigint) => Decision<O> | Promise<Decision<O>>): Promise<O> => {
+  const transact = async <O>(
+    key: string,
+    operation: string,
+    decide: (record: LeaseRecord | null, now: StoreTime, floor: bigint) => Decision<O> | Promise<Decision<O>>,
+  ): Promise<O> => {
     const sent = new Map<string, O>();
     /** The transaction that lost its compare last: its id and the ids of the record it was decided on. */
     let lost: { readonly id: string; readonly after: readonly string[] } | null = null;
@@ -210,24 +229,47 @@ export function createEtcdStore(options: EtcdStoreOptions): EtcdStore {
       const id = newSecret();
       sent.set(id, decision.outcome);
       lost = { id, after: stored.applied };
-      if (await commit(key, before, encodeRecord(decision.record, now, stored.applied, id), [...live.operations, ...(decision.operations ?? [])], operation)) {
+      if (
+        await commit(
+          key,
+          before,
+          encodeRecord(decision.record, now, stored.applied, id),
+          [...live.operations, ...(decision.operations ?? [])],
+          operation,
+        )
+      ) {
         revokeStale(live.staleLease);
         return decision.outcome;
       }
     }
-    throw new OutcomeUnknownError(`etcd ${operation}: ${MAX_ATTEMPTS} compare-and-swap rounds on ${JSON.stringify(key)} lost to concurrent changes; the last one may have applied`);
+    throw new OutcomeUnknownError(
+      `etcd ${operation}: ${MAX_ATTEMPTS} compare-and-swap rounds on ${JSON.stringify(key)} lost to concurrent changes; the last one may have applied`,
+    );
   };
 
   return {
     id: `etcd:${prefix}`,
     prefix,
 
-    claim: (command) => transact(command.key, 'claim', (record, now, floor) => decided(transitions.claim(record, hashedClaim(command), now, floor))),
-    renew: (command) => transact(command.fence.key, 'renew', (record, now) => decided(transitions.renew(record, { ...command, fence: hashedFence(command.fence) }, now))),
-    checkpoint: (command) => transact(command.fence.key, 'checkpoint', (record, now) => decided(transitions.checkpoint(record, { ...command, fence: hashedFence(command.fence) }, now))),
-    release: (command) => transact(command.fence.key, 'release', (record, now) => decided(transitions.release(record, { ...command, fence: hashedFence(command.fence) }, now))),
+    claim: (command) =>
+      transact(command.key, 'claim', (record, now, floor) => decided(transitions.claim(record, hashedClaim(command), now, floor))),
+    renew: (command) =>
+      transact(command.fence.key, 'renew', (record, now) =>
+        decided(transitions.renew(record, { ...command, fence: hashedFence(command.fence) }, now)),
+      ),
+    checkpoint: (command) =>
+      transact(command.fence.key, 'checkpoint', (record, now) =>
+        decided(transitions.checkpoint(record, { ...command, fence: hashedFence(command.fence) }, now)),
+      ),
+    release: (command) =>
+      transact(command.fence.key, 'release', (record, now) =>
+        decided(transitions.release(record, { ...command, fence: hashedFence(command.fence) }, now)),
+      ),
     revoke: (command) => transact(command.key, 'revoke', (record, now) => decided(transitions.revoke(record, command, now))),
-    recover: (command) => transact(command.fence.key, 'recover', (record, now) => decided(transitions.recover(record, { ...command, fence: hashedFence(command.fence) }, now))),
+    recover: (command) =>
+      transact(command.fence.key, 'recover', (record, now) =>
+        decided(transitions.recover(record, { ...command, fence: hashedFence(command.fence) }, now)),
+      ),
 
     list: createEtcdList(kv, recordKey(''), liveKey(''), clock),
 
@@ -238,7 +280,11 @@ export function createEtcdStore(options: EtcdStoreOptions): EtcdStore {
       return transitions.inspect(before.stored.record, key, nowOf(before));
     },
 
-    fencedWrite<T>(fence: Fence, write: (context: EtcdWriteContext) => T | Promise<T>, { checkpointJson }: StoreFencedWriteOptions = {}): Promise<FencedWriteOutcome<T>> {
+    fencedWrite<T>(
+      fence: Fence,
+      write: (context: EtcdWriteContext) => T | Promise<T>,
+      { checkpointJson }: StoreFencedWriteOptions = {},
+    ): Promise<FencedWriteOutcome<T>> {
       const stored = hashedFence(fence);
       const recorder = new WriteRecorder(prefixBytes);
       let written: { readonly value: T } | null = null;
@@ -254,11 +300,16 @@ export function createEtcdStore(options: EtcdStoreOptions): EtcdStore {
           }
         }
         const { value } = written;
-        if (checkpointJson === undefined) return { outcome: { ok: true, value, token: fence.token, checkpoint: null, now }, record, operations: recorder.operations };
+        if (checkpointJson === undefined)
+          return { outcome: { ok: true, value, token: fence.token, checkpoint: null, now }, record, operations: recorder.operations };
         // NOTE: the same checkpoint transition at the same now, on the same record: it holds since the fence does.
         const saved = transitions.checkpoint(record, { fence: stored, json: checkpointJson }, now);
         if (!saved.outcome.ok || saved.record === null) return { outcome: saved.outcome as FencedWriteOutcome<T>, record: null };
-        return { outcome: { ok: true, value, token: fence.token, checkpoint: saved.outcome.checkpoint, now }, record: saved.record, operations: recorder.operations };
+        return {
+          outcome: { ok: true, value, token: fence.token, checkpoint: saved.outcome.checkpoint, now },
+          record: saved.record,
+          operations: recorder.operations,
+        };
       });
     },
   };

@@ -9,13 +9,23 @@ import { OutcomeUnknownError, StoreUnavailableError } from '../../errors.js';
 import { loggableCause } from '../../redact.js';
 
 /** The etcd3 client's error classes (and gRPC status names) for a request the server refused before applying it. */
-const REFUSED = new Set(['GRPCInvalidArgumentError', 'GRPCFailedPreconditionError', 'GRPCOutOfRangeError', 'GRPCUnauthenticatedError', 'EtcdPermissionDeniedError', 'EtcdAuthenticationFailedError', 'EtcdInvalidAuthTokenError']);
+const REFUSED = new Set([
+  'GRPCInvalidArgumentError',
+  'GRPCFailedPreconditionError',
+  'GRPCOutOfRangeError',
+  'GRPCUnauthenticatedError',
+  'EtcdPermissionDeniedError',
+  'EtcdAuthenticationFailedError',
+  'EtcdInvalidAuthTokenError',
+]);
 
 const messageOf = (error: unknown): string => (error instanceof Error ? error.message : String(error));
 
 /** A failure of a read: nothing was applied. */
 export function readFailure(error: unknown, operation: string): StoreUnavailableError {
-  return new StoreUnavailableError(`etcd ${operation}: reading the lease record failed: ${messageOf(error)}`, { cause: loggableCause(error) });
+  return new StoreUnavailableError(`etcd ${operation}: reading the lease record failed: ${messageOf(error)}`, {
+    cause: loggableCause(error),
+  });
 }
 
 /** A failure of a transaction: etcd's own refusal as it is, else `OutcomeUnknownError`. */
@@ -27,7 +37,10 @@ export function txnFailure(error: unknown, operation: string): unknown {
     // NOTE: a Proxy or getter that throws is not one of etcd's refusals.
   }
   if (REFUSED.has(name)) return error;
-  return new OutcomeUnknownError(`etcd ${operation}: the transaction was sent but its reply was lost (it may have been applied): ${messageOf(error)}`, {
-    cause: loggableCause(error),
-  });
+  return new OutcomeUnknownError(
+    `etcd ${operation}: the transaction was sent but its reply was lost (it may have been applied): ${messageOf(error)}`,
+    {
+      cause: loggableCause(error),
+    },
+  );
 }

@@ -36,7 +36,11 @@ function freedBy(value: Buffer): boolean {
 }
 
 /** `watchFreed` for record keys named by `recordKey`, over `watch` (the client's `watch`, bound). */
-export function createEtcdFreed(watch: () => EtcdWatchBuilder, recordKey: (key: string) => Buffer, subscribeTimeoutMs: number): (key: string, onFreed: () => void) => Promise<() => void> {
+export function createEtcdFreed(
+  watch: () => EtcdWatchBuilder,
+  recordKey: (key: string) => Buffer,
+  subscribeTimeoutMs: number,
+): (key: string, onFreed: () => void) => Promise<() => void> {
   const watchers = new Map<string, EtcdWatcher>();
   const transport: FreedTransport = {
     async subscribe(name) {

@@ -63,15 +63,27 @@ export async function liveKeyOperations(
   const old = before?.grant ?? null;
   const grant = after.grant;
   const stale = live.lease === '0' ? null : live.lease;
-  if (grant === null) return live.token === null ? { operations: [], staleLease: null } : { operations: [{ request_delete_range: { key: liveKey } }], staleLease: stale };
+  if (grant === null)
+    return live.token === null
+      ? { operations: [], staleLease: null }
+      : { operations: [{ request_delete_range: { key: liveKey } }], staleLease: stale };
   if (old !== null && old.token === grant.token && old.expiresAt === grant.expiresAt) return { operations: [], staleLease: null };
-  if (grant.expiresAt === null) return live.token === null ? { operations: [], staleLease: null } : { operations: [{ request_delete_range: { key: liveKey } }], staleLease: stale };
+  if (grant.expiresAt === null)
+    return live.token === null
+      ? { operations: [], staleLease: null }
+      : { operations: [{ request_delete_range: { key: liveKey } }], staleLease: stale };
   let id: string;
   try {
     ({ ID: id } = await leases.leaseGrant({ TTL: leaseSeconds(grant.expiresAt - now) }));
   } catch (error) {
     // NOTE: an etcd lease alone changes no record; nothing of the operation was applied.
-    throw new StoreUnavailableError(`etcd ${operation}: granting the etcd lease of the grant failed: ${error instanceof Error ? error.message : String(error)}`, { cause: loggableCause(error) });
+    throw new StoreUnavailableError(
+      `etcd ${operation}: granting the etcd lease of the grant failed: ${error instanceof Error ? error.message : String(error)}`,
+      { cause: loggableCause(error) },
+    );
   }
-  return { operations: [{ request_put: { key: liveKey, value: Buffer.from(grant.token.toString(), 'utf8'), lease: id } }], staleLease: stale };
+  return {
+    operations: [{ request_put: { key: liveKey, value: Buffer.from(grant.token.toString(), 'utf8'), lease: id } }],
+    staleLease: stale,
+  };
 }

@@ -34,7 +34,12 @@ export function prefixEnd(prefix: Buffer): Buffer {
 }
 
 /** Builds `list` over the lease records under `recordsPrefix` (`<store prefix>lease/`). */
-export function createEtcdList(kv: EtcdKv, recordsPrefix: Buffer, livePrefix: Buffer, now: () => number): (query: StoreListQuery) => Promise<StoreListPage> {
+export function createEtcdList(
+  kv: EtcdKv,
+  recordsPrefix: Buffer,
+  livePrefix: Buffer,
+  now: () => number,
+): (query: StoreListQuery) => Promise<StoreListPage> {
   /** The range from just after the cursor (or the prefix's start) to the prefix's end, under `namespace`. */
   const span = (namespace: Buffer, prefix: string, cursor: string | null, limit: number) => {
     const under = Buffer.concat([namespace, Buffer.from(prefix, 'utf8')]);
@@ -45,12 +50,24 @@ export function createEtcdList(kv: EtcdKv, recordsPrefix: Buffer, livePrefix: Bu
   return async ({ prefix, limit, cursor }) => {
     let response;
     try {
-      response = await kv.txn({ compare: [], success: [{ request_range: span(recordsPrefix, prefix, cursor, limit) }, { request_range: span(livePrefix, prefix, cursor, limit) }], failure: [] });
+      response = await kv.txn({
+        compare: [],
+        success: [
+          { request_range: span(recordsPrefix, prefix, cursor, limit) },
+          { request_range: span(livePrefix, prefix, cursor, limit) },
+        ],
+        failure: [],
+      });
     } catch (error) {
       throw readFailure(error, 'list');
     }
     const records = response.responses?.[0]?.response_range;
-    const lives = new Map((response.responses?.[1]?.response_range?.kvs ?? []).map((found) => [found.key.subarray(livePrefix.length).toString('utf8'), liveKeyOf(found)]));
+    const lives = new Map(
+      (response.responses?.[1]?.response_range?.kvs ?? []).map((found) => [
+        found.key.subarray(livePrefix.length).toString('utf8'),
+        liveKeyOf(found),
+      ]),
+    );
     const leases: ListedInspection[] = [];
     let last: string | null = null;
     const at = now();
@@ -60,7 +77,11 @@ export function createEtcdList(kv: EtcdKv, recordsPrefix: Buffer, livePrefix: Bu
       const { record, stamp } = decodeRecord(key, found.value);
       const inspection = transitions.inspect(record, key, nowWithEtcdExpiry(record, lives.get(key) ?? NO_LIVE_KEY, Math.max(at, stamp)));
       const { checkpoint } = inspection;
-      leases.push({ ...inspection, checkpoint: checkpoint === null ? null : { token: checkpoint.token, writtenAt: checkpoint.writtenAt, bytes: utf8Length(checkpoint.json) } });
+      leases.push({
+        ...inspection,
+        checkpoint:
+          checkpoint === null ? null : { token: checkpoint.token, writtenAt: checkpoint.writtenAt, bytes: utf8Length(checkpoint.json) },
+      });
     }
     return { leases, cursor: records?.more === true && last !== null ? last : null };
   };

@@ -38,7 +38,12 @@ export const DEFAULT_ETCD_PREFIX = 'leasefence/';
 const MAX_CLOCK_MS = 8.64e15;
 
 /** The checked options: the client, the prefix and a clock that refuses readings that are not epoch ms. */
-export function readEtcdStoreOptions(options: unknown): { client: EtcdClient; prefix: string; clock: () => StoreTime; subscribeTimeoutMs: number } {
+export function readEtcdStoreOptions(options: unknown): {
+  client: EtcdClient;
+  prefix: string;
+  clock: () => StoreTime;
+  subscribeTimeoutMs: number;
+} {
   if (options === undefined) throw new InvalidArgumentError('createEtcdStore needs options with a client');
   const given = readOptions('createEtcdStore options', options, ['client', 'prefix', 'clock', 'subscribeTimeoutMs']);
   assertEtcdClient(given.client);
@@ -47,11 +52,13 @@ export function readEtcdStoreOptions(options: unknown): { client: EtcdClient; pr
     throw new InvalidArgumentError(`prefix must be a string of 1 to 256 characters, got ${describe(prefix)}`);
   }
   const source = given.clock ?? systemClock;
-  if (typeof source !== 'function') throw new InvalidArgumentError(`clock must be a function returning epoch milliseconds, got ${describe(source)}`);
+  if (typeof source !== 'function')
+    throw new InvalidArgumentError(`clock must be a function returning epoch milliseconds, got ${describe(source)}`);
   // NOTE: whole milliseconds, like every stored time.
   const clock = (): StoreTime => {
     const reading: unknown = (source as Clock)();
-    if (typeof reading !== 'number' || !(Math.abs(reading) <= MAX_CLOCK_MS)) throw new InvalidArgumentError(`the etcd store's clock returned ${describe(reading)}, not epoch milliseconds`);
+    if (typeof reading !== 'number' || !(Math.abs(reading) <= MAX_CLOCK_MS))
+      throw new InvalidArgumentError(`the etcd store's clock returned ${describe(reading)}, not epoch milliseconds`);
     return Math.floor(reading);
   };
   return { client: given.client, prefix, clock, subscribeTimeoutMs: subscribeTimeoutOf(given.subscribeTimeoutMs) };

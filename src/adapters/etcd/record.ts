@@ -48,7 +48,8 @@ interface RecordJson {
   readonly applied: readonly string[];
 }
 
-const attributesOf = (stored: Record<string, string>): LeaseAttributes => Object.freeze(Object.assign(Object.create(null) as Record<string, string>, stored));
+const attributesOf = (stored: Record<string, string>): LeaseAttributes =>
+  Object.freeze(Object.assign(Object.create(null) as Record<string, string>, stored));
 
 /**
  * The JSON text of `record` (its grant's `secret` must already be the hash: the store judges hashed

@@ -67,15 +67,22 @@ export class WriteRecorder {
   }
 
   #claim(target: unknown, operation: string): Buffer {
-    if (!this.#open) throw new InvalidArgumentError(`etcd fenced write: ${operation} after the callback returned would run outside the fence`);
+    if (!this.#open)
+      throw new InvalidArgumentError(`etcd fenced write: ${operation} after the callback returned would run outside the fence`);
     const bytes = bytesOf('key', target);
     if (bytes.length === 0) throw new InvalidArgumentError('etcd fenced write: an empty key');
     if (bytes.subarray(0, this.reservedPrefix.length).equals(this.reservedPrefix)) {
-      throw new InvalidArgumentError(`etcd fenced write: ${operation} of a key under the store's prefix ${JSON.stringify(this.reservedPrefix.toString('utf8'))} (the lease records live there)`);
+      throw new InvalidArgumentError(
+        `etcd fenced write: ${operation} of a key under the store's prefix ${JSON.stringify(this.reservedPrefix.toString('utf8'))} (the lease records live there)`,
+      );
     }
     const id = bytes.toString('base64');
-    if (this.#written.has(id)) throw new InvalidArgumentError(`etcd fenced write: the key ${JSON.stringify(bytes.toString('utf8'))} is written twice (etcd allows one change per key in a transaction)`);
-    if (this.operations.length >= MAX_WRITE_OPERATIONS) throw new InvalidArgumentError(`etcd fenced write: more than ${MAX_WRITE_OPERATIONS} operations (etcd's transaction limit)`);
+    if (this.#written.has(id))
+      throw new InvalidArgumentError(
+        `etcd fenced write: the key ${JSON.stringify(bytes.toString('utf8'))} is written twice (etcd allows one change per key in a transaction)`,
+      );
+    if (this.operations.length >= MAX_WRITE_OPERATIONS)
+      throw new InvalidArgumentError(`etcd fenced write: more than ${MAX_WRITE_OPERATIONS} operations (etcd's transaction limit)`);
     this.#written.add(id);
     return bytes;
   }

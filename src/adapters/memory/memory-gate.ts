@@ -39,7 +39,8 @@ function toGateStore(store: unknown): Store | undefined {
   } catch {
     fencedWrite = undefined;
   }
-  if (typeof fencedWrite !== 'function') throw new InvalidArgumentError(`store must be the memory lease store the gate's writers hold their leases in, got ${describe(store)}`);
+  if (typeof fencedWrite !== 'function')
+    throw new InvalidArgumentError(`store must be the memory lease store the gate's writers hold their leases in, got ${describe(store)}`);
   return store as Store;
 }
 

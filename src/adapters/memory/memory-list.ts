@@ -21,7 +21,10 @@ function firstAfter(keys: readonly string[], after: string): number {
 }
 
 /** Builds `list` over a memory store's records (a `Map` that is only ever added to). */
-export function createMemoryList(records: ReadonlyMap<string, LeaseRecord>, clock: Clock): (query: StoreListQuery) => Promise<StoreListPage> {
+export function createMemoryList(
+  records: ReadonlyMap<string, LeaseRecord>,
+  clock: Clock,
+): (query: StoreListQuery) => Promise<StoreListPage> {
   let sorted: string[] = [];
   return (query) => {
     if (records.size > sorted.length) {

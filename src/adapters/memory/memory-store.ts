@@ -44,22 +44,26 @@ let storeCount = 0;
 
 /** The `clock` option, checked: a function, whose every reading must be finite epoch ms (else no operation applies). */
 function checkedClock(clock: unknown): Clock {
-  if (typeof clock !== 'function') throw new InvalidArgumentError(`clock must be a function returning epoch milliseconds, got ${describe(clock)}`);
+  if (typeof clock !== 'function')
+    throw new InvalidArgumentError(`clock must be a function returning epoch milliseconds, got ${describe(clock)}`);
   return () => {
     const now: unknown = clock();
-    if (typeof now !== 'number' || !Number.isFinite(now)) throw new InvalidArgumentError(`the memory store's clock returned ${describe(now)}, not finite epoch milliseconds`);
+    if (typeof now !== 'number' || !Number.isFinite(now))
+      throw new InvalidArgumentError(`the memory store's clock returned ${describe(now)}, not finite epoch milliseconds`);
     return now;
   };
 }
 
 /** The `tokenFloor` option, checked: a function, whose every reading must be a bigint a token can grow from. */
 function checkedTokenFloor(tokenFloor: unknown): () => bigint {
-  if (typeof tokenFloor !== 'function') throw new InvalidArgumentError(`tokenFloor must be a function returning a bigint, got ${describe(tokenFloor)}`);
+  if (typeof tokenFloor !== 'function')
+    throw new InvalidArgumentError(`tokenFloor must be a function returning a bigint, got ${describe(tokenFloor)}`);
   return () => {
     const floor: unknown = tokenFloor();
     // NOTE: a number would mix with bigint tokens (a TypeError at the next claim), and a floor past
     // MAX_TOKEN would grant a token no handle can present.
-    if (typeof floor !== 'bigint' || floor < 0n || floor > MAX_TOKEN) throw new InvalidArgumentError(`tokenFloor returned ${describe(floor)}, not a bigint from 0 to 2^63-1`);
+    if (typeof floor !== 'bigint' || floor < 0n || floor > MAX_TOKEN)
+      throw new InvalidArgumentError(`tokenFloor returned ${describe(floor)}, not a bigint from 0 to 2^63-1`);
     return floor;
   };
 }

@@ -33,7 +33,8 @@ export interface ClaimTerms {
 }
 
 /** The expiry of a grant made at `now` with `ttlMs` (NULL: never). */
-const expiresAfter = (terms: ClaimTerms): string => `${terms.now} OPERATOR(pg_catalog.+) (${terms.ttlMs}::float8 OPERATOR(pg_catalog.*) '1 millisecond'::interval)`;
+const expiresAfter = (terms: ClaimTerms): string =>
+  `${terms.now} OPERATOR(pg_catalog.+) (${terms.ttlMs}::float8 OPERATOR(pg_catalog.*) '1 millisecond'::interval)`;
 
 /**
  * `pre` may be granted: nothing is held or the grant has expired (strictly: at now = expires_at it has),

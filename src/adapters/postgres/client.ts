@@ -113,14 +113,22 @@ export function fromPostgresJs(sql: PostgresJsRoot): PostgresClient {
   // values or rows (e.g. `transform: postgres.camel`) would garble them, so it is refused up front.
   let transformed: boolean;
   try {
-    if ((typeof sql !== 'function' && typeof sql !== 'object') || sql === null || typeof sql.unsafe !== 'function' || typeof sql.begin !== 'function') throw new InvalidArgumentError('not an sql instance');
+    if (
+      (typeof sql !== 'function' && typeof sql !== 'object') ||
+      sql === null ||
+      typeof sql.unsafe !== 'function' ||
+      typeof sql.begin !== 'function'
+    )
+      throw new InvalidArgumentError('not an sql instance');
     const transform = (sql as { options?: { transform?: Record<string, { from?: unknown } | undefined> } }).options?.transform;
     transformed = ['column', 'value', 'row'].some((part) => typeof transform?.[part]?.from === 'function');
   } catch {
     throw new InvalidArgumentError('fromPostgresJs needs a postgres.js sql instance (postgres(url))');
   }
   if (transformed) {
-    throw new InvalidArgumentError('fromPostgresJs needs an sql instance without result transforms (transform.column/value/row); create a separate postgres() instance for leasefence');
+    throw new InvalidArgumentError(
+      'fromPostgresJs needs an sql instance without result transforms (transform.column/value/row); create a separate postgres() instance for leasefence',
+    );
   }
   return {
     acceptsNamedStatements: true,
@@ -226,7 +234,8 @@ export function fromPgClient(connection: PostgresQueryable): PostgresClient {
   // NOTE: a pg Client takes `{ name, text, values }` configs too; `query` passes its first argument through.
   let pgClient: boolean;
   try {
-    if (typeof connection !== 'object' || connection === null || typeof connection.query !== 'function') throw new InvalidArgumentError('no connection');
+    if (typeof connection !== 'object' || connection === null || typeof connection.query !== 'function')
+      throw new InvalidArgumentError('no connection');
     pgClient = 'connectionParameters' in connection;
   } catch {
     throw new InvalidArgumentError('fromPgClient needs one connection with query(text, params): a connected pg Client');

@@ -20,7 +20,8 @@ export function assertEncodable(what: string, value: string | null | undefined):
 /** Checks every name and value of an attribute map. */
 export function assertEncodableAttributes(attributes: Readonly<Record<string, string>> | undefined): void {
   const entries = Object.entries(attributes ?? {});
-  if (entries.length > MAX_STORED_ATTRIBUTES) throw new InvalidArgumentError(`at most ${MAX_STORED_ATTRIBUTES} attributes per grant, got ${entries.length}`);
+  if (entries.length > MAX_STORED_ATTRIBUTES)
+    throw new InvalidArgumentError(`at most ${MAX_STORED_ATTRIBUTES} attributes per grant, got ${entries.length}`);
   for (const [name, value] of entries) {
     assertEncodable('attribute name', name);
     assertEncodable(`attribute ${name}`, value);

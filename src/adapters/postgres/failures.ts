@@ -52,8 +52,17 @@ const SESSION_LOST = new Set(['57P01', '57P02', '57P05']);
 const TRANSIENT = new Set(['57014', '55P03', '40001', '40P01', '57P03', '25P03', '25P04']);
 
 /** Driver error codes raised before a request left the process. */
-const NOT_SENT_CODES = new Set(['ECONNREFUSED', 'ENOTFOUND', 'EAI_AGAIN', 'EHOSTUNREACH', 'ENETUNREACH', 'CONNECT_TIMEOUT', 'CONNECTION_ENDED']);
-const NOT_SENT_MESSAGE = /not queryable|timeout exceeded when trying to connect|connection timeout|after calling end on the pool|pglite is closed|database is closed/i;
+const NOT_SENT_CODES = new Set([
+  'ECONNREFUSED',
+  'ENOTFOUND',
+  'EAI_AGAIN',
+  'EHOSTUNREACH',
+  'ENETUNREACH',
+  'CONNECT_TIMEOUT',
+  'CONNECTION_ENDED',
+]);
+const NOT_SENT_MESSAGE =
+  /not queryable|timeout exceeded when trying to connect|connection timeout|after calling end on the pool|pglite is closed|database is closed/i;
 
 /** Driver error codes and messages of a connection lost while a request may have been in flight. */
 const LOST_CODES = new Set(['ECONNRESET', 'EPIPE', 'ETIMEDOUT', 'CONNECTION_CLOSED', 'CONNECTION_DESTROYED']);
@@ -108,8 +117,10 @@ export function isConnectionFailure(error: unknown): boolean {
 export function classifyFailure(error: unknown, phase: FailurePhase, operation: string, schema?: SchemaCheck): unknown {
   if (isLeaseError(error)) return error;
   const cause = () => ({ cause: loggableCause(error) });
-  const unavailable = () => new StoreUnavailableError(`Postgres unavailable for ${operation}, nothing applied: ${describe(error)}`, cause());
-  const unknown = () => new OutcomeUnknownError(`Postgres connection lost during ${operation}, outcome unknown: ${describe(error)}`, cause());
+  const unavailable = () =>
+    new StoreUnavailableError(`Postgres unavailable for ${operation}, nothing applied: ${describe(error)}`, cause());
+  const unknown = () =>
+    new OutcomeUnknownError(`Postgres connection lost during ${operation}, outcome unknown: ${describe(error)}`, cause());
   if (phase === 'connect') return unavailable();
   const { code, message } = (error ?? {}) as DriverError;
   if (isServerError(error)) {

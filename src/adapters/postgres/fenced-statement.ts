@@ -64,10 +64,14 @@ function checkStatement(text: unknown, params: unknown): string {
   if (!Array.isArray(params)) throw new InvalidArgumentError('fencedStatement params must be an array');
   const statement = text.trim().replace(/;\s*$/, '');
   if (!/\bfence\b/i.test(statement)) {
-    throw new InvalidArgumentError('fencedStatement: the statement must read the relation "fence" (e.g. UPDATE t SET ... FROM fence WHERE ...), or it would not be fenced');
+    throw new InvalidArgumentError(
+      'fencedStatement: the statement must read the relation "fence" (e.g. UPDATE t SET ... FROM fence WHERE ...), or it would not be fenced',
+    );
   }
   if (!/\breturning\b/i.test(statement) && !/^\s*select\b/i.test(statement)) {
-    throw new InvalidArgumentError('fencedStatement: the statement needs a RETURNING clause (RETURNING 1 will do) so that its rows can be counted');
+    throw new InvalidArgumentError(
+      'fencedStatement: the statement needs a RETURNING clause (RETURNING 1 will do) so that its rows can be counted',
+    );
   }
   for (const match of statement.matchAll(/\$(\d+)/g)) {
     const index = Number(match[1]);
@@ -132,7 +136,9 @@ export async function runFencedStatement<Row>(run: FencedStatementRun): Promise<
   } catch (error) {
     const message = (error as { message?: unknown } | null)?.message;
     if (typeof message === 'string' && message.includes(GUARD_MESSAGE)) {
-      throw new InvalidArgumentError('fencedStatement: the statement wrote rows without reading "fence"; it was rolled back (nothing applied)');
+      throw new InvalidArgumentError(
+        'fencedStatement: the statement wrote rows without reading "fence"; it was rolled back (nothing applied)',
+      );
     }
     throw run.session.classifyFailure(error, 'statement', 'fencedStatement');
   }
@@ -145,10 +151,13 @@ export async function runFencedStatement<Row>(run: FencedStatementRun): Promise<
   }
   if (!verdict.ok) return verdict;
   const rowCount = Number(first['leasefence_written']);
-  const written = rowCount === 0 ? [] : rows.map((row) => {
-    const copy = { ...row };
-    for (const name of META) delete copy[name];
-    return copy as Row;
-  });
+  const written =
+    rowCount === 0
+      ? []
+      : rows.map((row) => {
+          const copy = { ...row };
+          for (const name of META) delete copy[name];
+          return copy as Row;
+        });
   return { ok: true, rows: written, rowCount, token: fence.token, now };
 }

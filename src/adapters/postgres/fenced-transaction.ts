@@ -93,7 +93,8 @@ export interface FencedTransactionRun<T> {
 /** The pre-image in the single row a lease statement returns. */
 function recordOf(rows: unknown[], presented: string): { now: StoreTime; record: LeaseRecord | null } {
   const row = rows[0] as { r?: unknown } | undefined;
-  if (rows.length !== 1 || typeof row !== 'object' || row === null) throw new Error(`leasefence/postgres: fencedWrite returned ${rows.length} rows, expected exactly 1`);
+  if (rows.length !== 1 || typeof row !== 'object' || row === null)
+    throw new Error(`leasefence/postgres: fencedWrite returned ${rows.length} rows, expected exactly 1`);
   return decodePreImage(row.r, presented);
 }
 
@@ -128,10 +129,18 @@ export function runFencedTransaction<T>(run: FencedTransactionRun<T>): Promise<F
       if (monotonicClock() >= deadline) throw new GrantDeadlinePassed();
       return tx.query(text, params);
     };
-    const context: PostgresWriteContext = { query: query as PostgresWriteContext['query'], connection: tx, key: fence.key, token: fence.token, now };
+    const context: PostgresWriteContext = {
+      query: query as PostgresWriteContext['query'],
+      connection: tx,
+      key: fence.key,
+      token: fence.token,
+      now,
+    };
     let value: T;
     try {
-      value = await openTransactions.run({ client: run.client, table: run.table, key: fence.key, exclusive: run.exclusive }, () => run.write(context));
+      value = await openTransactions.run({ client: run.client, table: run.table, key: fence.key, exclusive: run.exclusive }, () =>
+        run.write(context),
+      );
     } catch (error) {
       if (error instanceof GrantDeadlinePassed) return control.rollbackWith(expiredVerdict(granted, fence));
       // NOTE: a driver failure inside the transaction (the bound's timeouts 57014 / 25P03, a lost

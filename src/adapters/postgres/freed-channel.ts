@@ -22,6 +22,7 @@ const MAX_IDENTIFIER_BYTES = 63;
  */
 export function freedChannelOf(table: TableName): string {
   const plain = `${table.name}:freed`;
-  return plain.length <= MAX_IDENTIFIER_BYTES ? plain : `leasefence:freed:${createHash('sha256').update(table.name).digest('hex').slice(0, 40)}`;
+  return plain.length <= MAX_IDENTIFIER_BYTES
+    ? plain
+    : `leasefence:freed:${createHash('sha256').update(table.name).digest('hex').slice(0, 40)}`;
 }
-

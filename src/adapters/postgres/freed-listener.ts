@@ -23,7 +23,11 @@ export interface PgListenClient {
 /** The parts of a postgres.js `sql` instance used for LISTEN (it keeps a listening connection of its own). */
 export interface PostgresJsListen {
   /** Listens on `channel`; `onListen` runs again after postgres.js re-listened on a new connection. */
-  listen(channel: string, onNotify: (payload: string) => void, onListen?: () => void): Promise<{
+  listen(
+    channel: string,
+    onNotify: (payload: string) => void,
+    onListen?: () => void,
+  ): Promise<{
     /** Stops listening. */
     unlisten(): Promise<void>;
   }>;
@@ -178,11 +182,15 @@ function pgliteTransport(pg: PGliteListen, events: ListenerEvents): FreedTranspo
 /** Picks the transport for `listener` by its shape. */
 function transportOf(listener: PostgresListenerOption, events: ListenerEvents): FreedTransport {
   const shape = listener as Partial<PostgresJsListen & PGliteListen & PgListenClient> & { waitReady?: unknown; unsafe?: unknown };
-  if (typeof listener === 'function' && typeof shape.listen === 'function' && typeof shape.unsafe === 'function') return postgresJsTransport(listener as unknown as PostgresJsListen, events);
+  if (typeof listener === 'function' && typeof shape.listen === 'function' && typeof shape.unsafe === 'function')
+    return postgresJsTransport(listener as unknown as PostgresJsListen, events);
   if (typeof listener === 'function') return pgTransport(listener as () => Promise<PgListenClient>, events);
-  if (typeof shape.listen === 'function' && typeof shape.exec === 'function' && 'waitReady' in shape) return pgliteTransport(listener as PGliteListen, events);
+  if (typeof shape.listen === 'function' && typeof shape.exec === 'function' && 'waitReady' in shape)
+    return pgliteTransport(listener as PGliteListen, events);
   if (typeof shape.query === 'function' && typeof shape.on === 'function') return pgTransport(listener as PgListenClient, events);
-  throw new InvalidArgumentError('`listener` must be a function returning a connected pg Client, a pg Client, a postgres.js sql instance or a PGlite instance');
+  throw new InvalidArgumentError(
+    '`listener` must be a function returning a connected pg Client, a pg Client, a postgres.js sql instance or a PGlite instance',
+  );
 }
 
 /** Marks waiter interest in a key on its lease row (freed-interest.ts); resolves once the mark committed. */
@@ -206,7 +214,12 @@ let probeCount = 0;
  * claim on their `pollMs` schedule. A probe that could not be sent decides nothing: the subscription
  * stands, and the next one probes again.
  */
-function probedTransport(transport: FreedTransport, sendProbe: SendProbe, probes: Map<string, () => void>, probeTimeoutMs: number): { readonly transport: FreedTransport; readonly refused: InvalidArgumentError | null } {
+function probedTransport(
+  transport: FreedTransport,
+  sendProbe: SendProbe,
+  probes: Map<string, () => void>,
+  probeTimeoutMs: number,
+): { readonly transport: FreedTransport; readonly refused: InvalidArgumentError | null } {
   const state: { transport: FreedTransport; refused: InvalidArgumentError | null } = { transport, refused: null };
   let verified = false;
   const probe = async (channel: string): Promise<void> => {
@@ -307,7 +320,10 @@ export function createPostgresFreed(
   const markWithin = async (key: string): Promise<void> => {
     let timer: ReturnType<typeof setTimeout> | undefined;
     const timeout = new Promise<never>((_, reject) => {
-      timer = setTimeout(() => reject(new StoreUnavailableError(`marking interest in ${JSON.stringify(key)} took longer than ${subscribeTimeoutMs} ms`)), subscribeTimeoutMs);
+      timer = setTimeout(
+        () => reject(new StoreUnavailableError(`marking interest in ${JSON.stringify(key)} took longer than ${subscribeTimeoutMs} ms`)),
+        subscribeTimeoutMs,
+      );
     });
     try {
       await Promise.race([markOnce(key), timeout]);

@@ -73,7 +73,8 @@ lf_fence AS MATERIALIZED (
 }
 
 function columnsOf(what: string, record: Readonly<Record<string, unknown>>): [string, unknown][] {
-  if (typeof record !== 'object' || record === null) throw new InvalidArgumentError(`gatedUpsert ${what} must be an object of column values`);
+  if (typeof record !== 'object' || record === null)
+    throw new InvalidArgumentError(`gatedUpsert ${what} must be an object of column values`);
   return Object.entries(record).map(([name, value]) => [columnName(name, `gatedUpsert ${what} column`), value]);
 }
 
@@ -101,12 +102,15 @@ export async function gatedUpsert(client: PostgresQueryable, upsert: GatedUpsert
   const tokenColumn = columnName(upsert.tokenColumn ?? 'fence_token', 'gatedUpsert tokenColumn');
   if (typeof upsert.lease !== 'object' || upsert.lease === null) throw new InvalidArgumentError('gatedUpsert needs a lease');
   const { key, token } = upsert.lease;
-  if (typeof key !== 'string' || typeof token !== 'bigint') throw new InvalidArgumentError('gatedUpsert needs a lease with a key and a bigint token');
+  if (typeof key !== 'string' || typeof token !== 'bigint')
+    throw new InvalidArgumentError('gatedUpsert needs a lease with a key and a bigint token');
   assertEncodable('key', key);
   const leaseTable = upsert.leaseTable === null ? null : tableName(upsert.leaseTable ?? DEFAULT_LEASE_TABLE, 'lease table');
   const fence = leaseTable === null ? null : fenceOf(upsert.lease);
   if (leaseTable !== null && fence === null) {
-    throw new InvalidArgumentError('gatedUpsert checks the full fence: pass the Lease (or lease.fence()), or leaseTable: null for a token-only check');
+    throw new InvalidArgumentError(
+      'gatedUpsert checks the full fence: pass the Lease (or lease.fence()), or leaseTable: null for a token-only check',
+    );
   }
 
   const userParams = [...identity.map(([, value]) => value), ...values.map(([, value]) => value), key, token.toString()];
@@ -131,8 +135,12 @@ upserted AS (
     AND (t.${tokenColumn} IS NULL OR t.${tokenColumn} <= EXCLUDED.${tokenColumn})
   RETURNING 1
 )
-SELECT (SELECT pg_catalog.count(*) FROM upserted)::int AS written, (SELECT pg_catalog.count(*) FROM pre)::int AS existed, pre.lease_key, pre.token${fenced === null ? '' : `,
-  ${fenced.preImage} AS r`}
+SELECT (SELECT pg_catalog.count(*) FROM upserted)::int AS written, (SELECT pg_catalog.count(*) FROM pre)::int AS existed, pre.lease_key, pre.token${
+    fenced === null
+      ? ''
+      : `,
+  ${fenced.preImage} AS r`
+  }
 FROM (SELECT 1) AS one LEFT JOIN pre ON true`;
 
   let row: { written: number; existed: number; lease_key: string | null; token: string | null; r?: unknown };
@@ -144,7 +152,8 @@ FROM (SELECT 1) AS one LEFT JOIN pre ON true`;
   if (fence !== null) {
     const { now, applied, record } = decodePreImage(row.r, fence.secret);
     const verdict = checkFence(record, fence, now);
-    if (verdict.ok !== applied) throw new Error(`leasefence/postgres: gatedUpsert disagrees with the core (core ok=${verdict.ok}, SQL fence=${applied})`);
+    if (verdict.ok !== applied)
+      throw new Error(`leasefence/postgres: gatedUpsert disagrees with the core (core ok=${verdict.ok}, SQL fence=${applied})`);
     if (!verdict.ok) return verdict;
   }
   const resource = `${table.name}(${identity.map(([column], index) => `${column.slice(1, -1)}=${String(params[index])}`).join(', ')})`;
@@ -154,10 +163,19 @@ FROM (SELECT 1) AS one LEFT JOIN pre ON true`;
   if (Number(row.existed) === 0) {
     // NOTE: the row appeared after this statement's snapshot (a concurrent first write): the refusal was
     // decided atomically by the upsert; this read only describes what refused it.
-    const read = await client.query(`SELECT t.${keyColumn} AS lease_key, t.${tokenColumn}::text AS token FROM ${table.quoted} AS t WHERE ${where}`, params.slice(0, identity.length));
+    const read = await client.query(
+      `SELECT t.${keyColumn} AS lease_key, t.${tokenColumn}::text AS token FROM ${table.quoted} AS t WHERE ${where}`,
+      params.slice(0, identity.length),
+    );
     found = (read.rows[0] as typeof found) ?? null;
   }
   const foundKey = found?.key ?? key;
   const foundToken = found?.token === null || found?.token === undefined ? 0n : BigInt(found.token);
-  return { ok: false, reason: foundKey !== key ? 'key-mismatch' : 'stale-token', resource, expected, found: { key: foundKey, token: foundToken } };
+  return {
+    ok: false,
+    reason: foundKey !== key ? 'key-mismatch' : 'stale-token',
+    resource,
+    expected,
+    found: { key: foundKey, token: foundToken },
+  };
 }

@@ -44,13 +44,21 @@ export function tableName(name: unknown, what = 'table'): TableName {
   const quoted = parts.map(quote).join('.');
   const schemaPrefix = parts.length === 2 ? `${quote(parts[0] as string)}.` : '';
   const table = parts[parts.length - 1] as string;
-  return { name, schema: parts.length === 2 ? (parts[0] as string) : null, bare: table, quoted, derive: (suffix) => `${schemaPrefix}${quote(`${table}_${suffix}`)}` };
+  return {
+    name,
+    schema: parts.length === 2 ? (parts[0] as string) : null,
+    bare: table,
+    quoted,
+    derive: (suffix) => `${schemaPrefix}${quote(`${table}_${suffix}`)}`,
+  };
 }
 
 /** Validates a column name of a user's table and quotes it. */
 export function columnName(name: unknown, what = 'column'): string {
   if (typeof name !== 'string' || !PART.test(name)) {
-    throw new InvalidArgumentError(`${what} must be an identifier (letters, digits, underscores; at most 48 characters), got ${JSON.stringify(String(name).slice(0, 100))}`);
+    throw new InvalidArgumentError(
+      `${what} must be an identifier (letters, digits, underscores; at most 48 characters), got ${JSON.stringify(String(name).slice(0, 100))}`,
+    );
   }
   return quote(name);
 }

@@ -51,7 +51,11 @@ ORDER BY pre.key`;
 /** Builds `list` for a lease table (`text`: its `listStatement`). */
 export function createPostgresList(session: Session, text: string): (query: StoreListQuery) => Promise<StoreListPage> {
   return async ({ prefix, limit, cursor }) => {
-    const rows = (await session.statement(text, [cursor ?? '', prefix, limit], 'list')) as Array<{ r: unknown; checkpoint_bytes: unknown; contiguous: unknown }>;
+    const rows = (await session.statement(text, [cursor ?? '', prefix, limit], 'list')) as Array<{
+      r: unknown;
+      checkpoint_bytes: unknown;
+      contiguous: unknown;
+    }>;
     const leases: ListedInspection[] = [];
     let last: string | null = null;
     let pastPrefix = false;
@@ -63,9 +67,11 @@ export function createPostgresList(session: Session, text: string): (query: Stor
         const inspection = transitions.inspect(record, record.key, now);
         const { checkpoint } = inspection;
         const bytes = Number(row.checkpoint_bytes ?? 0);
-        leases.push({ ...inspection, checkpoint: checkpoint === null ? null : { token: checkpoint.token, writtenAt: checkpoint.writtenAt, bytes } });
-      }
-      else if (row.contiguous === true) pastPrefix = true;
+        leases.push({
+          ...inspection,
+          checkpoint: checkpoint === null ? null : { token: checkpoint.token, writtenAt: checkpoint.writtenAt, bytes },
+        });
+      } else if (row.contiguous === true) pastPrefix = true;
     }
     return { leases, cursor: rows.length < limit || pastPrefix ? null : last };
   };

@@ -151,7 +151,8 @@ function preImageOf(rows: unknown[], operation: string, presented: string | null
 export function createPostgresStore(given: PostgresStoreOptions): PostgresStore {
   // NOTE: read once, and every option checked here, before the client is used.
   const options = readRequiredOptions('createPostgresStore options', given, STORE_OPTION_NAMES) as PostgresStoreOptions;
-  if (options.prepare !== undefined && typeof options.prepare !== 'boolean') throw new InvalidArgumentError(`prepare must be a boolean, got ${describe(options.prepare)}`);
+  if (options.prepare !== undefined && typeof options.prepare !== 'boolean')
+    throw new InvalidArgumentError(`prepare must be a boolean, got ${describe(options.prepare)}`);
   if (options.subscribeTimeoutMs !== undefined) subscribeTimeoutOf(options.subscribeTimeoutMs);
   const table: TableName = tableName(options.table ?? DEFAULT_LEASE_TABLE);
   const schema = { names: [table.bare, `${table.bare}_${CLAIM_FUNCTION_SUFFIX}`], fix: 'await store.migrate()' };
@@ -178,7 +179,10 @@ export function createPostgresStore(given: PostgresStoreOptions): PostgresStore 
   const sendProbe = async (channel: string, payload: string): Promise<void> => {
     await ownStatement('watchFreed', PROBE_SQL, [channel, payload]);
   };
-  const watchFreed = options.listener === undefined ? undefined : createPostgresFreed(options.listener, freedChannelOf(table), subscribeTimeoutMs, markInterest, sendProbe);
+  const watchFreed =
+    options.listener === undefined
+      ? undefined
+      : createPostgresFreed(options.listener, freedChannelOf(table), subscribeTimeoutMs, markInterest, sendProbe);
 
   /** Sends one of leasefence's statements; an SQL error it raises never carries the driver's error. */
   const ownStatement = async (operation: string, text: string, params: unknown[]): Promise<unknown[]> => {
@@ -249,7 +253,15 @@ export function createPostgresStore(given: PostgresStoreOptions): PostgresStore 
       assertEncodable('holder', command.holder);
       assertEncodable('runId', command.runId);
       assertEncodableAttributes(command.attributes);
-      const params = [command.key, command.holder, command.runId, secretHash(command.secret), command.ttlMs, JSON.stringify(command.attributes), command.recovering];
+      const params = [
+        command.key,
+        command.holder,
+        command.runId,
+        secretHash(command.secret),
+        command.ttlMs,
+        JSON.stringify(command.attributes),
+        command.recovering,
+      ];
       guard(command.key, 'claim');
       return apply('claim', claimText, params, command.secret, (record, now) => transitions.claim(record, command, now, tokenFloorAt(now)));
     },
@@ -257,14 +269,18 @@ export function createPostgresStore(given: PostgresStoreOptions): PostgresStore 
     renew(command) {
       checkFenceInput(command.fence);
       guard(command.fence.key, 'renew');
-      return apply('renew', sql.renew, [...fenceParams(command.fence), command.ttlMs], command.fence.secret, (record, now) => transitions.renew(record, command, now));
+      return apply('renew', sql.renew, [...fenceParams(command.fence), command.ttlMs], command.fence.secret, (record, now) =>
+        transitions.renew(record, command, now),
+      );
     },
 
     checkpoint(command) {
       checkFenceInput(command.fence);
       const params = [...fenceParams(command.fence), command.json];
       guard(command.fence.key, 'checkpoint');
-      return apply('checkpoint', sql.checkpoint, params, command.fence.secret, (record, now) => transitions.checkpoint(record, command, now));
+      return apply('checkpoint', sql.checkpoint, params, command.fence.secret, (record, now) =>
+        transitions.checkpoint(record, command, now),
+      );
     },
 
     release(command) {
@@ -273,7 +289,9 @@ export function createPostgresStore(given: PostgresStoreOptions): PostgresStore 
       const mode = json === undefined ? 'keep' : json === null ? 'clear' : 'replace';
       const params = [...fenceParams(command.fence), mode, typeof json === 'string' ? json : null];
       guard(command.fence.key, 'release');
-      return applyNotifying('release', sql.release, sql.releaseQuiet, params, command.fence.secret, (record, now) => transitions.release(record, command, now));
+      return applyNotifying('release', sql.release, sql.releaseQuiet, params, command.fence.secret, (record, now) =>
+        transitions.release(record, command, now),
+      );
     },
 
     revoke(command) {
@@ -299,10 +317,24 @@ export function createPostgresStore(given: PostgresStoreOptions): PostgresStore 
       return transitions.inspect(record, key, now);
     },
 
-    fencedWrite<T>(fence: Fence, write: (context: PostgresWriteContext) => T | Promise<T>, writeOptions: StoreFencedWriteOptions = {}): Promise<FencedWriteOutcome<T>> {
+    fencedWrite<T>(
+      fence: Fence,
+      write: (context: PostgresWriteContext) => T | Promise<T>,
+      writeOptions: StoreFencedWriteOptions = {},
+    ): Promise<FencedWriteOutcome<T>> {
       checkFenceInput(fence);
       guard(fence.key, 'fencedWrite');
-      return runFencedTransaction({ session, client, exclusive, table: table.quoted, statements: sql, marginMs, fence, write, options: writeOptions });
+      return runFencedTransaction({
+        session,
+        client,
+        exclusive,
+        table: table.quoted,
+        statements: sql,
+        marginMs,
+        fence,
+        write,
+        options: writeOptions,
+      });
     },
 
     list: createPostgresList(session, listStatement(table)),
@@ -310,7 +342,17 @@ export function createPostgresStore(given: PostgresStoreOptions): PostgresStore 
     ...(watchFreed === undefined ? {} : { watchFreed }),
 
     fencedStatement(lease, text, params = [], statementOptions = {}) {
-      return runFencedStatement({ session, storeId: id, lease, text, params, options: statementOptions, checkFenceInput, wrap, guard: (key) => guard(key, 'fencedStatement') });
+      return runFencedStatement({
+        session,
+        storeId: id,
+        lease,
+        text,
+        params,
+        options: statementOptions,
+        checkFenceInput,
+        wrap,
+        guard: (key) => guard(key, 'fencedStatement'),
+      });
     },
   };
 }

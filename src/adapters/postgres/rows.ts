@@ -17,7 +17,8 @@ import { unreadableCheckpoint } from '../../unreadable-checkpoint.js';
  * (numeric) and exact here: stored times are whole milliseconds, so the product is within a rounding error
  * of an integer far below 0.5, and `round` recovers it.
  */
-export const epochMs = (expression: string): string => `pg_catalog.round(pg_catalog.date_part('epoch', ${expression}) OPERATOR(pg_catalog.*) 1000::float8)::bigint`;
+export const epochMs = (expression: string): string =>
+  `pg_catalog.round(pg_catalog.date_part('epoch', ${expression}) OPERATOR(pg_catalog.*) 1000::float8)::bigint`;
 
 /** The store's now, truncated to milliseconds like every stored time. */
 export const NOW = `pg_catalog.date_trunc('milliseconds', pg_catalog.clock_timestamp())`;
@@ -117,7 +118,9 @@ type Cell = string | number | boolean | null | Record<string, string>;
 type Column = (typeof FENCE_COLUMNS)[number][0] | (typeof RECORD_COLUMNS)[number][0];
 
 /** Each column's index in the `r` array (after now_ms and applied). */
-const AT = Object.fromEntries([...FENCE_COLUMNS, ...RECORD_COLUMNS].map(([name], index) => [name, index + 2])) as Readonly<Record<Column, number>>;
+const AT = Object.fromEntries([...FENCE_COLUMNS, ...RECORD_COLUMNS].map(([name], index) => [name, index + 2])) as Readonly<
+  Record<Column, number>
+>;
 
 const bigintOf = (cell: Cell | undefined): bigint | null => (typeof cell === 'string' ? BigInt(cell) : null);
 const textOf = (cell: Cell | undefined): string | null => (typeof cell === 'string' ? cell : null);

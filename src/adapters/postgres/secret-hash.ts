@@ -6,4 +6,3 @@
  */
 /** Lowercase hex SHA-256 of the secret's UTF-8 bytes: what `secret_hash` holds. */
 export { hashSecret as secretHash } from '../../secret-hash.js';
-

@@ -41,7 +41,11 @@ export interface Session {
  * Checks a connection out of the pool with an `error` listener attached until it is released: a pg
  * connection that dies while checked out emits `error`, which would otherwise be an uncaught exception.
  */
-async function checkOut(client: PostgresClient, operation: string, classifyFailure: Session['classifyFailure']): Promise<{ connection: PostgresPooledConnection; release(broken: boolean): void }> {
+async function checkOut(
+  client: PostgresClient,
+  operation: string,
+  classifyFailure: Session['classifyFailure'],
+): Promise<{ connection: PostgresPooledConnection; release(broken: boolean): void }> {
   let dead = false;
   const onError = (): void => {
     dead = true;
@@ -66,7 +70,12 @@ type ConnectEither = (callback: (error: unknown, connection?: PostgresPooledConn
 
 /** Whether `value` is a checked-out connection (not the `undefined` a wrapper's promise resolves to). */
 function isConnection(value: unknown): value is PostgresPooledConnection {
-  return typeof value === 'object' && value !== null && typeof (value as { query?: unknown }).query === 'function' && typeof (value as { release?: unknown }).release === 'function';
+  return (
+    typeof value === 'object' &&
+    value !== null &&
+    typeof (value as { query?: unknown }).query === 'function' &&
+    typeof (value as { release?: unknown }).release === 'function'
+  );
 }
 
 /**
@@ -116,12 +125,9 @@ function connectListening(client: PostgresClient, onError: () => void): Promise<
       return;
     }
     if (typeof (returned as { then?: unknown } | null | undefined)?.then === 'function') {
-      (returned as Promise<unknown>).then(
-        (value) => {
-          if (isConnection(value)) take(value);
-        },
-        fail,
-      );
+      (returned as Promise<unknown>).then((value) => {
+        if (isConnection(value)) take(value);
+      }, fail);
     }
   });
 }
@@ -136,30 +142,50 @@ const control: TransactionControl = {
  * The client's `connect` and `transaction`, or `InvalidArgumentError` for what is no client (read once: a
  * getter or Proxy that throws is no client either).
  */
-function readClient(client: PostgresClient): { readonly connect: PostgresClient['connect'] | undefined; readonly transaction: PostgresClient['transaction'] | undefined } {
+function readClient(client: PostgresClient): {
+  readonly connect: PostgresClient['connect'] | undefined;
+  readonly transaction: PostgresClient['transaction'] | undefined;
+} {
   let shape: { query: unknown; connect: unknown; transaction: unknown; single: boolean };
   try {
     if (typeof client !== 'object' || client === null) throw new InvalidArgumentError('no object');
     const { query, connect, transaction } = client;
-    shape = { query, connect, transaction, single: 'connectionParameters' in client || typeof (client as { release?: unknown }).release === 'function' };
+    shape = {
+      query,
+      connect,
+      transaction,
+      single: 'connectionParameters' in client || typeof (client as { release?: unknown }).release === 'function',
+    };
   } catch {
     shape = { query: undefined, connect: undefined, transaction: undefined, single: false };
   }
-  if (typeof shape.query !== 'function' || (shape.connect !== undefined && typeof shape.connect !== 'function') || (shape.transaction !== undefined && typeof shape.transaction !== 'function')) {
-    throw new InvalidArgumentError('leasefence/postgres needs a client with query(text, params): a pg Pool, PGlite, fromPostgresJs(sql) or fromPgClient(client)');
+  if (
+    typeof shape.query !== 'function' ||
+    (shape.connect !== undefined && typeof shape.connect !== 'function') ||
+    (shape.transaction !== undefined && typeof shape.transaction !== 'function')
+  ) {
+    throw new InvalidArgumentError(
+      'leasefence/postgres needs a client with query(text, params): a pg Pool, PGlite, fromPostgresJs(sql) or fromPgClient(client)',
+    );
   }
   // NOTE: a single pg Client (or a PoolClient) also has connect(), with another meaning (open this
   // connection); treating it as a pool would fail on first use, so it is refused here with the fix.
   if (shape.connect !== undefined && shape.single) {
-    throw new InvalidArgumentError('a single pg Client or PoolClient cannot be used as a pool: pass the Pool, or wrap the client with fromPgClient(client)');
+    throw new InvalidArgumentError(
+      'a single pg Client or PoolClient cannot be used as a pool: pass the Pool, or wrap the client with fromPgClient(client)',
+    );
   }
   return { connect: shape.connect as PostgresClient['connect'], transaction: shape.transaction as PostgresClient['transaction'] };
 }
 
 /** Creates the session of a client. */
-export function createSession(client: PostgresClient, options: { readonly prepare?: boolean; readonly schema?: SchemaCheck } = {}): Session {
+export function createSession(
+  client: PostgresClient,
+  options: { readonly prepare?: boolean; readonly schema?: SchemaCheck } = {},
+): Session {
   const { connect, transaction } = readClient(client);
-  const classifyFailure = (error: unknown, phase: FailurePhase, operation: string): unknown => classify(error, phase, operation, options.schema);
+  const classifyFailure = (error: unknown, phase: FailurePhase, operation: string): unknown =>
+    classify(error, phase, operation, options.schema);
   const named = options.prepare !== false && acceptsNamedStatements(client);
   const run = (queryable: PostgresQueryable, text: string, params: unknown[]) => send(queryable, text, params, named);
 
@@ -217,11 +243,18 @@ export function createSession(client: PostgresClient, options: { readonly prepar
     }
   };
 
-  const viaCallback = async <T>(body: (tx: PostgresQueryable, control: TransactionControl) => Promise<T>, operation: string): Promise<T> => {
+  const viaCallback = async <T>(
+    body: (tx: PostgresQueryable, control: TransactionControl) => Promise<T>,
+    operation: string,
+  ): Promise<T> => {
     let bodyReturned = false;
     let thrownByBody: { error: unknown } | null = null;
     try {
-      return await (transaction as NonNullable<typeof transaction>).call<PostgresClient, [(tx: PostgresQueryable) => Promise<T>], Promise<T>>(client, async (tx) => {
+      return await (transaction as NonNullable<typeof transaction>).call<
+        PostgresClient,
+        [(tx: PostgresQueryable) => Promise<T>],
+        Promise<T>
+      >(client, async (tx) => {
         try {
           const value = await body(tx, control);
           bodyReturned = true;

@@ -269,7 +269,13 @@ export function leaseStatements(table: TableName): LeaseStatements {
 
     claimCall: `SELECT ${claimFunction(table)}(${CLAIM_ARGUMENTS}) AS r`,
 
-    renew: lockedUpdate(table, PRE_IMAGE_WIDTH.renew, 'NO KEY UPDATE', `expires_at = pre.now OPERATOR(pg_catalog.+) ($7::bigint::float8 OPERATOR(pg_catalog.*) '1 millisecond'::interval)`, FENCE_HOLDS),
+    renew: lockedUpdate(
+      table,
+      PRE_IMAGE_WIDTH.renew,
+      'NO KEY UPDATE',
+      `expires_at = pre.now OPERATOR(pg_catalog.+) ($7::bigint::float8 OPERATOR(pg_catalog.*) '1 millisecond'::interval)`,
+      FENCE_HOLDS,
+    ),
 
     checkpoint: lockedUpdate(
       table,

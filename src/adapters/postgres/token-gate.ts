@@ -49,7 +49,11 @@ export interface PostgresTokenGate {
    * (`lease.fence()`: key, token, secret, holder, run): a fence that does not hold at the store's clock is
    * refused with the core's `FenceRefusal`, before the gate is touched.
    */
-  write<T>(resource: string, lease: Fence | { readonly key: string; readonly token: bigint }, write: (context: PostgresGateContext) => T | Promise<T>): Promise<GateOutcome<T> | FenceRefusal>;
+  write<T>(
+    resource: string,
+    lease: Fence | { readonly key: string; readonly token: bigint },
+    write: (context: PostgresGateContext) => T | Promise<T>,
+  ): Promise<GateOutcome<T> | FenceRefusal>;
   /** What the gate remembers of `resource`: the key and highest token that wrote it, or `null`. */
   inspect(resource: string): Promise<GateRecord>;
   /**
@@ -174,8 +178,14 @@ function isFence(lease: Fence | { readonly key: string; readonly token: bigint }
  * ```
  */
 export function createPostgresTokenGate(given: PostgresTokenGateOptions): PostgresTokenGate {
-  const options = readRequiredOptions('createPostgresTokenGate options', given, ['client', 'table', 'leaseTable', 'prepare']) as PostgresTokenGateOptions;
-  if (options.prepare !== undefined && typeof options.prepare !== 'boolean') throw new InvalidArgumentError(`prepare must be a boolean, got ${describe(options.prepare)}`);
+  const options = readRequiredOptions('createPostgresTokenGate options', given, [
+    'client',
+    'table',
+    'leaseTable',
+    'prepare',
+  ]) as PostgresTokenGateOptions;
+  if (options.prepare !== undefined && typeof options.prepare !== 'boolean')
+    throw new InvalidArgumentError(`prepare must be a boolean, got ${describe(options.prepare)}`);
   const table = tableName(options.table ?? DEFAULT_GATE_TABLE, 'gate table');
   const leaseTable = options.leaseTable === null ? null : tableName(options.leaseTable ?? DEFAULT_LEASE_TABLE, 'lease table');
   const names = [table.bare, ...(leaseTable === null ? [] : [leaseTable.bare, 'secret_hash'])];
@@ -183,17 +193,29 @@ export function createPostgresTokenGate(given: PostgresTokenGateOptions): Postgr
   const session = createSession(options.client, options.prepare === undefined ? { schema } : { prepare: options.prepare, schema });
   const tokenOnly = tokenOnlySql(table);
   const fenced = leaseTable === null ? null : fencedGateSql(table, leaseTable);
-  const fail = (error: unknown, operation: string) => ownStatementFailure(session.classifyFailure(error, 'before-commit', operation), operation);
+  const fail = (error: unknown, operation: string) =>
+    ownStatementFailure(session.classifyFailure(error, 'before-commit', operation), operation);
 
   /** Runs the gate statement on the transaction: the fence's refusal, or the gate row after the upsert. */
-  const check = async (tx: PostgresQueryable, resource: string, lease: Fence | { key: string; token: bigint }): Promise<FenceRefusal | { row: GateRow }> => {
-    if (fenced === null) return { row: (await session.run(tx, tokenOnly, [resource, lease.key, lease.token.toString()])).rows[0] as GateRow };
-    if (!isFence(lease)) throw new InvalidArgumentError('this gate checks the full fence: pass lease.fence() (or create the gate with leaseTable: null for token-only checks)');
-    const row = (await session.run(tx, fenced, [...fenceParams(lease), resource])).rows[0] as ({ r: unknown } & NonNullable<GateRow>) | undefined;
+  const check = async (
+    tx: PostgresQueryable,
+    resource: string,
+    lease: Fence | { key: string; token: bigint },
+  ): Promise<FenceRefusal | { row: GateRow }> => {
+    if (fenced === null)
+      return { row: (await session.run(tx, tokenOnly, [resource, lease.key, lease.token.toString()])).rows[0] as GateRow };
+    if (!isFence(lease))
+      throw new InvalidArgumentError(
+        'this gate checks the full fence: pass lease.fence() (or create the gate with leaseTable: null for token-only checks)',
+      );
+    const row = (await session.run(tx, fenced, [...fenceParams(lease), resource])).rows[0] as
+      | ({ r: unknown } & NonNullable<GateRow>)
+      | undefined;
     if (row === undefined) throw new Error('leasefence/postgres: gate statement returned no row');
     const { now, applied, record } = decodePreImage(row.r, lease.secret);
     const verdict = checkFence(record, lease, now);
-    if (verdict.ok !== applied) throw new Error(`leasefence/postgres: gate write disagrees with the core (core ok=${verdict.ok}, SQL fence=${applied})`);
+    if (verdict.ok !== applied)
+      throw new Error(`leasefence/postgres: gate write disagrees with the core (core ok=${verdict.ok}, SQL fence=${applied})`);
     return verdict.ok ? { row } : verdict;
   };
 
@@ -205,7 +227,8 @@ export function createPostgresTokenGate(given: PostgresTokenGateOptions): Postgr
       throw ownStatementFailure(error, operation);
     }
   };
-  const foundOf = (row: GateRow): GateRecord['found'] => (row?.lease_key == null || row.token == null ? null : { key: row.lease_key, token: BigInt(row.token) });
+  const foundOf = (row: GateRow): GateRecord['found'] =>
+    row?.lease_key == null || row.token == null ? null : { key: row.lease_key, token: BigInt(row.token) };
 
   return {
     async migrate() {
@@ -218,7 +241,11 @@ export function createPostgresTokenGate(given: PostgresTokenGateOptions): Postgr
         }
       }, 'gate migrate');
     },
-    async write<T>(resource: string, lease: Fence | { readonly key: string; readonly token: bigint }, write: (context: PostgresGateContext) => T | Promise<T>) {
+    async write<T>(
+      resource: string,
+      lease: Fence | { readonly key: string; readonly token: bigint },
+      write: (context: PostgresGateContext) => T | Promise<T>,
+    ) {
       assertName('resource', resource);
       assertEncodable('resource', resource);
       if (typeof lease !== 'object' || lease === null || typeof lease.key !== 'string' || typeof lease.token !== 'bigint') {
@@ -235,7 +262,8 @@ export function createPostgresTokenGate(given: PostgresTokenGateOptions): Postgr
         }
         if (!('row' in checked)) return control.rollbackWith(checked);
         const { row } = checked;
-        if (row === undefined || row.lease_key === null || row.token === null) throw new Error('leasefence/postgres: gate upsert returned no row');
+        if (row === undefined || row.lease_key === null || row.token === null)
+          throw new Error('leasefence/postgres: gate upsert returned no row');
         const found = { key: row.lease_key, token: BigInt(row.token) };
         if (found.key !== lease.key) return control.rollbackWith({ ok: false, reason: 'key-mismatch', resource, expected, found });
         if (found.token !== lease.token) return control.rollbackWith({ ok: false, reason: 'stale-token', resource, expected, found });
@@ -252,11 +280,18 @@ export function createPostgresTokenGate(given: PostgresTokenGateOptions): Postgr
       assertName('resource', resource);
       assertEncodable('resource', resource);
       const expected = readGateResetOptions(options);
-      const row = await gateRow<(GateRow & { deleted?: boolean }) | undefined>(resetSql(table), [resource, expected?.token.toString() ?? null, expected?.key ?? null], 'gate reset');
+      const row = await gateRow<(GateRow & { deleted?: boolean }) | undefined>(
+        resetSql(table),
+        [resource, expected?.token.toString() ?? null, expected?.key ?? null],
+        'gate reset',
+      );
       const outcome = gateResetOutcome(resource, expected, foundOf(row));
       // NOTE: the statement decided; the judgement in JavaScript must agree with it (as a fenced gate write's does).
       const deleted = row?.deleted === true;
-      if (deleted !== (outcome.ok && outcome.found !== null)) throw new Error(`leasefence/postgres: gate reset ${deleted ? 'deleted' : 'kept'} a row the expectation ${outcome.ok ? 'matches' : 'refuses'}; this is a bug`);
+      if (deleted !== (outcome.ok && outcome.found !== null))
+        throw new Error(
+          `leasefence/postgres: gate reset ${deleted ? 'deleted' : 'kept'} a row the expectation ${outcome.ok ? 'matches' : 'refuses'}; this is a bug`,
+        );
       return outcome;
     },
   };

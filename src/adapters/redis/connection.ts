@@ -120,7 +120,8 @@ export interface IoredisOptions {
 function ioredisFailure(error: unknown): never {
   if (isError(error) && error.name === 'ReplyError') throw new RedisReplyError(redactText(error.message), { cause: loggableCause(error) });
   // NOTE: ioredis checks writability synchronously: this message means nothing was written.
-  if (isError(error) && error.message.startsWith("Stream isn't writeable")) throw new StoreUnavailableError(redactText(error.message), { cause: loggableCause(error) });
+  if (isError(error) && error.message.startsWith("Stream isn't writeable"))
+    throw new StoreUnavailableError(redactText(error.message), { cause: loggableCause(error) });
   throw error;
 }
 
@@ -202,7 +203,8 @@ export function fromIoredis(client: IoredisClient, options?: IoredisOptions): Re
     },
     readyTimeoutMs,
   );
-  const sendNow = (args: readonly string[]): Promise<unknown> => (Reflect.apply(client.call, client, args) as Promise<unknown>).catch(ioredisFailure);
+  const sendNow = (args: readonly string[]): Promise<unknown> =>
+    (Reflect.apply(client.call, client, args) as Promise<unknown>).catch(ioredisFailure);
   const cluster = typeof (client as { nodes?: unknown }).nodes === 'function';
   return {
     send(args) {
@@ -283,7 +285,8 @@ export function fromNodeRedisCluster(client: NodeRedisClusterClient, options?: I
     // NOTE: node-redis makes a node's client (and starts connecting it) at the first command to that node.
     if (node.client === undefined) client.nodeClient(node).catch(() => undefined);
     const nodeClient = node.client;
-    if (nodeClient === undefined || nodeClient.isReady !== false || !nodeClient.isOpen || nodeClient.options?.disableOfflineQueue === true) return Promise.resolve();
+    if (nodeClient === undefined || nodeClient.isReady !== false || !nodeClient.isOpen || nodeClient.options?.disableOfflineQueue === true)
+      return Promise.resolve();
     const { once, removeListener } = nodeClient;
     if (typeof once !== 'function' || typeof removeListener !== 'function') return Promise.resolve();
     let whenReady = readinessByNode.get(nodeClient);
@@ -337,7 +340,10 @@ export function toConnection(client: RedisClient): RedisConnection {
 function assertClient(message: string, client: unknown, methods: readonly string[]): void {
   let usable: boolean;
   try {
-    usable = typeof client === 'object' && client !== null && methods.every((method) => typeof (client as Record<string, unknown>)[method] === 'function');
+    usable =
+      typeof client === 'object' &&
+      client !== null &&
+      methods.every((method) => typeof (client as Record<string, unknown>)[method] === 'function');
   } catch {
     usable = false;
   }
@@ -351,7 +357,12 @@ const MAX_READY_TIMEOUT_MS = 2 ** 31 - 1;
 function readyTimeoutOf(what: string, options: unknown): number {
   const { readyTimeoutMs } = readOptions(`${what} options`, options, ['readyTimeoutMs']);
   if (readyTimeoutMs === undefined) return 5_000;
-  if (typeof readyTimeoutMs !== 'number' || !Number.isInteger(readyTimeoutMs) || readyTimeoutMs <= 0 || readyTimeoutMs > MAX_READY_TIMEOUT_MS) {
+  if (
+    typeof readyTimeoutMs !== 'number' ||
+    !Number.isInteger(readyTimeoutMs) ||
+    readyTimeoutMs <= 0 ||
+    readyTimeoutMs > MAX_READY_TIMEOUT_MS
+  ) {
     throw new InvalidArgumentError(`readyTimeoutMs must be a positive integer number of milliseconds, got ${describe(readyTimeoutMs)}`);
   }
   return readyTimeoutMs;

@@ -21,7 +21,10 @@ export class RedisCrossSlotError extends LeaseError {
   readonly keys: readonly string[];
   constructor(operation: string, keys: readonly string[], options?: { cause?: unknown }) {
     const redacted = keys.map(redactText);
-    const quoted = redacted.slice(0, QUOTED_KEYS).map((key) => JSON.stringify(key)).join(', ');
+    const quoted = redacted
+      .slice(0, QUOTED_KEYS)
+      .map((key) => JSON.stringify(key))
+      .join(', ');
     const more = keys.length > QUOTED_KEYS ? `, and ${keys.length - QUOTED_KEYS} more` : '';
     super(
       'INVALID_ARGUMENT',
@@ -77,5 +80,7 @@ export function crossSlotReply(args: readonly string[]): string | null {
   const first = keys?.[0];
   if (keys === null || first === undefined) return null;
   const slot = clusterSlot(first);
-  return keys.every((key) => clusterSlot(key) === slot) ? null : "CROSSSLOT Keys in request don't hash to the same slot (refused by leasefence before sending)";
+  return keys.every((key) => clusterSlot(key) === slot)
+    ? null
+    : "CROSSSLOT Keys in request don't hash to the same slot (refused by leasefence before sending)";
 }

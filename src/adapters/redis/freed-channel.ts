@@ -67,7 +67,8 @@ export type RedisSubscriberOption = RedisSubscriber | (() => RedisSubscriber | P
 
 const NOT_A_SUBSCRIBER = '`subscriber` must be an ioredis client or a connected node-redis v5 client (or a function returning one)';
 
-const UNSHARDED_CLUSTER = '`subscriber`: an ioredis Cluster needs the option `shardedSubscribers: true` (without it, it never emits sharded messages, so no wait would be woken)';
+const UNSHARDED_CLUSTER =
+  '`subscriber`: an ioredis Cluster needs the option `shardedSubscribers: true` (without it, it never emits sharded messages, so no wait would be woken)';
 
 /** Whether `subscriber` is an ioredis Cluster that cannot deliver sharded messages. */
 function isUnshardedIoredisCluster(subscriber: RedisSubscriber): boolean {
@@ -99,7 +100,10 @@ interface Pubsub {
 }
 
 function isIoredis(subscriber: RedisSubscriber): subscriber is IoredisSubscriber {
-  return typeof (subscriber as Partial<IoredisSubscriber>).ssubscribe === 'function' && typeof (subscriber as Partial<IoredisSubscriber>).status === 'string';
+  return (
+    typeof (subscriber as Partial<IoredisSubscriber>).ssubscribe === 'function' &&
+    typeof (subscriber as Partial<IoredisSubscriber>).status === 'string'
+  );
 }
 
 function isNodeRedis(subscriber: RedisSubscriber): subscriber is NodeRedisSubscriber {
@@ -129,7 +133,8 @@ function pubsubOf(subscriber: RedisSubscriber, deliver: (channel: string) => voi
     const onMessage = (_message: string, channel: string): void => deliver(channel);
     return {
       subscribe: (channel, sharded) => (sharded ? subscriber.sSubscribe(channel, onMessage) : subscriber.subscribe(channel, onMessage)),
-      unsubscribe: (channel, sharded) => (sharded ? subscriber.sUnsubscribe(channel, onMessage) : subscriber.unsubscribe(channel, onMessage)),
+      unsubscribe: (channel, sharded) =>
+        sharded ? subscriber.sUnsubscribe(channel, onMessage) : subscriber.unsubscribe(channel, onMessage),
     };
   }
   throw new InvalidArgumentError(NOT_A_SUBSCRIBER);

@@ -52,7 +52,9 @@ export interface KeyNames {
 /** Checks a prefix (no braces: the hash tag must come from the lease key) and builds key names under it. */
 export function keyNames(prefix: string): KeyNames {
   if (typeof prefix !== 'string' || prefix.includes('{') || prefix.includes('}')) {
-    throw new InvalidArgumentError(`prefix must be a string without '{' or '}' (the lease key provides the hash tag), got ${describe(prefix)}`);
+    throw new InvalidArgumentError(
+      `prefix must be a string without '{' or '}' (the lease key provides the hash tag), got ${describe(prefix)}`,
+    );
   }
   const base = (name: string): string => {
     const tag = tagText(name);

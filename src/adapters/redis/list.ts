@@ -86,7 +86,8 @@ interface NodeRedisCluster {
   nodeClient(node: { readonly address: string }): Promise<NodeRedisClient>;
 }
 
-const isIoredisCluster = (client: RedisClient): client is RedisClient & IoredisCluster => typeof (client as Partial<IoredisCluster>).nodes === 'function';
+const isIoredisCluster = (client: RedisClient): client is RedisClient & IoredisCluster =>
+  typeof (client as Partial<IoredisCluster>).nodes === 'function';
 const isNodeRedisCluster = (client: RedisClient): client is RedisClient & NodeRedisCluster =>
   Array.isArray((client as Partial<NodeRedisCluster>).masters) && typeof (client as Partial<NodeRedisCluster>).nodeClient === 'function';
 
@@ -94,9 +95,13 @@ const isNodeRedisCluster = (client: RedisClient): client is RedisClient & NodeRe
 async function scanTargets(client: RedisClient, connection: RedisConnection): Promise<ScanTarget[]> {
   let targets: ScanTarget[];
   if (isIoredisCluster(client)) {
-    targets = client.nodes('master').map((node) => ({ address: `${node.options.host ?? 'localhost'}:${node.options.port ?? 6379}`, connection: toConnection(node) }));
+    targets = client
+      .nodes('master')
+      .map((node) => ({ address: `${node.options.host ?? 'localhost'}:${node.options.port ?? 6379}`, connection: toConnection(node) }));
   } else if (isNodeRedisCluster(client)) {
-    targets = await Promise.all(client.masters.map(async (master) => ({ address: master.address, connection: fromNodeRedis(await client.nodeClient(master)) })));
+    targets = await Promise.all(
+      client.masters.map(async (master) => ({ address: master.address, connection: fromNodeRedis(await client.nodeClient(master)) })),
+    );
   } else {
     return [{ address: '', connection }];
   }
@@ -113,7 +118,11 @@ function parseCursor(cursor: string | null): { address: string; scan: string } {
 }
 
 /** Builds `list` for the adapter's records under `namespace`. */
-export function createRedisList(client: RedisClient, connection: RedisConnection, namespace: string): (query: StoreListQuery) => Promise<StoreListPage> {
+export function createRedisList(
+  client: RedisClient,
+  connection: RedisConnection,
+  namespace: string,
+): (query: StoreListQuery) => Promise<StoreListPage> {
   return async ({ prefix, limit, cursor }) => {
     const position = parseCursor(cursor);
     const targets = await scanTargets(client, connection);
@@ -122,9 +131,14 @@ export function createRedisList(client: RedisClient, connection: RedisConnection
     const target = targets[index];
     if (target === undefined) return { leases: [], cursor: null };
     const scan = target.address === position.address ? position.scan : '0';
-    const reply = (await target.connection.send(['SCAN', scan, 'MATCH', matchPattern(namespace, prefix), 'COUNT', String(limit)])) as [string, string[]];
+    const reply = (await target.connection.send(['SCAN', scan, 'MATCH', matchPattern(namespace, prefix), 'COUNT', String(limit)])) as [
+      string,
+      string[],
+    ];
     const [nextScan, names] = reply;
-    const keys = [...new Set(names)].map((name) => [name, leaseKeyOf(namespace, name)] as const).filter(([, key]) => key?.startsWith(prefix));
+    const keys = [...new Set(names)]
+      .map((name) => [name, leaseKeyOf(namespace, name)] as const)
+      .filter(([, key]) => key?.startsWith(prefix));
     const replies = await Promise.all(keys.map(([name]) => runScript(connection, LIST_RECORD, [name], NO_ARGS)));
     const leases: ListedInspection[] = [];
     keys.forEach(([, key], at) => {
@@ -134,10 +148,14 @@ export function createRedisList(client: RedisClient, connection: RedisConnection
       const inspection = transitions.inspect(record, key as string, now);
       const { checkpoint } = inspection;
       const bytes = Number((reply as unknown[])[5] ?? 0);
-      leases.push({ ...inspection, checkpoint: checkpoint === null ? null : { token: checkpoint.token, writtenAt: checkpoint.writtenAt, bytes } });
+      leases.push({
+        ...inspection,
+        checkpoint: checkpoint === null ? null : { token: checkpoint.token, writtenAt: checkpoint.writtenAt, bytes },
+      });
     });
     leases.sort((a, b) => (a.key < b.key ? -1 : a.key > b.key ? 1 : 0));
-    const next = nextScan !== '0' ? `${target.address}|${nextScan}` : index + 1 < targets.length ? `${targets[index + 1]?.address}|0` : null;
+    const next =
+      nextScan !== '0' ? `${target.address}|${nextScan}` : index + 1 < targets.length ? `${targets[index + 1]?.address}|0` : null;
     return { leases, cursor: next };
   };
 }

@@ -4,7 +4,16 @@
  * and the reply shape are described in `scripts.ts`.
  */
 import { InvalidArgumentError } from '../../errors.js';
-import type { CheckpointRecord, Ending, EndingKind, Fence, GrantState, LeaseAttributes, LeaseRecord, StoreTime } from '../../fence/types.js';
+import type {
+  CheckpointRecord,
+  Ending,
+  EndingKind,
+  Fence,
+  GrantState,
+  LeaseAttributes,
+  LeaseRecord,
+  StoreTime,
+} from '../../fence/types.js';
 import { REPLY } from './scripts.js';
 
 /** A lease script's reply, decoded. */
@@ -40,7 +49,8 @@ const UNSTORABLE = /\p{Surrogate}/u;
 
 /** Refuses text Redis would not store exactly (a lone surrogate becomes U+FFFD), before any I/O. */
 export function assertStorable(what: string, text: string | null): void {
-  if (text !== null && UNSTORABLE.test(text)) throw new InvalidArgumentError(`${what} contains a lone UTF-16 surrogate, which Redis cannot store exactly`);
+  if (text !== null && UNSTORABLE.test(text))
+    throw new InvalidArgumentError(`${what} contains a lone UTF-16 surrogate, which Redis cannot store exactly`);
 }
 
 /**
@@ -86,7 +96,14 @@ export function fenceArgs(fence: Fence, extra?: readonly string[]): string[] {
 }
 
 /** A claim as script arguments: secret, who, ttl, then attributes JSON and recovering, left out when empty / false. */
-export function claimArgs(secret: string, holder: string, runId: string | null, ttlMs: number | null, attributes: LeaseAttributes, recovering: boolean): string[] {
+export function claimArgs(
+  secret: string,
+  holder: string,
+  runId: string | null,
+  ttlMs: number | null,
+  attributes: LeaseAttributes,
+  recovering: boolean,
+): string[] {
   assertNoSeparator('secret', secret);
   const args = [secret, whoArg(holder, runId), ttlArg(ttlMs)];
   const json = attributesArg(attributes);
@@ -146,7 +163,16 @@ const checkpointOf = (token: string | undefined, writtenAt: string | undefined, 
  * The grant's `secret` is the presented secret when the reply carries it (it does only when they are
  * equal), else a value no fence can present: the core only ever compares secrets.
  */
-function recordOf(key: string, parts: readonly string[], from: number, held: boolean, ending: Ending | null, checkpoint: CheckpointRecord | null, recovery: unknown, secret: string): LeaseRecord | null {
+function recordOf(
+  key: string,
+  parts: readonly string[],
+  from: number,
+  held: boolean,
+  ending: Ending | null,
+  checkpoint: CheckpointRecord | null,
+  recovery: unknown,
+  secret: string,
+): LeaseRecord | null {
   const stored = parts[from];
   if (stored === undefined || stored === '') return null;
   const token = BigInt(stored);
@@ -168,7 +194,16 @@ function fromTable(key: string, reply: readonly unknown[], secret: string): Leas
     stored = checkpointOf(checkpoint.slice(0, first), checkpoint.slice(first + 1, second), checkpoint.slice(second + 1));
   }
   const parts = lease.split(SEP);
-  return recordOf(key, parts, 0, parts.length > 1, isSet(ending) ? endingOf(ending.split(SEP), 0) : null, stored, reply[REPLY.recovery], secret);
+  return recordOf(
+    key,
+    parts,
+    0,
+    parts.length > 1,
+    isSet(ending) ? endingOf(ending.split(SEP), 0) : null,
+    stored,
+    reply[REPLY.recovery],
+    secret,
+  );
 }
 
 /** Which string shape a script replies when it replies a string (see `scripts.ts`). */

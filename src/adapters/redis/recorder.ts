@@ -69,7 +69,10 @@ export class RedisCommandError extends LeaseError {
   /** How many recorded commands were applied before it. */
   readonly applied: number;
   constructor(commandIndex: number, command: string, message: string, applied: number) {
-    super('COMMAND_FAILED', `redis command #${commandIndex} (${command}) failed inside the write's script after ${applied} applied command(s): ${redactText(message)}`);
+    super(
+      'COMMAND_FAILED',
+      `redis command #${commandIndex} (${command}) failed inside the write's script after ${applied} applied command(s): ${redactText(message)}`,
+    );
     this.commandIndex = commandIndex;
     this.applied = applied;
   }
@@ -90,8 +93,11 @@ class CommandReply extends Promise<unknown> {
 
   onUse: (() => void) | null = null;
 
-    // biome-ignore lint/suspicious/noThenProperty: a Promise subclass overrides then to record that the reply was used
-  override then<A = unknown, B = never>(onFulfilled?: ((value: unknown) => A | PromiseLike<A>) | null, onRejected?: ((reason: unknown) => B | PromiseLike<B>) | null): Promise<A | B> {
+  // biome-ignore lint/suspicious/noThenProperty: a Promise subclass overrides then to record that the reply was used
+  override then<A = unknown, B = never>(
+    onFulfilled?: ((value: unknown) => A | PromiseLike<A>) | null,
+    onRejected?: ((reason: unknown) => B | PromiseLike<B>) | null,
+  ): Promise<A | B> {
     this.onUse?.();
     return super.then(onFulfilled, onRejected);
   }
@@ -145,7 +151,8 @@ export class CommandRecorder {
   }
 
   #declare(name: string): RedisKey {
-    if (typeof name !== 'string' || name.length === 0 || !isWellFormed(name)) throw new InvalidArgumentError(`a redis key must be a non-empty, well-formed string, got ${JSON.stringify(name)}`);
+    if (typeof name !== 'string' || name.length === 0 || !isWellFormed(name))
+      throw new InvalidArgumentError(`a redis key must be a non-empty, well-formed string, got ${JSON.stringify(name)}`);
     return new RedisKey(name);
   }
 
@@ -161,14 +168,20 @@ export class CommandRecorder {
     }
     if (typeof arg === 'string' && isWellFormed(arg)) return `v${arg}`;
     if ((typeof arg === 'number' && Number.isFinite(arg)) || typeof arg === 'bigint') return `v${arg}`;
-    throw new InvalidArgumentError(`redis command arguments must be well-formed strings, finite numbers, bigints or tx.key(...), got ${String(arg)}`);
+    throw new InvalidArgumentError(
+      `redis command arguments must be well-formed strings, finite numbers, bigints or tx.key(...), got ${String(arg)}`,
+    );
   }
 
   #record(command: string, args: RedisArgument[]): Promise<unknown> {
-    if (this.#sealed) throw new InvalidArgumentError('tx.call after the write was sent (or refused): record every command before the callback finishes');
-    if (typeof command !== 'string' || !/^[A-Za-z][A-Za-z0-9_|.-]*$/.test(command)) throw new InvalidArgumentError(`not a redis command name: ${String(command)}`);
+    if (this.#sealed)
+      throw new InvalidArgumentError('tx.call after the write was sent (or refused): record every command before the callback finishes');
+    if (typeof command !== 'string' || !/^[A-Za-z][A-Za-z0-9_|.-]*$/.test(command))
+      throw new InvalidArgumentError(`not a redis command name: ${String(command)}`);
     if (args.length + 1 > MAX_COMMAND_ARGUMENTS) {
-      throw new InvalidArgumentError(`a recorded redis command may have at most ${MAX_COMMAND_ARGUMENTS} arguments (Lua's unpack limit), ${command} has ${args.length + 1}: split it`);
+      throw new InvalidArgumentError(
+        `a recorded redis command may have at most ${MAX_COMMAND_ARGUMENTS} arguments (Lua's unpack limit), ${command} has ${args.length + 1}: split it`,
+      );
     }
     const encoded = [`v${command}`];
     for (const arg of args) encoded.push(this.#encode(arg));
@@ -256,7 +269,8 @@ export class CommandRecorder {
   settle(replies: unknown, failed: unknown, message: unknown, applied: unknown): RedisCommandError | null {
     const list = Array.isArray(replies) ? replies : [];
     const failedAt = Number(failed) - 1;
-    const error = failedAt >= 0 ? new RedisCommandError(failedAt, this.#commands[failedAt]?.name ?? '?', String(message), Number(applied)) : null;
+    const error =
+      failedAt >= 0 ? new RedisCommandError(failedAt, this.#commands[failedAt]?.name ?? '?', String(message), Number(applied)) : null;
     const appliedCount = Number(applied);
     this.#commands.forEach((command, index) => {
       if (error === null || index < appliedCount) command.resolve(list[index] ?? null);

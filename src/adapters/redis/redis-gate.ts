@@ -58,7 +58,11 @@ export interface RedisTokenGate {
    * must be the full fence (`lease.fence()`); a fence that does not hold is refused with the core's
    * `FenceRefusal` and nothing is applied.
    */
-  write<T>(resource: string, lease: Fence | { readonly key: string; readonly token: bigint }, write: (context: RedisWriteContext) => T | Promise<T>): Promise<GateOutcome<T> | FenceRefusal>;
+  write<T>(
+    resource: string,
+    lease: Fence | { readonly key: string; readonly token: bigint },
+    write: (context: RedisWriteContext) => T | Promise<T>,
+  ): Promise<GateOutcome<T> | FenceRefusal>;
   /** What the gate remembers of `resource`. For operators. */
   inspect(resource: string): Promise<GateRecord>;
   /**
@@ -85,7 +89,8 @@ function foundOf(key: unknown, token: unknown): GateRecord['found'] {
 
 /** A script's array reply of `length` parts, or a thrown bug report. */
 function replyParts(reply: unknown, length: number, operation: string): unknown[] {
-  if (!Array.isArray(reply) || reply.length !== length) throw new Error(`leasefence redis: unexpected token gate ${operation} reply ${JSON.stringify(reply)}`);
+  if (!Array.isArray(reply) || reply.length !== length)
+    throw new Error(`leasefence redis: unexpected token gate ${operation} reply ${JSON.stringify(reply)}`);
   return reply as unknown[];
 }
 
@@ -102,7 +107,12 @@ function replyParts(reply: unknown, length: number, operation: string): unknown[
  * ```
  */
 export function createRedisTokenGate(given: RedisTokenGateOptions): RedisTokenGate {
-  const options = readRequiredOptions('createRedisTokenGate options', given, ['client', 'prefix', 'leasePrefix', 'replayWindowMs']) as RedisTokenGateOptions;
+  const options = readRequiredOptions('createRedisTokenGate options', given, [
+    'client',
+    'prefix',
+    'leasePrefix',
+    'replayWindowMs',
+  ]) as RedisTokenGateOptions;
   const connection = toConnection(options.client);
   const prefix = options.prefix ?? DEFAULT_PREFIX;
   const names = keyNames(prefix);
@@ -121,10 +131,22 @@ export function createRedisTokenGate(given: RedisTokenGateOptions): RedisTokenGa
   };
 
   /** The gate's verdict and the commands' replies (status, found key, found token, replies, failed, error, applied). */
-  const settle = async <T>(recorder: CommandRecorder, resource: string, lease: { readonly key: string; readonly token: bigint }, value: T | Promise<T>, parts: readonly unknown[]): Promise<GateOutcome<T>> => {
+  const settle = async <T>(
+    recorder: CommandRecorder,
+    resource: string,
+    lease: { readonly key: string; readonly token: bigint },
+    value: T | Promise<T>,
+    parts: readonly unknown[],
+  ): Promise<GateOutcome<T>> => {
     const [status, foundKey, foundToken, replies, failed, message, applied] = parts;
     if (status === 'key-mismatch' || status === 'stale-token') {
-      const refusal = { ok: false, reason: status, resource, expected: { key: lease.key, token: lease.token }, found: { key: String(foundKey), token: BigInt(String(foundToken)) } } as const;
+      const refusal = {
+        ok: false,
+        reason: status,
+        resource,
+        expected: { key: lease.key, token: lease.token },
+        found: { key: String(foundKey), token: BigInt(String(foundToken)) },
+      } as const;
       recorder.fail(new GateRefusedError(refusal));
       return refusal;
     }
@@ -135,18 +157,29 @@ export function createRedisTokenGate(given: RedisTokenGateOptions): RedisTokenGa
   };
 
   return {
-    async write<T>(resource: string, lease: Fence | { readonly key: string; readonly token: bigint }, write: (context: RedisWriteContext) => T | Promise<T>): Promise<GateOutcome<T> | FenceRefusal> {
+    async write<T>(
+      resource: string,
+      lease: Fence | { readonly key: string; readonly token: bigint },
+      write: (context: RedisWriteContext) => T | Promise<T>,
+    ): Promise<GateOutcome<T> | FenceRefusal> {
       assertStorable('resource', resource);
       assertStorable('lease key', lease.key);
       if (leaseNames === null) {
         const recorder = new CommandRecorder(1);
         const { value, keys: declared, args: commands } = await recorder.run(write, lease.token);
-        const reply = await send(recorder, GATE_WRITE, [names.record(resource, 'gate'), ...declared], [lease.key, lease.token.toString(), newSecret(), String(replayWindowMs), ...commands]);
+        const reply = await send(
+          recorder,
+          GATE_WRITE,
+          [names.record(resource, 'gate'), ...declared],
+          [lease.key, lease.token.toString(), newSecret(), String(replayWindowMs), ...commands],
+        );
         if (!Array.isArray(reply)) throw new Error(`leasefence redis: unexpected token gate reply ${JSON.stringify(reply)}`);
         return settle(recorder, resource, lease, value, reply as unknown[]);
       }
       if (!isFence(lease)) {
-        throw new InvalidArgumentError('this token gate checks the full fence: pass lease.fence() (key, token, secret, holder, run), or create it with { leasePrefix: null } for tokens only');
+        throw new InvalidArgumentError(
+          'this token gate checks the full fence: pass lease.fence() (key, token, secret, holder, run), or create it with { leasePrefix: null } for tokens only',
+        );
       }
       const recorder = new CommandRecorder(2);
       const args = fenceArgs(lease, [newSecret(), String(replayWindowMs), lease.key]);
@@ -156,7 +189,9 @@ export function createRedisTokenGate(given: RedisTokenGateOptions): RedisTokenGa
       const reply = parseLeaseReply(await send(recorder, FENCED_GATE_WRITE, keys, args), lease.key, lease.secret);
       const verdict = checkFence(reply.record, lease, reply.now);
       if (verdict.ok !== reply.applied) {
-        throw new Error(`leasefence redis: the fenced token gate script ${reply.applied ? 'passed' : 'refused'} a fence the pure core ${verdict.ok ? 'accepts' : 'refuses'}; this is a bug`);
+        throw new Error(
+          `leasefence redis: the fenced token gate script ${reply.applied ? 'passed' : 'refused'} a fence the pure core ${verdict.ok ? 'accepts' : 'refuses'}; this is a bug`,
+        );
       }
       if (!verdict.ok) {
         recorder.refuse(verdict);
@@ -179,7 +214,10 @@ export function createRedisTokenGate(given: RedisTokenGateOptions): RedisTokenGa
       const [deleted, key, token] = replyParts(await runScript(connection, GATE_RESET, [names.record(resource, 'gate')], args), 3, 'reset');
       const outcome = gateResetOutcome(resource, expected, foundOf(key, token));
       // NOTE: the script decided; the judgement here must agree with it (as a fenced gate write's does).
-      if (outcome.ok !== (deleted === 1)) throw new Error(`leasefence redis: the token gate reset script ${deleted === 1 ? 'deleted' : 'kept'} a record the expectation ${outcome.ok ? 'matches' : 'refuses'}; this is a bug`);
+      if (outcome.ok !== (deleted === 1))
+        throw new Error(
+          `leasefence redis: the token gate reset script ${deleted === 1 ? 'deleted' : 'kept'} a record the expectation ${outcome.ok ? 'matches' : 'refuses'}; this is a bug`,
+        );
       return outcome;
     },
   };

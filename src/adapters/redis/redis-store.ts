@@ -130,13 +130,22 @@ export type RedisStore = Store<RedisWriteContext>;
  * ```
  */
 export function createRedisStore(given: RedisStoreOptions): RedisStore {
-  const options = readRequiredOptions('createRedisStore options', given, ['client', 'prefix', 'replayWindowMs', 'subscriber', 'subscribeTimeoutMs']) as RedisStoreOptions;
+  const options = readRequiredOptions('createRedisStore options', given, [
+    'client',
+    'prefix',
+    'replayWindowMs',
+    'subscriber',
+    'subscribeTimeoutMs',
+  ]) as RedisStoreOptions;
   if (options.subscribeTimeoutMs !== undefined) subscribeTimeoutOf(options.subscribeTimeoutMs);
   const connection = toConnection(options.client);
   const prefix = options.prefix ?? DEFAULT_PREFIX;
   const names = keyNames(prefix);
   const replayWindowMs = replayWindowOf(options.replayWindowMs);
-  const watchFreed = options.subscriber === undefined ? undefined : createRedisFreed({ subscriber: options.subscriber, subscribeTimeoutMs: subscribeTimeoutOf(options.subscribeTimeoutMs) });
+  const watchFreed =
+    options.subscriber === undefined
+      ? undefined
+      : createRedisFreed({ subscriber: options.subscriber, subscribeTimeoutMs: subscribeTimeoutOf(options.subscribeTimeoutMs) });
 
   /**
    * Runs a fenced operation's script (ARGV: the fence, then `extra`) and judges its pre-image with the
@@ -188,7 +197,14 @@ export function createRedisStore(given: RedisStoreOptions): RedisStore {
     async revoke(command) {
       const { key } = command;
       assertNoSeparator('revoked by', command.by);
-      const args = [command.reason, command.by, command.requireRecovery ? '1' : '0', command.expectedToken?.toString() ?? '', newSecret(), String(replayWindowMs)];
+      const args = [
+        command.reason,
+        command.by,
+        command.requireRecovery ? '1' : '0',
+        command.expectedToken?.toString() ?? '',
+        newSecret(),
+        String(replayWindowMs),
+      ];
       const reply = parseLeaseReply(await runScript(connection, SCRIPTS.revoke, [names.record(key, 'lease')], args), key, '');
       return agree(SCRIPTS.revoke, reply, transitions.revoke(reply.record, command, reply.now));
     },
@@ -200,9 +216,15 @@ export function createRedisStore(given: RedisStoreOptions): RedisStore {
 
     list: createRedisList(options.client, connection, prefix),
 
-    ...(watchFreed === undefined ? {} : { watchFreed: (key: string, onFreed: () => void) => watchFreed(names.record(key, 'lease'), onFreed) }),
+    ...(watchFreed === undefined
+      ? {}
+      : { watchFreed: (key: string, onFreed: () => void) => watchFreed(names.record(key, 'lease'), onFreed) }),
 
-    async fencedWrite<T>(fence: Fence, write: (context: RedisWriteContext) => T | Promise<T>, writeOptions: StoreFencedWriteOptions = {}): Promise<FencedWriteOutcome<T>> {
+    async fencedWrite<T>(
+      fence: Fence,
+      write: (context: RedisWriteContext) => T | Promise<T>,
+      writeOptions: StoreFencedWriteOptions = {},
+    ): Promise<FencedWriteOutcome<T>> {
       const { checkpointJson } = writeOptions;
       const recorder = new CommandRecorder(1);
       const fenceArguments = fenceArgs(fence, [newSecret(), String(replayWindowMs), checkpointJson ?? '']);

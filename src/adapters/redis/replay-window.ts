@@ -17,7 +17,9 @@ export const MAX_REPLAY_WINDOW_MS = 86_400_000;
 export function replayWindowOf(value: unknown): number {
   if (value === undefined) return DEFAULT_REPLAY_WINDOW_MS;
   if (typeof value !== 'number' || !Number.isInteger(value) || value < 1 || value > MAX_REPLAY_WINDOW_MS) {
-    throw new InvalidArgumentError(`replayWindowMs must be an integer number of milliseconds from 1 to ${MAX_REPLAY_WINDOW_MS}, got ${typeof value === 'number' ? String(value) : typeof value}`);
+    throw new InvalidArgumentError(
+      `replayWindowMs must be an integer number of milliseconds from 1 to ${MAX_REPLAY_WINDOW_MS}, got ${typeof value === 'number' ? String(value) : typeof value}`,
+    );
   }
   return value;
 }

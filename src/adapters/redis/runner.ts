@@ -34,19 +34,31 @@ const NOT_APPLIED_CODES = new Set(['LOADING', 'BUSY', 'MASTERDOWN', 'READONLY', 
 function classify(script: Script, keys: readonly string[], error: unknown): unknown {
   // NOTE: before the LeaseError check: a reply error is a LeaseError (COMMAND_FAILED) that some replies refine.
   if (error instanceof RedisReplyError) {
-    if (isCrossSlotReply(error.replyCode, error.message)) return new RedisCrossSlotError(script.name, keys, { cause: loggableCause(error) });
-    if (NOT_APPLIED_CODES.has(error.replyCode)) return new StoreUnavailableError(`redis refused the ${script.name} script: ${redactText(error.message)}`, { cause: loggableCause(error) });
+    if (isCrossSlotReply(error.replyCode, error.message))
+      return new RedisCrossSlotError(script.name, keys, { cause: loggableCause(error) });
+    if (NOT_APPLIED_CODES.has(error.replyCode))
+      return new StoreUnavailableError(`redis refused the ${script.name} script: ${redactText(error.message)}`, {
+        cause: loggableCause(error),
+      });
     return error;
   }
   if (isLeaseError(error)) return error;
   const reason = redactText(error instanceof Error ? error.message : String(error));
-  return new OutcomeUnknownError(`the ${script.name} script was sent to redis but its reply was lost (${reason}): it may or may not have been applied`, {
-    cause: loggableCause(error),
-  });
+  return new OutcomeUnknownError(
+    `the ${script.name} script was sent to redis but its reply was lost (${reason}): it may or may not have been applied`,
+    {
+      cause: loggableCause(error),
+    },
+  );
 }
 
 /** Runs `script` with `keys` as KEYS and `args` as ARGV; one EVALSHA, plus one EVAL after a NOSCRIPT. */
-export async function runScript(connection: RedisConnection, script: Script, keys: readonly string[], args: readonly string[]): Promise<unknown> {
+export async function runScript(
+  connection: RedisConnection,
+  script: Script,
+  keys: readonly string[],
+  args: readonly string[],
+): Promise<unknown> {
   const command = ['EVALSHA', script.sha, String(keys.length)];
   for (const key of keys) command.push(key);
   for (const arg of args) command.push(arg);

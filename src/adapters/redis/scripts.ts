@@ -55,7 +55,19 @@
  */
 import { increment } from './decimals.js';
 import { PUBLISH_FREED } from './freed-channel.js';
-import { CLOCK, FENCED, FENCED_MEMOISED, GRANT_LOCALS, GRANT_PARTS, MASKED, MEMO_FIELDS, REMEMBER, REPLAYED, SAFE_CHECKPOINT, TAKE_OVER } from './script-parts.js';
+import {
+  CLOCK,
+  FENCED,
+  FENCED_MEMOISED,
+  GRANT_LOCALS,
+  GRANT_PARTS,
+  MASKED,
+  MEMO_FIELDS,
+  REMEMBER,
+  REPLAYED,
+  SAFE_CHECKPOINT,
+  TAKE_OVER,
+} from './script-parts.js';
 
 /** Where each part sits in a lease script's reply (0-based). */
 export const REPLY = {

@@ -77,7 +77,10 @@ export function classifyFailure(error: unknown, phase: FailurePhase, operation: 
   const driverError = (error ?? {}) as DriverError;
   const text = typeof driverError.message === 'string' ? driverError.message : String(error);
   if (phase === 'before-commit' && isMissingSchema(driverError)) {
-    return new StoreUnavailableError(`SQLite unavailable for ${operation}, nothing applied: ${text} (run \`await store.migrate()\` once, or the schema SQL in your migrations)`, { cause: loggableCause(error) });
+    return new StoreUnavailableError(
+      `SQLite unavailable for ${operation}, nothing applied: ${text} (run \`await store.migrate()\` once, or the schema SQL in your migrations)`,
+      { cause: loggableCause(error) },
+    );
   }
   // NOTE: any driver error before COMMIT (read-only file, disk full, corrupt file, a lock) rolled back:
   // nothing applied, whatever its kind.

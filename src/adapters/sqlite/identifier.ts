@@ -23,6 +23,7 @@ export function tableName(name: unknown, what = 'table'): TableName {
     );
   }
   // NOTE: names starting with sqlite_ are reserved for SQLite's own tables.
-  if (/^sqlite_/i.test(name)) throw new InvalidArgumentError(`${what} name must not start with sqlite_ (reserved by SQLite), got ${JSON.stringify(name)}`);
+  if (/^sqlite_/i.test(name))
+    throw new InvalidArgumentError(`${what} name must not start with sqlite_ (reserved by SQLite), got ${JSON.stringify(name)}`);
   return { name, quoted: `"${name}"` };
 }

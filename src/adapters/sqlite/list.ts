@@ -17,18 +17,28 @@ import { immediate } from './transaction.js';
  */
 export function listPageSql(table: TableName): string {
   // NOTE: the JSON's size instead of the JSON (an empty text stands in for it, so `recordOf` reads the row as usual).
-  const columns = RECORD_COLUMNS_SQL.replace(/\bcheckpoint_json\b/, `CASE WHEN checkpoint_json IS NULL THEN NULL ELSE '' END AS checkpoint_json, length(CAST(checkpoint_json AS BLOB)) AS checkpoint_bytes`);
+  const columns = RECORD_COLUMNS_SQL.replace(
+    /\bcheckpoint_json\b/,
+    `CASE WHEN checkpoint_json IS NULL THEN NULL ELSE '' END AS checkpoint_json, length(CAST(checkpoint_json AS BLOB)) AS checkpoint_bytes`,
+  );
   return `SELECT ${columns}
 FROM ${table.quoted} WHERE key > ? AND key >= ? ORDER BY key LIMIT ?`;
 }
 
 /** Builds `list` over a lease table; `now` is the store's clock, read once per page. */
-export function createSqliteList(client: SqliteClient, table: TableName, now: () => number): (query: StoreListQuery) => Promise<StoreListPage> {
+export function createSqliteList(
+  client: SqliteClient,
+  table: TableName,
+  now: () => number,
+): (query: StoreListQuery) => Promise<StoreListPage> {
   const text = listPageSql(table);
   return async ({ prefix, limit, cursor }) => {
     // NOTE: under the write lock, like every operation: no writer can change a row between the clock
     // reading and the SELECT, so each lease is listed as it stood at `at`.
-    const { rows, at } = immediate(client, 'list', () => ({ outcome: { at: now(), rows: statementFor(client, text).all(cursor ?? '', prefix, limit) }, commit: false }));
+    const { rows, at } = immediate(client, 'list', () => ({
+      outcome: { at: now(), rows: statementFor(client, text).all(cursor ?? '', prefix, limit) },
+      commit: false,
+    }));
     const leases: ListedInspection[] = [];
     let last: string | null = null;
     for (const row of rows) {
@@ -40,7 +50,10 @@ export function createSqliteList(client: SqliteClient, table: TableName, now: ()
       const inspection = transitions.inspect(record, record.key, at);
       const { checkpoint } = inspection;
       const bytes = Number((row as { checkpoint_bytes?: unknown }).checkpoint_bytes ?? 0);
-      leases.push({ ...inspection, checkpoint: checkpoint === null ? null : { token: checkpoint.token, writtenAt: checkpoint.writtenAt, bytes } });
+      leases.push({
+        ...inspection,
+        checkpoint: checkpoint === null ? null : { token: checkpoint.token, writtenAt: checkpoint.writtenAt, bytes },
+      });
     }
     return { leases, cursor: rows.length < limit ? null : last };
   };

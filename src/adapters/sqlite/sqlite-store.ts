@@ -110,7 +110,8 @@ function assertBusyTimeout(ms: unknown): asserts ms is number | null {
 }
 
 /** A reading of the caller's clock or floor for a message: numbers and bigints as they are, anything else by type. */
-const shown = (value: unknown): string => (typeof value === 'number' || typeof value === 'bigint' ? `${value}${typeof value === 'bigint' ? 'n' : ''}` : typeof value);
+const shown = (value: unknown): string =>
+  typeof value === 'number' || typeof value === 'bigint' ? `${value}${typeof value === 'bigint' ? 'n' : ''}` : typeof value;
 
 /** The largest clock reading accepted, in ms either side of the epoch: the range of a JS `Date`. */
 const MAX_CLOCK_MS = 8.64e15;
@@ -125,7 +126,10 @@ export function assertClient(client: unknown): asserts client is SqliteClient {
     // NOTE: a Proxy or getter that throws is no connection either.
     usable = false;
   }
-  if (!usable) throw new InvalidArgumentError('client must be a better-sqlite3 Database or a node:sqlite DatabaseSync (an object with prepare and exec)');
+  if (!usable)
+    throw new InvalidArgumentError(
+      'client must be a better-sqlite3 Database or a node:sqlite DatabaseSync (an object with prepare and exec)',
+    );
 }
 
 /**
@@ -163,7 +167,8 @@ export function createSqliteStore(options: SqliteStoreOptions): SqliteStore {
   const tokenFloor = (at: StoreTime): bigint => {
     const floor: unknown = floorOf(at);
     // NOTE: a number would be minted as a number token, and a floor past MAX_TOKEN cannot be bound.
-    if (typeof floor !== 'bigint' || floor > MAX_TOKEN) throw new InvalidArgumentError(`tokenFloor returned ${shown(floor)}, not a bigint up to 2^63-1`);
+    if (typeof floor !== 'bigint' || floor > MAX_TOKEN)
+      throw new InvalidArgumentError(`tokenFloor returned ${shown(floor)}, not a bigint up to 2^63-1`);
     return floor;
   };
   const busyTimeoutMs = given.busyTimeoutMs === undefined ? DEFAULT_BUSY_TIMEOUT_MS : given.busyTimeoutMs;
@@ -176,7 +181,8 @@ export function createSqliteStore(options: SqliteStoreOptions): SqliteStore {
   // NOTE: whole milliseconds, like every stored time: the INTEGER columns of a STRICT table refuse fractions.
   const now = (): StoreTime => {
     const reading: unknown = clock();
-    if (typeof reading !== 'number' || !(Math.abs(reading) <= MAX_CLOCK_MS)) throw new InvalidArgumentError(`the SQLite store's clock returned ${shown(reading)}, not epoch milliseconds`);
+    if (typeof reading !== 'number' || !(Math.abs(reading) <= MAX_CLOCK_MS))
+      throw new InvalidArgumentError(`the SQLite store's clock returned ${shown(reading)}, not epoch milliseconds`);
     return Math.floor(reading);
   };
   const read = (key: string): LeaseRecord | null => recordOf(statementFor(client, selectRecord).get(key));
@@ -189,7 +195,11 @@ export function createSqliteStore(options: SqliteStoreOptions): SqliteStore {
       return { outcome, commit: changed };
     });
 
-  const fencedWrite = <T>(fence: Fence, callback: (context: SqliteWriteContext) => T, { checkpointJson }: StoreFencedWriteOptions): FencedWriteOutcome<T> => {
+  const fencedWrite = <T>(
+    fence: Fence,
+    callback: (context: SqliteWriteContext) => T,
+    { checkpointJson }: StoreFencedWriteOptions,
+  ): FencedWriteOutcome<T> => {
     const stored = hashedFence(fence);
     return immediate<FencedWriteOutcome<T>>(client, 'fenced write', () => {
       const at = now();
@@ -204,7 +214,8 @@ export function createSqliteStore(options: SqliteStoreOptions): SqliteStore {
         close();
       }
       refuseThenable(value, 'fenced write');
-      if (checkpointJson === undefined) return { outcome: { ok: true, value, token: fence.token, checkpoint: null, now: at }, commit: true };
+      if (checkpointJson === undefined)
+        return { outcome: { ok: true, value, token: fence.token, checkpoint: null, now: at }, commit: true };
       // NOTE: the same checkpoint transition at the same now, in the same transaction: the record is as read.
       const saved = transitions.checkpoint(record, { fence: stored, json: checkpointJson }, at);
       if (!saved.outcome.ok || saved.record === null) return { outcome: saved.outcome as FencedWriteOutcome<T>, commit: false };
@@ -221,12 +232,23 @@ export function createSqliteStore(options: SqliteStoreOptions): SqliteStore {
       // NOTE: journal_mode cannot change inside a transaction; CREATE TABLE IF NOT EXISTS is atomic on its own.
       await runMigration(client, [WAL_PRAGMA, leaseTableSql(table)], 'migrate');
     },
-    claim: async (command) => apply(command.key, 'claim', (record, at) => transitions.claim(record, hashedClaim(command), at, tokenFloor(at))),
-    renew: async (command) => apply(command.fence.key, 'renew', (record, at) => transitions.renew(record, { ...command, fence: hashedFence(command.fence) }, at)),
-    checkpoint: async (command) => apply(command.fence.key, 'checkpoint', (record, at) => transitions.checkpoint(record, { ...command, fence: hashedFence(command.fence) }, at)),
-    release: async (command) => apply(command.fence.key, 'release', (record, at) => transitions.release(record, { ...command, fence: hashedFence(command.fence) }, at)),
+    claim: async (command) =>
+      apply(command.key, 'claim', (record, at) => transitions.claim(record, hashedClaim(command), at, tokenFloor(at))),
+    renew: async (command) =>
+      apply(command.fence.key, 'renew', (record, at) => transitions.renew(record, { ...command, fence: hashedFence(command.fence) }, at)),
+    checkpoint: async (command) =>
+      apply(command.fence.key, 'checkpoint', (record, at) =>
+        transitions.checkpoint(record, { ...command, fence: hashedFence(command.fence) }, at),
+      ),
+    release: async (command) =>
+      apply(command.fence.key, 'release', (record, at) =>
+        transitions.release(record, { ...command, fence: hashedFence(command.fence) }, at),
+      ),
     revoke: async (command) => apply(command.key, 'revoke', (record, at) => transitions.revoke(record, command, at)),
-    recover: async (command) => apply(command.fence.key, 'recover', (record, at) => transitions.recover(record, { ...command, fence: hashedFence(command.fence) }, at)),
+    recover: async (command) =>
+      apply(command.fence.key, 'recover', (record, at) =>
+        transitions.recover(record, { ...command, fence: hashedFence(command.fence) }, at),
+      ),
     async inspect(key) {
       try {
         return transitions.inspect(read(key), key, now());
@@ -234,7 +256,11 @@ export function createSqliteStore(options: SqliteStoreOptions): SqliteStore {
         throw classifyFailure(error, 'before-commit', 'inspect');
       }
     },
-    async fencedWrite<T>(fence: Fence, callback: (context: SqliteWriteContext) => T | Promise<T>, writeOptions: StoreFencedWriteOptions = {}) {
+    async fencedWrite<T>(
+      fence: Fence,
+      callback: (context: SqliteWriteContext) => T | Promise<T>,
+      writeOptions: StoreFencedWriteOptions = {},
+    ) {
       refuseAsyncCallback(callback, 'fenced write');
       return fencedWrite(fence, callback as (context: SqliteWriteContext) => T, writeOptions);
     },

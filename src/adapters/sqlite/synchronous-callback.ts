@@ -17,16 +17,24 @@ const ASYNC_FUNCTION = 'AsyncFunction';
 export function refuseAsyncCallback(write: unknown, what: string): void {
   if (typeof write !== 'function') throw new InvalidArgumentError(`${what} needs a write callback, got ${typeof write}`);
   if (write.constructor?.name === ASYNC_FUNCTION) {
-    throw new InvalidArgumentError(`${what}: leasefence/sqlite runs the callback inside a SQLite transaction and needs it synchronous, got an async function`);
+    throw new InvalidArgumentError(
+      `${what}: leasefence/sqlite runs the callback inside a SQLite transaction and needs it synchronous, got an async function`,
+    );
   }
 }
 
 /** Refuses a callback's promise result (thrown inside the transaction, so it rolls back). */
 export function refuseThenable(value: unknown, what: string): void {
-  if ((typeof value === 'object' || typeof value === 'function') && value !== null && typeof (value as PromiseLike<unknown>).then === 'function') {
+  if (
+    (typeof value === 'object' || typeof value === 'function') &&
+    value !== null &&
+    typeof (value as PromiseLike<unknown>).then === 'function'
+  ) {
     // NOTE: the promise is the caller's; its rejection, if any, would be unhandled: the thrown error reports the misuse.
     (value as PromiseLike<unknown>).then(undefined, () => undefined);
-    throw new InvalidArgumentError(`${what}: the callback returned a promise; leasefence/sqlite needs it synchronous, and rolled its statements back`);
+    throw new InvalidArgumentError(
+      `${what}: the callback returned a promise; leasefence/sqlite needs it synchronous, and rolled its statements back`,
+    );
   }
 }
 
@@ -46,10 +54,14 @@ export interface SqliteTransactionStatements {
 }
 
 /** Statements bound to the open transaction, and `close()` to end their validity when the callback returns. */
-export function transactionStatements(client: SqliteClient, what: string): { readonly statements: SqliteTransactionStatements; close(): void } {
+export function transactionStatements(
+  client: SqliteClient,
+  what: string,
+): { readonly statements: SqliteTransactionStatements; close(): void } {
   let open = true;
   const prepare = (sql: string) => {
-    if (!open) throw new InvalidArgumentError(`${what}: a statement ran after the callback returned, outside the transaction; it was not run`);
+    if (!open)
+      throw new InvalidArgumentError(`${what}: a statement ran after the callback returned, outside the transaction; it was not run`);
     return statementFor(client, sql);
   };
   const statements: SqliteTransactionStatements = {

@@ -44,7 +44,13 @@ export async function runHandoffChain(options: HandoffChainOptions): Promise<Han
     await leases.release(result.lease);
   });
   // NOTE: every instance has subscribed and had its first refusal before the chain starts.
-  await until(() => counting.claimsInFlight() === 0 && counting.liveSubscriptions() >= (typeof counting.store.watchFreed === 'function' ? instances : 0) && counting.claims() >= instances + 1, 'waiters queued');
+  await until(
+    () =>
+      counting.claimsInFlight() === 0 &&
+      counting.liveSubscriptions() >= (typeof counting.store.watchFreed === 'function' ? instances : 0) &&
+      counting.claims() >= instances + 1,
+    'waiters queued',
+  );
   const before = counting.claims();
   await holder.release(held);
   await Promise.all(granted);
