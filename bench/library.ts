@@ -16,6 +16,7 @@ import type * as Root from '../src/index.js';
 import type * as Memory from '../src/adapters/memory/index.js';
 import type * as Postgres from '../src/adapters/postgres/index.js';
 import type * as Redis from '../src/adapters/redis/index.js';
+import type * as Etcd from '../src/adapters/etcd/index.js';
 import type * as Cycles from './cycles.js';
 
 /** One tree's public entry points, as a user imports them (`leasefence`, `leasefence/memory`, ...). */
@@ -28,6 +29,8 @@ export interface Library {
   readonly postgres: typeof Postgres;
   /** `leasefence/redis`. */
   readonly redis: typeof Redis;
+  /** `leasefence/etcd`. */
+  readonly etcd: typeof Etcd;
   /** bench/cycles.ts, bundled with this tree: the loops that call it, a copy of their own per tree. */
   readonly cycles: typeof Cycles;
 }
@@ -41,6 +44,7 @@ export const ENTRIES = {
   memory: 'adapters/memory/index.ts',
   postgres: 'adapters/postgres/index.ts',
   redis: 'adapters/redis/index.ts',
+  etcd: 'adapters/etcd/index.ts',
 } as const;
 
 /** tsup.config.ts's `target` (checked by test/bench/library.test.ts). */
@@ -95,6 +99,7 @@ export async function loadLibrary(src: string): Promise<Library> {
     memory: await load('memory'),
     postgres: await load('postgres'),
     redis: await load('redis'),
+    etcd: await load('etcd'),
     cycles: await load('cycles'),
   };
 }

@@ -1,14 +1,15 @@
 /**
  * `npm run bench`: one command, one markdown report of leasefence against raw baselines and its peers on
- * memory, Redis and PostgreSQL, each on a throwaway server of its own (test/support), measured in
+ * memory, Redis, PostgreSQL and etcd, each on a throwaway server of its own (test/support), measured in
  * interleaved short slices (see slices.ts). About 5 minutes on 2 cores with the defaults.
  *
  *   npm run bench                              (everything, defaults below)
  *   npm run bench -- --quick                   (a smoke run: every contender once, a few ms each)
- *   BENCH_STORES=memory,redis npm run bench    (a subset: memory, redis, postgres)
+ *   BENCH_STORES=memory,redis npm run bench    (a subset: memory, redis, postgres, etcd)
  *   BENCH_ROUNDS=9 BENCH_PASSES=10             rounds (ratios are medians over them), slices per round
  *   BENCH_SLICE_MS=20                          slice length for memory and Redis (Postgres: twice that)
  *   BENCH_WORKERS=32 BENCH_PG_CLIENTS=1,8,32   concurrency of the many-worker groups
+ *   BENCH_ETCD_WORKERS=1,16                    concurrency of the etcd groups (bench/etcd.ts)
  *   BENCH_FSYNC_OFF=0                          skip the fsync-off Postgres groups (fsync on is always run)
  *   BENCH_COMPARE=/tmp/before/src              adds that tree's rows ("before: ...") to the memory group, the
  *                                              Redis and Postgres claim + release groups, the Redis fenced write
@@ -31,11 +32,14 @@ import { startRedis } from '../test/support/redis-server.js';
 import { memoryGroups } from './memory-groups.js';
 import { postgresCycleGroup, postgresWriteGroup, preparePostgres, type PostgresTarget } from './postgres-groups.js';
 import { redisGroups } from './redis-groups.js';
+import { Etcd3 } from 'etcd3';
+import { startEtcd } from '../test/support/etcd-server.js';
+import { etcdGroups } from './etcd.js';
 import { markdownTable, runGroup, type Group, type SliceSettings } from './slices.js';
 
 const QUICK = process.argv.includes('--quick');
 const env = (name: string, fallback: string): string => process.env[name] ?? fallback;
-const STORES = env('BENCH_STORES', 'memory,redis,postgres').split(',');
+const STORES = env('BENCH_STORES', 'memory,redis,postgres,etcd').split(',');
 const SLICE_MS = Number(env('BENCH_SLICE_MS', QUICK ? '5' : '20'));
 const SETTINGS: SliceSettings = {
   rounds: Number(env('BENCH_ROUNDS', QUICK ? '1' : '9')),
@@ -45,6 +49,9 @@ const SETTINGS: SliceSettings = {
 const PG_SETTINGS: SliceSettings = { ...SETTINGS, sliceMs: SLICE_MS * 2 };
 const WORKERS = Number(env('BENCH_WORKERS', QUICK ? '4' : '32'));
 const PG_CLIENTS = env('BENCH_PG_CLIENTS', QUICK ? '1' : '1,8,32')
+  .split(',')
+  .map(Number);
+const ETCD_WORKERS = env('BENCH_ETCD_WORKERS', QUICK ? '1' : '1,16')
   .split(',')
   .map(Number);
 const FSYNC_OFF = env('BENCH_FSYNC_OFF', QUICK ? '0' : '1') !== '0';
@@ -117,6 +124,23 @@ async function postgresRun(fsync: 'on' | 'off'): Promise<void> {
   }
 }
 
+async function etcd(): Promise<void> {
+  const server = await startEtcd();
+  // NOTE: a deadline per unary call, as docs/stores.md tells users (never on the Lock's watch streams).
+  const client = new Etcd3({
+    hosts: server.url,
+    defaultCallOptions: (context) => (context.isStream ? {} : { deadline: Date.now() + 10_000 }),
+  });
+  try {
+    const version = ((await client.maintenance.status()) as { version?: string }).version ?? '?';
+    console.log(`## etcd\n\netcd ${version} (one member, fsync on), etcd3 1.x, one shared client, each worker on its own key.\n`);
+    await report(await etcdGroups(client, server.pid ?? 0, ETCD_WORKERS), PG_SETTINGS);
+  } finally {
+    client.close();
+    await server.stop();
+  }
+}
+
 async function main(): Promise<void> {
   const started = performance.now();
   console.log(`# leasefence benchmark (npm run bench${QUICK ? ' -- --quick' : ''})\n`);
@@ -125,7 +149,7 @@ async function main(): Promise<void> {
       `${SETTINGS.rounds} rounds × ${SETTINGS.passes} passes of ${SETTINGS.sliceMs} ms slices (Postgres ${PG_SETTINGS.sliceMs} ms), a new shuffled order at every pass.\n` +
       'cycles/s: median over rounds. ÷ baseline: median over rounds of the ratio within the round (min–max in brackets); ' +
       'the "(control)" row is the baseline measured again (noise). CPU: µs per cycle, client = this Node process, ' +
-      "server = redis-server (INFO cpu) or the contender's Postgres backends (/proc/<pid>/sched).\n",
+      "server = redis-server (INFO cpu), the contender's Postgres backends (/proc/<pid>/sched) or etcd (/proc/<pid>/stat).\n",
   );
   if (STORES.includes('memory')) await memory();
   if (STORES.includes('redis')) await redis();
@@ -133,6 +157,7 @@ async function main(): Promise<void> {
     await postgresRun('on');
     if (FSYNC_OFF) await postgresRun('off');
   }
+  if (STORES.includes('etcd')) await etcd();
   console.log(`Total ${((performance.now() - started) / 1000).toFixed(0)} s, load average at the end ${load()}.`);
 }
 

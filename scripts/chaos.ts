@@ -9,7 +9,9 @@
  * (also memory and pglite: an in-process fleet, for the kleppmann, crash and expiry-skew scenarios; and
  * redis-cluster: a 3+3 Redis Cluster, and redis-sentinel: a master, a replica and 3 Sentinels, each shared by
  * its runs, with the `failover` scenario's master kills; and postgres-promotion: a primary and standby per run,
- * the standby promoted once),
+ * the standby promoted once; and etcd: one etcd member, and etcd-cluster: 3 etcd members per run, with the
+ * `consensus` scenario's leader kills, leader freezes, member restarts and quorum losses, where an acknowledged
+ * grant or write lost counts as a violation),
  * --clients pg,postgres-js,ioredis,node-redis (the drivers the workers mix, by slot; default: all of each store),
  * --scenarios kleppmann,crash,... , --seed <n> (same as CHAOS_SEED), --keep (keep every history),
  * --variant unfenced-write|blind-renew|racy-claim (run a planted bug: the run must report violations).
@@ -30,7 +32,11 @@ import { startPostgres } from '../test/support/postgres-server.js';
 import { startRedis } from '../test/support/redis-server.js';
 import { startRedisCluster, type RedisCluster } from '../test/support/redis-cluster.js';
 import { startRedisSentinel, type RedisSentinelSetup } from '../test/support/redis-sentinel.js';
+import { startEtcd } from '../test/support/etcd-server.js';
 
+/** Stores whose failovers must lose nothing: every acknowledged grant or write lost there is a violation. */
+const consensus = (store: StoreKind | InProcessStore): boolean => store === 'etcd' || store === 'etcd-cluster';
+const lostOf = (result: RunResult): number => result.report.figures.grantsLostToFailover + result.report.figures.writesLostToFailover;
 const inProcess = (store: StoreKind | InProcessStore): store is InProcessStore => store === 'memory' || store === 'pglite';
 const SERVER_STORES = Object.keys(CLIENTS) as StoreKind[];
 const CATALOG: ChaosCatalog = {
@@ -79,7 +85,7 @@ const startShared = async (store: StoreKind): Promise<void> => {
     ?.stop()
     .catch(() => undefined);
   // NOTE: SQLite has no server: each run makes its own database file; a promotion run its own primary and standby.
-  if (store === 'sqlite' || store === 'postgres-promotion' || store === 'postgres-pgbouncer') return;
+  if (store === 'sqlite' || store === 'postgres-promotion' || store === 'postgres-pgbouncer' || store === 'etcd-cluster') return;
   if (store === 'redis-cluster') {
     await sharedCluster?.stop().catch(() => undefined);
     sharedCluster = await startRedisCluster();
@@ -90,7 +96,10 @@ const startShared = async (store: StoreKind): Promise<void> => {
     sharedSentinel = await startRedisSentinel();
     return;
   }
-  shared.set(store, store === 'postgres' ? await startPostgres() : await startRedis({ persistence: 'aof' }));
+  shared.set(
+    store,
+    store === 'postgres' ? await startPostgres() : store === 'etcd' ? await startEtcd() : await startRedis({ persistence: 'aof' }),
+  );
 };
 /** Runs that could not complete (a server gone from under the harness, say): reported, and they fail the run. */
 const harnessErrors: string[] = [];
@@ -140,6 +149,8 @@ try {
         log(
           `    ${figures.operations} ops, ${figures.grants} grants, ${figures.unknown} unknown; faults: ${faults || 'none'}; ${violations.length} violations`,
         );
+        if (consensus(store) && lostOf(result) > 0)
+          log(`    ${lostOf(result)} acknowledged grant(s) or write(s) LOST on a consensus store (a violation)`);
         if (result.diedInWrite.applied > 0)
           log(`    ${result.diedInWrite.applied} write(s) of workers killed before COMMIT are in the store`);
         if (violations.length > 0) log(`    history kept in ${result.historyDir}\n${formatViolations(violations)}`);
@@ -159,8 +170,15 @@ try {
 }
 
 const violations =
-  results.reduce((sum, result) => sum + result.report.violations.length + result.crashes.length + result.diedInWrite.applied, 0) +
-  harnessErrors.length;
+  results.reduce(
+    (sum, result) =>
+      sum +
+      result.report.violations.length +
+      result.crashes.length +
+      result.diedInWrite.applied +
+      (consensus(result.store) ? lostOf(result) : 0),
+    0,
+  ) + harnessErrors.length;
 log(`\n${formatSummary(results)}`);
 log(
   `\n${results.length} scenario runs in ${((performance.now() - started) / 1000).toFixed(0)} s, seed ${seed}, ${violations} violations, worker crashes and harness errors`,

@@ -1,10 +1,12 @@
 /**
  * Opens a store from a URL (`postgres://...`, `postgresql://...`, `redis://...`, `rediss://...`,
- * `sqlite:/path/file.db`), with the driver loaded from the project that installed leasefence (or
- * `--driver-path`, see `drivers.ts`): `pg` for Postgres; `ioredis`, else `redis`, for Redis;
- * `better-sqlite3`, else Node's built-in `node:sqlite`, for SQLite. leasefence itself depends on none of them.
+ * `sqlite:/path/file.db`, `etcd://host:port[,host:port...]` or an etcd member's `http://` / `https://` client
+ * URL), with the driver loaded from the project that installed leasefence (or `--driver-path`, see
+ * `drivers.ts`): `pg` for Postgres; `ioredis`, else `redis`, for Redis; `better-sqlite3`, else Node's built-in
+ * `node:sqlite`, for SQLite; `etcd3` for etcd. leasefence itself depends on none of them.
  */
 import { existsSync } from 'node:fs';
+import { createEtcdStore, type EtcdClient } from '../adapters/etcd/index.js';
 import { createPostgresStore, createPostgresTokenGate } from '../adapters/postgres/index.js';
 import { createRedisStore, createRedisTokenGate } from '../adapters/redis/index.js';
 import type { RedisClient } from '../adapters/redis/connection.js';
@@ -22,7 +24,7 @@ export interface StoreSettings {
   readonly table?: string;
   /** Postgres and SQLite: the token gate's table. */
   readonly gateTable?: string;
-  /** Redis: the adapter's key namespace. */
+  /** Redis and etcd: the adapter's key namespace. */
   readonly prefix?: string;
   /** `--driver-path`: load drivers from this project directory (or `node_modules`) only. @default leasefence's own install */
   readonly driverPath?: string;
@@ -69,9 +71,10 @@ export async function openStore(settings: StoreSettings): Promise<OpenedStore> {
   }
   if ((scheme === 'redis' || scheme === 'rediss') && hierarchical) return openRedis(settings, directories);
   if (scheme === 'sqlite') return openSqlite(settings, directories);
+  if ((scheme === 'etcd' || scheme === 'http' || scheme === 'https') && hierarchical) return openEtcd(settings, scheme, directories);
   throw new CliError(
     EXIT.usage,
-    `--store must be a postgres://, postgresql://, redis://, rediss:// or sqlite: URL, got ${describeStoreUrl(url)}`,
+    `--store must be a postgres://, postgresql://, redis://, rediss://, sqlite:, etcd:// or http(s):// (etcd) URL, got ${describeStoreUrl(url)}`,
   );
 }
 
@@ -110,6 +113,58 @@ async function openRedis(settings: StoreSettings, directories: readonly string[]
     );
   }
   return { store: createRedisStore({ client, ...prefix }), gate: createRedisTokenGate({ client, ...prefix }), close: () => client.close() };
+}
+
+/** How long one etcd call may take: without a deadline, a call to a frozen member waits for ever. */
+const ETCD_DEADLINE_MS = 5_000;
+
+/**
+ * etcd (`etcd://host:port,host:port` is every member over plain HTTP; `http://` and `https://` name members
+ * the same way, comma-separated): one etcd3 client over every member, a deadline on each unary call. A
+ * `user:password@` before the hosts is etcd's own authentication. Opening connects to nothing: an unreachable
+ * cluster fails the first call (StoreUnavailableError, exit 5).
+ */
+async function openEtcd(settings: StoreSettings, scheme: string, directories: readonly string[]): Promise<OpenedStore> {
+  const etcd3 = await loadDriver('etcd3', directories);
+  if (etcd3 === null) throw missing('etcd3', 'an etcd store', directories);
+  const rest = settings.url.slice(scheme.length + '://'.length);
+  // NOTE: the LAST '@' ends the user info, whatever a password holds (as describeStoreUrl splits it).
+  const at = rest.lastIndexOf('@');
+  const userInfo = at < 0 ? '' : rest.slice(0, at);
+  const location = (at < 0 ? rest : rest.slice(at + 1)).split(/[/?#]/, 1)[0] ?? '';
+  const protocol = scheme === 'https' ? 'https' : 'http';
+  const hosts = location
+    .split(',')
+    .filter((host) => host !== '')
+    .map((host) => `${protocol}://${host}`);
+  if (hosts.length === 0) throw new CliError(EXIT.usage, `--store ${scheme}:// needs at least one host:port`);
+  const colon = userInfo.indexOf(':');
+  const decode = (text: string): string => {
+    try {
+      return decodeURIComponent(text);
+    } catch {
+      throw new CliError(EXIT.usage, `--store ${scheme}://: the user info is not valid percent-encoding`);
+    }
+  };
+  const auth =
+    userInfo === ''
+      ? {}
+      : {
+          auth: {
+            username: decode(colon < 0 ? userInfo : userInfo.slice(0, colon)),
+            password: decode(colon < 0 ? '' : userInfo.slice(colon + 1)),
+          },
+        };
+  const { Etcd3 } = moduleOf<{ Etcd3: new (options: object) => EtcdClient & { close(): void } }>(etcd3);
+  const client = new Etcd3({
+    hosts,
+    ...auth,
+    dialTimeout: ETCD_DEADLINE_MS,
+    defaultCallOptions: (context: { isStream: boolean }) => (context.isStream ? {} : { deadline: Date.now() + ETCD_DEADLINE_MS }),
+  });
+  const prefix = settings.prefix === undefined ? {} : { prefix: settings.prefix };
+  // NOTE: etcd has no token gate of its own (gate data outside etcd with that store's gate).
+  return { store: createEtcdStore({ client, ...prefix }), gate: null, close: async () => client.close() };
 }
 
 /** A SQLite connection constructor: better-sqlite3's `Database` or node:sqlite's `DatabaseSync`. */

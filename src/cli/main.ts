@@ -32,12 +32,12 @@ Commands:
   watch                     a live view of the leases, refreshed every --interval seconds
 
 Options:
-  --store URL         postgres://..., redis://... or sqlite:/path/file.db (default: $LEASEFENCE_STORE)
+  --store URL         postgres://..., redis://..., sqlite:/path/file.db or etcd://host:port,... (default: $LEASEFENCE_STORE)
   --table NAME        Postgres or SQLite lease table (default leasefence_leases)
   --gate-table NAME   Postgres or SQLite token gate table (default leasefence_gates)
-  --driver-path DIR   load the driver (pg, ioredis or redis, better-sqlite3) from DIR/node_modules
+  --driver-path DIR   load the driver (pg, ioredis or redis, better-sqlite3, etcd3) from DIR/node_modules
                       (default: the project leasefence is installed in; never the current directory)
-  --prefix NS         Redis key namespace (default leasefence:)
+  --prefix NS         Redis / etcd key namespace (default leasefence: / leasefence/)
   --key-prefix P      only keys that start with P (list, watch)
   --state S           only leases in state S: live, expired, released, revoked, recovery-required (repeatable)
   --limit N           show at most N leases (list, watch; default 1000)
@@ -350,7 +350,10 @@ export async function runCli(argv: readonly string[], io: CliIo): Promise<ExitCo
     if (destructive !== null && values.yes !== true) requireTerminal(io, destructive);
     const url = values.store ?? io.env['LEASEFENCE_STORE'];
     if (url === undefined || url === '')
-      throw new CliError(EXIT.usage, 'no store: pass --store postgres://..., redis://... or sqlite:/path/file.db, or set LEASEFENCE_STORE');
+      throw new CliError(
+        EXIT.usage,
+        'no store: pass --store postgres://..., redis://..., sqlite:/path/file.db or etcd://host:port, or set LEASEFENCE_STORE',
+      );
     const settings: StoreSettings = {
       url,
       ...(values.table === undefined ? {} : { table: values.table }),

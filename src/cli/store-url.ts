@@ -36,7 +36,7 @@ function splitUrl(url: string, scheme: string): UrlParts | null {
 }
 
 /** The store schemes the CLI opens with a host (`sqlite:` names a file). */
-const NETWORK_SCHEMES: readonly string[] = ['postgres', 'postgresql', 'redis', 'rediss'];
+const NETWORK_SCHEMES: readonly string[] = ['postgres', 'postgresql', 'redis', 'rediss', 'etcd', 'http', 'https'];
 
 /**
  * `postgres://db.example:5432/app`, `redis://cache:6379/2`, `sqlite:/var/lib/app/leases.db`: what may be

@@ -6,6 +6,7 @@
  */
 import { afterAll, afterEach, describe, expect, it } from 'vitest';
 import { Etcd3 } from 'etcd3';
+import { APPLIED_KEPT } from '../../src/adapters/etcd/record.js';
 import {
   createEtcdStore,
   MAX_ATTEMPTS,
@@ -151,6 +152,41 @@ describe('lost replies and repeated delivery', () => {
     twice = true;
     const revoked = await store.revoke({ key: 'job:1', reason: 'test', by: 'ops', requireRecovery: false, expectedToken: null });
     expect(revoked).toMatchObject({ ok: true, revoked: { token: lease.token } });
+  });
+
+  it(`a transaction delivered twice whose id left the record's last ${APPLIED_KEPT} ids before the re-read is OutcomeUnknownError, never a refusal`, async () => {
+    // NOTE: found by the etcd-cluster chaos run (seed 453983875): a checkpoint sent as the leader was killed
+    // committed, the etcd3 client's re-sent copy lost its compare, and the new holder's 14 changes pushed its
+    // id out before the re-read; the store then reported "superseded" for a checkpoint the next grant inherited.
+    const r = await open();
+    const a = r.leasesFor('a');
+    const lease = await a.claimOrThrow('job:1');
+    const b = r.leasesFor('b');
+    const data = `${r.prefix.slice(0, -1)}-data/`;
+    let twice = true;
+    const store = createEtcdStore({
+      client: intercepted(r.client, async (request, send) => {
+        if (!twice) return send(request);
+        twice = false;
+        await send(request);
+        // NOTE: the grant expires, b takes the key over and changes it more times than the record keeps ids.
+        r.clock.advance(20_000);
+        const taken = await b.claimOrThrow('job:1');
+        for (let i = 0; i <= APPLIED_KEPT; i += 1) await b.fencedWriteOrThrow(taken, (tx) => tx.put(`${data}${i}`, 'b'));
+        return send(request);
+      }),
+      prefix: r.prefix,
+      clock: r.clock,
+    });
+    const outcome = await createLeases(store, { holder: 'a' })
+      .checkpoint(lease, { page: 1 })
+      .catch((caught: unknown) => caught);
+    expect(
+      isLeaseError(outcome, 'OUTCOME_UNKNOWN'),
+      `got ${JSON.stringify(outcome, (_, value) => (typeof value === 'bigint' ? value.toString() : value))}`,
+    ).toBe(true);
+    // NOTE: it did apply: b's grant inherited it.
+    expect((await r.store.inspect('job:1')).checkpoint?.token).toBe(lease.token);
   });
 
   it('a lost compare is decided again on fresh state: a renew racing a fenced write, both applied', async () => {

@@ -14,12 +14,31 @@ import { decodeEntry, type FinalKeyState } from './history.js';
  * Which store a run targets (`redis-cluster`: 3 masters + 3 replicas; `redis-sentinel`: a master, a replica and
  * three Sentinels; the nemesis kills their masters; `postgres-promotion`: a primary and its asynchronous
  * streaming standby, promoted once the primary is crashed; `postgres-pgbouncer`: PostgreSQL reached through a
- * PgBouncer in transaction mode, the store with `prepare: false`, the nemesis restarting the pooler).
+ * PgBouncer in transaction mode, the store with `prepare: false`, the nemesis restarting the pooler; `etcd`: a
+ * single etcd member; `etcd-cluster`: 3 etcd members on loopback, the nemesis killing, freezing and restarting
+ * members and taking quorum away).
  */
-export type StoreKind = 'postgres' | 'redis' | 'sqlite' | 'redis-cluster' | 'redis-sentinel' | 'postgres-promotion' | 'postgres-pgbouncer';
+export type StoreKind =
+  | 'postgres'
+  | 'redis'
+  | 'sqlite'
+  | 'redis-cluster'
+  | 'redis-sentinel'
+  | 'postgres-promotion'
+  | 'postgres-pgbouncer'
+  | 'etcd'
+  | 'etcd-cluster';
 
 /** Which driver a worker process talks to its store with (a run can mix them on one store). */
-export type ClientKind = 'pg' | 'postgres-js' | 'ioredis' | 'node-redis' | 'better-sqlite3' | 'ioredis-cluster' | 'ioredis-sentinel';
+export type ClientKind =
+  | 'pg'
+  | 'postgres-js'
+  | 'ioredis'
+  | 'node-redis'
+  | 'better-sqlite3'
+  | 'ioredis-cluster'
+  | 'ioredis-sentinel'
+  | 'etcd3';
 
 /**
  * The drivers of each store, the first one the default (and the one planted bugs use). On a cluster only
@@ -34,6 +53,8 @@ export const CLIENTS: Readonly<Record<StoreKind, readonly ClientKind[]>> = {
   'redis-sentinel': ['ioredis-sentinel'],
   'postgres-promotion': ['pg', 'postgres-js'],
   'postgres-pgbouncer': ['pg', 'postgres-js'],
+  etcd: ['etcd3'],
+  'etcd-cluster': ['etcd3'],
 };
 
 /** A worker's view of the store. */

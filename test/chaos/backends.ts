@@ -2,6 +2,7 @@
  * Picks the backend of a store kind and client, with or without a planted bug.
  */
 import type { ClientKind, StoreAdmin, StoreKind, WorkerBackend } from './backend.js';
+import { createEtcdAdmin, createEtcdBackend } from './backend-etcd.js';
 import { createPostgresAdmin, createPostgresBackend } from './backend-postgres.js';
 import { createRedisAdmin, createRedisBackend } from './backend-redis.js';
 import { createSqliteAdmin, createSqliteBackend } from './backend-sqlite.js';
@@ -24,6 +25,10 @@ export async function createBackend(
       store === 'postgres-pgbouncer',
     );
   }
+  if (store === 'etcd' || store === 'etcd-cluster') {
+    if (variant !== null) throw new Error('planted bugs run on PostgreSQL, Redis and SQLite');
+    return createEtcdBackend(url);
+  }
   if (store === 'sqlite')
     return createSqliteBackend(url, variant === null ? undefined : (real, database) => sqliteMutant(variant, real, database));
   // NOTE: 'redis' and 'redis-cluster': the URL says which (clusterUrl).
@@ -34,5 +39,6 @@ export async function createBackend(
 export async function createAdmin(store: StoreKind, url: string): Promise<StoreAdmin> {
   if (store === 'postgres' || store === 'postgres-promotion' || store === 'postgres-pgbouncer') return createPostgresAdmin(url);
   if (store === 'sqlite') return createSqliteAdmin(url);
+  if (store === 'etcd' || store === 'etcd-cluster') return createEtcdAdmin(url);
   return createRedisAdmin(url);
 }

@@ -28,6 +28,8 @@ const LONG_ONLY: Record<StoreKind, readonly string[]> = {
   'redis-sentinel': [],
   'postgres-promotion': [],
   'postgres-pgbouncer': [],
+  etcd: [],
+  'etcd-cluster': [],
 };
 /** Per SQLite scenario in the short run, ms (scaled too). */
 const SQLITE_SHORT_MS = scaled(4_000);
@@ -42,6 +44,8 @@ const sharedUrl: Record<StoreKind, string | null> = {
   'redis-sentinel': null,
   'postgres-promotion': null,
   'postgres-pgbouncer': null,
+  etcd: null,
+  'etcd-cluster': null,
 };
 
 afterAll(() => {

@@ -56,6 +56,8 @@ const sharedUrl: Record<StoreKind, string | null> = {
   'redis-sentinel': null,
   'postgres-promotion': null,
   'postgres-pgbouncer': null,
+  etcd: null,
+  'etcd-cluster': null,
 };
 
 /** The checks each planted bug must trip (at least one of them). */

@@ -32,6 +32,11 @@ export interface FailoverServer {
    * rejoins as a replica) and waits until the topology is healthy again.
    */
   failOver(key: string): Promise<void>;
+  /**
+   * Takes the majority away for `ms` (a consensus store: two of three members killed), then restarts them and
+   * waits until the cluster is healthy. Absent where losing a majority means something else.
+   */
+  loseQuorum?(ms: number): Promise<void>;
 }
 
 /** The deterministic pauses of a run. */
@@ -217,6 +222,15 @@ export async function inject(ctx: NemesisContext, fault: FaultName): Promise<voi
       // NOTE: recorded for every key (a master serves several slots); the target is the key whose master dies.
       const key = random.pick(ctx.keys);
       await record(ctx, 'failover', fault, '', key, () => topology.failOver(key));
+      return;
+    }
+    case 'quorum-loss': {
+      const loseQuorum = ctx.failover?.loseQuorum;
+      if (loseQuorum === undefined) return;
+      // NOTE: recorded like a failover (the checker then counts what it lost apart, which must be zero on etcd),
+      // so its takeover latency is measured too.
+      const key = random.pick(ctx.keys);
+      await record(ctx, 'failover', fault, '', key, () => loseQuorum(random.int(2 * ttlMs, 6 * ttlMs)));
       return;
     }
     case 'kill-connections':

@@ -12,6 +12,8 @@ import { startRedis } from '../support/redis-server.js';
 import { startRedisCluster, type RedisCluster } from '../support/redis-cluster.js';
 import { clusterSlot } from '../../src/adapters/redis/cross-slot.js';
 import { startRedisSentinel, type RedisSentinelSetup } from '../support/redis-sentinel.js';
+import { startEtcd, startEtcdCluster, type EtcdCluster, type EtcdMember } from '../support/etcd-server.js';
+import { etcdRunUrl } from './backend-etcd.js';
 import { startPostgresReplica } from '../support/postgres-replica.js';
 import { ROLE_TIMEOUTS } from './backend-postgres.js';
 import { clusterUrl, redisRecordKey, sentinelUrl } from './backend-redis.js';
@@ -31,7 +33,7 @@ import {
   type NemesisContext,
   type RestartableServer,
 } from './nemesis.js';
-import { createRandom } from './prng.js';
+import { createRandom, type Random } from './prng.js';
 import { Recorder } from './recorder.js';
 import { TTL_MS, type Scenario } from './scenarios.js';
 import { randomSkew } from './skew.js';
@@ -151,6 +153,74 @@ export function clusterFailover(cluster: RedisCluster): FailoverServer {
   };
 }
 
+/** The member the others follow, waiting up to `ms` for an election. */
+async function etcdLeader(cluster: EtcdCluster, ms = 60_000): Promise<EtcdMember> {
+  const deadline = Date.now() + ms;
+  for (;;) {
+    const leader = await cluster.leader();
+    if (leader !== null) return leader;
+    if (Date.now() > deadline) throw new Error(`the etcd cluster elected no leader within ${ms} ms`);
+    await sleep(50);
+  }
+}
+
+/**
+ * Faults of a 3-member etcd cluster: leader kills (SIGKILL, wait for a new leader, restart the killed member on
+ * its data dir), quorum loss (two members SIGKILLed, restarted after a while), leader freezes (SIGSTOP), and
+ * member restarts (a random member SIGKILLed and restarted). Every member keeps its data: Raft loses nothing.
+ */
+export function etcdClusterFaults(
+  cluster: EtcdCluster,
+  random: Random,
+): { failover: FailoverServer; freezable: FreezableServer; restartable: RestartableServer } {
+  const restartAll = async (members: readonly EtcdMember[]): Promise<void> => {
+    // NOTE: together: a member alone has no quorum and would not report healthy.
+    await Promise.all(members.map((member) => member.restart()));
+    await etcdLeader(cluster);
+  };
+  return {
+    failover: {
+      failOver: async () => {
+        const victim = await etcdLeader(cluster);
+        await victim.kill();
+        const deadline = Date.now() + 60_000;
+        while ((await cluster.leader()) === null) {
+          if (Date.now() > deadline) throw new Error(`no etcd member took over from ${victim.name} within 60 s`);
+          await sleep(50);
+        }
+        await restartAll([victim]);
+      },
+      loseQuorum: async (ms) => {
+        const leader = await etcdLeader(cluster);
+        const others = cluster.members.filter((member) => member !== leader);
+        const victims = [leader, random.pick(others)];
+        for (const victim of victims) await victim.kill();
+        await sleep(ms);
+        await restartAll(victims);
+      },
+    },
+    freezable: {
+      freeze: async (ms) => {
+        const leader = await etcdLeader(cluster);
+        leader.pause();
+        try {
+          await sleep(ms);
+        } finally {
+          leader.resume();
+        }
+      },
+    },
+    restartable: {
+      losesData: false,
+      crashAndRestart: async () => {
+        const victim = random.pick(cluster.members);
+        await victim.kill();
+        await restartAll([victim]);
+      },
+    },
+  };
+}
+
 /** Sends `signal` to each pid, skipping processes that are gone. */
 function signalAll(pids: readonly number[], signal: NodeJS.Signals): void {
   for (const pid of pids) {
@@ -242,6 +312,40 @@ async function openServer(options: RunOptions, historyDir: string): Promise<Serv
     };
   }
   if (store === 'postgres-pgbouncer') return openPooledPostgres();
+  if (store === 'etcd-cluster') {
+    const cluster = await startEtcdCluster(3);
+    const faults = etcdClusterFaults(cluster, createRandom(options.seed).fork('etcd-members'));
+    return {
+      url: etcdRunUrl(cluster.urls, join(historyDir, 'gate.db')),
+      restartable: faults.restartable,
+      freezable: faults.freezable,
+      failover: faults.failover,
+      stop: () => cluster.stop(),
+    };
+  }
+  if (store === 'etcd') {
+    // NOTE: the gated resource lives outside etcd, in a SQLite file of the run (backend-etcd.ts).
+    const gateFile = join(historyDir, 'gate.db');
+    if (!scenario.ownServer && options.sharedUrl !== undefined && options.sharedUrl !== null) {
+      return { url: etcdRunUrl([options.sharedUrl], gateFile), restartable: null, freezable: null, stop: async () => undefined };
+    }
+    const server = await startEtcd();
+    return {
+      url: etcdRunUrl([server.url], gateFile),
+      restartable: {
+        losesData: false,
+        crashAndRestart: async () => {
+          await server.kill();
+          await server.restart();
+        },
+      },
+      freezable: freezer(
+        async () => server.pid,
+        async () => [],
+      ),
+      stop: () => server.stop(),
+    };
+  }
   if (!scenario.ownServer && options.sharedUrl !== undefined && options.sharedUrl !== null) {
     return { url: options.sharedUrl, restartable: null, freezable: null, stop: async () => undefined };
   }
@@ -372,7 +476,7 @@ export async function runScenario(options: RunOptions): Promise<RunResult> {
       respawns: [],
     };
     const faults = scenario.faults.filter(
-      (fault) => (fault !== 'script-flush' || store === 'redis') && (fault !== 'kill-in-write' || store !== 'redis'),
+      (fault) => (fault !== 'script-flush' || store === 'redis') && (fault !== 'kill-in-write' || (store !== 'redis' && store !== 'etcd')),
     );
     const until = performance.now() + durationMs;
     const respawned = new Set<WorkerCrash>();

@@ -20,7 +20,8 @@ export type FaultName =
   | 'script-flush'
   | 'kill-in-write'
   | 'freeze'
-  | 'failover';
+  | 'failover'
+  | 'quorum-loss';
 
 /** A chaos scenario. */
 export interface Scenario {
@@ -70,7 +71,7 @@ export const SCENARIOS: readonly Scenario[] = [
   {
     ...base,
     name: 'kleppmann',
-    stores: ['postgres', 'redis', 'sqlite'],
+    stores: ['postgres', 'redis', 'sqlite', 'etcd'],
     summary:
       'deterministic pause: a worker passes its validity check, is SIGSTOPped past its TTL, another takes over and writes, SIGCONT; its write must be refused',
     faults: ['kleppmann'],
@@ -81,7 +82,7 @@ export const SCENARIOS: readonly Scenario[] = [
     ...base,
     name: 'crash',
     summary: 'SIGKILL of workers mid-operation with respawn, and SIGSTOP/SIGCONT pauses of 1.5-3 TTL',
-    stores: ['postgres', 'redis', 'sqlite'],
+    stores: ['postgres', 'redis', 'sqlite', 'etcd'],
     faults: ['kill', 'pause', 'kill-in-write'],
     // NOTE: generous (10 TTL): liveness under CPU starvation on 2 cores is noise, not a safety signal.
     takeoverBoundMs: 10 * TTL_MS,
@@ -90,6 +91,7 @@ export const SCENARIOS: readonly Scenario[] = [
     ...base,
     name: 'connections',
     summary: 'killed connections (pg_terminate_backend / CLIENT KILL TYPE normal), connection resets, and lost replies followed by a reset',
+    stores: ['postgres', 'redis', 'etcd'],
     faults: ['kill-connections', 'reset', 'lost-reply'],
     proxies: true,
   },
@@ -97,13 +99,16 @@ export const SCENARIOS: readonly Scenario[] = [
     ...base,
     name: 'network',
     summary: 'per-worker latency (50-400 ms), partitions of 1-3 TTL then heal (held bytes delivered late), lost replies',
+    stores: ['postgres', 'redis', 'etcd'],
     faults: ['latency', 'partition', 'lost-reply'],
     proxies: true,
   },
   {
     ...base,
     name: 'restart',
-    summary: 'server restarts: Postgres immediate (crash) restart; redis-server kill -9 and restart with AOF (appendfsync always)',
+    summary:
+      'server restarts: Postgres immediate (crash) restart; redis-server kill -9 and restart with AOF (appendfsync always); etcd kill -9 and restart on its data dir',
+    stores: ['postgres', 'redis', 'etcd'],
     faults: ['restart'],
     faultGapMs: [1500, 3000],
     ownServer: true,
@@ -122,8 +127,8 @@ export const SCENARIOS: readonly Scenario[] = [
     ...base,
     name: 'expiry-skew',
     summary:
-      'forced early expiry, operator revokes, SCRIPT FLUSH (Redis), worker pauses, and every worker clock skewed (rate 0.25-3x, jumps of up to 8 s)',
-    stores: ['postgres', 'redis', 'sqlite'],
+      "forced early expiry (etcd: the live key's etcd lease revoked), operator revokes, SCRIPT FLUSH (Redis), worker pauses, and every worker clock skewed (rate 0.25-3x, jumps of up to 8 s)",
+    stores: ['postgres', 'redis', 'sqlite', 'etcd'],
     faults: ['force-expire', 'revoke', 'script-flush', 'pause'],
     skewedClocks: true,
     // NOTE: SCRIPT FLUSH empties the whole server's script cache: keep it away from tests sharing a server.
@@ -142,7 +147,8 @@ export const SCENARIOS: readonly Scenario[] = [
     ...base,
     name: 'freeze',
     summary:
-      'the whole server frozen: SIGSTOP of redis-server / the postmaster and every backend for 2-4 TTL, then SIGCONT; worker kills and pauses in between',
+      'the whole server frozen: SIGSTOP of redis-server / the postmaster and every backend / etcd for 2-4 TTL, then SIGCONT; worker kills and pauses in between',
+    stores: ['postgres', 'redis', 'etcd'],
     faults: ['freeze', 'freeze', 'kill', 'pause'],
     faultGapMs: [500, 1500],
     ownServer: true,
@@ -184,6 +190,18 @@ export const SCENARIOS: readonly Scenario[] = [
     faultGapMs: [800, 2000],
     ownServer: true,
     takeoverBoundMs: 10 * TTL_MS,
+  },
+  {
+    ...base,
+    name: 'consensus',
+    stores: ['etcd-cluster'],
+    summary:
+      '3 etcd members: the leader SIGKILLed (a new one elected, the killed member restarted on its data), the leader SIGSTOPped for 2-4 TTL, a member killed and restarted, quorum lost (two members killed for 2-6 TTL) and regained; Kleppmann pauses, worker kills and pauses in between. Raft: acknowledged grants and writes are never lost',
+    faults: ['failover', 'freeze', 'restart', 'quorum-loss', 'kleppmann', 'kill', 'pause'],
+    firstFault: 'failover',
+    faultGapMs: [500, 1500],
+    ownServer: true,
+    shortMs: 8_000,
   },
 ];
 

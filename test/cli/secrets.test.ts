@@ -73,7 +73,9 @@ describe('the CLI prints no password', () => {
   it('an unsupported scheme, a URL given as the command, and usage errors', async () => {
     const url = `mysql://root:${PASSWORD}@db:3306/x`;
     const unsupported = await run(['list', '--store', url]);
-    expect(unsupported).toMatch(/--store must be a postgres:\/\/, postgresql:\/\/, redis:\/\/, rediss:\/\/ or sqlite: URL, got mysql:/);
+    expect(unsupported).toMatch(
+      /--store must be a postgres:\/\/, postgresql:\/\/, redis:\/\/, rediss:\/\/, sqlite:, etcd:\/\/ or http\(s\):\/\/ \(etcd\) URL, got mysql:/,
+    );
     expectNoSecret(unsupported);
     const asCommand = await run([`postgres://app:${PASSWORD}@db/x`, '--store', 'redis://127.0.0.1:1']);
     expect(asCommand).toMatch(/unknown command/);

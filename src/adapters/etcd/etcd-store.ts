@@ -18,7 +18,10 @@
  * - **Delivered twice.** The etcd3 client re-sends a call that failed on the network, so a transaction may
  *   commit although its caller saw a failure and the re-sent copy's compare lost. Each transaction puts
  *   its own id into the record (the last `APPLIED_KEPT`); after a lost compare the store finds its id in
- *   the record it reads again and returns the outcome of that transaction instead of deciding twice.
+ *   the record it reads again and returns the outcome of that transaction instead of deciding twice. When
+ *   the record changed more than `APPLIED_KEPT` times before that read, so its id may have been pushed
+ *   out, the store cannot tell and throws `OutcomeUnknownError` rather than decide again (a refusal there
+ *   would deny a change that applied: the chaos run of seed 453983875 found one).
  *
  * ## Now and expiry
  * etcd's transactions have no clock. The store's now is, per key, `max(clock(), stamp)`: the deciding
@@ -60,7 +63,7 @@ import { createEtcdFreed } from './freed-watch.js';
 import { createEtcdList } from './list.js';
 import { liveKeyOf, liveKeyOperations, nowWithEtcdExpiry, type LiveKey } from './grant-lease.js';
 import { hashedClaim, hashedFence } from './secret-hash.js';
-import { decodeRecord, encodeRecord, type StoredRecord } from './record.js';
+import { APPLIED_KEPT, decodeRecord, encodeRecord, type StoredRecord } from './record.js';
 import { readEtcdStoreOptions, type EtcdStoreOptions } from './options.js';
 import { WriteRecorder, type EtcdWriteContext } from './write-context.js';
 
@@ -70,6 +73,20 @@ export const MAX_ATTEMPTS = 32;
 // NOTE: the numbers of etcd's `Compare.CompareTarget.MOD` and `Compare.CompareResult.EQUAL`.
 const MOD_REVISION = 2;
 const EQUAL = 0;
+
+/**
+ * Whether the record now (`applied`: its last ids) shows that a transaction decided on a record whose last ids
+ * were `after` did NOT apply (its id absent from `applied`). Such a transaction compares the record's mod
+ * revision, so if it applied it was the very next change of the record, and its id would follow `after`'s
+ * last one. Proven when the change after that id (or, from a record with no ids, the first one) is another
+ * transaction's, or when no change carrying an id came since. Unknown when the ids kept no longer reach back
+ * to `after` (more than `APPLIED_KEPT` changes since): the id may have been pushed out.
+ */
+function provedNotApplied(after: readonly string[], applied: readonly string[]): boolean {
+  const last = after.at(-1);
+  if (last === undefined) return applied.length < APPLIED_KEPT;
+  return applied.includes(last);
+}
 
 /** The lease record as read, with the revisions the store needs to change it. */
 interface ReadRecord {
@@ -194,16 +211,24 @@ export function createEtcdStore(options: EtcdStoreOptions): EtcdStore {
     decide: (record: LeaseRecord | null, now: StoreTime, floor: bigint) => Decision<O> | Promise<Decision<O>>,
   ): Promise<O> => {
     const sent = new Map<string, O>();
+    /** The transaction that lost its compare last: its id and the ids of the record it was decided on. */
+    let lost: { readonly id: string; readonly after: readonly string[] } | null = null;
     for (let attempt = 1; attempt <= MAX_ATTEMPTS; attempt += 1) {
       const before = await read(key, operation);
       const { stored } = before;
       for (const id of stored.applied) if (sent.has(id)) return sent.get(id) as O;
+      if (lost !== null && !provedNotApplied(lost.after, stored.applied)) {
+        throw new OutcomeUnknownError(
+          `etcd ${operation} on ${JSON.stringify(key)}: a transaction lost its compare (it may have been delivered twice) and the record changed more than ${APPLIED_KEPT} times before it was read again; it may have applied`,
+        );
+      }
       const now = nowOf(before);
       const decision = await decide(stored.record, now, before.revision + 1n);
       if (decision.record === null) return decision.outcome;
       const live = await liveKeyOperations(client.leaseClient, liveKey(key), stored.record, decision.record, before.live, now, operation);
       const id = newSecret();
       sent.set(id, decision.outcome);
+      lost = { id, after: stored.applied };
       if (
         await commit(
           key,
