@@ -32,21 +32,6 @@ export type Demotion =
   | { readonly reason: 'resigned' | 'stopped'; readonly term: Term; readonly released: boolean }
   | { readonly reason: 'failed'; readonly term: Term; readonly error: unknown };
 
-/** Who leads now, as the store says (`inspect`): a live grant of the election's key. */
-export interface Leader {
-  readonly key: string;
-  readonly holder: string;
-  readonly runId: string | null;
-  /** The current term's fencing token. */
-  readonly token: bigint;
-  /** When the term began, on the store's clock. */
-  readonly since: StoreTime;
-  /** When the term expires unless renewed, on the store's clock (`null`: never). */
-  readonly expiresAt: StoreTime | null;
-  /** The store's now when it answered. */
-  readonly now: StoreTime;
-}
-
 /** Options of `createElection`. */
 export interface ElectionOptions {
   /** A term's TTL in ms (renewed while the term lasts; a killed leader is replaced after it). @default the `Leases` default */
@@ -59,39 +44,44 @@ export interface ElectionOptions {
   readonly timers?: Timers;
 }
 
-/** What `campaign` takes. */
-export interface CampaignHandlers {
-  /**
-   * Called at the start of each term. The term lasts until `signal` aborts (lost, resigned, stopped), also
-   * after this returns; the grant is released only once it has settled, so stop work when `signal` aborts. A
-   * throw (or rejection) ends the term: released, reported as `failed`, and `campaign` rejects with it.
-   */
-  readonly onElected: (term: Term, signal: AbortSignal) => void | Promise<void>;
-  /** Called after each term ends. A throw ends the campaign (`campaign` rejects with it); the grant is already released. */
-  readonly onDemoted?: (demotion: Demotion) => void | Promise<void>;
-  /** Ends the campaign: a leader's term is stopped and released at once (a handover), a waiting candidate stops waiting. */
-  readonly signal?: AbortSignal;
-}
-
-/** How a campaign ended (a throwing callback or a non-store error rejects instead). */
-export interface CampaignEnd {
-  readonly reason: 'stopped' | 'resigned';
-  /** How many terms this campaign won. */
-  readonly terms: number;
-}
+// NOTE: the handlers, the campaign's end and the leader are written inline so that the main entry exports
+// only the factory and four types (Election, ElectionOptions, Term, Demotion); the aliases below name them.
 
 /** Leader election on one key (see `createElection`). */
 export interface Election {
   readonly key: string;
   /**
-   * Campaigns until the signal aborts or `resign()`: waits for the key (woken by the store's notification
-   * when the leader releases), leads while the grant is renewed, and after a lost term campaigns again.
+   * Campaigns until `handlers.signal` aborts or `resign()`: waits for the key (woken by the store's
+   * notification when the leader releases), leads while the grant is renewed, and after a lost term campaigns
+   * again. Resolves with how it ended and how many terms it won.
    */
-  campaign(handlers: CampaignHandlers): Promise<CampaignEnd>;
+  campaign(handlers: {
+    /**
+     * Called at the start of each term. The term lasts until `signal` aborts (lost, resigned, stopped), also
+     * after this returns; the grant is released only once it has settled, so stop work when `signal` aborts.
+     * A throw (or rejection) ends the term: released, reported as `failed`, and `campaign` rejects with it.
+     */
+    readonly onElected: (term: Term, signal: AbortSignal) => void | Promise<void>;
+    /** Called after each term ends. A throw ends the campaign (`campaign` rejects with it); the grant is already released. */
+    readonly onDemoted?: (demotion: Demotion) => void | Promise<void>;
+    /** Ends the campaign: a leader's term is stopped and released at once (a handover), a waiting candidate stops waiting. */
+    readonly signal?: AbortSignal;
+  }): Promise<{ readonly reason: 'stopped' | 'resigned'; readonly terms: number }>;
   /** Ends this election's campaign: its term (if any) is released at once, so the next candidate is woken. */
   resign(): Promise<void>;
-  /** Who leads now (`null`: nobody holds a live term), without campaigning. */
-  leader(): Promise<Leader | null>;
+  /**
+   * Who leads now, from `inspect`, without campaigning: the live grant's holder, run id, token (the term's
+   * fencing token), `since` (when the term began), `expiresAt` and the store's `now`; `null`: nobody leads.
+   */
+  leader(): Promise<{
+    readonly key: string;
+    readonly holder: string;
+    readonly runId: string | null;
+    readonly token: bigint;
+    readonly since: StoreTime;
+    readonly expiresAt: StoreTime | null;
+    readonly now: StoreTime;
+  } | null>;
   /**
    * Calls `onChange` with the leader now and at each change (a new term, or `null`: nobody leads), without
    * campaigning, until the returned function is called or `options.signal` aborts. Woken by the store's
@@ -99,8 +89,18 @@ export interface Election {
    * `pollMs`. Resolves after the first call; rejects if the first read fails. A throwing `onChange` stops
    * the observation and is rethrown as an uncaught error.
    */
-  observe(onChange: (leader: Leader | null) => void, options?: { readonly signal?: AbortSignal }): Promise<() => void>;
+  observe(
+    onChange: (leader: Awaited<ReturnType<Election['leader']>>) => void,
+    options?: { readonly signal?: AbortSignal },
+  ): Promise<() => void>;
 }
+
+/** What `campaign` takes. */
+export type CampaignHandlers = Parameters<Election['campaign']>[0];
+/** How a campaign ended. */
+export type CampaignEnd = Awaited<ReturnType<Election['campaign']>>;
+/** Who leads now, as the store says (`inspect`). */
+export type Leader = NonNullable<Awaited<ReturnType<Election['leader']>>>;
 
 /** Longest wait of one waiting claim (a campaign simply waits again). */
 const WAIT_MS = MAX_TIMER_MS;
