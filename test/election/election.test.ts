@@ -229,6 +229,30 @@ describe('createElection on the memory store', () => {
     expect(violations).toEqual([]);
   });
 
+  it('an observer on a store without notifications reads every pollMs and still sees each change', async () => {
+    const memory = createMemoryStore({ clock: createManualClock(1_000) });
+    // NOTE: the same store with its notification methods hidden, as a Redis store without a subscriber.
+    const silent = new Proxy(memory, {
+      get: (target, property) =>
+        property === 'watchFreed' || property === 'watchRevoked' ? undefined : Reflect.get(target, property, target),
+    });
+    const observer = createElection(createLeases(silent, { holder: 'observer' }), KEY, { pollMs: 50 });
+    const seen: Array<Leader | null> = [];
+    const controller = new AbortController();
+    await observer.observe((leader) => void seen.push(leader), { signal: controller.signal });
+    const holder = createLeases(memory, { holder: 'a' });
+    const lease = await holder.claimOrThrow(KEY);
+    await until(() => seen.at(-1)?.token === lease.token, 'the observer polls the new leader', 2_000);
+    await holder.release(lease);
+    await until(() => seen.at(-1) === null, 'the observer polls the vacancy', 2_000);
+    controller.abort();
+    const count = seen.length;
+    await holder.claimOrThrow(KEY);
+    await new Promise((resolve) => setTimeout(resolve, 150));
+    expect(seen).toHaveLength(count); // stopped: no read after the abort
+    expect(seen.map((leader) => leader?.holder ?? null)).toEqual([null, 'a', null]);
+  });
+
   it('bad input gets InvalidArgumentError before any I/O', async () => {
     const spied = spyOn(createMemoryStore());
     const leases = createLeases(spied.store, { holder: 'a' });
