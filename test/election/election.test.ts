@@ -253,6 +253,21 @@ describe('createElection on the memory store', () => {
     expect(seen.map((leader) => leader?.holder ?? null)).toEqual([null, 'a', null]);
   });
 
+  it('a second campaign on the same election while one runs is refused; an aborted signal campaigns for nothing', async () => {
+    const spied = spyOn(createMemoryStore({ clock: createManualClock(1_000) }));
+    const election = createElection(createLeases(spied.store, { holder: 'a' }), KEY);
+    expect(await election.campaign({ onElected: () => undefined, signal: AbortSignal.abort('gone') })).toEqual({
+      reason: 'stopped',
+      terms: 0,
+    });
+    expect(spied.calls).toEqual([]);
+    const running = election.campaign({ onElected: () => undefined });
+    await expect(election.campaign({ onElected: () => undefined })).rejects.toThrow(InvalidArgumentError);
+    await election.resign();
+    await expect(running).resolves.toMatchObject({ reason: 'resigned' });
+    expect((await spied.store.inspect(KEY)).grant).toBeNull();
+  });
+
   it('bad input gets InvalidArgumentError before any I/O', async () => {
     const spied = spyOn(createMemoryStore());
     const leases = createLeases(spied.store, { holder: 'a' });
