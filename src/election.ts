@@ -117,8 +117,7 @@ const RESIGNED: unique symbol = Symbol('resigned');
  * refused with `InvalidArgumentError` before any I/O.
  */
 export function createElection(leases: Leases, key: string, options?: ElectionOptions): Election {
-  if (typeof leases !== 'object' || leases === null || typeof leases.withLease !== 'function' || typeof leases.inspect !== 'function')
-    throw new InvalidArgumentError(`createElection needs a Leases (from createLeases), got ${describe(leases)}`);
+  if (!isLeases(leases)) throw new InvalidArgumentError(`createElection needs a Leases (from createLeases), got ${describe(leases)}`);
   assertKey(key);
   const given = readOptions('createElection options', options, ['ttlMs', 'pollMs', 'retryDelayMs', 'timers']);
   const ttlMs = given.ttlMs === undefined ? undefined : positiveMs('ttlMs', given.ttlMs, MAX_TTL_MS);
@@ -325,6 +324,17 @@ async function observeLeader(
     throw error;
   }
   return stop;
+}
+
+/** Whether `leases` looks like a `Leases` (a throwing getter or Proxy does not). */
+function isLeases(leases: unknown): leases is Leases {
+  try {
+    if (typeof leases !== 'object' || leases === null) return false;
+    const { withLease, inspect, store } = leases as Leases;
+    return typeof withLease === 'function' && typeof inspect === 'function' && typeof store === 'object' && store !== null;
+  } catch {
+    return false;
+  }
 }
 
 /** Checks `campaign`'s handlers before any I/O. */

@@ -15,6 +15,17 @@ import { spyOn } from '../leases/spy-store.js';
 
 const KEY = 'election:scheduler';
 
+/** An object whose every read throws, as a hostile Proxy does. */
+const hostile = (): object =>
+  new Proxy(
+    {},
+    {
+      get: () => {
+        throw new Error('proxy get');
+      },
+    },
+  );
+
 /** Resolves once `check` holds, polling every few ms (bounded). */
 async function until(check: () => boolean, what: string, timeoutMs = 5_000): Promise<void> {
   const start = Date.now();
@@ -279,6 +290,9 @@ describe('createElection on the memory store', () => {
       () => createElection(leases, KEY, { ttlMs: 1.5 }),
       () => createElection(leases, KEY, { pollMs: -1 }),
       () => createElection(leases, KEY, 'fast' as unknown as object),
+      () => createElection(hostile() as Leases, KEY),
+      () => createElection(leases, KEY, hostile()),
+      () => createElection(leases, KEY, { timers: {} as never }),
     ];
     for (const make of bad) expect(make).toThrow(InvalidArgumentError);
     const election = createElection(leases, KEY);
@@ -288,6 +302,7 @@ describe('createElection on the memory store', () => {
       { onElected: 'run' },
       { onElected: () => undefined, onDemoted: 1 },
       { onElected: () => undefined, signal: {} },
+      hostile(),
     ];
     for (const handlers of campaigns) {
       await expect(election.campaign(handlers as Parameters<Election['campaign']>[0])).rejects.toThrow(InvalidArgumentError);
