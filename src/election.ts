@@ -232,8 +232,8 @@ function leaderOf(inspection: LeaseInspection): Leader | null {
 /**
  * Reads who leads and calls `onChange` when the term changes. Subscribes first (releases and revokes wake
  * it), then reads; the next read is at the term's expiry, or soon after a message or a vacancy (a new term is
- * claimed by a notified waiter within milliseconds, and a claim sends no message), and never more than
- * `RECHECK_MS` (with notifications) or `pollMs` (without) after the last.
+ * claimed by a notified waiter within milliseconds, and a claim sends no message): 10 ms, doubling to
+ * `pollMs`. A term is read again at most `RECHECK_MS` (with notifications) or `pollMs` (without) later.
  */
 async function observeLeader(
   leases: Leases,
@@ -285,11 +285,13 @@ async function observeLeader(
           });
         }
       }
-      const cap = unsubscribes.length > 0 ? RECHECK_MS : pollMs;
       if (now === null) {
-        nextMs = Math.min(vacantMs, cap);
-        vacantMs = Math.min(vacantMs * 2, cap);
+        // NOTE: a claim sends no message, so a vacancy is read at least every pollMs, notifications or not.
+        nextMs = Math.min(vacantMs, pollMs);
+        vacantMs = Math.min(vacantMs * 2, pollMs);
       } else {
+        // NOTE: a term ends by a release or revoke (a message, where the store sends them) or at its expiry.
+        const cap = unsubscribes.length > 0 ? RECHECK_MS : pollMs;
         vacantMs = FIRST_VACANT_MS;
         nextMs = now.expiresAt === null ? cap : Math.min(Math.max(now.expiresAt - now.now + 1, 1), cap);
       }

@@ -240,6 +240,19 @@ describe('createElection on the memory store', () => {
     expect(violations).toEqual([]);
   });
 
+  it('an observer of a vacant key sees a new leader within pollMs even after a long idle time (a claim sends no message)', async () => {
+    const store = createMemoryStore({ clock: createManualClock(1_000) });
+    const observer = createElection(createLeases(store, { holder: 'observer' }), KEY, { pollMs: 50 });
+    const seen: Array<{ leader: Leader | null; at: number }> = [];
+    const stop = await observer.observe((leader) => void seen.push({ leader, at: performance.now() }));
+    await new Promise((resolve) => setTimeout(resolve, 1_300)); // idle: nobody campaigns
+    const claimedAt = performance.now();
+    await createLeases(store, { holder: 'a' }).claimOrThrow(KEY);
+    await until(() => seen.length === 2, 'the observer sees the leader', 3_000);
+    stop();
+    expect((seen[1]?.at ?? Number.POSITIVE_INFINITY) - claimedAt).toBeLessThan(400);
+  });
+
   it('an observer on a store without notifications reads every pollMs and still sees each change', async () => {
     const memory = createMemoryStore({ clock: createManualClock(1_000) });
     // NOTE: the same store with its notification methods hidden, as a Redis store without a subscriber.
