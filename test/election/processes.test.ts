@@ -7,6 +7,7 @@
  *   the term before it, as the store recorded both (the grant's `previous` ending and `acquiredAt`);
  * - every write by a deposed leader refused: the ledger of accepted fenced writes never goes back to an
  *   older term, and the frozen leader's write after SIGCONT was refused;
+ * - the command line: `leasefence inspect` shows the leader, and `leasefence revoke` deposes it;
  * - failover time, from the kill / SIGTERM / revoke to the next leader's `onElected` (parent's clock):
  *   about the TTL after a kill (nobody can tell a dead leader from a slow one before its term expires), one
  *   notification after a graceful shutdown or a revoke. Printed as p50 / p99 (RELIABILITY.md).
@@ -21,6 +22,7 @@ import { afterAll, describe, expect, it } from 'vitest';
 import { createPostgresStore } from '../../src/adapters/postgres/index.js';
 import { createRedisStore } from '../../src/adapters/redis/index.js';
 import { createOperator, type Operator } from '../../src/operator.js';
+import { runCli } from '../cli/cli-harness.js';
 import { scaled } from '../support/scale.js';
 import type { CandidateMessage, CandidateSetup } from './candidate-worker.js';
 
@@ -189,6 +191,27 @@ async function runElection(rig: Rig): Promise<void> {
     `the frozen leader's write refused after SIGCONT`,
   );
   expect(refused).toMatchObject({ type: 'refused' });
+
+  // The command line: `leasefence inspect` shows the leader (the key's holder and the term's token), and
+  // `leasefence revoke` deposes it like the operator API does (not timed: it includes starting the CLI).
+  const storeArgs = ['--store', rig.url, ...(rig.store === 'redis' ? ['--prefix', rig.namespace] : ['--table', rig.namespace])];
+  const shown = race.leader();
+  const inspected = await runCli(['inspect', key, '--json', ...storeArgs]);
+  expect(inspected.code, inspected.stderr).toBe(0);
+  expect(inspected.stdout).toContain(`"${shown.name}"`);
+  expect(inspected.stdout).toContain(`"${shown.token}"`);
+  const cliRevoke = await runCli([
+    'revoke',
+    key,
+    '--reason',
+    'election test (CLI)',
+    '--yes',
+    '--expected-token',
+    shown.token,
+    ...storeArgs,
+  ]);
+  expect(cliRevoke.code, cliRevoke.stderr).toBe(0);
+  expect((await race.nextTerm(shown.token)).previous).toMatchObject({ kind: 'revoked', token: shown.token });
 
   for (let round = 0; round < REVOKES; round += 1) {
     const leader = race.leader();
