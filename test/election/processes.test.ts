@@ -7,6 +7,7 @@
  *   the term before it, as the store recorded both (the grant's `previous` ending and `acquiredAt`);
  * - every write by a deposed leader refused: the ledger of accepted fenced writes never goes back to an
  *   older term, and the frozen leader's write after SIGCONT was refused;
+ * - an observer (on a store with a notification connection, never campaigning) sees the terms in order;
  * - the command line: `leasefence inspect` shows the leader, and `leasefence revoke` deposes it;
  * - failover time, from the kill / SIGTERM / revoke to the next leader's `onElected` (parent's clock):
  *   about the TTL after a kill (nobody can tell a dead leader from a slow one before its term expires), one
@@ -21,6 +22,8 @@ import pg from 'pg';
 import { afterAll, describe, expect, it } from 'vitest';
 import { createPostgresStore } from '../../src/adapters/postgres/index.js';
 import { createRedisStore } from '../../src/adapters/redis/index.js';
+import { createElection, type Election } from '../../src/election.js';
+import { createLeases } from '../../src/leases.js';
 import { createOperator, type Operator } from '../../src/operator.js';
 import { runCli } from '../cli/cli-harness.js';
 import { scaled } from '../support/scale.js';
@@ -138,6 +141,8 @@ interface Rig {
   readonly namespace: string;
   readonly ledger: string;
   readonly operator: Operator;
+  /** An election on the key for an observer (never campaigns), on a store with a notification connection. */
+  observer(key: string): Election;
   /** The ledger's tokens, in the order the writes were accepted. */
   readLedger(): Promise<bigint[]>;
 }
@@ -152,6 +157,10 @@ async function runElection(rig: Rig): Promise<void> {
     key,
     ttlMs: TTL_MS,
     writeEveryMs: 20,
+  });
+  const observed: bigint[] = [];
+  const stopObserving = await rig.observer(key).observe((leader) => {
+    if (leader !== null) observed.push(leader.token);
   });
   await Promise.all(Array.from({ length: CANDIDATES }, () => race.spawn()));
   await race.until(() => race.log.some((message) => message.type === 'elected'), 'a first leader');
@@ -246,12 +255,18 @@ async function runElection(rig: Rig): Promise<void> {
   expect(ledger.length).toBeGreaterThan(0);
   const backwards = ledger.filter((token, index) => index > 0 && token < (ledger[index - 1] as bigint));
   expect(backwards).toEqual([]);
+  // The observer, which never campaigned, saw terms in order, each a real term, and most of them.
+  stopObserving();
+  expect(observed.filter((token, index) => index > 0 && token <= (observed[index - 1] as bigint))).toEqual([]);
+  const termTokens = new Set(terms.map((term) => BigInt(term.token)));
+  expect(observed.filter((token) => !termTokens.has(token))).toEqual([]);
+  expect(observed.length).toBeGreaterThanOrEqual(terms.length / 2);
 
   expect(afterKill.every((ms) => ms < TTL_MS + 2_000)).toBe(true);
   // A graceful handover is one notification, far below the TTL a kill costs.
   expect(percentile(afterShutdown, 50)).toBeLessThan(TTL_MS / 2);
   console.info(
-    `election on ${rig.store} (5 candidates, ttl ${TTL_MS} ms): failover after kill -9 ${figures(afterKill)}; after SIGTERM (resign) ${figures(afterShutdown)}; after revoke ${figures(afterRevoke)}; ${terms.length} terms, ${ledger.length} accepted writes, ${race.log.filter((message) => message.type === 'refused').length} refused`,
+    `election on ${rig.store} (5 candidates, ttl ${TTL_MS} ms): failover after kill -9 ${figures(afterKill)}; after SIGTERM (resign) ${figures(afterShutdown)}; after revoke ${figures(afterRevoke)}; ${terms.length} terms (${observed.length} seen by the observer), ${ledger.length} accepted writes, ${race.log.filter((message) => message.type === 'refused').length} refused`,
   );
 }
 
@@ -271,6 +286,16 @@ describe('leader election across processes', { timeout: 120_000 * Math.max(1, KI
       namespace,
       ledger,
       operator: createOperator(createRedisStore({ client, prefix: namespace }), { by: 'test' }),
+      observer: (key) => {
+        const subscriber = async (): Promise<Redis> => {
+          const connection = client.duplicate({ lazyConnect: true });
+          connection.on('error', () => undefined);
+          await connection.connect();
+          return connection;
+        };
+        const store = createRedisStore({ client, subscriber, prefix: namespace });
+        return createElection(createLeases(store, { holder: 'observer' }), key);
+      },
       readLedger: async () => (await client.lrange(ledger, 0, -1)).map((entry) => BigInt(entry.split(':')[0] ?? '0')),
     });
   });
@@ -278,7 +303,7 @@ describe('leader election across processes', { timeout: 120_000 * Math.max(1, KI
   it('on Postgres: 5 candidates; kill -9, SIGTERM, SIGSTOP past the TTL and revoke the leader: one live term at a time, deposed writes refused', async () => {
     const url = process.env['LEASEFENCE_PG_URL'];
     if (url === undefined) throw new Error('LEASEFENCE_PG_URL is not set (test/support/global-setup.ts sets it)');
-    const pool = new pg.Pool({ connectionString: url, max: 2 });
+    const pool = new pg.Pool({ connectionString: url, max: 4 });
     pool.on('error', () => undefined);
     cleanups.push(() => pool.end());
     const namespace = `election_leases_${process.pid}`;
@@ -294,6 +319,16 @@ describe('leader election across processes', { timeout: 120_000 * Math.max(1, KI
       namespace,
       ledger,
       operator: createOperator(store, { by: 'test' }),
+      observer: (key) => {
+        const listener = async (): Promise<pg.Client> => {
+          const connection = new pg.Client({ connectionString: url });
+          connection.on('error', () => undefined);
+          await connection.connect();
+          return connection;
+        };
+        const observed = createPostgresStore({ client: pool, table: namespace, listener });
+        return createElection(createLeases(observed, { holder: 'observer' }), key);
+      },
       readLedger: async () =>
         (await pool.query<{ token: string }>(`SELECT token FROM ${ledger} ORDER BY id`)).rows.map((row) => BigInt(row.token)),
     });
