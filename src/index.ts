@@ -24,6 +24,7 @@ export type {
   WithLeaseOutcome,
   WithLeaseStopped,
 } from './leases-types.js';
+export { createElection, type Demotion, type Election, type ElectionOptions, type Term } from './election.js';
 export type { Timers } from './timers.js';
 export type { WaitOptions } from './waiting/wait-options.js';
 export type { WaitedRefusal } from './waiting/refusal.js';

@@ -101,6 +101,7 @@ export const LONG_FILES: readonly string[] = [
   'test/demo/timeline-browser.test.ts',
   'test/docs/api-reference.test.ts',
   'test/docs/readme.test.ts',
+  'test/election/processes.test.ts',
   'test/examples/examples.test.ts',
   'test/operator/list-redis-cluster.test.ts',
   'test/package/package.test.ts',
