@@ -8,6 +8,8 @@ export default defineConfig([
       store: 'src/store-entry.ts',
       // NOTE: the diagnostics channels' names and payloads, for observability code.
       diagnostics: 'src/diagnostics-entry.ts',
+      // NOTE: leader election on the lease API.
+      election: 'src/election-entry.ts',
       memory: 'src/adapters/memory/index.ts',
       postgres: 'src/adapters/postgres/index.ts',
       redis: 'src/adapters/redis/index.ts',

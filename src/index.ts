@@ -1,6 +1,6 @@
 /**
  * `leasefence`: for applications. Leases, their results and errors, `withLease`, waiting, the operator API
- * and the diagnostics channels. Store authors import `leasefence/store`, observability code `leasefence/diagnostics`; the stores are `leasefence/memory`,
+ * and the diagnostics channels. Store authors import `leasefence/store`, observability code `leasefence/diagnostics`, leader election `leasefence/election`; the stores are `leasefence/memory`,
  * `leasefence/postgres`, `leasefence/redis` and `leasefence/sqlite`. Re-exports only.
  */
 export { createLeases } from './leases.js';
@@ -24,7 +24,6 @@ export type {
   WithLeaseOutcome,
   WithLeaseStopped,
 } from './leases-types.js';
-export { createElection, type Demotion, type Election, type ElectionOptions, type Term } from './election.js';
 export type { Timers } from './timers.js';
 export type { WaitOptions } from './waiting/wait-options.js';
 export type { WaitedRefusal } from './waiting/refusal.js';

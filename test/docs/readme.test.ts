@@ -35,6 +35,9 @@ const DOC_FILES = [
 const ENTRIES: Readonly<Record<string, string>> = {
   leasefence: 'src/index.ts',
   'leasefence/store': 'src/store-entry.ts',
+  'leasefence/diagnostics': 'src/diagnostics-entry.ts',
+  'leasefence/election': 'src/election-entry.ts',
+  'leasefence/etcd': 'src/adapters/etcd/index.ts',
   'leasefence/memory': 'src/adapters/memory/index.ts',
   'leasefence/postgres': 'src/adapters/postgres/index.ts',
   'leasefence/redis': 'src/adapters/redis/index.ts',
