@@ -190,4 +190,21 @@ describe('chaos harness, in-process over the memory store', () => {
     const fired = report.violations.map((v) => v.check);
     expect(fired.filter((check) => check === 'stale-accepted' || check === 'expired-accepted').length).toBeGreaterThan(0);
   });
+
+  it("the checker catches, in the election workload too, a deposed leader's write that an unfenced store accepted", {
+    timeout: RUN_CEILING_MS + 30_000,
+    repeats: mutantRepeats(),
+  }, async () => {
+    const { report, round } = await runInProcess('election-unfenced', {
+      wrap: unfencedWrite,
+      rate: 0.3,
+      minMs: 0,
+      enough: () => true,
+      election: true,
+    });
+    expect(round?.rescuerToken).toBeGreaterThan(round?.heldToken ?? Number.POSITIVE_INFINITY);
+    expect(round?.accepted).toBe(true);
+    const fired = report.violations.map((v) => v.check);
+    expect(fired.filter((check) => check === 'stale-accepted' || check === 'expired-accepted').length).toBeGreaterThan(0);
+  });
 });
