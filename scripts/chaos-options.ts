@@ -28,6 +28,8 @@ export interface ChaosOptions {
   readonly seed: string | undefined;
   readonly keep: boolean;
   readonly variant: string | null;
+  /** `leases` (workers claim keys) or `election` (workers campaign for them with `createElection`). */
+  readonly workload: 'leases' | 'election';
 }
 
 /** A bad command line: the message says what to change. */
@@ -37,7 +39,7 @@ export class ChaosUsageError extends Error {
 
 /** One line of usage, printed after a usage error. */
 export const CHAOS_USAGE =
-  'usage: npm run chaos -- [--duration <s>] [--scenario-duration <s>] [--stores a,b] [--scenarios a,b] [--clients a,b] [--seed <n>] [--keep] [--variant <bug>]';
+  'usage: npm run chaos -- [--duration <s>] [--scenario-duration <s>] [--stores a,b] [--scenarios a,b] [--clients a,b] [--seed <n>] [--keep] [--variant <bug>] [--workload leases|election]';
 
 const list = (text: string | undefined): string[] | undefined =>
   text === undefined ? undefined : text.split(',').map((item) => item.trim());
@@ -70,6 +72,7 @@ export function parseChaosOptions(argv: readonly string[], catalog: ChaosCatalog
         seed: { type: 'string' },
         keep: { type: 'boolean', default: false },
         variant: { type: 'string' },
+        workload: { type: 'string', default: 'leases' },
       },
     }));
   } catch (error) {
@@ -93,6 +96,7 @@ export function parseChaosOptions(argv: readonly string[], catalog: ChaosCatalog
     oneOf(clients, usable, 'clients');
   }
   if (values.variant !== undefined) oneOf([values.variant], catalog.variants, 'variant');
+  oneOf([values.workload], ['leases', 'election'], 'workload');
   if (values.seed !== undefined && !(/^\d{1,10}$/.test(values.seed) && Number(values.seed) <= 0xffffffff))
     throw new ChaosUsageError(`--seed must be an integer in [0, 2^32), got ${JSON.stringify(values.seed)}`);
   return {
@@ -104,5 +108,6 @@ export function parseChaosOptions(argv: readonly string[], catalog: ChaosCatalog
     seed: values.seed,
     keep: values.keep,
     variant: values.variant ?? null,
+    workload: values.workload as ChaosOptions['workload'],
   };
 }

@@ -14,7 +14,9 @@
  * grant or write lost counts as a violation),
  * --clients pg,postgres-js,ioredis,node-redis (the drivers the workers mix, by slot; default: all of each store),
  * --scenarios kleppmann,crash,... , --seed <n> (same as CHAOS_SEED), --keep (keep every history),
- * --variant unfenced-write|blind-renew|racy-claim (run a planted bug: the run must report violations).
+ * --variant unfenced-write|blind-renew|racy-claim (run a planted bug: the run must report violations),
+ * --workload election (the server stores' workers campaign with createElection instead of claiming keys;
+ * the checker's guarantees are the same: one live grant, i.e. term, at a time and no stale write accepted).
  */
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -127,6 +129,7 @@ try {
                 seed: roundSeed,
                 durationMs: scenarioMs,
                 variant,
+                election: options.workload === 'election',
                 dir,
                 sharedUrl: shared.get(store)?.url ?? null,
                 sharedCluster,

@@ -207,7 +207,7 @@ export function createElection(leases: Leases, key: string, options?: ElectionOp
   ): Promise<() => void> => {
     if (typeof onChange !== 'function') throw new InvalidArgumentError(`observe needs an onChange function, got ${describe(onChange)}`);
     const { signal } = readOptions('observe options', observeOptions, ['signal']);
-    if (signal !== undefined && !(signal instanceof AbortSignal)) throw new InvalidArgumentError('signal must be an AbortSignal');
+    if (signal !== undefined) checkSignal(signal);
     return observeLeader(leases, key, onChange, signal, pollMs, timers);
   };
 
@@ -346,7 +346,7 @@ function checkHandlers(handlers: unknown): CampaignHandlers {
   if (typeof onElected !== 'function') throw new InvalidArgumentError(`onElected must be a function, got ${describe(onElected)}`);
   if (onDemoted !== undefined && typeof onDemoted !== 'function')
     throw new InvalidArgumentError(`onDemoted must be a function, got ${describe(onDemoted)}`);
-  if (signal !== undefined && !(signal instanceof AbortSignal)) throw new InvalidArgumentError('signal must be an AbortSignal');
+  if (signal !== undefined) checkSignal(signal);
   return {
     onElected: onElected as CampaignHandlers['onElected'],
     ...(onDemoted === undefined ? {} : { onDemoted: onDemoted as NonNullable<CampaignHandlers['onDemoted']> }),
@@ -361,14 +361,29 @@ function positiveMs(what: string, value: unknown, max: number): number {
 }
 
 function checkTimers(timers: unknown): Timers {
-  if (
-    typeof timers !== 'object' ||
-    timers === null ||
-    typeof (timers as Timers).setTimeout !== 'function' ||
-    typeof (timers as Timers).clearTimeout !== 'function'
-  )
-    throw new InvalidArgumentError('timers must be an object with setTimeout and clearTimeout functions');
+  let usable: boolean;
+  try {
+    usable =
+      typeof timers === 'object' &&
+      timers !== null &&
+      typeof (timers as Timers).setTimeout === 'function' &&
+      typeof (timers as Timers).clearTimeout === 'function';
+  } catch {
+    usable = false; // a throwing getter or Proxy
+  }
+  if (!usable) throw new InvalidArgumentError('timers must be an object with setTimeout and clearTimeout functions');
   return timers as Timers;
+}
+
+/** Refuses a `signal` that is not an AbortSignal (a Proxy whose prototype lookup throws included). */
+function checkSignal(signal: unknown): asserts signal is AbortSignal {
+  let usable: boolean;
+  try {
+    usable = signal instanceof AbortSignal;
+  } catch {
+    usable = false;
+  }
+  if (!usable) throw new InvalidArgumentError('signal must be an AbortSignal');
 }
 
 /** Resolves when `signal` aborts. */

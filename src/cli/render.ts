@@ -83,6 +83,8 @@ export function formatInspection(inspection: LeaseInspection): string {
     ['key', inspection.key],
     ['token', inspection.token.toString()],
     ['holder', describeHolder(inspection)],
+    // NOTE: who leads since when, for an election's key: a term is a grant, its start the grant's.
+    ['since', grant === null ? '-' : `${new Date(grant.acquiredAt).toISOString()} (${formatRelative(grant.acquiredAt, now)})`],
     ['expires', describeExpiry(inspection)],
   ];
   if (grant !== null && Object.keys(grant.attributes).length > 0) rows.push(['attributes', toJson(grant.attributes, 0)]);

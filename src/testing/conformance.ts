@@ -1,5 +1,6 @@
 /**
- * The example-based Store conformance suite: the Store contract, spec by spec, through `createLeases`.
+ * The example-based Store conformance suite: the Store contract, spec by spec, through `createLeases` (and
+ * `createElection`, whose terms are grants).
  *
  * ```ts
  * describeStoreConformance({ describe, it, beforeAll, afterAll }, 'my store', makeHarness);
@@ -9,6 +10,7 @@ import type { Store } from '../store.js';
 import { useHarness } from './context.js';
 import type { MakeStoreHarness, SuiteOptions } from './harness.js';
 import type { TestRunner } from './runner.js';
+import { describeElectionSpecs } from './specs-election.js';
 import { describeHolderSpecs } from './specs-holder.js';
 import { describeOperatorSpecs } from './specs-operator.js';
 import { describeProgressSpecs } from './specs-progress.js';
@@ -25,5 +27,6 @@ export function describeStoreConformance<S extends Store>(
     describeHolderSpecs(context);
     describeOperatorSpecs(context);
     describeProgressSpecs(context);
+    describeElectionSpecs(context);
   });
 }

@@ -3,7 +3,8 @@
  * one after the other, each with its own worker processes and faults, checked by the independent history
  * checker. Scenarios that do not restart the server use the run's shared servers (LEASEFENCE_PG_URL /
  * LEASEFENCE_REDIS_URL); the others start their own. `CHAOS_SEED` replays a fault schedule,
- * `LEASEFENCE_TEST_SCALE` (test/support/scale.ts) lengthens each scenario. The long run is `npm run chaos`.
+ * `LEASEFENCE_TEST_SCALE` (test/support/scale.ts) lengthens each scenario. A second block runs the election
+ * workload (workers campaign with createElection) on PostgreSQL and Redis. The long run is `npm run chaos`.
  */
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -79,6 +80,40 @@ describe.sequential(`chaos (seed ${seed})`, () => {
           expect(kleppmann.refused).toBe(kleppmann.rounds - kleppmann.unknown);
           expect(kleppmann.accepted).toBe(0);
         }
+      });
+    }
+  }
+});
+
+/** The election workload's scenarios in the short run: candidates killed and paused, leaders paused past their TTL, revoked. */
+const ELECTION_SCENARIOS = ['crash', 'kleppmann', 'expiry-skew'];
+/** Per election scenario in the short run, ms (scaled too). */
+const ELECTION_SHORT_MS = scaled(5_000);
+
+describe.sequential(`chaos, election workload (seed ${seed})`, () => {
+  for (const store of ['postgres', 'redis'] as const) {
+    for (const scenario of scenariosFor(store).filter((candidate) => ELECTION_SCENARIOS.includes(candidate.name))) {
+      it(`${store} / ${scenario.name}: candidates campaign with createElection; one live term at a time, no write of a deposed leader accepted`, {
+        timeout: ELECTION_SHORT_MS + 150_000,
+      }, async () => {
+        const result = await runScenario({
+          store,
+          scenario,
+          seed,
+          durationMs: ELECTION_SHORT_MS,
+          dir,
+          sharedUrl: sharedUrl[store],
+          election: true,
+        });
+        results.push(result);
+        const { report, crashes, kleppmann } = result;
+        failed ||= report.violations.length > 0 || crashes.length > 0;
+        expect(crashes.map((crash) => `${crash.proc} exited ${crash.code ?? crash.signal}: ${crash.stderr.slice(-600)}`)).toEqual([]);
+        expect(report.violations.length, `seed ${seed}, history in ${result.historyDir}\n${formatViolations(report.violations)}`).toBe(0);
+        expect(report.figures.grants).toBeGreaterThan(5);
+        expect(report.figures.writesAcked).toBeGreaterThan(10);
+        expect(result.diedInWrite.applied).toBe(0);
+        if (scenario.name === 'kleppmann') expect(kleppmann.accepted).toBe(0);
       });
     }
   }

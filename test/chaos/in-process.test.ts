@@ -1,6 +1,6 @@
 /**
  * The harness tested on itself, in one process over the memory store: the workload, recorder and checker
- * agree that a correct store keeps every guarantee, and the checker catches an unfenced write when the
+ * agree that a correct store keeps every guarantee (plain claims, and the election workload), and the checker catches an unfenced write when the
  * workers' clocks lie. (The multi-process runs against Postgres and Redis are in chaos.test.ts.)
  */
 import { mkdtempSync, rmSync } from 'node:fs';
@@ -43,7 +43,14 @@ const RUN_CEILING_MS = 60_000;
  */
 async function runInProcess(
   name: string,
-  options: { wrap?: (store: Store) => Store; rate: number; minMs: number; enough: (figures: RunFigures) => boolean },
+  options: {
+    wrap?: (store: Store) => Store;
+    rate: number;
+    minMs: number;
+    enough: (figures: RunFigures) => boolean;
+    /** The workers campaign with `createElection` (the rescuer still takes the paused leader's key over). */
+    election?: boolean;
+  },
 ) {
   const chaos = createMemoryChaos();
   // NOTE: one history file per run, so that a repeated test never checks an earlier run's history.
@@ -69,6 +76,7 @@ async function runInProcess(
       ],
     },
     badInputChance: 0.2,
+    election: options.election === true,
   });
   const rescuer = new Workload(config(5), chaos.backend(wrap), new Recorder('w5', writer));
   let round = null as PauseRound | null;
@@ -152,6 +160,24 @@ describe('chaos harness, in-process over the memory store', () => {
     expect(Object.keys(report.figures.refusals).length).toBeGreaterThan(0);
   });
 
+  it('the election workload: one live term at a time, no accepted write from a deposed leader (paused, taken over, expired)', {
+    timeout: RUN_CEILING_MS + 30_000,
+  }, async () => {
+    const { report, round } = await runInProcess('election', {
+      rate: 0.3,
+      minMs: 1500,
+      election: true,
+      enough: (figures) => figures.grants > 5 && figures.writesAcked > 10,
+    });
+    expect(report.violations, formatViolations(report.violations)).toEqual([]);
+    // NOTE: the paused leader's key was taken over under a newer token, and its write after the pause refused.
+    expect(round?.rescuerToken).toBeGreaterThan(round?.heldToken ?? Number.POSITIVE_INFINITY);
+    expect(round?.accepted).toBe(false);
+    expect(report.figures.grants).toBeGreaterThan(5);
+    expect(report.figures.writesAcked).toBeGreaterThan(10);
+    expect(report.figures.takeovers).toBeGreaterThan(0);
+  });
+
   it('the checker catches a fenced write without the fence check when a paused worker writes after its grant was taken over', {
     timeout: RUN_CEILING_MS + 30_000,
     repeats: mutantRepeats(),
@@ -161,6 +187,23 @@ describe('chaos harness, in-process over the memory store', () => {
     expect(round?.rescuerToken).toBeGreaterThan(round?.heldToken ?? Number.POSITIVE_INFINITY);
     expect(round?.accepted).toBe(true);
     expect(report.ok).toBe(false);
+    const fired = report.violations.map((v) => v.check);
+    expect(fired.filter((check) => check === 'stale-accepted' || check === 'expired-accepted').length).toBeGreaterThan(0);
+  });
+
+  it("the checker catches, in the election workload too, a deposed leader's write that an unfenced store accepted", {
+    timeout: RUN_CEILING_MS + 30_000,
+    repeats: mutantRepeats(),
+  }, async () => {
+    const { report, round } = await runInProcess('election-unfenced', {
+      wrap: unfencedWrite,
+      rate: 0.3,
+      minMs: 0,
+      enough: () => true,
+      election: true,
+    });
+    expect(round?.rescuerToken).toBeGreaterThan(round?.heldToken ?? Number.POSITIVE_INFINITY);
+    expect(round?.accepted).toBe(true);
     const fired = report.violations.map((v) => v.check);
     expect(fired.filter((check) => check === 'stale-accepted' || check === 'expired-accepted').length).toBeGreaterThan(0);
   });

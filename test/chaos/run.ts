@@ -46,6 +46,8 @@ export interface RunOptions {
   readonly durationMs: number;
   /** A planted bug in every worker (`null`: the real adapter). */
   readonly variant?: MutantName | null;
+  /** The workers campaign for the keys with `createElection` instead of claiming them. @default false */
+  readonly election?: boolean;
   /** Where the JSONL histories go (one sub-directory per run). */
   readonly dir: string;
   /** A running server to use when the scenario does not need its own. */
@@ -453,6 +455,7 @@ export async function runScenario(options: RunOptions): Promise<RunResult> {
         idleMs: [20, 120],
         skew: scenario.skewedClocks ? randomSkew(workerRandom.fork(proc), durationMs) : null,
         badInputChance: 0.05,
+        election: options.election === true,
       },
     }));
     await fleet.start(scenario.workers);

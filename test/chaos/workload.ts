@@ -1,9 +1,11 @@
 /**
  * What one chaos worker does, through the public API only: pick a key, `withLease` it, and under the lease
  * append to the key's ledger with fenced writes, append to a token-gated resource, checkpoint progress, and
- * now and then send bad input. Every operation is recorded (see recorder.ts). Runs in a worker process
+ * now and then send bad input; or, with `election`, campaign for a key (`createElection`) and do the same under
+ * each term. Every operation is recorded (see recorder.ts). Runs in a worker process
  * (worker.ts) or, for tests of the harness itself, in-process against the memory store.
  */
+import { createElection } from '../../src/election.js';
 import { isLeaseError } from '../../src/errors.js';
 import type { FencedWriteOutcome, GateOutcome } from '../../src/fence/operations.js';
 import type { Lease } from '../../src/lease.js';
@@ -32,6 +34,12 @@ export interface WorkloadConfig {
   readonly skew: ClockSkew | null;
   /** Chance, per grant, of also sending a bad-input probe. */
   readonly badInputChance: number;
+  /**
+   * Leader election instead of plain claims: the worker campaigns for a key, writes under each term as under
+   * a grant, and stops campaigning after its term (the next candidate is woken), then campaigns again.
+   * @default false
+   */
+  readonly election?: boolean;
 }
 
 /** The deterministic-pause protocol: the harness may hold a worker right before a fenced write. */
@@ -59,6 +67,8 @@ export class Workload {
   readonly #clock: () => number;
   #stopping = false;
   #written = 0;
+  /** The running campaign's stop (election workload), aborted by `stop()`. */
+  #campaign: AbortController | null = null;
 
   constructor(
     readonly config: WorkloadConfig,
@@ -80,10 +90,12 @@ export class Workload {
   /** Asks the loop to end after the current grant. */
   stop(): void {
     this.#stopping = true;
+    this.#campaign?.abort('stopping');
   }
 
   /** Runs until `stop()`. Never throws: store failures are recorded and the loop goes on. */
   async run(): Promise<void> {
+    if (this.config.election === true) return this.#elect();
     while (!this.#stopping) {
       const key = this.#random.pick(this.config.keys);
       try {
@@ -94,6 +106,34 @@ export class Workload {
       } catch {
         await sleep(this.#random.int(...this.config.idleMs));
       }
+    }
+  }
+
+  /**
+   * The election workload: campaigns for a random key until elected, writes under the term (stopping when its
+   * signal aborts: lost, revoked), then ends the campaign, which releases the term and wakes the next candidate.
+   */
+  async #elect(): Promise<void> {
+    while (!this.#stopping) {
+      const key = this.#random.pick(this.config.keys);
+      const stop = new AbortController();
+      this.#campaign = stop;
+      const election = createElection(this.leases, key, {
+        ttlMs: this.config.ttlMs,
+        retryDelayMs: this.#random.int(...this.config.idleMs),
+      });
+      try {
+        await election.campaign({
+          signal: stop.signal,
+          onElected: async (term, signal) => {
+            await this.#work(term.lease, signal);
+            stop.abort('term done');
+          },
+        });
+      } catch {
+        await sleep(this.#random.int(...this.config.idleMs));
+      }
+      this.#campaign = null;
     }
   }
 

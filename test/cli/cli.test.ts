@@ -72,6 +72,13 @@ describe('leasefence CLI on Postgres', () => {
     expect(run.stdout).toMatch(new RegExp(`checkpoint +token ${tokens.job1}, written \\d+ s ago`));
     expect(run.stdout).toContain('"done": 3');
     expect(run.stdout).not.toMatch(/secret/i);
+    expect(run.stdout).toMatch(/^since +- *$/m);
+    // A held key shows who leads since when: the holder, the term's token and the grant's start, absolute and relative.
+    const held = await cli('inspect', 'ramp:current');
+    const acquiredAt = (await leases.inspect('ramp:current')).grant?.acquiredAt as number;
+    expect(held.stdout).toMatch(new RegExp(`^token +${tokens.ramp} *$`, 'm'));
+    expect(held.stdout).toMatch(/^holder +held \d+ s by ramp-cron, run r5 *$/m);
+    expect(held.stdout).toMatch(new RegExp(`^since +${new Date(acquiredAt).toISOString()} \\(\\d+ s ago\\) *$`, 'm'));
     const missing = await cli('inspect', 'no:such');
     expect(missing).toMatchObject({ code: 3, stdout: 'no lease no:such\n' });
   });

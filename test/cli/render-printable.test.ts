@@ -114,7 +114,7 @@ describe('CLI views of hostile caller text', () => {
         const view = formatInspection(lease);
         expect(view).not.toMatch(UNSAFE);
         const [table = '', json] = view.split('\n\n');
-        expect(lineCount(table)).toBe(lease.grant !== null && Object.keys(lease.grant.attributes).length > 0 ? 10 : 9);
+        expect(lineCount(table)).toBe(lease.grant !== null && Object.keys(lease.grant.attributes).length > 0 ? 11 : 10);
         if (lease.checkpoint !== null) expect(JSON.parse(json ?? '')).toEqual(asJson(lease.checkpoint.value));
       }),
     );

@@ -39,7 +39,10 @@ describe('npm run chaos options', () => {
       scenarios: null,
       clients: undefined,
       variant: null,
+      workload: 'leases',
     });
+    expect(parse('--workload', 'election')).toMatchObject({ workload: 'election' });
+    expect(refusal('--workload', 'semaphore')).toMatch(/--workload: unknown "semaphore"/);
     expect(parse('--stores', 'redis-cluster')).toMatchObject({ stores: ['redis-cluster'] });
     expect(parse('--stores', 'memory', '--scenarios', 'kleppmann', '--duration', '1.5')).toMatchObject({
       totalMs: 1500,

@@ -1,6 +1,6 @@
 /**
  * Issue 29 item 20: every factory of every entry (leasefence, /memory, /postgres, /redis, /sqlite, /otel,
- * /testing) answers bad input alike: `InvalidArgumentError` (INVALID_ARGUMENT), before any call on the
+ * /testing, /election, whose `campaign` and `observe` options are fuzzed too) answers bad input alike: `InvalidArgumentError` (INVALID_ARGUMENT), before any call on the
  * client it was given, never a plain TypeError or a getter's own error. Each factory gets hostile
  * arguments, and each of its options a hostile value in an otherwise valid call; fast-check adds arbitrary
  * values on top.
@@ -14,6 +14,7 @@ import * as postgres from '../../src/adapters/postgres/index.js';
 import * as redis from '../../src/adapters/redis/index.js';
 import * as sqlite from '../../src/adapters/sqlite/index.js';
 import * as testing from '../../src/testing/index.js';
+import * as election from '../../src/election-entry.js';
 import { suiteOptions } from '../../src/testing/harness.js';
 import { isLeaseError } from '../../src/errors.js';
 
@@ -79,6 +80,26 @@ interface Factory {
 }
 
 const memoryStore = () => memory.createMemoryStore();
+/** A memory store whose every method call is recorded in `calls`: a refused election call must make none. */
+const recordedStore = () =>
+  new Proxy(memoryStore(), {
+    get(target, property) {
+      const value: unknown = Reflect.get(target, property, target);
+      if (typeof value !== 'function') return value;
+      return (...args: unknown[]) => {
+        calls.push(`store.${String(property)}`);
+        return (value as (...params: unknown[]) => unknown).apply(target, args);
+      };
+    },
+  });
+const electionLeases = root.createLeases(recordedStore(), { holder: 'w' });
+let electionKeys = 0;
+/** An election on a key no earlier call used, so a valid campaign is elected at once. */
+const anElection = () => {
+  electionKeys += 1;
+  return election.createElection(electionLeases, `election:${electionKeys}`);
+};
+const validTimers = () => ({ setTimeout: (callback: () => void, ms: number) => setTimeout(callback, ms), clearTimeout });
 const factories: readonly Factory[] = [
   {
     name: 'createLeases',
@@ -173,6 +194,34 @@ const factories: readonly Factory[] = [
     optional: ['modelRuns', 'raceRuns', 'workers', 'seed'],
   },
   { name: 'describeStoreSuites (harness)', call: (input) => testing.describeStoreSuites(runner() as never, 'store', input as never) },
+  {
+    name: 'createElection',
+    call: (input) => election.createElection(electionLeases, 'election:options', input as never),
+    valid: () => ({ ttlMs: 1000, pollMs: 100, retryDelayMs: 100, timers: validTimers() }),
+    optional: ['ttlMs', 'pollMs', 'retryDelayMs', 'timers'],
+  },
+  { name: 'createElection (leases)', call: (input) => election.createElection(input as never, 'election:leases') },
+  { name: 'createElection (key)', call: (input) => election.createElection(electionLeases, input as never) },
+  {
+    name: 'campaign',
+    call: async (input) => {
+      const candidate = anElection();
+      const running = candidate.campaign(input as never);
+      // NOTE: a valid campaign is elected and leads until it resigns; a refused one has already rejected.
+      await Promise.race([running, new Promise((resolve) => setImmediate(resolve))]);
+      await candidate.resign();
+      await running;
+    },
+    valid: () => ({ onElected: () => undefined, onDemoted: () => undefined, signal: new AbortController().signal }),
+    optional: ['onDemoted', 'signal'],
+  },
+  {
+    name: 'observe',
+    call: async (input) => (await anElection().observe(() => undefined, input as never))(),
+    valid: () => ({ signal: new AbortController().signal }),
+    optional: ['signal'],
+  },
+  { name: 'observe (onChange)', call: async (input) => (await anElection().observe(input as never))() },
   { name: 'createMemoryHarness', call: (input) => testing.createMemoryHarness(input as never) },
   {
     name: 'suiteOptions',
