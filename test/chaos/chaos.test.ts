@@ -55,6 +55,18 @@ afterAll(() => {
   else rmSync(dir, { recursive: true, force: true });
 });
 
+/** Records `result` and checks what every short run must hold: no crash, no violation, enough grants and acked writes. */
+function expectScenarioHeld(result: RunResult): RunResult {
+  results.push(result);
+  const { report, crashes } = result;
+  failed ||= report.violations.length > 0 || crashes.length > 0;
+  expect(crashes.map((crash) => `${crash.proc} exited ${crash.code ?? crash.signal}: ${crash.stderr.slice(-600)}`)).toEqual([]);
+  expect(report.violations.length, `seed ${seed}, history in ${result.historyDir}\n${formatViolations(report.violations)}`).toBe(0);
+  expect(report.figures.grants).toBeGreaterThan(5);
+  expect(report.figures.writesAcked).toBeGreaterThan(10);
+  return result;
+}
+
 describe.sequential(`chaos (seed ${seed})`, () => {
   for (const store of ['postgres', 'redis', 'sqlite'] as const) {
     for (const scenario of scenariosFor(store).filter((candidate) => !LONG_ONLY[store].includes(candidate.name))) {
@@ -65,13 +77,7 @@ describe.sequential(`chaos (seed ${seed})`, () => {
         timeout: ms + (scenario.ownServer ? 240_000 : 150_000),
       }, async () => {
         const result = await runScenario({ store, scenario, seed, durationMs: ms, dir, sharedUrl: sharedUrl[store] });
-        results.push(result);
-        const { report, crashes, kleppmann } = result;
-        failed ||= report.violations.length > 0 || crashes.length > 0;
-        expect(crashes.map((crash) => `${crash.proc} exited ${crash.code ?? crash.signal}: ${crash.stderr.slice(-600)}`)).toEqual([]);
-        expect(report.violations.length, `seed ${seed}, history in ${result.historyDir}\n${formatViolations(report.violations)}`).toBe(0);
-        expect(report.figures.grants).toBeGreaterThan(5);
-        expect(report.figures.writesAcked).toBeGreaterThan(10);
+        const { kleppmann } = expectScenarioHeld(result);
         // NOTE: a write whose process died before COMMIT (transaction open, lock held) never lands.
         expect(result.diedInWrite.applied).toBe(0);
         if (scenario.name === 'lock-kill') expect(result.diedInWrite.died).toBeGreaterThan(0);
@@ -105,13 +111,7 @@ describe.sequential(`chaos, election workload (seed ${seed})`, () => {
           sharedUrl: sharedUrl[store],
           election: true,
         });
-        results.push(result);
-        const { report, crashes, kleppmann } = result;
-        failed ||= report.violations.length > 0 || crashes.length > 0;
-        expect(crashes.map((crash) => `${crash.proc} exited ${crash.code ?? crash.signal}: ${crash.stderr.slice(-600)}`)).toEqual([]);
-        expect(report.violations.length, `seed ${seed}, history in ${result.historyDir}\n${formatViolations(report.violations)}`).toBe(0);
-        expect(report.figures.grants).toBeGreaterThan(5);
-        expect(report.figures.writesAcked).toBeGreaterThan(10);
+        const { kleppmann } = expectScenarioHeld(result);
         expect(result.diedInWrite.applied).toBe(0);
         if (scenario.name === 'kleppmann') expect(kleppmann.accepted).toBe(0);
       });

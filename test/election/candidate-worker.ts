@@ -13,6 +13,7 @@ import { createElection } from '../../src/election.js';
 import type { Lease } from '../../src/lease.js';
 import { createLeases } from '../../src/leases.js';
 import type { Leases } from '../../src/leases-types.js';
+import { pgListenerFactory } from '../support/pg-listener.js';
 
 /** What the parent passes (JSON in argv[2]). */
 export interface CandidateSetup {
@@ -66,16 +67,9 @@ if (setup.store === 'redis') {
 } else {
   const pool = new pg.Pool({ connectionString: setup.url, max: 3 });
   pool.on('error', () => undefined);
-  const opened = new Set<pg.Client>();
-  const listener = async (): Promise<pg.Client> => {
-    const client = new pg.Client({ connectionString: setup.url });
-    client.on('error', () => undefined);
-    await client.connect();
-    opened.add(client);
-    return client;
-  };
+  const { listener, close: closeListeners } = pgListenerFactory(setup.url);
   closers.push(async () => {
-    await Promise.all([...opened].map((client) => client.end().catch(() => undefined)));
+    await closeListeners();
     await pool.end();
   });
   const postgres = createLeases(createPostgresStore({ client: pool, table: setup.namespace, listener }), {

@@ -28,6 +28,7 @@ import { createOperator, type Operator } from '../../src/operator.js';
 import { runCli } from '../cli/cli-harness.js';
 import { scaled } from '../support/scale.js';
 import type { CandidateMessage, CandidateSetup } from './candidate-worker.js';
+import { pgListenerFactory } from '../support/pg-listener.js';
 
 const WORKER = fileURLToPath(new URL('./candidate-worker.ts', import.meta.url));
 const CANDIDATES = 5;
@@ -320,12 +321,7 @@ describe('leader election across processes', { timeout: 120_000 * Math.max(1, KI
       ledger,
       operator: createOperator(store, { by: 'test' }),
       observer: (key) => {
-        const listener = async (): Promise<pg.Client> => {
-          const connection = new pg.Client({ connectionString: url });
-          connection.on('error', () => undefined);
-          await connection.connect();
-          return connection;
-        };
+        const { listener } = pgListenerFactory(url);
         const observed = createPostgresStore({ client: pool, table: namespace, listener });
         return createElection(createLeases(observed, { holder: 'observer' }), key);
       },

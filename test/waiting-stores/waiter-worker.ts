@@ -12,6 +12,7 @@ import { createRedisStore } from '../../src/adapters/redis/index.js';
 import { createPostgresStore } from '../../src/adapters/postgres/index.js';
 import type { Store } from '../../src/store.js';
 import { HistoryWriter, stamp } from '../chaos/history.js';
+import { pgListenerFactory } from '../support/pg-listener.js';
 
 /** What the parent passes (JSON in argv[2]). */
 export interface WaiterWorkerSetup {
@@ -61,18 +62,11 @@ async function openStore(): Promise<{ store: Store; close: () => Promise<void> }
   }
   const pool = new pg.Pool({ connectionString: setup.url, max: 4 });
   pool.on('error', () => undefined);
-  const opened = new Set<pg.Client>();
-  const listener = async (): Promise<pg.Client> => {
-    const client = new pg.Client({ connectionString: setup.url });
-    client.on('error', () => undefined);
-    await client.connect();
-    opened.add(client);
-    return client;
-  };
+  const { listener, close: closeListeners } = pgListenerFactory(setup.url);
   return {
     store: createPostgresStore({ client: pool, table: setup.namespace, listener }),
     close: async () => {
-      await Promise.all([...opened].map((client) => client.end().catch(() => undefined)));
+      await closeListeners();
       await pool.end();
     },
   };
