@@ -38,8 +38,12 @@ import type {
   ReleaseOutcome,
   RenewCommand,
   RenewOutcome,
+  RemoveCommand,
+  RemoveOutcome,
   RevokeCommand,
   RevokeOutcome,
+  SetKeyStateCommand,
+  SetKeyStateOutcome,
 } from './fence/operations.js';
 import type { Fence } from './fence/types.js';
 import type { StoreListPage, StoreListQuery } from './list.js';
@@ -70,7 +74,10 @@ export interface Store<WriteContext = unknown> {
    * clock, atomically with that check. When the fence does not hold, nothing is applied and (where the
    * adapter can tell before running it) `write` is not called. With `options.checkpointJson`, the
    * checkpoint is saved (as `checkpoint` would, resolving a pending recovery) in the same atomic step:
-   * the write and the checkpoint both apply or neither does.
+   * the write and the checkpoint both apply or neither does. With `options.submission`, the replay lookup
+   * (`transitions.checkSubmission`) comes before the fence and the submission is recorded in the same atomic
+   * step (`transitions.recordSubmission`). A callback that refuses itself (it throws `WriteRefusedSignal`,
+   * which the store's write context's `refuse` does) applies nothing and is answered `write-refused`.
    */
   fencedWrite<T>(
     fence: Fence,
@@ -86,6 +93,19 @@ export interface Store<WriteContext = unknown> {
 
   /** The current grant resolves the inherited checkpoint: resume (adopt) or discard. */
   recover(command: RecoverCommand): Promise<RecoverOutcome>;
+
+  /**
+   * Sets values of the key's state (and its hold), needing no lease; a change of any value ends the grant that
+   * holds the key (`transitions.setKeyState`). Tells release watchers when it ended a grant.
+   */
+  setKeyState(command: SetKeyStateCommand): Promise<SetKeyStateOutcome>;
+
+  /**
+   * An operator deletes the key's record (`transitions.remove`). Tokens minted after stay above every token of
+   * the removed record: the store's token floor must outlive records (a clock floor, or a store-wide counter).
+   * Tells release watchers.
+   */
+  remove(command: RemoveCommand): Promise<RemoveOutcome>;
 
   /** Everything about the key except the secret, with the store's now. */
   inspect(key: string): Promise<StoreInspection>;

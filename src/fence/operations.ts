@@ -3,7 +3,18 @@
  * pure transitions (`transitions.ts`) and every `Store` adapter: an adapter that evaluates a command in SQL
  * or Lua must return exactly the outcome the pure transition would.
  */
-import type { CheckpointRecord, Ending, Fence, FenceRefusal, GrantState, LeaseAttributes, StoreTime } from './types.js';
+import type {
+  AttributeMismatch,
+  CheckpointRecord,
+  Ending,
+  Fence,
+  FenceRefusal,
+  GrantState,
+  KeyState,
+  LeaseAttributes,
+  StoreTime,
+  SubmissionRecord,
+} from './types.js';
 
 /** What a store's `claim` receives: the key, the would-be holder and the new grant's secret and TTL. */
 export interface ClaimCommand {
@@ -17,6 +28,12 @@ export interface ClaimCommand {
   readonly attributes: LeaseAttributes;
   /** Acknowledges a pending recovery: allowed to claim a lease revoked with `requireRecovery`. */
   readonly recovering: boolean;
+  /**
+   * Key-state values the claim requires (a subset match; a `null` value requires the name to be absent),
+   * checked before anything else: refused `state-mismatch` naming the first value (by name) that differs.
+   * Absent: any state.
+   */
+  readonly expect?: Readonly<Record<string, string | null>>;
 }
 
 /** The previous grant's fate, handed to a new holder so it can resume or discard the checkpoint. */
@@ -59,8 +76,33 @@ export interface ClaimRecoveryRequired extends Inheritance {
   readonly now: StoreTime;
 }
 
-/** What a store's `claim` answers: granted, held by someone else, or waiting for a recovery. */
-export type StoreClaimOutcome = StoreClaimGranted | ClaimHeld | ClaimRecoveryRequired;
+/** The key's state does not have a value the claim's `expect` requires. */
+export interface ClaimStateMismatch {
+  readonly ok: false;
+  readonly reason: 'state-mismatch';
+  readonly key: string;
+  /** The first required value (by name) that differs: what the claim expected, what the key has. */
+  readonly field: AttributeMismatch;
+  readonly now: StoreTime;
+}
+
+/** The key is held back (a release with `holdMs`, or `setKeyState` with `hold`) until `heldUntil`. */
+export interface ClaimHeldBack {
+  readonly ok: false;
+  readonly reason: 'held-back';
+  readonly key: string;
+  readonly token: bigint;
+  /** Claims are granted again once the store's now reaches this time. */
+  readonly heldUntil: StoreTime;
+  readonly now: StoreTime;
+}
+
+/**
+ * What a store's `claim` answers: granted, held by someone else, waiting for a recovery, held back until a
+ * time, or the key's state differs from the claim's `expect`. Order of the checks: `expect`, then a live
+ * grant (`held`), then the hold, then a pending recovery.
+ */
+export type StoreClaimOutcome = StoreClaimGranted | ClaimHeld | ClaimRecoveryRequired | ClaimHeldBack | ClaimStateMismatch;
 
 /** What a store's `renew` receives: the grant's fence and the new TTL. */
 export interface RenewCommand {
@@ -92,6 +134,11 @@ export interface ReleaseCommand {
    * a JSON text replaces it (stamped with the releasing token).
    */
   readonly checkpointJson?: string | null;
+  /**
+   * Hold the key back for this many ms from the store's now (a retry schedule): claims are refused
+   * `held-back` until then. Absent: no hold (a hold set earlier by `setKeyState` is kept).
+   */
+  readonly holdMs?: number;
 }
 
 /** What a store's `release` answers: released (or already released by this grant), or the fence's refusal. */
@@ -171,11 +218,34 @@ export interface StoreInspection {
   readonly ending: Ending | null;
   readonly checkpoint: CheckpointRecord | null;
   readonly recoveryRequired: boolean;
+  /** The key's state (`{}`: none). */
+  readonly state: KeyState;
+  /** Claims are refused until this time on the store's clock (`null`: no hold, or it has passed). */
+  readonly heldUntil: StoreTime | null;
   /** The store's now when it answered. */
   readonly now: StoreTime;
 }
 
 /** What a fenced write may apply together with the user's write, in the same atomic step. */
+/**
+ * A submission made with a fenced write: recorded once per run id, atomically with the write (and checkpoint).
+ * The replay lookup comes before the fence, so a worker retrying after its lease ended still learns that its
+ * submission landed.
+ */
+export interface SubmissionCommand {
+  /** The replay key (validated: a non-empty name). */
+  readonly runId: string;
+  /** SHA-256 (hex) of the payload's canonical JSON, computed before any I/O. */
+  readonly digest: string;
+  /** What a replay returns (validated JSON text), `null`: nothing. */
+  readonly receiptJson: string | null;
+  /**
+   * Replays only to the grant that recorded the submission: another grant presenting the same run id gets the
+   * fence's refusal (or `replay-conflict` when it is the current grant), never the stored receipt.
+   */
+  readonly bindToGrant: boolean;
+}
+
 export interface StoreFencedWriteOptions {
   /**
    * The grant's progress after this write (validated JSON text): saved exactly as `checkpoint` saves it,
@@ -183,6 +253,47 @@ export interface StoreFencedWriteOptions {
    * the other way round). `undefined`: the checkpoint is left as it is.
    */
   readonly checkpointJson?: string;
+  /** Record this submission with the write, once per run id (see `SubmissionCommand`). */
+  readonly submission?: SubmissionCommand;
+}
+
+/** A fenced write whose callback refused itself (`context.refuse(code)`) after reading data in the fenced step: nothing applied. */
+export interface WriteRefusal {
+  readonly ok: false;
+  readonly reason: 'write-refused';
+  readonly key: string;
+  /** The code the callback gave (for example `owner-inactive`). */
+  readonly code: string;
+  /** The callback's explanation, `null`: none. */
+  readonly detail: string | null;
+  /** The grant the write ran under (the fence held). */
+  readonly token: bigint;
+  readonly now: StoreTime;
+}
+
+/** The submission's run id was recorded before with the same payload: nothing was written now. */
+export interface SubmissionReplayed {
+  readonly ok: false;
+  readonly reason: 'replayed';
+  readonly key: string;
+  /** What was recorded, with the receipt to return. */
+  readonly submission: SubmissionRecord;
+  readonly now: StoreTime;
+}
+
+/**
+ * The submission's run id was recorded with another payload, or (with `bindToGrant`) under another grant
+ * than the current one presenting it: nothing was written.
+ */
+export interface ReplayConflict {
+  readonly ok: false;
+  readonly reason: 'replay-conflict';
+  readonly key: string;
+  /** The digest and grant presented now. */
+  readonly expected: { readonly runId: string; readonly digest: string; readonly token: bigint };
+  /** What the run id recorded. */
+  readonly found: SubmissionRecord;
+  readonly now: StoreTime;
 }
 
 /** The outcome of a fenced write: the write's value when the fence held, the refusal otherwise. */
@@ -193,9 +304,76 @@ export type FencedWriteOutcome<T> =
       readonly token: bigint;
       /** The checkpoint saved with the write (`null` when the command carried none). */
       readonly checkpoint: CheckpointRecord | null;
+      /** The submission recorded with the write; absent when the command carried none. */
+      readonly submission?: SubmissionRecord;
       readonly now: StoreTime;
     }
-  | FenceRefusal;
+  | FenceRefusal
+  | WriteRefusal
+  | SubmissionReplayed
+  | ReplayConflict;
+
+/**
+ * What a store's `setKeyState` receives: values to set on a key (a `null` value removes the name) and,
+ * optionally, a hold. Needs no lease: the writer is whoever owns the data the state describes.
+ */
+export interface SetKeyStateCommand {
+  readonly key: string;
+  /** Names to set (`null`: remove). Names not listed keep their values. */
+  readonly values: Readonly<Record<string, string | null>>;
+  /** Who changes the state (recorded in the `state-changed` ending of a grant it ends). */
+  readonly by: string;
+  /**
+   * Hold the key back for this many ms from the store's now; `null` cancels a hold; absent keeps the hold as
+   * it is.
+   */
+  readonly holdMs?: number | null;
+}
+
+/**
+ * What `setKeyState` answers: the state and hold now, the names whose values changed, and the grant it ended
+ * (`null`: the values were unchanged, or nothing was held; an expired grant is recorded `expired`).
+ */
+export interface SetKeyStateOutcome {
+  readonly ok: true;
+  readonly key: string;
+  readonly state: KeyState;
+  readonly heldUntil: StoreTime | null;
+  /** Names whose values changed, in code-unit order (`[]`: nothing changed, the grant is kept). */
+  readonly changed: readonly string[];
+  /** The ending of the grant the change fenced, `null` when none. */
+  readonly ended: Ending | null;
+  readonly now: StoreTime;
+}
+
+/** What a store's `remove` receives: an operator deleting a key's record (state, checkpoint, submissions). */
+export interface RemoveCommand {
+  readonly key: string;
+  /** Remove even while a live grant holds the key (its holder is then told `missing`). */
+  readonly force: boolean;
+  /** Remove only if the key's current token is this one (an operator acting on what a dashboard showed). */
+  readonly expectedToken: bigint | null;
+}
+
+/** What `remove` answers: the record is gone (its last token and grant), or why not. */
+export type RemoveOutcome =
+  | {
+      readonly ok: true;
+      readonly key: string;
+      /** The key's token when removed: every later grant's token is greater. */
+      readonly token: bigint;
+      /** The grant that held the key when it was removed (`force`), `null`: none. */
+      readonly grant: GrantView | null;
+      readonly now: StoreTime;
+    }
+  | {
+      readonly ok: false;
+      /** `missing`: no record; `held`: a live grant and no `force`; `superseded`: `expectedToken` is not current. */
+      readonly reason: 'missing' | 'held' | 'superseded';
+      readonly key: string;
+      readonly token: bigint | null;
+      readonly now: StoreTime;
+    };
 
 /** Why a token gate refused a write. */
 export interface GateRefusal {

@@ -15,11 +15,19 @@ import type {
   ReleaseOutcome,
   RenewCommand,
   RenewOutcome,
+  RemoveCommand,
+  RemoveOutcome,
+  ReplayConflict,
   RevokeCommand,
   RevokeOutcome,
+  SetKeyStateCommand,
+  SetKeyStateOutcome,
+  SubmissionCommand,
+  SubmissionReplayed,
 } from './operations.js';
 import { mintToken } from './token.js';
-import type { LeaseRecord, StoreTime } from './types.js';
+import type { Ending, Fence, FenceRefusal, KeyState, LeaseRecord, StoreTime, SubmissionRecord } from './types.js';
+import { SUBMISSION_RETENTION } from './types.js';
 import { checkFence, expiredEnding, isLive } from './verdict.js';
 
 /** The result of a transition: the record to store (`unchanged` when nothing must be written) and the outcome. */
@@ -31,6 +39,39 @@ export interface Transition<O> {
 
 const unchanged = <O>(record: LeaseRecord | null, outcome: O): Transition<O> => ({ record, changed: false, outcome });
 const changedTo = <O>(record: LeaseRecord, outcome: O): Transition<O> => ({ record, changed: true, outcome });
+/** The record is deleted (`remove`): `record: null, changed: true`. */
+const deleted = <O>(outcome: O): Transition<O> => ({ record: null, changed: true, outcome });
+
+const NO_STATE: KeyState = Object.freeze({});
+const NO_SUBMISSIONS: readonly SubmissionRecord[] = Object.freeze([]);
+
+/** A key's record before its first grant or state: token 0 (no grant was ever made), nothing kept. */
+export function emptyRecord(key: string): LeaseRecord {
+  return {
+    key,
+    token: 0n,
+    grant: null,
+    ending: null,
+    checkpoint: null,
+    recoveryRequired: false,
+    state: NO_STATE,
+    heldUntil: null,
+    submissions: NO_SUBMISSIONS,
+  };
+}
+
+/** Names in code-unit order (not locale order): every store sorts them the same way. */
+const byCodeUnit = (a: string, b: string): number => (a < b ? -1 : a > b ? 1 : 0);
+
+/** The first value (by name) of `expect` the state does not have, or `null` when every one matches. */
+function stateMismatch(state: KeyState, expect: Readonly<Record<string, string | null>>) {
+  for (const name of Object.keys(expect).sort(byCodeUnit)) {
+    const expected = expect[name] ?? null;
+    const found = state[name] ?? null;
+    if (expected !== found) return { name, expected, found };
+  }
+  return null;
+}
 
 function expiresAtFrom(now: StoreTime, ttlMs: number | null): StoreTime | null {
   return ttlMs === null ? null : now + ttlMs;
@@ -43,6 +84,10 @@ function expiresAtFrom(now: StoreTime, ttlMs: number | null): StoreTime | null {
  */
 export function claim(record: LeaseRecord | null, command: ClaimCommand, now: StoreTime, tokenFloor = 0n): Transition<StoreClaimOutcome> {
   const { key } = command;
+  if (command.expect !== undefined) {
+    const field = stateMismatch(record?.state ?? NO_STATE, command.expect);
+    if (field !== null) return unchanged(record, { ok: false, reason: 'state-mismatch', key, field, now });
+  }
   const grant = record?.grant ?? null;
   if (record !== null && grant !== null && isLive(grant, now)) {
     const { token, holder, runId, acquiredAt, expiresAt } = grant;
@@ -63,6 +108,10 @@ export function claim(record: LeaseRecord | null, command: ClaimCommand, now: St
   }
   const previous = grant !== null ? expiredEnding(grant) : (record?.ending ?? null);
   const checkpoint = record?.checkpoint ?? null;
+  const heldUntil = record?.heldUntil ?? null;
+  if (record !== null && heldUntil !== null && now < heldUntil) {
+    return unchanged(record, { ok: false, reason: 'held-back', key, token: record.token, heldUntil, now });
+  }
   if (record?.recoveryRequired && !command.recovering) {
     return unchanged(record, { ok: false, reason: 'recovery-required', key, token: record.token, previous, checkpoint, now });
   }
@@ -83,6 +132,10 @@ export function claim(record: LeaseRecord | null, command: ClaimCommand, now: St
     ending: previous,
     checkpoint,
     recoveryRequired: record?.recoveryRequired ?? false,
+    state: record?.state ?? NO_STATE,
+    // NOTE: a hold that has passed is cleared by the grant that follows it.
+    heldUntil: null,
+    submissions: record?.submissions ?? NO_SUBMISSIONS,
   };
   return changedTo(next, { ok: true, key, token, acquiredAt: now, expiresAt, previous, checkpoint, now });
 }
@@ -137,6 +190,7 @@ export function release(record: LeaseRecord | null, command: ReleaseCommand, now
     // NOTE: an explicit checkpoint decision (set or clear) resolves a pending recovery, as checkpoint and
     // recover do; keeping the inherited checkpoint untouched leaves the recovery pending.
     recoveryRequired: command.checkpointJson === undefined ? record.recoveryRequired : false,
+    heldUntil: command.holdMs === undefined ? record.heldUntil : now + command.holdMs,
   };
   return changedTo(next, { ok: true, key: record.key, token: grant.token, alreadyReleased: false, now });
 }
@@ -180,10 +234,149 @@ export function recover(record: LeaseRecord | null, command: RecoverCommand, now
   return changedTo(next, { ok: true, key: record.key, checkpoint: checkpointAfter, now });
 }
 
+/**
+ * Set key state: values that belong to the key (and a hold), set by a writer who needs no lease. A change of any
+ * value ends the grant holding the key: a live one with a `state-changed` ending naming the first changed value,
+ * an expired one as `expired` (as a takeover would); its holder is refused `state-changed` at its next operation.
+ * Values that are already set change nothing and keep the grant. The token does not move (the ended grant's own
+ * ending says why it ended); the next claim mints the next one.
+ */
+export function setKeyState(record: LeaseRecord | null, command: SetKeyStateCommand, now: StoreTime): Transition<SetKeyStateOutcome> {
+  const { key } = command;
+  const before = record?.state ?? NO_STATE;
+  const state: Record<string, string> = { ...before };
+  const changes: { name: string; from: string | null; to: string | null }[] = [];
+  for (const name of Object.keys(command.values).sort(byCodeUnit)) {
+    const to = command.values[name] ?? null;
+    const from = before[name] ?? null;
+    if (to === from) continue;
+    changes.push({ name, from, to });
+    if (to === null) delete state[name];
+    else state[name] = to;
+  }
+  const heldBefore = record?.heldUntil ?? null;
+  const heldUntil = command.holdMs === undefined ? heldBefore : command.holdMs === null ? null : now + command.holdMs;
+  const current = record ?? emptyRecord(key);
+  const grant = current.grant;
+  let ended: Ending | null = null;
+  if (changes.length > 0 && grant !== null) {
+    ended = isLive(grant, now)
+      ? { kind: 'state-changed', token: grant.token, holder: grant.holder, runId: grant.runId, at: now, reason: null, by: command.by, change: changes[0]! }
+      : expiredEnding(grant);
+  }
+  const outcome: SetKeyStateOutcome = {
+    ok: true,
+    key,
+    state: changes.length > 0 ? state : before,
+    heldUntil,
+    changed: changes.map((change) => change.name),
+    ended,
+    now,
+  };
+  if (changes.length === 0 && heldUntil === heldBefore) return unchanged(record, outcome);
+  const next: LeaseRecord = {
+    ...current,
+    state: changes.length > 0 ? state : before,
+    heldUntil,
+    ...(ended === null ? {} : { grant: null, ending: ended }),
+  };
+  return changedTo(next, outcome);
+}
+
+/**
+ * Remove: an operator deletes a key's record (grant, state, hold, checkpoint, submissions). Refused while a
+ * live grant holds it unless `force`; an old grant's every operation then says `missing`. The store's token
+ * floor outlives the record, so a key created again never reissues a token.
+ */
+export function remove(record: LeaseRecord | null, command: RemoveCommand, now: StoreTime): Transition<RemoveOutcome> {
+  const { key } = command;
+  if (record === null) return unchanged(record, { ok: false, reason: 'missing', key, token: null, now });
+  if (command.expectedToken !== null && command.expectedToken !== record.token) {
+    return unchanged(record, { ok: false, reason: 'superseded', key, token: record.token, now });
+  }
+  const { grant } = record;
+  const live = grant !== null && isLive(grant, now);
+  if (live && !command.force) return unchanged(record, { ok: false, reason: 'held', key, token: record.token, now });
+  const grantView =
+    grant === null
+      ? null
+      : {
+          token: grant.token,
+          holder: grant.holder,
+          runId: grant.runId,
+          acquiredAt: grant.acquiredAt,
+          expiresAt: grant.expiresAt,
+          attributes: grant.attributes,
+          live,
+        };
+  return deleted({ ok: true, key, token: record.token, grant: grantView, now });
+}
+
+/**
+ * The submission's replay lookup and fence, in that order: `replayed` or `replay-conflict` when the run id was
+ * recorded, the fence's refusal when it does not hold, `null` when the write may apply and record it. The
+ * lookup comes first so that a worker retrying after its lease ended still learns its submission landed.
+ */
+export function checkSubmission(
+  record: LeaseRecord | null,
+  fence: Fence,
+  submission: SubmissionCommand,
+  now: StoreTime,
+): SubmissionReplayed | ReplayConflict | FenceRefusal | null {
+  const found = record?.submissions.find((recorded) => recorded.runId === submission.runId);
+  if (found !== undefined) {
+    const conflict: ReplayConflict = {
+      ok: false,
+      reason: 'replay-conflict',
+      key: fence.key,
+      expected: { runId: submission.runId, digest: submission.digest, token: fence.token },
+      found,
+      now,
+    };
+    if (found.digest !== submission.digest) return conflict;
+    const sameGrant = found.token === fence.token && found.holder === fence.holder;
+    if (!submission.bindToGrant || sameGrant) return { ok: false, reason: 'replayed', key: fence.key, submission: found, now };
+    const verdict = checkFence(record, fence, now);
+    return verdict.ok ? conflict : verdict;
+  }
+  const verdict = checkFence(record, fence, now);
+  return verdict.ok ? null : verdict;
+}
+
+/** Records a submission that `checkSubmission` let through (the write applied): the newest kept, oldest forgotten. */
+export function recordSubmission(
+  record: LeaseRecord,
+  fence: Fence,
+  submission: SubmissionCommand,
+  now: StoreTime,
+): { readonly record: LeaseRecord; readonly submission: SubmissionRecord } {
+  const recorded: SubmissionRecord = {
+    runId: submission.runId,
+    digest: submission.digest,
+    token: fence.token,
+    holder: fence.holder,
+    at: now,
+    receiptJson: submission.receiptJson,
+  };
+  const kept = record.submissions.length >= SUBMISSION_RETENTION ? record.submissions.slice(record.submissions.length - SUBMISSION_RETENTION + 1) : record.submissions;
+  return { record: { ...record, submissions: [...kept, recorded] }, submission: recorded };
+}
+
 /** Inspect: the record as operators see it (no secret), with liveness judged at the store's now. */
 export function inspect(record: LeaseRecord | null, key: string, now: StoreTime): StoreInspection {
   if (record === null) {
-    return { key, exists: false, token: 0n, grant: null, ending: null, checkpoint: null, recoveryRequired: false, now };
+    return {
+      key,
+      exists: false,
+      token: 0n,
+      grant: null,
+      ending: null,
+      checkpoint: null,
+      recoveryRequired: false,
+      state: NO_STATE,
+      heldUntil: null,
+      now,
+    };
   }
   const { grant } = record;
   const grantView =
@@ -206,6 +399,8 @@ export function inspect(record: LeaseRecord | null, key: string, now: StoreTime)
     ending: record.ending,
     checkpoint: record.checkpoint,
     recoveryRequired: record.recoveryRequired,
+    state: record.state,
+    heldUntil: record.heldUntil !== null && now < record.heldUntil ? record.heldUntil : null,
     now,
   };
 }

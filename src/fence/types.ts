@@ -30,8 +30,26 @@ export interface GrantState {
   readonly attributes: LeaseAttributes;
 }
 
-/** How a grant ended. */
-export type EndingKind = 'released' | 'expired' | 'revoked';
+/**
+ * Values that belong to a key rather than to a grant (a content revision, the current tier of a ramp), set by
+ * writers who do not hold the lease (`setKeyState`). Names and values are strings; an absent name reads as
+ * `null`. A change of any value ends the grant that holds the key (`state-changed`), so a grant is always bound
+ * to the values it was claimed under.
+ */
+export type KeyState = Readonly<Record<string, string>>;
+
+/** One value of a key's state that changed: its name, the value before and after (`null`: absent). */
+export interface StateChange {
+  readonly name: string;
+  readonly from: string | null;
+  readonly to: string | null;
+}
+
+/**
+ * How a grant ended: released by its holder, found expired by the next claim, revoked by an operator, or
+ * ended by a change of the key's state (`setKeyState`).
+ */
+export type EndingKind = 'released' | 'expired' | 'revoked' | 'state-changed';
 
 /** The record of a grant that has ended. */
 export interface Ending {
@@ -44,9 +62,35 @@ export interface Ending {
   readonly at: StoreTime;
   /** For `revoked`: the operator's reason. */
   readonly reason: string | null;
-  /** For `revoked`: who revoked it. */
+  /** For `revoked`: who revoked it; for `state-changed`: who changed the state. */
   readonly by: string | null;
+  /**
+   * For `state-changed`: the first value (by name, in code-unit order) that changed. Absent for every other kind,
+   * so endings of the other kinds keep their shape.
+   */
+  readonly change?: StateChange;
 }
+
+/**
+ * A submission recorded under a grant (`fencedWrite` with `submission`): kept per key so that the same run's
+ * retry is answered `replayed` (same payload) or `replay-conflict` (another payload) instead of writing again.
+ */
+export interface SubmissionRecord {
+  /** The run id the submission was made under (the replay key). */
+  readonly runId: string;
+  /** SHA-256 (hex) of the payload's canonical JSON (object keys sorted): equal payloads, equal digests. */
+  readonly digest: string;
+  /** The grant it landed under. */
+  readonly token: bigint;
+  readonly holder: string;
+  /** When it landed, on the store's clock. */
+  readonly at: StoreTime;
+  /** What the submitter asked to be returned on a replay (JSON text), `null`: nothing. */
+  readonly receiptJson: string | null;
+}
+
+/** Submissions a record keeps per key: the newest this many (older ones are forgotten, oldest first). */
+export const SUBMISSION_RETENTION = 32;
 
 /** The progress a holder saved under its grant, kept for the next holder. */
 export interface CheckpointRecord {
@@ -59,8 +103,9 @@ export interface CheckpointRecord {
 }
 
 /**
- * Everything a store keeps per key. A record, once created, is never deleted: its `token` is the floor for
- * every later grant, so a token is never handed out twice for a key.
+ * Everything a store keeps per key. A record is deleted only by an operator's `remove`; tokens stay increasing
+ * across that because every store mints above a floor that outlives the record (its clock, or a store-wide
+ * counter), so a token is never handed out twice for a key.
  */
 export interface LeaseRecord {
   readonly key: string;
@@ -77,6 +122,12 @@ export interface LeaseRecord {
    * claim that says `recovering: true` takes the lease and resolves the checkpoint (resume or discard).
    */
   readonly recoveryRequired: boolean;
+  /** The key's state (see `KeyState`); `{}` when none was set. */
+  readonly state: KeyState;
+  /** Claims are refused (`held-back`) while the store's now is before this time; `null`: no hold. */
+  readonly heldUntil: StoreTime | null;
+  /** The newest submissions, oldest first, at most `SUBMISSION_RETENTION`. */
+  readonly submissions: readonly SubmissionRecord[];
 }
 
 /** What a holder presents to prove it holds a grant: the fence. */
@@ -98,6 +149,7 @@ export type FenceReason =
   | 'superseded'
   | 'released'
   | 'revoked'
+  | 'state-changed'
   | 'wrong-secret'
   | 'holder-mismatch'
   | 'attribute-mismatch';
@@ -124,7 +176,8 @@ export interface FenceFinding {
 /** An attribute that did not match. */
 export interface AttributeMismatch {
   readonly name: string;
-  readonly expected: string;
+  /** `null` only for `state-changed`: the value was absent when the grant was made. */
+  readonly expected: string | null;
   readonly found: string | null;
 }
 
@@ -135,7 +188,10 @@ export interface FenceRefusal {
   readonly key: string;
   readonly expected: FenceExpectation;
   readonly found: FenceFinding;
-  /** Set for `attribute-mismatch`. */
+  /**
+   * Set for `attribute-mismatch` (the bound attribute) and for `state-changed` (the key-state value that
+   * changed: `expected` is its value when the grant was made, `found` its value now).
+   */
   readonly attribute: AttributeMismatch | null;
   readonly now: StoreTime;
 }

@@ -1,4 +1,4 @@
-import type { Ending, Fence, FenceFinding, FenceReason, FenceVerdict, GrantState, LeaseRecord, StoreTime } from './types.js';
+import type { AttributeMismatch, Ending, Fence, FenceFinding, FenceReason, FenceVerdict, GrantState, LeaseRecord, StoreTime } from './types.js';
 
 /** Whether a grant is live at `now`. Strict: at `now === expiresAt` it is expired. */
 export function isLive(grant: GrantState, now: StoreTime): boolean {
@@ -25,8 +25,9 @@ const OK: FenceVerdict = { ok: true };
  * (renew, checkpoint, fenced write, release, recover) makes; adapters that evaluate it in SQL or Lua must
  * agree with it exactly, and use it to explain their refusals.
  *
- * Order of checks: existence, then which grant is current (token), then proof of identity (secret,
- * holder, run), then bound attributes, then time. So a refusal names the most fundamental failure.
+ * Order of checks: existence, then which grant is current (token; a grant ended by a key-state change says
+ * `state-changed` with the value that changed), then proof of identity (secret, holder, run), then bound
+ * attributes, then time. So a refusal names the most fundamental failure.
  */
 export function checkFence(record: LeaseRecord | null, fence: Fence, now: StoreTime): FenceVerdict {
   if (record === null) {
@@ -34,7 +35,11 @@ export function checkFence(record: LeaseRecord | null, fence: Fence, now: StoreT
   }
   const { grant } = record;
   if (grant === null || grant.token !== fence.token) {
-    return refusal(fence, now, reasonWithoutCurrentGrant(record, fence), findingOf(record));
+    const reason = reasonWithoutCurrentGrant(record, fence);
+    const change = reason === 'state-changed' ? record.ending?.change : undefined;
+    // NOTE: the value as the grant was made (`from`) against the value the key has now (it may have moved on).
+    const field = change === undefined ? null : { name: change.name, expected: change.from, found: record.state[change.name] ?? null };
+    return refusal(fence, now, reason, findingOf(record), field);
   }
   if (grant.secret !== fence.secret) return refusal(fence, now, 'wrong-secret', findingOf(record));
   if (grant.holder !== fence.holder || grant.runId !== fence.runId) return refusal(fence, now, 'holder-mismatch', findingOf(record));
@@ -81,7 +86,7 @@ function refusal(
   };
 }
 
-type AttributeMismatchOrNull = { name: string; expected: string; found: string | null } | null;
+type AttributeMismatchOrNull = AttributeMismatch | null;
 
 /** Why a fence fails when the presented token is not the record's current grant. */
 function reasonWithoutCurrentGrant(record: LeaseRecord, fence: Fence): FenceReason {

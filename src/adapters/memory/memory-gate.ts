@@ -1,5 +1,5 @@
 import type { GateOutcome, GateRecord, GateRefusal, GateResetOptions, GateResetOutcome } from '../../fence/operations.js';
-import type { Fence } from '../../fence/types.js';
+import type { Fence, FenceRefusal } from '../../fence/types.js';
 import { gateResetOutcome, readGateResetOptions, type TokenGate } from '../../gate.js';
 import type { Store } from '../../store.js';
 import { InvalidArgumentError } from '../../errors.js';
@@ -79,7 +79,8 @@ export function createMemoryTokenGate(options?: MemoryTokenGateOptions): MemoryT
       // NOTE: the store checks the fence and keeps the key locked while the gate step runs inside its
       // fenced write: no claim, revoke or expiry judgement can come between the fence check and the write.
       const outcome = await store.fencedWrite(lease, () => gateStep(resource, lease, write));
-      if (!outcome.ok) return outcome;
+      // NOTE: a write with no submission whose callback cannot refuse itself: only the fence refuses it.
+      if (!outcome.ok) return outcome as FenceRefusal;
       return outcome.value satisfies GateOutcome<T> as GateOutcome<T> | GateRefusal;
     },
     inspect: (resource) => lock.run(resource, () => recordOf(resource)),

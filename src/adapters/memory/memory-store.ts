@@ -7,6 +7,7 @@ import { checkFence } from '../../fence/verdict.js';
 import type { Store } from '../../store.js';
 import { InvalidArgumentError } from '../../errors.js';
 import { describe, MAX_TOKEN, readOptions } from '../../validate.js';
+import { WriteRefusedSignal, refuseWrite } from '../../write-refusal.js';
 import { KeyLock } from './key-lock.js';
 import { createMemoryList } from './memory-list.js';
 import { FreedKeys } from './freed-keys.js';
@@ -17,6 +18,12 @@ export interface MemoryWriteContext {
   readonly token: bigint;
   /** The store's now when the fence was checked. */
   readonly now: StoreTime;
+  /**
+   * Refuses the write from inside the callback (after reading your own data): the store answers `write-refused`
+   * with this code, and saves no checkpoint or submission. Refuse before changing your own data: the memory
+   * store cannot roll back what the callback already did.
+   */
+  refuse(code: string, detail?: string): never;
 }
 
 /** Options of `createMemoryStore`. */
@@ -28,7 +35,8 @@ export interface MemoryStoreOptions {
   readonly clock?: Clock;
   /**
    * A floor for new tokens, read at each claim (see `mintToken`). Useful to simulate stores whose tokens
-   * derive from a clock.
+   * derive from a clock. The store also never mints a token at or below one it issued for any key (a
+   * store-wide counter), so a key removed and claimed again never reissues a token.
    * @default () => 0n
    */
   readonly tokenFloor?: () => bigint;
@@ -89,13 +97,21 @@ export function createMemoryStore(options?: MemoryStoreOptions): MemoryStore {
   const clock = given.clock === undefined ? systemClock : checkedClock(given.clock);
   const tokenFloor = given.tokenFloor === undefined ? () => 0n : checkedTokenFloor(given.tokenFloor);
   const records = new Map<string, LeaseRecord>();
+  /** The highest token this store issued for any key: the floor that outlives a removed record. */
+  let highestToken = 0n;
   const lock = new KeyLock();
   const freed = new FreedKeys();
 
   /** Applies `step` to the key's record at the store's now; `committed` sees the outcome once it is stored. */
   const applyNow = <C, O>(key: string, step: Step<C, O>, command: C, committed: Committed<O> | undefined): O => {
     const { record, changed, outcome } = step(records.get(key) ?? null, command, clock());
-    if (changed && record !== null) records.set(key, record);
+    if (changed) {
+      if (record === null) records.delete(key);
+      else {
+        records.set(key, record);
+        if (record.token > highestToken) highestToken = record.token;
+      }
+    }
     // NOTE: in the same task (not a `.then` on its promise): telling watchers costs no extra promise.
     return committed === undefined ? outcome : committed(key, outcome);
   };
@@ -112,7 +128,10 @@ export function createMemoryStore(options?: MemoryStoreOptions): MemoryStore {
     }
   };
 
-  const claimStep: Step<ClaimCommand, StoreClaimOutcome> = (record, command, now) => transitions.claim(record, command, now, tokenFloor());
+  const claimStep: Step<ClaimCommand, StoreClaimOutcome> = (record, command, now) => {
+    const floor = tokenFloor();
+    return transitions.claim(record, command, now, floor > highestToken ? floor : highestToken);
+  };
 
   return {
     id: `memory:${++storeCount}:${Math.random().toString(36).slice(2)}`,
@@ -122,6 +141,8 @@ export function createMemoryStore(options?: MemoryStoreOptions): MemoryStore {
     release: (command) => apply(command.fence.key, transitions.release, command, freed.afterCommit),
     revoke: (command) => apply(command.key, transitions.revoke, command, freed.afterCommit),
     recover: (command) => apply(command.fence.key, transitions.recover, command),
+    setKeyState: (command) => apply(command.key, transitions.setKeyState, command, freed.afterCommit),
+    remove: (command) => apply(command.key, transitions.remove, command, freed.afterCommit),
     inspect: (key) => lock.run(key, () => transitions.inspect(records.get(key) ?? null, key, clock())),
     fencedWrite: <T>(fence: Fence, write: (context: MemoryWriteContext) => T | Promise<T>, writeOptions: StoreFencedWriteOptions = {}) =>
       // NOTE: the key stays locked while the callback runs, so no claim, renew or revoke can interleave
@@ -129,16 +150,32 @@ export function createMemoryStore(options?: MemoryStoreOptions): MemoryStore {
       lock.run(fence.key, async (): Promise<FencedWriteOutcome<T>> => {
         const now = clock();
         const record = records.get(fence.key) ?? null;
-        const verdict = checkFence(record, fence, now);
-        if (!verdict.ok) return verdict;
-        const value = await write({ token: fence.token, now });
-        const { checkpointJson } = writeOptions;
-        if (checkpointJson === undefined) return { ok: true, value, token: fence.token, checkpoint: null, now };
-        // NOTE: the same checkpoint transition at the same now: the key is still locked, the record unchanged.
-        const { record: next, outcome } = transitions.checkpoint(record, { fence, json: checkpointJson }, now);
-        if (!outcome.ok || next === null) return outcome as FencedWriteOutcome<T>;
-        records.set(fence.key, next);
-        return { ok: true, value, token: fence.token, checkpoint: outcome.checkpoint, now };
+        const { checkpointJson, submission } = writeOptions;
+        const refused = submission === undefined ? checkFence(record, fence, now) : (transitions.checkSubmission(record, fence, submission, now) ?? { ok: true });
+        if (!refused.ok) return refused;
+        let value: T;
+        try {
+          value = await write({ token: fence.token, now, refuse: refuseWrite });
+        } catch (error) {
+          if (!(error instanceof WriteRefusedSignal)) throw error;
+          return { ok: false, reason: 'write-refused', key: fence.key, code: error.code, detail: error.detail, token: fence.token, now };
+        }
+        // NOTE: the same transitions at the same now: the key is still locked, the record unchanged.
+        let next = record as LeaseRecord;
+        let saved = null;
+        if (checkpointJson !== undefined) {
+          const { record: checkpointed, outcome } = transitions.checkpoint(next, { fence, json: checkpointJson }, now);
+          if (!outcome.ok || checkpointed === null) return outcome as FencedWriteOutcome<T>;
+          next = checkpointed;
+          saved = outcome.checkpoint;
+        }
+        if (submission === undefined) {
+          if (saved !== null) records.set(fence.key, next);
+          return { ok: true, value, token: fence.token, checkpoint: saved, now };
+        }
+        const recorded = transitions.recordSubmission(next, fence, submission, now);
+        records.set(fence.key, recorded.record);
+        return { ok: true, value, token: fence.token, checkpoint: saved, submission: recorded.submission, now };
       }),
     list: createMemoryList(records, clock),
     watchFreed: freed.watch,
