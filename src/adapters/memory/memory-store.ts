@@ -35,8 +35,8 @@ export interface MemoryStoreOptions {
   readonly clock?: Clock;
   /**
    * A floor for new tokens, read at each claim (see `mintToken`). Useful to simulate stores whose tokens
-   * derive from a clock. The store also never mints a token at or below one it issued for any key (a
-   * store-wide counter), so a key removed and claimed again never reissues a token.
+   * derive from a clock. A key with no record (never claimed, or removed) also starts above the last token
+   * of every record this store removed, so a key removed and claimed again never reissues a token.
    * @default () => 0n
    */
   readonly tokenFloor?: () => bigint;
@@ -97,8 +97,11 @@ export function createMemoryStore(options?: MemoryStoreOptions): MemoryStore {
   const clock = given.clock === undefined ? systemClock : checkedClock(given.clock);
   const tokenFloor = given.tokenFloor === undefined ? () => 0n : checkedTokenFloor(given.tokenFloor);
   const records = new Map<string, LeaseRecord>();
-  /** The highest token this store issued for any key: the floor that outlives a removed record. */
-  let highestToken = 0n;
+  /**
+   * The highest token of any record this store removed: the floor that outlives a removed record. Only keys
+   * with no record start above it, so a store that never removes mints the tokens it always did.
+   */
+  let highestRemoved = 0n;
   const lock = new KeyLock();
   const freed = new FreedKeys();
 
@@ -106,10 +109,11 @@ export function createMemoryStore(options?: MemoryStoreOptions): MemoryStore {
   const applyNow = <C, O>(key: string, step: Step<C, O>, command: C, committed: Committed<O> | undefined): O => {
     const { record, changed, outcome } = step(records.get(key) ?? null, command, clock());
     if (changed) {
-      if (record === null) records.delete(key);
+      if (record !== null) records.set(key, record);
       else {
-        records.set(key, record);
-        if (record.token > highestToken) highestToken = record.token;
+        const removed = records.get(key);
+        if (removed !== undefined && removed.token > highestRemoved) highestRemoved = removed.token;
+        records.delete(key);
       }
     }
     // NOTE: in the same task (not a `.then` on its promise): telling watchers costs no extra promise.
@@ -130,7 +134,10 @@ export function createMemoryStore(options?: MemoryStoreOptions): MemoryStore {
 
   const claimStep: Step<ClaimCommand, StoreClaimOutcome> = (record, command, now) => {
     const floor = tokenFloor();
-    return transitions.claim(record, command, now, floor > highestToken ? floor : highestToken);
+    // NOTE: `mintToken` may mint the floor itself, so the floor of a key with no record is one above the last
+    // removed token (a removed key's old tokens are all at or below it).
+    const aboveRemoved = record === null ? highestRemoved + 1n : 0n;
+    return transitions.claim(record, command, now, floor > aboveRemoved ? floor : aboveRemoved);
   };
 
   return {
@@ -151,7 +158,10 @@ export function createMemoryStore(options?: MemoryStoreOptions): MemoryStore {
         const now = clock();
         const record = records.get(fence.key) ?? null;
         const { checkpointJson, submission } = writeOptions;
-        const refused = submission === undefined ? checkFence(record, fence, now) : (transitions.checkSubmission(record, fence, submission, now) ?? { ok: true });
+        const refused =
+          submission === undefined
+            ? checkFence(record, fence, now)
+            : (transitions.checkSubmission(record, fence, submission, now) ?? { ok: true });
         if (!refused.ok) return refused;
         let value: T;
         try {
