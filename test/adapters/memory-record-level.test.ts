@@ -61,6 +61,15 @@ describe('memory store: tokens after remove', () => {
     }
   });
 
+  it('a removed key whose state is set before it is claimed again still mints above its old tokens (before: token 1 again)', async () => {
+    const { store, claim } = setup();
+    const first = await claim('k');
+    await store.remove({ key: 'k', force: true, expectedToken: null });
+    await store.setKeyState({ key: 'k', values: { rev: '1' }, by: 'scanner' });
+    expect((await store.inspect('k')).token).toBe(0n);
+    expect((await claim('k')).token).toBeGreaterThan(first.token);
+  });
+
   it('a store that never removes mints every key from 1, as before', async () => {
     const { claim } = setup();
     expect((await claim('a')).token).toBe(1n);

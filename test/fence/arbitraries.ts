@@ -10,9 +10,19 @@ import type {
   ReleaseCommand,
   RenewCommand,
   RevokeCommand,
+  SetKeyStateCommand,
 } from '../../src/fence/operations.js';
 import * as transitions from '../../src/fence/transitions.js';
-import type { CheckpointRecord, Ending, Fence, GrantState, LeaseAttributes, LeaseRecord } from '../../src/fence/types.js';
+import type {
+  CheckpointRecord,
+  Ending,
+  Fence,
+  GrantState,
+  KeyState,
+  LeaseAttributes,
+  LeaseRecord,
+  SubmissionRecord,
+} from '../../src/fence/types.js';
 
 export const KEY = 'job:42';
 
@@ -29,6 +39,22 @@ export const timeArb: fc.Arbitrary<number> = fc.integer({ min: 0, max: 1_000_000
 export const ttlArb: fc.Arbitrary<number | null> = fc.option(fc.integer({ min: 1, max: 1_000 }), { nil: null, freq: 5 });
 export const tokenArb: fc.Arbitrary<bigint> = fc.bigInt({ min: 1n, max: 1n << 70n });
 export const jsonArb: fc.Arbitrary<string> = fc.jsonValue({ maxDepth: 2 }).map((value) => JSON.stringify(value));
+/**
+ * Key-state names, including ones whose code-unit order differs from a locale order ('B' < 'a' < 'é') and a
+ * value that is the empty string (present, not absent).
+ */
+export const stateNameArb: fc.Arbitrary<string> = fc.constantFrom('rev', 'tier', 'B', 'a', 'é');
+export const stateValueArb: fc.Arbitrary<string> = fc.constantFrom('1', '2', '');
+export const keyStateArb: fc.Arbitrary<KeyState> = fc.dictionary(stateNameArb, stateValueArb, { maxKeys: 3 });
+/** Values a `setKeyState` sets (`null`: remove the name). */
+export const stateValuesArb: fc.Arbitrary<Record<string, string | null>> = fc.dictionary(
+  stateNameArb,
+  fc.option(stateValueArb, { nil: null }),
+  {
+    maxKeys: 3,
+  },
+);
+export const digestArb: fc.Arbitrary<string> = fc.constantFrom('a'.repeat(64), 'b'.repeat(64));
 
 const endingKindArb = fc.constantFrom('released' as const, 'expired' as const, 'revoked' as const);
 
@@ -48,6 +74,20 @@ export const endingArb = (token: bigint): fc.Arbitrary<Ending> =>
     by: fc.option(fc.constantFrom('ops', 'operator'), { nil: null }),
   });
 
+export const submissionArb = (maxToken: bigint): fc.Arbitrary<SubmissionRecord> =>
+  fc.record({
+    runId: fc.constantFrom('s1', 's2', 's3'),
+    digest: digestArb,
+    token: fc.bigInt({ min: 1n, max: maxToken }),
+    holder: holderArb,
+    at: timeArb,
+    receiptJson: fc.option(jsonArb, { nil: null }),
+  });
+
+/** A record keeps one submission per run id. */
+const uniqueRuns = (all: readonly SubmissionRecord[]): SubmissionRecord[] =>
+  all.filter((submission, i) => all.findIndex((other) => other.runId === submission.runId) === i);
+
 export const checkpointArb = (maxToken: bigint): fc.Arbitrary<CheckpointRecord> =>
   fc.record({ json: jsonArb, token: fc.bigInt({ min: 1n, max: maxToken }), writtenAt: timeArb });
 
@@ -66,6 +106,9 @@ export const recordArb: fc.Arbitrary<LeaseRecord> = tokenArb.chain((token) =>
     ),
     checkpoint: fc.option(checkpointArb(token), { nil: null }),
     recoveryRequired: fc.boolean(),
+    state: keyStateArb,
+    heldUntil: fc.option(timeArb, { nil: null }),
+    submissions: fc.array(submissionArb(token), { maxLength: 3 }).map((all) => uniqueRuns(all)),
   }),
 );
 
@@ -89,11 +132,25 @@ export type Step =
     }
   | { readonly kind: 'renew'; readonly pick: number; readonly ttlMs: number | null; readonly dt: number }
   | { readonly kind: 'checkpoint'; readonly pick: number; readonly json: string; readonly dt: number }
-  | { readonly kind: 'release'; readonly pick: number; readonly checkpointJson: string | null | undefined; readonly dt: number }
+  | {
+      readonly kind: 'release';
+      readonly pick: number;
+      readonly checkpointJson: string | null | undefined;
+      readonly holdMs?: number;
+      readonly dt: number;
+    }
+  | {
+      readonly kind: 'set-state';
+      readonly values: Record<string, string | null>;
+      readonly holdMs: number | null | undefined;
+      readonly dt: number;
+    }
+  | { readonly kind: 'remove'; readonly force: boolean; readonly dt: number }
   | { readonly kind: 'revoke'; readonly requireRecovery: boolean; readonly expectPick: number | null; readonly dt: number }
   | { readonly kind: 'recover'; readonly pick: number; readonly action: 'resume' | 'discard'; readonly dt: number };
 
 const dtArb = fc.integer({ min: 0, max: 600 });
+export const holdMsArb: fc.Arbitrary<number> = fc.integer({ min: 0, max: 1_000 });
 const pickArb = fc.nat({ max: 7 });
 
 export const stepArb: fc.Arbitrary<Step> = fc.oneof(
@@ -118,6 +175,14 @@ export const stepArb: fc.Arbitrary<Step> = fc.oneof(
     checkpointJson: fc.constantFrom(undefined, null, '{"done":true}'),
     dt: dtArb,
   }),
+  fc.record({ kind: fc.constant('release' as const), pick: pickArb, checkpointJson: fc.constant(undefined), holdMs: holdMsArb, dt: dtArb }),
+  fc.record({
+    kind: fc.constant('set-state' as const),
+    values: stateValuesArb,
+    holdMs: fc.constantFrom(undefined, undefined, null, 0, 500),
+    dt: dtArb,
+  }),
+  { weight: 1, arbitrary: fc.record({ kind: fc.constant('remove' as const), force: fc.boolean(), dt: dtArb }) },
   fc.record({
     kind: fc.constant('revoke' as const),
     requireRecovery: fc.boolean(),
@@ -138,6 +203,11 @@ export interface Reached {
   /** Fences of every grant ever issued for the key, oldest first. */
   readonly fences: readonly Fence[];
   readonly now: number;
+  /**
+   * The floor a store passes to the next claim: one above the highest token of a removed record (the memory
+   * store's), so a removed key's tokens are never issued again.
+   */
+  readonly tokenFloor: bigint;
 }
 
 const pickFence = (fences: readonly Fence[], pick: number): Fence | null =>
@@ -148,15 +218,33 @@ export function runSteps(steps: readonly Step[], start = 1_000): Reached {
   let record: LeaseRecord | null = null;
   const fences: Fence[] = [];
   let now = start;
+  /** The highest token of a removed record: the store's floor that outlives records. */
+  let removedToken = 0n;
   for (const step of steps) {
     now += step.dt;
     switch (step.kind) {
       case 'claim': {
         const { kind: _kind, dt: _dt, ...command } = step;
-        const next = transitions.claim(record, { key: KEY, ...command }, now);
+        // NOTE: as a store does, the key mints above every token removed before (see `remove`): also once a
+        // `setKeyState` re-created the record at token 0.
+        const next = transitions.claim(record, { key: KEY, ...command }, now, removedToken + 1n);
         if (next.outcome.ok)
           fences.push({ key: KEY, token: next.outcome.token, secret: step.secret, holder: step.holder, runId: step.runId });
         record = next.record;
+        break;
+      }
+      case 'set-state': {
+        const command: SetKeyStateCommand =
+          step.holdMs === undefined
+            ? { key: KEY, values: step.values, by: 'scanner' }
+            : { key: KEY, values: step.values, by: 'scanner', holdMs: step.holdMs };
+        record = transitions.setKeyState(record, command, now).record;
+        break;
+      }
+      case 'remove': {
+        const removed = transitions.remove(record, { key: KEY, force: step.force, expectedToken: null }, now);
+        if (removed.outcome.ok && removed.outcome.token > removedToken) removedToken = removed.outcome.token;
+        record = removed.record;
         break;
       }
       case 'revoke': {
@@ -175,13 +263,14 @@ export function runSteps(steps: readonly Step[], start = 1_000): Reached {
         if (step.kind === 'checkpoint') record = transitions.checkpoint(record, { fence, json: step.json }, now).record;
         if (step.kind === 'recover') record = transitions.recover(record, { fence, action: step.action }, now).record;
         if (step.kind === 'release') {
-          const command: ReleaseCommand = step.checkpointJson === undefined ? { fence } : { fence, checkpointJson: step.checkpointJson };
+          const base: ReleaseCommand = step.checkpointJson === undefined ? { fence } : { fence, checkpointJson: step.checkpointJson };
+          const command: ReleaseCommand = step.holdMs === undefined ? base : { ...base, holdMs: step.holdMs };
           record = transitions.release(record, command, now).record;
         }
       }
     }
   }
-  return { record, fences, now };
+  return { record, fences, now, tokenFloor: removedToken + 1n };
 }
 
 /** Records (and issued fences) reachable from an empty key through the transitions. */
@@ -238,15 +327,15 @@ export const pendingRecoveryArb: fc.Arbitrary<Reached> = fc
   .tuple(fc.array(stepArb, { maxLength: 10 }), claimCommandArb, jsonArb, fc.nat({ max: 2_000 }))
   .map(([steps, claimed, json, dt]) => {
     const before = runSteps(steps);
-    const live = before.record?.grant != null && (before.record.grant.expiresAt === null || before.now < before.record.grant.expiresAt);
-    let { record } = live ? before : { record: transitions.claim(before.record, { ...claimed, recovering: true }, before.now).record };
+    // NOTE: claimed once a hold has passed, with the store's floor (a removed key mints above its old tokens).
+    const at = Math.max(before.now, before.record?.heldUntil ?? 0);
+    const live = before.record?.grant != null && (before.record.grant.expiresAt === null || at < before.record.grant.expiresAt);
+    let { record } = live
+      ? before
+      : { record: transitions.claim(before.record, { ...claimed, recovering: true }, at, before.tokenFloor).record };
     const grant = record!.grant!;
     const fence: Fence = { key: KEY, token: grant.token, secret: grant.secret, holder: grant.holder, runId: grant.runId };
-    record = transitions.checkpoint(record, { fence, json }, before.now).record;
-    record = transitions.revoke(
-      record,
-      { key: KEY, reason: 'stuck', by: 'ops', requireRecovery: true, expectedToken: null },
-      before.now,
-    ).record;
-    return { record, fences: [...before.fences, fence], now: before.now + dt };
+    record = transitions.checkpoint(record, { fence, json }, at).record;
+    record = transitions.revoke(record, { key: KEY, reason: 'stuck', by: 'ops', requireRecovery: true, expectedToken: null }, at).record;
+    return { record, fences: [...before.fences, fence], now: at + dt, tokenFloor: before.tokenFloor };
   });

@@ -192,6 +192,8 @@ describe('inspect', () => {
         ending: null,
         checkpoint: null,
         recoveryRequired: false,
+        state: {},
+        heldUntil: null,
         now,
       });
       return;
@@ -205,6 +207,9 @@ describe('inspect', () => {
       ending: record.ending,
       checkpoint: record.checkpoint,
       recoveryRequired: record.recoveryRequired,
+      state: record.state,
+      // NOTE: a hold shows only until it passes (strict: at now === heldUntil claims are granted again).
+      heldUntil: record.heldUntil !== null && now < record.heldUntil ? record.heldUntil : null,
       now,
     });
   });

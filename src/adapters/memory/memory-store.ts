@@ -35,8 +35,8 @@ export interface MemoryStoreOptions {
   readonly clock?: Clock;
   /**
    * A floor for new tokens, read at each claim (see `mintToken`). Useful to simulate stores whose tokens
-   * derive from a clock. A key with no record (never claimed, or removed) also starts above the last token
-   * of every record this store removed, so a key removed and claimed again never reissues a token.
+   * derive from a clock. Every claim also mints above the last token of every record this store removed, so a
+   * key removed and claimed again never reissues a token.
    * @default () => 0n
    */
   readonly tokenFloor?: () => bigint;
@@ -98,8 +98,8 @@ export function createMemoryStore(options?: MemoryStoreOptions): MemoryStore {
   const tokenFloor = given.tokenFloor === undefined ? () => 0n : checkedTokenFloor(given.tokenFloor);
   const records = new Map<string, LeaseRecord>();
   /**
-   * The highest token of any record this store removed: the floor that outlives a removed record. Only keys
-   * with no record start above it, so a store that never removes mints the tokens it always did.
+   * The highest token of any record this store removed: the floor that outlives a removed record. A store that
+   * never removes mints the tokens it always did (each key from 1).
    */
   let highestRemoved = 0n;
   const lock = new KeyLock();
@@ -134,9 +134,9 @@ export function createMemoryStore(options?: MemoryStoreOptions): MemoryStore {
 
   const claimStep: Step<ClaimCommand, StoreClaimOutcome> = (record, command, now) => {
     const floor = tokenFloor();
-    // NOTE: `mintToken` may mint the floor itself, so the floor of a key with no record is one above the last
-    // removed token (a removed key's old tokens are all at or below it).
-    const aboveRemoved = record === null ? highestRemoved + 1n : 0n;
+    // NOTE: `mintToken` may mint the floor itself, so the floor is one above the last removed token. It applies
+    // to every claim, not only to keys with no record: `setKeyState` re-creates a removed key at token 0.
+    const aboveRemoved = highestRemoved + 1n;
     return transitions.claim(record, command, now, floor > aboveRemoved ? floor : aboveRemoved);
   };
 
