@@ -10,6 +10,7 @@ import * as transitions from '../fence/transitions.js';
 import type { Transition } from '../fence/transitions.js';
 import type { Fence, LeaseRecord, StoreTime } from '../fence/types.js';
 import { checkFence } from '../fence/verdict.js';
+import { refuseWrite } from '../write-refusal.js';
 
 /** A classic lease bug, planted in a memory store. */
 export type PlantedBug =
@@ -44,6 +45,7 @@ export function createBrokenMemoryStore(clock: ManualClock, bug: PlantedBug, rou
     lock.run(key, () => {
       const { record, changed, outcome } = step(records.get(key) ?? null, clock());
       if (changed && record !== null) records.set(key, record);
+      if (changed && record === null) records.delete(key);
       return outcome;
     });
 
@@ -55,13 +57,15 @@ export function createBrokenMemoryStore(clock: ManualClock, bug: PlantedBug, rou
     release: (command) => apply(command.fence.key, (record, now) => transitions.release(record, command, now)),
     revoke: (command) => apply(command.key, (record, now) => transitions.revoke(record, command, now)),
     recover: (command) => apply(command.fence.key, (record, now) => transitions.recover(record, command, now)),
+    setKeyState: (command) => apply(command.key, (record, now) => transitions.setKeyState(record, command, now)),
+    remove: (command) => apply(command.key, (record, now) => transitions.remove(record, command, now)),
     inspect: (key) => lock.run(key, () => transitions.inspect(records.get(key) ?? null, key, clock())),
     fencedWrite: <T>(fence: Fence, write: (context: MemoryWriteContext) => T | Promise<T>) =>
       lock.run(fence.key, async (): Promise<FencedWriteOutcome<T>> => {
         const now = clock();
         const verdict = checkFence(records.get(fence.key) ?? null, fence, bug === 'lenient-expiry' ? now - 1 : now);
         if (!verdict.ok && bug !== 'unfenced-write') return verdict;
-        const value = await write({ token: fence.token, now });
+        const value = await write({ token: fence.token, now, refuse: refuseWrite });
         return { ok: true, value, token: fence.token, checkpoint: null, now };
       }),
     record: (key) => records.get(key) ?? null,
@@ -100,7 +104,7 @@ export function createBrokenMemoryStore(clock: ManualClock, bug: PlantedBug, rou
       const verdict = await lock.run(fence.key, () => checkFence(records.get(fence.key) ?? null, fence, now));
       if (!verdict.ok) return verdict;
       await roundTrip();
-      const value = await write({ token: fence.token, now });
+      const value = await write({ token: fence.token, now, refuse: refuseWrite });
       return { ok: true, value, token: fence.token, checkpoint: null, now };
     };
   }

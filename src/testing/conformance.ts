@@ -1,6 +1,7 @@
 /**
  * The example-based Store conformance suite: the Store contract, spec by spec, through `createLeases` (and
- * `createElection`, whose terms are grants).
+ * `createElection`, whose terms are grants), and on the Store itself for the record-level operations (key state,
+ * holds, removal, submissions, write refusals).
  *
  * ```ts
  * describeStoreConformance({ describe, it, beforeAll, afterAll }, 'my store', makeHarness);
@@ -12,8 +13,10 @@ import type { MakeStoreHarness, SuiteOptions } from './harness.js';
 import type { TestRunner } from './runner.js';
 import { describeElectionSpecs } from './specs-election.js';
 import { describeHolderSpecs } from './specs-holder.js';
+import { describeKeyStateSpecs } from './specs-key-state.js';
 import { describeOperatorSpecs } from './specs-operator.js';
 import { describeProgressSpecs } from './specs-progress.js';
+import { describeSubmissionSpecs } from './specs-submissions.js';
 
 /** Registers the Store contract's example-based specs for one store (`options` is not read: no run counts). */
 export function describeStoreConformance<S extends Store>(
@@ -28,5 +31,7 @@ export function describeStoreConformance<S extends Store>(
     describeOperatorSpecs(context);
     describeProgressSpecs(context);
     describeElectionSpecs(context);
+    describeKeyStateSpecs(context);
+    describeSubmissionSpecs(context);
   });
 }

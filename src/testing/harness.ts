@@ -3,7 +3,8 @@
  * Every adapter (memory, Postgres via pg / postgres.js / PGlite, Redis via ioredis / node-redis, SQLite, or
  * yours) provides one `StoreHarness` factory; the suites never know which backend they run against.
  */
-import type { FencedWriteOutcome } from '../fence/operations.js';
+import type { FencedWriteOutcome, StoreFencedWriteOptions } from '../fence/operations.js';
+import type { Fence } from '../fence/types.js';
 import type { Lease } from '../lease.js';
 import type { FencedWriteOptions, Leases } from '../leases-types.js';
 import type { Store } from '../store.js';
@@ -28,7 +29,21 @@ export interface StoreHarness<S extends Store = Store> {
    * and the checkpoint are saved in the same atomic step (a statement-only form must not drop the checkpoint).
    */
   appendUnderFence(leases: Leases<S>, lease: Lease, entry: string, options?: FencedWriteOptions): Promise<FencedWriteOutcome<unknown>>;
-  /** The ledger of `key` in append order (entries applied by `appendUnderFence`). */
+  /**
+   * The same append as a fenced write on the store itself (`store.fencedWrite(fence, write, options)`, not
+   * through `Leases`), with the store-level options: a checkpoint's JSON text, a submission. With `refuse`, the
+   * callback reads the key's ledger in the fenced step and then refuses itself with that code and detail through
+   * its write context (memory: `context.refuse(code, detail)`), so the store must answer `write-refused` and
+   * apply nothing. A store that rolls back writes appends `entry` before refusing; one that does not
+   * (`rollsBackWrites: false`) refuses before appending.
+   */
+  fencedAppend(
+    fence: Fence,
+    entry: string,
+    options?: StoreFencedWriteOptions,
+    refuse?: { readonly code: string; readonly detail?: string },
+  ): Promise<FencedWriteOutcome<unknown>>;
+  /** The ledger of `key` in append order (entries applied by `appendUnderFence` and `fencedAppend`). */
   readLedger(key: string): Promise<string[]>;
   /**
    * Makes the current grant of `key` expire now on the store's clock (test hook: Postgres sets expires_at to

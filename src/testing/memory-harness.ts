@@ -37,6 +37,17 @@ export function createMemoryHarness<S extends MemoryLikeStore = MemoryStore>(
     connect: async () => store,
     // NOTE: the push runs inside the store's fenced write, under the key's lock: applied iff the fence held.
     appendUnderFence: (leases, lease, entry, options) => leases.fencedWrite(lease, () => void ledgerOf(lease.key).push(entry), options),
+    fencedAppend: (fence, entry, options, refuse) =>
+      store.fencedWrite(
+        fence,
+        (context) => {
+          const ledger = ledgerOf(fence.key);
+          // NOTE: the memory store cannot undo the push, so a refusing write refuses before it (after reading).
+          if (refuse !== undefined && ledger.length >= 0) context.refuse(refuse.code, refuse.detail);
+          ledger.push(entry);
+        },
+        options,
+      ),
     readLedger: async (key) => [...ledgerOf(key)],
     expireNow: async (key) => {
       const expiresAt = store.record(key)?.grant?.expiresAt ?? null;
