@@ -9,7 +9,19 @@ import type { Leases } from '../leases-types.js';
 import type { Store } from '../store.js';
 import { expectClose, expectEqual, expectMatch, expectSame, expectTrue } from './assertions.js';
 import type { StoreHarness } from './harness.js';
-import { isExpired, isHeld, previousEnding, verdictFor, type ModelHandle, type ModelState } from './model-reference.js';
+import { isExpired, isHeld, isHeldBack, previousEnding, verdictFor, type ModelHandle, type ModelState } from './model-reference.js';
+
+/**
+ * Harnesses on which a run removed a record. A store's token floor outlives removed records (memory: one above
+ * the highest removed token, for every key), so from then on a claim's token is only known to be above the
+ * key's (exactly one more only before).
+ */
+const removedOn = new WeakSet<object>();
+
+/** Notes that a run removed a record on `harness` (see `removedOn`). */
+export function noteRemoval(harness: object): void {
+  removedOn.add(harness);
+}
 
 /** What the commands act on: one fresh key, one lease API per worker, the handles each worker holds. */
 export interface ModelReal {
@@ -76,6 +88,10 @@ export class ClaimCommand implements Command {
       );
       return;
     }
+    if (isHeldBack(model)) {
+      expectMatch(result, { ok: false, reason: 'held-back', token: model.token }, `${this} answered`);
+      return;
+    }
     const previous = previousEnding(model);
     const inherited = model.checkpoint;
     if (model.recoveryRequired && !this.recovering) {
@@ -98,31 +114,42 @@ export class ClaimCommand implements Command {
       `${this} answered`,
     );
     if (!result.ok) return;
-    const { lease } = result;
-    // NOTE: the memory store mints exactly previous + 1; other stores may use a floor ("+ 1 or more").
-    if (model.clocked) expectSame(lease.token, model.token + 1n);
-    else expectTrue(lease.token > model.token, 'lease.token > model.token');
-    // NOTE: toBeCloseTo: stores with sub-millisecond clocks may return fractional epoch ms.
-    if (this.forever) expectSame(lease.expiresAt, null);
-    else expectClose(lease.expiresAt! - lease.acquiredAt!, real.ttlMs);
-    if (model.clocked) expectSame(lease.acquiredAt, model.now);
-    model.exists = true;
-    model.token = lease.token;
-    model.ending = previous;
-    model.grant = {
-      token: lease.token,
-      worker: this.worker,
-      runId: this.runId,
-      attributes: this.attributes,
-      expiresAt: lease.expiresAt,
-      forcedExpired: false,
-    };
-    model.handles[this.worker]!.push({ token: lease.token, runId: this.runId });
-    real.handles[this.worker]!.push(lease);
+    grantInModel(model, real, this.worker, this.runId, this.attributes, this.forever, result.lease, result.lease);
   }
   toString(): string {
     return `claim(w${this.worker}, run=${this.runId}, ${this.forever ? 'forever' : 'ttl'}, ${JSON.stringify(this.attributes)}${this.recovering ? ', recovering' : ''})`;
   }
+}
+
+/** Checks a granted claim's token and times against the model, then records the grant in the model. */
+export function grantInModel(
+  model: ModelState,
+  real: ModelReal,
+  worker: number,
+  runId: string | null,
+  attributes: Readonly<Record<string, string>>,
+  forever: boolean,
+  granted: { readonly token: bigint; readonly acquiredAt: number | null; readonly expiresAt: number | null },
+  lease: Lease,
+): void {
+  const previous = previousEnding(model);
+  const above = model.token > model.highest ? model.token : model.highest;
+  // NOTE: the memory store mints exactly previous + 1 (until a removal raised its floor); other stores may use
+  // a floor ("+ 1 or more").
+  if (model.clocked && !removedOn.has(real.harness)) expectSame(granted.token, model.token + 1n);
+  else expectTrue(granted.token > above, `granted.token ${granted.token} > every earlier token ${above}`);
+  // NOTE: toBeCloseTo: stores with sub-millisecond clocks may return fractional epoch ms.
+  if (forever) expectSame(granted.expiresAt, null);
+  else expectClose(granted.expiresAt! - granted.acquiredAt!, real.ttlMs);
+  if (model.clocked) expectSame(granted.acquiredAt, model.now);
+  model.exists = true;
+  model.token = granted.token;
+  model.ending = previous;
+  // NOTE: a grant clears a hold that has passed.
+  model.heldUntil = null;
+  model.grant = { token: granted.token, worker, runId, attributes, expiresAt: granted.expiresAt, forcedExpired: false };
+  model.handles[worker]!.push({ token: granted.token, runId });
+  real.handles[worker]!.push(lease);
 }
 
 /** A worker renews one of its handles (stale ones included). */
@@ -134,7 +161,7 @@ export class RenewCommand extends HandleCommand {
     if (expected !== 'ok') {
       expectMatch(
         outcome,
-        { ok: false, reason: expected, expected: { token: handle.token }, found: { token: model.token } },
+        { ok: false, reason: expected, expected: { token: handle.token }, found: { token: expected === 'missing' ? null : model.token } },
         `${this} answered`,
       );
       return;
@@ -201,7 +228,7 @@ export class WriteCommand extends HandleCommand {
     if (expected !== 'ok') {
       expectMatch(
         outcome,
-        { ok: false, reason: expected, expected: { token: handle.token }, found: { token: model.token } },
+        { ok: false, reason: expected, expected: { token: handle.token }, found: { token: expected === 'missing' ? null : model.token } },
         `${this} answered`,
       );
     } else {

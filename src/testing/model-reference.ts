@@ -24,7 +24,25 @@ export interface ModelHandle {
 }
 
 /** How a grant ended, as the model records it. */
-export type ModelEndingKind = 'released' | 'expired' | 'revoked';
+export type ModelEndingKind = 'released' | 'expired' | 'revoked' | 'state-changed';
+
+/** A grant's ending as the model records it; `change` for `state-changed`: the first changed name and its value before. */
+export interface ModelEnding {
+  readonly kind: ModelEndingKind;
+  readonly token: bigint;
+  readonly change?: { readonly name: string; readonly from: string | null };
+}
+
+/** A submission recorded with a fenced write. */
+export interface ModelSubmission {
+  readonly runId: string;
+  readonly digest: string;
+  readonly token: bigint;
+  readonly worker: number;
+}
+
+/** Submissions a key keeps (the Store contract's retention, written here rather than imported). */
+export const MODEL_SUBMISSION_RETENTION = 32;
 
 /** The model of one key, and what the workers hold. */
 export interface ModelState {
@@ -32,12 +50,20 @@ export interface ModelState {
   readonly clocked: boolean;
   /** The store's now (exact only when `clocked`). */
   now: number;
-  /** The key has been claimed at least once. */
+  /** The key has a record: claimed, or its state set, since it was created or last removed. */
   exists: boolean;
-  /** The highest token issued or burned. */
+  /** The record's token: the highest issued or burned since it was created (0 when its state created it). */
   token: bigint;
+  /** The highest token the key ever had, across removals: every later grant's token is above it. */
+  highest: bigint;
   grant: ModelGrant | null;
-  ending: { readonly kind: ModelEndingKind; readonly token: bigint } | null;
+  ending: ModelEnding | null;
+  /** The key's state: values set by `setKeyState`. */
+  state: Record<string, string>;
+  /** Claims are held back until this store time (on stores whose clock the test does not control: until cancelled or granted). */
+  heldUntil: number | null;
+  /** Submissions recorded, oldest first. */
+  submissions: ModelSubmission[];
   checkpoint: { readonly value: unknown; readonly token: bigint } | null;
   recoveryRequired: boolean;
   /** Entries appended under the fence, in order. */
@@ -51,6 +77,9 @@ export interface ModelState {
 /** What the model expects a fenced operation to answer. */
 export type ModelVerdict =
   | 'ok'
+  | 'missing'
+  | 'not-held'
+  | 'state-changed'
   | 'superseded'
   | 'released'
   | 'revoked'
@@ -66,8 +95,12 @@ export function initialModel(clocked: boolean, now: number, workers: number): Mo
     now,
     exists: false,
     token: 0n,
+    highest: 0n,
     grant: null,
     ending: null,
+    state: {},
+    heldUntil: null,
+    submissions: [],
     checkpoint: null,
     recoveryRequired: false,
     ledger: [],
@@ -98,8 +131,12 @@ export function verdictFor(
   options: { readonly forged?: 'secret' | 'run'; readonly requires?: Readonly<Record<string, string>> } = {},
 ): ModelVerdict {
   const { grant, ending } = model;
+  if (!model.exists) return 'missing';
   if (grant === null || grant.token !== handle.token) {
-    if (grant === null && ending !== null && ending.token === handle.token && ending.kind !== 'expired') return ending.kind;
+    // NOTE: a record re-created by a state change after a removal starts at token 0: older fences were never its.
+    if (handle.token > model.token) return 'not-held';
+    // NOTE: 'expired' too: a state change records an expired grant's ending without a new grant.
+    if (grant === null && ending !== null && ending.token === handle.token) return ending.kind;
     return 'superseded';
   }
   if (options.forged === 'secret') return 'wrong-secret';
@@ -112,5 +149,35 @@ export function verdictFor(
 
 /** The `previous` a claim would report: an expired grant it replaces, or the last ending. */
 export function previousEnding(model: ModelState): { kind: ModelEndingKind; token: bigint } | null {
-  return model.grant !== null ? { kind: 'expired', token: model.grant.token } : model.ending;
+  const ending = model.grant !== null ? { kind: 'expired' as const, token: model.grant.token } : model.ending;
+  return ending === null ? null : { kind: ending.kind, token: ending.token };
+}
+
+/** Whether claims are held back now. */
+export function isHeldBack(model: ModelState): boolean {
+  return model.heldUntil !== null && (!model.clocked || model.now < model.heldUntil);
+}
+
+/** Names in code-unit order (`<` on strings), not locale order. */
+export function inCodeUnitOrder(names: readonly string[]): string[] {
+  return [...names].sort((a, b) => (a < b ? -1 : a > b ? 1 : 0));
+}
+
+/** The first name (code-unit order) whose value in `wanted` differs from the key's state, or `null`. */
+export function firstDifference(model: ModelState, wanted: Readonly<Record<string, string | null>>): string | null {
+  return inCodeUnitOrder(Object.keys(wanted)).find((name) => (wanted[name] ?? null) !== (model.state[name] ?? null)) ?? null;
+}
+
+/** The model after an operator removed the key's record: nothing kept but the highest token. */
+export function removeRecord(model: ModelState): void {
+  model.highest = model.token > model.highest ? model.token : model.highest;
+  model.exists = false;
+  model.token = 0n;
+  model.grant = null;
+  model.ending = null;
+  model.state = {};
+  model.heldUntil = null;
+  model.submissions = [];
+  model.checkpoint = null;
+  model.recoveryRequired = false;
 }
