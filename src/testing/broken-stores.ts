@@ -5,12 +5,12 @@
 import type { ManualClock } from '../clock.js';
 import type { MemoryStore, MemoryWriteContext } from '../adapters/memory/index.js';
 import { KeyLock } from '../adapters/memory/key-lock.js';
-import type { FencedWriteOutcome } from '../fence/operations.js';
+import type { FencedWriteOutcome, StoreFencedWriteOptions } from '../fence/operations.js';
 import * as transitions from '../fence/transitions.js';
 import type { Transition } from '../fence/transitions.js';
 import type { Fence, LeaseRecord, StoreTime } from '../fence/types.js';
 import { checkFence } from '../fence/verdict.js';
-import { refuseWrite } from '../write-refusal.js';
+import { refuseWrite, WriteRefusedSignal } from '../write-refusal.js';
 
 /** A classic lease bug, planted in a memory store. */
 export type PlantedBug =
@@ -23,7 +23,11 @@ export type PlantedBug =
   /** The fenced write checks the fence, then applies the write after a round trip (read-compare-write). */
   | 'check-then-write'
   /** Off by one: the fenced write treats `now === expiresAt` as still live. */
-  | 'lenient-expiry';
+  | 'lenient-expiry'
+  /** Key state that does not fence: `setKeyState` sets the values but leaves the grant running. */
+  | 'ignores-key-state'
+  /** A counter that dies with the record: a key removed and claimed again is granted its old tokens again. */
+  | 'reissues-after-remove';
 
 /** Every planted bug. */
 export const PLANTED_BUGS: readonly PlantedBug[] = [
@@ -32,6 +36,8 @@ export const PLANTED_BUGS: readonly PlantedBug[] = [
   'non-atomic-claim',
   'check-then-write',
   'lenient-expiry',
+  'ignores-key-state',
+  'reissues-after-remove',
 ];
 
 /**
@@ -41,17 +47,58 @@ export const PLANTED_BUGS: readonly PlantedBug[] = [
 export function createBrokenMemoryStore(clock: ManualClock, bug: PlantedBug, roundTrip: () => Promise<unknown>): MemoryStore {
   const records = new Map<string, LeaseRecord>();
   const lock = new KeyLock();
+  /** As the memory store: tokens stay above those of removed records (unless `reissues-after-remove`). */
+  let highestRemoved = 0n;
+  const keep = (key: string, record: LeaseRecord | null): void => {
+    if (record !== null) return void records.set(key, record);
+    const removed = records.get(key);
+    if (removed !== undefined && removed.token > highestRemoved) highestRemoved = removed.token;
+    records.delete(key);
+  };
   const apply = <O>(key: string, step: (record: LeaseRecord | null, now: StoreTime) => Transition<O>): Promise<O> =>
     lock.run(key, () => {
       const { record, changed, outcome } = step(records.get(key) ?? null, clock());
-      if (changed && record !== null) records.set(key, record);
-      if (changed && record === null) records.delete(key);
+      if (changed) keep(key, record);
       return outcome;
     });
+  const floor = (): bigint => (bug === 'reissues-after-remove' ? 0n : highestRemoved + 1n);
+
+  /** The write, its refusal, then the checkpoint and submission, as the memory store applies them after the fence. */
+  const applyWrite = async <T>(
+    fence: Fence,
+    write: (context: MemoryWriteContext) => T | Promise<T>,
+    options: StoreFencedWriteOptions,
+    record: LeaseRecord | null,
+    now: StoreTime,
+  ): Promise<FencedWriteOutcome<T>> => {
+    let value: T;
+    try {
+      value = await write({ token: fence.token, now, refuse: refuseWrite });
+    } catch (error) {
+      if (!(error instanceof WriteRefusedSignal)) throw error;
+      return { ok: false, reason: 'write-refused', key: fence.key, code: error.code, detail: error.detail, token: fence.token, now };
+    }
+    let next = record;
+    let checkpoint = null;
+    if (options.checkpointJson !== undefined) {
+      const saved = transitions.checkpoint(next, { fence, json: options.checkpointJson }, now);
+      if (saved.outcome.ok && saved.record !== null) {
+        next = saved.record;
+        checkpoint = saved.outcome.checkpoint;
+      }
+    }
+    if (options.submission === undefined || next === null) {
+      if (next !== null && next !== record) records.set(fence.key, next);
+      return { ok: true, value, token: fence.token, checkpoint, now };
+    }
+    const recorded = transitions.recordSubmission(next, fence, options.submission, now);
+    records.set(fence.key, recorded.record);
+    return { ok: true, value, token: fence.token, checkpoint, submission: recorded.submission, now };
+  };
 
   const store: MemoryStore = {
     id: `broken:${bug}`,
-    claim: (command) => apply(command.key, (record, now) => transitions.claim(record, command, now)),
+    claim: (command) => apply(command.key, (record, now) => transitions.claim(record, command, now, floor())),
     renew: (command) => apply(command.fence.key, (record, now) => transitions.renew(record, command, now)),
     checkpoint: (command) => apply(command.fence.key, (record, now) => transitions.checkpoint(record, command, now)),
     release: (command) => apply(command.fence.key, (record, now) => transitions.release(record, command, now)),
@@ -60,13 +107,18 @@ export function createBrokenMemoryStore(clock: ManualClock, bug: PlantedBug, rou
     setKeyState: (command) => apply(command.key, (record, now) => transitions.setKeyState(record, command, now)),
     remove: (command) => apply(command.key, (record, now) => transitions.remove(record, command, now)),
     inspect: (key) => lock.run(key, () => transitions.inspect(records.get(key) ?? null, key, clock())),
-    fencedWrite: <T>(fence: Fence, write: (context: MemoryWriteContext) => T | Promise<T>) =>
+    fencedWrite: <T>(fence: Fence, write: (context: MemoryWriteContext) => T | Promise<T>, options: StoreFencedWriteOptions = {}) =>
       lock.run(fence.key, async (): Promise<FencedWriteOutcome<T>> => {
         const now = clock();
-        const verdict = checkFence(records.get(fence.key) ?? null, fence, bug === 'lenient-expiry' ? now - 1 : now);
-        if (!verdict.ok && bug !== 'unfenced-write') return verdict;
-        const value = await write({ token: fence.token, now, refuse: refuseWrite });
-        return { ok: true, value, token: fence.token, checkpoint: null, now };
+        const judged = bug === 'lenient-expiry' ? now - 1 : now;
+        const record = records.get(fence.key) ?? null;
+        const { submission } = options;
+        const refused =
+          submission === undefined
+            ? checkFence(record, fence, judged)
+            : (transitions.checkSubmission(record, fence, submission, judged) ?? { ok: true });
+        if (!refused.ok && bug !== 'unfenced-write') return refused;
+        return applyWrite(fence, write, options, record, now);
       }),
     record: (key) => records.get(key) ?? null,
   };
@@ -104,9 +156,17 @@ export function createBrokenMemoryStore(clock: ManualClock, bug: PlantedBug, rou
       const verdict = await lock.run(fence.key, () => checkFence(records.get(fence.key) ?? null, fence, now));
       if (!verdict.ok) return verdict;
       await roundTrip();
-      const value = await write({ token: fence.token, now, refuse: refuseWrite });
-      return { ok: true, value, token: fence.token, checkpoint: null, now };
+      return applyWrite(fence, write, {}, records.get(fence.key) ?? null, now);
     };
+  }
+  if (bug === 'ignores-key-state') {
+    store.setKeyState = (command) =>
+      apply(command.key, (record, now) => {
+        const { record: next, changed, outcome } = transitions.setKeyState(record, command, now);
+        // NOTE: the values are stored, but the grant runs on as if nothing had changed.
+        if (!changed || next === null || record === null) return { record: next, changed, outcome };
+        return { record: { ...next, grant: record.grant, ending: record.ending }, changed, outcome: { ...outcome, ended: null } };
+      });
   }
   return store;
 }

@@ -137,7 +137,7 @@ export function grantInModel(
   // NOTE: the memory store mints exactly previous + 1 (until a removal raised its floor); other stores may use
   // a floor ("+ 1 or more").
   if (model.clocked && !removedOn.has(real.harness)) expectSame(granted.token, model.token + 1n);
-  else expectTrue(granted.token > above, `granted.token ${granted.token} > every earlier token ${above}`);
+  else expectTrue(granted.token > above, `the claim answered a token (${granted.token}) above every earlier one (${above})`);
   // NOTE: toBeCloseTo: stores with sub-millisecond clocks may return fractional epoch ms.
   if (forever) expectSame(granted.expiresAt, null);
   else expectClose(granted.expiresAt! - granted.acquiredAt!, real.ttlMs);

@@ -1,7 +1,9 @@
 /**
  * Proof that the suites bite: the race property runs against memory stores with one classic bug planted
  * each (`broken-stores.ts`) and must fail for every one of them with an invariant violation (not a crash);
- * the model-based property must fail for each bug a single caller can hit (all but the two races). Each bug
+ * the model-based property must fail for each bug a single caller can hit (all but the two races). The two
+ * record-level bugs (key state that does not fence, tokens reissued after a removal) are beyond the race
+ * workload and are the model's to catch. Each bug
  * is searched from a fixed seed: a run is a function of the seed (fast-check's scheduler, the scenario or
  * commands, the store's manual clock), so the same counterexample exposes it every time.
  */
@@ -17,7 +19,7 @@ import type { TestRunner } from './runner.js';
  * The seed each planted bug is searched from, and after how many runs it was first caught from it (a
  * random seed caught every bug too, but only with high probability; the worst seen needed ~2k runs).
  */
-export const PLANTED_BUG_SEEDS: Readonly<Record<PlantedBug, number>> = {
+export const PLANTED_BUG_SEEDS: Readonly<Partial<Record<PlantedBug, number>>> = {
   'unfenced-write': -219314783, // caught after 18 runs
   'blind-renew': 461636417, // 2 runs
   'non-atomic-claim': 2045375653, // 1 run
@@ -26,13 +28,15 @@ export const PLANTED_BUG_SEEDS: Readonly<Record<PlantedBug, number>> = {
 };
 
 /**
- * The seed the model-based property searches each sequential planted bug from (the other two need
- * concurrent callers), and after how many runs it was first caught from it.
+ * The seed the model-based property searches each sequential planted bug from (two others need concurrent
+ * callers), and after how many runs it was first caught from it (random seeds caught each within 1-136 runs).
  */
 export const MODEL_PLANTED_BUG_SEEDS: Readonly<Partial<Record<PlantedBug, number>>> = {
-  'unfenced-write': 763808549, // caught after 1 run
-  'blind-renew': 763455554, // 1 run
-  'lenient-expiry': 763804792, // 15 runs
+  'unfenced-write': 391131948, // caught after 1 run
+  'blind-renew': 1438930137, // 1 run
+  'lenient-expiry': 1852543977, // 20 runs
+  'ignores-key-state': 1159498772, // 1 run
+  'reissues-after-remove': 387972783, // 1 run
 };
 
 /** Tuning of the planted-bug checks. */
@@ -72,7 +76,7 @@ export async function searchPlantedBug(bug: PlantedBug, maxRuns = 20_000, suite:
             const harness = createMemoryHarness((clock) => createBrokenMemoryStore(clock, bug, roundTrip));
             await raceKeepsInvariants(scheduler, scenario, { harness, stores: [harness.store] });
           }),
-          { numRuns: maxRuns, seed: PLANTED_BUG_SEEDS[bug] },
+          { numRuns: maxRuns, ...(PLANTED_BUG_SEEDS[bug] === undefined ? {} : { seed: PLANTED_BUG_SEEDS[bug] }) },
         )
       : await fc.check(
           modelProperty(() => createMemoryHarness((clock) => createBrokenMemoryStore(clock, bug, async () => undefined))),
@@ -88,7 +92,8 @@ export async function searchPlantedBug(bug: PlantedBug, maxRuns = 20_000, suite:
 export function describePlantedBugChecks(runner: TestRunner, options: PlantedBugOptions = {}): void {
   const { maxRuns = 20_000, report = console.info } = options;
   runner.describe('planted bugs: the race checkers catch each one', () => {
-    for (const bug of PLANTED_BUGS) {
+    // NOTE: the record-level bugs (key state, removal) are out of the race workload's reach: the model catches them.
+    for (const bug of PLANTED_BUGS.filter((planted) => PLANTED_BUG_SEEDS[planted] !== undefined)) {
       runner.it(`a store with ${bug} fails the race property with an invariant violation`, async () => {
         const found = await searchPlantedBug(bug, maxRuns, 'race');
         expectSame(found.caught, true, `${bug} caught within ${maxRuns} runs`);
@@ -103,7 +108,7 @@ export function describePlantedBugChecks(runner: TestRunner, options: PlantedBug
         const found = await searchPlantedBug(bug, maxRuns, 'model');
         expectSame(found.caught, true, `${bug} caught within ${maxRuns} runs`);
         expectTrue(
-          /answered does not match|after the command/.test(found.error),
+          /answered|after the command/.test(found.error),
           `a wrong answer or store state, not a crash: ${found.error.slice(0, 500)}`,
         );
         report(`${bug} (model): caught after ${found.runs} run(s), shrunk ${found.shrinks} time(s), seed ${MODEL_PLANTED_BUG_SEEDS[bug]}`);

@@ -8,7 +8,7 @@ import { execFile } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
 import { PLANTED_BUGS } from '../../src/testing/index.js';
-import { MODEL_PLANTED_BUG_SEEDS } from '../../src/testing/planted-bugs.js';
+import { MODEL_PLANTED_BUG_SEEDS, PLANTED_BUG_SEEDS } from '../../src/testing/planted-bugs.js';
 
 const REPO_ROOT = fileURLToPath(new URL('../..', import.meta.url));
 /** Bound on the child run (about 5 s idle); it only ends a hung child, which execFile then kills. */
@@ -34,15 +34,17 @@ describe('leasefence/testing under node:test', () => {
     async () => {
       const { exitCode, output } = await runNodeTest('test/testing/suites.node.ts');
       expect(exitCode, output).toBe(0);
-      // NOTE: 37 conformance specs (3 of them election) + the model-based and race properties + one race check per planted bug and
-      // one model check per sequential one, then the 37 specs again on a clock the test does not control,
-      // where the strict-expiry spec skips itself.
-      const plantedChecks = PLANTED_BUGS.length + Object.keys(MODEL_PLANTED_BUG_SEEDS).length;
-      expect(output).toMatch(new RegExp(`^# pass ${39 + plantedChecks + 36}$`, 'm'));
+      // NOTE: 49 conformance specs (3 of them election, 12 record-level) + the model-based and race properties + one race
+      // check per planted bug the race reaches and one model check per sequential one, then the 49 specs again on a
+      // clock the test does not control, where the strict-expiry spec skips itself.
+      const plantedChecks = Object.keys(PLANTED_BUG_SEEDS).length + Object.keys(MODEL_PLANTED_BUG_SEEDS).length;
+      expect(output).toMatch(new RegExp(`^# pass ${51 + plantedChecks + 48}$`, 'm'));
       expect(output).toMatch(/^# fail 0$/m);
       expect(output).toMatch(/^# skipped 1$/m);
       expect(output).toMatch(/^ {8}ok \d+ - one ms before expires-at .* # SKIP the store clock cannot be controlled$/m);
-      for (const bug of PLANTED_BUGS) expect(output).toMatch(new RegExp(`^# ${bug}: caught after \\d+ run\\(s\\)`, 'm'));
+      // Every planted bug is checked by one suite at least.
+      for (const bug of PLANTED_BUGS) expect(bug in PLANTED_BUG_SEEDS || bug in MODEL_PLANTED_BUG_SEEDS, bug).toBe(true);
+      for (const bug of Object.keys(PLANTED_BUG_SEEDS)) expect(output).toMatch(new RegExp(`^# ${bug}: caught after \\d+ run\\(s\\)`, 'm'));
       for (const bug of Object.keys(MODEL_PLANTED_BUG_SEEDS))
         expect(output).toMatch(new RegExp(`^# ${bug} \\(model\\): caught after \\d+ run\\(s\\)`, 'm'));
     },
