@@ -33,6 +33,16 @@ export async function makeNodeSqliteHarness() {
     connect: async () => connectStore(),
     appendUnderFence: (leases, lease, entry) =>
       leases.fencedWrite(lease, (tx) => tx.run('INSERT INTO ledger (key, entry) VALUES (?, ?)', lease.key, entry)),
+    // NOTE: the INSERT and the refusal run in the store's fenced transaction: a refusal rolls the INSERT back.
+    fencedAppend: (fence, entry, options, refuse) =>
+      store.fencedWrite(
+        fence,
+        (tx) => {
+          tx.run('INSERT INTO ledger (key, entry) VALUES (?, ?)', fence.key, entry);
+          if (refuse !== undefined) tx.refuse(refuse.code, refuse.detail);
+        },
+        options,
+      ),
     readLedger: async (key) =>
       main
         .prepare('SELECT entry FROM ledger WHERE key = ? ORDER BY id')
