@@ -143,10 +143,11 @@ describe('revoke', () => {
       const now = reached.now + dt;
       const revoked = transitions.revoke(reached.record, { ...command, expectedToken: null }, now);
       fc.pre(revoked.outcome.ok);
+      // NOTE: a revoke keeps a hold: the claim comes once it has passed.
       const claimed = transitions.claim(
         revoked.record,
         { key: KEY, holder: 'w9', runId: null, secret: 'f'.repeat(32), ttlMs: 10, attributes: {}, recovering: true },
-        now,
+        Math.max(now, revoked.record!.heldUntil ?? 0),
       );
       expect(claimed.outcome).toMatchObject({ ok: true, token: revoked.record!.token + 1n });
     },
