@@ -26,6 +26,9 @@ export type LeaseOperation = 'claim' | 'renew' | 'checkpoint' | 'fencedWrite' | 
 /** Every traced operation, in the order of a lease's life. */
 export const LEASE_OPERATIONS: readonly LeaseOperation[] = ['claim', 'renew', 'checkpoint', 'fencedWrite', 'release', 'revoke', 'recover'];
 
+/** Why a claim was refused (`ClaimRefusal['reason']`). */
+export type ClaimRefusalReason = 'held' | 'recovery-required' | 'held-back' | 'state-mismatch' | 'run-already-acquired';
+
 /** How an operation ended, as observers see it. */
 export type OperationOutcome =
   /** A claim that was granted: its grant, and how the previous one ended (for takeover latency). */
@@ -38,12 +41,15 @@ export type OperationOutcome =
       readonly previous: { readonly kind: EndingKind; readonly token: bigint; readonly at: StoreTime } | null;
       readonly now: StoreTime;
     }
-  /** A claim that was refused: held by another grant, or waiting for a recovering claim. */
+  /**
+   * A claim that was refused: held by another grant, waiting for a recovering claim, held back until a time,
+   * its `expect` not matching the key's state (`token`: `null`), or this holder and run holding it already.
+   */
   | {
       readonly ok: false;
-      readonly result: 'held' | 'recovery-required';
-      readonly reason: 'held' | 'recovery-required';
-      readonly token: bigint;
+      readonly result: ClaimRefusalReason;
+      readonly reason: ClaimRefusalReason;
+      readonly token: bigint | null;
       readonly holder: string | null;
       readonly now: StoreTime;
     }
@@ -58,7 +64,10 @@ export type OperationOutcome =
     }
   /** Any other operation that applied (`token`: the key's token afterwards; for a revoke, the moved-on one). */
   | { readonly ok: true; readonly result: 'applied'; readonly token: bigint; readonly now: StoreTime }
-  /** A refusal: a fence verdict's reason, or a revoke's (`missing`, `not-held`, `superseded`). */
+  /**
+   * A refusal: a fence verdict's reason, a revoke's (`missing`, `not-held`, `superseded`), or a fenced write's own
+   * (`write-refused`, `replayed`, `replay-conflict`).
+   */
   | { readonly ok: false; readonly result: 'refused'; readonly reason: string; readonly token: bigint | null; readonly now: StoreTime };
 
 /** The context object of every event of one operation (the same object from `start` to `asyncEnd`). */

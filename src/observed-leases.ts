@@ -4,17 +4,32 @@
  * metrics and logs need and nothing secret (a lease handle never leaves here).
  */
 import { isObserved, operationChannel, traceOperation, type LeaseOperation, type OperationEvent, type OperationOutcome } from './events.js';
+import type { ReplayConflict, SubmissionReplayed, WriteRefusal } from './fence/operations.js';
 import type { FenceRefusal, StoreTime } from './fence/types.js';
 import type { Leases } from './leases-types.js';
 
-type Refusal = FenceRefusal;
+type Refusal = FenceRefusal | WriteRefusal | SubmissionReplayed | ReplayConflict;
 
-/** A fence refusal as an outcome. */
+/** The key's token a refusal names: the fence's finding, the write's grant, or the recorded submission's. */
+function refusedToken(refusal: Refusal): bigint | null {
+  switch (refusal.reason) {
+    case 'write-refused':
+      return refusal.token;
+    case 'replayed':
+      return refusal.submission.token;
+    case 'replay-conflict':
+      return refusal.found.token;
+    default:
+      return refusal.found.token;
+  }
+}
+
+/** A refusal as an outcome. */
 const refused = (refusal: Refusal): OperationOutcome => ({
   ok: false,
   result: 'refused',
   reason: refusal.reason,
-  token: refusal.found.token,
+  token: refusedToken(refusal),
   now: refusal.now,
 });
 
@@ -67,8 +82,9 @@ export function observeLeases<L extends Leases>(leases: L): L {
       () => claim(key, options),
       (result): OperationOutcome => {
         if (!result.ok) {
-          const heldBy = result.reason === 'held' ? result.holder : null;
-          return { ok: false, result: result.reason, reason: result.reason, token: result.token, holder: heldBy, now: result.now };
+          const heldBy = result.reason === 'held' || result.reason === 'run-already-acquired' ? result.holder : null;
+          const token = result.reason === 'state-mismatch' ? null : result.token;
+          return { ok: false, result: result.reason, reason: result.reason, token, holder: heldBy, now: result.now };
         }
         const { lease, previous } = result;
         const acquiredAt = lease.acquiredAt ?? 0;

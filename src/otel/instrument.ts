@@ -56,6 +56,13 @@ const ERROR_TYPES: ReadonlySet<string> = new Set(
     STORE_UNAVAILABLE: true,
     OUTCOME_UNKNOWN: true,
     COMMAND_FAILED: true,
+    KEY_HELD_BACK: true,
+    STATE_MISMATCH: true,
+    RUN_ALREADY_ACQUIRED: true,
+    WRITE_REFUSED: true,
+    SUBMISSION_REPLAYED: true,
+    REPLAY_CONFLICT: true,
+    TTL_INSUFFICIENT: true,
   } satisfies Record<LeaseErrorCode, true>),
 );
 
