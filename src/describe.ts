@@ -36,11 +36,11 @@ const WHY: Record<FenceRefusal['reason'], string> = {
 const time = (at: StoreTime): string => new Date(at).toISOString();
 
 /** A key-state value as the seeds wrote it: `tier=3`; an absent one as `<absent>`. */
-const valueOf = (value: string | null): string => (value === null ? '<absent>' : value);
+const stateValue = (value: string | null): string => (value === null ? '<absent>' : value);
 
 /** "the tier moved: expected tier=3, found 4" (a state value, expected vs found). */
 function stateMoved(field: AttributeMismatch): string {
-  return `the ${field.name} moved: expected ${field.name}=${valueOf(field.expected)}, found ${valueOf(field.found)}`;
+  return `the ${field.name} moved: expected ${field.name}=${stateValue(field.expected)}, found ${stateValue(field.found)}`;
 }
 
 /**

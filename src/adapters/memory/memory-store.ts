@@ -130,7 +130,9 @@ export function createMemoryStore(options?: MemoryStoreOptions): MemoryStore {
 
   const claimStep: Step<ClaimCommand, StoreClaimOutcome> = (record, command, now) => {
     const floor = tokenFloor();
-    return transitions.claim(record, command, now, floor > highestToken ? floor : highestToken);
+    // NOTE: `mintToken`'s floor is the least token it may mint, so the store-wide floor is one above the highest.
+    const issuedFloor = highestToken + 1n;
+    return transitions.claim(record, command, now, floor > issuedFloor ? floor : issuedFloor);
   };
 
   return {
@@ -151,7 +153,10 @@ export function createMemoryStore(options?: MemoryStoreOptions): MemoryStore {
         const now = clock();
         const record = records.get(fence.key) ?? null;
         const { checkpointJson, submission } = writeOptions;
-        const refused = submission === undefined ? checkFence(record, fence, now) : (transitions.checkSubmission(record, fence, submission, now) ?? { ok: true });
+        const refused =
+          submission === undefined
+            ? checkFence(record, fence, now)
+            : (transitions.checkSubmission(record, fence, submission, now) ?? { ok: true });
         if (!refused.ok) return refused;
         let value: T;
         try {
