@@ -31,15 +31,15 @@ export type LeaseErrorCode =
   | 'RECOVERY_REQUIRED'
   /** A claim found the key held back until a time (`release` / `setKeyState` with `holdMs`). */
   | 'KEY_HELD_BACK'
-  /** A claim's `expect` did not match the key's state. */
+  /** A claim whose `expect` did not match the state of the key. */
   | 'STATE_MISMATCH'
   /** A claim by the holder and run that already hold the key. */
   | 'RUN_ALREADY_ACQUIRED'
-  /** A fenced write's callback refused itself (`context.refuse(code)`). */
+  /** The callback of a fenced write refused itself (`context.refuse(code)`). */
   | 'WRITE_REFUSED'
-  /** A submission's run id was recorded already (same payload): nothing was written now. */
+  /** The run id of a submission was recorded already (same payload): nothing was written now. */
   | 'SUBMISSION_REPLAYED'
-  /** A submission's run id was recorded with another payload (or, bound, under another grant). */
+  /** The run id of a submission was recorded with another payload (or, bound, under another grant). */
   | 'REPLAY_CONFLICT'
   /** `check` found the grant current but with less than `minTtlMs` left. */
   | 'TTL_INSUFFICIENT'
