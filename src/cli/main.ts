@@ -44,7 +44,8 @@ Options:
                       (default: the project leasefence is installed in; never the current directory)
   --prefix NS         Redis / etcd key namespace (default leasefence: / leasefence/)
   --key-prefix P      only keys that start with P (list, watch)
-  --state S           only leases in state S: live, expired, released, revoked, recovery-required (repeatable)
+  --state S           only leases in state S: live, expired, released, revoked, recovery-required,
+                      held-back (repeatable)
   --limit N           show at most N leases (list, watch; default 1000)
   --interval S        watch: seconds between refreshes (default 2)
   --iterations N      watch: stop after N refreshes (default: until Ctrl-C)

@@ -49,6 +49,8 @@ describe('the CLI and key state, hold-back and remove', () => {
     const inspect = await cli(['inspect', 'item:1']);
     expect(inspect.stdout).toMatch(/key state +revision=r7, tier=3/);
     expect(inspect.stdout).toMatch(new RegExp(`held back +held back 6 h \\(until ${until.replaceAll('.', '\\.')}\\)`));
+    const heldBack = await cli(['list', '--state', 'held-back', '--json']);
+    expect((JSON.parse(heldBack.stdout) as { key: string }[]).map((lease) => lease.key)).toEqual(['item:1']);
     const json = JSON.parse((await cli(['list', '--json'])).stdout) as { key: string; keyState: object; heldUntil: number | null }[];
     expect(json[0]).toMatchObject({ key: 'item:1', keyState: { revision: 'r7', tier: '3' }, heldUntil: MEMORY_EPOCH + 6 * HOUR });
     // No key has state: the table keeps its columns.
