@@ -347,3 +347,34 @@ describe('bad input to the new options, before any I/O', () => {
     expect(await a.renew(lease)).toMatchObject({ ok: true });
   });
 });
+
+describe('withLease and the new refusals', () => {
+  it('answers a held-back or state-mismatch claim as its outcome; a write refusal or replay inside fn is no loss', async () => {
+    const { a, b } = setup();
+    await b.setKeyState('held', {}, { holdMs: HOUR });
+    expect(await a.withLease('held', async () => 'ran')).toMatchObject({ ok: false, reason: 'held-back' });
+    await b.setKeyState(KEY, { tier: '4' });
+    expect(await a.withLease(KEY, async () => 'ran', { expect: { tier: '3' } })).toMatchObject({ ok: false, reason: 'state-mismatch' });
+    const outcome = await a.withLease(
+      KEY,
+      async (lease, signal) => {
+        await a.fencedWrite(lease, (context) => context.refuse('owner-inactive'));
+        await a.fencedWrite(lease, () => 1, { submission: { payload: 1 } });
+        await a.fencedWrite(lease, () => 1, { submission: { payload: 1 } });
+        return signal.aborted;
+      },
+      { runId: 'r1', expect: { tier: '4' } },
+    );
+    expect(outcome).toMatchObject({ ok: true, value: false, lost: null });
+  });
+
+  it('a state change while fn runs is a loss: the signal aborts with state-changed', async () => {
+    const { a, b } = setup();
+    const outcome = await a.withLease(KEY, async (lease, signal) => {
+      await b.setKeyState(KEY, { tier: '5' });
+      await a.checkpoint(lease, { step: 1 });
+      return signal.aborted;
+    });
+    expect(outcome).toMatchObject({ ok: false, reason: 'lost', lost: { code: 'LEASE_LOST', refusal: { reason: 'state-changed' } } });
+  });
+});
