@@ -7,7 +7,7 @@
 import type { StoreInspection } from './fence/operations.js';
 import type { Fence, LeaseRecord } from './fence/types.js';
 import { checkFence } from './fence/verdict.js';
-import type { CheckOutcome } from './leases-types.js';
+import type { CheckOutcome } from './refusals.js';
 
 /** The verdict of `check` for `fence` on `inspection`. */
 export function judgeCheck(inspection: StoreInspection, fence: Fence, minTtlMs: number): CheckOutcome {

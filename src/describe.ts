@@ -9,7 +9,7 @@ import type {
   WriteRefusal,
 } from './fence/operations.js';
 import type { AttributeMismatch, FenceRefusal, StoreTime } from './fence/types.js';
-import type { CheckTtlInsufficient, ClaimRefusal } from './leases-types.js';
+import type { CheckTtlInsufficient, ClaimRefusal } from './refusals.js';
 
 /** Every refusal `describeRefusal` explains: a fence's, a fenced write's own, a submission's, a check's, a claim's. */
 export type DescribableRefusal = FenceRefusal | WriteRefusal | SubmissionReplayed | ReplayConflict | CheckTtlInsufficient | ClaimRefusal;

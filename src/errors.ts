@@ -16,7 +16,7 @@ import type {
   SubmissionReplayed,
   WriteRefusal,
 } from './fence/operations.js';
-import type { ClaimRunAlreadyAcquired, CheckTtlInsufficient } from './leases-types.js';
+import type { CheckTtlInsufficient, ClaimRunAlreadyAcquired } from './refusals.js';
 import { printable } from './printable.js';
 import type { FenceRefusal } from './fence/types.js';
 import { toLoggable } from './loggable.js';

@@ -7,10 +7,6 @@ import type { Clock } from './clock.js';
 import type { LeaseError } from './errors.js';
 import type {
   CheckpointOutcome,
-  ClaimHeld,
-  ClaimHeldBack,
-  ClaimRecoveryRequired,
-  ClaimStateMismatch,
   FencedWriteOutcome,
   GateOutcome,
   StoreInspection,
@@ -22,13 +18,16 @@ import type {
   RevokeOutcome,
   SetKeyStateOutcome,
 } from './fence/operations.js';
-import type { Ending, FenceRefusal, LeaseAttributes, StoreTime } from './fence/types.js';
+import type { Ending, LeaseAttributes } from './fence/types.js';
+import type { CheckOutcome, ClaimRefusal } from './refusals.js';
 import type { TokenGate } from './gate.js';
 import type { Checkpoint, Lease, LeaseJson } from './lease.js';
 import type { Store, WriteContextOf } from './store.js';
 import type { Timers } from './timers.js';
 import type { WaitedRefusal } from './waiting/refusal.js';
 import type { WaitOptions } from './waiting/wait-options.js';
+
+export type { CheckOutcome, CheckPassed, CheckTtlInsufficient, ClaimRefusal, ClaimRunAlreadyAcquired } from './refusals.js';
 
 /** Options of `createLeases`. */
 export interface LeasesOptions {
@@ -87,30 +86,6 @@ export interface Granted {
   /** The previous holder's checkpoint, parsed, with its token. */
   readonly checkpoint: Checkpoint | null;
 }
-
-/**
- * A claim by the holder AND run id (not `null`) that already hold the key live: the same run asked twice (a
- * retried claim whose reply was lost, a duplicated job). Answered from the store's `held` refusal, so every
- * store answers the same; the live grant is the one described (its token and expiry). The handle of that grant
- * is with whoever received the first reply: restore it from `lease.export()`, or let it expire.
- */
-export interface ClaimRunAlreadyAcquired {
-  readonly ok: false;
-  readonly reason: 'run-already-acquired';
-  readonly key: string;
-  readonly token: bigint;
-  readonly holder: string;
-  readonly runId: string;
-  readonly acquiredAt: StoreTime;
-  readonly expiresAt: StoreTime | null;
-  readonly now: StoreTime;
-}
-
-/**
- * Why a claim was not granted: `held` by another grant, `recovery-required`, `held-back` until a time,
- * `state-mismatch` with the claim's `expect`, or `run-already-acquired` (this holder and run hold it already).
- */
-export type ClaimRefusal = ClaimHeld | ClaimRecoveryRequired | ClaimHeldBack | ClaimStateMismatch | ClaimRunAlreadyAcquired;
 
 /** What `claim` answers: the granted lease, or why not (see `ClaimRefusal`). */
 export type ClaimResult = Granted | ClaimRefusal;
@@ -200,32 +175,6 @@ export interface CheckOptions {
   /** Attributes the grant must have been bound with. */
   readonly attributes?: LeaseAttributes;
 }
-
-/** The grant is current, with `remainingMs` of it left (`null`: it never expires). */
-export interface CheckPassed {
-  readonly ok: true;
-  readonly key: string;
-  readonly token: bigint;
-  readonly expiresAt: StoreTime | null;
-  readonly remainingMs: number | null;
-  readonly now: StoreTime;
-}
-
-/** The grant is current but has less than `minTtlMs` left: renew before the side effect, or skip it. */
-export interface CheckTtlInsufficient {
-  readonly ok: false;
-  readonly reason: 'ttl-insufficient';
-  readonly key: string;
-  readonly token: bigint;
-  readonly expiresAt: StoreTime;
-  /** What was left on the store's clock. */
-  readonly remainingMs: number;
-  readonly minTtlMs: number;
-  readonly now: StoreTime;
-}
-
-/** What `check` answers: current with enough left, too little left, or the fence's refusal (expected vs found). */
-export type CheckOutcome = CheckPassed | CheckTtlInsufficient | FenceRefusal;
 
 /** Options of `revoke`: an operator's force-release. */
 export interface RevokeOptions {

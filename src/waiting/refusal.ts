@@ -4,7 +4,7 @@
  */
 import type { ClaimHeld } from '../fence/operations.js';
 import type { Lease } from '../lease.js';
-import type { ClaimRefusal } from '../leases-types.js';
+import type { ClaimRefusal } from '../refusals.js';
 import { loggable } from '../loggable.js';
 
 export type { ClaimRefusal };
