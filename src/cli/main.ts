@@ -449,8 +449,15 @@ function maskAll(text: string, argv: readonly string[], io: CliIo): string {
   return urls.reduce((masked, url) => maskSecrets(masked, url), text);
 }
 
-/** Runs the CLI on `argv` (without node and the script) and returns its exit code. */
-export async function runCli(argv: readonly string[], io: CliIo): Promise<ExitCode> {
+/**
+ * Runs the CLI on `argv` (without node and the script) and returns its exit code. `connect` opens the store
+ * (tests hand in a store of their own: the commands' logic without a server). @internal
+ */
+export async function runCli(
+  argv: readonly string[],
+  io: CliIo,
+  connect: (settings: StoreSettings) => Promise<OpenedStore> = openStore,
+): Promise<ExitCode> {
   let opened: OpenedStore | null = null;
   try {
     let parsed;
@@ -488,12 +495,12 @@ export async function runCli(argv: readonly string[], io: CliIo): Promise<ExitCo
       ...(values.prefix === undefined ? {} : { prefix: values.prefix }),
       ...(values['driver-path'] === undefined ? {} : { driverPath: values['driver-path'] }),
     };
-    opened = await openStore(settings);
+    opened = await connect(settings);
     const reopen: Reopen = async () => {
       const previous = opened;
       opened = null;
       await previous?.close().catch(() => undefined);
-      opened = await openStore(settings);
+      opened = await connect(settings);
       return opened;
     };
     return await runCommand(opened, reopen, positionals, values, io);

@@ -2,28 +2,33 @@
  * The CLI's view of issue 24's record-level state: `list` and `inspect` show a key's state and a hold (until
  * when), and the operator commands `set-state` and `remove` work as `revoke` does (asked first on a terminal,
  * acting only on what was shown). The store is the memory store behind the CLI's own `openStore`, so the
- * commands' logic is tested without a server; the SQLite suite covers the CLI's connection.
+ * commands' logic is tested without a server (the store is handed to `runCli` as the opened one); the SQLite
+ * suite covers the CLI's connection.
  */
-import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
+import { PassThrough } from 'node:stream';
+import { beforeEach, describe, expect, it } from 'vitest';
 import { createManualClock } from '../../src/clock.js';
 import { createMemoryStore, type MemoryStore } from '../../src/adapters/memory/index.js';
 import { createLeases } from '../../src/leases.js';
 import { MEMORY_EPOCH } from '../adapters/memory-harness.js';
-import { startInProcess } from './cli-harness.js';
+import { runCli } from '../../src/cli/main.js';
 
 const HOUR = 3_600_000;
 let store: MemoryStore;
 
-vi.mock('../../src/cli/connect.js', async (original) => ({
-  ...(await original<typeof import('../../src/cli/connect.js')>()),
-  openStore: async () => ({ store, gate: null, close: async () => undefined }),
-}));
-
+/** Runs the CLI in this process on `store` (handed in as the opened store); stdin a terminal when answering. */
 async function cli(args: string[], answer = ''): Promise<{ code: number; stdout: string; stderr: string }> {
-  const run = startInProcess([...args, '--store', 'sqlite:/unused.db'], { tty: answer !== '' });
-  run.answer(answer);
-  const code = await run.exited;
-  return { code, ...run.printed };
+  const printed = { stdout: '', stderr: '' };
+  const stdout = new PassThrough().on('data', (chunk: Buffer) => void (printed.stdout += chunk.toString()));
+  const stderr = new PassThrough().on('data', (chunk: Buffer) => void (printed.stderr += chunk.toString()));
+  const stdin = Object.assign(new PassThrough(), { isTTY: answer !== '' });
+  stdin.end(answer);
+  const code = await runCli([...args, '--store', 'sqlite:/unused.db'], { stdout, stderr, stdin, env: {} }, async () => ({
+    store,
+    gate: null,
+    close: async () => undefined,
+  }));
+  return { code, ...printed };
 }
 
 describe('the CLI and key state, hold-back and remove', () => {
@@ -32,7 +37,6 @@ describe('the CLI and key state, hold-back and remove', () => {
     clock.set(MEMORY_EPOCH);
     store = createMemoryStore({ clock });
   });
-  afterEach(() => vi.clearAllMocks());
 
   it('list and inspect show the key state and a hold with until when', async () => {
     const leases = createLeases(store, { holder: 'classifier-1', ttlMs: 60_000 });
