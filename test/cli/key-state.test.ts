@@ -19,8 +19,12 @@ let store: MemoryStore;
 /** Runs the CLI in this process on `store` (handed in as the opened store); stdin a terminal when answering. */
 async function cli(args: string[], answer = ''): Promise<{ code: number; stdout: string; stderr: string }> {
   const printed = { stdout: '', stderr: '' };
-  const stdout = new PassThrough().on('data', (chunk: Buffer) => void (printed.stdout += chunk.toString()));
-  const stderr = new PassThrough().on('data', (chunk: Buffer) => void (printed.stderr += chunk.toString()));
+  const stdout = new PassThrough().on('data', (chunk: Buffer) => {
+    printed.stdout += chunk.toString();
+  });
+  const stderr = new PassThrough().on('data', (chunk: Buffer) => {
+    printed.stderr += chunk.toString();
+  });
   const stdin = Object.assign(new PassThrough(), { isTTY: answer !== '' });
   stdin.end(answer);
   const code = await runCli([...args, '--store', 'sqlite:/unused.db'], { stdout, stderr, stdin, env: {} }, async () => ({
