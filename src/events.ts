@@ -21,10 +21,37 @@ import type { LeaseError } from './errors.js';
 import type { EndingKind, StoreTime } from './fence/types.js';
 
 /** The operations that publish on a `TracingChannel` named `leasefence:<operation>`. */
-export type LeaseOperation = 'claim' | 'renew' | 'checkpoint' | 'fencedWrite' | 'release' | 'revoke' | 'recover';
+export type LeaseOperation =
+  | 'claim'
+  | 'renew'
+  | 'checkpoint'
+  | 'fencedWrite'
+  | 'check'
+  | 'release'
+  | 'revoke'
+  | 'recover'
+  | 'setKeyState'
+  | 'remove';
 
 /** Every traced operation, in the order of a lease's life. */
-export const LEASE_OPERATIONS: readonly LeaseOperation[] = ['claim', 'renew', 'checkpoint', 'fencedWrite', 'release', 'revoke', 'recover'];
+export const LEASE_OPERATIONS: readonly LeaseOperation[] = [
+  'claim',
+  'renew',
+  'checkpoint',
+  'fencedWrite',
+  'check',
+  'release',
+  'revoke',
+  'recover',
+  'setKeyState',
+  'remove',
+];
+
+/**
+ * Refusals that are no loss of the grant: a fenced write that refused itself, a submission's replay or
+ * conflict, a check with too little TTL left. Observers count them apart from the fence's refusals.
+ */
+export const NOT_A_LOSS: ReadonlySet<string> = new Set(['write-refused', 'replayed', 'replay-conflict', 'ttl-insufficient']);
 
 /** Why a claim was refused (`ClaimRefusal['reason']`). */
 export type ClaimRefusalReason = 'held' | 'recovery-required' | 'held-back' | 'state-mismatch' | 'run-already-acquired';
@@ -76,7 +103,7 @@ export interface OperationEvent {
   readonly key: string;
   /** The lease's token (`null` for a claim, until its outcome). */
   readonly token: bigint | null;
-  /** The worker (for a revoke: the operator) that ran it. */
+  /** The worker (for a revoke, remove or setKeyState: who it is recorded `by`) that ran it. */
   readonly holder: string;
   readonly runId: string | null;
   /** Set before `asyncStart` when the operation resolved. */
