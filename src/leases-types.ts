@@ -230,7 +230,8 @@ export interface Leases<S extends Store = Store> {
    * Whether the grant is still current with at least `options.minTtlMs` left, on the store's clock: one
    * read-only round trip (the store's `inspect`), for use right before a side effect the fence cannot cover
    * (an external call). It proves token, holder, run, attributes and expiry; the secret is proven by the next
-   * fenced operation. Writes nothing; a refusal inside `withLease` does not end the run.
+   * fenced operation. Writes nothing. Inside `withLease` a fence refusal ends the run (its signal aborts) as any
+   * operation's does; `ttl-insufficient` does not.
    */
   check(lease: Lease, options?: CheckOptions): Promise<CheckOutcome>;
   /** `check` that throws `TtlInsufficientError` or `LeaseLostError`. */

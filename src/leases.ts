@@ -380,6 +380,8 @@ export function createLeases<S extends Store>(store: S, options: LeasesOptions):
         );
       const sentAt = monotonic();
       const outcome = judgeCheck(await store.inspect(fence.key), fence, minTtlMs);
+      // NOTE: a fence's refusal is a loss, as for any operation (the run's signal aborts); too little TTL is not.
+      if (!outcome.ok && outcome.reason !== 'ttl-insufficient') noticeRefusal(lease, outcome);
       if (outcome.ok && outcome.expiresAt !== null) {
         // NOTE: a fresher safe deadline from this answer (both are safe bounds: keep the later one).
         const deadline = deadlineFrom(sentAt, outcome.expiresAt, outcome.now);

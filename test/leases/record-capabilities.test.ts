@@ -378,3 +378,17 @@ describe('withLease and the new refusals', () => {
     expect(outcome).toMatchObject({ ok: false, reason: 'lost', lost: { code: 'LEASE_LOST', refusal: { reason: 'state-changed' } } });
   });
 });
+
+describe('check inside withLease', () => {
+  it('a fence refusal aborts the run, too little TTL does not', async () => {
+    const { a, b } = setup();
+    const outcome = await a.withLease(KEY, async (lease, signal) => {
+      expect(await a.check(lease, { minTtlMs: 120_000 })).toMatchObject({ reason: 'ttl-insufficient' });
+      const before = signal.aborted;
+      await b.revoke(KEY, { reason: 'abort' });
+      expect(await a.check(lease)).toMatchObject({ reason: 'revoked' });
+      return [before, signal.aborted];
+    });
+    expect(outcome).toMatchObject({ ok: false, reason: 'lost', returned: { value: [false, true] } });
+  });
+});
