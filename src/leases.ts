@@ -4,6 +4,7 @@
  */
 import { monotonicClock, type Clock } from './clock.js';
 import { judgeCheck } from './check.js';
+import { NOT_A_LOSS } from './events.js';
 import {
   GateRefusedError,
   InvalidArgumentError,
@@ -97,9 +98,6 @@ function assertStore(store: unknown): void {
 
 const CLAIM_OPTIONS = ['ttlMs', 'runId', 'attributes', 'recovering', 'expect', 'wait'] as const;
 const RELEASE_OPTIONS = ['checkpoint', 'holdMs'] as const;
-
-/** What a fenced write's refusal means for a running `withLease`: only the fence's refusals are a loss. */
-const FENCE_REFUSALS = new Set(['write-refused', 'replayed', 'replay-conflict']);
 
 /**
  * A claim's refusal as the shell answers it: the store's `held` for this holder's own live grant with this
@@ -330,7 +328,7 @@ export function createLeases<S extends Store>(store: S, options: LeasesOptions):
             });
       // NOTE: a fence's refusal inside a running withLease is its loss: the work's signal aborts at once. A
       // write that refused itself, or a submission's replay, leaves the grant as it was.
-      if (!outcome.ok && !FENCE_REFUSALS.has(outcome.reason)) noticeRefusal(lease, outcome as never);
+      if (!outcome.ok && !NOT_A_LOSS.has(outcome.reason)) noticeRefusal(lease, outcome as never);
       return loggable(outcome);
     },
 
