@@ -49,7 +49,7 @@ export class Tally {
     this.log(`${lease.holder} claimed ${lease.key}: token ${lease.token} (run ${lease.runId}), ${was}`);
   }
 
-  claimRefused(outcome: { readonly reason: 'held' | 'recovery-required'; readonly key: string }, holder: string): void {
+  claimRefused(outcome: { readonly reason: string; readonly key: string }, holder: string): void {
     bump(this.claimsRefused, outcome.reason);
     if (outcome.reason === 'recovery-required') this.log(`${holder} claim of ${outcome.key} refused: recovery-required`);
   }

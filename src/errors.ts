@@ -5,8 +5,18 @@
  * The guards check a brand and the `code`, not `instanceof`, so they recognise errors thrown by another
  * copy of the package (ESM and CJS entries, or two versions in one process).
  */
-import { describeRefusal } from './describe.js';
-import type { ClaimHeld, ClaimRecoveryRequired, GateRefusal } from './fence/operations.js';
+import { describeClaimRefusal, describeRefusal } from './describe.js';
+import type {
+  ClaimHeld,
+  ClaimHeldBack,
+  ClaimRecoveryRequired,
+  ClaimStateMismatch,
+  GateRefusal,
+  ReplayConflict,
+  SubmissionReplayed,
+  WriteRefusal,
+} from './fence/operations.js';
+import type { CheckTtlInsufficient, ClaimRunAlreadyAcquired } from './refusals.js';
 import { printable } from './printable.js';
 import type { FenceRefusal } from './fence/types.js';
 import { toLoggable } from './loggable.js';
@@ -19,6 +29,20 @@ export type LeaseErrorCode =
   | 'LEASE_LOST'
   | 'LEASE_UNCONFIRMED'
   | 'RECOVERY_REQUIRED'
+  /** A claim found the key held back until a time (`release` / `setKeyState` with `holdMs`). */
+  | 'KEY_HELD_BACK'
+  /** A claim whose `expect` did not match the state of the key. */
+  | 'STATE_MISMATCH'
+  /** A claim by the holder and run that already hold the key. */
+  | 'RUN_ALREADY_ACQUIRED'
+  /** The callback of a fenced write refused itself (`context.refuse(code)`). */
+  | 'WRITE_REFUSED'
+  /** The run id of a submission was recorded already (same payload): nothing was written now. */
+  | 'SUBMISSION_REPLAYED'
+  /** The run id of a submission was recorded with another payload (or, bound, under another grant). */
+  | 'REPLAY_CONFLICT'
+  /** `check` found the grant current but with less than `minTtlMs` left. */
+  | 'TTL_INSUFFICIENT'
   | 'GATE_REFUSED'
   | 'STORE_UNAVAILABLE'
   | 'OUTCOME_UNKNOWN'
@@ -112,6 +136,80 @@ export class RecoveryRequiredError extends LeaseError {
       'RECOVERY_REQUIRED',
       `lease ${refusal.key} was revoked${by} with a checkpoint (token ${refusal.checkpoint?.token ?? '?'}) that must be recovered: claim with { recovering: true }`,
     );
+    this.refusal = refusal;
+  }
+}
+
+/** A claim found the key held back until `refusal.heldUntil` (thrown by `claimOrThrow`). */
+export class KeyHeldBackError extends LeaseError {
+  override name = 'KeyHeldBackError' as const;
+  readonly refusal: ClaimHeldBack;
+  constructor(refusal: ClaimHeldBack) {
+    super('KEY_HELD_BACK', describeClaimRefusal(refusal));
+    this.refusal = refusal;
+  }
+}
+
+/** A claim's `expect` did not match the key's state (thrown by `claimOrThrow`): `refusal.field` says expected vs found. */
+export class StateMismatchError extends LeaseError {
+  override name = 'StateMismatchError' as const;
+  readonly refusal: ClaimStateMismatch;
+  constructor(refusal: ClaimStateMismatch) {
+    super('STATE_MISMATCH', describeClaimRefusal(refusal));
+    this.refusal = refusal;
+  }
+}
+
+/** The holder and run already hold the key (thrown by `claimOrThrow`). */
+export class RunAlreadyAcquiredError extends LeaseError {
+  override name = 'RunAlreadyAcquiredError' as const;
+  readonly refusal: ClaimRunAlreadyAcquired;
+  constructor(refusal: ClaimRunAlreadyAcquired) {
+    super('RUN_ALREADY_ACQUIRED', describeClaimRefusal(refusal));
+    this.refusal = refusal;
+  }
+}
+
+/** A fenced write refused itself from inside the fenced step (thrown by `fencedWriteOrThrow`): `code`, `detail`. */
+export class WriteRefusedError extends LeaseError {
+  override name = 'WriteRefusedError' as const;
+  readonly refusal: WriteRefusal;
+  constructor(refusal: WriteRefusal) {
+    super('WRITE_REFUSED', describeRefusal(refusal));
+    this.refusal = refusal;
+  }
+}
+
+/**
+ * The submission was recorded before with the same payload (thrown by `fencedWriteOrThrow`): nothing was written
+ * now, and the first write's receipt is `refusal.submission.receiptJson`. Not a failure of the submission: it
+ * landed once. Use `fencedWrite` to handle a replay as a value.
+ */
+export class SubmissionReplayedError extends LeaseError {
+  override name = 'SubmissionReplayedError' as const;
+  readonly refusal: SubmissionReplayed;
+  constructor(refusal: SubmissionReplayed) {
+    super('SUBMISSION_REPLAYED', describeRefusal(refusal));
+    this.refusal = refusal;
+  }
+}
+
+/** The submission's run id was recorded with another payload, or bound to another grant (thrown by `fencedWriteOrThrow`). */
+export class ReplayConflictError extends LeaseError {
+  override name = 'ReplayConflictError' as const;
+  readonly refusal: ReplayConflict;
+  constructor(refusal: ReplayConflict) {
+    super('REPLAY_CONFLICT', describeRefusal(refusal));
+    this.refusal = refusal;
+  }
+}
+
+/** `checkOrThrow` found the grant current but with less than `minTtlMs` left. */
+export class TtlInsufficientError extends LeaseError {
+  override name = 'TtlInsufficientError' as const;
+  readonly refusal: CheckTtlInsufficient;
+  constructor(refusal: CheckTtlInsufficient) {
+    super('TTL_INSUFFICIENT', describeRefusal(refusal));
     this.refusal = refusal;
   }
 }

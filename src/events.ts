@@ -21,10 +21,40 @@ import type { LeaseError } from './errors.js';
 import type { EndingKind, StoreTime } from './fence/types.js';
 
 /** The operations that publish on a `TracingChannel` named `leasefence:<operation>`. */
-export type LeaseOperation = 'claim' | 'renew' | 'checkpoint' | 'fencedWrite' | 'release' | 'revoke' | 'recover';
+export type LeaseOperation =
+  | 'claim'
+  | 'renew'
+  | 'checkpoint'
+  | 'fencedWrite'
+  | 'check'
+  | 'release'
+  | 'revoke'
+  | 'recover'
+  | 'setKeyState'
+  | 'remove';
 
 /** Every traced operation, in the order of a lease's life. */
-export const LEASE_OPERATIONS: readonly LeaseOperation[] = ['claim', 'renew', 'checkpoint', 'fencedWrite', 'release', 'revoke', 'recover'];
+export const LEASE_OPERATIONS: readonly LeaseOperation[] = [
+  'claim',
+  'renew',
+  'checkpoint',
+  'fencedWrite',
+  'check',
+  'release',
+  'revoke',
+  'recover',
+  'setKeyState',
+  'remove',
+];
+
+/**
+ * Refusals that are no loss of the grant: a fenced write that refused itself, a submission's replay or
+ * conflict, a check with too little TTL left. Observers count them apart from the fence's refusals.
+ */
+export const NOT_A_LOSS: ReadonlySet<string> = new Set(['write-refused', 'replayed', 'replay-conflict', 'ttl-insufficient']);
+
+/** Why a claim was refused (`ClaimRefusal['reason']`). */
+export type ClaimRefusalReason = 'held' | 'recovery-required' | 'held-back' | 'state-mismatch' | 'run-already-acquired';
 
 /** How an operation ended, as observers see it. */
 export type OperationOutcome =
@@ -38,12 +68,15 @@ export type OperationOutcome =
       readonly previous: { readonly kind: EndingKind; readonly token: bigint; readonly at: StoreTime } | null;
       readonly now: StoreTime;
     }
-  /** A claim that was refused: held by another grant, or waiting for a recovering claim. */
+  /**
+   * A claim that was refused: held by another grant, waiting for a recovering claim, held back until a time,
+   * its `expect` not matching the key's state (`token`: `null`), or this holder and run holding it already.
+   */
   | {
       readonly ok: false;
-      readonly result: 'held' | 'recovery-required';
-      readonly reason: 'held' | 'recovery-required';
-      readonly token: bigint;
+      readonly result: ClaimRefusalReason;
+      readonly reason: ClaimRefusalReason;
+      readonly token: bigint | null;
       readonly holder: string | null;
       readonly now: StoreTime;
     }
@@ -58,7 +91,10 @@ export type OperationOutcome =
     }
   /** Any other operation that applied (`token`: the key's token afterwards; for a revoke, the moved-on one). */
   | { readonly ok: true; readonly result: 'applied'; readonly token: bigint; readonly now: StoreTime }
-  /** A refusal: a fence verdict's reason, or a revoke's (`missing`, `not-held`, `superseded`). */
+  /**
+   * A refusal: a fence verdict's reason, a revoke's (`missing`, `not-held`, `superseded`), or a fenced write's own
+   * (`write-refused`, `replayed`, `replay-conflict`).
+   */
   | { readonly ok: false; readonly result: 'refused'; readonly reason: string; readonly token: bigint | null; readonly now: StoreTime };
 
 /** The context object of every event of one operation (the same object from `start` to `asyncEnd`). */
@@ -67,7 +103,7 @@ export interface OperationEvent {
   readonly key: string;
   /** The lease's token (`null` for a claim, until its outcome). */
   readonly token: bigint | null;
-  /** The worker (for a revoke: the operator) that ran it. */
+  /** The worker (for a revoke, remove or setKeyState: who it is recorded `by`) that ran it. */
   readonly holder: string;
   readonly runId: string | null;
   /** Set before `asyncStart` when the operation resolved. */

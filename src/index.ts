@@ -5,9 +5,15 @@
  */
 export { createLeases } from './leases.js';
 export type {
+  CheckOptions,
+  CheckOutcome,
+  CheckPassed,
+  CheckTtlInsufficient,
   ClaimOptions,
+  ClaimRefusal,
   ClaimResult,
   ClaimResultOf,
+  ClaimRunAlreadyAcquired,
   FencedWriteOptions,
   FenceOptions,
   Granted,
@@ -15,7 +21,10 @@ export type {
   Leases,
   LeasesOptions,
   ReleaseOptions,
+  RemoveOptions,
   RevokeOptions,
+  SetKeyStateOptions,
+  Submission,
   RunningLease,
   WaitedClaimResult,
   WithLeaseCompleted,
@@ -31,18 +40,26 @@ export { Lease, type Checkpoint, type LeaseJson } from './lease.js';
 export type {
   CheckpointOutcome,
   ClaimHeld,
+  ClaimHeldBack,
   ClaimRecoveryRequired,
+  ClaimStateMismatch,
   FencedWriteOutcome,
   GateOutcome,
   GateRefusal,
   GateRecord,
   RecoverOutcome,
   ReleaseOutcome,
+  RemoveOutcome,
   RenewOutcome,
+  ReplayConflict,
   RevokeOutcome,
+  SetKeyStateOutcome,
+  SubmissionReplayed,
+  WriteRefusal,
 } from './fence/operations.js';
-export type { Ending, FenceRefusal, LeaseAttributes } from './fence/types.js';
-export { describeRefusal } from './describe.js';
+export type { Ending, FenceRefusal, KeyState, LeaseAttributes, StateChange, SubmissionRecord } from './fence/types.js';
+export { describeRefusal, type DescribableRefusal } from './describe.js';
+export { refuseWrite } from './write-refusal.js';
 export type { Store, WriteContextOf } from './store.js';
 export type { TokenGate } from './gate.js';
 export {
@@ -61,13 +78,20 @@ export {
   isLeaseError,
   isLeaseLostError,
   isStoreFailure,
+  KeyHeldBackError,
   LeaseBusyError,
   LeaseError,
   LeaseLostError,
   LeaseUnconfirmedError,
   OutcomeUnknownError,
   RecoveryRequiredError,
+  ReplayConflictError,
+  RunAlreadyAcquiredError,
+  StateMismatchError,
   StoreUnavailableError,
+  SubmissionReplayedError,
+  TtlInsufficientError,
+  WriteRefusedError,
   type LeaseErrorCode,
   type LeaseErrorJson,
 } from './errors.js';

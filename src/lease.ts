@@ -9,7 +9,7 @@
 import { InvalidArgumentError, isLeaseError } from './errors.js';
 import type { Ending, Fence, LeaseAttributes, StoreTime } from './fence/types.js';
 import { REDACTED } from './redact.js';
-import { assertKey, assertName, assertRunId, assertToken, toAttributes } from './validate.js';
+import { assertKey, assertName, assertRunId, assertToken, describe, toAttributes } from './validate.js';
 
 /** A checkpoint as a holder sees it: the parsed value and the token of the grant that wrote it. */
 export interface Checkpoint<T = unknown> {
@@ -50,6 +50,8 @@ export interface LeaseInit {
   readonly inherited: Checkpoint | null;
   /** Monotonic ms at which this handle's expiry is no longer guaranteed (`Infinity`: never expires). */
   readonly localDeadline: number;
+  /** The worker's monotonic clock `localDeadline` is measured on (for `timeLeftMs`). */
+  readonly monotonic: () => number;
 }
 
 const LEASE_BRAND = Symbol.for('leasefence.Lease');
@@ -104,6 +106,7 @@ export class Lease {
   /** Set by `Leases` so `await using` can release. */
   disposer: ((lease: Lease) => Promise<unknown>) | null = null;
   #run: LeaseRun | null = null;
+  readonly #monotonic: () => number;
   // NOTE: the fence lives in a private field (made once, shared with the stores the shell hands it to): not
   // enumerable, not copied by spread, not seen by JSON or util.inspect; the public fields are a view of it,
   // so tampering with them changes nothing. Not frozen (a freeze per claim cost ~60 ns): no user code can
@@ -125,6 +128,21 @@ export class Lease {
     this.previous = init.previous;
     this.inherited = init.inherited;
     this.localDeadline = init.localDeadline;
+    this.#monotonic = init.monotonic;
+  }
+
+  /**
+   * Ms of the grant surely left, minus `reserveMs`, from what the store last answered (claim, renew, check)
+   * and the worker's monotonic clock: never waits on the store, never more than the store would say (the
+   * store's time is counted from when the request was sent). `0` once it is used up, or for a restored
+   * handle that has not renewed yet; `Infinity` for a grant without expiry. Use it to bound a slow call
+   * (`AbortSignal.timeout(lease.timeLeftMs(5_000))`); right before the side effect, `leases.check` asks the store.
+   */
+  timeLeftMs(reserveMs = 0): number {
+    if (typeof reserveMs !== 'number' || !Number.isFinite(reserveMs) || reserveMs < 0)
+      throw new InvalidArgumentError(`reserveMs must be a finite number of milliseconds, at least 0, got ${describe(reserveMs)}`);
+    const left = this.localDeadline - this.#monotonic() - reserveMs;
+    return left > 0 ? left : 0;
   }
 
   static {

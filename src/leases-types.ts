@@ -7,8 +7,6 @@ import type { Clock } from './clock.js';
 import type { LeaseError } from './errors.js';
 import type {
   CheckpointOutcome,
-  ClaimHeld,
-  ClaimRecoveryRequired,
   FencedWriteOutcome,
   GateOutcome,
   StoreInspection,
@@ -16,15 +14,20 @@ import type {
   RecoveryAction,
   ReleaseOutcome,
   RenewOutcome,
+  RemoveOutcome,
   RevokeOutcome,
+  SetKeyStateOutcome,
 } from './fence/operations.js';
 import type { Ending, LeaseAttributes } from './fence/types.js';
+import type { CheckOutcome, ClaimRefusal } from './refusals.js';
 import type { TokenGate } from './gate.js';
 import type { Checkpoint, Lease, LeaseJson } from './lease.js';
 import type { Store, WriteContextOf } from './store.js';
 import type { Timers } from './timers.js';
 import type { WaitedRefusal } from './waiting/refusal.js';
 import type { WaitOptions } from './waiting/wait-options.js';
+
+export type { CheckOutcome, CheckPassed, CheckTtlInsufficient, ClaimRefusal, ClaimRunAlreadyAcquired } from './refusals.js';
 
 /** Options of `createLeases`. */
 export interface LeasesOptions {
@@ -58,6 +61,14 @@ export interface ClaimOptions {
   /** Claim a lease revoked with `requireRecovery`, promising to resolve its checkpoint. @default false */
   readonly recovering?: boolean;
   /**
+   * Key-state values the claim requires (see `setKeyState`): every listed name must have this value (`null`:
+   * the name must be absent), checked by the store before anything else, atomically with the grant. Refused
+   * `state-mismatch` naming the first differing name (code-unit order), expected vs found. The grant is then
+   * bound to the key's state: a later change of any value fences it (`state-changed`).
+   * @default no requirement
+   */
+  readonly expect?: Readonly<Record<string, string | null>>;
+  /**
    * Wait for a held key: claim again when the store says it was released or revoked, or when the holder's
    * expiry passes, until granted or `wait.timeoutMs` / `wait.signal` ends the wait (then the last refusal,
    * with `waitedMs`). See `docs/waiting.md`.
@@ -76,8 +87,8 @@ export interface Granted {
   readonly checkpoint: Checkpoint | null;
 }
 
-/** What `claim` answers: the granted lease, or why not (`held`, `recovery-required`). */
-export type ClaimResult = Granted | ClaimHeld | ClaimRecoveryRequired;
+/** What `claim` answers: the granted lease, or why not (see `ClaimRefusal`). */
+export type ClaimResult = Granted | ClaimRefusal;
 
 /** What a claim with a `wait` option resolves with: the grant, or the last refusal with how long it waited. */
 export type WaitedClaimResult = Granted | WaitedRefusal;
@@ -99,12 +110,70 @@ export interface FencedWriteOptions extends FenceOptions {
    * checkpoint behind (the next holder would repeat the step). Omitted: the checkpoint is left as it is.
    */
   readonly checkpoint?: unknown;
+  /**
+   * Record this write as a submission, once per run id: the same run's retry with an equal payload is answered
+   * `replayed` (nothing written), with another payload `replay-conflict`. See `Submission`.
+   */
+  readonly submission?: Submission;
+}
+
+/**
+ * An idempotent submission made with a fenced write. The payload is digested (SHA-256 of its canonical JSON:
+ * object keys sorted at every depth) before any I/O; the store keeps the newest `SUBMISSION_RETENTION` (32)
+ * submissions per key. The replay lookup comes before the fence, so a worker whose reply was lost, retrying
+ * after its lease ended, still learns that its submission landed.
+ */
+export interface Submission {
+  /** What is submitted (any JSON value; checked like a checkpoint, and at most `maxCheckpointBytes`). */
+  readonly payload: unknown;
+  /** The replay key. @default the lease's run id (required: a lease without one must pass it) */
+  readonly runId?: string;
+  /** What a replay returns, as `submission.receiptJson` (any JSON value, size-checked like a checkpoint). @default null */
+  readonly receipt?: unknown;
+  /**
+   * Replay only to the grant that recorded it: another grant presenting the same run id gets the fence's
+   * refusal (or `replay-conflict` when it holds the key now), never the stored receipt. @default false
+   */
+  readonly bindToGrant?: boolean;
 }
 
 /** Options of `release`. */
 export interface ReleaseOptions {
   /** Leave a final checkpoint (any JSON), or `null` to clear the checkpoint. Omitted: keep it. */
   readonly checkpoint?: unknown;
+  /**
+   * Hold the key back for this many ms from the store's now (a retry schedule: 6 h, 24 h, ...): claims are
+   * refused `held-back` until then (a waiting claim waits for it). A positive integer up to `MAX_TTL_MS`.
+   * @default no hold (a hold set by `setKeyState` is kept)
+   */
+  readonly holdMs?: number;
+}
+
+/** Options of `setKeyState`. */
+export interface SetKeyStateOptions {
+  /**
+   * Hold the key back for this many ms from the store's now (a positive integer up to `MAX_TTL_MS`); `null`
+   * cancels a hold. @default the hold is kept as it is
+   */
+  readonly holdMs?: number | null;
+  /** Who changes the state (recorded in the `state-changed` ending of a grant it fences). @default the holder id */
+  readonly by?: string;
+}
+
+/** Options of `remove`: an operator deleting a key's record. */
+export interface RemoveOptions {
+  /** Remove even while a live grant holds the key (its holder is then refused `missing`). @default false */
+  readonly force?: boolean;
+  /** Remove only if this token is the key's current one (what a dashboard showed). */
+  readonly expectedToken?: bigint;
+}
+
+/** Options of `check`. */
+export interface CheckOptions {
+  /** At least this many ms of the grant must be left on the store's clock. @default 0 */
+  readonly minTtlMs?: number;
+  /** Attributes the grant must have been bound with. */
+  readonly attributes?: LeaseAttributes;
 }
 
 /** Options of `revoke`: an operator's force-release. */
@@ -157,8 +226,31 @@ export interface Leases<S extends Store = Store> {
   fencedWriteOrThrow<T>(lease: Lease, write: (context: WriteContextOf<S>) => T | Promise<T>, options?: FencedWriteOptions): Promise<T>;
   /** Ends the grant; idempotent for the same grant, and a stale grant cannot release a newer one. */
   release(lease: Lease, options?: ReleaseOptions): Promise<ReleaseOutcome>;
+  /**
+   * Whether the grant is still current with at least `options.minTtlMs` left, on the store's clock: one
+   * read-only round trip (the store's `inspect`), for use right before a side effect the fence cannot cover
+   * (an external call). It proves token, holder, run, attributes and expiry; the secret is proven by the next
+   * fenced operation. Writes nothing. Inside `withLease` a fence refusal ends the run (its signal aborts) as any
+   * operation's does; `ttl-insufficient` does not.
+   */
+  check(lease: Lease, options?: CheckOptions): Promise<CheckOutcome>;
+  /** `check` that throws `TtlInsufficientError` or `LeaseLostError`. */
+  checkOrThrow(lease: Lease, options?: CheckOptions): Promise<void>;
+  /**
+   * Sets values of the key's state (`null` removes a name) and optionally its hold, needing no lease: the
+   * writer owns the data the state describes (a content revision, the tier of a ramp). A changed value fences
+   * the grant holding the key (`state-changed`, naming the value, expected vs found); unchanged values change
+   * nothing and keep it.
+   */
+  setKeyState(key: string, values: Readonly<Record<string, string | null>>, options?: SetKeyStateOptions): Promise<SetKeyStateOutcome>;
   /** An operator's force-release: ends the current grant and moves the token on, so its holder is fenced at once. */
   revoke(key: string, options: RevokeOptions): Promise<RevokeOutcome>;
+  /**
+   * An operator deletes the key's record (grant, state, hold, checkpoint, submissions); refused `held` while a
+   * grant is live unless `force`. The old grant's every operation then says `missing`; a key created again
+   * never reissues an old token.
+   */
+  remove(key: string, options?: RemoveOptions): Promise<RemoveOutcome>;
   /** Resolves the checkpoint the new grant inherited (`resume` or `discard`), lifting a pending recovery. */
   recover(lease: Lease, action: RecoveryAction): Promise<RecoverOutcome>;
   /** Everything about `key` except the secret, with the store's now. */
@@ -272,13 +364,7 @@ export interface WithLeaseStopped<T> {
  * How `withLease` ended: the claim's refusal (with `waitedMs` when it waited), or what happened to the work
  * under the lease. With `wait`, the run's `signal` also ends the wait: the outcome is then `stopped`.
  */
-export type WithLeaseOutcome<T> =
-  | WithLeaseCompleted<T>
-  | WithLeaseLost<T>
-  | WithLeaseStopped<T>
-  | ClaimHeld
-  | ClaimRecoveryRequired
-  | WaitedRefusal;
+export type WithLeaseOutcome<T> = WithLeaseCompleted<T> | WithLeaseLost<T> | WithLeaseStopped<T> | ClaimRefusal | WaitedRefusal;
 
 /**
  * A lease handle inside `withLease`: `lease.signal` is the run's signal (made on first read; see

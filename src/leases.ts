@@ -3,13 +3,29 @@
  * handles, typed results and (for the `...OrThrow` variants) errors. All decisions live in `fence/`.
  */
 import { monotonicClock, type Clock } from './clock.js';
-import { GateRefusedError, InvalidArgumentError, LeaseBusyError, LeaseLostError, RecoveryRequiredError } from './errors.js';
-import type { GateOutcome, ReleaseOutcome } from './fence/operations.js';
+import { judgeCheck } from './check.js';
+import { NOT_A_LOSS } from './events.js';
+import {
+  GateRefusedError,
+  InvalidArgumentError,
+  KeyHeldBackError,
+  LeaseBusyError,
+  LeaseLostError,
+  RecoveryRequiredError,
+  ReplayConflictError,
+  RunAlreadyAcquiredError,
+  StateMismatchError,
+  SubmissionReplayedError,
+  TtlInsufficientError,
+  WriteRefusedError,
+} from './errors.js';
+import type { FencedWriteOutcome, GateOutcome, ReleaseOutcome, StoreClaimOutcome } from './fence/operations.js';
 import type { CheckpointRecord, Fence, LeaseAttributes, StoreTime } from './fence/types.js';
 import { Lease, leaseFence, parseLeaseJson, type Checkpoint } from './lease.js';
 import { loggable } from './loggable.js';
 import { observeLeases } from './observed-leases.js';
 import { newSecret } from './secret.js';
+import { toSubmissionCommand } from './submission.js';
 import { AppliedRelease, AppliedRenew, GrantedClaim } from './shell-results.js';
 import { parseStoredCheckpoint } from './unreadable-checkpoint.js';
 import type { WaitedRefusal } from './waiting/refusal.js';
@@ -17,6 +33,7 @@ import { readWaitOptions } from './waiting/wait-options.js';
 import { createWaitingClaims } from './waiting/waiting-claims.js';
 import type { Store } from './store.js';
 import {
+  assertHoldMs,
   assertKey,
   assertMaxBytes,
   assertName,
@@ -29,9 +46,11 @@ import {
   readOptions,
   serializeCheckpoint,
   toAttributes,
+  toKeyStateValues,
   describe,
+  MAX_TTL_MS,
 } from './validate.js';
-import type { ClaimResult, Leases, LeasesOptions, WaitedClaimResult, WithLeaseOptions } from './leases-types.js';
+import type { ClaimRefusal, ClaimResult, Leases, LeasesOptions, WaitedClaimResult, WithLeaseOptions } from './leases-types.js';
 import { noticeRefusal, runWithLease } from './with-lease.js';
 
 function parseCheckpoint(record: CheckpointRecord | null): Checkpoint | null {
@@ -49,7 +68,18 @@ function leaseTtlOf(lease: Lease, key: string): unknown {
 }
 
 /** The operations every `Store` implements (`list` and `watchFreed` are optional). */
-const STORE_OPERATIONS = ['claim', 'renew', 'checkpoint', 'fencedWrite', 'release', 'revoke', 'recover', 'inspect'] as const;
+const STORE_OPERATIONS = [
+  'claim',
+  'renew',
+  'checkpoint',
+  'fencedWrite',
+  'release',
+  'revoke',
+  'recover',
+  'setKeyState',
+  'remove',
+  'inspect',
+] as const;
 
 /** Checks that `store` is a `Store` (an object with an id and every operation) before any call reaches it. */
 function assertStore(store: unknown): void {
@@ -66,8 +96,49 @@ function assertStore(store: unknown): void {
   if (missing !== undefined) throw new InvalidArgumentError(`createLeases needs a Store; this one has no ${missing} method`);
 }
 
-const CLAIM_OPTIONS = ['ttlMs', 'runId', 'attributes', 'recovering', 'wait'] as const;
-const RELEASE_OPTIONS = ['checkpoint'] as const;
+const CLAIM_OPTIONS = ['ttlMs', 'runId', 'attributes', 'recovering', 'expect', 'wait'] as const;
+const RELEASE_OPTIONS = ['checkpoint', 'holdMs'] as const;
+
+/**
+ * A claim's refusal as the shell answers it: the store's `held` for this holder's own live grant with this
+ * (non-null) run id is `run-already-acquired`, decided here from what every store's `held` carries.
+ */
+function claimRefusal(outcome: Exclude<StoreClaimOutcome, { ok: true }>, holder: string, runId: string | null): ClaimRefusal {
+  if (outcome.reason === 'held' && runId !== null && outcome.holder === holder && outcome.runId === runId) {
+    return loggable({ ...outcome, reason: 'run-already-acquired', runId });
+  }
+  return loggable(outcome);
+}
+
+/** The error `claimOrThrow` throws for a refusal. */
+function claimError(result: ClaimRefusal, waitedMs: number): Error {
+  switch (result.reason) {
+    case 'held':
+      return new LeaseBusyError(result, waitedMs);
+    case 'recovery-required':
+      return new RecoveryRequiredError(result);
+    case 'held-back':
+      return new KeyHeldBackError(result);
+    case 'state-mismatch':
+      return new StateMismatchError(result);
+    default:
+      return new RunAlreadyAcquiredError(result);
+  }
+}
+
+/** The error `fencedWriteOrThrow` throws for a refusal. */
+function fencedWriteError<T>(outcome: Exclude<FencedWriteOutcome<T>, { ok: true }>): Error {
+  switch (outcome.reason) {
+    case 'write-refused':
+      return new WriteRefusedError(outcome);
+    case 'replayed':
+      return new SubmissionReplayedError(outcome);
+    case 'replay-conflict':
+      return new ReplayConflictError(outcome);
+    default:
+      return new LeaseLostError(outcome);
+  }
+}
 
 /** The shell's answer to a release: an applied one built once, a refusal made log-safe. */
 const releaseResult = (outcome: ReleaseOutcome): ReleaseOutcome => (outcome.ok ? new AppliedRelease(outcome) : loggable(outcome));
@@ -125,11 +196,14 @@ export function createLeases<S extends Store>(store: S, options: LeasesOptions):
     runId: string | null,
     attributes: LeaseAttributes,
     recovering: boolean,
+    expect: Readonly<Record<string, string | null>> | undefined,
   ): Promise<ClaimResult> => {
     const secret = newSecret();
     const sentAt = monotonic();
-    const outcome = await store.claim({ key, holder, runId, secret, ttlMs, attributes, recovering });
-    if (!outcome.ok) return loggable(outcome);
+    const command = { key, holder, runId, secret, ttlMs, attributes, recovering };
+    // NOTE: `expect` only when given: the plain claim's command keeps its shape (the hot path).
+    const outcome = await store.claim(expect === undefined ? command : { ...command, expect });
+    if (!outcome.ok) return claimRefusal(outcome, holder, runId);
     const inherited = parseCheckpoint(outcome.checkpoint);
     const lease = new Lease({
       storeId: store.id,
@@ -145,6 +219,7 @@ export function createLeases<S extends Store>(store: S, options: LeasesOptions):
       previous: outcome.previous,
       inherited,
       localDeadline: deadlineFrom(sentAt, outcome.expiresAt, outcome.now),
+      monotonic,
     });
     lease.disposer = dispose;
     return new GrantedClaim(lease, outcome.previous, inherited);
@@ -175,11 +250,12 @@ export function createLeases<S extends Store>(store: S, options: LeasesOptions):
         const attributes = toAttributes(given.attributes);
         const { recovering } = given;
         if (recovering !== undefined && typeof recovering !== 'boolean') throw new InvalidArgumentError('recovering must be a boolean');
+        const expect = given.expect === undefined ? undefined : toKeyStateValues('expect', given.expect);
         // NOTE: the result type follows the options (a waited refusal carries `waitedMs`), which TS cannot
         // see through the checks above.
-        if (given.wait === undefined) return claimOnce(key, ttlMs, runId, attributes, recovering === true) as Promise<never>;
+        if (given.wait === undefined) return claimOnce(key, ttlMs, runId, attributes, recovering === true, expect) as Promise<never>;
         const settings = readWaitOptions(given.wait);
-        const attempt = (): Promise<ClaimResult> => claimOnce(key, ttlMs, runId, attributes, recovering === true);
+        const attempt = (): Promise<ClaimResult> => claimOnce(key, ttlMs, runId, attributes, recovering === true, expect);
         return waitForClaim(key, { settings, recovering: recovering === true, attempt }) as Promise<never>;
       } catch (error) {
         return Promise.reject(error as Error);
@@ -190,7 +266,7 @@ export function createLeases<S extends Store>(store: S, options: LeasesOptions):
       const result: ClaimResult | WaitedClaimResult = await leases.claim(key, claimOptions);
       if (result.ok) return result.lease;
       const waitedMs = 'waitedMs' in result ? (result as WaitedRefusal).waitedMs : 0;
-      throw result.reason === 'held' ? new LeaseBusyError(result, waitedMs) : new RecoveryRequiredError(result);
+      throw claimError(result, waitedMs);
     },
 
     async renew(lease, renewOptions) {
@@ -236,21 +312,29 @@ export function createLeases<S extends Store>(store: S, options: LeasesOptions):
     async fencedWrite(lease, write, fenceOptions) {
       const leaseFenceOnly = requireLease(lease);
       if (typeof write !== 'function') throw new InvalidArgumentError('fencedWrite needs a write callback');
-      const given = readOptions('fencedWrite options', fenceOptions, ['attributes', 'checkpoint']);
+      const given = readOptions('fencedWrite options', fenceOptions, ['attributes', 'checkpoint', 'submission']);
       const fence = fenceOf(leaseFenceOnly, given.attributes);
       const callback = write as (context: unknown) => never;
+      const checkpointJson = given.checkpoint === undefined ? undefined : serializeCheckpoint(given.checkpoint, maxCheckpointBytes);
+      // NOTE: the digest (and every check of the submission) before any I/O.
+      const submission =
+        given.submission === undefined ? undefined : toSubmissionCommand(given.submission, leaseFenceOnly.runId, maxCheckpointBytes);
       const outcome =
-        given.checkpoint === undefined
+        checkpointJson === undefined && submission === undefined
           ? await store.fencedWrite(fence, callback)
-          : await store.fencedWrite(fence, callback, { checkpointJson: serializeCheckpoint(given.checkpoint, maxCheckpointBytes) });
-      // NOTE: a refusal inside a running withLease is its loss: the work's signal aborts at once.
-      if (!outcome.ok) noticeRefusal(lease, outcome);
+          : await store.fencedWrite(fence, callback, {
+              ...(checkpointJson === undefined ? {} : { checkpointJson }),
+              ...(submission === undefined ? {} : { submission }),
+            });
+      // NOTE: a fence's refusal inside a running withLease is its loss: the work's signal aborts at once. A
+      // write that refused itself, or a submission's replay, leaves the grant as it was.
+      if (!outcome.ok && !NOT_A_LOSS.has(outcome.reason)) noticeRefusal(lease, outcome as never);
       return loggable(outcome);
     },
 
     async fencedWriteOrThrow(lease, write, fenceOptions) {
       const outcome = await leases.fencedWrite(lease, write, fenceOptions);
-      if (!outcome.ok) throw new LeaseLostError(outcome);
+      if (!outcome.ok) throw fencedWriteError(outcome);
       return outcome.value;
     },
 
@@ -258,10 +342,12 @@ export function createLeases<S extends Store>(store: S, options: LeasesOptions):
     release(lease, releaseOptions) {
       try {
         const fence = requireLease(lease);
-        const { checkpoint } = readOptions('release options', releaseOptions, RELEASE_OPTIONS);
-        if (checkpoint === undefined) return store.release({ fence }).then(releaseResult);
+        const { checkpoint, holdMs } = readOptions('release options', releaseOptions, RELEASE_OPTIONS);
+        if (holdMs !== undefined) assertHoldMs(holdMs);
+        const hold = holdMs === undefined ? {} : { holdMs };
+        if (checkpoint === undefined) return store.release(holdMs === undefined ? { fence } : { fence, ...hold }).then(releaseResult);
         const checkpointJson = checkpoint === null ? null : serializeCheckpoint(checkpoint, maxCheckpointBytes);
-        return store.release({ fence, checkpointJson }).then(releaseResult);
+        return store.release({ fence, checkpointJson, ...hold }).then(releaseResult);
       } catch (error) {
         return Promise.reject(error as Error);
       }
@@ -280,6 +366,59 @@ export function createLeases<S extends Store>(store: S, options: LeasesOptions):
       if (requireRecovery !== undefined && typeof requireRecovery !== 'boolean')
         throw new InvalidArgumentError('requireRecovery must be a boolean');
       return loggable(await store.revoke({ key, reason, by, requireRecovery: requireRecovery === true, expectedToken }));
+    },
+
+    async check(lease, checkOptions) {
+      const given = readOptions('check options', checkOptions, ['minTtlMs', 'attributes']);
+      const fence = fenceOf(requireLease(lease), given.attributes);
+      const minTtlMs = given.minTtlMs ?? 0;
+      if (typeof minTtlMs !== 'number' || !Number.isInteger(minTtlMs) || minTtlMs < 0 || minTtlMs > MAX_TTL_MS)
+        throw new InvalidArgumentError(
+          `minTtlMs must be an integer number of milliseconds from 0 to ${MAX_TTL_MS}, got ${describe(minTtlMs)}`,
+        );
+      const sentAt = monotonic();
+      const outcome = judgeCheck(await store.inspect(fence.key), fence, minTtlMs);
+      // NOTE: a fence's refusal is a loss, as for any operation (the run's signal aborts); too little TTL is not.
+      if (!outcome.ok && outcome.reason !== 'ttl-insufficient') noticeRefusal(lease, outcome);
+      if (outcome.ok && outcome.expiresAt !== null) {
+        // NOTE: a fresher safe deadline from this answer (both are safe bounds: keep the later one).
+        const deadline = deadlineFrom(sentAt, outcome.expiresAt, outcome.now);
+        try {
+          if (deadline > lease.localDeadline) lease.localDeadline = deadline;
+        } catch {
+          // NOTE: a frozen handle keeps the deadline it knew.
+        }
+      }
+      return loggable(outcome);
+    },
+
+    async checkOrThrow(lease, checkOptions) {
+      const outcome = await leases.check(lease, checkOptions);
+      if (outcome.ok) return;
+      throw outcome.reason === 'ttl-insufficient' ? new TtlInsufficientError(outcome) : new LeaseLostError(outcome);
+    },
+
+    async setKeyState(key, values, stateOptions) {
+      assertKey(key);
+      const checked = toKeyStateValues('key state values', values);
+      const given = readOptions('setKeyState options', stateOptions, ['holdMs', 'by']);
+      const { holdMs } = given;
+      if (holdMs !== undefined && holdMs !== null) assertHoldMs(holdMs);
+      if (Object.keys(checked).length === 0 && holdMs === undefined)
+        throw new InvalidArgumentError('setKeyState needs at least one value (or a holdMs)');
+      const by = given.by ?? holder;
+      assertName('setKeyState by', by);
+      return loggable(await store.setKeyState({ key, values: checked, by, ...(holdMs === undefined ? {} : { holdMs }) }));
+    },
+
+    async remove(key, removeOptions) {
+      assertKey(key);
+      const given = readOptions('remove options', removeOptions, ['force', 'expectedToken']);
+      const { force } = given;
+      if (force !== undefined && typeof force !== 'boolean') throw new InvalidArgumentError('force must be a boolean');
+      const expectedToken = given.expectedToken ?? null;
+      if (expectedToken !== null) assertToken('expectedToken', expectedToken);
+      return loggable(await store.remove({ key, force: force === true, expectedToken }));
     },
 
     async recover(lease, action) {
@@ -351,6 +490,7 @@ export function createLeases<S extends Store>(store: S, options: LeasesOptions):
         inherited: null,
         // NOTE: a restored handle has no round trip to measure from; its deadline is unknown until it renews.
         localDeadline: parsed.expiresAt === null ? Number.POSITIVE_INFINITY : Number.NEGATIVE_INFINITY,
+        monotonic,
       });
       lease.disposer = dispose;
       return lease;

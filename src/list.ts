@@ -61,11 +61,14 @@ export interface StoreListPage {
 /** Where a lease stands at the store's now. */
 export type LeaseState = 'live' | 'expired' | 'released' | 'revoked';
 
-/** The states a listing can be filtered by: a `LeaseState`, or `recovery-required` (a pending recovery). */
-export type ListState = LeaseState | 'recovery-required';
+/**
+ * The states a listing can be filtered by: a `LeaseState`, `recovery-required` (a pending recovery) or
+ * `held-back` (claims refused until a time that has not passed).
+ */
+export type ListState = LeaseState | 'recovery-required' | 'held-back';
 
 /** Every `ListState`, in display order. */
-export const LIST_STATES: readonly ListState[] = ['live', 'expired', 'released', 'revoked', 'recovery-required'];
+export const LIST_STATES: readonly ListState[] = ['live', 'expired', 'released', 'revoked', 'recovery-required', 'held-back'];
 
 /**
  * The state of an inspected lease at its `now`: its grant live or expired, else how its last grant ended.
@@ -77,13 +80,19 @@ export function leaseState(inspection: Pick<StoreInspection, 'grant' | 'ending'>
   return inspection.ending?.kind === 'revoked' ? 'revoked' : 'released';
 }
 
-/** Whether a lease matches a state filter: its state is listed, or it has a pending recovery and `recovery-required` is. */
+/**
+ * Whether a lease matches a state filter: its state is listed, or it has a pending recovery and
+ * `recovery-required` is, or it is held back at its `now` and `held-back` is.
+ */
 export function matchesStates(
-  inspection: Pick<StoreInspection, 'grant' | 'ending' | 'recoveryRequired'>,
+  inspection: Pick<StoreInspection, 'grant' | 'ending' | 'recoveryRequired' | 'heldUntil' | 'now'>,
   states: ReadonlySet<ListState> | null,
 ): boolean {
   if (states === null) return true;
-  return states.has(leaseState(inspection)) || (inspection.recoveryRequired && states.has('recovery-required'));
+  if (states.has(leaseState(inspection)) || (inspection.recoveryRequired && states.has('recovery-required'))) return true;
+  // NOTE: a store not yet keeping holds lists no `heldUntil`: read as none.
+  const heldUntil = inspection.heldUntil ?? null;
+  return states.has('held-back') && heldUntil !== null && inspection.now < heldUntil;
 }
 
 /** The largest page: a bound on what one call reads. */

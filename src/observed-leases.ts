@@ -4,17 +4,34 @@
  * metrics and logs need and nothing secret (a lease handle never leaves here).
  */
 import { isObserved, operationChannel, traceOperation, type LeaseOperation, type OperationEvent, type OperationOutcome } from './events.js';
+import type { CheckTtlInsufficient } from './refusals.js';
+import type { ReplayConflict, SubmissionReplayed, WriteRefusal } from './fence/operations.js';
 import type { FenceRefusal, StoreTime } from './fence/types.js';
 import type { Leases } from './leases-types.js';
 
-type Refusal = FenceRefusal;
+type Refusal = FenceRefusal | WriteRefusal | SubmissionReplayed | ReplayConflict | CheckTtlInsufficient;
 
-/** A fence refusal as an outcome. */
+/** The key's token a refusal names: the fence's finding, the write's grant, or the recorded submission's. */
+function refusedToken(refusal: Refusal): bigint | null {
+  switch (refusal.reason) {
+    case 'write-refused':
+    case 'ttl-insufficient':
+      return refusal.token;
+    case 'replayed':
+      return refusal.submission.token;
+    case 'replay-conflict':
+      return refusal.found.token;
+    default:
+      return refusal.found.token;
+  }
+}
+
+/** A refusal as an outcome. */
 const refused = (refusal: Refusal): OperationOutcome => ({
   ok: false,
   result: 'refused',
   reason: refusal.reason,
-  token: refusal.found.token,
+  token: refusedToken(refusal),
   now: refusal.now,
 });
 
@@ -45,7 +62,7 @@ const tokenOf = (event: OperationEvent): bigint => event.token ?? 0n;
 
 /** Wraps the operations of `leases` (in place) so that they publish their events; returns it. */
 export function observeLeases<L extends Leases>(leases: L): L {
-  const { claim, renew, checkpoint, fencedWrite, release, revoke, recover } = leases;
+  const { claim, renew, checkpoint, fencedWrite, check, release, revoke, recover, setKeyState, remove } = leases;
   const channel = {
     claim: operationChannel('claim'),
     renew: operationChannel('renew'),
@@ -54,6 +71,9 @@ export function observeLeases<L extends Leases>(leases: L): L {
     release: operationChannel('release'),
     revoke: operationChannel('revoke'),
     recover: operationChannel('recover'),
+    check: operationChannel('check'),
+    setKeyState: operationChannel('setKeyState'),
+    remove: operationChannel('remove'),
   };
   const { holder } = leases;
 
@@ -67,8 +87,9 @@ export function observeLeases<L extends Leases>(leases: L): L {
       () => claim(key, options),
       (result): OperationOutcome => {
         if (!result.ok) {
-          const heldBy = result.reason === 'held' ? result.holder : null;
-          return { ok: false, result: result.reason, reason: result.reason, token: result.token, holder: heldBy, now: result.now };
+          const heldBy = result.reason === 'held' || result.reason === 'run-already-acquired' ? result.holder : null;
+          const token = result.reason === 'state-mismatch' ? null : result.token;
+          return { ok: false, result: result.reason, reason: result.reason, token, holder: heldBy, now: result.now };
         }
         const { lease, previous } = result;
         const acquiredAt = lease.acquiredAt ?? 0;
@@ -134,6 +155,53 @@ export function observeLeases<L extends Leases>(leases: L): L {
       channel.revoke,
       event,
       () => revoke(key, options),
+      (outcome): OperationOutcome =>
+        outcome.ok
+          ? { ok: true, result: 'applied', token: outcome.token, now: outcome.now }
+          : { ok: false, result: 'refused', reason: outcome.reason, token: outcome.token, now: outcome.now },
+    );
+  };
+
+  leases.check = (lease, options) => {
+    if (!isObserved(channel.check)) return check(lease, options);
+    const event = leaseEvent('check', lease);
+    return traceOperation(
+      channel.check,
+      event,
+      () => check(lease, options),
+      (outcome): OperationOutcome =>
+        outcome.ok ? { ok: true, result: 'applied', token: outcome.token, now: outcome.now } : refused(outcome),
+    );
+  };
+
+  /** An operator-style event: no lease, `holder` is who the change is recorded `by`. */
+  const keyEvent = (operation: LeaseOperation, key: unknown, by: unknown): OperationEvent => ({
+    operation,
+    key: typeof key === 'string' ? key : '',
+    token: null,
+    holder: typeof by === 'string' ? by : holder,
+    runId: null,
+  });
+
+  leases.setKeyState = (key, values, options) => {
+    if (!isObserved(channel.setKeyState)) return setKeyState(key, values, options);
+    const event = keyEvent('setKeyState', key, (options as { by?: unknown } | null | undefined)?.by);
+    // NOTE: `token`: the grant the change ended (0 when it ended none); the values stay the application's.
+    return traceOperation(
+      channel.setKeyState,
+      event,
+      () => setKeyState(key, values, options),
+      (outcome): OperationOutcome => ({ ok: true, result: 'applied', token: outcome.ended?.token ?? 0n, now: outcome.now }),
+    );
+  };
+
+  leases.remove = (key, options) => {
+    if (!isObserved(channel.remove)) return remove(key, options);
+    const event = keyEvent('remove', key, 'operator');
+    return traceOperation(
+      channel.remove,
+      event,
+      () => remove(key, options),
       (outcome): OperationOutcome =>
         outcome.ok
           ? { ok: true, result: 'applied', token: outcome.token, now: outcome.now }

@@ -208,22 +208,24 @@ function isPlainObject(value: unknown): value is Record<string, unknown> {
  * so getters, Proxies and `toJSON` methods cannot make the text differ from what was checked; if reading
  * throws, the caller gets `InvalidArgumentError`.
  */
-export function serializeCheckpoint(value: unknown, maxBytes: number): string {
+export function serializeCheckpoint(value: unknown, maxBytes: number, what = 'checkpoint'): string {
   let copy: unknown;
   try {
-    copy = jsonCopy(value, '$', { maxBytes, bytes: 0, deepest: 0, ancestors: new Set(), copied: new Map() }, 0);
+    copy = jsonCopy(value, '$', { what, maxBytes, bytes: 0, deepest: 0, ancestors: new Set(), copied: new Map() }, 0);
   } catch (error) {
     if (error instanceof InvalidArgumentError) throw error;
-    throw new InvalidArgumentError(`checkpoint could not be read (${errorName(error)} from a getter or Proxy)`);
+    throw new InvalidArgumentError(`${what} could not be read (${errorName(error)} from a getter or Proxy)`);
   }
   const json = JSON.stringify(copy);
   const bytes = utf8Length(json);
-  if (bytes > maxBytes) throw new InvalidArgumentError(`checkpoint is ${bytes} bytes of JSON, over the limit of ${maxBytes}`);
+  if (bytes > maxBytes) throw new InvalidArgumentError(`${what} is ${bytes} bytes of JSON, over the limit of ${maxBytes}`);
   return json;
 }
 
 /** The state of one checkpoint copy. */
 interface CopyWalk {
+  /** What is copied, for messages (`checkpoint`, `submission payload`, ...). */
+  readonly what: string;
   readonly maxBytes: number;
   /**
    * A lower bound on the UTF-8 bytes of the copy's JSON so far (a string counts its UTF-16 units), so a
@@ -253,7 +255,7 @@ interface CopiedObject {
 function charge(walk: CopyWalk, bytes: number, path: string): void {
   walk.bytes += bytes;
   if (walk.bytes > walk.maxBytes)
-    throw new InvalidArgumentError(`checkpoint is over the limit of ${walk.maxBytes} bytes of JSON (passed at ${path})`);
+    throw new InvalidArgumentError(`${walk.what} is over the limit of ${walk.maxBytes} bytes of JSON (passed at ${path})`);
 }
 
 /** A copy of `value` made only of JSON values (null-prototype objects, dense arrays), or a refusal. */
@@ -266,13 +268,13 @@ function jsonCopy(value: unknown, path: string, walk: CopyWalk, depth: number): 
       charge(walk, 4, path);
       return value;
     case 'number':
-      if (!Number.isFinite(value)) throw new InvalidArgumentError(`checkpoint is not JSON: ${path} is ${value}`);
+      if (!Number.isFinite(value)) throw new InvalidArgumentError(`${walk.what} is not JSON: ${path} is ${value}`);
       charge(walk, 1, path);
       return value;
     case 'object':
       break;
     default:
-      throw new InvalidArgumentError(`checkpoint is not JSON: ${path} is ${describe(value)} (${typeof value})`);
+      throw new InvalidArgumentError(`${walk.what} is not JSON: ${path} is ${describe(value)} (${typeof value})`);
   }
   if (value === null) {
     charge(walk, 4, path);
@@ -281,14 +283,14 @@ function jsonCopy(value: unknown, path: string, walk: CopyWalk, depth: number): 
   const copied = walk.copied.get(value);
   if (copied !== undefined) {
     if (depth + copied.levels > MAX_CHECKPOINT_DEPTH)
-      throw new InvalidArgumentError(`checkpoint nests deeper than ${MAX_CHECKPOINT_DEPTH} levels below ${path}`);
+      throw new InvalidArgumentError(`${walk.what} nests deeper than ${MAX_CHECKPOINT_DEPTH} levels below ${path}`);
     walk.deepest = Math.max(walk.deepest, depth + copied.levels - 1);
     charge(walk, copied.bytes, path);
     return copied.copy;
   }
   if (depth >= MAX_CHECKPOINT_DEPTH)
-    throw new InvalidArgumentError(`checkpoint nests deeper than ${MAX_CHECKPOINT_DEPTH} levels at ${path}`);
-  if (walk.ancestors.has(value)) throw new InvalidArgumentError(`checkpoint is not JSON: ${path} is a cycle`);
+    throw new InvalidArgumentError(`${walk.what} nests deeper than ${MAX_CHECKPOINT_DEPTH} levels at ${path}`);
+  if (walk.ancestors.has(value)) throw new InvalidArgumentError(`${walk.what} is not JSON: ${path} is a cycle`);
   walk.ancestors.add(value);
   const bytesBefore = walk.bytes;
   const deepestOutside = walk.deepest;
@@ -302,11 +304,11 @@ function jsonCopy(value: unknown, path: string, walk: CopyWalk, depth: number): 
 
 function copyArray(value: unknown[], path: string, walk: CopyWalk, depth: number): unknown[] {
   if (Object.getPrototypeOf(value) !== Array.prototype)
-    throw new InvalidArgumentError(`checkpoint is not JSON: ${path} is an array subclass`);
+    throw new InvalidArgumentError(`${walk.what} is not JSON: ${path} is an array subclass`);
   const { length } = value;
   if (Object.keys(value).length !== length)
-    throw new InvalidArgumentError(`checkpoint is not JSON: ${path} is a sparse array or has extra properties`);
-  assertNoToJson(value, path);
+    throw new InvalidArgumentError(`${walk.what} is not JSON: ${path} is a sparse array or has extra properties`);
+  assertNoToJson(value, path, walk);
   charge(walk, 2 + Math.max(0, length - 1), path);
   const items: unknown[] = [];
   for (let index = 0; index < length; index += 1) items.push(jsonCopy(value[index], `${path}[${index}]`, walk, depth + 1));
@@ -314,8 +316,8 @@ function copyArray(value: unknown[], path: string, walk: CopyWalk, depth: number
 }
 
 function copyObject(value: object, path: string, walk: CopyWalk, depth: number): Record<string, unknown> {
-  if (!isPlainObject(value)) throw new InvalidArgumentError(`checkpoint is not JSON: ${path} is not a plain object`);
-  assertNoToJson(value, path);
+  if (!isPlainObject(value)) throw new InvalidArgumentError(`${walk.what} is not JSON: ${path} is not a plain object`);
+  assertNoToJson(value, path, walk);
   const names = Object.keys(value);
   charge(walk, 2 + Math.max(0, names.length - 1), path);
   const fields = Object.create(null) as Record<string, unknown>;
@@ -330,8 +332,8 @@ function copyObject(value: object, path: string, walk: CopyWalk, depth: number):
  * Refuses an object with its own `toJSON`, enumerable or not: `JSON.stringify` would write what it returns,
  * the copy its fields. (An enumerable one is also refused as a function field.)
  */
-function assertNoToJson(value: object, path: string): void {
-  if (Object.hasOwn(value, 'toJSON')) throw new InvalidArgumentError(`checkpoint is not JSON: ${path} has its own toJSON`);
+function assertNoToJson(value: object, path: string, walk: CopyWalk): void {
+  if (Object.hasOwn(value, 'toJSON')) throw new InvalidArgumentError(`${walk.what} is not JSON: ${path} has its own toJSON`);
 }
 
 /** The largest `maxCheckpointBytes` accepted: 64 MiB (a checkpoint travels in every claim's reply). */
@@ -352,4 +354,36 @@ export function assertText(what: string, value: unknown): asserts value is strin
     throw new InvalidArgumentError(`${what} must be a non-empty string of at most 4096 characters, got ${describe(value)}`);
   }
   assertStorableText(what, value);
+}
+
+/** A hold: a positive integer number of ms up to `MAX_TTL_MS` (a year). */
+export function assertHoldMs(holdMs: unknown): asserts holdMs is number {
+  if (typeof holdMs !== 'number' || !Number.isInteger(holdMs) || holdMs <= 0 || holdMs > MAX_TTL_MS) {
+    throw new InvalidArgumentError(`holdMs must be a positive integer number of milliseconds up to ${MAX_TTL_MS}, got ${describe(holdMs)}`);
+  }
+}
+
+/**
+ * Key-state values (`setKeyState`) or requirements (`claim`'s `expect`): a plain object of at most
+ * `MAX_ATTRIBUTES` names, each value a non-empty storable string or `null` (remove / must be absent). Returns a
+ * frozen null-prototype copy, read once.
+ */
+export function toKeyStateValues(what: string, values: unknown): Readonly<Record<string, string | null>> {
+  let entries: [string, unknown][];
+  try {
+    if (!isPlainObject(values))
+      throw new InvalidArgumentError(`${what} must be a plain object of strings or null, got ${describe(values)}`);
+    entries = Object.entries(values);
+  } catch (error) {
+    if (error instanceof InvalidArgumentError) throw error;
+    throw new InvalidArgumentError(`${what} could not be read (${errorName(error)} from a getter or Proxy)`);
+  }
+  if (entries.length > MAX_ATTRIBUTES) throw new InvalidArgumentError(`${what}: at most ${MAX_ATTRIBUTES} names, got ${entries.length}`);
+  const copy = Object.create(null) as Record<string, string | null>;
+  for (const [name, value] of entries) {
+    assertName(`${what} name`, name);
+    if (value !== null) assertName(`${what} ${describe(name)}`, value);
+    copy[name] = value;
+  }
+  return Object.freeze(copy);
 }

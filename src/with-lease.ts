@@ -204,4 +204,8 @@ const releaseFailed = (): boolean => false;
 
 /** Whether `options` sets any option of the claim itself (the others are `withLease`'s own). */
 const hasClaimOptions = (options: WithLeaseOptions): boolean =>
-  options.ttlMs !== undefined || options.runId !== undefined || options.attributes !== undefined || options.recovering !== undefined;
+  options.ttlMs !== undefined ||
+  options.runId !== undefined ||
+  options.attributes !== undefined ||
+  options.recovering !== undefined ||
+  options.expect !== undefined;

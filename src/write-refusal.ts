@@ -30,7 +30,9 @@ export class WriteRefusedSignal extends Error {
  */
 export function refuseWrite(code: unknown, detail?: unknown): never {
   if (typeof code !== 'string' || !CODE.test(code))
-    throw new InvalidArgumentError('refuse(code): code must be 1-100 characters of letters, digits, _ . : - (starting with a letter or digit)');
+    throw new InvalidArgumentError(
+      'refuse(code): code must be 1-100 characters of letters, digits, _ . : - (starting with a letter or digit)',
+    );
   if (detail !== undefined && detail !== null && (typeof detail !== 'string' || detail.length > MAX_DETAIL))
     throw new InvalidArgumentError(`refuse(code, detail): detail must be a string of at most ${MAX_DETAIL} characters`);
   throw new WriteRefusedSignal(code, (detail as string | null | undefined) ?? null);

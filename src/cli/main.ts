@@ -14,7 +14,7 @@ import { openStore, operatorGateOf, type OpenedStore, type StoreSettings } from 
 import { CliError, EXIT, type ExitCode } from './exit-codes.js';
 import type { CliIo } from './io.js';
 import { describeStoreUrl, maskSecrets } from './store-url.js';
-import { formatGate, formatInspection, formatLeaseTable, toJson } from './render.js';
+import { describeHold, describeKeyState, formatGate, formatInspection, formatLeaseTable, toJson } from './render.js';
 import { runWatch } from './watch.js';
 
 export type { CliIo } from './io.js';
@@ -26,6 +26,11 @@ Commands:
   inspect <key>             everything about one lease except its secret
   revoke <key> --reason R   force-release a lease: its holder is fenced at once
        [--require-recovery] [--expected-token N] [--by NAME] [--yes]
+  remove <key>              delete a key's record (grant, key state, hold, checkpoint, submissions)
+       [--force] [--expected-token N] [--yes]
+  set-state <key> name=value ...
+                            set key state (name= removes a name); a changed value fences the holder
+       [--hold-ms N | --cancel-hold] [--by NAME] [--yes]
   gate inspect <resource>   the lease key and highest token that wrote a gated resource
   gate reset <resource>     make the gate forget a resource (to re-key it)
        [--expected-token N] [--yes]
@@ -39,7 +44,8 @@ Options:
                       (default: the project leasefence is installed in; never the current directory)
   --prefix NS         Redis / etcd key namespace (default leasefence: / leasefence/)
   --key-prefix P      only keys that start with P (list, watch)
-  --state S           only leases in state S: live, expired, released, revoked, recovery-required (repeatable)
+  --state S           only leases in state S: live, expired, released, revoked, recovery-required,
+                      held-back (repeatable)
   --limit N           show at most N leases (list, watch; default 1000)
   --interval S        watch: seconds between refreshes (default 2)
   --iterations N      watch: stop after N refreshes (default: until Ctrl-C)
@@ -71,6 +77,9 @@ const OPTIONS = {
   by: { type: 'string' },
   'expected-token': { type: 'string' },
   'require-recovery': { type: 'boolean' },
+  force: { type: 'boolean' },
+  'hold-ms': { type: 'string' },
+  'cancel-hold': { type: 'boolean' },
   json: { type: 'boolean' },
   yes: { type: 'boolean', short: 'y' },
   help: { type: 'boolean', short: 'h' },
@@ -173,6 +182,110 @@ async function gateReset(operator: Operator, resource: string, values: Values, i
   return EXIT.ok;
 }
 
+/** A positive integer option given as text (`--expected-token`), or `undefined`. */
+function tokenOption(values: Values): bigint | undefined {
+  const given = values['expected-token'];
+  if (given === undefined) return undefined;
+  if (!/^[1-9]\d*$/.test(given)) throw new CliError(EXIT.usage, `--expected-token must be a positive integer, got ${quote(given)}`);
+  return BigInt(given);
+}
+
+/** Who holds a key, in words, for a confirmation. */
+const holdingOf = (grant: { token: bigint; holder: string; runId: string | null; live: boolean } | null): string =>
+  grant === null || !grant.live
+    ? 'nothing held'
+    : `token ${grant.token}, held by ${grant.holder}${grant.runId === null ? '' : `, run ${grant.runId}`}`;
+
+/**
+ * `remove`: on a terminal, asks first and removes only what it showed (the token shown goes as
+ * `expectedToken`); refused while a grant is live unless `--force` (exit 4).
+ */
+async function removeKey(operator: Operator, key: string, values: Values, io: CliIo): Promise<ExitCode> {
+  const json = values.json === true;
+  const force = values.force === true;
+  let expectedToken = tokenOption(values);
+  if (values.yes !== true) {
+    const current = await operator.inspect(key);
+    if (!current.exists) {
+      io.stderr.write(`not removed: no lease ${printable(key)}\n`);
+      return EXIT.notFound;
+    }
+    const question = `Remove ${key} (${holdingOf(current.grant)})? Its state, checkpoint and submissions are deleted${force ? '; a live holder is told missing' : ''}. [y/N] `;
+    if (!(await confirm(io, question))) {
+      io.stderr.write('not removed\n');
+      return EXIT.aborted;
+    }
+    expectedToken ??= current.token;
+  }
+  const outcome = await operator.remove(key, { force, ...(expectedToken === undefined ? {} : { expectedToken }) });
+  if (json) io.stdout.write(`${toJson(outcome)}\n`);
+  if (!outcome.ok) {
+    if (!json) {
+      const hint = outcome.reason === 'held' ? ': a grant is live (pass --force to remove it anyway)' : '';
+      io.stderr.write(
+        `${printable(`not removed: ${key} is ${outcome.reason}${outcome.token === null ? '' : ` (token ${outcome.token})`}${hint}`)}\n`,
+      );
+    }
+    return outcome.reason === 'missing' ? EXIT.notFound : EXIT.refused;
+  }
+  if (!json) {
+    const fenced = outcome.grant?.live === true ? `; ${outcome.grant.holder} (token ${outcome.grant.token}) is told missing` : '';
+    io.stdout.write(`${printable(`removed ${key} at token ${outcome.token}${fenced}`)}\n`);
+  }
+  return EXIT.ok;
+}
+
+/** `name=value` arguments of `set-state` (`name=` removes the name), checked before anything is sent. */
+function stateValues(pairs: readonly string[], values: Values): Record<string, string | null> {
+  if (pairs.length === 0 && values['hold-ms'] === undefined && values['cancel-hold'] !== true)
+    throw new CliError(EXIT.usage, 'set-state needs name=value arguments (or --hold-ms / --cancel-hold)', { usage: true });
+  const state: Record<string, string | null> = Object.create(null);
+  for (const pair of pairs) {
+    const at = pair.indexOf('=');
+    if (at <= 0) throw new CliError(EXIT.usage, `set-state takes name=value (name= removes it), got ${quote(pair)}`);
+    const value = nameInput(pair.slice(at + 1), 'value');
+    state[nameInput(pair.slice(0, at), 'name')] = value === '' ? null : value;
+  }
+  if (values['hold-ms'] !== undefined && values['cancel-hold'] === true)
+    throw new CliError(EXIT.usage, 'pass --hold-ms or --cancel-hold, not both');
+  if (values['hold-ms'] !== undefined && !/^[1-9]\d{0,11}$/.test(values['hold-ms']))
+    throw new CliError(EXIT.usage, `--hold-ms must be a positive integer, got ${quote(values['hold-ms'])}`);
+  return state;
+}
+
+/** `set-state`: on a terminal, asks first (a changed value fences the holder). */
+async function setState(
+  operator: Operator,
+  key: string,
+  state: Record<string, string | null>,
+  values: Values,
+  io: CliIo,
+): Promise<ExitCode> {
+  const json = values.json === true;
+  const holdMs = values['cancel-hold'] === true ? null : values['hold-ms'] === undefined ? undefined : Number(values['hold-ms']);
+  if (values.yes !== true) {
+    const current = await operator.inspect(key);
+    const pairs = Object.entries(state).map(([name, value]) => `${name}=${value ?? '<absent>'}`);
+    if (holdMs !== undefined) pairs.push(holdMs === null ? 'no hold' : `hold ${holdMs} ms`);
+    if (
+      !(await confirm(io, `Set ${pairs.join(', ')} on ${key} (${holdingOf(current.grant)})? A changed value fences the holder. [y/N] `))
+    ) {
+      io.stderr.write('not set\n');
+      return EXIT.aborted;
+    }
+  }
+  const outcome = await operator.setKeyState(key, state, holdMs === undefined ? {} : { holdMs });
+  if (json) io.stdout.write(`${toJson(outcome)}\n`);
+  else {
+    const changed = outcome.changed.length === 0 ? 'nothing changed' : `changed ${outcome.changed.join(', ')}`;
+    const fenced =
+      outcome.ended === null ? '' : `; ${outcome.ended.holder} (token ${outcome.ended.token}) is fenced (${outcome.ended.kind})`;
+    const hold = outcome.heldUntil === null ? '' : `; ${describeHold(outcome.heldUntil, outcome.now)}`;
+    io.stdout.write(`${printable(`${key}: ${changed}; state ${describeKeyState(outcome.state)}${hold}${fenced}`)}\n`);
+  }
+  return EXIT.ok;
+}
+
 /** Refuses a confirmation that cannot be asked: on a pipe or file, an answer may be anything (or nothing). */
 function requireTerminal(io: CliIo, command: string): void {
   if (io.stdin.isTTY !== true)
@@ -268,6 +381,13 @@ async function runCommand(
     return EXIT.ok;
   }
 
+  if (command === 'remove') return removeKey(operator, argument(positionals, 1, 'the key to remove'), values, io);
+
+  if (command === 'set-state') {
+    const key = argument(positionals, 1, 'the key to set state on');
+    return setState(operator, key, stateValues(positionals.slice(2), values), values, io);
+  }
+
   if (command === 'gate') {
     const action = positionals[1];
     if (action !== 'inspect' && action !== 'reset')
@@ -329,8 +449,15 @@ function maskAll(text: string, argv: readonly string[], io: CliIo): string {
   return urls.reduce((masked, url) => maskSecrets(masked, url), text);
 }
 
-/** Runs the CLI on `argv` (without node and the script) and returns its exit code. */
-export async function runCli(argv: readonly string[], io: CliIo): Promise<ExitCode> {
+/**
+ * Runs the CLI on `argv` (without node and the script) and returns its exit code. `connect` opens the store
+ * (tests hand in a store of their own: the commands' logic without a server). @internal
+ */
+export async function runCli(
+  argv: readonly string[],
+  io: CliIo,
+  connect: (settings: StoreSettings) => Promise<OpenedStore> = openStore,
+): Promise<ExitCode> {
   let opened: OpenedStore | null = null;
   try {
     let parsed;
@@ -345,8 +472,15 @@ export async function runCli(argv: readonly string[], io: CliIo): Promise<ExitCo
       return positionals.length === 0 && values.help !== true ? EXIT.usage : EXIT.ok;
     }
     // NOTE: before connecting: a confirmation that cannot be asked is bad usage, and nothing is sent.
+    const first = positionals[0];
     const destructive =
-      positionals[0] === 'revoke' ? 'revoke' : positionals[0] === 'gate' && positionals[1] === 'reset' ? 'gate reset' : null;
+      first === 'revoke' || first === 'remove' || first === 'set-state'
+        ? first
+        : first === 'gate' && positionals[1] === 'reset'
+          ? 'gate reset'
+          : null;
+    // NOTE: set-state's values are checked before connecting too: nothing is sent for a typo.
+    if (first === 'set-state') stateValues(positionals.slice(2), values);
     if (destructive !== null && values.yes !== true) requireTerminal(io, destructive);
     const url = values.store ?? io.env['LEASEFENCE_STORE'];
     if (url === undefined || url === '')
@@ -361,12 +495,12 @@ export async function runCli(argv: readonly string[], io: CliIo): Promise<ExitCo
       ...(values.prefix === undefined ? {} : { prefix: values.prefix }),
       ...(values['driver-path'] === undefined ? {} : { driverPath: values['driver-path'] }),
     };
-    opened = await openStore(settings);
+    opened = await connect(settings);
     const reopen: Reopen = async () => {
       const previous = opened;
       opened = null;
       await previous?.close().catch(() => undefined);
-      opened = await openStore(settings);
+      opened = await connect(settings);
       return opened;
     };
     return await runCommand(opened, reopen, positionals, values, io);

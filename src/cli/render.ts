@@ -41,11 +41,20 @@ export function describeExpiry(lease: Pick<ListedLease, 'grant' | 'now'>): strin
   return grant.live ? `expires ${formatRelative(grant.expiresAt, now)}` : `expired ${formatRelative(grant.expiresAt, now)}`;
 }
 
-/** `revoked 2 min ago by ops: stuck (token 7, ramp-cron, run r5)`, or `-`. */
+/**
+ * `revoked 2 min ago by ops: stuck (token 7, ramp-cron, run r5)`,
+ * `state-changed 1 min ago by rescan: tier 3 -> 4 (token 7, ...)`, or `-`.
+ */
 export function describeEnding(ending: Ending | null, now: number): string {
   if (ending === null) return '-';
-  const by = ending.kind === 'revoked' && ending.by !== null ? ` by ${ending.by}` : '';
-  const reason = ending.reason === null ? '' : `: ${ending.reason}`;
+  const by = (ending.kind === 'revoked' || ending.kind === 'state-changed') && ending.by !== null ? ` by ${ending.by}` : '';
+  const { change } = ending;
+  const reason =
+    change !== undefined
+      ? `: ${change.name} ${change.from ?? '<absent>'} -> ${change.to ?? '<absent>'}`
+      : ending.reason === null
+        ? ''
+        : `: ${ending.reason}`;
   return `${ending.kind} ${formatRelative(ending.at, now)}${by}${reason} (token ${ending.token}, ${ending.holder}${runOf(ending.runId)})`;
 }
 
@@ -55,13 +64,29 @@ export function formatBytes(bytes: number): string {
   return bytes < 1024 * 1024 ? `${(bytes / 1024).toFixed(1)} KiB` : `${(bytes / (1024 * 1024)).toFixed(1)} MiB`;
 }
 
-/** The state, with a pending recovery spelled out. */
-const stateOf = (lease: ListedLease): string => (lease.recoveryRequired ? `${lease.state}, recovery required` : lease.state);
+/** `held back 6 h (until 2026-12-02T06:00:00.000Z)`: claims are refused until then. */
+export function describeHold(heldUntil: number, now: number): string {
+  return `held back ${formatRelative(heldUntil, now).replace(/^in /, '')} (until ${new Date(heldUntil).toISOString()})`;
+}
 
-/** The `list` / `watch` table. */
+/** A key's state as `revision=r7, tier=3` (names in code-unit order), or `-`. */
+export function describeKeyState(state: Readonly<Record<string, string>> | undefined): string {
+  const names = Object.keys(state ?? {}).sort((a, b) => (a < b ? -1 : a > b ? 1 : 0));
+  return names.length === 0 ? '-' : names.map((name) => `${name}=${(state as Record<string, string>)[name]}`).join(', ');
+}
+
+/** The state, with a pending recovery and a hold spelled out. */
+const stateOf = (lease: ListedLease): string => {
+  let text = lease.recoveryRequired ? `${lease.state}, recovery required` : lease.state;
+  if (lease.heldUntil != null) text += `, ${describeHold(lease.heldUntil, lease.now)}`;
+  return text;
+};
+
+/** The `list` / `watch` table; a KEY STATE column when any listed key has state. */
 export function formatLeaseTable(leases: readonly ListedLease[]): string {
-  return formatTable(
-    ['KEY', 'STATE', 'TOKEN', 'HOLDER', 'EXPIRES', 'CHECKPOINT', 'LAST ENDING'],
+  const withState = leases.some((lease) => Object.keys(lease.keyState ?? {}).length > 0);
+  const table = formatTable(
+    ['KEY', 'STATE', 'TOKEN', 'HOLDER', 'EXPIRES', 'CHECKPOINT', 'LAST ENDING', ...(withState ? ['KEY STATE'] : [])],
     leases.map((lease) => [
       lease.key,
       stateOf(lease),
@@ -72,8 +97,10 @@ export function formatLeaseTable(leases: readonly ListedLease[]): string {
         ? '-'
         : `token ${lease.checkpoint.token}, ${formatRelative(lease.checkpoint.writtenAt, lease.now)}, ${formatBytes(lease.checkpoint.bytes)}`,
       describeEnding(lease.ending, lease.now),
+      ...(withState ? [describeKeyState(lease.keyState)] : []),
     ]),
   );
+  return table;
 }
 
 /** The `inspect` view: one field per line, then the checkpoint as JSON. */
@@ -90,6 +117,8 @@ export function formatInspection(inspection: LeaseInspection): string {
   if (grant !== null && Object.keys(grant.attributes).length > 0) rows.push(['attributes', toJson(grant.attributes, 0)]);
   rows.push(['last ending', describeEnding(inspection.ending, now)]);
   rows.push(['recovery', inspection.recoveryRequired ? 'required: the next claim must say `recovering`' : 'none pending']);
+  if (Object.keys(inspection.state ?? {}).length > 0) rows.push(['key state', describeKeyState(inspection.state)]);
+  if (inspection.heldUntil != null) rows.push(['held back', describeHold(inspection.heldUntil, now)]);
   const { checkpoint } = inspection;
   rows.push(['checkpoint', checkpoint === null ? '-' : `token ${checkpoint.token}, written ${formatRelative(checkpoint.writtenAt, now)}`]);
   rows.push(['store time', new Date(now).toISOString()]);

@@ -19,7 +19,7 @@ import {
 } from '@opentelemetry/api';
 import { tracingChannel, channel, type TracingChannelSubscribers } from 'node:diagnostics_channel';
 import { InvalidArgumentError, isLeaseError, type LeaseErrorCode } from '../errors.js';
-import { LEASE_LOST_CHANNEL, LEASE_OPERATIONS, type LeaseLostEvent, type OperationEvent } from '../events.js';
+import { LEASE_LOST_CHANNEL, LEASE_OPERATIONS, NOT_A_LOSS, type LeaseLostEvent, type OperationEvent } from '../events.js';
 import { describe, MAX_NAME_BYTES, readOptions } from '../validate.js';
 import { DEFAULT_MAX_HELD_LEASES, heldGrants } from './held-grants.js';
 import { ATTRIBUTE, METRIC, spanName } from './names.js';
@@ -56,6 +56,13 @@ const ERROR_TYPES: ReadonlySet<string> = new Set(
     STORE_UNAVAILABLE: true,
     OUTCOME_UNKNOWN: true,
     COMMAND_FAILED: true,
+    KEY_HELD_BACK: true,
+    STATE_MISMATCH: true,
+    RUN_ALREADY_ACQUIRED: true,
+    WRITE_REFUSED: true,
+    SUBMISSION_REPLAYED: true,
+    REPLAY_CONFLICT: true,
+    TTL_INSUFFICIENT: true,
   } satisfies Record<LeaseErrorCode, true>),
 );
 
@@ -179,7 +186,10 @@ export function instrumentLeasefence(options?: InstrumentationOptions): Instrume
       if (outcome.ok) begun?.span?.setAttribute(ATTRIBUTE.token, outcome.token.toString());
       if (!outcome.ok) {
         begun?.span?.setAttribute(ATTRIBUTE.refusalReason, outcome.reason);
-        if (operation !== 'claim' && operation !== 'revoke') {
+        // NOTE: only a fence's refusal of the holder's own grant is a refusal metric (and drops the held gauge):
+        // not a claim's or an operator's, nor a write that refused itself, a replay or a check's too-little-TTL.
+        const ownGrant = operation !== 'claim' && operation !== 'revoke' && operation !== 'remove' && operation !== 'setKeyState';
+        if (ownGrant && !NOT_A_LOSS.has(outcome.reason)) {
           refusals.add(1, { [ATTRIBUTE.operation]: operation, [ATTRIBUTE.refusalReason]: outcome.reason });
           held.drop(event.key, event.token);
         }

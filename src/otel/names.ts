@@ -13,7 +13,7 @@ export const METRIC = {
    * renewed here, not yet released, lost or past the expiry they announced; at most `maxHeldLeases`).
    */
   leasesHeld: 'leasefence.lease.held',
-  /** Counter `{claim}`: claims by `leasefence.claim.outcome` (granted, held, recovery-required). */
+  /** Counter `{claim}`: claims by `leasefence.claim.outcome` (granted, held, recovery-required, held-back, state-mismatch, run-already-acquired). */
   claims: 'leasefence.claims',
   /** Counter `{refusal}`: fence refusals by `leasefence.operation` and `leasefence.refusal.reason`. */
   refusals: 'leasefence.fence.refusals',

@@ -47,7 +47,8 @@ export async function mustClaim<S extends Store>(
   options?: Parameters<Leases<S>['claim']>[1],
 ): Promise<Lease> {
   const result = await leases.claim(key, options);
-  if (!result.ok) throw new Error(`expected ${leases.holder} to claim ${key}, got ${result.reason} (token ${result.token})`);
+  if (!result.ok)
+    throw new Error(`expected ${leases.holder} to claim ${key}, got ${result.reason} (token ${'token' in result ? result.token : 'none'})`);
   return result.lease;
 }
 

@@ -194,8 +194,7 @@ export class KeyWaiters {
   }
 
   #remember(refusal: ClaimRefusal, at: number): void {
-    const untilExpiryMs = refusal.reason === 'held' && refusal.expiresAt !== null ? refusal.expiresAt - refusal.now : null;
-    this.#last = { refusal, at, untilExpiryMs, jitter: this.context.random() };
+    this.#last = { refusal, at, untilExpiryMs: untilFreeMs(refusal), jitter: this.context.random() };
   }
 
   /** Sets the timer of the next attempt from the last reply. */
@@ -276,5 +275,22 @@ export class KeyWaiters {
   #clearTimer(): void {
     if (this.#timer !== null) clearTimeout(this.#timer);
     this.#timer = null;
+  }
+}
+
+/**
+ * Store ms until the refusal may no longer hold: the holder's expiry (`held`, `run-already-acquired`), the end
+ * of a hold (`held-back`: the wait sleeps until then instead of polling), or `null` when no time says when to
+ * try (`recovery-required`, `state-mismatch`: rechecked every `recheckMs` / `pollMs`).
+ */
+function untilFreeMs(refusal: ClaimRefusal): number | null {
+  switch (refusal.reason) {
+    case 'held':
+    case 'run-already-acquired':
+      return refusal.expiresAt === null ? null : refusal.expiresAt - refusal.now;
+    case 'held-back':
+      return refusal.heldUntil - refusal.now;
+    default:
+      return null;
   }
 }

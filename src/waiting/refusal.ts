@@ -2,15 +2,15 @@
  * What a waiting claim returns when it ends without a grant: the store's last refusal, with how long the
  * claim waited and what ended it.
  */
-import type { ClaimHeld, ClaimRecoveryRequired } from '../fence/operations.js';
+import type { ClaimHeld } from '../fence/operations.js';
 import type { Lease } from '../lease.js';
+import type { ClaimRefusal } from '../refusals.js';
 import { loggable } from '../loggable.js';
 
-/** A claim's refusal: the key is held, or awaits a recovering claim. */
-export type ClaimRefusal = ClaimHeld | ClaimRecoveryRequired;
+export type { ClaimRefusal };
 
 /** The last refusal a waiting claim saw, with how long it waited (`claim(key, { wait })` without a grant). */
-export type WaitedRefusal = (ClaimHeld | ClaimRecoveryRequired) & {
+export type WaitedRefusal = ClaimRefusal & {
   /** Ms from the call to the end of the wait (the worker's monotonic clock). */
   readonly waitedMs: number;
   /** What ended the wait: its `timeoutMs` passed, or its `signal` aborted. */

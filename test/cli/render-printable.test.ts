@@ -47,7 +47,7 @@ const grant = fc.record({
   attributes: fc.dictionary(text, text, { maxKeys: 2 }),
   live: fc.boolean(),
 });
-const ending = fc.record({
+const plainEnding = fc.record({
   kind: fc.constantFrom('released' as const, 'expired' as const, 'revoked' as const),
   token: fc.bigInt({ min: 1n, max: 2n ** 63n - 1n }),
   holder: text,
@@ -56,6 +56,17 @@ const ending = fc.record({
   reason: fc.option(text),
   by: fc.option(text),
 });
+const stateChangedEnding = fc.record({
+  kind: fc.constant('state-changed' as const),
+  token: fc.bigInt({ min: 1n, max: 2n ** 63n - 1n }),
+  holder: text,
+  runId: fc.option(text),
+  at: fc.constant(NOW - 1_000),
+  reason: fc.constant(null),
+  by: fc.option(text),
+  change: fc.record({ name: text, from: fc.option(text), to: fc.option(text) }),
+});
+const ending = fc.oneof(plainEnding, stateChangedEnding);
 const listed: fc.Arbitrary<ListedLease> = fc.record({
   key: text,
   state: fc.constantFrom('live' as const, 'expired' as const, 'released' as const, 'revoked' as const),
@@ -66,6 +77,8 @@ const listed: fc.Arbitrary<ListedLease> = fc.record({
     fc.record({ token: fc.bigInt({ min: 1n, max: 2n ** 63n - 1n }), writtenAt: fc.constant(NOW - 2_000), bytes: fc.nat() }),
   ),
   recoveryRequired: fc.boolean(),
+  keyState: fc.dictionary(text, text, { maxKeys: 3 }),
+  heldUntil: fc.option(fc.constant(NOW + 60_000)),
   now: fc.constant(NOW),
 });
 const inspection: fc.Arbitrary<LeaseInspection> = fc.record({
@@ -82,6 +95,8 @@ const inspection: fc.Arbitrary<LeaseInspection> = fc.record({
     }),
   ),
   recoveryRequired: fc.boolean(),
+  state: fc.dictionary(text, text, { maxKeys: 3 }),
+  heldUntil: fc.option(fc.constant(NOW + 60_000)),
   now: fc.constant(NOW),
 });
 
@@ -114,7 +129,11 @@ describe('CLI views of hostile caller text', () => {
         const view = formatInspection(lease);
         expect(view).not.toMatch(UNSAFE);
         const [table = '', json] = view.split('\n\n');
-        expect(lineCount(table)).toBe(lease.grant !== null && Object.keys(lease.grant.attributes).length > 0 ? 11 : 10);
+        const optional =
+          (lease.grant !== null && Object.keys(lease.grant.attributes).length > 0 ? 1 : 0) +
+          (Object.keys(lease.state).length > 0 ? 1 : 0) +
+          (lease.heldUntil !== null ? 1 : 0);
+        expect(lineCount(table)).toBe(10 + optional);
         if (lease.checkpoint !== null) expect(JSON.parse(json ?? '')).toEqual(asJson(lease.checkpoint.value));
       }),
     );

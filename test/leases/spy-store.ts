@@ -9,7 +9,18 @@ export interface SpiedStore<S extends Store> {
   readonly calls: string[];
 }
 
-const STORE_METHODS = new Set<PropertyKey>(['claim', 'renew', 'checkpoint', 'fencedWrite', 'release', 'revoke', 'recover', 'inspect']);
+const STORE_METHODS = new Set<PropertyKey>([
+  'claim',
+  'renew',
+  'checkpoint',
+  'fencedWrite',
+  'release',
+  'revoke',
+  'recover',
+  'setKeyState',
+  'remove',
+  'inspect',
+]);
 
 /** Wraps `inner`, recording the name of every store method called through the wrapper. */
 export function spyOn<S extends Store>(inner: S): SpiedStore<S> {

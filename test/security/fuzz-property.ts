@@ -173,6 +173,25 @@ const attributes = mix(
   ),
 );
 const checkpointValue = mix(fc.jsonValue({ maxDepth: 3 }));
+/** Key-state values (and `expect`): strings or null, often hostile. */
+const stateValues = mix(
+  fc.oneof(
+    fc.constant({ tier: '3' }),
+    fc.dictionary(fc.constantFrom('tier', 'revision', 'model'), fc.option(fc.constantFrom('3', '4', 'r7')), { maxKeys: 3 }),
+  ),
+);
+const holdMs = mix(fc.oneof(fc.integer({ min: 1, max: 120_000 }), fc.constantFrom(0, -1, 1.5, 366 * 24 * 3_600_000)));
+const submission = mix(
+  fc.record(
+    {
+      payload: checkpointValue,
+      runId: name,
+      receipt: checkpointValue,
+      bindToGrant: mix(fc.boolean()),
+    },
+    { requiredKeys: [] },
+  ),
+);
 const optionsOf = (fields: Record<string, fc.Arbitrary<unknown>>): fc.Arbitrary<unknown> =>
   fc.oneof({ weight: 3, arbitrary: fc.record(fields, { requiredKeys: [] }) }, { weight: 1, arbitrary: hostileValue });
 
@@ -227,8 +246,10 @@ const call = (method: string, ...args: fc.Arbitrary<unknown>[]): fc.Arbitrary<Ca
 
 export const calls = (checkpointWithWrite: boolean): fc.Arbitrary<Call> => {
   const fenceOptions = optionsOf({ attributes });
-  const writeOptions = checkpointWithWrite ? optionsOf({ attributes, checkpoint: checkpointValue }) : fenceOptions;
-  const claimOptions = optionsOf({ ttlMs: ttl, runId: name, attributes, recovering: mix(fc.boolean()) });
+  const writeOptions = checkpointWithWrite
+    ? optionsOf({ attributes, checkpoint: checkpointValue, submission })
+    : optionsOf({ attributes, submission });
+  const claimOptions = optionsOf({ ttlMs: ttl, runId: name, attributes, recovering: mix(fc.boolean()), expect: stateValues });
   return fc.oneof(
     call('claim', key, claimOptions),
     call('claimOrThrow', key, claimOptions),
@@ -238,7 +259,11 @@ export const calls = (checkpointWithWrite: boolean): fc.Arbitrary<Call> => {
     call('checkpointOrThrow', handle, checkpointValue, fenceOptions),
     call('fencedWrite', handle, write, writeOptions),
     call('fencedWriteOrThrow', handle, write, writeOptions),
-    call('release', handle, optionsOf({ checkpoint: fc.oneof(checkpointValue, fc.constant(null)) })),
+    call('release', handle, optionsOf({ checkpoint: fc.oneof(checkpointValue, fc.constant(null)), holdMs })),
+    call('check', handle, optionsOf({ minTtlMs: mix(fc.integer({ min: 0, max: 120_000 })), attributes })),
+    call('checkOrThrow', handle, optionsOf({ minTtlMs: mix(fc.integer({ min: 0, max: 120_000 })), attributes })),
+    call('setKeyState', key, stateValues, optionsOf({ holdMs: fc.oneof(holdMs, fc.constant(null)), by: name })),
+    call('remove', key, optionsOf({ force: mix(fc.boolean()), expectedToken: mix(fc.bigInt({ min: 1n, max: 5n })) })),
     call(
       'revoke',
       key,
@@ -276,7 +301,19 @@ function expectNoSecret(text: string, secrets: readonly string[], what: string):
 }
 
 /** Thrown by the `...OrThrow` variants (and `withLease`'s claim) after I/O: normal results. */
-const TYPED_OUTCOMES = new Set(['LEASE_BUSY', 'LEASE_LOST', 'RECOVERY_REQUIRED', 'GATE_REFUSED']);
+const TYPED_OUTCOMES = new Set([
+  'LEASE_BUSY',
+  'LEASE_LOST',
+  'RECOVERY_REQUIRED',
+  'GATE_REFUSED',
+  'KEY_HELD_BACK',
+  'STATE_MISMATCH',
+  'RUN_ALREADY_ACQUIRED',
+  'WRITE_REFUSED',
+  'SUBMISSION_REPLAYED',
+  'REPLAY_CONFLICT',
+  'TTL_INSUFFICIENT',
+]);
 
 /** How a call ended, and what it answered: `invalid`, the typed error's code, or the result's `ok` / `reason`. */
 export interface CallAnswer {
@@ -351,6 +388,8 @@ export async function answerCall(target: FuzzTarget, recipe: Call): Promise<Call
     'fencedWriteOrThrow',
     'release',
     'recover',
+    'check',
+    'checkOrThrow',
   ]);
   const args: unknown[] = [];
   for (const [index, arg] of recipe.args.entries()) {

@@ -148,6 +148,46 @@ describe('the operator refuses hostile queries and options before any store call
       await refused(calls, () => operator.revoke('job:1', options as never));
     }
   });
+
+  it('remove and setKeyState: throwing getters and Proxies as options and values; bad holds, tokens and values', async () => {
+    const { store, calls } = spiedStore();
+    const operator = createOperator(store);
+    for (const options of [
+      null,
+      5,
+      throwingProxy(),
+      throwingGetter('force'),
+      throwingGetter('expectedToken'),
+      { force: 1 },
+      { expectedToken: 1 },
+    ]) {
+      await refused(calls, () => operator.remove('job:1', options as never));
+    }
+    for (const values of [
+      null,
+      5,
+      [],
+      throwingProxy(),
+      throwingGetter('tier'),
+      { tier: 4 },
+      { tier: '' },
+      { '': 'x' },
+      { tier: 'a\u0000' },
+      new Map(),
+    ]) {
+      await refused(calls, () => operator.setKeyState('job:1', values as never));
+    }
+    for (const options of [
+      throwingProxy(),
+      throwingGetter('holdMs'),
+      throwingGetter('by'),
+      { holdMs: -1 },
+      { holdMs: Number.NaN },
+      { by: '' },
+    ]) {
+      await refused(calls, () => operator.setKeyState('job:1', { tier: '3' }, options as never));
+    }
+  });
 });
 
 describe('a handle with throwing getters on its public view is a tampered handle', () => {
