@@ -3,8 +3,24 @@
  * secret as its SHA-256), plus two things only this adapter needs: `stamp`, the store's now of the last
  * change (so a key's now never goes back, whichever client decides), and `applied`, the ids of the last
  * transactions that changed it (so a transaction delivered twice is recognised, see `etcd-store.ts`).
+ *
+ * Two more values per key, each in its own etcd key:
+ * - the submissions (`<prefix>submissions/<key>`): read, compared and written only by a fenced write that
+ *   carries a submission, so no other operation reads or sends them;
+ * - a removal mark (`<prefix>removed/<key>`), put by `remove` on a short etcd lease: the removed record's
+ *   `stamp` and `applied` ids, so that a remove delivered twice is recognised after the record is gone,
+ *   and a key's now does not go back across a remove (while the mark lives).
  */
-import type { CheckpointRecord, Ending, GrantState, LeaseAttributes, LeaseRecord, StoreTime } from '../../fence/types.js';
+import type {
+  CheckpointRecord,
+  Ending,
+  GrantState,
+  KeyState,
+  LeaseAttributes,
+  LeaseRecord,
+  StoreTime,
+  SubmissionRecord,
+} from '../../fence/types.js';
 
 /** How many transaction ids a record remembers. */
 export const APPLIED_KEPT = 8;
@@ -37,18 +53,24 @@ interface CheckpointJson extends Omit<CheckpointRecord, 'token'> {
 }
 
 interface RecordJson {
-  readonly v: 1;
+  readonly v: 2;
   readonly key: string;
   readonly token: string;
   readonly grant: GrantJson | null;
   readonly ending: EndingJson | null;
   readonly checkpoint: CheckpointJson | null;
   readonly recoveryRequired: boolean;
+  readonly state: Record<string, string>;
+  readonly heldUntil: number | null;
   readonly stamp: number;
   readonly applied: readonly string[];
 }
 
 const attributesOf = (stored: Record<string, string>): LeaseAttributes =>
+  Object.freeze(Object.assign(Object.create(null) as Record<string, string>, stored));
+
+// NOTE: a null-prototype copy, as attributes: a stored name such as `__proto__` stays a plain value.
+const stateOf = (stored: Record<string, string>): KeyState =>
   Object.freeze(Object.assign(Object.create(null) as Record<string, string>, stored));
 
 /**
@@ -58,7 +80,7 @@ const attributesOf = (stored: Record<string, string>): LeaseAttributes =>
 export function encodeRecord(record: LeaseRecord, now: StoreTime, applied: readonly string[], requestId: string): string {
   const { grant, ending, checkpoint } = record;
   const json: RecordJson = {
-    v: 1,
+    v: 2,
     key: record.key,
     token: record.token.toString(),
     grant:
@@ -76,6 +98,8 @@ export function encodeRecord(record: LeaseRecord, now: StoreTime, applied: reado
     ending: ending === null ? null : { ...ending, token: ending.token.toString() },
     checkpoint: checkpoint === null ? null : { ...checkpoint, token: checkpoint.token.toString() },
     recoveryRequired: record.recoveryRequired,
+    state: { ...record.state },
+    heldUntil: record.heldUntil,
     stamp: now,
     applied: [...applied, requestId].slice(-APPLIED_KEPT),
   };
@@ -91,8 +115,8 @@ export function decodeRecord(key: string, value: Buffer | undefined): StoredReco
   } catch (error) {
     throw new Error(`leasefence etcd: the record of ${JSON.stringify(key)} is not leasefence JSON`, { cause: error });
   }
-  if (json === null || typeof json !== 'object' || json.v !== 1 || json.key !== key) {
-    throw new Error(`leasefence etcd: the record of ${JSON.stringify(key)} is not a version 1 leasefence record of that key`);
+  if (json === null || typeof json !== 'object' || json.v !== 2 || json.key !== key) {
+    throw new Error(`leasefence etcd: the record of ${JSON.stringify(key)} is not a version 2 leasefence record of that key`);
   }
   const stored = json.grant;
   const grant: GrantState | null =
@@ -114,6 +138,77 @@ export function decodeRecord(key: string, value: Buffer | undefined): StoredReco
     ending: json.ending === null ? null : { ...json.ending, token: BigInt(json.ending.token) },
     checkpoint: json.checkpoint === null ? null : { ...json.checkpoint, token: BigInt(json.checkpoint.token) },
     recoveryRequired: json.recoveryRequired,
+    state: stateOf(json.state),
+    heldUntil: json.heldUntil,
+    // NOTE: kept in their own key, read only by a fenced write with a submission (`decodeSubmissions`).
+    submissions: NO_SUBMISSIONS,
   };
   return { record, stamp: json.stamp, applied: json.applied };
+}
+
+const NO_SUBMISSIONS: readonly SubmissionRecord[] = Object.freeze([]);
+
+interface SubmissionJson extends Omit<SubmissionRecord, 'token'> {
+  readonly token: string;
+}
+
+interface SubmissionsJson {
+  readonly v: 2;
+  readonly key: string;
+  readonly submissions: readonly SubmissionJson[];
+}
+
+/** The JSON text of a key's submissions (oldest first, as the record keeps them). */
+export function encodeSubmissions(key: string, submissions: readonly SubmissionRecord[]): string {
+  const json: SubmissionsJson = {
+    v: 2,
+    key,
+    submissions: submissions.map((submission) => ({ ...submission, token: submission.token.toString() })),
+  };
+  return JSON.stringify(json);
+}
+
+/** The submissions in `value` (written by `encodeSubmissions`), `[]` when there is none. */
+export function decodeSubmissions(key: string, value: Buffer | undefined): readonly SubmissionRecord[] {
+  if (value === undefined) return NO_SUBMISSIONS;
+  const json = parseJson(key, 'submissions', value) as SubmissionsJson;
+  if (json === null || typeof json !== 'object' || json.v !== 2 || json.key !== key || !Array.isArray(json.submissions)) {
+    throw new Error(`leasefence etcd: the submissions of ${JSON.stringify(key)} are not version 2 leasefence submissions of that key`);
+  }
+  return json.submissions.map((submission) => ({ ...submission, token: BigInt(submission.token) }));
+}
+
+/** How long a removal mark lives, in seconds (its etcd lease): far beyond one operation's retries. */
+export const REMOVAL_MARK_SECONDS = 120;
+
+interface RemovalMarkJson {
+  readonly v: 2;
+  readonly key: string;
+  readonly removed: true;
+  readonly stamp: number;
+  readonly applied: readonly string[];
+}
+
+/** The removal mark a remove decided at `now` on a record whose ids were `applied` puts (see the header). */
+export function encodeRemovalMark(key: string, now: StoreTime, applied: readonly string[], requestId: string): string {
+  const json: RemovalMarkJson = { v: 2, key, removed: true, stamp: now, applied: [...applied, requestId].slice(-APPLIED_KEPT) };
+  return JSON.stringify(json);
+}
+
+/** What a removal mark keeps: the removed record's last stamp and ids (`null`: no mark). */
+export function decodeRemovalMark(key: string, value: Buffer | undefined): StoredRecord | null {
+  if (value === undefined) return null;
+  const json = parseJson(key, 'removal mark', value) as RemovalMarkJson;
+  if (json === null || typeof json !== 'object' || json.v !== 2 || json.key !== key || json.removed !== true) {
+    throw new Error(`leasefence etcd: the removal mark of ${JSON.stringify(key)} is not a version 2 leasefence mark of that key`);
+  }
+  return { record: null, stamp: json.stamp, applied: json.applied };
+}
+
+function parseJson(key: string, what: string, value: Buffer): unknown {
+  try {
+    return JSON.parse(value.toString('utf8'));
+  } catch (error) {
+    throw new Error(`leasefence etcd: the ${what} of ${JSON.stringify(key)} is not leasefence JSON`, { cause: error });
+  }
 }
