@@ -29,6 +29,7 @@ export const STORES_FILES: readonly string[] = [
   'test/adapters/etcd-expiry.test.ts',
   'test/adapters/etcd-failures.test.ts',
   'test/adapters/etcd-freed.test.ts',
+  'test/adapters/etcd-key-state.test.ts',
   'test/adapters/etcd-list.test.ts',
   'test/adapters/etcd-specs.test.ts',
   'test/adapters/etcd-store.test.ts',
