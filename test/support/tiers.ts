@@ -31,6 +31,7 @@ export const STORES_FILES: readonly string[] = [
   'test/adapters/etcd-freed.test.ts',
   'test/adapters/etcd-key-state.test.ts',
   'test/adapters/etcd-list.test.ts',
+  'test/adapters/etcd-remove.test.ts',
   'test/adapters/etcd-specs.test.ts',
   'test/adapters/etcd-store.test.ts',
   'test/adapters/etcd-tokens.test.ts',
