@@ -34,6 +34,7 @@ export const STORES_FILES: readonly string[] = [
   'test/adapters/etcd-remove.test.ts',
   'test/adapters/etcd-specs.test.ts',
   'test/adapters/etcd-store.test.ts',
+  'test/adapters/etcd-submissions.test.ts',
   'test/adapters/etcd-tokens.test.ts',
   'test/adapters/postgres-checkout-error.test.ts',
   'test/adapters/postgres-connect-wrappers.test.ts',
