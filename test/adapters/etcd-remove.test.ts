@@ -1,6 +1,6 @@
 /**
- * `remove` on etcd (#24): one compare-and-swap deletes the record, its live key (revoking its etcd lease) and
- * its submissions, and puts a removal mark on a short etcd lease. Tokens after the key is created again stay
+ * `remove` on etcd (#24): one compare-and-swap replaces the record with a removal mark on a short etcd lease
+ * (etcd deletes it by itself) and deletes its live key (revoking its etcd lease) and its submissions. Tokens after the key is created again stay
  * above every earlier token (they come from etcd's revision, not from the removed record); a remove delivered
  * twice, or racing another, is answered as decided once; watchers hear it; the key's now does not go back.
  */
@@ -59,7 +59,7 @@ describe('remove on etcd', () => {
       token: fence.token,
     });
     expect(await r.modRevision('job:1')).toBe(revision);
-    expect(await keyAt(r, 'removed/job:1')).toBeUndefined();
+    expect(JSON.parse((await keyAt(r, 'lease/job:1'))!.value.toString('utf8')).removed).toBeUndefined();
   });
 
   it('with force deletes the record, the live key (its etcd lease revoked) and the submissions; the old holder is told missing', async () => {
@@ -71,7 +71,6 @@ describe('remove on etcd', () => {
     const lease = (await keyAt(r, 'live/job:1'))!.lease;
     const removed = await r.store.remove(removeCommand('job:1', { force: true, expectedToken: fence.token }));
     expect(removed).toMatchObject({ ok: true, token: fence.token, grant: { token: fence.token, holder: 'a', live: true } });
-    expect(await keyAt(r, 'lease/job:1')).toBeUndefined();
     expect(await keyAt(r, 'live/job:1')).toBeUndefined();
     expect(await keyAt(r, 'submissions/job:1')).toBeUndefined();
     let ttl = 0;
@@ -81,9 +80,15 @@ describe('remove on etcd', () => {
       await new Promise((resolve) => setTimeout(resolve, 20));
     }
     expect(ttl).toBe(-1);
-    // NOTE: the removal mark lives on its own short etcd lease.
-    const mark = (await keyAt(r, 'removed/job:1'))!;
-    expect(JSON.parse(mark.value.toString('utf8'))).toMatchObject({ removed: true, key: 'job:1' });
+    // NOTE: the record's key holds the removal mark, on a short etcd lease of its own.
+    const mark = (await keyAt(r, 'lease/job:1'))!;
+    expect(JSON.parse(mark.value.toString('utf8'))).toEqual({
+      v: 2,
+      key: 'job:1',
+      removed: true,
+      stamp: r.clock(),
+      applied: expect.any(Array),
+    });
     const markTtl = Number((await r.client.leaseClient.leaseTimeToLive({ ID: mark.lease })).TTL);
     expect(markTtl).toBeGreaterThan(0);
     expect(markTtl).toBeLessThanOrEqual(REMOVAL_MARK_SECONDS);
@@ -189,5 +194,22 @@ describe('remove on etcd', () => {
       recovering: false,
     });
     expect(claimed).toMatchObject({ ok: true, acquiredAt: removed.now, now: removed.now });
+  });
+});
+
+describe('the removal mark on etcd', () => {
+  it('is deleted by etcd when its lease runs out; a claim that creates the record again detaches it from that lease', async () => {
+    const r = await open();
+    await claimFence(r, 'job:1');
+    await claimFence(r, 'job:2');
+    await r.store.remove(removeCommand('job:1', { force: true }));
+    await r.store.remove(removeCommand('job:2', { force: true }));
+    const again = await claimFence(r, 'job:2', 'b');
+    expect((await keyAt(r, 'lease/job:2'))!.lease).toBe('0');
+    // NOTE: what the mark's etcd lease running out does, at once.
+    await r.client.leaseClient.leaseRevoke({ ID: (await keyAt(r, 'lease/job:1'))!.lease });
+    expect(await keyAt(r, 'lease/job:1')).toBeUndefined();
+    expect(await r.store.inspect('job:1')).toMatchObject({ exists: false });
+    expect(await r.store.inspect('job:2')).toMatchObject({ exists: true, grant: { token: again.token } });
   });
 });

@@ -68,7 +68,6 @@ import { hashedClaim, hashedFence } from './secret-hash.js';
 import {
   APPLIED_KEPT,
   decodeRecord,
-  decodeRemovalMark,
   decodeSubmissions,
   encodeRecord,
   encodeRemovalMark,
@@ -170,10 +169,9 @@ export function createEtcdStore(options: EtcdStoreOptions): EtcdStore {
 
   const liveKey = (key: string): Buffer => Buffer.concat([prefixBytes, Buffer.from(`live/${key}`, 'utf8')]);
   const submissionsKey = (key: string): Buffer => Buffer.concat([prefixBytes, Buffer.from(`submissions/${key}`, 'utf8')]);
-  const markKey = (key: string): Buffer => Buffer.concat([prefixBytes, Buffer.from(`removed/${key}`, 'utf8')]);
 
   /**
-   * The record, its live key and its removal mark (see `record.ts`), and with `withSubmissions` its
+   * The record (or its removal mark, see `record.ts`) and its live key, and with `withSubmissions` its
    * submissions, in one linearizable read-only transaction (all at one revision).
    */
   const read = async (key: string, operation: string, withSubmissions: boolean): Promise<ReadRecord> => {
@@ -184,7 +182,6 @@ export function createEtcdStore(options: EtcdStoreOptions): EtcdStore {
         success: [
           { request_range: { key: recordKey(key) } },
           { request_range: { key: liveKey(key) } },
-          { request_range: { key: markKey(key) } },
           ...(withSubmissions ? [{ request_range: { key: submissionsKey(key) } }] : []),
         ],
         failure: [],
@@ -194,12 +191,8 @@ export function createEtcdStore(options: EtcdStoreOptions): EtcdStore {
     }
     const found = response.responses?.[0]?.response_range?.kvs[0];
     const live = liveKeyOf(response.responses?.[1]?.response_range?.kvs[0]);
-    // NOTE: without a record, a removal mark's stamp and ids carry the removed record's on (see `record.ts`).
-    const stored =
-      found === undefined
-        ? (decodeRemovalMark(key, response.responses?.[2]?.response_range?.kvs[0]?.value) ?? decodeRecord(key, undefined))
-        : decodeRecord(key, found.value);
-    const submissions = withSubmissions ? response.responses?.[3]?.response_range?.kvs[0] : undefined;
+    const stored = decodeRecord(key, found?.value);
+    const submissions = withSubmissions ? response.responses?.[2]?.response_range?.kvs[0] : undefined;
     return {
       stored:
         submissions === undefined || stored.record === null
@@ -250,7 +243,7 @@ export function createEtcdStore(options: EtcdStoreOptions): EtcdStore {
   /**
    * What a decision sends (decided at `now` on `before`, as transaction `id`) and the etcd lease to revoke
    * once it committed: the record put with its live-key operations (and the submissions, if the decision
-   * carries them), or for a remove the record, live key and submissions deleted and the removal mark put.
+   * carries them), or for a remove the record replaced by its removal mark, the live key and submissions deleted.
    */
   const changeOf = async (
     key: string,
@@ -265,10 +258,9 @@ export function createEtcdStore(options: EtcdStoreOptions): EtcdStore {
       const lease = await markLease(operation);
       return {
         operations: [
-          { request_delete_range: { key: recordKey(key) } },
+          { request_put: { key: recordKey(key), value: Buffer.from(encodeRemovalMark(key, now, stored.applied, id), 'utf8'), lease } },
           ...(before.live.modRevision === '0' ? [] : [{ request_delete_range: { key: liveKey(key) } }]),
           { request_delete_range: { key: submissionsKey(key) } },
-          { request_put: { key: markKey(key), value: Buffer.from(encodeRemovalMark(key, now, stored.applied, id), 'utf8'), lease } },
         ],
         staleLease: before.live.lease === '0' ? null : before.live.lease,
       };
@@ -281,7 +273,7 @@ export function createEtcdStore(options: EtcdStoreOptions): EtcdStore {
         ...live.operations,
         ...(submissions !== undefined
           ? [{ request_put: { key: submissionsKey(key), value: Buffer.from(encodeSubmissions(key, submissions), 'utf8') } }]
-          : before.modRevision === '0'
+          : stored.record === null
             ? // NOTE: a record created afresh starts with no submissions, also where one was deleted by hand.
               [{ request_delete_range: { key: submissionsKey(key) } }]
             : []),

@@ -75,6 +75,8 @@ export function createEtcdList(
       const key = found.key.subarray(recordsPrefix.length).toString('utf8');
       last = key;
       const { record, stamp } = decodeRecord(key, found.value);
+      // NOTE: a removed record's mark (see record.ts) is no record: examined, not listed.
+      if (record === null) continue;
       const inspection = transitions.inspect(record, key, nowWithEtcdExpiry(record, lives.get(key) ?? NO_LIVE_KEY, Math.max(at, stamp)));
       const { checkpoint } = inspection;
       leases.push({

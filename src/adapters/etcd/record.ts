@@ -4,12 +4,14 @@
  * change (so a key's now never goes back, whichever client decides), and `applied`, the ids of the last
  * transactions that changed it (so a transaction delivered twice is recognised, see `etcd-store.ts`).
  *
- * Two more values per key, each in its own etcd key:
- * - the submissions (`<prefix>submissions/<key>`): read, compared and written only by a fenced write that
- *   carries a submission, so no other operation reads or sends them;
- * - a removal mark (`<prefix>removed/<key>`), put by `remove` on a short etcd lease: the removed record's
- *   `stamp` and `applied` ids, so that a remove delivered twice is recognised after the record is gone,
- *   and a key's now does not go back across a remove (while the mark lives).
+ * The key's submissions live in their own etcd key (`<prefix>submissions/<key>`): read, compared and written
+ * only by a fenced write that carries a submission, so no other operation reads or sends them.
+ *
+ * `remove` replaces the record with a removal mark (`removed: true`, the removed record's `stamp` and
+ * `applied` ids, no record) on a short etcd lease, which deletes it `REMOVAL_MARK_SECONDS` later. Every
+ * operation reads it as "no record"; until it is gone, a remove delivered twice (or one that lost a race
+ * with another) is recognised by its id, and the key's now does not go back. A claim or `setKeyState`
+ * that creates the record again puts it without an etcd lease, continuing the ids.
  */
 import type {
   CheckpointRecord,
@@ -118,6 +120,7 @@ export function decodeRecord(key: string, value: Buffer | undefined): StoredReco
   if (json === null || typeof json !== 'object' || json.v !== 2 || json.key !== key) {
     throw new Error(`leasefence etcd: the record of ${JSON.stringify(key)} is not a version 2 leasefence record of that key`);
   }
+  if ((json as unknown as RemovalMarkJson).removed === true) return { record: null, stamp: json.stamp, applied: json.applied };
   const stored = json.grant;
   const grant: GrantState | null =
     stored === null
@@ -189,20 +192,10 @@ interface RemovalMarkJson {
   readonly applied: readonly string[];
 }
 
-/** The removal mark a remove decided at `now` on a record whose ids were `applied` puts (see the header). */
+/** The removal mark (see the header) that replaces a record whose ids were `applied`, removed at `now`. */
 export function encodeRemovalMark(key: string, now: StoreTime, applied: readonly string[], requestId: string): string {
   const json: RemovalMarkJson = { v: 2, key, removed: true, stamp: now, applied: [...applied, requestId].slice(-APPLIED_KEPT) };
   return JSON.stringify(json);
-}
-
-/** What a removal mark keeps: the removed record's last stamp and ids (`null`: no mark). */
-export function decodeRemovalMark(key: string, value: Buffer | undefined): StoredRecord | null {
-  if (value === undefined) return null;
-  const json = parseJson(key, 'removal mark', value) as RemovalMarkJson;
-  if (json === null || typeof json !== 'object' || json.v !== 2 || json.key !== key || json.removed !== true) {
-    throw new Error(`leasefence etcd: the removal mark of ${JSON.stringify(key)} is not a version 2 leasefence mark of that key`);
-  }
-  return { record: null, stamp: json.stamp, applied: json.applied };
 }
 
 function parseJson(key: string, what: string, value: Buffer): unknown {
