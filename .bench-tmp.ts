@@ -1,14 +1,16 @@
+// Ad-hoc A/B: this branch's etcd store against the base commit's (13017f5), same etcd, same client, alternating.
 import { Etcd3 } from 'etcd3';
-import { createEtcdStore } from './src/adapters/etcd/index.js';
+import * as now from './src/adapters/etcd/index.js';
+import * as base from '/tmp/etcdbase/src/adapters/etcd/index.js';
 import { createLeases } from './src/leases.js';
 import { startEtcd } from './test/support/etcd-server.js';
 
 const server = await startEtcd();
 const client = new Etcd3({ hosts: server.url });
-const N = Number(process.env.N ?? 400);
-const run = async (label: string) => {
-  const leases = createLeases(createEtcdStore({ client, prefix: `b/${label}/${Math.random()}/` }), { holder: 'b', ttlMs: 30_000 });
-  for (let i = 0; i < 50; i++) { const l = await leases.claimOrThrow('w'); await leases.release(l); }
+const N = Number(process.env.N ?? 300);
+const run = async (label: string, create: typeof now.createEtcdStore) => {
+  const leases = createLeases(create({ client, prefix: `b/${label}/${Math.random()}/` }), { holder: 'b', ttlMs: 30_000 });
+  for (let i = 0; i < 30; i++) { const l = await leases.claimOrThrow('w'); await leases.release(l); }
   let t = performance.now();
   for (let i = 0; i < N; i++) { const l = await leases.claimOrThrow('k'); await leases.release(l); }
   const cr = (performance.now() - t) / N;
@@ -18,16 +20,15 @@ const run = async (label: string) => {
   const fw = (performance.now() - t) / N;
   return { cr, fw };
 };
-const results: Record<string, { cr: number[]; fw: number[] }> = { mark: { cr: [], fw: [] }, nomark: { cr: [], fw: [] } };
-for (let round = 0; round < 8; round++) {
-  for (const mode of ['mark', 'nomark'] as const) {
-    (globalThis as { LF_NO_MARK?: boolean }).LF_NO_MARK = mode === 'nomark';
-    const { cr, fw } = await run(mode);
+const results: Record<string, { cr: number[]; fw: number[] }> = { etcd24: { cr: [], fw: [] }, base: { cr: [], fw: [] } };
+for (let round = 0; round < Number(process.env.ROUNDS ?? 8); round++) {
+  for (const [mode, create] of [['etcd24', now.createEtcdStore], ['base', base.createEtcdStore as unknown as typeof now.createEtcdStore]] as const) {
+    const { cr, fw } = await run(mode, create);
     results[mode]!.cr.push(cr); results[mode]!.fw.push(fw);
   }
 }
 const med = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
-for (const [mode, r] of Object.entries(results)) console.log(mode, 'claim+release ms', med(r.cr).toFixed(3), r.cr.map((x) => x.toFixed(2)).join(' '), '| fencedWrite ms', med(r.fw).toFixed(3), r.fw.map((x) => x.toFixed(2)).join(' '));
+for (const [mode, r] of Object.entries(results)) console.log(mode, 'claim+release ms/cycle median', med(r.cr).toFixed(2), 'min', Math.min(...r.cr).toFixed(2), '| fencedWrite ms median', med(r.fw).toFixed(2), 'min', Math.min(...r.fw).toFixed(2));
 client.close();
 await server.stop();
 process.exit(0);

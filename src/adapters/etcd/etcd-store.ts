@@ -1,17 +1,23 @@
 /**
- * The etcd lease store: one JSON record per lease key, changed only by compare-and-swap transactions.
+ * The etcd lease store: one JSON record per lease key (with its key state and hold), changed only by
+ * compare-and-swap transactions. The key's submissions live in a key of their own (see `record.ts`).
  *
  * ## Atomicity contract
  * - **One decision, one transaction.** etcd has no server-side scripting, so an operation is a READ of the
  *   lease record (one linearizable read) and, when the pure transition of the same name in
  *   `fence/transitions.ts` changes the record, ONE transaction that compares the record's `mod_revision`
  *   (and its live key's, see below) with the ones read and puts the new record (plus, for a fenced
- *   write, your puts and deletes). The compare makes the read and the write one atomic step: the transaction applies only if no other
+ *   write, your puts and deletes; with a submission, the submissions key too: read by the same read, its mod
+ *   revision compared and its new value put by the same transaction; no other operation reads or sends it).
+ *   The compare makes the read and the write one atomic step: the transaction applies only if no other
  *   change of the key committed in between, so the outcome is exactly what the core decides for the
  *   record as it was when the change committed.
- * - **Round trips.** A refusal or an `inspect` costs one round trip (the read: one linearizable read-only
+ * - **Round trips.** A refusal (also a fenced write's callback refusing itself, `refuse`: nothing is sent)
+ *   or an `inspect` costs one round trip (the read: one linearizable read-only
  *   transaction of the record and its live key, true at a moment within the call). A change costs two
- *   (read + transaction), and a claim or renew of a grant with a TTL one more (the etcd lease it gets).
+ *   (read + transaction), and a claim or renew of a grant with a TTL one more (the etcd lease it gets),
+ *   as does a `remove` (the etcd lease of its removal mark). `setKeyState` that ends a grant deletes the
+ *   grant's live key in its transaction and revokes the etcd lease after, as a release or revoke does.
  *   When the compare loses (another change of the same key committed in between), the store reads again and decides afresh on
  *   the fresh record: one more read + transaction per lost compare, at most `MAX_ATTEMPTS` in all (then
  *   `OutcomeUnknownError`). A retry is still one decision on one state; nothing is applied by a lost compare.
@@ -46,8 +52,17 @@
  * response header). The transaction that commits the grant commits at a revision > R, and any later claim
  * of the key reads after that commit, so its `R' >= ` that revision and its token is larger. etcd's revision
  * is Raft-ordered: it never goes back across leader changes, member loss or restarts (as long as the
- * cluster keeps its data), so tokens increase per key even if a record is deleted by hand, with no clock
- * floor. Every token is at most the revision its claim committed at (< 2^63).
+ * cluster keeps its data), so tokens increase per key even after `remove` (or a record deleted by hand):
+ * the floor is the revision, which outlives every record, with no clock floor and no counter kept. A record
+ * that `setKeyState` creates starts at token 0; its first claim still mints above the revision. Every token
+ * is at most the revision its claim committed at (< 2^63).
+ *
+ * ## Remove
+ * `remove` replaces the record with a removal mark on a short etcd lease (see `record.ts`), deleting the
+ * live key and the submissions in the same transaction. The mark keeps the removed record's `stamp` and
+ * transaction ids: a remove delivered twice, or one that lost its compare to another remove, is then decided
+ * as above (the ids say whether it applied), and the key's now does not go back. etcd deletes the mark
+ * `REMOVAL_MARK_SECONDS` later; a claim or `setKeyState` in between puts the new record over it.
  */
 import { OutcomeUnknownError, StoreUnavailableError } from '../../errors.js';
 import type { FencedWriteOutcome, StoreFencedWriteOptions } from '../../fence/operations.js';
