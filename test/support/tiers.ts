@@ -26,6 +26,7 @@ export const TIER_VARIABLE = 'LEASEFENCE_TEST_TIER';
 /** Files that need the real PostgreSQL or redis-server. */
 export const STORES_FILES: readonly string[] = [
   'test/adapters/claim-held-bytes.test.ts',
+  'test/adapters/etcd-agrees.test.ts',
   'test/adapters/etcd-expiry.test.ts',
   'test/adapters/etcd-failures.test.ts',
   'test/adapters/etcd-freed.test.ts',
