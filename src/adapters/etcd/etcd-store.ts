@@ -134,7 +134,7 @@ interface ReadRecord {
 interface Decision<O> {
   readonly outcome: O;
   readonly record: LeaseRecord | null;
-  /** Delete the record, its live key and its submissions (`transitions.remove`). */
+  /** Remove the record (`transitions.remove`): replaced by its removal mark, its live key and submissions deleted. */
   readonly remove?: true;
   readonly submissions?: readonly SubmissionRecord[];
   readonly operations?: readonly EtcdRequestOp[];
