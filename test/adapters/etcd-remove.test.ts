@@ -213,3 +213,60 @@ describe('the removal mark on etcd', () => {
     expect(await r.store.inspect('job:2')).toMatchObject({ exists: true, grant: { token: again.token } });
   });
 });
+
+describe('remove racing claims on four etcd clients', () => {
+  it('tokens are never reissued across removes, and every fenced write commits under the grant the record held then', async () => {
+    const r = await open({ hostClock: true });
+    const key = 'job:race';
+    const data = `${r.prefix.slice(0, -1)}-data/`;
+    // NOTE: each on its own etcd3 client (its own gRPC channel), deciding on the host clock.
+    const stores = [0, 1, 2, 3].map(() => r.storeWith({ clock: () => Date.now() }));
+    const tokens: bigint[] = [];
+    let done = false;
+    let removed = 0;
+    const remover = (async () => {
+      for (let round = 0; round < 20; round += 1) {
+        await new Promise((resolve) => setTimeout(resolve, Math.random() * 15));
+        const outcome = await r.store.remove(removeCommand(key, { force: true }));
+        if (outcome.ok) removed += 1;
+      }
+      done = true;
+    })();
+    const claimer = async (index: number) => {
+      const store = stores[index]!;
+      while (!done) {
+        const secret = newSecret();
+        const claimed = await store.claim({
+          key,
+          secret,
+          holder: `c${index}`,
+          runId: null,
+          ttlMs: 10_000,
+          attributes: NO_ATTRIBUTES,
+          recovering: false,
+        });
+        if (!claimed.ok) continue;
+        tokens.push(claimed.token);
+        const fence: Fence = { key, token: claimed.token, secret, holder: `c${index}`, runId: null };
+        await new Promise((resolve) => setTimeout(resolve, Math.random() * 5));
+        await store.fencedWrite(fence, (tx) => tx.put(`${data}${claimed.token}`, String(claimed.token)));
+        await store.release({ fence });
+      }
+    };
+    await Promise.all([remover, ...stores.map((_, index) => claimer(index))]);
+    expect(removed).toBeGreaterThan(0);
+    expect(new Set(tokens).size).toBe(tokens.length);
+    const { kvs } = await r.client.kv.range({ key: Buffer.from(data), range_end: Buffer.from(`${r.prefix.slice(0, -1)}-data0`) });
+    expect(kvs.length).toBeGreaterThan(0);
+    for (const entry of kvs) {
+      const at = await r.client.kv.range({ key: Buffer.from(`${r.prefix}lease/${key}`), revision: entry.mod_revision });
+      const record = JSON.parse(at.kvs[0]!.value.toString('utf8')) as { grant?: { token: string } | null };
+      expect(record.grant?.token, `write at revision ${entry.mod_revision}`).toBe(entry.value.toString('utf8'));
+    }
+    // NOTE: in commit order, the writes' tokens increase: no write of an older grant after a newer one's.
+    const inOrder = [...kvs]
+      .sort((a, b) => Number(BigInt(a.mod_revision) - BigInt(b.mod_revision)))
+      .map((entry) => BigInt(entry.value.toString('utf8')));
+    expect(inOrder).toEqual([...inOrder].sort((a, b) => (a < b ? -1 : a > b ? 1 : 0)));
+  }, 60_000);
+});
