@@ -13,16 +13,7 @@
  * with another) is recognised by its id, and the key's now does not go back. A claim or `setKeyState`
  * that creates the record again puts it without an etcd lease, continuing the ids.
  */
-import type {
-  CheckpointRecord,
-  Ending,
-  GrantState,
-  KeyState,
-  LeaseAttributes,
-  LeaseRecord,
-  StoreTime,
-  SubmissionRecord,
-} from '../../fence/types.js';
+import type { CheckpointRecord, Ending, GrantState, LeaseAttributes, LeaseRecord, StoreTime, SubmissionRecord } from '../../fence/types.js';
 
 /** How many transaction ids a record remembers. */
 export const APPLIED_KEPT = 8;
@@ -69,10 +60,6 @@ interface RecordJson {
 }
 
 const attributesOf = (stored: Record<string, string>): LeaseAttributes =>
-  Object.freeze(Object.assign(Object.create(null) as Record<string, string>, stored));
-
-// NOTE: a null-prototype copy, as attributes: a stored name such as `__proto__` stays a plain value.
-const stateOf = (stored: Record<string, string>): KeyState =>
   Object.freeze(Object.assign(Object.create(null) as Record<string, string>, stored));
 
 /**
@@ -141,7 +128,8 @@ export function decodeRecord(key: string, value: Buffer | undefined): StoredReco
     ending: json.ending === null ? null : { ...json.ending, token: BigInt(json.ending.token) },
     checkpoint: json.checkpoint === null ? null : { ...json.checkpoint, token: BigInt(json.checkpoint.token) },
     recoveryRequired: json.recoveryRequired,
-    state: stateOf(json.state),
+    // NOTE: a plain object as the core builds it; JSON.parse keeps a name such as `__proto__` an own value.
+    state: json.state,
     heldUntil: json.heldUntil,
     // NOTE: kept in their own key, read only by a fenced write with a submission (`decodeSubmissions`).
     submissions: NO_SUBMISSIONS,
