@@ -39,8 +39,9 @@ export async function expireEtcdGrant(client: Etcd3, prefix: string, key: string
     const { kvs } = await client.kv.range({ key: name });
     const found = kvs[0];
     if (found === undefined) return;
-    const record = JSON.parse(found.value.toString('utf8')) as { grant: { expiresAt: number | null } | null };
-    if (record.grant === null) return;
+    const record = JSON.parse(found.value.toString('utf8')) as { grant?: { expiresAt: number | null } | null };
+    // NOTE: a removal mark (a removed record, see record.ts) has no grant either.
+    if (record.grant === undefined || record.grant === null) return;
     const now = Date.now();
     record.grant.expiresAt = record.grant.expiresAt === null ? now : Math.min(record.grant.expiresAt, now);
     const { succeeded } = await client.kv.txn({

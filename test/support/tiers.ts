@@ -26,12 +26,16 @@ export const TIER_VARIABLE = 'LEASEFENCE_TEST_TIER';
 /** Files that need the real PostgreSQL or redis-server. */
 export const STORES_FILES: readonly string[] = [
   'test/adapters/claim-held-bytes.test.ts',
+  'test/adapters/etcd-agrees.test.ts',
   'test/adapters/etcd-expiry.test.ts',
   'test/adapters/etcd-failures.test.ts',
   'test/adapters/etcd-freed.test.ts',
+  'test/adapters/etcd-key-state.test.ts',
   'test/adapters/etcd-list.test.ts',
+  'test/adapters/etcd-remove.test.ts',
   'test/adapters/etcd-specs.test.ts',
   'test/adapters/etcd-store.test.ts',
+  'test/adapters/etcd-submissions.test.ts',
   'test/adapters/etcd-tokens.test.ts',
   'test/adapters/postgres-checkout-error.test.ts',
   'test/adapters/postgres-connect-wrappers.test.ts',

@@ -1,17 +1,23 @@
 /**
- * The etcd lease store: one JSON record per lease key, changed only by compare-and-swap transactions.
+ * The etcd lease store: one JSON record per lease key (with its key state and hold), changed only by
+ * compare-and-swap transactions. The key's submissions live in a key of their own (see `record.ts`).
  *
  * ## Atomicity contract
  * - **One decision, one transaction.** etcd has no server-side scripting, so an operation is a READ of the
  *   lease record (one linearizable read) and, when the pure transition of the same name in
  *   `fence/transitions.ts` changes the record, ONE transaction that compares the record's `mod_revision`
  *   (and its live key's, see below) with the ones read and puts the new record (plus, for a fenced
- *   write, your puts and deletes). The compare makes the read and the write one atomic step: the transaction applies only if no other
+ *   write, your puts and deletes; with a submission, the submissions key too: read by the same read, its mod
+ *   revision compared and its new value put by the same transaction; no other operation reads or sends it).
+ *   The compare makes the read and the write one atomic step: the transaction applies only if no other
  *   change of the key committed in between, so the outcome is exactly what the core decides for the
  *   record as it was when the change committed.
- * - **Round trips.** A refusal or an `inspect` costs one round trip (the read: one linearizable read-only
+ * - **Round trips.** A refusal (also a fenced write's callback refusing itself, `refuse`: nothing is sent)
+ *   or an `inspect` costs one round trip (the read: one linearizable read-only
  *   transaction of the record and its live key, true at a moment within the call). A change costs two
- *   (read + transaction), and a claim or renew of a grant with a TTL one more (the etcd lease it gets).
+ *   (read + transaction), and a claim or renew of a grant with a TTL one more (the etcd lease it gets),
+ *   as does a `remove` (the etcd lease of its removal mark). `setKeyState` that ends a grant deletes the
+ *   grant's live key in its transaction and revokes the etcd lease after, as a release or revoke does.
  *   When the compare loses (another change of the same key committed in between), the store reads again and decides afresh on
  *   the fresh record: one more read + transaction per lost compare, at most `MAX_ATTEMPTS` in all (then
  *   `OutcomeUnknownError`). A retry is still one decision on one state; nothing is applied by a lost compare.
@@ -46,24 +52,44 @@
  * response header). The transaction that commits the grant commits at a revision > R, and any later claim
  * of the key reads after that commit, so its `R' >= ` that revision and its token is larger. etcd's revision
  * is Raft-ordered: it never goes back across leader changes, member loss or restarts (as long as the
- * cluster keeps its data), so tokens increase per key even if a record is deleted by hand, with no clock
- * floor. Every token is at most the revision its claim committed at (< 2^63).
+ * cluster keeps its data), so tokens increase per key even after `remove` (or a record deleted by hand):
+ * the floor is the revision, which outlives every record, with no clock floor and no counter kept. A record
+ * that `setKeyState` creates starts at token 0; its first claim still mints above the revision. Every token
+ * is at most the revision its claim committed at (< 2^63).
+ *
+ * ## Remove
+ * `remove` replaces the record with a removal mark on a short etcd lease (see `record.ts`), deleting the
+ * live key and the submissions in the same transaction. The mark keeps the removed record's `stamp` and
+ * transaction ids: a remove delivered twice, or one that lost its compare to another remove, is then decided
+ * as above (the ids say whether it applied), and the key's now does not go back. etcd deletes the mark
+ * `REMOVAL_MARK_SECONDS` later; a claim or `setKeyState` in between puts the new record over it.
  */
-import { OutcomeUnknownError } from '../../errors.js';
+import { OutcomeUnknownError, StoreUnavailableError } from '../../errors.js';
 import type { FencedWriteOutcome, StoreFencedWriteOptions } from '../../fence/operations.js';
 import * as transitions from '../../fence/transitions.js';
 import type { Transition } from '../../fence/transitions.js';
-import type { Fence, LeaseRecord, StoreTime } from '../../fence/types.js';
+import type { Fence, LeaseRecord, StoreTime, SubmissionRecord } from '../../fence/types.js';
 import { checkFence } from '../../fence/verdict.js';
+import { loggableCause } from '../../redact.js';
 import { newSecret } from '../../secret.js';
 import type { Store } from '../../store.js';
-import type { EtcdRequestOp } from './client.js';
+import { WriteRefusedSignal } from '../../write-refusal.js';
+import type { EtcdCompare, EtcdRequestOp } from './client.js';
 import { readFailure, txnFailure } from './failures.js';
 import { createEtcdFreed } from './freed-watch.js';
 import { createEtcdList } from './list.js';
 import { liveKeyOf, liveKeyOperations, nowWithEtcdExpiry, type LiveKey } from './grant-lease.js';
 import { hashedClaim, hashedFence } from './secret-hash.js';
-import { APPLIED_KEPT, decodeRecord, encodeRecord, type StoredRecord } from './record.js';
+import {
+  APPLIED_KEPT,
+  decodeRecord,
+  decodeSubmissions,
+  encodeRecord,
+  encodeRemovalMark,
+  encodeSubmissions,
+  REMOVAL_MARK_SECONDS,
+  type StoredRecord,
+} from './record.js';
 import { readEtcdStoreOptions, type EtcdStoreOptions } from './options.js';
 import { WriteRecorder, type EtcdWriteContext } from './write-context.js';
 
@@ -97,16 +123,27 @@ interface ReadRecord {
   readonly live: LiveKey;
   /** The store revision the read saw. */
   readonly revision: bigint;
+  /** The submissions key's mod revision ('0': absent), when the read included it (compared then). */
+  readonly submissionsRevision: string | null;
 }
 
-/** What one decision asks the store to write: the new record (`null`: nothing) and your operations. */
+/**
+ * What one decision asks the store to write: the new record (`null`: nothing, unless `remove`), the key's
+ * submissions (only a fenced write with a submission, whose read included them) and your operations.
+ */
 interface Decision<O> {
   readonly outcome: O;
   readonly record: LeaseRecord | null;
+  /** Remove the record (`transitions.remove`): replaced by its removal mark, its live key and submissions deleted. */
+  readonly remove?: true;
+  readonly submissions?: readonly SubmissionRecord[];
   readonly operations?: readonly EtcdRequestOp[];
 }
 
-const decided = <O>({ outcome, changed, record }: Transition<O>): Decision<O> => ({ outcome, record: changed ? record : null });
+const decided = <O>({ outcome, changed, record }: Transition<O>): Decision<O> =>
+  changed && record === null ? { outcome, record: null, remove: true } : { outcome, record: changed ? record : null };
+
+const FENCE_HOLDS = { ok: true } as const;
 
 /** The etcd lease store. */
 export interface EtcdStore extends Store<EtcdWriteContext> {
@@ -146,14 +183,22 @@ export function createEtcdStore(options: EtcdStoreOptions): EtcdStore {
   const recordKey = (key: string): Buffer => Buffer.concat([prefixBytes, Buffer.from(`lease/${key}`, 'utf8')]);
 
   const liveKey = (key: string): Buffer => Buffer.concat([prefixBytes, Buffer.from(`live/${key}`, 'utf8')]);
+  const submissionsKey = (key: string): Buffer => Buffer.concat([prefixBytes, Buffer.from(`submissions/${key}`, 'utf8')]);
 
-  /** The record and its live key, in one linearizable read-only transaction (both at one revision). */
-  const read = async (key: string, operation: string): Promise<ReadRecord> => {
+  /**
+   * The record (or its removal mark, see `record.ts`) and its live key, and with `withSubmissions` its
+   * submissions, in one linearizable read-only transaction (all at one revision).
+   */
+  const read = async (key: string, operation: string, withSubmissions: boolean): Promise<ReadRecord> => {
     let response;
     try {
       response = await kv.txn({
         compare: [],
-        success: [{ request_range: { key: recordKey(key) } }, { request_range: { key: liveKey(key) } }],
+        success: [
+          { request_range: { key: recordKey(key) } },
+          { request_range: { key: liveKey(key) } },
+          ...(withSubmissions ? [{ request_range: { key: submissionsKey(key) } }] : []),
+        ],
         failure: [],
       });
     } catch (error) {
@@ -161,39 +206,96 @@ export function createEtcdStore(options: EtcdStoreOptions): EtcdStore {
     }
     const found = response.responses?.[0]?.response_range?.kvs[0];
     const live = liveKeyOf(response.responses?.[1]?.response_range?.kvs[0]);
+    const stored = decodeRecord(key, found?.value);
+    const submissions = withSubmissions ? response.responses?.[2]?.response_range?.kvs[0] : undefined;
     return {
-      stored: decodeRecord(key, found?.value),
+      stored:
+        submissions === undefined || stored.record === null
+          ? stored
+          : { ...stored, record: { ...stored.record, submissions: decodeSubmissions(key, submissions.value) } },
       modRevision: found?.mod_revision ?? '0',
       live,
       revision: BigInt(response.header.revision),
+      submissionsRevision: withSubmissions ? (submissions?.mod_revision ?? '0') : null,
     };
   };
 
   /** The key's now as read: the clock, never before the last change, at least the expiry etcd enforced. */
   const nowOf = ({ stored, live }: ReadRecord): StoreTime => nowWithEtcdExpiry(stored.record, live, Math.max(clock(), stored.stamp));
 
-  /** The record put by a decision, if both compares hold: `true` when it committed. */
-  const commit = async (
-    key: string,
-    before: ReadRecord,
-    value: string,
-    operations: readonly EtcdRequestOp[],
-    operation: string,
-  ): Promise<boolean> => {
-    const name = recordKey(key);
+  /**
+   * A decision's operations, if the compares of the record's and the live key's mod revisions (and the
+   * submissions key's, when the read included it) hold: `true` when it committed.
+   */
+  const commit = async (key: string, before: ReadRecord, operations: readonly EtcdRequestOp[], operation: string): Promise<boolean> => {
+    const compare: EtcdCompare[] = [
+      { key: recordKey(key), target: MOD_REVISION, result: EQUAL, mod_revision: before.modRevision },
+      { key: liveKey(key), target: MOD_REVISION, result: EQUAL, mod_revision: before.live.modRevision },
+    ];
+    if (before.submissionsRevision !== null)
+      compare.push({ key: submissionsKey(key), target: MOD_REVISION, result: EQUAL, mod_revision: before.submissionsRevision });
     try {
-      const response = await kv.txn({
-        compare: [
-          { key: name, target: MOD_REVISION, result: EQUAL, mod_revision: before.modRevision },
-          { key: liveKey(key), target: MOD_REVISION, result: EQUAL, mod_revision: before.live.modRevision },
-        ],
-        success: [{ request_put: { key: name, value: Buffer.from(value, 'utf8') } }, ...operations],
-        failure: [],
-      });
+      const response = await kv.txn({ compare, success: [...operations], failure: [] });
       return response.succeeded;
     } catch (error) {
       throw txnFailure(error, operation);
     }
+  };
+
+  /** The etcd lease of a removal mark (see `record.ts`). */
+  const markLease = async (operation: string): Promise<string> => {
+    try {
+      return (await client.leaseClient.leaseGrant({ TTL: REMOVAL_MARK_SECONDS })).ID;
+    } catch (error) {
+      // NOTE: an etcd lease alone changes no record; nothing of the operation was applied.
+      throw new StoreUnavailableError(
+        `etcd ${operation}: granting the etcd lease of the removal mark failed: ${error instanceof Error ? error.message : String(error)}`,
+        { cause: loggableCause(error) },
+      );
+    }
+  };
+
+  /**
+   * What a decision sends (decided at `now` on `before`, as transaction `id`) and the etcd lease to revoke
+   * once it committed: the record put with its live-key operations (and the submissions, if the decision
+   * carries them), or for a remove the record replaced by its removal mark, the live key and submissions deleted.
+   */
+  const changeOf = async (
+    key: string,
+    before: ReadRecord,
+    decision: Decision<unknown>,
+    now: StoreTime,
+    id: string,
+    operation: string,
+  ): Promise<{ operations: EtcdRequestOp[]; staleLease: string | null }> => {
+    const { stored } = before;
+    if (decision.record === null) {
+      const lease = await markLease(operation);
+      return {
+        operations: [
+          { request_put: { key: recordKey(key), value: Buffer.from(encodeRemovalMark(key, now, stored.applied, id), 'utf8'), lease } },
+          ...(before.live.modRevision === '0' ? [] : [{ request_delete_range: { key: liveKey(key) } }]),
+          { request_delete_range: { key: submissionsKey(key) } },
+        ],
+        staleLease: before.live.lease === '0' ? null : before.live.lease,
+      };
+    }
+    const live = await liveKeyOperations(client.leaseClient, liveKey(key), stored.record, decision.record, before.live, now, operation);
+    const { submissions } = decision;
+    return {
+      operations: [
+        { request_put: { key: recordKey(key), value: Buffer.from(encodeRecord(decision.record, now, stored.applied, id), 'utf8') } },
+        ...live.operations,
+        ...(submissions !== undefined
+          ? [{ request_put: { key: submissionsKey(key), value: Buffer.from(encodeSubmissions(key, submissions), 'utf8') } }]
+          : stored.record === null
+            ? // NOTE: a record created afresh starts with no submissions, also where one was deleted by hand.
+              [{ request_delete_range: { key: submissionsKey(key) } }]
+            : []),
+        ...(decision.operations ?? []),
+      ],
+      staleLease: live.staleLease,
+    };
   };
 
   /** Ends an etcd lease the live key left; best effort (it runs out by itself anyway). */
@@ -209,12 +311,13 @@ export function createEtcdStore(options: EtcdStoreOptions): EtcdStore {
     key: string,
     operation: string,
     decide: (record: LeaseRecord | null, now: StoreTime, floor: bigint) => Decision<O> | Promise<Decision<O>>,
+    withSubmissions = false,
   ): Promise<O> => {
     const sent = new Map<string, O>();
     /** The transaction that lost its compare last: its id and the ids of the record it was decided on. */
     let lost: { readonly id: string; readonly after: readonly string[] } | null = null;
     for (let attempt = 1; attempt <= MAX_ATTEMPTS; attempt += 1) {
-      const before = await read(key, operation);
+      const before = await read(key, operation, withSubmissions);
       const { stored } = before;
       for (const id of stored.applied) if (sent.has(id)) return sent.get(id) as O;
       if (lost !== null && !provedNotApplied(lost.after, stored.applied)) {
@@ -224,23 +327,17 @@ export function createEtcdStore(options: EtcdStoreOptions): EtcdStore {
       }
       const now = nowOf(before);
       const decision = await decide(stored.record, now, before.revision + 1n);
-      if (decision.record === null) return decision.outcome;
-      const live = await liveKeyOperations(client.leaseClient, liveKey(key), stored.record, decision.record, before.live, now, operation);
+      if (decision.record === null && decision.remove !== true) return decision.outcome;
       const id = newSecret();
+      const change = await changeOf(key, before, decision, now, id, operation);
       sent.set(id, decision.outcome);
       lost = { id, after: stored.applied };
-      if (
-        await commit(
-          key,
-          before,
-          encodeRecord(decision.record, now, stored.applied, id),
-          [...live.operations, ...(decision.operations ?? [])],
-          operation,
-        )
-      ) {
-        revokeStale(live.staleLease);
+      if (await commit(key, before, change.operations, operation)) {
+        revokeStale(change.staleLease);
         return decision.outcome;
       }
+      // NOTE: an etcd lease the lost transaction carried is not revoked: an earlier copy of the transaction
+      // (delivered twice) may have committed with it. It runs out by itself.
     }
     throw new OutcomeUnknownError(
       `etcd ${operation}: ${MAX_ATTEMPTS} compare-and-swap rounds on ${JSON.stringify(key)} lost to concurrent changes; the last one may have applied`,
@@ -275,42 +372,74 @@ export function createEtcdStore(options: EtcdStoreOptions): EtcdStore {
 
     ...(watch === undefined ? {} : { watchFreed: createEtcdFreed(watch, recordKey, subscribeTimeoutMs) }),
 
+    setKeyState: (command) =>
+      transact(command.key, 'set key state', (record, now) => decided(transitions.setKeyState(record, command, now))),
+    remove: (command) => transact(command.key, 'remove', (record, now) => decided(transitions.remove(record, command, now))),
+
     async inspect(key) {
-      const before = await read(key, 'inspect');
+      const before = await read(key, 'inspect', false);
       return transitions.inspect(before.stored.record, key, nowOf(before));
     },
 
     fencedWrite<T>(
       fence: Fence,
       write: (context: EtcdWriteContext) => T | Promise<T>,
-      { checkpointJson }: StoreFencedWriteOptions = {},
+      { checkpointJson, submission }: StoreFencedWriteOptions = {},
     ): Promise<FencedWriteOutcome<T>> {
       const stored = hashedFence(fence);
       const recorder = new WriteRecorder(prefixBytes);
       let written: { readonly value: T } | null = null;
-      return transact<FencedWriteOutcome<T>>(fence.key, 'fenced write', async (record, now) => {
-        const verdict = checkFence(record, stored, now);
+      const decide = async (record: LeaseRecord | null, now: StoreTime): Promise<Decision<FencedWriteOutcome<T>>> => {
+        // NOTE: with a submission, its replay lookup comes before the fence (a retry after the grant ended learns it landed).
+        const verdict =
+          submission === undefined
+            ? checkFence(record, stored, now)
+            : (transitions.checkSubmission(record, stored, submission, now) ?? FENCE_HOLDS);
         if (!verdict.ok || record === null) return { outcome: verdict as FencedWriteOutcome<T>, record: null };
         if (written === null) {
           // NOTE: the callback runs once, on the first fence that holds; a lost compare re-sends its operations under a fresh check.
           try {
             written = { value: await write(recorder.context(fence.key, fence.token, now)) };
+          } catch (error) {
+            if (!(error instanceof WriteRefusedSignal)) throw error;
+            // NOTE: nothing was sent: the recorded operations are dropped with the decision.
+            return {
+              outcome: {
+                ok: false,
+                reason: 'write-refused',
+                key: fence.key,
+                code: error.code,
+                detail: error.detail,
+                token: fence.token,
+                now,
+              },
+              record: null,
+            };
           } finally {
             recorder.close();
           }
         }
         const { value } = written;
-        if (checkpointJson === undefined)
-          return { outcome: { ok: true, value, token: fence.token, checkpoint: null, now }, record, operations: recorder.operations };
-        // NOTE: the same checkpoint transition at the same now, on the same record: it holds since the fence does.
-        const saved = transitions.checkpoint(record, { fence: stored, json: checkpointJson }, now);
-        if (!saved.outcome.ok || saved.record === null) return { outcome: saved.outcome as FencedWriteOutcome<T>, record: null };
+        let next = record;
+        let checkpoint = null;
+        if (checkpointJson !== undefined) {
+          // NOTE: the same checkpoint transition at the same now, on the same record: it holds since the fence does.
+          const saved = transitions.checkpoint(record, { fence: stored, json: checkpointJson }, now);
+          if (!saved.outcome.ok || saved.record === null) return { outcome: saved.outcome as FencedWriteOutcome<T>, record: null };
+          next = saved.record;
+          checkpoint = saved.outcome.checkpoint;
+        }
+        if (submission === undefined)
+          return { outcome: { ok: true, value, token: fence.token, checkpoint, now }, record: next, operations: recorder.operations };
+        const recorded = transitions.recordSubmission(next, stored, submission, now);
         return {
-          outcome: { ok: true, value, token: fence.token, checkpoint: saved.outcome.checkpoint, now },
-          record: saved.record,
+          outcome: { ok: true, value, token: fence.token, checkpoint, submission: recorded.submission, now },
+          record: recorded.record,
+          submissions: recorded.record.submissions,
           operations: recorder.operations,
         };
-      });
+      };
+      return transact<FencedWriteOutcome<T>>(fence.key, 'fenced write', decide, submission !== undefined);
     },
   };
 }

@@ -1,8 +1,9 @@
 /**
  * `Store.watchFreed` on etcd: one etcd watch per waited lease record (on the client's own gRPC channel,
  * shared by every waiter of that key in this process, cancelled when the last one leaves). A put of the
- * record without a grant is a release or a revoke committing: its waiters are woken. A deleted record
- * (an operator's hand) wakes them too. No polling: etcd streams the record's changes.
+ * record without a grant is a release, a revoke or a key-state change that ended the grant committing, and
+ * a removal mark is a `remove`: its waiters are woken. A deleted record (an operator's hand, or a removal
+ * mark's etcd lease running out) wakes them too. No polling: etcd streams the record's changes.
  */
 import { createFreedSubscriptions, type FreedTransport } from '../freed-subscriptions.js';
 
@@ -25,11 +26,15 @@ export interface EtcdWatchBuilder {
   };
 }
 
-/** Whether a put of the record means the key was freed: a leasefence record with no grant. */
+/**
+ * Whether a put of the record means the key was freed: a leasefence record with no grant (a release, a revoke,
+ * a key-state change that ended the grant; also a hold or state set while nothing held the key, which costs a
+ * waiter one claim), or the removal mark a `remove` leaves (see record.ts).
+ */
 function freedBy(value: Buffer): boolean {
   try {
-    const record = JSON.parse(value.toString('utf8')) as { grant?: unknown } | null;
-    return typeof record === 'object' && record !== null && record.grant === null;
+    const record = JSON.parse(value.toString('utf8')) as { grant?: unknown; removed?: unknown } | null;
+    return typeof record === 'object' && record !== null && (record.grant === null || record.removed === true);
   } catch {
     return false;
   }

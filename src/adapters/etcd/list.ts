@@ -8,6 +8,7 @@
  * so they reach at least as far as the records), so liveness counts etcd's expiry as `inspect` does.
  * (A record deleted by hand leaves its live key until its etcd lease ends; such strays can end the live
  * range early, and a page's last records may then show live grants as expired until they are gone.)
+ * A removed record's mark (see `record.ts`) is examined, so it counts toward `limit`, and never listed.
  * The checkpoint's JSON and
  * the secret's hash cross the wire (etcd cannot project a value) but are never returned: a listed
  * checkpoint is its token, time and size.
@@ -75,6 +76,8 @@ export function createEtcdList(
       const key = found.key.subarray(recordsPrefix.length).toString('utf8');
       last = key;
       const { record, stamp } = decodeRecord(key, found.value);
+      // NOTE: a removed record's mark (see record.ts) is no record: examined, not listed.
+      if (record === null) continue;
       const inspection = transitions.inspect(record, key, nowWithEtcdExpiry(record, lives.get(key) ?? NO_LIVE_KEY, Math.max(at, stamp)));
       const { checkpoint } = inspection;
       leases.push({

@@ -5,6 +5,7 @@
  */
 import { InvalidArgumentError } from '../../errors.js';
 import type { StoreTime } from '../../fence/types.js';
+import { refuseWrite } from '../../write-refusal.js';
 import type { EtcdRequestOp } from './client.js';
 
 /** A key or value: text (sent as UTF-8) or bytes. */
@@ -22,6 +23,13 @@ export interface EtcdWriteContext {
   put(key: EtcdBytes, value: EtcdBytes): void;
   /** Deletes `key` in the fenced transaction. */
   delete(key: EtcdBytes): void;
+  /**
+   * Refuses the write (after reading your own data, with the etcd client): the store answers `write-refused`
+   * with this code and sends nothing (none of your puts and deletes, no checkpoint, no submission). Reads
+   * made with your client are not part of the fenced transaction: to make the write depend on what you
+   * read, refuse on it here and let the fence's transaction carry only what you decided.
+   */
+  refuse(code: string, detail?: string): never;
 }
 
 /** etcd's default limit of operations in one transaction (`--max-txn-ops`), less the lease record's put. */
@@ -58,6 +66,7 @@ export class WriteRecorder {
         const bytes = this.#claim(target, 'delete');
         this.operations.push({ request_delete_range: { key: bytes } });
       },
+      refuse: refuseWrite,
     };
   }
 
