@@ -8,7 +8,7 @@
 import { clockLabel } from './summary.js';
 
 /** How a grant ended: the `Ending` kinds, or `open` when it outlived the run. */
-export type GrantEnding = 'released' | 'expired' | 'revoked' | 'open';
+export type GrantEnding = 'released' | 'expired' | 'revoked' | 'state-changed' | 'open';
 
 /** One grant of a key to a worker, on the store's clock (ms since the run started). */
 export interface TimelineGrant {

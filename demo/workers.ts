@@ -72,8 +72,10 @@ export async function writeLedger(
     if (options.checkpoint !== undefined) fleet.recording.checkpoint(lease, options.checkpoint);
     return true;
   }
-  attempt.detail = refusalLine(outcome);
-  fleet.tally.refused('fenced write', outcome, lease.holder);
+  // NOTE: the demo's writes carry no submission and never refuse themselves: only the fence refuses them.
+  const refusal = outcome as FenceRefusal;
+  attempt.detail = refusalLine(refusal);
+  fleet.tally.refused('fenced write', refusal, lease.holder);
   return writeAnyway(fleet, attempt);
 }
 

@@ -76,6 +76,16 @@ export function makeEtcdHarness(): () => Promise<StoreHarness<EtcdStore>> {
           (tx) => tx.put(`${ledgerPrefix}${lease.key}/${String(++entries).padStart(8, '0')}-${randomBytes(4).toString('hex')}`, entry),
           options,
         ),
+      fencedAppend: (fence, entry, options, refuse) =>
+        main.store.fencedWrite(
+          fence,
+          (tx) => {
+            tx.put(`${ledgerPrefix}${fence.key}/${String(++entries).padStart(8, '0')}-${randomBytes(4).toString('hex')}`, entry);
+            // NOTE: etcd sends the transaction after the callback: a refusal after the put sends nothing.
+            if (refuse !== undefined) tx.refuse(refuse.code, refuse.detail);
+          },
+          options,
+        ),
       readLedger: async (key) => {
         const { kvs } = await main.client.kv.range({
           ...prefixRange(`${ledgerPrefix}${key}/`),

@@ -91,6 +91,14 @@ export function pausable() {
         await pass();
         return store.fencedWrite(fence, write, options);
       },
+      setKeyState: async (c) => {
+        await pass();
+        return store.setKeyState(c);
+      },
+      remove: async (c) => {
+        await pass();
+        return store.remove(c);
+      },
     }),
   };
 }

@@ -142,6 +142,8 @@ export function delegatingStore<C>(store: Store<C>): { -readonly [M in keyof Sto
     recover: (c) => store.recover(c),
     inspect: (k) => store.inspect(k),
     fencedWrite: (f, w, options) => store.fencedWrite(f, w, options),
+    setKeyState: (c) => store.setKeyState(c),
+    remove: (c) => store.remove(c),
   };
 }
 

@@ -85,7 +85,8 @@ export function recordingStore<C>(store: Store<C>, recorder: Recorder): Store<C>
         {},
         () => store.claim(command),
         (outcome) => {
-          if (!outcome.ok) return { type: 'fail', reason: outcome.reason, storeNow: outcome.now, token: outcome.token.toString() };
+          if (!outcome.ok)
+            return { type: 'fail', reason: outcome.reason, storeNow: outcome.now, ...('token' in outcome ? { token: outcome.token.toString() } : {}) };
           const checkpoint = outcome.checkpoint;
           const id = checkpoint === null ? undefined : checkpointId(checkpoint.json);
           return {
@@ -132,6 +133,8 @@ export function recordingStore<C>(store: Store<C>, recorder: Recorder): Store<C>
     revoke: (command) => store.revoke(command),
     recover: (command) => store.recover(command),
     inspect: (key) => store.inspect(key),
+    setKeyState: (command) => store.setKeyState(command),
+    remove: (command) => store.remove(command),
   };
 }
 
@@ -156,6 +159,8 @@ export function countingStore<C>(store: Store<C>): { store: Store<C>; calls: () 
       revoke: count((command) => store.revoke(command)),
       recover: count((command) => store.recover(command)),
       inspect: count((key) => store.inspect(key)),
+      setKeyState: count((command) => store.setKeyState(command)),
+      remove: count((command) => store.remove(command)),
     },
   };
 }
