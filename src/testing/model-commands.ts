@@ -81,9 +81,11 @@ export class ClaimCommand implements Command {
     const result = await real.workers[this.worker]!.claim(real.key, options);
     const { grant } = model;
     if (grant !== null && isHeld(model)) {
+      // NOTE: the same holder with the same (non-null) run id is told its run already holds the key.
+      const sameRun = grant.worker === this.worker && grant.runId !== null && grant.runId === this.runId;
       expectMatch(
         result,
-        { ok: false, reason: 'held', token: grant.token, holder: `w${grant.worker}`, runId: grant.runId },
+        { ok: false, reason: sameRun ? 'run-already-acquired' : 'held', token: grant.token, holder: `w${grant.worker}`, runId: grant.runId },
         `${this} answered`,
       );
       return;

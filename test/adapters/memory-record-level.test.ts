@@ -166,3 +166,22 @@ describe('memory store: release watchers', () => {
     stop();
   });
 });
+
+describe('memory store: list after remove', () => {
+  it('a removed key leaves the listing and a key created after it joins (before the fix: [a, b])', async () => {
+    const { store, claim } = setup();
+    await claim('a');
+    await claim('b');
+    const list = store.list;
+    if (list === undefined) throw new Error('the memory store lists');
+    await list({ prefix: '', limit: 10, cursor: null });
+    await store.remove({ key: 'a', force: true, expectedToken: null });
+    await claim('c');
+    const page = await list({ prefix: '', limit: 10, cursor: null });
+    expect(page.leases.map((lease) => lease.key)).toEqual(['b', 'c']);
+    await claim('a');
+    await store.remove({ key: 'b', force: true, expectedToken: null });
+    const again = await list({ prefix: '', limit: 10, cursor: null });
+    expect(again.leases.map((lease) => lease.key)).toEqual(['a', 'c']);
+  });
+});

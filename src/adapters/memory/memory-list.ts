@@ -1,7 +1,7 @@
 /**
- * The memory store's `list`: keyset paging over its keys in code-unit order. Records are never deleted,
- * so the sorted key index only grows: a call merges in the keys claimed since the previous call (O(new
- * keys)), then reads at most `limit` records after the cursor (O(log n + limit)).
+ * The memory store's `list`: keyset paging over its keys in code-unit order. A call merges in the keys created
+ * since the previous call (sorting only those), then reads at most `limit` records after the cursor
+ * (O(log n + limit)). Removed keys leave the index when they are removed.
  */
 import type { Clock } from '../../clock.js';
 import * as transitions from '../../fence/transitions.js';
@@ -20,19 +20,41 @@ function firstAfter(keys: readonly string[], after: string): number {
   return low;
 }
 
-/** Builds `list` over a memory store's records (a `Map` that is only ever added to). */
-export function createMemoryList(
-  records: ReadonlyMap<string, LeaseRecord>,
-  clock: Clock,
-): (query: StoreListQuery) => Promise<StoreListPage> {
-  let sorted: string[] = [];
-  return (query) => {
-    if (records.size > sorted.length) {
-      // NOTE: a Map iterates in insertion order and records are never deleted: the new keys are the tail.
-      const fresh = Array.from(records.keys()).slice(sorted.length).sort();
-      sorted = sorted.concat(fresh).sort();
+/**
+ * The sorted key index of a memory store and its `list`. The store tells it of every key it creates (`added`)
+ * and removes (`removed`); a call merges the keys created since the previous call (sorting only those, then
+ * one linear merge), so listing never re-sorts every key.
+ */
+export class MemoryKeyIndex {
+  #sorted: string[] = [];
+  #fresh: string[] = [];
+
+  constructor(
+    private readonly records: ReadonlyMap<string, LeaseRecord>,
+    private readonly clock: Clock,
+  ) {}
+
+  /** A key the store just created. */
+  added(key: string): void {
+    this.#fresh.push(key);
+  }
+
+  /** A key the store just removed (a remove is rare: an operator's, so a splice is fine). */
+  removed(key: string): void {
+    const at = this.#fresh.indexOf(key);
+    if (at !== -1) {
+      this.#fresh.splice(at, 1);
+      return;
     }
-    const now = clock();
+    const index = lowerBound(this.#sorted, key);
+    if (this.#sorted[index] === key) this.#sorted.splice(index, 1);
+  }
+
+  /** `Store.list` over the records. */
+  readonly list = (query: StoreListQuery): Promise<StoreListPage> => {
+    this.#mergeFresh();
+    const sorted = this.#sorted;
+    const now = this.clock();
     const { prefix, limit, cursor } = query;
     // NOTE: in code-unit order the keys that start with `prefix` are contiguous, from its lower bound on.
     const from = cursor === null ? lowerBound(sorted, prefix) : Math.max(lowerBound(sorted, prefix), firstAfter(sorted, cursor));
@@ -41,12 +63,28 @@ export function createMemoryList(
     for (; index < sorted.length && index < from + limit; index += 1) {
       const key = sorted[index] as string;
       if (!key.startsWith(prefix)) break;
-      leases.push(toListedInspection(transitions.inspect(records.get(key) ?? null, key, now)));
+      leases.push(toListedInspection(transitions.inspect(this.records.get(key) ?? null, key, now)));
     }
     const next = sorted[index];
     const more = index === from + limit && next !== undefined && next.startsWith(prefix);
     return Promise.resolve({ leases, cursor: more ? (sorted[index - 1] as string) : null });
   };
+
+  #mergeFresh(): void {
+    if (this.#fresh.length === 0) return;
+    // NOTE: the default sort compares UTF-16 code units, the order `list` promises.
+    const fresh = this.#fresh.sort();
+    this.#fresh = [];
+    const sorted = this.#sorted;
+    const merged: string[] = new Array(sorted.length + fresh.length);
+    let i = 0;
+    let j = 0;
+    let k = 0;
+    while (i < sorted.length && j < fresh.length) merged[k++] = (sorted[i] as string) < (fresh[j] as string) ? (sorted[i++] as string) : (fresh[j++] as string);
+    while (i < sorted.length) merged[k++] = sorted[i++] as string;
+    while (j < fresh.length) merged[k++] = fresh[j++] as string;
+    this.#sorted = merged;
+  }
 }
 
 /** The first index in sorted `keys` whose key is at least `text`. */

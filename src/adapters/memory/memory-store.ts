@@ -9,7 +9,7 @@ import { InvalidArgumentError } from '../../errors.js';
 import { describe, MAX_TOKEN, readOptions } from '../../validate.js';
 import { WriteRefusedSignal, refuseWrite } from '../../write-refusal.js';
 import { KeyLock } from './key-lock.js';
-import { createMemoryList } from './memory-list.js';
+import { MemoryKeyIndex } from './memory-list.js';
 import { FreedKeys } from './freed-keys.js';
 
 /** What a memory fenced write's callback receives. */
@@ -104,16 +104,19 @@ export function createMemoryStore(options?: MemoryStoreOptions): MemoryStore {
   let highestRemoved = 0n;
   const lock = new KeyLock();
   const freed = new FreedKeys();
+  const keyIndex = new MemoryKeyIndex(records, clock);
 
   /** Applies `step` to the key's record at the store's now; `committed` sees the outcome once it is stored. */
   const applyNow = <C, O>(key: string, step: Step<C, O>, command: C, committed: Committed<O> | undefined): O => {
     const { record, changed, outcome } = step(records.get(key) ?? null, command, clock());
     if (changed) {
-      if (record !== null) records.set(key, record);
-      else {
+      if (record !== null) {
+        if (!records.has(key)) keyIndex.added(key);
+        records.set(key, record);
+      } else {
         const removed = records.get(key);
         if (removed !== undefined && removed.token > highestRemoved) highestRemoved = removed.token;
-        records.delete(key);
+        if (records.delete(key)) keyIndex.removed(key);
       }
     }
     // NOTE: in the same task (not a `.then` on its promise): telling watchers costs no extra promise.
@@ -187,7 +190,7 @@ export function createMemoryStore(options?: MemoryStoreOptions): MemoryStore {
         records.set(fence.key, recorded.record);
         return { ok: true, value, token: fence.token, checkpoint: saved, submission: recorded.submission, now };
       }),
-    list: createMemoryList(records, clock),
+    list: keyIndex.list,
     watchFreed: freed.watch,
     // NOTE: the same in-process listeners: a revoke tells them (and a release, which a holder never hears
     // while it holds: its run stops listening before its release).
