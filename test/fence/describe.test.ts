@@ -36,7 +36,11 @@ describe('describeRefusal', () => {
       if (ending.reason !== null) expect(line).toContain(ending.reason);
     }
     if (refusal.reason === 'expired' && expiresAt !== null) expect(line).toContain(`expired at ${new Date(expiresAt).toISOString()}`);
-    if (refusal.attribute !== null) expect(line).toContain(`attribute ${refusal.attribute.name}`);
+    if (refusal.attribute !== null) {
+      // NOTE: a key-state value that moved is named as the seeds' "tier moved", a bound attribute as an attribute.
+      const named = refusal.reason === 'state-changed' ? `the ${refusal.attribute.name} moved` : `attribute ${refusal.attribute.name}`;
+      expect(line).toContain(named);
+    }
   });
 
   test('reads like the seeds wished: expected token 7 (run r1), found token 8 (run r2)', () => {

@@ -85,6 +85,7 @@ const STORE_ENTRY_MODULES = [
   'store.ts',
   'unreadable-checkpoint.ts',
   'validate.ts',
+  'write-refusal.ts',
 ];
 
 /** The imperative shell: the modules that run operations against a store. */
