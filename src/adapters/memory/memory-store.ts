@@ -11,6 +11,7 @@ import { WriteRefusedSignal, refuseWrite } from '../../write-refusal.js';
 import { KeyLock } from './key-lock.js';
 import { createMemoryList } from './memory-list.js';
 import { FreedKeys } from './freed-keys.js';
+import { createMemoryItems, type MemoryItemsMethods } from './memory-items.js';
 
 /** What a memory fenced write's callback receives. */
 export interface MemoryWriteContext {
@@ -42,8 +43,11 @@ export interface MemoryStoreOptions {
   readonly tokenFloor?: () => bigint;
 }
 
-/** The in-memory store, with a test-only view of its records. */
+/** The in-memory store (with the optional claim-next methods), with a test-only view of its records. */
 export interface MemoryStore extends Store<MemoryWriteContext> {
+  readonly addItems: MemoryItemsMethods['addItems'];
+  readonly removeItems: MemoryItemsMethods['removeItems'];
+  readonly claimNext: MemoryItemsMethods['claimNext'];
   /** The raw record of a key (including the secret): for tests and simulations only. */
   record(key: string): LeaseRecord | null;
 }
@@ -128,10 +132,22 @@ export function createMemoryStore(options?: MemoryStoreOptions): MemoryStore {
     }
   };
 
-  const claimStep: Step<ClaimCommand, StoreClaimOutcome> = (record, command, now) => {
+  /** The floor a claim mints above: the option's, or the highest token issued for any key when that is higher. */
+  const mintFloor = (): bigint => {
     const floor = tokenFloor();
-    return transitions.claim(record, command, now, floor > highestToken ? floor : highestToken);
+    return floor > highestToken ? floor : highestToken;
   };
+  const claimStep: Step<ClaimCommand, StoreClaimOutcome> = (record, command, now) => transitions.claim(record, command, now, mintFloor());
+  const items = createMemoryItems({
+    records,
+    lock,
+    clock,
+    tokenFloor: mintFloor,
+    save: (key, record) => {
+      records.set(key, record);
+      if (record.token > highestToken) highestToken = record.token;
+    },
+  });
 
   return {
     id: `memory:${++storeCount}:${Math.random().toString(36).slice(2)}`,
@@ -151,7 +167,10 @@ export function createMemoryStore(options?: MemoryStoreOptions): MemoryStore {
         const now = clock();
         const record = records.get(fence.key) ?? null;
         const { checkpointJson, submission } = writeOptions;
-        const refused = submission === undefined ? checkFence(record, fence, now) : (transitions.checkSubmission(record, fence, submission, now) ?? { ok: true });
+        const refused =
+          submission === undefined
+            ? checkFence(record, fence, now)
+            : (transitions.checkSubmission(record, fence, submission, now) ?? { ok: true });
         if (!refused.ok) return refused;
         let value: T;
         try {
@@ -182,6 +201,7 @@ export function createMemoryStore(options?: MemoryStoreOptions): MemoryStore {
     // NOTE: the same in-process listeners: a revoke tells them (and a release, which a holder never hears
     // while it holds: its run stops listening before its release).
     watchRevoked: freed.watch,
+    ...items,
     record: (key) => records.get(key) ?? null,
   };
 }
