@@ -81,8 +81,8 @@ export function createMemoryItems(host: MemoryItemsHost): MemoryItemsMethods {
       if (other !== undefined && other !== set) return { ok: false, reason: 'in-another-set', set, key, otherSet: other, now };
     }
     const dueAt = now + delay;
-    let items = sets.get(set);
-    if (items === undefined) sets.set(set, (items = new Map()));
+    const items = sets.get(set) ?? new Map<string, SetItem>();
+    sets.set(set, items);
     const added: string[] = [];
     for (const key of keys) {
       if (items.has(key)) continue;

@@ -167,10 +167,7 @@ export function createMemoryStore(options?: MemoryStoreOptions): MemoryStore {
         const now = clock();
         const record = records.get(fence.key) ?? null;
         const { checkpointJson, submission } = writeOptions;
-        const refused =
-          submission === undefined
-            ? checkFence(record, fence, now)
-            : (transitions.checkSubmission(record, fence, submission, now) ?? { ok: true });
+        const refused = submission === undefined ? checkFence(record, fence, now) : (transitions.checkSubmission(record, fence, submission, now) ?? { ok: true });
         if (!refused.ok) return refused;
         let value: T;
         try {
