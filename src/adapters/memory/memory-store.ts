@@ -132,10 +132,13 @@ export function createMemoryStore(options?: MemoryStoreOptions): MemoryStore {
     }
   };
 
-  /** The floor a claim mints above: the option's, or the highest token issued for any key when that is higher. */
+  /**
+   * The floor of a claim's token: the option's, or one above the highest token issued for any key when that is
+   * higher (`mintToken` may return the floor itself, so the floor must be above every token issued).
+   */
   const mintFloor = (): bigint => {
     const floor = tokenFloor();
-    return floor > highestToken ? floor : highestToken;
+    return floor > highestToken ? floor : highestToken + 1n;
   };
   const claimStep: Step<ClaimCommand, StoreClaimOutcome> = (record, command, now) => transitions.claim(record, command, now, mintFloor());
   const items = createMemoryItems({
