@@ -1,11 +1,14 @@
 /**
  * Sets of items on the memory store (claim-next, issue 24 capability 1): which keys are items of which set and
- * when each is due, and the three optional Store methods over them. The memory store keeps no index of
+ * when each is due, and the three optional Store methods over them. A key busy in another operation is skipped
+ * (as `SKIP LOCKED` skips a locked row); when only busy keys are claimable, claim-next waits for the first one. The memory store keeps no index of
  * availability: it computes `availableSince` from each item's record at every claim-next (O(items of the set)),
  * which is the definition a server store's index must keep equal to.
  */
 import {
+  availableSince,
   claimNext,
+  stateMatches,
   type AddItemsCommand,
   type AddItemsOutcome,
   type ClaimNextCommand,
@@ -54,7 +57,7 @@ function checkedKeys(set: unknown, keys: unknown): readonly string[] {
 }
 
 /** Runs `step` now, turning a throw (a bad command, a bad clock reading) into a rejected promise. */
-function settle<T>(step: () => T): Promise<T> {
+function settle<T>(step: () => T | Promise<T>): Promise<T> {
   try {
     return Promise.resolve(step());
   } catch (error) {
@@ -108,25 +111,43 @@ export function createMemoryItems(host: MemoryItemsHost): MemoryItemsMethods {
     return { ok: true, set, removed, now };
   };
 
-  const claimNextNow = (command: ClaimNextCommand): ClaimNextOutcome => {
-    assertName('set', command.set);
-    if (command.onExpired !== 'take-over' && command.onExpired !== 'record-first')
-      throw new InvalidArgumentError(`onExpired must be 'take-over' or 'record-first', got ${describe(command.onExpired)}`);
+  /**
+   * Claim-next at the store's now. `owned`: the key whose lock this call runs under (its earlier operations have
+   * settled), which is therefore not busy for it.
+   */
+  const claimNextNow = (command: ClaimNextCommand, owned: string | null): ClaimNextOutcome | Promise<ClaimNextOutcome> => {
     const now = host.clock();
     const candidates: ItemCandidate[] = [];
     for (const item of sets.get(command.set)?.values() ?? []) {
       // NOTE: a key with an operation pending (a fenced write's callback running) is busy, as a row lock is to
       // `SKIP LOCKED`: granting it now would let that write's checkpoint overwrite the new grant.
-      candidates.push({ item, record: host.records.get(item.key) ?? null, busy: !host.lock.isIdle(item.key) });
+      const busy = item.key !== owned && !host.lock.isIdle(item.key);
+      candidates.push({ item, record: host.records.get(item.key) ?? null, busy });
     }
     const { key, transition } = claimNext(candidates, command, now, host.tokenFloor());
     if (key !== null && transition.changed && transition.record !== null) host.save(key, transition.record);
-    return transition.outcome;
+    const { outcome } = transition;
+    if (outcome.ok) return outcome;
+    // NOTE: only busy keys are claimable: wait for the first one's pending operation and decide again, rather
+    // than answer idle (a key stays busy for a few microtasks after a fenced write answered, so "write, release,
+    // claim-next" would otherwise miss the item it just released).
+    const waitFor = candidates.find(
+      ({ item, record, busy }) =>
+        busy && stateMatches(record, command.expect) && (availableSince(record, item) ?? Number.POSITIVE_INFINITY) <= now,
+    );
+    return waitFor === undefined ? outcome : host.lock.run(waitFor.item.key, () => claimNextNow(command, waitFor.item.key));
+  };
+
+  const checkedClaimNext = (command: ClaimNextCommand): ClaimNextOutcome | Promise<ClaimNextOutcome> => {
+    assertName('set', command.set);
+    if (command.onExpired !== 'take-over' && command.onExpired !== 'record-first')
+      throw new InvalidArgumentError(`onExpired must be 'take-over' or 'record-first', got ${describe(command.onExpired)}`);
+    return claimNextNow(command, null);
   };
 
   return {
     addItems: (command) => settle(() => addItems(command)),
     removeItems: (command) => settle(() => removeItems(command)),
-    claimNext: (command) => settle(() => claimNextNow(command)),
+    claimNext: (command) => settle(() => checkedClaimNext(command)),
   };
 }
