@@ -136,7 +136,8 @@ export interface Store<WriteContext = unknown> {
    * (`onExpired: 'take-over'`) or taken over with the key requiring recovery (`'record-first'`). A store keeping an
    * index of availability must keep it equal to `availableSince` of each item's record: it updates the index in
    * every operation that changes a record of an item key or an item (expiry needs no write). Delivered twice with
-   * the same secret, it answers the grant it made. Reads O(limit) index entries, never every key.
+   * the same secret, it answers the grant it made. A server store reads O(limit) index entries per call, never
+   * every key (the memory store, which keeps no index, judges every item of the set).
    */
   claimNext?(command: ClaimNextCommand): Promise<ClaimNextOutcome>;
 
