@@ -36,8 +36,8 @@ export interface MemoryStoreOptions {
   readonly clock?: Clock;
   /**
    * A floor for new tokens, read at each claim (see `mintToken`). Useful to simulate stores whose tokens
-   * derive from a clock. The store also never mints a token at or below one it issued for any key (a
-   * store-wide counter), so a key removed and claimed again never reissues a token.
+   * derive from a clock. The store also mints above every token of a record it removed (a store-wide
+   * floor), so a key removed and claimed again never reissues a token.
    * @default () => 0n
    */
   readonly tokenFloor?: () => bigint;
@@ -101,8 +101,8 @@ export function createMemoryStore(options?: MemoryStoreOptions): MemoryStore {
   const clock = given.clock === undefined ? systemClock : checkedClock(given.clock);
   const tokenFloor = given.tokenFloor === undefined ? () => 0n : checkedTokenFloor(given.tokenFloor);
   const records = new Map<string, LeaseRecord>();
-  /** The highest token this store issued for any key: the floor that outlives a removed record. */
-  let highestToken = 0n;
+  /** The highest token of any removed record: the floor that outlives it (claims mint above it). */
+  let removedToken = 0n;
   const lock = new KeyLock();
   const freed = new FreedKeys();
 
@@ -110,11 +110,11 @@ export function createMemoryStore(options?: MemoryStoreOptions): MemoryStore {
   const applyNow = <C, O>(key: string, step: Step<C, O>, command: C, committed: Committed<O> | undefined): O => {
     const { record, changed, outcome } = step(records.get(key) ?? null, command, clock());
     if (changed) {
-      if (record === null) records.delete(key);
-      else {
-        records.set(key, record);
-        if (record.token > highestToken) highestToken = record.token;
-      }
+      if (record === null) {
+        const removed = records.get(key);
+        if (removed !== undefined && removed.token > removedToken) removedToken = removed.token;
+        records.delete(key);
+      } else records.set(key, record);
     }
     // NOTE: in the same task (not a `.then` on its promise): telling watchers costs no extra promise.
     return committed === undefined ? outcome : committed(key, outcome);
@@ -133,12 +133,12 @@ export function createMemoryStore(options?: MemoryStoreOptions): MemoryStore {
   };
 
   /**
-   * The floor of a claim's token: the option's, or one above the highest token issued for any key when that is
-   * higher (`mintToken` may return the floor itself, so the floor must be above every token issued).
+   * The floor of a claim's token: the option's, or one above the highest token of a removed record when that is
+   * higher (`mintToken` may return the floor itself). Keys never removed keep counting 1, 2, 3 (the model's tokens).
    */
   const mintFloor = (): bigint => {
     const floor = tokenFloor();
-    return floor > highestToken ? floor : highestToken + 1n;
+    return floor > removedToken ? floor : removedToken + 1n;
   };
   const claimStep: Step<ClaimCommand, StoreClaimOutcome> = (record, command, now) => transitions.claim(record, command, now, mintFloor());
   const items = createMemoryItems({
@@ -146,10 +146,7 @@ export function createMemoryStore(options?: MemoryStoreOptions): MemoryStore {
     lock,
     clock,
     tokenFloor: mintFloor,
-    save: (key, record) => {
-      records.set(key, record);
-      if (record.token > highestToken) highestToken = record.token;
-    },
+    save: (key, record) => void records.set(key, record),
   });
 
   return {
