@@ -287,6 +287,17 @@ describe('claimNext (pure)', () => {
     });
   });
 
+  it('a revoke of an expired grant stamps its ending now: the item goes behind the ones waiting since the expiry', () => {
+    const claimed = transitions.claim(null, claimCommand('k', { ttlMs: 10 }), 1_000).record;
+    const revoked = transitions.revoke(
+      claimed,
+      { key: 'k', reason: 'r', by: 'ops', requireRecovery: false, expectedToken: null },
+      1_050,
+    ).record;
+    expect(availableSince(claimed, { set: SET, key: 'k', dueAt: 0 })).toBe(1_010);
+    expect(availableSince(revoked, { set: SET, key: 'k', dueAt: 0 })).toBe(1_050);
+  });
+
   it('the same command delivered again answers the grant it made and changes nothing', () => {
     const item = { set: SET, key: 'k', dueAt: 0 };
     const command = nextCommand();
