@@ -45,6 +45,14 @@ import type {
   SetKeyStateCommand,
   SetKeyStateOutcome,
 } from './fence/operations.js';
+import type {
+  AddItemsCommand,
+  AddItemsOutcome,
+  ClaimNextCommand,
+  ClaimNextOutcome,
+  RemoveItemsCommand,
+  RemoveItemsOutcome,
+} from './fence/claim-next.js';
 import type { Fence } from './fence/types.js';
 import type { StoreListPage, StoreListQuery } from './list.js';
 
@@ -109,6 +117,29 @@ export interface Store<WriteContext = unknown> {
 
   /** Everything about the key except the secret, with the store's now. */
   inspect(key: string): Promise<StoreInspection>;
+
+  /**
+   * OPTIONAL, with `removeItems` and `claimNext` (a store offers all three or none; see `fence/claim-next.ts` and
+   * docs/design/claim-next.md): adds keys to a named set of items, due `notBeforeMs` after the store's now. A key
+   * is an item of at most one set (`in-another-set`, nothing added); adding an item again changes nothing.
+   */
+  addItems?(command: AddItemsCommand): Promise<AddItemsOutcome>;
+
+  /** OPTIONAL (claim-next): takes keys out of a set; their records (grants, state, checkpoints) stay as they are. */
+  removeItems?(command: RemoveItemsCommand): Promise<RemoveItemsOutcome>;
+
+  /**
+   * OPTIONAL (claim-next): in one atomic step, grants the set's claimable item (`fence/claim-next.ts#claimNext`)
+   * that has been available longest (`availableSince`, then key), skipping live grants, keys blocked for
+   * recovery, held back, not yet due, busy in another operation or whose state does not match `expect`; `idle`
+   * (with the earliest time one becomes claimable, if known) when none qualifies. An expired grant is taken over
+   * (`onExpired: 'take-over'`) or taken over with the key requiring recovery (`'record-first'`). A store keeping an
+   * index of availability must keep it equal to `availableSince` of each item's record: it updates the index in
+   * every operation that changes a record of an item key or an item (expiry needs no write). Delivered twice with
+   * the same secret, it answers the grant it made. A server store reads O(limit) index entries per call, never
+   * every key (the memory store, which keeps no index, judges every item of the set).
+   */
+  claimNext?(command: ClaimNextCommand): Promise<ClaimNextOutcome>;
 
   /**
    * OPTIONAL (operators' listing, see `list.ts`): the records whose key starts with `query.prefix`, from

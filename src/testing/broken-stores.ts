@@ -44,7 +44,10 @@ export const PLANTED_BUGS: readonly PlantedBug[] = [
  * A memory store with `bug` planted. `roundTrip` is awaited between the read and the write of the
  * non-atomic claim (the race suite passes a scheduled task, so other requests may land in between).
  */
-export function createBrokenMemoryStore(clock: ManualClock, bug: PlantedBug, roundTrip: () => Promise<unknown>): MemoryStore {
+/** A memory store with one planted bug; it offers no sets (claim-next has planted bugs of its own). */
+export type BrokenMemoryStore = Omit<MemoryStore, 'addItems' | 'removeItems' | 'claimNext'>;
+
+export function createBrokenMemoryStore(clock: ManualClock, bug: PlantedBug, roundTrip: () => Promise<unknown>): BrokenMemoryStore {
   const records = new Map<string, LeaseRecord>();
   const lock = new KeyLock();
   /** As the memory store: tokens stay above those of removed records (unless `reissues-after-remove`). */
@@ -96,7 +99,7 @@ export function createBrokenMemoryStore(clock: ManualClock, bug: PlantedBug, rou
     return { ok: true, value, token: fence.token, checkpoint, submission: recorded.submission, now };
   };
 
-  const store: MemoryStore = {
+  const store: BrokenMemoryStore = {
     id: `broken:${bug}`,
     claim: (command) => apply(command.key, (record, now) => transitions.claim(record, command, now, floor())),
     renew: (command) => apply(command.fence.key, (record, now) => transitions.renew(record, command, now)),

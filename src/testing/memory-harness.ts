@@ -14,11 +14,11 @@ import type { StoreHarness } from './harness.js';
 export const MEMORY_EPOCH: number = Date.UTC(2026, 0, 1);
 
 /** A store the memory harness can drive: a `MemoryStore` or a deliberately broken look-alike. */
-export type MemoryLikeStore = MemoryStore;
+export type MemoryLikeStore = Omit<MemoryStore, 'addItems' | 'removeItems' | 'claimNext'>;
 
 /** Builds a harness around a memory(-like) store made on the harness's manual clock. */
 export function createMemoryHarness<S extends MemoryLikeStore = MemoryStore>(
-  makeStore: (clock: ManualClock) => S = (clock) => createMemoryStore({ clock }) as S,
+  makeStore: (clock: ManualClock) => S = (clock) => createMemoryStore({ clock }) as unknown as S,
 ): StoreHarness<S> & { readonly clock: ManualClock } {
   if (typeof makeStore !== 'function')
     throw new InvalidArgumentError(`makeStore must be a function of the harness clock returning a store, got ${describe(makeStore)}`);

@@ -11,6 +11,7 @@ import { WriteRefusedSignal, refuseWrite } from '../../write-refusal.js';
 import { KeyLock } from './key-lock.js';
 import { MemoryKeyIndex } from './memory-list.js';
 import { FreedKeys } from './freed-keys.js';
+import { createMemoryItems, type MemoryItemsMethods } from './memory-items.js';
 
 /** What a memory fenced write's callback receives. */
 export interface MemoryWriteContext {
@@ -42,8 +43,11 @@ export interface MemoryStoreOptions {
   readonly tokenFloor?: () => bigint;
 }
 
-/** The in-memory store, with a test-only view of its records. */
+/** The in-memory store (with the optional claim-next methods), with a test-only view of its records. */
 export interface MemoryStore extends Store<MemoryWriteContext> {
+  readonly addItems: MemoryItemsMethods['addItems'];
+  readonly removeItems: MemoryItemsMethods['removeItems'];
+  readonly claimNext: MemoryItemsMethods['claimNext'];
   /** The raw record of a key (including the secret): for tests and simulations only. */
   record(key: string): LeaseRecord | null;
 }
@@ -135,13 +139,23 @@ export function createMemoryStore(options?: MemoryStoreOptions): MemoryStore {
     }
   };
 
-  const claimStep: Step<ClaimCommand, StoreClaimOutcome> = (record, command, now) => {
+  /**
+   * The floor of a claim's token: the option's, or one above the highest token of a removed record when that is
+   * higher (`mintToken` may return the floor itself). Keys never removed keep counting 1, 2, 3 (the model's tokens).
+   */
+  const mintFloor = (): bigint => {
     const floor = tokenFloor();
-    // NOTE: `mintToken` may mint the floor itself, so the floor is one above the last removed token. It applies
-    // to every claim, not only to keys with no record: `setKeyState` re-creates a removed key at token 0.
     const aboveRemoved = highestRemoved + 1n;
-    return transitions.claim(record, command, now, floor > aboveRemoved ? floor : aboveRemoved);
+    return floor > aboveRemoved ? floor : aboveRemoved;
   };
+  const claimStep: Step<ClaimCommand, StoreClaimOutcome> = (record, command, now) => transitions.claim(record, command, now, mintFloor());
+  const items = createMemoryItems({
+    records,
+    lock,
+    clock,
+    tokenFloor: mintFloor,
+    save: (key, record) => void records.set(key, record),
+  });
 
   return {
     id: `memory:${++storeCount}:${Math.random().toString(36).slice(2)}`,
@@ -195,6 +209,7 @@ export function createMemoryStore(options?: MemoryStoreOptions): MemoryStore {
     // NOTE: the same in-process listeners: a revoke tells them (and a release, which a holder never hears
     // while it holds: its run stops listening before its release).
     watchRevoked: freed.watch,
+    ...items,
     record: (key) => records.get(key) ?? null,
   };
 }
