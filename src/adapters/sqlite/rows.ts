@@ -2,9 +2,21 @@
  * The lease row and the pure core's `LeaseRecord`, both ways. Tokens are read as decimal text
  * (`CAST(... AS TEXT)`) and parsed with `BigInt`, never through a JS number; they are bound as bigints.
  * Times are epoch milliseconds. The row's `secret_hash` becomes the record's `grant.secret`: the store
- * judges every fence by hashes (see secret-hash.ts), so the record never holds a plain secret.
+ * judges every fence by hashes (see secret-hash.ts), so the record never holds a plain secret. The record's
+ * `submissions` are not in the row (see submissions.ts): a record read from a row has none, and writing a
+ * record leaves the key's submissions as they are.
  */
-import type { CheckpointRecord, Ending, EndingKind, GrantState, LeaseAttributes, LeaseRecord } from '../../store-entry.js';
+import type {
+  CheckpointRecord,
+  Ending,
+  EndingKind,
+  GrantState,
+  KeyState,
+  LeaseAttributes,
+  LeaseRecord,
+  StateChange,
+  SubmissionRecord,
+} from '../../store-entry.js';
 import type { SqliteValue } from './client.js';
 import type { TableName } from './identifier.js';
 
@@ -25,16 +37,20 @@ interface LeaseRow {
   readonly ending_at: number | bigint | null;
   readonly ending_reason: string | null;
   readonly ending_by: string | null;
+  readonly ending_change: string | null;
   readonly checkpoint_json: string | null;
   readonly checkpoint_token: string | null;
   readonly checkpoint_written_at: number | bigint | null;
   readonly recovery_required: number | bigint;
+  readonly state: string | null;
+  readonly held_until: number | bigint | null;
 }
 
 /** The lease row's columns as `recordOf` reads them (tokens as decimal text). */
 export const RECORD_COLUMNS_SQL = `key, CAST(token AS TEXT) AS token, holder, run_id, secret_hash, acquired_at, expires_at, attributes,
   ending_kind, CAST(ending_token AS TEXT) AS ending_token, ending_holder, ending_run_id, ending_at, ending_reason, ending_by,
-  checkpoint_json, CAST(checkpoint_token AS TEXT) AS checkpoint_token, checkpoint_written_at, recovery_required`;
+  ending_change, checkpoint_json, CAST(checkpoint_token AS TEXT) AS checkpoint_token, checkpoint_written_at, recovery_required, state,
+  held_until`;
 
 /** ATOMICITY: a single read; inside the operation's `BEGIN IMMEDIATE` it sees the row as the writer holds it. */
 export function selectRecordSql(table: TableName): string {
@@ -55,6 +71,11 @@ export function selectClaimRecordSql(table: TableName): string {
 FROM ${table.quoted} WHERE key = ?`;
 }
 
+/** ATOMICITY: one statement, inside remove's `BEGIN IMMEDIATE`, after the read it was decided on. */
+export function deleteRecordSql(table: TableName): string {
+  return `DELETE FROM ${table.quoted} WHERE key = ?`;
+}
+
 /** The columns `upsertRecordSql` writes, in the order of `recordParams`. */
 const COLUMNS = [
   'key',
@@ -72,10 +93,13 @@ const COLUMNS = [
   'ending_at',
   'ending_reason',
   'ending_by',
+  'ending_change',
   'checkpoint_json',
   'checkpoint_token',
   'checkpoint_written_at',
   'recovery_required',
+  'state',
+  'held_until',
 ] as const;
 
 /** ATOMICITY: one statement writing the whole row; runs inside the operation's `BEGIN IMMEDIATE`, after the read. */
@@ -104,10 +128,13 @@ export function recordParams(record: LeaseRecord): SqliteValue[] {
     ending?.at ?? null,
     ending?.reason ?? null,
     ending?.by ?? null,
+    ending?.change === undefined ? null : JSON.stringify(ending.change),
     checkpoint?.json ?? null,
     checkpoint?.token ?? null,
     checkpoint?.writtenAt ?? null,
     record.recoveryRequired ? 1 : 0,
+    stateText(record.state),
+    record.heldUntil,
   ];
 }
 
@@ -131,7 +158,7 @@ function grantOf(row: LeaseRow): GrantState | null {
 
 function endingOf(row: LeaseRow): Ending | null {
   if (row.ending_kind === null || row.ending_token === null || row.ending_holder === null) return null;
-  return {
+  const ending: Ending = {
     kind: row.ending_kind as EndingKind,
     token: BigInt(row.ending_token),
     holder: row.ending_holder,
@@ -140,7 +167,18 @@ function endingOf(row: LeaseRow): Ending | null {
     reason: row.ending_reason,
     by: row.ending_by,
   };
+  // NOTE: `change` only on a `state-changed` ending: endings of the other kinds keep their shape.
+  return row.ending_change === null ? ending : { ...ending, change: JSON.parse(row.ending_change) as StateChange };
 }
+
+/** The key's state as stored: `NULL` for none (most keys), so a row without state reads and writes no JSON. */
+function stateText(state: KeyState): string | null {
+  for (const _ in state) return JSON.stringify(state);
+  return null;
+}
+
+const NO_STATE: KeyState = Object.freeze({});
+const NO_SUBMISSIONS: readonly SubmissionRecord[] = Object.freeze([]);
 
 function checkpointOf(row: LeaseRow): CheckpointRecord | null {
   if (row.checkpoint_json === null || row.checkpoint_token === null) return null;
@@ -158,5 +196,8 @@ export function recordOf(row: unknown): LeaseRecord | null {
     ending: endingOf(lease),
     checkpoint: checkpointOf(lease),
     recoveryRequired: Number(lease.recovery_required) !== 0,
+    state: lease.state === null ? NO_STATE : (JSON.parse(lease.state) as KeyState),
+    heldUntil: timeOf(lease.held_until),
+    submissions: NO_SUBMISSIONS,
   };
 }
