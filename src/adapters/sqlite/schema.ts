@@ -127,7 +127,9 @@ export function busyTimeoutPragma(ms: number): string {
  * ```
  */
 export function sqliteLeaseSchemaSql(table: string = DEFAULT_LEASE_TABLE): string {
-  return leaseSchemaStatements(tableName(table)).map((statement) => `${statement};`).join('\n');
+  return leaseSchemaStatements(tableName(table))
+    .map((statement) => `${statement};`)
+    .join('\n');
 }
 
 /** The gate table's DDL, for your own migrations (the gate's `migrate()` runs it). */

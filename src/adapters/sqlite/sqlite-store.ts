@@ -276,7 +276,10 @@ export function createSqliteStore(options: SqliteStoreOptions): SqliteStore {
         if (!(error instanceof CallbackFailure && error.error instanceof WriteRefusedSignal)) throw error;
         const { code, detail } = error.error;
         // NOTE: rolled back: the callback's statements are undone with the rest.
-        return { outcome: { ok: false, reason: 'write-refused', key: fence.key, code, detail, token: fence.token, now: at }, commit: false };
+        return {
+          outcome: { ok: false, reason: 'write-refused', key: fence.key, code, detail, token: fence.token, now: at },
+          commit: false,
+        };
       } finally {
         close();
       }
