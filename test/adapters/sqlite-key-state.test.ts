@@ -382,10 +382,17 @@ for (const driver of DRIVERS) {
   });
 
   describe(`sqlite (${driver.name}): the random runs reached the new outcomes`, () => {
-    it('state-mismatch, held-back, a state-changed ending, replayed, replay-conflict, write-refused, remove and a recorded submission', () => {
-      // NOTE: not the fence's `state-changed` refusal, which needs an ended grant's fence picked before the key is
-      // claimed again (rare at random): the tests below assert it.
-      for (const reason of ['state-mismatch', 'held-back', 'replayed', 'replay-conflict', 'write-refused', 'missing', 'held']) {
+    it('state-mismatch, held-back, state-changed (ending and refusal), replayed, replay-conflict, write-refused, remove and a recorded submission', () => {
+      for (const reason of [
+        'state-mismatch',
+        'held-back',
+        'state-changed',
+        'replayed',
+        'replay-conflict',
+        'write-refused',
+        'missing',
+        'held',
+      ]) {
         expect(seen, reason).toContain(reason);
       }
       expect(seen).toContain('ended state-changed');
