@@ -78,7 +78,9 @@ export interface SqliteStoreOptions {
    * The floor of a new token, from the store's now: a claim mints `max(previous + 1, floor)`. The default,
    * the clock in microseconds, keeps tokens increasing even if the database file is restored from a backup
    * (as long as the clock has moved on since). A clock stepped backwards never re-issues a token either:
-   * `previous + 1` still wins. Tests that compare tokens with a reference model pass `() => 0n`.
+   * `previous + 1` still wins. Tests that compare tokens with a reference model pass `() => 0n`. Whatever the
+   * floor, a key with no token of its own (never claimed, or removed) mints above every removed record's token
+   * (the `<table>_floor` table), so `remove` never lets a token be issued twice.
    * @default clockTokenFloor (now in microseconds)
    */
   readonly tokenFloor?: (now: StoreTime) => bigint;
