@@ -35,22 +35,38 @@ interface LeaseRow {
   readonly ending_holder: string | null;
   readonly ending_run_id: string | null;
   readonly ending_at: number | bigint | null;
-  readonly ending_reason: string | null;
-  readonly ending_by: string | null;
-  readonly ending_change: string | null;
   readonly checkpoint_json: string | null;
   readonly checkpoint_token: string | null;
   readonly checkpoint_written_at: number | bigint | null;
   readonly recovery_required: number | bigint;
-  readonly state: string | null;
-  readonly held_until: number | bigint | null;
+  /** `RARE_COLUMNS_SQL`: `null`, or a JSON array of the rarely set columns. */
+  readonly rare: string | null;
 }
+
+/** The rarely set columns as `RARE_COLUMNS_SQL` packs them (each `null` when the column is NULL). */
+type RareColumns = readonly [
+  reason: string | null,
+  by: string | null,
+  change: StateChange | null,
+  state: KeyState | null,
+  heldUntil: number | null,
+];
+
+/**
+ * The columns most rows leave NULL (an ending's reason and author: revokes; a state change; the key state;
+ * the hold), read as ONE column: NULL when all are (a grant released, expired or held), otherwise a JSON array
+ * of them, decoded with one `JSON.parse`. NOTE: a row of 20 or more columns comes back from better-sqlite3
+ * about 1 µs slower than one of 19 (measured: 3.9 µs for 19, 4.7-5.4 µs for 20-22, whatever the columns
+ * hold), and every operation reads the row: with this, the read has 18 columns.
+ */
+const RARE_COLUMNS_SQL = `CASE WHEN ending_reason IS NULL AND ending_by IS NULL AND ending_change IS NULL AND state IS NULL AND held_until IS NULL
+  THEN NULL ELSE json_array(ending_reason, ending_by, json(ending_change), json(state), held_until) END AS rare`;
 
 /** The lease row's columns as `recordOf` reads them (tokens as decimal text). */
 export const RECORD_COLUMNS_SQL = `key, CAST(token AS TEXT) AS token, holder, run_id, secret_hash, acquired_at, expires_at, attributes,
-  ending_kind, CAST(ending_token AS TEXT) AS ending_token, ending_holder, ending_run_id, ending_at, ending_reason, ending_by,
-  ending_change, checkpoint_json, CAST(checkpoint_token AS TEXT) AS checkpoint_token, checkpoint_written_at, recovery_required, state,
-  held_until`;
+  ending_kind, CAST(ending_token AS TEXT) AS ending_token, ending_holder, ending_run_id, ending_at,
+  checkpoint_json, CAST(checkpoint_token AS TEXT) AS checkpoint_token, checkpoint_written_at, recovery_required,
+  ${RARE_COLUMNS_SQL}`;
 
 /** ATOMICITY: a single read; inside the operation's `BEGIN IMMEDIATE` it sees the row as the writer holds it. */
 export function selectRecordSql(table: TableName): string {
@@ -156,7 +172,7 @@ function grantOf(row: LeaseRow): GrantState | null {
   };
 }
 
-function endingOf(row: LeaseRow): Ending | null {
+function endingOf(row: LeaseRow, rare: RareColumns | null): Ending | null {
   if (row.ending_kind === null || row.ending_token === null || row.ending_holder === null) return null;
   const ending: Ending = {
     kind: row.ending_kind as EndingKind,
@@ -164,11 +180,12 @@ function endingOf(row: LeaseRow): Ending | null {
     holder: row.ending_holder,
     runId: row.ending_run_id,
     at: timeOf(row.ending_at) ?? 0,
-    reason: row.ending_reason,
-    by: row.ending_by,
+    reason: rare?.[0] ?? null,
+    by: rare?.[1] ?? null,
   };
   // NOTE: `change` only on a `state-changed` ending: endings of the other kinds keep their shape.
-  return row.ending_change === null ? ending : { ...ending, change: JSON.parse(row.ending_change) as StateChange };
+  const change = rare?.[2] ?? null;
+  return change === null ? ending : { ...ending, change };
 }
 
 /** The key's state as stored: `NULL` for none (most keys), so a row without state reads and writes no JSON. */
@@ -189,15 +206,16 @@ function checkpointOf(row: LeaseRow): CheckpointRecord | null {
 export function recordOf(row: unknown): LeaseRecord | null {
   if (row === undefined || row === null) return null;
   const lease = row as LeaseRow;
+  const rare = lease.rare === null ? null : (JSON.parse(lease.rare) as RareColumns);
   return {
     key: lease.key,
     token: BigInt(lease.token),
     grant: grantOf(lease),
-    ending: endingOf(lease),
+    ending: endingOf(lease, rare),
     checkpoint: checkpointOf(lease),
     recoveryRequired: Number(lease.recovery_required) !== 0,
-    state: lease.state === null ? NO_STATE : (JSON.parse(lease.state) as KeyState),
-    heldUntil: timeOf(lease.held_until),
+    state: rare?.[3] ?? NO_STATE,
+    heldUntil: rare?.[4] ?? null,
     submissions: NO_SUBMISSIONS,
   };
 }
