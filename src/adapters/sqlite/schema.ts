@@ -1,7 +1,8 @@
 /**
- * The lease table and the gate table, as DDL text you can run in your own migrations, and the pragmas
- * `migrate()` sets. Tables are `STRICT` (SQLite 3.37+, bundled by both drivers) so a wrong type is an
- * error, not a silent conversion, and `WITHOUT ROWID`, clustered on their text primary key.
+ * The lease tables (the leases, their submissions, the token floor) and the gate table, as DDL text you can
+ * run in your own migrations, and the pragmas `migrate()` sets. Tables are `STRICT` (SQLite 3.37+, bundled by
+ * both drivers) so a wrong type is an error, not a silent conversion; those keyed by text are `WITHOUT ROWID`,
+ * clustered on their primary key (the floor's one row is keyed by an integer).
  */
 import { tableName, type TableName } from './identifier.js';
 
