@@ -11,6 +11,7 @@
  * `leasefence/sqlite`, `leasefence/testing`; here their sources), checked by test/testing/third-party.test.ts.
  */
 import { mkdtempSync, rmSync } from 'node:fs';
+import { createRequire } from 'node:module';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createManualClock, type ManualClock } from '../../src/adapters/memory/index.js';
@@ -25,6 +26,18 @@ export type ClosableDatabase = SqliteClient & { close(): unknown };
 
 /** Opens a connection to a database file: better-sqlite3 or node:sqlite. */
 export type OpenDatabase = (path: string) => ClosableDatabase;
+
+type DatabaseSyncClass = new (path: string) => ClosableDatabase;
+
+/** `node:sqlite`'s DatabaseSync, or null on a Node without it. */
+export function databaseSync(): DatabaseSyncClass | null {
+  try {
+    // NOTE: through require so that Node 20 (no node:sqlite, no types for it) can load this file.
+    return (createRequire(import.meta.url)('node:sqlite') as { DatabaseSync: DatabaseSyncClass }).DatabaseSync;
+  } catch {
+    return null;
+  }
+}
 
 export type SqliteClockKind = 'manual' | 'wall';
 
