@@ -5,6 +5,7 @@
 import { InvalidArgumentError, LeaseError, LeaseLostError } from '../../errors.js';
 import { redactText } from '../../redact.js';
 import type { FenceRefusal } from '../../fence/types.js';
+import { refuseWrite, WriteRefusedSignal } from '../../write-refusal.js';
 import { isWellFormed } from './keys.js';
 import { knownArity } from './known-commands.js';
 
@@ -18,6 +19,46 @@ export class RedisKey {
 
 /** An argument of a recorded command. Numbers are sent as their decimal text. */
 export type RedisArgument = string | number | bigint | RedisKey;
+
+/**
+ * A condition of a fenced write (`tx.refuseUnless`), judged inside the write's script once the fence holds
+ * and before any recorded command runs: a read command's reply compared with the reply the write needs.
+ * Give exactly one of `equals` and `notEquals`: a string compares with a bulk reply (GET, HGET, ZSCORE,
+ * LINDEX), a number with an integer reply (EXISTS, HEXISTS, SISMEMBER, LLEN, SCARD, ...), `null` with a nil
+ * reply (the key or field is absent).
+ */
+export interface RedisCondition {
+  /** The read command, its key (declared like `call`'s: in Cluster, in the lease's slot) and its arguments. */
+  readonly read: readonly [command: string, key: string | RedisKey, ...args: RedisArgument[]];
+  /** The write goes on only if the reply equals this. */
+  readonly equals?: string | number | null;
+  /** The write goes on only if the reply differs from this. */
+  readonly notEquals?: string | number | null;
+}
+
+/**
+ * The read commands a condition may run (they never write, so a refused write applied nothing): their
+ * replies are a bulk string, an integer or nil.
+ */
+const READ_COMMANDS: ReadonlySet<string> = new Set([
+  'get',
+  'getrange',
+  'strlen',
+  'exists',
+  'hget',
+  'hexists',
+  'hlen',
+  'hstrlen',
+  'sismember',
+  'scard',
+  'zscore',
+  'zrank',
+  'zrevrank',
+  'zcard',
+  'llen',
+  'lindex',
+  'xlen',
+]);
 
 /**
  * What a Redis fenced write's (or token gate write's) callback receives. The callback records commands;
@@ -53,6 +94,30 @@ export interface RedisWriteContext {
   key(name: string): RedisKey;
   /** The token of the grant (lease store) or the token the write carries (token gate). */
   readonly token: bigint;
+  /**
+   * Refuses the write unless `condition` holds, judged INSIDE the write's script, after the fence and before
+   * any recorded command: a refused write applies nothing (no command, no checkpoint, no submission) and
+   * is answered `{ ok: false, reason: 'write-refused', code, detail }`. The callback cannot read Redis while
+   * it records (replies exist only after the script), so a check of other data ("the owner account is still
+   * active") is declared here and made atomically with the write. Conditions are judged in the order given,
+   * the first not met answers. `code`: 1-100 letters, digits, `_ . : -`; `detail`: at most 1,000 characters.
+   * Lease stores only (a token gate write cannot be refused from inside: `InvalidArgumentError`).
+   *
+   * ```ts
+   * await leases.fencedWrite(lease, (tx) => {
+   *   tx.refuseUnless({ read: ['HGET', `${hashTagOf(lease.key)}:owner`, 'status'], equals: 'active' }, 'owner-inactive');
+   *   tx.call('SET', `${hashTagOf(lease.key)}:decision`, 'approve');
+   * });
+   * ```
+   */
+  refuseUnless(condition: RedisCondition, code: string, detail?: string): void;
+  /**
+   * Refuses the write outright (it throws, ending the callback): nothing recorded is sent but the fence
+   * check, and the write is answered `write-refused` with this code once the fence (and a submission's
+   * replay lookup) let it through, as every store answers. A decision made on data the callback read itself
+   * is not atomic with the write: prefer `refuseUnless`. Lease stores only.
+   */
+  refuse(code: string, detail?: string): never;
 }
 
 /**
@@ -125,9 +190,42 @@ interface Recorded {
   readonly reject: (error: unknown) => void;
 }
 
-/** Records commands for one script run. `fixedKeys` is how many KEYS the script itself uses first. */
+/** A recorded condition: its tagged ARGV (see `CONDITIONS` in `write-scripts.ts`) and its refusal. */
+interface Condition {
+  readonly args: readonly string[];
+  readonly code: string;
+  readonly detail: string | null;
+}
+
+/** Checks a refusal's code and detail as `refuseWrite` does (an `InvalidArgumentError` when bad). */
+function checkedRefusal(code: unknown, detail: unknown): WriteRefusedSignal {
+  try {
+    return refuseWrite(code, detail);
+  } catch (error) {
+    if (error instanceof WriteRefusedSignal) return error;
+    throw error;
+  }
+}
+
+/** A condition's expected reply as a script argument: '' for nil, 's' .. text, 'i' .. integer. */
+function expectedArg(expected: unknown): string {
+  if (expected === null) return '';
+  if (typeof expected === 'string' && isWellFormed(expected)) return `s${expected}`;
+  if (typeof expected === 'number' && Number.isSafeInteger(expected)) return `i${expected}`;
+  throw new InvalidArgumentError(
+    `a condition compares a reply with a well-formed string, a safe integer or null, got ${typeof expected === 'string' ? 'a string with a lone surrogate' : String(expected)}`,
+  );
+}
+
+/**
+ * Records commands for one script run. `fixedKeys` is how many KEYS the script itself uses first;
+ * `conditions`: whether the script judges conditions (`refuseUnless`, `refuse`: the fenced write's does, the
+ * token gate's do not), sent before the commands.
+ */
 export class CommandRecorder {
   readonly #fixedKeys: number;
+  readonly #judgesConditions: boolean;
+  readonly #conditions: Condition[] = [];
   readonly #keys: string[] = [];
   readonly #keyIndex = new Map<string, number>();
   readonly #commands: Recorded[] = [];
@@ -137,8 +235,9 @@ export class CommandRecorder {
   #refuse: (() => void) | null = null;
   #used = false;
 
-  constructor(fixedKeys: number) {
+  constructor(fixedKeys: number, conditions = false) {
     this.#fixedKeys = fixedKeys;
+    this.#judgesConditions = conditions;
   }
 
   /** The context handed to the user's callback. */
@@ -147,7 +246,44 @@ export class CommandRecorder {
       token,
       key: (name) => this.#declare(name),
       call: (command, key, ...args) => this.#record(command, [typeof key === 'string' ? this.#declare(key) : key, ...args]),
+      refuseUnless: (condition, code, detail) => this.#condition(condition, code, detail),
+      refuse: (code, detail) => {
+        this.#assertJudges();
+        return refuseWrite(code, detail);
+      },
     };
+  }
+
+  #assertJudges(): void {
+    if (!this.#judgesConditions)
+      throw new InvalidArgumentError('a token gate write cannot be refused from inside: use a fenced write of a lease store');
+    if (this.#sealed) throw new InvalidArgumentError('tx.refuseUnless after the write was sent (or refused): declare conditions in the callback');
+  }
+
+  #condition(condition: RedisCondition, code: string, detail: string | undefined): void {
+    this.#assertJudges();
+    const refusal = checkedRefusal(code, detail);
+    const { read } = (condition ?? {}) as Partial<RedisCondition>;
+    const hasEquals = condition !== null && typeof condition === 'object' && 'equals' in condition && condition.equals !== undefined;
+    const hasNotEquals = condition !== null && typeof condition === 'object' && 'notEquals' in condition && condition.notEquals !== undefined;
+    if (!Array.isArray(read) || read.length < 2 || hasEquals === hasNotEquals)
+      throw new InvalidArgumentError('tx.refuseUnless(condition): condition is { read: [command, key, ...args], equals } or { read, notEquals }');
+    const [command, key, ...rest] = read as [unknown, unknown, ...RedisArgument[]];
+    if (typeof command !== 'string' || !READ_COMMANDS.has(command.toLowerCase()))
+      throw new InvalidArgumentError(
+        `tx.refuseUnless: ${String(command)} is not a read command a condition may run (${[...READ_COMMANDS].join(', ')})`,
+      );
+    const encoded = [`v${command}`, this.#encode(typeof key === 'string' ? this.#declare(key) : (key as RedisKey))];
+    for (const arg of rest) encoded.push(this.#encode(arg));
+    const args = [String(encoded.length), ...encoded, hasEquals ? '=' : '!', expectedArg(hasEquals ? condition.equals : condition.notEquals)];
+    this.#conditions.push({ args, code: refusal.code, detail: refusal.detail });
+  }
+
+  /** The code and detail of the condition the script names (1-based, `WRITTEN.refused`). */
+  refusal(index: unknown): { readonly code: string; readonly detail: string | null } {
+    const condition = this.#conditions[Number(index) - 1];
+    if (condition === undefined) throw new Error(`leasefence redis: the fenced write script named an unknown condition ${String(index)}; this is a bug`);
+    return condition;
   }
 
   #declare(name: string): RedisKey {
@@ -215,6 +351,7 @@ export class CommandRecorder {
     try {
       result = write(this.context(token));
     } catch (error) {
+      if (error instanceof WriteRefusedSignal && this.#judgesConditions) return this.#refused(error);
       this.#stop(error);
       throw error;
     }
@@ -237,6 +374,7 @@ export class CommandRecorder {
       if (this.#used) this.#refuse?.();
       return this.#seal(await Promise.race([finished, refused]));
     } catch (error) {
+      if (error instanceof WriteRefusedSignal && this.#judgesConditions && !this.#sealed) return this.#refused(error);
       this.#stop(error);
       throw error;
     } finally {
@@ -250,10 +388,31 @@ export class CommandRecorder {
     this.fail(error);
   }
 
-  /** Stops recording; returns `value`, the declared keys and the tagged ARGV (count, then argc + args per command). */
+  /**
+   * The callback refused the write outright (`refuse`): its commands are dropped (their replies rejected with
+   * the refusal) and an unconditional condition ends the conditions, so the script answers `write-refused`
+   * once the fence holds, as every store does (and the conditions declared before it first).
+   */
+  #refused<T>(signal: WriteRefusedSignal): Recording<T> {
+    for (const command of this.#commands) command.reject(signal);
+    this.#commands.length = 0;
+    this.#conditions.push({ args: ['0', '!', ''], code: signal.code, detail: signal.detail });
+    return this.#seal(undefined as T);
+  }
+
+  /**
+   * Stops recording; returns `value`, the declared keys and the tagged ARGV: the conditions (count, then per
+   * condition its arguments, see `CONDITIONS` in `write-scripts.ts`) when the script judges them, then the
+   * commands (count, then argc + args per command).
+   */
   #seal<T>(value: T | Promise<T>): Recording<T> {
     this.#sealed = true;
-    const args = [String(this.#commands.length)];
+    const args: string[] = [];
+    if (this.#judgesConditions) {
+      args.push(String(this.#conditions.length));
+      for (const condition of this.#conditions) for (const arg of condition.args) args.push(arg);
+    }
+    args.push(String(this.#commands.length));
     for (const command of this.#commands) {
       // NOTE: a negative count marks a command whose name and count the table knows (see known-commands.ts).
       args.push(String(knownArity(command.name, command.args.length) ? -command.args.length : command.args.length));
@@ -277,6 +436,11 @@ export class CommandRecorder {
       else command.reject(error);
     });
     return error;
+  }
+
+  /** Rejects every reply with the write's refusal from inside (a condition not met): nothing ran. */
+  refused(code: string, detail: string | null): void {
+    this.fail(new WriteRefusedSignal(code, detail));
   }
 
   /** Rejects every reply: the fence did not hold, nothing ran. */

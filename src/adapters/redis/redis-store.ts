@@ -2,21 +2,33 @@
  * The Redis lease store: each Store method is one script (`scripts.ts`) whose reply, the record's
  * pre-image, is judged by the pure transition of the same name, so Redis and the core decide alike.
  */
-import type { FencedWriteOutcome, StoreFencedWriteOptions } from '../../fence/operations.js';
+import type { FencedWriteOutcome, StoreFencedWriteOptions, SubmissionCommand } from '../../fence/operations.js';
 import * as transitions from '../../fence/transitions.js';
 import type { Transition } from '../../fence/transitions.js';
 import type { Fence, LeaseRecord, StoreTime } from '../../fence/types.js';
 import { checkFence } from '../../fence/verdict.js';
 import { newSecret } from '../../secret.js';
 import type { Store } from '../../store.js';
-import { readRequiredOptions } from '../../validate.js';
+import { InvalidArgumentError } from '../../errors.js';
+import { describe, readRequiredOptions } from '../../validate.js';
 import { toConnection, type RedisClient } from './connection.js';
 import { subscribeTimeoutOf } from '../freed-subscriptions.js';
 import { createRedisFreed, type RedisSubscriberOption } from './freed-channel.js';
 import { DEFAULT_PREFIX, keyNames } from './keys.js';
 import { createRedisList } from './list.js';
 import { replayWindowOf } from './replay-window.js';
-import { assertNoSeparator, claimArgs, fenceArgs, floorOf, parseLeaseReply, ttlArg, type LeaseReply } from './record.js';
+import {
+  assertNoSeparator,
+  assertStorable,
+  claimArgs,
+  fenceArgs,
+  floorOf,
+  parseLeaseReply,
+  stateArgs,
+  submissionOf,
+  ttlArg,
+  type LeaseReply,
+} from './record.js';
 import { CommandRecorder, type RedisWriteContext } from './recorder.js';
 import { defineScript, runScript, type Script } from './runner.js';
 import * as lua from './scripts.js';
@@ -67,11 +79,48 @@ const SCRIPTS = {
   revoke: defineScript('revoke', lua.REVOKE_SCRIPT),
   recover: defineScript('recover', lua.RECOVER_SCRIPT),
   inspect: defineScript('inspect', lua.INSPECT_SCRIPT),
+  setKeyState: defineScript('set key state', lua.SET_KEY_STATE_SCRIPT),
+  remove: defineScript('remove', lua.REMOVE_SCRIPT),
   fencedWrite: defineScript('fenced write', FENCED_WRITE_SCRIPT),
 } as const;
 
 const CLEAR: readonly string[] = ['clear'];
 const NO_ARGS: string[] = [];
+const NO_SUBMISSION: readonly string[] = [''];
+
+/**
+ * The longest hold a script is given: 2^52 ms, so that now + hold stays an exact Lua number (the stored
+ * hold is written with `string.format('%d', ...)`).
+ */
+const MAX_HOLD_MS = 2 ** 52;
+
+/** Checks a hold in ms (release `holdMs`, setKeyState `holdMs`) before any I/O and writes it as an argument. */
+function holdArg(what: string, holdMs: unknown): string {
+  if (typeof holdMs !== 'number' || !Number.isInteger(holdMs) || holdMs < 0 || holdMs > MAX_HOLD_MS)
+    throw new InvalidArgumentError(`${what} must be an integer number of milliseconds from 0 to 2^52, got ${describe(holdMs)}`);
+  return String(holdMs);
+}
+
+/** A release's extra arguments (see RELEASE_SCRIPT): the checkpoint decision, then the hold. */
+function releaseArgs(checkpointJson: string | null | undefined, holdMs: number | undefined): readonly string[] | undefined {
+  if (holdMs === undefined) return checkpointJson === undefined ? undefined : checkpointJson === null ? CLEAR : ['set', checkpointJson];
+  const hold = holdArg('release holdMs', holdMs);
+  return checkpointJson === undefined ? ['keep', '', hold] : checkpointJson === null ? ['clear', '', hold] : ['set', checkpointJson, hold];
+}
+
+/** A fenced write's submission as script arguments (see SUBMISSION_LOOKUP): run id, digest, receipt ('' = none). */
+function submissionArgs(submission: SubmissionCommand | undefined): readonly string[] {
+  if (submission === undefined) return NO_SUBMISSION;
+  const { runId, digest, receiptJson } = submission;
+  if (typeof runId !== 'string' || runId === '') throw new InvalidArgumentError(`a submission's run id must be a non-empty string, got ${describe(runId)}`);
+  assertNoSeparator('submission run id', runId);
+  assertStorable('submission run id', runId);
+  if (typeof digest !== 'string' || !/^[0-9a-f]{64}$/.test(digest))
+    throw new InvalidArgumentError(`a submission's digest must be SHA-256 hex (64 characters), got ${describe(digest)}`);
+  assertNoSeparator('submission receipt', receiptJson);
+  assertStorable('submission receipt', receiptJson);
+  return [runId, digest, receiptJson ?? ''];
+}
 
 /**
  * Checks that the script changed the record exactly when the pure core says the transition changes it.
@@ -85,6 +134,31 @@ function agree<O>(script: Script, reply: LeaseReply, transition: Transition<O>):
     );
   }
   return transition.outcome;
+}
+
+/**
+ * A fenced write the script did not let through, judged by the core on the replied pre-image: the fence's
+ * refusal, or with a submission whose run id the script found (at `REPLY.extras`), `replayed`,
+ * `replay-conflict` or the fence's refusal (`transitions.checkSubmission`). The recorded commands' replies
+ * are rejected: none ran.
+ */
+function refusedWrite<T>(recorder: CommandRecorder, reply: LeaseReply, fence: Fence, submission: SubmissionCommand | undefined): FencedWriteOutcome<T> {
+  const { record, now, raw } = reply;
+  if (submission === undefined) {
+    const verdict = checkFence(record, fence, now);
+    if (verdict.ok) throw new Error('leasefence redis: the fenced write script refused a fence the pure core accepts; this is a bug');
+    recorder.refuse(verdict);
+    return verdict;
+  }
+  const found = raw[lua.REPLY.extras];
+  const withFound =
+    record !== null && typeof found === 'string' ? { ...record, submissions: [submissionOf(submission.runId, found)] } : record;
+  const outcome = transitions.checkSubmission(withFound, fence, submission, now);
+  if (outcome === null) throw new Error('leasefence redis: the fenced write script refused a submission the pure core accepts; this is a bug');
+  if (outcome.reason === 'replayed' || outcome.reason === 'replay-conflict') {
+    recorder.fail(new Error(`leasefence redis: the write's commands did not run: its submission's run id was recorded before (${outcome.reason})`));
+  } else recorder.refuse(outcome);
+  return outcome;
 }
 
 /** A Redis lease store: the `Store` contract, with a `RedisWriteContext` for fenced writes. */
@@ -170,7 +244,7 @@ export function createRedisStore(given: RedisStoreOptions): RedisStore {
 
     async claim(command) {
       const { key, secret } = command;
-      const args = claimArgs(secret, command.holder, command.runId, command.ttlMs, command.attributes, command.recovering);
+      const args = claimArgs(secret, command.holder, command.runId, command.ttlMs, command.attributes, command.recovering, command.expect);
       const reply = parseLeaseReply(await runScript(connection, SCRIPTS.claim, [names.record(key, 'lease')], args), key, secret, 'free');
       const { record, now } = reply;
       const grant = record?.grant;
@@ -179,7 +253,10 @@ export function createRedisStore(given: RedisStoreOptions): RedisStore {
         const { token, acquiredAt, expiresAt } = grant;
         return { ok: true, key, token, acquiredAt, expiresAt, previous: record.ending, checkpoint: record.checkpoint, now };
       }
-      return agree(SCRIPTS.claim, reply, transitions.claim(record, command, now, floorOf(reply)));
+      // NOTE: over a removed record the script minted above its floor (the highest token it issued), as the core must.
+      const removed = reply.raw[lua.REPLY.extras];
+      const floor = typeof removed === 'string' && BigInt(removed) + 1n > floorOf(reply) ? BigInt(removed) + 1n : floorOf(reply);
+      return agree(SCRIPTS.claim, reply, transitions.claim(record, command, now, floor));
     },
 
     renew: (command) => fenced(SCRIPTS.renew, command, [ttlArg(command.ttlMs)], transitions.renew),
@@ -187,10 +264,7 @@ export function createRedisStore(given: RedisStoreOptions): RedisStore {
     // NOTE: checkpoint and recover are memoised per request: see CHECKPOINT_SCRIPT.
     checkpoint: (command) => fenced(SCRIPTS.checkpoint, command, [command.json], transitions.checkpoint, true),
 
-    release(command) {
-      const json = command.checkpointJson;
-      return fenced(SCRIPTS.release, command, json === undefined ? undefined : json === null ? CLEAR : ['set', json], transitions.release);
-    },
+    release: (command) => fenced(SCRIPTS.release, command, releaseArgs(command.checkpointJson, command.holdMs), transitions.release),
 
     recover: (command) => fenced(SCRIPTS.recover, command, [command.action], transitions.recover, true),
 
@@ -207,6 +281,24 @@ export function createRedisStore(given: RedisStoreOptions): RedisStore {
       ];
       const reply = parseLeaseReply(await runScript(connection, SCRIPTS.revoke, [names.record(key, 'lease')], args), key, '');
       return agree(SCRIPTS.revoke, reply, transitions.revoke(reply.record, command, reply.now));
+    },
+
+    async setKeyState(command) {
+      const { key } = command;
+      assertNoSeparator('state changed by', command.by);
+      assertStorable('state changed by', command.by);
+      const hold = command.holdMs === undefined ? 'k' : command.holdMs === null ? 'c' : holdArg('setKeyState holdMs', command.holdMs);
+      const args = [command.by, hold, ...stateArgs(command.values)];
+      const reply = parseLeaseReply(await runScript(connection, SCRIPTS.setKeyState, [names.record(key, 'lease')], args), key, '');
+      return agree(SCRIPTS.setKeyState, reply, transitions.setKeyState(reply.record, command, reply.now));
+    },
+
+    async remove(command) {
+      const { key } = command;
+      const args = [command.force ? '1' : '', command.expectedToken?.toString() ?? '', newSecret(), String(replayWindowMs)];
+      const keys = [names.record(key, 'lease'), names.submissions(key)];
+      const reply = parseLeaseReply(await runScript(connection, SCRIPTS.remove, keys, args), key, '');
+      return agree(SCRIPTS.remove, reply, transitions.remove(reply.record, command, reply.now));
     },
 
     async inspect(key) {
@@ -229,13 +321,14 @@ export function createRedisStore(given: RedisStoreOptions): RedisStore {
       write: (context: RedisWriteContext) => T | Promise<T>,
       writeOptions: StoreFencedWriteOptions = {},
     ): Promise<FencedWriteOutcome<T>> {
-      const { checkpointJson } = writeOptions;
-      const recorder = new CommandRecorder(1);
-      const fenceArguments = fenceArgs(fence, [newSecret(), String(replayWindowMs), checkpointJson ?? '']);
+      const { checkpointJson, submission } = writeOptions;
+      const recorder = new CommandRecorder(submission === undefined ? 1 : 2, true);
+      const fenceArguments = fenceArgs(fence, [newSecret(), String(replayWindowMs), checkpointJson ?? '', ...submissionArgs(submission)]);
       const recording = recorder.run(write, fence.token);
       // NOTE: a synchronous callback's recording is not a promise: no await, no extra microtasks.
       const { value, keys: declared, args } = recording instanceof Promise ? await recording : recording;
-      const keys = [names.record(fence.key, 'lease'), ...declared];
+      const record = names.record(fence.key, 'lease');
+      const keys = submission === undefined ? [record, ...declared] : [record, names.submissions(fence.key), ...declared];
       let reply: LeaseReply;
       try {
         for (const arg of args) fenceArguments.push(arg);
@@ -244,18 +337,23 @@ export function createRedisStore(given: RedisStoreOptions): RedisStore {
         recorder.fail(error);
         throw error;
       }
+      const { raw, now } = reply;
       if (!reply.applied) {
         // NOTE: an applied write replies no pre-image (its script proved the fence); a refusal does, and the core explains it.
-        const verdict = checkFence(reply.record, fence, reply.now);
-        if (verdict.ok) throw new Error('leasefence redis: the fenced write script refused a fence the pure core accepts; this is a bug');
-        recorder.refuse(verdict);
-        return verdict;
+        return refusedWrite(recorder, reply, fence, submission);
       }
-      const { raw } = reply;
+      const refused = raw[WRITTEN.refused];
+      if (refused !== undefined && refused !== null) {
+        const { code, detail } = recorder.refusal(refused);
+        recorder.refused(code, detail);
+        return { ok: false, reason: 'write-refused', key: fence.key, code, detail, token: fence.token, now };
+      }
       const failure = recorder.settle(raw[WRITTEN.replies], raw[WRITTEN.failed], raw[WRITTEN.error], raw[WRITTEN.applied]);
       if (failure !== null) throw failure;
-      const checkpoint = checkpointJson === undefined ? null : { json: checkpointJson, token: fence.token, writtenAt: reply.now };
-      return { ok: true, value: await value, token: fence.token, checkpoint, now: reply.now };
+      const checkpoint = checkpointJson === undefined ? null : { json: checkpointJson, token: fence.token, writtenAt: now };
+      if (submission === undefined) return { ok: true, value: await value, token: fence.token, checkpoint, now };
+      const recorded = transitions.recordSubmission(transitions.emptyRecord(fence.key), fence, submission, now).submission;
+      return { ok: true, value: await value, token: fence.token, checkpoint, submission: recorded, now };
     },
   };
 }
