@@ -257,7 +257,8 @@ export class CommandRecorder {
   #assertJudges(): void {
     if (!this.#judgesConditions)
       throw new InvalidArgumentError('a token gate write cannot be refused from inside: use a fenced write of a lease store');
-    if (this.#sealed) throw new InvalidArgumentError('tx.refuseUnless after the write was sent (or refused): declare conditions in the callback');
+    if (this.#sealed)
+      throw new InvalidArgumentError('tx.refuseUnless after the write was sent (or refused): declare conditions in the callback');
   }
 
   #condition(condition: RedisCondition, code: string, detail: string | undefined): void {
@@ -265,9 +266,12 @@ export class CommandRecorder {
     const refusal = checkedRefusal(code, detail);
     const { read } = (condition ?? {}) as Partial<RedisCondition>;
     const hasEquals = condition !== null && typeof condition === 'object' && 'equals' in condition && condition.equals !== undefined;
-    const hasNotEquals = condition !== null && typeof condition === 'object' && 'notEquals' in condition && condition.notEquals !== undefined;
+    const hasNotEquals =
+      condition !== null && typeof condition === 'object' && 'notEquals' in condition && condition.notEquals !== undefined;
     if (!Array.isArray(read) || read.length < 2 || hasEquals === hasNotEquals)
-      throw new InvalidArgumentError('tx.refuseUnless(condition): condition is { read: [command, key, ...args], equals } or { read, notEquals }');
+      throw new InvalidArgumentError(
+        'tx.refuseUnless(condition): condition is { read: [command, key, ...args], equals } or { read, notEquals }',
+      );
     const [command, key, ...rest] = read as [unknown, unknown, ...RedisArgument[]];
     if (typeof command !== 'string' || !READ_COMMANDS.has(command.toLowerCase()))
       throw new InvalidArgumentError(
@@ -275,14 +279,20 @@ export class CommandRecorder {
       );
     const encoded = [`v${command}`, this.#encode(typeof key === 'string' ? this.#declare(key) : (key as RedisKey))];
     for (const arg of rest) encoded.push(this.#encode(arg));
-    const args = [String(encoded.length), ...encoded, hasEquals ? '=' : '!', expectedArg(hasEquals ? condition.equals : condition.notEquals)];
+    const args = [
+      String(encoded.length),
+      ...encoded,
+      hasEquals ? '=' : '!',
+      expectedArg(hasEquals ? condition.equals : condition.notEquals),
+    ];
     this.#conditions.push({ args, code: refusal.code, detail: refusal.detail });
   }
 
   /** The code and detail of the condition the script names (1-based, `WRITTEN.refused`). */
   refusal(index: unknown): { readonly code: string; readonly detail: string | null } {
     const condition = this.#conditions[Number(index) - 1];
-    if (condition === undefined) throw new Error(`leasefence redis: the fenced write script named an unknown condition ${String(index)}; this is a bug`);
+    if (condition === undefined)
+      throw new Error(`leasefence redis: the fenced write script named an unknown condition ${String(index)}; this is a bug`);
     return condition;
   }
 

@@ -112,7 +112,8 @@ function releaseArgs(checkpointJson: string | null | undefined, holdMs: number |
 function submissionArgs(submission: SubmissionCommand | undefined): readonly string[] {
   if (submission === undefined) return NO_SUBMISSION;
   const { runId, digest, receiptJson } = submission;
-  if (typeof runId !== 'string' || runId === '') throw new InvalidArgumentError(`a submission's run id must be a non-empty string, got ${describe(runId)}`);
+  if (typeof runId !== 'string' || runId === '')
+    throw new InvalidArgumentError(`a submission's run id must be a non-empty string, got ${describe(runId)}`);
   assertNoSeparator('submission run id', runId);
   assertStorable('submission run id', runId);
   if (typeof digest !== 'string' || !/^[0-9a-f]{64}$/.test(digest))
@@ -142,7 +143,12 @@ function agree<O>(script: Script, reply: LeaseReply, transition: Transition<O>):
  * `replay-conflict` or the fence's refusal (`transitions.checkSubmission`). The recorded commands' replies
  * are rejected: none ran.
  */
-function refusedWrite<T>(recorder: CommandRecorder, reply: LeaseReply, fence: Fence, submission: SubmissionCommand | undefined): FencedWriteOutcome<T> {
+function refusedWrite<T>(
+  recorder: CommandRecorder,
+  reply: LeaseReply,
+  fence: Fence,
+  submission: SubmissionCommand | undefined,
+): FencedWriteOutcome<T> {
   const { record, now, raw } = reply;
   if (submission === undefined) {
     const verdict = checkFence(record, fence, now);
@@ -154,9 +160,12 @@ function refusedWrite<T>(recorder: CommandRecorder, reply: LeaseReply, fence: Fe
   const withFound =
     record !== null && typeof found === 'string' ? { ...record, submissions: [submissionOf(submission.runId, found)] } : record;
   const outcome = transitions.checkSubmission(withFound, fence, submission, now);
-  if (outcome === null) throw new Error('leasefence redis: the fenced write script refused a submission the pure core accepts; this is a bug');
+  if (outcome === null)
+    throw new Error('leasefence redis: the fenced write script refused a submission the pure core accepts; this is a bug');
   if (outcome.reason === 'replayed' || outcome.reason === 'replay-conflict') {
-    recorder.fail(new Error(`leasefence redis: the write's commands did not run: its submission's run id was recorded before (${outcome.reason})`));
+    recorder.fail(
+      new Error(`leasefence redis: the write's commands did not run: its submission's run id was recorded before (${outcome.reason})`),
+    );
   } else recorder.refuse(outcome);
   return outcome;
 }

@@ -127,9 +127,10 @@ if s1 then
   masked = ${MASKED}
   live = stored ~= hashed and (expires == '' or now < tonumber(expires))
 end
-local expect = tonumber(ARGV[6])
+-- NOTE: with a required state, every reply carries the state (the core judges the requirement first).
+local expect, state = tonumber(ARGV[6]), false
 if expect then
-  local state = redis.call('HGET', KEYS[1], 'state')
+  state = redis.call('HGET', KEYS[1], 'state')
   local values = (state and state ~= '') and cjson.decode(state) or {}
   for i = 7, 5 + 2 * expect, 2 do
     if values[ARGV[i]] ~= (ARGV[i + 1] ~= '' and string.sub(ARGV[i + 1], 2) or nil) then
@@ -139,7 +140,7 @@ if expect then
 end
 -- NOTE: a live grant of another secret is refused 'held', which the lease alone explains: the checkpoint
 -- (up to its size limit), the ending and the recovery flag are neither read nor replied (issue 29 item 2).
-if live then return {'-' .. clock, masked} end
+if live then return expect and {'-' .. clock, masked, false, false, false, state} or {'-' .. clock, masked} end
 -- NOTE: the token floor of a removed record is read only where one can be: no lease, or a token of 0.
 local read = (lease and token ~= '0') and redis.call('HMGET', KEYS[1], 'ending', 'checkpoint', 'recovery', 'hold')
   or redis.call('HMGET', KEYS[1], 'ending', 'checkpoint', 'recovery', 'hold', 'floor')
@@ -147,13 +148,13 @@ local checkpoint = read[2]
 ${SAFE_CHECKPOINT}
 local v = {masked, read[1], checkpoint, read[3]}
 if s1 and stored == hashed then
-  return {'-' .. clock, string.sub(lease, 1, s1) .. '=' .. string.sub(lease, s2), v[2], v[3], v[4]}
+  return {'-' .. clock, string.sub(lease, 1, s1) .. '=' .. string.sub(lease, s2), v[2], v[3], v[4], state}
 end
 local hold, floor = read[4], read[5]
-if hold and hold ~= '' and now < tonumber(hold) then return {'-' .. clock, v[1], v[2], v[3], v[4], false, hold} end
+if hold and hold ~= '' and now < tonumber(hold) then return {'-' .. clock, v[1], v[2], v[3], v[4], state, hold} end
 local status = '+'
 if v[4] == '1' and ARGV[5] ~= '1' then
-  if s1 then return {'-' .. clock, v[1], v[2], v[3], v[4]} end
+  if s1 then return {'-' .. clock, v[1], v[2], v[3], v[4], state} end
   status = '-'
 else
   local base = floor or token
@@ -172,15 +173,13 @@ else
     else
       redis.call('HSET', KEYS[1], 'lease', granted, 'ending', ${TAKE_OVER})
     end
-    return {'+' .. clock, v[1], v[2], v[3], v[4]}
+    return {'+' .. clock, v[1], v[2], v[3], v[4], state}
   end
   if passed then redis.call('HSET', KEYS[1], 'lease', granted, 'hold', '') else redis.call('HSET', KEYS[1], 'lease', granted) end
-  if floor then
-    -- a removed record's tombstone (see REMOVE_SCRIPT) is a record again: it keeps no expiry
-    redis.call('PERSIST', KEYS[1])
-    return {'+' .. clock, v[1], v[2], v[3], v[4], false, false, floor}
-  end
+  -- a removed record's tombstone (see REMOVE_SCRIPT) is a record again: it keeps no expiry
+  if floor then redis.call('PERSIST', KEYS[1]) end
 end
+if floor or expect then return {status .. clock, v[1], v[2], v[3], v[4], state, false, floor} end
 -- FREE: nothing was held
 return status .. clock .. '\\0' .. (v[4] or '') .. '\\0' .. ((v[3] and v[3] ~= '') and v[3] or '\\0\\0') .. '\\0' .. (token or '') .. '\\0' .. (v[2] or '')
 `;

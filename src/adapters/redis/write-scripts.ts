@@ -5,7 +5,16 @@
  */
 import { DECIMAL_LESS } from './decimals.js';
 import { SUBMISSION_RETENTION } from '../../fence/types.js';
-import { CLOCK, FENCED_MEMOISED, FENCED_MEMOISED_QUIET, MASK_PRESENTED, MEMO_FIELDS, REFUSE_FENCE, REMEMBER, REPLAYED } from './script-parts.js';
+import {
+  CLOCK,
+  FENCED_MEMOISED,
+  FENCED_MEMOISED_QUIET,
+  MASK_PRESENTED,
+  MEMO_FIELDS,
+  REFUSE_FENCE,
+  REMEMBER,
+  REPLAYED,
+} from './script-parts.js';
 
 /**
  * Decodes the recorded user commands. ARGV from `at`: command count, then per command its argument
