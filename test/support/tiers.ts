@@ -61,6 +61,7 @@ export const STORES_FILES: readonly string[] = [
   'test/adapters/redis-node-redis6.test.ts',
   'test/adapters/redis-redelivery.test.ts',
   'test/adapters/redis-record-ops.test.ts',
+  'test/adapters/redis-record-races.test.ts',
   'test/adapters/redis-restart.test.ts',
   'test/adapters/redis-same-bytes.test.ts',
   'test/adapters/redis-subscriber-factory.test.ts',
