@@ -8,6 +8,7 @@
  */
 import { createHash, randomBytes } from 'node:crypto';
 import { fc, it } from '@fast-check/vitest';
+import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect } from 'vitest';
 import { toConnection, type RedisConnection } from '../../src/adapters/redis/connection.js';
 import { createRedisStore, hashTagOf, type RedisClient, type RedisStore } from '../../src/adapters/redis/index.js';
@@ -295,5 +296,25 @@ describe('redis store: issue 24 edges', () => {
     // remove deletes the submissions with the record
     expect(await store.remove({ key, force: true, expectedToken: null })).toMatchObject({ ok: true });
     expect(await raw.send(['EXISTS', names.submissions(key)])).toBe(0);
+  });
+
+  it('the freed channel tells waiters when setKeyState ends a grant and when remove deletes the record; an unchanged state tells nothing', async () => {
+    const key = `freed:${randomBytes(4).toString('hex')}`;
+    const subscriber = new Redis(await sharedRedisUrl());
+    const messages: string[] = [];
+    subscriber.on('smessage', (_channel: string, message: string) => messages.push(message));
+    await subscriber.ssubscribe(`${names.record(key, 'lease')}:freed`);
+    try {
+      await store.setKeyState({ key, values: { rev: '1' }, by: 'scanner' });
+      await claim(key);
+      await store.setKeyState({ key, values: { rev: '1' }, by: 'scanner' });
+      expect(await store.setKeyState({ key, values: { rev: '2' }, by: 'scanner' })).toMatchObject({ ended: { kind: 'state-changed' } });
+      await claim(key);
+      await store.remove({ key, force: true, expectedToken: null });
+      await sleep(100);
+      expect(messages).toEqual(['state-changed', 'removed']);
+    } finally {
+      subscriber.disconnect();
+    }
   });
 });

@@ -99,7 +99,12 @@ describe('redis adapter: re-delivered requests on a shared lease', () => {
 
   it('a fenced write with a submission re-delivered applies once: within the replay window it replays its first reply; after it (memo gone), the submission lookup answers and nothing runs', async () => {
     const sent: string[][] = [];
-    const connection: RedisConnection = { send: (args) => (sent.push([...args]), raw.send(args)) };
+    const connection: RedisConnection = {
+      send: (args) => {
+        sent.push([...args]);
+        return raw.send(args);
+      },
+    };
     const store = createRedisStore({ client: connection, prefix });
     const key = `submit-replay:${Date.now()}`;
     const counter = `${prefix}${hashTagOf(key)}:n`;
@@ -132,7 +137,12 @@ describe('redis adapter: re-delivered requests on a shared lease', () => {
 
   it('a remove re-delivered after the key was claimed again returns its first reply and leaves the new record alone', async () => {
     const sent: string[][] = [];
-    const connection: RedisConnection = { send: (args) => (sent.push([...args]), raw.send(args)) };
+    const connection: RedisConnection = {
+      send: (args) => {
+        sent.push([...args]);
+        return raw.send(args);
+      },
+    };
     const store = createRedisStore({ client: connection, prefix });
     const key = `remove-replay:${Date.now()}`;
     const claim = () =>
@@ -147,5 +157,49 @@ describe('redis adapter: re-delivered requests on a shared lease', () => {
     expect(again.token > first.token).toBe(true);
     expect(await raw.send(command)).toEqual(firstReply);
     expect(await store.inspect(key)).toMatchObject({ exists: true, grant: { token: again.token } });
+  });
+
+  it('a key-state change re-delivered after another writer changed the state returns its first reply and sets nothing again', async () => {
+    const sent: string[][] = [];
+    const connection: RedisConnection = {
+      send: (args) => {
+        sent.push([...args]);
+        return raw.send(args);
+      },
+    };
+    const store = createRedisStore({ client: connection, prefix });
+    const key = `state-replay:${Date.now()}`;
+    const first = await store.setKeyState({ key, values: { rev: '2' }, by: 'scanner-a' });
+    expect(first).toMatchObject({ changed: ['rev'], state: { rev: '2' } });
+    const command = sent[sent.length - 1] as string[];
+    const firstReply = await raw.send(command);
+    const secret = newSecret();
+    const claimed = await store.claim({
+      key,
+      holder: 'w',
+      runId: null,
+      secret,
+      ttlMs: 60_000,
+      attributes: {},
+      recovering: false,
+      expect: { rev: '2' },
+    });
+    expect(await store.setKeyState({ key, values: { rev: '3' }, by: 'scanner-b' })).toMatchObject({
+      changed: ['rev'],
+      ended: { kind: 'state-changed' },
+    });
+    const again = await store.claim({
+      key,
+      holder: 'w',
+      runId: null,
+      secret: newSecret(),
+      ttlMs: 60_000,
+      attributes: {},
+      recovering: false,
+      expect: { rev: '3' },
+    });
+    expect(claimed.ok && again.ok).toBe(true);
+    expect(await raw.send(command)).toEqual(firstReply);
+    expect(await store.inspect(key)).toMatchObject({ state: { rev: '3' }, grant: { token: again.ok ? again.token : 0n } });
   });
 });

@@ -44,9 +44,9 @@ export interface RedisStoreOptions {
    */
   readonly prefix?: string;
   /**
-   * How long the first reply of a fenced write, revoke, checkpoint or recover is kept, so that a re-delivery
-   * of the same request (ioredis re-sends unanswered commands after a reconnect) returns it instead of
-   * applying twice. Replies are kept inside the lease's own record, the last 8 per key (no key per
+   * How long the first reply of a fenced write, revoke, checkpoint, recover, remove or key-state change is
+   * kept, so that a re-delivery of the same request (ioredis re-sends unanswered commands after a reconnect)
+   * returns it instead of applying twice. Replies are kept inside the lease's own record, the last 8 per key (no key per
    * request). A re-delivery arriving after this window, or after 8 newer memoised operations on the same
    * key, is judged afresh: a fenced write whose grant still holds applies again, a checkpoint is written
    * again, a revoke revokes whatever grant holds then (pass `expectedToken` to prevent that). An integer
@@ -183,14 +183,24 @@ export type RedisStore = Store<RedisWriteContext>;
  * record, or fails over to a replica that missed it): the next token still exceeds every earlier one,
  * ASSUMING the server clock never goes back and a key is not granted more than once per microsecond (a
  * script takes longer than that). With AOF (`appendfsync always`) the record itself survives restarts.
+ * `remove` leaves the key's highest token behind (a tombstone, for the replay window or until `TIME` passes
+ * it), so a key removed and claimed again, even within the same microsecond, gets a larger token.
+ *
+ * **Key state, holds and submissions** (`setKeyState`, claim `expect`, release `holdMs`, fenced writes with a
+ * `submission`): one script each, like the rest; the key state and the hold are fields of the record that
+ * the hot path does not read, submissions a hash of their own next to it (same hash tag), read only by a
+ * fenced write that carries one. A fenced write refuses itself with `tx.refuseUnless` (a condition on your
+ * data, judged inside the script after the fence and before any command) or `tx.refuse`: see
+ * `RedisWriteContext`.
  *
  * **Redis Cluster**: a lease's keys share the slot of its hash tag; put your fenced-write keys there
  * too with `hashTagOf(key)` (see `keys.ts`).
  *
  * **Lost replies**: every operation is safe to deliver twice (ioredis re-sends unanswered commands after
- * a reconnect): a re-delivered claim is recognised by its secret, fenced writes, revokes, checkpoints and recovers by a request
- * id whose first reply is kept in the lease record (the last 8 per key, within `replayWindowMs`), the rest
- * compare before they change anything.
+ * a reconnect): a re-delivered claim is recognised by its secret; fenced writes, revokes, removes, key-state
+ * changes, checkpoints and recovers by a request id whose first reply is kept in the lease record (the last 8
+ * per key, within `replayWindowMs`; a removed record's tombstone keeps them), a submission also by its run id
+ * after that; the rest compare before they change anything.
  *
  * **Secrets** are stored as their SHA1 (hashed inside the script): reading the record, a dump, a replica
  * (which receives the script's effects) or its MONITOR does not let anyone act as the holder, and no reply
@@ -297,7 +307,7 @@ export function createRedisStore(given: RedisStoreOptions): RedisStore {
       assertNoSeparator('state changed by', command.by);
       assertStorable('state changed by', command.by);
       const hold = command.holdMs === undefined ? 'k' : command.holdMs === null ? 'c' : holdArg('setKeyState holdMs', command.holdMs);
-      const args = [command.by, hold, ...stateArgs(command.values)];
+      const args = [command.by, hold, newSecret(), String(replayWindowMs), ...stateArgs(command.values)];
       const reply = parseLeaseReply(await runScript(connection, SCRIPTS.setKeyState, [names.record(key, 'lease')], args), key, '');
       return agree(SCRIPTS.setKeyState, reply, transitions.setKeyState(reply.record, command, reply.now));
     },

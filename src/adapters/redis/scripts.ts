@@ -305,8 +305,10 @@ return {'-' .. clock, v[1], v[2], v[3], v[4], v[5], v[6]}
 `;
 
 /**
- * setKeyState. KEYS: record. ARGV: by, the hold ('k': keep, 'c': cancel, else ms from now), then n and n name
- * and value pairs (as a claim's required state: value `''` to remove the name; names in code-unit order). A
+ * setKeyState. KEYS: record. ARGV: by, the hold ('k': keep, 'c': cancel, else ms from now), request id, replay
+ * window ms, then n and n name and value pairs (as a claim's required state: value `''` to remove the name;
+ * names in code-unit order). An applied change is memoised (see REMEMBER): re-delivered after another writer's
+ * change, it returns its first reply instead of setting its values again. A
  * changed value ends the grant that holds the key: a live one with a `state-changed` ending naming the first
  * changed value (`{ n, f, t }` as cjson writes it: an absent value has no member), an expired one as
  * `expired`; the lease keeps its token. Unchanged values and hold write nothing. On a key without a record it
@@ -315,7 +317,10 @@ return {'-' .. clock, v[1], v[2], v[3], v[4], v[5], v[6]}
  * when it ends a grant.
  */
 export const SET_KEY_STATE_SCRIPT: string = `${CLOCK}
-local v = redis.call('HMGET', KEYS[1], 'lease', 'state', 'hold')
+local v = redis.call('HMGET', KEYS[1], 'lease', 'state', 'hold', 'memos')
+local request, window = ARGV[3], tonumber(ARGV[4])
+local memos = v[4] or ''
+${REPLAYED('KEYS[1]')}
 local lease = v[1]
 local s1 = lease and string.find(lease, '\\0', 1, true)
 ${GRANT_LOCALS}
@@ -327,7 +332,7 @@ end
 local reply = {'-' .. clock, masked, false, false, false, v[2], v[3]}
 local values = (v[2] and v[2] ~= '') and cjson.decode(v[2]) or {}
 local changed, first = false, nil
-for i = 4, 2 + 2 * tonumber(ARGV[3]), 2 do
+for i = 6, 4 + 2 * tonumber(ARGV[5]), 2 do
   local to = ARGV[i + 1] ~= '' and string.sub(ARGV[i + 1], 2) or nil
   local from = values[ARGV[i]]
   if from ~= to then
@@ -340,9 +345,10 @@ local hold = v[3] or ''
 local hold_after = ARGV[2] == 'k' and hold or (ARGV[2] == 'c' and '' or string.format('%d', now + ARGV[2]))
 if not changed and hold_after == hold then return reply end
 reply[1] = '+' .. clock
-local fields = {'hold', hold_after}
+${REMEMBER('KEYS[1]')}
+local fields = {'hold', hold_after, 'memos', memos_after, 'm:' .. request, memo}
 if changed then
-  fields[3], fields[4] = 'state', next(values) and cjson.encode(values) or ''
+  fields[#fields + 1], fields[#fields + 2] = 'state', next(values) and cjson.encode(values) or ''
 end
 if not lease then
   -- a new record, of token 0; a removed record's tombstone (see REMOVE_SCRIPT) loses its expiry
