@@ -66,7 +66,8 @@ describe('redis cluster: issue 24 operations keep to the lease slot', () => {
           const listed = [];
           let cursor: string | null = null;
           do {
-            const page = await store.list({ prefix: key, limit: 100, cursor });
+            const page = await store.list?.({ prefix: key, limit: 100, cursor });
+            if (page === undefined) throw new Error('the redis store lists');
             listed.push(...page.leases);
             cursor = page.cursor;
           } while (cursor !== null);
