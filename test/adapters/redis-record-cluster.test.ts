@@ -8,6 +8,7 @@ import { createHash, randomBytes } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createRedisStore, hashTagOf } from '../../src/adapters/redis/index.js';
 import type { Fence } from '../../src/fence/types.js';
+import type { StoreListPage } from '../../src/list.js';
 import { newSecret } from '../../src/secret.js';
 import { startRedisCluster, type RedisCluster } from '../support/redis-cluster.js';
 import { openClusterClient, type ClusterClientKind } from '../topology/redis-cluster-harness.js';
@@ -66,7 +67,7 @@ describe('redis cluster: issue 24 operations keep to the lease slot', () => {
           const listed = [];
           let cursor: string | null = null;
           do {
-            const page = await store.list?.({ prefix: key, limit: 100, cursor });
+            const page: StoreListPage | undefined = await store.list?.({ prefix: key, limit: 100, cursor });
             if (page === undefined) throw new Error('the redis store lists');
             listed.push(...page.leases);
             cursor = page.cursor;
