@@ -251,6 +251,8 @@ describe('redis store: issue 24 edges', () => {
     expect(ttl).toBeGreaterThan(4_000);
     const again = await claim(key);
     expect(again).toMatchObject({ ok: true, token: ahead + 1n, previous: null, checkpoint: null });
+    // NOTE: the outcome is the core's on the replied pre-image and floor; the record shows what the script stored.
+    expect(await store.inspect(key)).toMatchObject({ token: ahead + 1n, grant: { token: ahead + 1n } });
     expect(Number(await raw.send(['PTTL', names.record(key, 'lease')]))).toBe(-1);
     // a record made again by setKeyState (token 0) keeps the floor for its first claim
     const other = `floor2:${randomBytes(4).toString('hex')}`;
@@ -262,6 +264,7 @@ describe('redis store: issue 24 edges', () => {
     expect(await store.inspect(other)).toMatchObject({ exists: true, token: 0n, state: { rev: '1' } });
     expect(await store.remove({ key: other, force: false, expectedToken: 0n })).toMatchObject({ ok: true, token: 0n });
     expect(await claim(other)).toMatchObject({ ok: true, token: granted.token + 9_000_001n });
+    expect(await store.inspect(other)).toMatchObject({ grant: { token: granted.token + 9_000_001n } });
   });
 
   it('a remove right after a claim, and a claim right after it, in one pipeline (the same µs or ms): the new token is still larger', async () => {
@@ -271,6 +274,7 @@ describe('redis store: issue 24 edges', () => {
       expect(removed.ok).toBe(true);
       if (!a.ok || !b.ok) throw new Error('not granted');
       expect(b.token > a.token).toBe(true);
+      expect(await store.inspect(key)).toMatchObject({ grant: { token: b.token } });
     }
   });
 
