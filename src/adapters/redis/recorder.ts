@@ -174,7 +174,10 @@ export interface Recording<T> {
   readonly value: T | Promise<T>;
   /** The declared keys, after the script's own (the recorder's own list: it records nothing more once sealed). */
   readonly keys: string[];
-  /** The tagged ARGV: count, then argc (negative when `knownArity` accepts it) + args per command. */
+  /**
+   * The tagged ARGV: the conditions when the script judges them (count, then each one's arguments), then the
+   * commands (count, then argc, negative when `knownArity` accepts it, + args per command).
+   */
   readonly args: string[];
 }
 

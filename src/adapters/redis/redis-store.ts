@@ -46,10 +46,11 @@ export interface RedisStoreOptions {
   /**
    * How long the first reply of a fenced write, revoke, checkpoint, recover, remove or key-state change is
    * kept, so that a re-delivery of the same request (ioredis re-sends unanswered commands after a reconnect)
-   * returns it instead of applying twice. Replies are kept inside the lease's own record, the last 8 per key (no key per
-   * request). A re-delivery arriving after this window, or after 8 newer memoised operations on the same
-   * key, is judged afresh: a fenced write whose grant still holds applies again, a checkpoint is written
-   * again, a revoke revokes whatever grant holds then (pass `expectedToken` to prevent that). An integer
+   * returns it instead of applying twice. Replies are kept inside the lease's own record, the last 8 per key
+   * (no key per request). A re-delivery arriving after this window, or after 8 newer memoised operations on
+   * the same key, is judged afresh: a fenced write whose grant still holds applies again (unless it carries a
+   * submission, which its run id answers), a checkpoint is written again, a revoke revokes whatever grant
+   * holds then (pass `expectedToken` to prevent that; likewise for `remove`). An integer
    * from 1 to 86,400,000 (one day).
    * @default 300_000
    */
