@@ -321,4 +321,53 @@ describe('redis store: issue 24 edges', () => {
       subscriber.disconnect();
     }
   });
+
+  it('refuses bad input to the new operations before any I/O (InvalidArgumentError): state values, holds, submissions, conditions', async () => {
+    const sent: string[][] = [];
+    const watched = createRedisStore({
+      client: {
+        send: (args) => {
+          sent.push([...args]);
+          return raw.send(args);
+        },
+      },
+      prefix,
+    });
+    const key = `bad:${randomBytes(4).toString('hex')}`;
+    const fence: Fence = { key, token: 1n, secret: newSecret(), holder: 'a', runId: null };
+    const bad: Array<() => Promise<unknown>> = [
+      () => watched.setKeyState({ key, values: { rev: 5 as unknown as string }, by: 'x' }),
+      () => watched.setKeyState({ key, values: { rev: '\uD800' }, by: 'x' }),
+      () => watched.setKeyState({ key, values: {}, by: 'x', holdMs: -1 }),
+      () => watched.setKeyState({ key, values: {}, by: 'x', holdMs: 1.5 }),
+      () => watched.setKeyState({ key, values: {}, by: 'a\u0000b' }),
+      () => watched.release({ fence, holdMs: Number.NaN }),
+      () =>
+        watched.claim({
+          key,
+          holder: 'a',
+          runId: null,
+          secret: newSecret(),
+          ttlMs: 1_000,
+          attributes: {},
+          recovering: false,
+          expect: { rev: 1 as unknown as string },
+        }),
+      () =>
+        watched.fencedWrite(fence, () => undefined, {
+          submission: { runId: '', digest: PAYLOADS[0] ?? '', receiptJson: null, bindToGrant: false },
+        }),
+      () =>
+        watched.fencedWrite(fence, () => undefined, {
+          submission: { runId: 'r', digest: 'not-hex', receiptJson: null, bindToGrant: false },
+        }),
+      () => watched.fencedWrite(fence, (tx) => tx.refuseUnless({ read: ['INCR', 'x'], equals: 1 }, 'code')),
+      () => watched.fencedWrite(fence, (tx) => tx.refuseUnless({ read: ['GET', 'x'], equals: 1, notEquals: 2 }, 'code')),
+      () => watched.fencedWrite(fence, (tx) => tx.refuseUnless({ read: ['GET', 'x'], equals: 'a' }, 'bad code!')),
+      () => watched.fencedWrite(fence, (tx) => tx.refuseUnless({ read: ['GET', 'x'], equals: 1.5 }, 'code')),
+      () => watched.fencedWrite(fence, (tx) => tx.refuse('')),
+    ];
+    for (const attempt of bad) await expect(attempt()).rejects.toMatchObject({ code: 'INVALID_ARGUMENT' });
+    expect(sent).toEqual([]);
+  });
 });

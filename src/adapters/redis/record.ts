@@ -111,10 +111,14 @@ export const stateValueArg = (value: string | null): string => (value === null ?
  * order of the names, so that a script's first difference is the core's. Refuses text Redis cannot store.
  */
 export function stateArgs(values: Readonly<Record<string, string | null>>): string[] {
+  if (typeof values !== 'object' || values === null || Array.isArray(values))
+    throw new InvalidArgumentError('key-state values must be an object of names to strings (or null)');
   const names = Object.keys(values).sort(byCodeUnit);
   const args = [String(names.length)];
   for (const name of names) {
     const value = values[name] ?? null;
+    if (typeof value !== 'string' && value !== null)
+      throw new InvalidArgumentError(`the key-state value of ${JSON.stringify(name)} must be a string or null, got ${typeof value}`);
     assertStorable('a key-state name', name);
     assertStorable('a key-state value', value);
     args.push(name, stateValueArg(value));

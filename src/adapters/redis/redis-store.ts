@@ -284,7 +284,8 @@ export function createRedisStore(given: RedisStoreOptions): RedisStore {
     // NOTE: checkpoint and recover are memoised per request: see CHECKPOINT_SCRIPT.
     checkpoint: (command) => fenced(SCRIPTS.checkpoint, command, [command.json], transitions.checkpoint, true),
 
-    release: (command) => fenced(SCRIPTS.release, command, releaseArgs(command.checkpointJson, command.holdMs), transitions.release),
+    // NOTE: async, so that a bad holdMs rejects (before any I/O) rather than throws.
+    release: async (command) => fenced(SCRIPTS.release, command, releaseArgs(command.checkpointJson, command.holdMs), transitions.release),
 
     recover: (command) => fenced(SCRIPTS.recover, command, [command.action], transitions.recover, true),
 
