@@ -18,9 +18,9 @@ export {
   RedisCommandError,
   RedisKey,
   type RedisArgument,
-  type RedisCondition,
   type RedisWriteContext,
 } from './recorder.js';
+export type { RedisCondition } from './conditions.js';
 export { hashTagOf } from './keys.js';
 export type { IoredisSubscriber, NodeRedisSubscriber, RedisSubscriber, RedisSubscriberOption } from './freed-channel.js';
 export { RedisCrossSlotError } from './cross-slot.js';

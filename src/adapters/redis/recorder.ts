@@ -6,6 +6,7 @@ import { InvalidArgumentError, LeaseError, LeaseLostError } from '../../errors.j
 import { redactText } from '../../redact.js';
 import type { FenceRefusal } from '../../fence/types.js';
 import { refuseWrite, WriteRefusedSignal } from '../../write-refusal.js';
+import { checkedRefusal, conditionParts, UNCONDITIONAL, type Condition, type RedisCondition } from './conditions.js';
 import { isWellFormed } from './keys.js';
 import { knownArity } from './known-commands.js';
 
@@ -19,46 +20,6 @@ export class RedisKey {
 
 /** An argument of a recorded command. Numbers are sent as their decimal text. */
 export type RedisArgument = string | number | bigint | RedisKey;
-
-/**
- * A condition of a fenced write (`tx.refuseUnless`), judged inside the write's script once the fence holds
- * and before any recorded command runs: a read command's reply compared with the reply the write needs.
- * Give exactly one of `equals` and `notEquals`: a string compares with a bulk reply (GET, HGET, ZSCORE,
- * LINDEX), a number with an integer reply (EXISTS, HEXISTS, SISMEMBER, LLEN, SCARD, ...), `null` with a nil
- * reply (the key or field is absent).
- */
-export interface RedisCondition {
-  /** The read command, its key (declared like `call`'s: in Cluster, in the lease's slot) and its arguments. */
-  readonly read: readonly [command: string, key: string | RedisKey, ...args: RedisArgument[]];
-  /** The write goes on only if the reply equals this. */
-  readonly equals?: string | number | null;
-  /** The write goes on only if the reply differs from this. */
-  readonly notEquals?: string | number | null;
-}
-
-/**
- * The read commands a condition may run (they never write, so a refused write applied nothing): their
- * replies are a bulk string, an integer or nil.
- */
-const READ_COMMANDS: ReadonlySet<string> = new Set([
-  'get',
-  'getrange',
-  'strlen',
-  'exists',
-  'hget',
-  'hexists',
-  'hlen',
-  'hstrlen',
-  'sismember',
-  'scard',
-  'zscore',
-  'zrank',
-  'zrevrank',
-  'zcard',
-  'llen',
-  'lindex',
-  'xlen',
-]);
 
 /**
  * What a Redis fenced write's (or token gate write's) callback receives. The callback records commands;
@@ -193,33 +154,6 @@ interface Recorded {
   readonly reject: (error: unknown) => void;
 }
 
-/** A recorded condition: its tagged ARGV (see `CONDITIONS` in `write-scripts.ts`) and its refusal. */
-interface Condition {
-  readonly args: readonly string[];
-  readonly code: string;
-  readonly detail: string | null;
-}
-
-/** Checks a refusal's code and detail as `refuseWrite` does (an `InvalidArgumentError` when bad). */
-function checkedRefusal(code: unknown, detail: unknown): WriteRefusedSignal {
-  try {
-    return refuseWrite(code, detail);
-  } catch (error) {
-    if (error instanceof WriteRefusedSignal) return error;
-    throw error;
-  }
-}
-
-/** A condition's expected reply as a script argument: '' for nil, 's' .. text, 'i' .. integer. */
-function expectedArg(expected: unknown): string {
-  if (expected === null) return '';
-  if (typeof expected === 'string' && isWellFormed(expected)) return `s${expected}`;
-  if (typeof expected === 'number' && Number.isSafeInteger(expected)) return `i${expected}`;
-  throw new InvalidArgumentError(
-    `a condition compares a reply with a well-formed string, a safe integer or null, got ${typeof expected === 'string' ? 'a string with a lone surrogate' : String(expected)}`,
-  );
-}
-
 /**
  * Records commands for one script run. `fixedKeys` is how many KEYS the script itself uses first;
  * `conditions`: whether the script judges conditions (`refuseUnless`, `refuse`: the fenced write's does, the
@@ -267,28 +201,10 @@ export class CommandRecorder {
   #condition(condition: RedisCondition, code: string, detail: string | undefined): void {
     this.#assertJudges();
     const refusal = checkedRefusal(code, detail);
-    const { read } = (condition ?? {}) as Partial<RedisCondition>;
-    const hasEquals = condition !== null && typeof condition === 'object' && 'equals' in condition && condition.equals !== undefined;
-    const hasNotEquals =
-      condition !== null && typeof condition === 'object' && 'notEquals' in condition && condition.notEquals !== undefined;
-    if (!Array.isArray(read) || read.length < 2 || hasEquals === hasNotEquals)
-      throw new InvalidArgumentError(
-        'tx.refuseUnless(condition): condition is { read: [command, key, ...args], equals } or { read, notEquals }',
-      );
-    const [command, key, ...rest] = read as [unknown, unknown, ...RedisArgument[]];
-    if (typeof command !== 'string' || !READ_COMMANDS.has(command.toLowerCase()))
-      throw new InvalidArgumentError(
-        `tx.refuseUnless: ${String(command)} is not a read command a condition may run (${[...READ_COMMANDS].join(', ')})`,
-      );
-    const encoded = [`v${command}`, this.#encode(typeof key === 'string' ? this.#declare(key) : (key as RedisKey))];
-    for (const arg of rest) encoded.push(this.#encode(arg));
-    const args = [
-      String(encoded.length),
-      ...encoded,
-      hasEquals ? '=' : '!',
-      expectedArg(hasEquals ? condition.equals : condition.notEquals),
-    ];
-    this.#conditions.push({ args, code: refusal.code, detail: refusal.detail });
+    const { command, key, args, mode, expected } = conditionParts(condition);
+    const encoded = [`v${command}`, this.#encode(typeof key === 'string' ? this.#declare(key) : key)];
+    for (const arg of args) encoded.push(this.#encode(arg));
+    this.#conditions.push({ args: [String(encoded.length), ...encoded, mode, expected], code: refusal.code, detail: refusal.detail });
   }
 
   /** The code and detail of the condition the script names (1-based, `WRITTEN.refused`). */
@@ -409,7 +325,7 @@ export class CommandRecorder {
   #refused<T>(signal: WriteRefusedSignal): Recording<T> {
     for (const command of this.#commands) command.reject(signal);
     this.#commands.length = 0;
-    this.#conditions.push({ args: ['0', '!', ''], code: signal.code, detail: signal.detail });
+    this.#conditions.push({ args: UNCONDITIONAL, code: signal.code, detail: signal.detail });
     return this.#seal(undefined as T);
   }
 
