@@ -17,6 +17,7 @@ import type { ClaimCommand, FencedWriteOutcome, SubmissionCommand } from '../../
 import * as transitions from '../../src/fence/transitions.js';
 import { SUBMISSION_RETENTION, type Fence, type LeaseRecord } from '../../src/fence/types.js';
 import { checkFence } from '../../src/fence/verdict.js';
+import type { ListedInspection, StoreListPage } from '../../src/list.js';
 import { newSecret } from '../../src/secret.js';
 import { freshPrefix, openClient, sharedRedisUrl, type RedisClientKind } from './redis-harness.js';
 
@@ -317,6 +318,16 @@ describe('redis store: issue 24 edges', () => {
       await store.remove({ key, force: true, expectedToken: null });
       await sleep(100);
       expect(messages).toEqual(['state-changed', 'removed']);
+      // list shows the key state and a hold that has not passed
+      await store.setKeyState({ key, values: { tier: 'b' }, by: 'ops', holdMs: 60_000 });
+      const listed: ListedInspection[] = [];
+      let cursor: string | null = null;
+      do {
+        const page: StoreListPage | undefined = await store.list?.({ prefix: key, limit: 1_000, cursor });
+        listed.push(...(page?.leases ?? []));
+        cursor = page?.cursor ?? null;
+      } while (cursor !== null);
+      expect(listed.find((lease) => lease.key === key)).toMatchObject({ state: { tier: 'b' }, heldUntil: expect.any(Number) });
     } finally {
       subscriber.disconnect();
     }

@@ -333,7 +333,8 @@ export function createRedisStore(given: RedisStoreOptions): RedisStore {
       ? {}
       : {
           watchFreed: (key: string, onFreed: () => void) => watchFreed(names.record(key, 'lease'), onFreed),
-          // NOTE: the same channel: REVOKE publishes on it (freed-channel.ts), and nothing else does while a holder holds.
+          // NOTE: the same channel: while a holder holds, only what ends its grant publishes on it (freed-channel.ts):
+          // REVOKE, SET_KEY_STATE changing a value, REMOVE with force.
           watchRevoked: (key: string, onRevoked: () => void) => watchFreed(names.record(key, 'lease'), onRevoked),
         }),
 
