@@ -179,17 +179,10 @@ describe('redis scripts: the same bytes as before their cost was cut', () => {
                 : s.commands === 1
                   ? ['1', '-3', 'vSET', 'k2', 'vx']
                   : ['2', '-3', 'vSET', 'k2', 'vx', '-2', 'vGET', 'k2'];
-            // NOTE: since issue 24 the current script takes a submission ('' = none) and conditions ('0') before the commands.
+            // NOTE: the same ARGV as before issue 24: a write without a submission or conditions adds none.
             await both(
               'fenced write',
-              (side) =>
-                fenceArgs(fence(s.who, s.wrong), [
-                  requests[s.request] ?? '',
-                  window,
-                  s.checkpoint ? '{"w":1}' : '',
-                  ...(side === 'current' ? ['', '0'] : []),
-                  ...commands,
-                ]),
+              () => fenceArgs(fence(s.who, s.wrong), [requests[s.request] ?? '', window, s.checkpoint ? '{"w":1}' : '', ...commands]),
               (side) => [records[side], data[side]],
             );
             break;

@@ -135,11 +135,10 @@ export interface Recording<T> {
   readonly value: T | Promise<T>;
   /** The declared keys, after the script's own (the recorder's own list: it records nothing more once sealed). */
   readonly keys: string[];
-  /**
-   * The tagged ARGV: the conditions when the script judges them (count, then each one's arguments), then the
-   * commands (count, then argc, negative when `knownArity` accepts it, + args per command).
-   */
+  /** The commands' tagged ARGV: count, then argc (negative when `knownArity` accepts it) + args per command. */
   readonly args: string[];
+  /** The conditions' ARGV (count, then each one's arguments), `[]` when there are none. */
+  readonly conditions: string[];
 }
 
 const isThenable = (value: unknown): value is PromiseLike<unknown> =>
@@ -330,24 +329,24 @@ export class CommandRecorder {
   }
 
   /**
-   * Stops recording; returns `value`, the declared keys and the tagged ARGV: the conditions (count, then per
-   * condition its arguments, see `CONDITIONS` in `write-scripts.ts`) when the script judges them, then the
-   * commands (count, then argc + args per command).
+   * Stops recording; returns `value`, the declared keys, the commands' tagged ARGV (count, then argc + args
+   * per command) and the conditions' (see `CONDITIONS` in `write-scripts.ts`).
    */
   #seal<T>(value: T | Promise<T>): Recording<T> {
     this.#sealed = true;
-    const args: string[] = [];
-    if (this.#judgesConditions) {
-      args.push(String(this.#conditions.length));
-      for (const condition of this.#conditions) for (const arg of condition.args) args.push(arg);
+    const conditions: string[] = [];
+    if (this.#conditions.length > 0) {
+      conditions.push(String(this.#conditions.length));
+      for (const condition of this.#conditions) for (const arg of condition.args) conditions.push(arg);
     }
+    const args: string[] = [];
     args.push(String(this.#commands.length));
     for (const command of this.#commands) {
       // NOTE: a negative count marks a command whose name and count the table knows (see known-commands.ts).
       args.push(String(knownArity(command.name, command.args.length) ? -command.args.length : command.args.length));
       for (const arg of command.args) args.push(arg);
     }
-    return { value, keys: this.#keys, args };
+    return { value, keys: this.#keys, args, conditions };
   }
 
   /**

@@ -109,9 +109,9 @@ function releaseArgs(checkpointJson: string | null | undefined, holdMs: number |
   return checkpointJson === undefined ? ['keep', '', hold] : checkpointJson === null ? ['clear', '', hold] : ['set', checkpointJson, hold];
 }
 
-/** A fenced write's submission as script arguments (see SUBMISSION_LOOKUP): run id, digest, receipt ('' = none). */
+/** A fenced write's submission as script arguments (see START): run id, digest, receipt ('' = none); `[]` for none. */
 function submissionArgs(submission: SubmissionCommand | undefined): readonly string[] {
-  if (submission === undefined) return NO_SUBMISSION;
+  if (submission === undefined) return NO_ARGS;
   const { runId, digest, receiptJson } = submission;
   if (typeof runId !== 'string' || runId === '')
     throw new InvalidArgumentError(`a submission's run id must be a non-empty string, got ${describe(runId)}`);
@@ -345,10 +345,17 @@ export function createRedisStore(given: RedisStoreOptions): RedisStore {
     ): Promise<FencedWriteOutcome<T>> {
       const { checkpointJson, submission } = writeOptions;
       const recorder = new CommandRecorder(submission === undefined ? 1 : 2, true);
-      const fenceArguments = fenceArgs(fence, [newSecret(), String(replayWindowMs), checkpointJson ?? '', ...submissionArgs(submission)]);
+      const submitted = submissionArgs(submission);
+      const fenceArguments = fenceArgs(fence, [newSecret(), String(replayWindowMs), checkpointJson ?? '']);
       const recording = recorder.run(write, fence.token);
       // NOTE: a synchronous callback's recording is not a promise: no await, no extra microtasks.
-      const { value, keys: declared, args } = recording instanceof Promise ? await recording : recording;
+      const { value, keys: declared, args, conditions } = recording instanceof Promise ? await recording : recording;
+      // NOTE: the submission and the conditions follow the commands, and only when there is one or the other:
+      // the hot path's ARGV is what it was (see START in write-scripts.ts).
+      if (submitted.length > 0 || conditions.length > 0) {
+        for (const arg of submitted.length > 0 ? submitted : NO_SUBMISSION) args.push(arg);
+        for (const arg of conditions) args.push(arg);
+      }
       const record = names.record(fence.key, 'lease');
       const keys = submission === undefined ? [record, ...declared] : [record, names.submissions(fence.key), ...declared];
       let reply: LeaseReply;

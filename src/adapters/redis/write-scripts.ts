@@ -94,17 +94,21 @@ end
 `;
 
 /**
- * The replay lookup of a fenced write's submission, before its fence (spliced into the fence check, see
- * `FENCED_MEMOISED_QUIET`). ARGV from `at` (after the request id and window): checkpoint JSON, then the
- * submission's run id ('' = none) and, with one, its digest and receipt JSON ('' = none). KEYS[2] is the
- * submissions hash when there is a run id. A run id recorded there is answered with the fence refusal's reply
- * plus the stored submission at `REPLY.extras` (the core answers `replayed`, `replay-conflict` or the fence's
- * refusal), and nothing is written. Leaves `run` and `pos`, the index of the conditions' count.
+ * The start of a fenced write, before its fence (spliced into the fence check, see `FENCED_MEMOISED_QUIET`):
+ * decodes the recorded commands (ARGV from `at + 1`, after the checkpoint JSON), then reads the write's
+ * extras, which follow the commands and are absent on the hot path (no ARGV is added there): the
+ * submission's run id ('' = none) and, with one, its digest and receipt JSON ('' = none), then the
+ * conditions (see CONDITIONS). KEYS[2] is the submissions hash when there is a run id: a run id recorded
+ * there is answered with the fence refusal's reply plus the stored submission at `REPLY.extras` (the core
+ * answers `replayed`, `replay-conflict` or the fence's refusal), and nothing is written. Leaves `commands`,
+ * `counted`, `pos` (the last command's last ARGV), `run`, `submitted` and `cond` (the index of the
+ * conditions' count).
  */
-const SUBMISSION_LOOKUP = `
-local run, pos = ARGV[at + 1], at + 2
-if run ~= '' then
-  pos = at + 4
+const START = `${decodeCommands('at + 1')}
+local run, cond = ARGV[pos + 1], pos + 2
+local submitted = run ~= nil and run ~= ''
+if submitted then
+  cond = pos + 4
   local found = redis.call('HGET', KEYS[2], 'r:' .. run)
   if found then
     ${MASK_PRESENTED}
@@ -115,30 +119,33 @@ end
 
 /**
  * The write's conditions (`RedisWriteContext.refuseUnless` and `refuse`), judged once the fence holds and
- * before any recorded command is checked or runs. ARGV from `pos`: their count, then per condition its
- * argument count (0: refuse unconditionally), its tagged arguments (a read command, see `decodeCommands`),
- * the mode ('=': the reply must equal, '!': must differ) and the expected reply ('' = nil, 's' .. text = a
- * bulk string, 'i' .. digits = an integer). The first condition not met answers `{ status, {}, 0, '', 0,
- * its index }` (`WRITTEN.refused`) with nothing written. Leaves `pos` before the commands' count.
+ * before any recorded command is checked or runs. ARGV from `cond` (absent: none): their count, then per
+ * condition its argument count (0: refuse unconditionally), its tagged arguments (a read command, see
+ * `decodeCommands`), the mode ('=': the reply must equal, '!': must differ) and the expected reply ('' = nil,
+ * 's' .. text = a bulk string, 'i' .. digits = an integer). The first condition not met answers `{ status,
+ * {}, 0, '', 0, its index }` (`WRITTEN.refused`) with nothing written.
  */
 const CONDITIONS = `
-for c = 1, tonumber(ARGV[pos]) do
-  local argc = tonumber(ARGV[pos + 1])
-  local met = false
-  if argc > 0 then
-    local argv = {}
-    for i = 1, argc do
-      local arg = ARGV[pos + 1 + i]
-      if string.byte(arg, 1) == 107 then argv[i] = KEYS[tonumber(string.sub(arg, 2))] else argv[i] = string.sub(arg, 2) end
+if ARGV[cond] then
+  local p = cond
+  for c = 1, tonumber(ARGV[p]) do
+    local argc = tonumber(ARGV[p + 1])
+    local met = false
+    if argc > 0 then
+      local argv = {}
+      for i = 1, argc do
+        local arg = ARGV[p + 1 + i]
+        if string.byte(arg, 1) == 107 then argv[i] = KEYS[tonumber(string.sub(arg, 2))] else argv[i] = string.sub(arg, 2) end
+      end
+      local got = redis.call(unpack(argv))
+      local want = ARGV[p + argc + 3]
+      local tag = string.byte(want, 1)
+      local same = (tag == nil and got == false) or (tag == 115 and got == string.sub(want, 2)) or (tag == 105 and got == tonumber(string.sub(want, 2)))
+      met = (ARGV[p + argc + 2] == '=') == same
     end
-    local got = redis.call(unpack(argv))
-    local want = ARGV[pos + argc + 3]
-    local tag = string.byte(want, 1)
-    local same = (tag == nil and got == false) or (tag == 115 and got == string.sub(want, 2)) or (tag == 105 and got == tonumber(string.sub(want, 2)))
-    met = (ARGV[pos + argc + 2] == '=') == same
+    if not met then return {'+' .. clock, {}, 0, '', 0, c} end
+    p = p + argc + 3
   end
-  if not met then return {'+' .. clock, {}, 0, '', 0, c} end
-  pos = pos + argc + 3
 end
 `;
 
@@ -157,7 +164,7 @@ while kept >= ${SUBMISSION_RETENTION} do
   cut, kept = stop + 1, kept - 1
 end
 if #evicted > 0 then redis.call('HDEL', KEYS[2], unpack(evicted)) end
-redis.call('HSET', KEYS[2], 'r:' .. run, ARGV[at + 2] .. '\\0' .. ARGV[1] .. '\\0' .. ARGV[3] .. now_ms .. '\\0' .. ARGV[at + 3], 'order', string.sub(order, cut) .. run .. '\\0')
+redis.call('HSET', KEYS[2], 'r:' .. run, ARGV[pos + 2] .. '\\0' .. ARGV[1] .. '\\0' .. ARGV[3] .. now_ms .. '\\0' .. ARGV[pos + 3], 'order', string.sub(order, cut) .. run .. '\\0')
 `;
 
 /** Where the parts of an applied fenced write's reply sit (0-based; see `FENCED_WRITE_SCRIPT`). */
@@ -165,10 +172,10 @@ export const WRITTEN = { status: 0, replies: 1, failed: 2, error: 3, applied: 4,
 
 /**
  * fenced write. KEYS: record, the submissions hash when the write carries a submission, then the user's
- * declared keys. ARGV: fence, request id, replay window ms, checkpoint JSON ('' = none), the submission (see
- * SUBMISSION_LOOKUP), the conditions (see CONDITIONS), then the recorded commands. In this order: a
- * re-delivery returns its first reply (see FENCED_MEMOISED); a recorded run id answers its submission
- * (SUBMISSION_LOOKUP, before the fence, as the core does); the fence; the conditions; the commands are
+ * declared keys. ARGV: fence, request id, replay window ms, checkpoint JSON ('' = none), the recorded
+ * commands, then (only when there is one or the other) the submission and the conditions (see START). In
+ * this order: a re-delivery returns its first reply (see FENCED_MEMOISED); a recorded run id answers its
+ * submission (START, before the fence, as the core does); the fence; the conditions; the commands are
  * checked (CHECK_COMMANDS) and run; then, if none failed, the checkpoint is saved exactly as
  * CHECKPOINT_SCRIPT saves it (stamped with the token, resolving a pending recovery) and the submission is
  * recorded, so the write, the progress and the submission apply together. Memoised when it recorded a
@@ -180,13 +187,13 @@ export const WRITTEN = { status: 0, replies: 1, failed: 2, error: 3, applied: 4,
  * checkpoint and the submission included; a command failing while it runs leaves the ones before it applied
  * and saves neither (Redis cannot roll a script back).
  */
-export const FENCED_WRITE_SCRIPT: string = `${FENCED_MEMOISED_QUIET(SUBMISSION_LOOKUP)}${CONDITIONS}${decodeCommands('pos + 1')}${CHECK_COMMANDS}
+export const FENCED_WRITE_SCRIPT: string = `${FENCED_MEMOISED_QUIET(START)}${CONDITIONS}${CHECK_COMMANDS}
 if failed > 0 then return {'+' .. clock, {}, failed, err, 0} end
 ${RUN_COMMANDS}
 local reply = {'+' .. clock, replies, failed, err, applied}
-if #commands > 0 or ARGV[at] ~= '' or run ~= '' then
+if #commands > 0 or ARGV[at] ~= '' or submitted then
   ${REMEMBER('KEYS[1]')}
-  if failed == 0 and run ~= '' then
+  if failed == 0 and submitted then
     ${RECORD_SUBMISSION}
   end
   if failed == 0 and ARGV[at] ~= '' then
