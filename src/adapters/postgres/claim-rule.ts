@@ -30,6 +30,18 @@ export interface ClaimTerms {
   /** The bound attributes, as jsonb. */
   readonly attributes: string;
   readonly recovering: string;
+  /** The claim's `expect` as jsonb (an object of name -> string or null), NULL: any state. */
+  readonly expect: string;
+}
+
+/**
+ * The key state of `pre` has every value `expect` requires (a JSON null: the name is absent), as
+ * `transitions.claim` checks it first. A placeholder row (state NULL) has the empty state.
+ */
+export function stateExpected(terms: ClaimTerms, state = 'pre.state'): string {
+  return `(${terms.expect} IS NULL OR NOT EXISTS (
+      SELECT 1 FROM pg_catalog.jsonb_each_text(${terms.expect}) AS e
+      WHERE (COALESCE(${state}, '{}'::jsonb) OPERATOR(pg_catalog.->>) e.key) IS DISTINCT FROM e.value))`;
 }
 
 /** The expiry of a grant made at `now` with `ttlMs` (NULL: never). */
@@ -37,21 +49,26 @@ const expiresAfter = (terms: ClaimTerms): string =>
   `${terms.now} OPERATOR(pg_catalog.+) (${terms.ttlMs}::float8 OPERATOR(pg_catalog.*) '1 millisecond'::interval)`;
 
 /**
- * `pre` may be granted: nothing is held or the grant has expired (strictly: at now = expires_at it has),
- * and no recovery is pending unless the claimer is recovering.
+ * `pre` may be granted: its state has the values the claim expects, nothing is held or the grant has
+ * expired (strictly: at now = expires_at it has), no hold lasts (strictly: at now = held_until it has
+ * passed), and no recovery is pending unless the claimer is recovering.
  */
 export function claimable(terms: ClaimTerms): string {
-  return `(pre.holder IS NULL OR (pre.expires_at IS NOT NULL AND ${terms.now} OPERATOR(pg_catalog.>=) pre.expires_at))
+  return `${stateExpected(terms)}
+    AND (pre.holder IS NULL OR (pre.expires_at IS NOT NULL AND ${terms.now} OPERATOR(pg_catalog.>=) pre.expires_at))
+    AND (pre.held_until IS NULL OR ${terms.now} OPERATOR(pg_catalog.>=) pre.held_until)
     AND (NOT pre.recovery_required OR ${terms.recovering})`;
 }
 
 /**
- * The grant, as an UPDATE's SET list: the next token (token-floor.ts), the new holder, and an expired holder recorded as
- * the ending (a released or revoked one already is); the checkpoint and a pending recovery are kept.
+ * The grant, as an UPDATE's SET list (`floorTable`: the token floor's table, token-floor.ts): the next token, the new holder, and an expired holder recorded as
+ * the ending (a released, revoked or state-changed one already is); the checkpoint, a pending recovery and
+ * the key state are kept (a placeholder row gets the empty state: it becomes a record), a passed hold is cleared.
  */
-export function claimSet(terms: ClaimTerms): string {
+export function claimSet(terms: ClaimTerms, floorTable: string): string {
   const kept = (column: string, expired: string) => `${column} = CASE WHEN pre.holder IS NULL THEN pre.${column} ELSE ${expired} END`;
-  return `token = ${mintTokenSql('pre.token', terms.now)},
+  return `token = ${mintTokenSql('pre.token', terms.now, floorTable)},
+    state = COALESCE(pre.state, '{}'::jsonb), held_until = NULL, ${kept('ending_change', 'NULL')},
     holder = ${terms.holder}, run_id = ${terms.runId}, secret_hash = ${terms.secret}, acquired_at = ${terms.now},
     expires_at = ${expiresAfter(terms)}, attributes = ${terms.attributes},
     ${kept('ending_kind', `'expired'`)}, ${kept('ending_token', 'pre.token')}, ${kept('ending_holder', 'pre.holder')},
@@ -59,8 +76,11 @@ export function claimSet(terms: ClaimTerms): string {
     ${kept('ending_reason', 'NULL')}, ${kept('ending_by', 'NULL')}`;
 }
 
-/** A key's first grant: the first token (the floor), nothing inherited. */
-export function firstGrant(table: string, key: string, terms: ClaimTerms): string {
-  return `INSERT INTO ${table} AS l (key, token, holder, run_id, secret_hash, acquired_at, expires_at, attributes)
-    VALUES (${key}, ${mintTokenSql('0::bigint', terms.now)}, ${terms.holder}, ${terms.runId}, ${terms.secret}, ${terms.now}, ${expiresAfter(terms)}, ${terms.attributes})`;
+/**
+ * A key's first grant (`table`: the lease table as the caller names it, `floorTable` its token floor's):
+ * the first token (the floor), the empty state, nothing inherited.
+ */
+export function firstGrant(table: string, floorTable: string, key: string, terms: ClaimTerms): string {
+  return `INSERT INTO ${table} AS l (key, token, holder, run_id, secret_hash, acquired_at, expires_at, attributes, state)
+    VALUES (${key}, ${mintTokenSql('0::bigint', terms.now, floorTable)}, ${terms.holder}, ${terms.runId}, ${terms.secret}, ${terms.now}, ${expiresAfter(terms)}, ${terms.attributes}, '{}'::jsonb)`;
 }

@@ -11,6 +11,9 @@ import type { Fence, LeaseRecord, StoreTime } from '../../fence/types.js';
 import type { Lease } from '../../lease.js';
 import type { Store } from '../../store.js';
 import { CLAIM_FUNCTION_SUFFIX } from './claim-rule.js';
+import { orderedValues, SET_KEY_STATE_SUFFIX } from './key-state.js';
+import { REMOVE_SUFFIX } from './remove.js';
+import { checkSubmissionInput, SUBMISSION_LOOKUP_SUFFIX, SUBMISSIONS_SUFFIX } from './submissions.js';
 import { sharesOneConnection, type PostgresClient } from './client.js';
 import { assertEncodable, assertEncodableAttributes } from './encodable.js';
 import { ownStatementFailure } from './failures.js';
@@ -110,6 +113,24 @@ const DEFAULT_MARGIN_MS = 500;
 const STORE_OPTION_NAMES = ['client', 'prepare', 'table', 'fencedTransactionMarginMs', 'listener', 'subscribeTimeoutMs'] as const;
 const MAX_MARGIN_MS = 60_000;
 
+/** Checks every name and value of key-state values (`null`: absent) before any I/O. */
+function assertEncodableState(what: string, values: Readonly<Record<string, string | null>>): void {
+  if (typeof values !== 'object' || values === null)
+    throw new InvalidArgumentError(`${what} must be an object of names to strings or null`);
+  for (const [name, value] of Object.entries(values)) {
+    assertEncodable(`${what} name`, name);
+    if (value !== null && typeof value !== 'string')
+      throw new InvalidArgumentError(`${what} ${name} must be a string or null, got ${describe(value)}`);
+    assertEncodable(`${what} ${name}`, value);
+  }
+}
+
+/** A hold's length: a whole, non-negative number of ms that Postgres' bigint and interval arithmetic keep exact. */
+function assertHoldMs(holdMs: number): void {
+  if (typeof holdMs !== 'number' || !Number.isSafeInteger(holdMs) || holdMs < 0)
+    throw new InvalidArgumentError(`holdMs must be a whole, non-negative number of milliseconds, got ${describe(holdMs)}`);
+}
+
 function checkFenceInput(fence: Fence): void {
   assertEncodable('key', fence.key);
   assertEncodable('holder', fence.holder);
@@ -155,7 +176,8 @@ export function createPostgresStore(given: PostgresStoreOptions): PostgresStore 
     throw new InvalidArgumentError(`prepare must be a boolean, got ${describe(options.prepare)}`);
   if (options.subscribeTimeoutMs !== undefined) subscribeTimeoutOf(options.subscribeTimeoutMs);
   const table: TableName = tableName(options.table ?? DEFAULT_LEASE_TABLE);
-  const schema = { names: [table.bare, `${table.bare}_${CLAIM_FUNCTION_SUFFIX}`], fix: 'await store.migrate()' };
+  const derived = [CLAIM_FUNCTION_SUFFIX, SET_KEY_STATE_SUFFIX, REMOVE_SUFFIX, SUBMISSION_LOOKUP_SUFFIX, SUBMISSIONS_SUFFIX, 'token_floor'];
+  const schema = { names: [table.bare, ...derived.map((suffix) => `${table.bare}_${suffix}`)], fix: 'await store.migrate()' };
   const session: Session = createSession(options.client, options.prepare === undefined ? { schema } : { prepare: options.prepare, schema });
   const sql = leaseStatements(table);
   // NOTE: unprepared, the claim statement would be planned at every call (more than it costs to run); the
@@ -253,6 +275,7 @@ export function createPostgresStore(given: PostgresStoreOptions): PostgresStore 
       assertEncodable('holder', command.holder);
       assertEncodable('runId', command.runId);
       assertEncodableAttributes(command.attributes);
+      if (command.expect !== undefined) assertEncodableState('expect', command.expect);
       const params = [
         command.key,
         command.holder,
@@ -261,6 +284,7 @@ export function createPostgresStore(given: PostgresStoreOptions): PostgresStore 
         command.ttlMs,
         JSON.stringify(command.attributes),
         command.recovering,
+        command.expect === undefined ? null : JSON.stringify(command.expect),
       ];
       guard(command.key, 'claim');
       return apply('claim', claimText, params, command.secret, (record, now) => transitions.claim(record, command, now, tokenFloorAt(now)));
@@ -287,7 +311,8 @@ export function createPostgresStore(given: PostgresStoreOptions): PostgresStore 
       checkFenceInput(command.fence);
       const json = command.checkpointJson;
       const mode = json === undefined ? 'keep' : json === null ? 'clear' : 'replace';
-      const params = [...fenceParams(command.fence), mode, typeof json === 'string' ? json : null];
+      if (command.holdMs !== undefined) assertHoldMs(command.holdMs);
+      const params = [...fenceParams(command.fence), mode, typeof json === 'string' ? json : null, command.holdMs ?? null];
       guard(command.fence.key, 'release');
       return applyNotifying('release', sql.release, sql.releaseQuiet, params, command.fence.secret, (record, now) =>
         transitions.release(record, command, now),
@@ -310,6 +335,26 @@ export function createPostgresStore(given: PostgresStoreOptions): PostgresStore 
       return apply('recover', sql.recover, params, command.fence.secret, (record, now) => transitions.recover(record, command, now));
     },
 
+    setKeyState(command) {
+      assertEncodable('key', command.key);
+      assertEncodable('state set by', command.by);
+      assertEncodableState('values', command.values);
+      if (command.holdMs !== undefined && command.holdMs !== null) assertHoldMs(command.holdMs);
+      const hold = command.holdMs === undefined ? 'keep' : command.holdMs === null ? 'clear' : 'set';
+      const params = [command.key, orderedValues(command.values), command.by, hold, command.holdMs ?? null];
+      guard(command.key, 'setKeyState');
+      return applyNotifying('setKeyState', sql.setKeyState, sql.setKeyStateQuiet, params, null, (record, now) =>
+        transitions.setKeyState(record, command, now),
+      );
+    },
+
+    remove(command) {
+      assertEncodable('key', command.key);
+      const params = [command.key, command.force === true, command.expectedToken?.toString() ?? null];
+      guard(command.key, 'remove');
+      return applyNotifying('remove', sql.remove, sql.removeQuiet, params, null, (record, now) => transitions.remove(record, command, now));
+    },
+
     async inspect(key) {
       assertEncodable('key', key);
       guard(null, 'inspect');
@@ -323,6 +368,7 @@ export function createPostgresStore(given: PostgresStoreOptions): PostgresStore 
       writeOptions: StoreFencedWriteOptions = {},
     ): Promise<FencedWriteOutcome<T>> {
       checkFenceInput(fence);
+      if (writeOptions.submission !== undefined) checkSubmissionInput(writeOptions.submission);
       guard(fence.key, 'fencedWrite');
       return runFencedTransaction({
         session,

@@ -29,6 +29,10 @@
  */
 import type { Fence } from '../../fence/types.js';
 import { claimable, claimFunction, claimSet, type ClaimTerms } from './claim-rule.js';
+import { removeCall } from './remove.js';
+import { setKeyStateCall } from './key-state.js';
+import { recordSubmissionStatement, submissionLookup } from './submissions.js';
+import { tokenFloorTable } from './token-floor.js';
 import { freedNotify, revokedNotify } from './freed-interest.js';
 import { secretHash } from './secret-hash.js';
 import type { TableName } from './identifier.js';
@@ -74,11 +78,11 @@ function lockedPre(table: TableName, width: PreImageWidth, lock: string): string
 
 /**
  * The query of a `pre` CTE: the row of key `key` (an SQL expression) locked (`lock`), with the store's now
- * as column `now`, read after the lock (see the file's comment). Also the first CTE of a fenced statement
- * and of a gated upsert.
+ * as column `now`, read after the lock (see the file's comment), and `extra` columns (`, expression AS
+ * name`) computed after it too. Also the first CTE of a fenced statement and of a gated upsert.
  */
-export function lockedRow(table: TableName, width: PreImageWidth, lock: string, key: string): string {
-  return `SELECT locked.*, ${NOW} AS now FROM (
+export function lockedRow(table: TableName, width: PreImageWidth, lock: string, key: string, extra = ''): string {
+  return `SELECT locked.*, ${NOW} AS now${extra} FROM (
     SELECT ${preImageColumns(width)} FROM ${table.quoted} WHERE key = ${key}::text FOR ${lock}
   ) AS locked`;
 }
@@ -127,6 +131,7 @@ const STATEMENT_TERMS: ClaimTerms = {
   ttlMs: '$5::bigint',
   attributes: '$6::text::jsonb',
   recovering: '$7::boolean',
+  expect: '$8::text::jsonb',
 };
 
 /**
@@ -142,7 +147,7 @@ const STATEMENT_TERMS: ClaimTerms = {
 function claimStatement(table: TableName): string {
   return `WITH ${lockedPre(table, PRE_IMAGE_WIDTH.claim, 'NO KEY UPDATE SKIP LOCKED')},
 applied AS (
-  UPDATE ${table.quoted} AS l SET ${claimSet(STATEMENT_TERMS)}
+  UPDATE ${table.quoted} AS l SET ${claimSet(STATEMENT_TERMS, tokenFloorTable(table))}
   FROM pre
   WHERE l.key = pre.key AND ${claimable(STATEMENT_TERMS)}
   RETURNING 1
@@ -173,15 +178,24 @@ export const PRE_IMAGE_WIDTH: Readonly<Record<keyof LeaseStatements, PreImageWid
   inspect: 'record',
   lockShared: 'fence',
   lockForCheckpoint: 'fence',
+  lockForSubmission: 'fence',
   saveCheckpoint: 'fence',
+  recordSubmission: 'fence',
+  setKeyState: 'grant',
+  setKeyStateQuiet: 'grant',
+  remove: 'grant',
+  removeQuiet: 'grant',
 };
 
 /** The claim function's arguments, from the claim's bind parameters. */
-const CLAIM_ARGUMENTS = '$1::text, $2::text, $3::text, $4::text, $5::bigint, $6::text::jsonb, $7::boolean';
+const CLAIM_ARGUMENTS = '$1::text, $2::text, $3::text, $4::text, $5::bigint, $6::text::jsonb, $7::boolean, $8::text::jsonb';
 
 /** The statements of one lease table. */
 export interface LeaseStatements {
-  /** $1 key, $2 holder, $3 run id, $4 secret hash, $5 ttl ms (NULL: no expiry), $6 attributes JSON, $7 recovering. */
+  /**
+   * $1 key, $2 holder, $3 run id, $4 secret hash, $5 ttl ms (NULL: no expiry), $6 attributes JSON, $7 recovering,
+   * $8 expected key state JSON (NULL: any).
+   */
   readonly claim: string;
   /** The claim as a call of the claim function (same parameters), for stores whose statements are not prepared. */
   readonly claimCall: string;
@@ -189,7 +203,7 @@ export interface LeaseStatements {
   readonly renew: string;
   /** Fence params, $7 checkpoint JSON text. */
   readonly checkpoint: string;
-  /** Fence params, $7 'keep' | 'clear' | 'replace', $8 checkpoint JSON text (for 'replace'). */
+  /** Fence params, $7 'keep' | 'clear' | 'replace', $8 checkpoint JSON text (for 'replace'), $9 hold ms (NULL: no hold). */
   readonly release: string;
   /** $1 key, $2 reason, $3 by, $4 require recovery, $5 expected token (NULL: any). */
   readonly revoke: string;
@@ -208,6 +222,21 @@ export interface LeaseStatements {
   readonly lockShared: string;
   /** As `lockShared`, but FOR NO KEY UPDATE: the first statement of a fenced write that saves a checkpoint. */
   readonly lockForCheckpoint: string;
+  /**
+   * As `lockForCheckpoint`, plus $4 a submission's run id: the first statement of a fenced write with a
+   * submission; its column `submission` is the run id's lookup after the lock (submissions.ts).
+   */
+  readonly lockForSubmission: string;
+  /** Records a submission after the write (submissions.ts, `recordSubmissionStatement`). */
+  readonly recordSubmission: string;
+  /** $1 key, $2 values JSON ([[name, value], ...] in code-unit order), $3 by, $4 'keep' | 'clear' | 'set', $5 hold ms (key-state.ts). */
+  readonly setKeyState: string;
+  /** `setKeyState` without its notification. */
+  readonly setKeyStateQuiet: string;
+  /** $1 key, $2 force, $3 expected token (NULL: any) (remove.ts). */
+  readonly remove: string;
+  /** `remove` without its notification. */
+  readonly removeQuiet: string;
   /**
    * $1 key, $2 token, $3 checkpoint JSON text, $4 written-at (epoch ms): the last statement of a fenced
    * write with a checkpoint, on the row `lockForCheckpoint` locked; returns one row iff it saved.
@@ -233,21 +262,29 @@ export function transactionBound(setting: string, margin = '$2::bigint', now = '
       THEN LEAST(${remaining}, ${current}) ELSE ${remaining} END)::text, true)`;
 }
 
-/** A fenced write's first statement: locks the row (`lock`), returns its pre-image, bounds the transaction. */
-function fencedWriteBegin(table: TableName, lock: 'NO KEY UPDATE' | 'SHARE'): string {
+/**
+ * A fenced write's first statement: locks the row (`lock`), returns its pre-image, bounds the transaction;
+ * with `submission`, also the lookup of the run id $4 after the lock (column `submission`).
+ */
+function fencedWriteBegin(table: TableName, lock: 'NO KEY UPDATE' | 'SHARE', submission = false): string {
   const bound = (setting: string) => transactionBound(setting, '$2::bigint', 'pre.now');
-  return `WITH ${lockedPre(table, PRE_IMAGE_WIDTH.lockShared, lock)}
+  const lookup = submission ? `, ${submissionLookup(table, 'locked.key', '$4')} AS submission` : '';
+  return `WITH pre AS MATERIALIZED (
+  ${lockedRow(table, PRE_IMAGE_WIDTH.lockShared, lock, '$1', lookup)}
+)
 SELECT ${preImageJson(PRE_IMAGE_WIDTH.lockShared, 'pre.', LOCKED_NOW, 'false', '$3::text')} AS r,
   CASE WHEN pre.holder IS NOT NULL AND pre.expires_at OPERATOR(pg_catalog.>) pre.now
     THEN ${bound('statement_timeout')} OPERATOR(pg_catalog.||) ${bound('idle_in_transaction_session_timeout')}
-  END AS bounded
+  END AS bounded${submission ? ', pre.submission AS submission' : ''}
 FROM (SELECT) AS one LEFT JOIN pre ON true`;
 }
 
-/** The SET list of a release ($7 'keep' | 'clear' | 'replace', $8 checkpoint JSON text). */
+/** The SET list of a release ($7 'keep' | 'clear' | 'replace', $8 checkpoint JSON text, $9 hold ms or NULL). */
 const RELEASE_SET = `${CLEAR_GRANT},
     ending_kind = 'released', ending_token = pre.token, ending_holder = pre.holder, ending_run_id = pre.run_id,
-    ending_at = pre.now, ending_reason = NULL, ending_by = NULL,
+    ending_at = pre.now, ending_reason = NULL, ending_by = NULL, ending_change = NULL,
+    held_until = CASE WHEN $9::bigint IS NULL THEN l.held_until
+      ELSE pre.now OPERATOR(pg_catalog.+) ($9::bigint::float8 OPERATOR(pg_catalog.*) '1 millisecond'::interval) END,
     checkpoint_json = CASE $7::text WHEN 'keep' THEN l.checkpoint_json WHEN 'clear' THEN NULL ELSE $8::text END,
     checkpoint_token = CASE $7::text WHEN 'keep' THEN l.checkpoint_token WHEN 'clear' THEN NULL ELSE pre.token END,
     checkpoint_written_at = CASE $7::text WHEN 'keep' THEN l.checkpoint_written_at WHEN 'clear' THEN NULL ELSE pre.now END,
@@ -256,7 +293,7 @@ const RELEASE_SET = `${CLEAR_GRANT},
 /** The SET list of a revoke ($2 reason, $3 by, $4 require recovery). */
 const REVOKE_SET = `token = pre.token OPERATOR(pg_catalog.+) 1::bigint, ${CLEAR_GRANT},
     ending_kind = 'revoked', ending_token = pre.token, ending_holder = pre.holder, ending_run_id = pre.run_id,
-    ending_at = pre.now, ending_reason = $2::text, ending_by = $3::text,
+    ending_at = pre.now, ending_reason = $2::text, ending_by = $3::text, ending_change = NULL,
     recovery_required = ($4::boolean AND pre.checkpoint_json IS NOT NULL)`;
 
 /** Which grant a revoke ends: any held one, or the one of $5 (the expected token). */
@@ -314,6 +351,18 @@ FROM (SELECT ${NOW} AS now) AS clock LEFT JOIN ${table.quoted} AS pre ON pre.key
     lockShared: fencedWriteBegin(table, 'SHARE'),
 
     lockForCheckpoint: fencedWriteBegin(table, 'NO KEY UPDATE'),
+
+    lockForSubmission: fencedWriteBegin(table, 'NO KEY UPDATE', true),
+
+    recordSubmission: recordSubmissionStatement(table),
+
+    setKeyState: setKeyStateCall(table, true),
+
+    setKeyStateQuiet: setKeyStateCall(table, false),
+
+    remove: removeCall(table, true),
+
+    removeQuiet: removeCall(table, false),
 
     // NOTE: the row is locked FOR NO KEY UPDATE by this transaction since the fence check, so it is the
     // version the check read; the token condition only guards against a misuse of the statement.
