@@ -93,7 +93,7 @@ describe('postgres pre-image', () => {
     'a whole-row pre-image decodes to the row itself, every field and bigint token exact',
     (record, now) => {
       // NOTE: submissions are never in a pre-image (their own table); a record without state has the empty one.
-      const stored = { state: {}, heldUntil: null, ...record, submissions: [] };
+      const stored = { ...({ state: {}, heldUntil: null } as object), ...record, submissions: [] };
       expect(through('record', record, now, record.grant?.secret ?? null)).toEqual(stored);
       expect(through('record', null, now, null)).toBeNull();
     },

@@ -61,13 +61,13 @@ export function claimable(terms: ClaimTerms): string {
 }
 
 /**
- * The grant, as an UPDATE's SET list (`floorTable`: the token floor's table, token-floor.ts): the next token, the new holder, and an expired holder recorded as
+ * The grant, as an UPDATE's SET list (`removedFloor`: the removed-token floor's SQL, token-floor.ts): the next token, the new holder, and an expired holder recorded as
  * the ending (a released, revoked or state-changed one already is); the checkpoint, a pending recovery and
  * the key state are kept (a placeholder row gets the empty state: it becomes a record), a passed hold is cleared.
  */
-export function claimSet(terms: ClaimTerms, floorTable: string): string {
+export function claimSet(terms: ClaimTerms, removedFloor: string): string {
   const kept = (column: string, expired: string) => `${column} = CASE WHEN pre.holder IS NULL THEN pre.${column} ELSE ${expired} END`;
-  return `token = ${mintTokenSql('pre.token', terms.now, floorTable)},
+  return `token = ${mintTokenSql('pre.token', terms.now, removedFloor)},
     state = COALESCE(pre.state, '{}'::jsonb), held_until = NULL, ${kept('ending_change', 'NULL')},
     holder = ${terms.holder}, run_id = ${terms.runId}, secret_hash = ${terms.secret}, acquired_at = ${terms.now},
     expires_at = ${expiresAfter(terms)}, attributes = ${terms.attributes},
@@ -77,10 +77,10 @@ export function claimSet(terms: ClaimTerms, floorTable: string): string {
 }
 
 /**
- * A key's first grant (`table`: the lease table as the caller names it, `floorTable` its token floor's):
+ * A key's first grant (`table`: the lease table as the caller names it, `removedFloor` its removed-token floor's SQL):
  * the first token (the floor), the empty state, nothing inherited.
  */
-export function firstGrant(table: string, floorTable: string, key: string, terms: ClaimTerms): string {
+export function firstGrant(table: string, removedFloor: string, key: string, terms: ClaimTerms): string {
   return `INSERT INTO ${table} AS l (key, token, holder, run_id, secret_hash, acquired_at, expires_at, attributes, state)
-    VALUES (${key}, ${mintTokenSql('0::bigint', terms.now, floorTable)}, ${terms.holder}, ${terms.runId}, ${terms.secret}, ${terms.now}, ${expiresAfter(terms)}, ${terms.attributes}, '{}'::jsonb)`;
+    VALUES (${key}, ${mintTokenSql('0::bigint', terms.now, removedFloor)}, ${terms.holder}, ${terms.runId}, ${terms.secret}, ${terms.now}, ${expiresAfter(terms)}, ${terms.attributes}, '{}'::jsonb)`;
 }

@@ -30,7 +30,7 @@ import { DEFAULT_LEASE_TABLE, MIGRATION_LOCK_SQL, schemaStatements } from './sch
 import { secretHash } from './secret-hash.js';
 import { createSession, type Session } from './session.js';
 import { fenceParams, leaseStatements } from './statements.js';
-import { tokenFloorAt } from './token-floor.js';
+import { claimTokenFloor } from './token-floor.js';
 
 /** The listener's check (freed-listener.ts): one notification on the table's channel, with a probe payload. */
 const PROBE_SQL = 'SELECT pg_catalog.pg_notify($1, $2)';
@@ -221,10 +221,10 @@ export function createPostgresStore(given: PostgresStoreOptions): PostgresStore 
     text: string,
     params: unknown[],
     presented: string | null,
-    decide: (record: LeaseRecord | null, now: StoreTime) => Transition<O>,
+    decide: (record: LeaseRecord | null, now: StoreTime, removedFloor: bigint | null) => Transition<O>,
   ): Promise<O> => {
-    const { now, applied, record } = preImageOf(await ownStatement(operation, text, params), operation, presented);
-    const { changed, outcome } = decide(record, now);
+    const { now, applied, record, removedFloor } = preImageOf(await ownStatement(operation, text, params), operation, presented);
+    const { changed, outcome } = decide(record, now, removedFloor);
     if (changed !== applied) {
       // NOTE: unreachable while the SQL mirrors the pure transitions; the conformance and model suites check it.
       throw new Error(`leasefence/postgres: ${operation} disagrees with the core (core changed=${changed}, SQL applied=${applied})`);
@@ -287,7 +287,9 @@ export function createPostgresStore(given: PostgresStoreOptions): PostgresStore 
         command.expect === undefined ? null : JSON.stringify(command.expect),
       ];
       guard(command.key, 'claim');
-      return apply('claim', claimText, params, command.secret, (record, now) => transitions.claim(record, command, now, tokenFloorAt(now)));
+      return apply('claim', claimText, params, command.secret, (record, now, removed) =>
+        transitions.claim(record, command, now, claimTokenFloor(now, record?.token ?? 0n, removed)),
+      );
     },
 
     renew(command) {

@@ -114,12 +114,13 @@ export function preImageJson(width: PreImageWidth, source: string, now: string, 
 }
 
 /**
- * The claim's pre-image: as `preImageJson` (record width), except that the checkpoint is left out (NULL)
+ * The claim's pre-image: as `preImageJson` (record width) followed by the removed-token floor
+ * (`removedFloor`, SQL; sent only when the key has no token: `PreImage.removedFloor`), except that the checkpoint is left out (NULL)
  * while a live grant of another secret holds the row. NOTE: such a claim is refused `held`, whose outcome
  * carries no checkpoint; without this every poller of a held key would fetch the whole checkpoint (up to
  * its size limit) at every attempt. A re-delivered claim (same secret) and every other outcome get it.
  */
-export function claimPreImageJson(source: string, now: string, applied: string, presented: string): string {
+export function claimPreImageJson(source: string, now: string, applied: string, presented: string, removedFloor: string): string {
   const live = `${source}holder IS NOT NULL AND (${source}expires_at IS NULL OR ${now} OPERATOR(pg_catalog.<) ${source}expires_at)`;
   const needed = `(NOT (${live}) OR ${source}secret_hash OPERATOR(pg_catalog.=) ${presented})`;
   const columns = COLUMNS.record;
@@ -128,6 +129,8 @@ export function claimPreImageJson(source: string, now: string, applied: string, 
     const value = TIME_COLUMNS.has(name) ? epochMs(`${source}${name}`) : `${source}${expression}`;
     return name.startsWith('checkpoint_') ? `CASE WHEN ${needed} THEN ${value} END` : value;
   });
+  // NOTE: the removed-token floor (token-floor.ts), only for a key without a token, after the row's columns.
+  values.push(`CASE WHEN COALESCE(${source}token, 0::bigint) OPERATOR(pg_catalog.=) 0::bigint THEN (${removedFloor})::text END`);
   return `pg_catalog.json_build_array(${epochMs(now)}, ${applied}, ${values.join(', ')})::text`;
 }
 
@@ -137,6 +140,8 @@ export interface PreImage {
   readonly applied: boolean;
   /** The lease row before the statement (`null`: no row). Columns a `fence`-width statement omits are absent. */
   readonly record: LeaseRecord | null;
+  /** A claim's removed-token floor (token-floor.ts), `null`: none, or the key has a token. */
+  readonly removedFloor: bigint | null;
 }
 
 type Cell = string | number | boolean | null | Record<string, string> | StateChange;
@@ -146,6 +151,9 @@ type Column = (typeof COLUMNS.record)[number][0];
 const AT = Object.fromEntries(COLUMNS.record.map(([name], index) => [name, index + 2])) as Readonly<Record<Column, number>>;
 
 const NO_SUBMISSIONS: readonly SubmissionRecord[] = Object.freeze([]);
+
+/** The index of a claim's removed-token floor in `r`: after every column of the row. */
+const FLOOR_AT = COLUMNS.record.length + 2;
 
 const bigintOf = (cell: Cell | undefined): bigint | null => (typeof cell === 'string' ? BigInt(cell) : null);
 const textOf = (cell: Cell | undefined): string | null => (typeof cell === 'string' ? cell : null);
@@ -175,11 +183,13 @@ export function decodePreImage(r: unknown, presented: string | null = null): Pre
   const cells = JSON.parse(r) as Cell[];
   const [now, applied] = cells;
   if (typeof now !== 'number' || typeof applied !== 'boolean') throw new Error('leasefence/postgres: malformed pre-image');
+  const removedFloor = bigintOf(cells[FLOOR_AT]);
   const key = cells[AT.key];
   const token = bigintOf(cells[AT.token]);
   const state = cells[AT.state];
   // NOTE: a row without state is a placeholder that only carries waiter interest (freed-interest.ts): no record.
-  if (typeof key !== 'string' || token === null || typeof state !== 'object' || state === null) return { now, applied, record: null };
+  if (typeof key !== 'string' || token === null || typeof state !== 'object' || state === null)
+    return { now, applied, record: null, removedFloor };
   const holder = cells[AT.holder];
   // NOTE: a NUL never occurs in a stored or presented secret (Postgres text has none), so this never matches.
   const secret = cells[AT.secret_matches] === true && presented !== null ? presented : `${presented ?? ''}\u0000not-presented`;
@@ -223,6 +233,7 @@ export function decodePreImage(r: unknown, presented: string | null = null): Pre
   return {
     now,
     applied,
+    removedFloor,
     record: {
       key,
       token,

@@ -6,7 +6,7 @@ import { CLAIM_FUNCTION_SUFFIX, claimable, claimSet, firstGrant, stateExpected, 
 import { removeFunctionDdl } from './remove.js';
 import { setKeyStateFunctionDdl } from './key-state.js';
 import { submissionLookupDdl, submissionsTableDdl } from './submissions.js';
-import { tokenFloorDdl } from './token-floor.js';
+import { removedFloorSql, tokenFloorDdl } from './token-floor.js';
 import { tableName, type TableName } from './identifier.js';
 import { claimPreImageJson, NOW } from './rows.js';
 
@@ -85,7 +85,7 @@ const FUNCTION_TERMS: ClaimTerms = {
  */
 function claimFunctionDdl(table: TableName, schemaPrefix: string): string {
   const t = `${schemaPrefix}"${table.bare}"`;
-  const floor = `${schemaPrefix}"${table.bare}_token_floor"`;
+  const floorTable = `${schemaPrefix}"${table.bare}_token_floor"`;
   return `CREATE OR REPLACE FUNCTION ${schemaPrefix}"${table.bare}_${CLAIM_FUNCTION_SUFFIX}"(
   p_key text, p_holder text, p_run_id text, p_secret text, p_ttl_ms bigint, p_attributes jsonb, p_recovering boolean, p_expect jsonb)
 RETURNS text
@@ -96,6 +96,7 @@ DECLARE
   pre ${t};
   now_at timestamptz;
   applied boolean := false;
+  removed_floor bigint;
 BEGIN
   -- NOTE: a row another transaction holds (a fenced write in progress, a renew) whose last committed version
   -- shows a live grant is answered from that version without waiting for the lock: the claim changes
@@ -105,7 +106,7 @@ BEGIN
     SELECT * INTO pre FROM ${t} AS l WHERE l.key = p_key;
     now_at := ${NOW};
     IF FOUND AND pre.holder IS NOT NULL AND (pre.expires_at IS NULL OR now_at < pre.expires_at) THEN
-      RETURN ${claimPreImageJson('pre.', 'now_at', 'false', 'p_secret')};
+      RETURN ${claimPreImageJson('pre.', 'now_at', 'false', 'p_secret', 'NULL::bigint')};
     END IF;
   END IF;
   FOR attempt IN 1..3 LOOP
@@ -116,22 +117,27 @@ BEGIN
     now_at := ${NOW};
     -- NOTE: no record: its state is empty, and a claim that expects a value is refused (state-mismatch).
     IF NOT ${stateExpected(FUNCTION_TERMS, 'NULL::jsonb')} THEN
-      RETURN ${claimPreImageJson('pre.', 'now_at', 'false', 'p_secret')};
+      RETURN ${claimPreImageJson('pre.', 'now_at', 'false', 'p_secret', 'NULL::bigint')};
     END IF;
-    ${firstGrant(t, floor, 'p_key', FUNCTION_TERMS)}
+    -- NOTE: read once, so the token minted and the floor the pre-image reports are the same value.
+    removed_floor := ${removedFloorSql(floorTable)};
+    ${firstGrant(t, 'removed_floor', 'p_key', FUNCTION_TERMS)}
     ON CONFLICT (key) DO NOTHING;
     IF FOUND THEN
-      RETURN ${claimPreImageJson('pre.', 'now_at', 'true', 'p_secret')};
+      RETURN ${claimPreImageJson('pre.', 'now_at', 'true', 'p_secret', 'removed_floor')};
     END IF;
   END LOOP;
   IF pre.key IS NULL THEN
     RAISE EXCEPTION 'leasefence: could not lock or create the lease row of %', p_key;
   END IF;
   now_at := ${NOW};
-  UPDATE ${t} AS l SET ${claimSet(FUNCTION_TERMS, floor)}
+  IF pre.token = 0 THEN
+    removed_floor := ${removedFloorSql(floorTable)};
+  END IF;
+  UPDATE ${t} AS l SET ${claimSet(FUNCTION_TERMS, 'removed_floor')}
   WHERE l.key = p_key AND ${claimable(FUNCTION_TERMS)};
   applied := FOUND;
-  RETURN ${claimPreImageJson('pre.', 'now_at', 'applied', 'p_secret')};
+  RETURN ${claimPreImageJson('pre.', 'now_at', 'applied', 'p_secret', 'removed_floor')};
 END
 $leasefence$`;
 }

@@ -32,7 +32,7 @@ import { claimable, claimFunction, claimSet, type ClaimTerms } from './claim-rul
 import { removeCall } from './remove.js';
 import { setKeyStateCall } from './key-state.js';
 import { recordSubmissionStatement, submissionLookup } from './submissions.js';
-import { tokenFloorTable } from './token-floor.js';
+import { removedFloorSql, tokenFloorTable } from './token-floor.js';
 import { freedNotify, revokedNotify } from './freed-interest.js';
 import { secretHash } from './secret-hash.js';
 import type { TableName } from './identifier.js';
@@ -147,14 +147,14 @@ const STATEMENT_TERMS: ClaimTerms = {
 function claimStatement(table: TableName): string {
   return `WITH ${lockedPre(table, PRE_IMAGE_WIDTH.claim, 'NO KEY UPDATE SKIP LOCKED')},
 applied AS (
-  UPDATE ${table.quoted} AS l SET ${claimSet(STATEMENT_TERMS, tokenFloorTable(table))}
+  UPDATE ${table.quoted} AS l SET ${claimSet(STATEMENT_TERMS, removedFloorSql(tokenFloorTable(table)))}
   FROM pre
   WHERE l.key = pre.key AND ${claimable(STATEMENT_TERMS)}
   RETURNING 1
 )
 SELECT CASE WHEN pre.key IS NULL
   THEN ${claimFunction(table)}(${CLAIM_ARGUMENTS})
-  ELSE ${claimPreImageJson('pre.', 'pre.now', 'EXISTS (SELECT 1 FROM applied)', '$4::text')}
+  ELSE ${claimPreImageJson('pre.', 'pre.now', 'EXISTS (SELECT 1 FROM applied)', '$4::text', removedFloorSql(tokenFloorTable(table)))}
 END AS r
 FROM (SELECT) AS one LEFT JOIN pre ON true`;
 }

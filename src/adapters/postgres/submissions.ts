@@ -94,7 +94,7 @@ export function recordSubmissionCtes(table: TableName, values: string, key: stri
 ),
 leasefence_trimmed AS (
   DELETE FROM ${s} AS s USING leasefence_recorded AS r
-  WHERE s.key = ${key} AND s.seq OPERATOR(pg_catalog.<=) r.seq OPERATOR(pg_catalog.-) ${SUBMISSION_RETENTION}::bigint
+  WHERE s.key = ${key} AND s.seq OPERATOR(pg_catalog.<=) (r.seq OPERATOR(pg_catalog.-) ${SUBMISSION_RETENTION}::bigint)
   RETURNING 1
 )`;
 }

@@ -38,13 +38,30 @@ export const raiseFloorSql = (floorTable: string, token: string): string =>
 export const tokenFloorAt = (now: StoreTime): bigint => BigInt(now) * 1000n;
 
 /**
+ * The removed-token floor as a scalar subquery (NULL: nothing was ever removed). In a statement, read in the
+ * statement's snapshot: a row of token 0 the statement locked was inserted before that snapshot, so after
+ * any `remove` of the key, whose floor committed with the deletion. NOTE: the mint and the pre-image must
+ * read the same value (the adapter answers with the token the pure core mints from the pre-image's floor):
+ * in one statement they do; the claim function reads it once into a variable.
+ */
+export const removedFloorSql = (floorTable: string): string => `(SELECT f.token FROM ${floorTable} AS f)`;
+
+/**
  * The next token after `previous` (a bigint SQL expression; `0::bigint` for a key's first grant), at `now`
  * (a millisecond-truncated timestamptz expression: the statement's now, read after the row lock), above
- * the removed-token floor (`floorTable`) when `previous` is 0. NOTE: the floor's subquery sits in a CASE
- * branch, evaluated only when taken: a claim of a key that has a token never reads it. Its row is read in
- * the statement's snapshot: a row of token 0 it locked was inserted before that snapshot, so after any
- * `remove` of the key, whose floor committed with the deletion.
+ * the removed-token floor `removed` (an SQL expression, `removedFloorSql` or a variable) when `previous` is
+ * 0. NOTE: in a CASE branch, evaluated only when taken: a claim of a key that has a token never reads it.
  */
-export const mintTokenSql = (previous: string, now: string, floorTable: string): string =>
+export const mintTokenSql = (previous: string, now: string, removed: string): string =>
   `GREATEST(${previous} OPERATOR(pg_catalog.+) 1::bigint, ${epochMs(now)} OPERATOR(pg_catalog.*) 1000::bigint,
-    CASE WHEN ${previous} OPERATOR(pg_catalog.=) 0::bigint THEN (SELECT f.token OPERATOR(pg_catalog.+) 1::bigint FROM ${floorTable} AS f) END)`;
+    CASE WHEN ${previous} OPERATOR(pg_catalog.=) 0::bigint THEN ${removed} OPERATOR(pg_catalog.+) 1::bigint END)`;
+
+/**
+ * The token floor the pure core mints a claim's token above (`transitions.claim`'s `tokenFloor`): the clock
+ * floor at `now`, and above `removed` (the pre-image's removed-token floor, carried only for a key without
+ * a token) when the key has none yet. The same value as `mintTokenSql`.
+ */
+export function claimTokenFloor(now: StoreTime, keyToken: bigint, removed: bigint | null): bigint {
+  const clock = tokenFloorAt(now);
+  return keyToken === 0n && removed !== null && removed + 1n > clock ? removed + 1n : clock;
+}
