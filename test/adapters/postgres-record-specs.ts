@@ -157,8 +157,26 @@ export function fenceOf(command: ClaimCommand, outcome: StoreClaimOutcome): Fenc
   return { key: command.key, token: outcome.token, secret: command.secret, holder: command.holder, runId: command.runId };
 }
 
-export function describePostgresRecordSpecs(kind: PostgresClientKind): void {
-  describe(`postgres record operations (${kind})`, () => {
+/** How the record specs reach Postgres: a client to open, and the store's `prepare` option. */
+export interface RecordSpecsTarget {
+  readonly label: string;
+  open(): Promise<OpenedClient>;
+  readonly prepare?: boolean;
+  /** The one-statement form (`fencedStatement`) is skipped where the client has no real server (PGlite runs it as the others do, but slowly). */
+  readonly statementForm: boolean;
+}
+
+/** The record specs' target for a client kind of the harness. */
+export function clientTarget(kind: PostgresClientKind): RecordSpecsTarget {
+  return {
+    label: kind,
+    open: async () => openPostgresClient(kind, kind === 'pglite' ? '' : await sharedPostgresUrl()),
+    statementForm: kind !== 'pglite',
+  };
+}
+
+export function describePostgresRecordSpecs(target: RecordSpecsTarget): void {
+  describe(`postgres record operations (${target.label})`, () => {
     let opened: OpenedClient;
     let table: string;
     let model: Modelled;
@@ -171,9 +189,13 @@ export function describePostgresRecordSpecs(kind: PostgresClientKind): void {
       );
 
     beforeAll(async () => {
-      opened = await openPostgresClient(kind, kind === 'pglite' ? '' : await sharedPostgresUrl());
-      table = freshTable(`lf_record_${kind.replace('-', '_')}`);
-      const store = createPostgresStore({ client: opened.client, table });
+      opened = await target.open();
+      table = freshTable('lf_record');
+      const store = createPostgresStore({
+        client: opened.client,
+        table,
+        ...(target.prepare === undefined ? {} : { prepare: target.prepare }),
+      });
       await store.migrate();
       await opened.client.query(`CREATE TABLE ${ledger()} (id serial PRIMARY KEY, key text NOT NULL, note text NOT NULL)`);
       model = new Modelled(store);
@@ -291,7 +313,11 @@ export function describePostgresRecordSpecs(kind: PostgresClientKind): void {
       const key = fresh('floor');
       // NOTE: a table of its own: the removed-token floor is the table's, and this test raises it by an hour.
       const floorTable = freshTable('lf_floor');
-      const store = createPostgresStore({ client: opened.client, table: floorTable });
+      const store = createPostgresStore({
+        client: opened.client,
+        table: floorTable,
+        ...(target.prepare === undefined ? {} : { prepare: target.prepare }),
+      });
       await store.migrate();
       const model = new Modelled(store);
       let highest = 0n;
@@ -344,19 +370,22 @@ export function describePostgresRecordSpecs(kind: PostgresClientKind): void {
       expect(await ledgerRows(key)).toEqual(['a']);
     });
 
-    it.runIf(kind !== 'pglite')('submissions in the one-statement form: recorded in the statement, replayed before the fence', async () => {
-      const key = fresh('statement');
-      const a = claimOf(key, 'a');
-      const fence = fenceOf(a, await model.claim(a));
-      const text = `INSERT INTO ${ledger()} (key, note) SELECT fence.key, $1 FROM fence RETURNING id`;
-      expect(await model.fencedStatement(fence, text, ['s1'], submissionOf('run-s', 'p'))).toMatchObject({ ok: true, rowCount: 1 });
-      expect(await model.fencedStatement(fence, text, ['s2'], submissionOf('run-s', 'p'))).toMatchObject({ reason: 'replayed' });
-      expect(await model.fencedStatement(fence, text, ['s3'], submissionOf('run-s', 'q'))).toMatchObject({ reason: 'replay-conflict' });
-      await model.release({ fence });
-      expect(await model.fencedStatement(fence, text, ['s4'], submissionOf('run-s', 'p'))).toMatchObject({ reason: 'replayed' });
-      expect(await model.fencedStatement(fence, text, ['s5'], submissionOf('run-t', 'p'))).toMatchObject({ reason: 'released' });
-      expect(await ledgerRows(key)).toEqual(['s1']);
-    });
+    it.runIf(target.statementForm)(
+      'submissions in the one-statement form: recorded in the statement, replayed before the fence',
+      async () => {
+        const key = fresh('statement');
+        const a = claimOf(key, 'a');
+        const fence = fenceOf(a, await model.claim(a));
+        const text = `INSERT INTO ${ledger()} (key, note) SELECT fence.key, $1 FROM fence RETURNING id`;
+        expect(await model.fencedStatement(fence, text, ['s1'], submissionOf('run-s', 'p'))).toMatchObject({ ok: true, rowCount: 1 });
+        expect(await model.fencedStatement(fence, text, ['s2'], submissionOf('run-s', 'p'))).toMatchObject({ reason: 'replayed' });
+        expect(await model.fencedStatement(fence, text, ['s3'], submissionOf('run-s', 'q'))).toMatchObject({ reason: 'replay-conflict' });
+        await model.release({ fence });
+        expect(await model.fencedStatement(fence, text, ['s4'], submissionOf('run-s', 'p'))).toMatchObject({ reason: 'replayed' });
+        expect(await model.fencedStatement(fence, text, ['s5'], submissionOf('run-t', 'p'))).toMatchObject({ reason: 'released' });
+        expect(await ledgerRows(key)).toEqual(['s1']);
+      },
+    );
 
     it('a key keeps its newest 32 submissions: the oldest is forgotten (its run id records again), the rest replay', async () => {
       const key = fresh('retention');

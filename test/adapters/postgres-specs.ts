@@ -20,7 +20,7 @@ import type { Leases } from '../../src/leases-types.js';
 import { countingClient, type CountingClient } from './postgres-counting.js';
 import { freshTable, openPostgresClient, sharedPostgresUrl, type OpenedClient, type PostgresClientKind } from './postgres-harness.js';
 import { describePostgresGateSpecs } from './postgres-gate-specs.js';
-import { describePostgresRecordSpecs } from './postgres-record-specs.js';
+import { clientTarget, describePostgresRecordSpecs } from './postgres-record-specs.js';
 
 /** What every spec file of one client kind shares: a counting client and a store on a fresh table. */
 export interface PostgresSpecContext {
@@ -404,5 +404,5 @@ export function describePostgresAdapterSpecs(kind: PostgresClientKind): void {
 
     describePostgresGateSpecs(ctx, kind);
   });
-  describePostgresRecordSpecs(kind);
+  describePostgresRecordSpecs(clientTarget(kind));
 }
