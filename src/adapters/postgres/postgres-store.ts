@@ -51,7 +51,8 @@ export interface PostgresStoreOptions {
   readonly prepare?: boolean;
   /**
    * The lease table, optionally schema-qualified (`app.leases`). Validated as an identifier and always
-   * quoted. Its claim function is `<table>_try_claim` in the same schema.
+   * quoted. Its other tables and functions are named after it in the same schema (`<table>_try_claim`,
+   * `<table>_submissions`, ...: docs/stores.md).
    * @default 'leasefence_leases'
    */
   readonly table?: string;
@@ -88,7 +89,10 @@ export interface PostgresStoreOptions {
 export interface PostgresStore extends Store<PostgresWriteContext> {
   /** The table as configured. */
   readonly table: string;
-  /** Creates the table and its claim function if missing; safe to run from several processes at once. */
+  /**
+   * Creates the lease table, its submissions and token-floor tables and its functions if missing (replacing
+   * the functions); safe to run from several processes at once.
+   */
   migrate(): Promise<void>;
   /**
    * One fenced statement, one round trip: runs your INSERT / UPDATE / DELETE ... RETURNING, which must read

@@ -1,6 +1,7 @@
 /**
- * The lease table and its claim function, as DDL text you can run in your own migrations, plus the
- * statements `migrate()` runs under an advisory lock (safe when several processes start at once).
+ * The lease table, its submissions and token-floor tables and its functions (claim, set key state, remove,
+ * submission lookup), as DDL text you can run in your own migrations, plus the statements `migrate()` runs
+ * under an advisory lock (safe when several processes start at once).
  */
 import { CLAIM_FUNCTION_SUFFIX, claimable, claimSet, firstGrant, stateExpected, type ClaimTerms } from './claim-rule.js';
 import { removeFunctionDdl } from './remove.js';
@@ -174,7 +175,7 @@ export function schemaStatements(table: TableName): string[] {
 }
 
 /**
- * The DDL of the lease table and its claim function, to run in your own migrations (idempotent:
+ * The DDL of the lease table, its submissions and token-floor tables and its functions, to run in your own migrations (idempotent:
  * `CREATE TABLE IF NOT EXISTS`, `CREATE OR REPLACE FUNCTION`). The table name is validated and quoted.
  *
  * ```ts
