@@ -233,7 +233,14 @@ export function describePostgresRecordSpecs(target: RecordSpecsTarget): void {
       await model.setKeyState({ key, values: { rev: '3' }, by: 'scanner' });
       expect(await model.fencedWrite(fence, () => 1)).toMatchObject({ reason: 'state-changed', attribute: { expected: '1', found: '3' } });
       expect(await model.claim(claimOf(key, 'b', { expect: { rev: '2' } }))).toMatchObject({ reason: 'state-mismatch' });
-      const b = claimOf(key, 'b', { expect: { rev: '3', absent: null } });
+      // NOTE: names required absent travel as a text[] literal: quotes, backslashes and commas must survive it.
+      await model.setKeyState({ key, values: { 'we"ird\\na,me': 'x' }, by: 'scanner' });
+      expect(await model.claim(claimOf(key, 'b', { expect: { rev: '3', 'we"ird\\na,me': null } }))).toMatchObject({
+        reason: 'state-mismatch',
+        field: { name: 'we"ird\\na,me', expected: null, found: 'x' },
+      });
+      await model.setKeyState({ key, values: { 'we"ird\\na,me': null }, by: 'scanner' });
+      const b = claimOf(key, 'b', { expect: { rev: '3', absent: null, 'we"ird\\na,me': null } });
       expect(await model.claim(b)).toMatchObject({ ok: true, previous: { kind: 'state-changed' } });
       expect(await model.inspect(key)).toMatchObject({ state: { rev: '3', tier: 'full' }, heldUntil: null });
     });

@@ -30,18 +30,36 @@ export interface ClaimTerms {
   /** The bound attributes, as jsonb. */
   readonly attributes: string;
   readonly recovering: string;
-  /** The claim's `expect` as jsonb (an object of name -> string or null), NULL: any state. */
-  readonly expect: string;
+  /** The values the claim's `expect` requires, as a jsonb object of strings (NULL: none). */
+  readonly expectValues: string;
+  /** The names the claim's `expect` requires absent (its `null` values), as text[] (NULL: none). */
+  readonly expectAbsent: string;
 }
 
 /**
- * The key state of `pre` has every value `expect` requires (a JSON null: the name is absent), as
- * `transitions.claim` checks it first. A placeholder row (state NULL) has the empty state.
+ * The key state of `pre` has every value `expect` requires and none of the names it requires absent, as
+ * `transitions.claim` checks it first. A placeholder row (state NULL) has the empty state. NOTE: containment
+ * and `?|`, not a subquery over the expected values: a subquery's plan nodes are initialised at every
+ * execution of the claim, which is most of what it would cost.
  */
 export function stateExpected(terms: ClaimTerms, state = 'pre.state'): string {
-  return `(${terms.expect} IS NULL OR NOT EXISTS (
-      SELECT 1 FROM pg_catalog.jsonb_each_text(${terms.expect}) AS e
-      WHERE (COALESCE(${state}, '{}'::jsonb) OPERATOR(pg_catalog.->>) e.key) IS DISTINCT FROM e.value))`;
+  const current = `COALESCE(${state}, '{}'::jsonb)`;
+  return `(${terms.expectValues} IS NULL OR ${current} OPERATOR(pg_catalog.@>) ${terms.expectValues})
+    AND (${terms.expectAbsent} IS NULL OR NOT (${current} OPERATOR(pg_catalog.?|) ${terms.expectAbsent}))`;
+}
+
+/** A claim's `expect` as the two parameters `stateExpected` reads: required values (JSON text) and absent names (a text[] literal). */
+export function expectParams(expect: Readonly<Record<string, string | null>> | undefined): [string | null, string | null] {
+  if (expect === undefined) return [null, null];
+  const values: Record<string, string> = {};
+  const absent: string[] = [];
+  for (const [name, value] of Object.entries(expect)) {
+    if (value === null) absent.push(name);
+    else values[name] = value;
+  }
+  // NOTE: an array literal with every element double-quoted, backslashes and quotes escaped: any name reads back as itself.
+  const literal = absent.length === 0 ? null : `{${absent.map((name) => `"${name.replace(/[\\"]/g, (c) => `\\${c}`)}"`).join(',')}}`;
+  return [JSON.stringify(values), literal];
 }
 
 /** The expiry of a grant made at `now` with `ttlMs` (NULL: never). */

@@ -10,7 +10,7 @@ import type { Transition } from '../../fence/transitions.js';
 import type { Fence, LeaseRecord, StoreTime } from '../../fence/types.js';
 import type { Lease } from '../../lease.js';
 import type { Store } from '../../store.js';
-import { CLAIM_FUNCTION_SUFFIX } from './claim-rule.js';
+import { CLAIM_FUNCTION_SUFFIX, expectParams } from './claim-rule.js';
 import { orderedValues, SET_KEY_STATE_SUFFIX } from './key-state.js';
 import { REMOVE_SUFFIX } from './remove.js';
 import { checkSubmissionInput, SUBMISSION_LOOKUP_SUFFIX, SUBMISSIONS_SUFFIX } from './submissions.js';
@@ -288,7 +288,7 @@ export function createPostgresStore(given: PostgresStoreOptions): PostgresStore 
         command.ttlMs,
         JSON.stringify(command.attributes),
         command.recovering,
-        command.expect === undefined ? null : JSON.stringify(command.expect),
+        ...expectParams(command.expect),
       ];
       guard(command.key, 'claim');
       return apply('claim', claimText, params, command.secret, (record, now, removed) =>

@@ -68,7 +68,8 @@ const FUNCTION_TERMS: ClaimTerms = {
   ttlMs: 'p_ttl_ms',
   attributes: 'p_attributes',
   recovering: 'p_recovering',
-  expect: 'p_expect',
+  expectValues: 'p_expect',
+  expectAbsent: 'p_absent',
 };
 
 /**
@@ -88,7 +89,7 @@ function claimFunctionDdl(table: TableName, schemaPrefix: string): string {
   const t = `${schemaPrefix}"${table.bare}"`;
   const floorTable = `${schemaPrefix}"${table.bare}_token_floor"`;
   return `CREATE OR REPLACE FUNCTION ${schemaPrefix}"${table.bare}_${CLAIM_FUNCTION_SUFFIX}"(
-  p_key text, p_holder text, p_run_id text, p_secret text, p_ttl_ms bigint, p_attributes jsonb, p_recovering boolean, p_expect jsonb)
+  p_key text, p_holder text, p_run_id text, p_secret text, p_ttl_ms bigint, p_attributes jsonb, p_recovering boolean, p_expect jsonb, p_absent text[])
 RETURNS text
 LANGUAGE plpgsql VOLATILE
 SET search_path = pg_catalog, pg_temp
@@ -117,7 +118,7 @@ BEGIN
     END IF;
     now_at := ${NOW};
     -- NOTE: no record: its state is empty, and a claim that expects a value is refused (state-mismatch).
-    IF NOT ${stateExpected(FUNCTION_TERMS, 'NULL::jsonb')} THEN
+    IF NOT (${stateExpected(FUNCTION_TERMS, 'NULL::jsonb')}) THEN
       RETURN ${claimPreImageJson('pre.', 'now_at', 'false', 'p_secret', 'NULL::bigint')};
     END IF;
     -- NOTE: read once, so the token minted and the floor the pre-image reports are the same value.

@@ -32,7 +32,6 @@ import { claimable, claimFunction, claimSet, type ClaimTerms } from './claim-rul
 import { removeCall } from './remove.js';
 import { setKeyStateCall } from './key-state.js';
 import { recordSubmissionStatement, submissionLookup } from './submissions.js';
-import { removedFloorSql, tokenFloorTable } from './token-floor.js';
 import { freedNotify, revokedNotify } from './freed-interest.js';
 import { secretHash } from './secret-hash.js';
 import type { TableName } from './identifier.js';
@@ -131,30 +130,34 @@ const STATEMENT_TERMS: ClaimTerms = {
   ttlMs: '$5::bigint',
   attributes: '$6::text::jsonb',
   recovering: '$7::boolean',
-  expect: '$8::text::jsonb',
+  expectValues: '$8::text::jsonb',
+  expectAbsent: '$9::text::text[]',
 };
 
 /**
- * The claim: for a row that exists and is not locked, a locked update under the claim rule, in plain SQL.
- * When the snapshot has no row for the key, or another transaction holds it locked (`SKIP LOCKED`: a
- * fenced write in progress, or a concurrent claim or renew), the same statement calls the claim function
- * instead (schema.ts), which answers from the row as committed when it shows a live grant (`held`, with no
- * lock wait), and otherwise inserts the row or locks and decides on the newest version. NOTE: the
- * function is called in a CASE branch, which Postgres evaluates only when taken, so a claim of an existing
- * row never enters plpgsql; and its UPDATE CTE matches no row then (`pre` is empty: `pre.key`, the
- * primary key, is NULL only then).
+ * The claim: for a row that exists, has a token and is not locked, a locked update under the claim rule, in
+ * plain SQL. When the snapshot has no row for the key, or another transaction holds it locked (`SKIP
+ * LOCKED`: a fenced write in progress, or a concurrent claim or renew), or its row has no token yet (a
+ * placeholder of waiter interest, or a record of key state only, whose first grant mints above the
+ * removed-token floor: token-floor.ts), the same statement calls the claim function instead (schema.ts),
+ * which answers from the row as committed when it shows a live grant (`held`, with no lock wait), and
+ * otherwise inserts the row or locks (this transaction may already hold the lock) and decides on the newest
+ * version. NOTE: the function is called in a CASE branch, which Postgres evaluates only when taken, so a
+ * claim of a key that has a token never enters plpgsql, and never reads the floor (no subquery, whose plan
+ * nodes would be initialised at every claim); its UPDATE CTE matches no row when the function is called
+ * (`pre` is empty, or its token is 0).
  */
 function claimStatement(table: TableName): string {
   return `WITH ${lockedPre(table, PRE_IMAGE_WIDTH.claim, 'NO KEY UPDATE SKIP LOCKED')},
 applied AS (
-  UPDATE ${table.quoted} AS l SET ${claimSet(STATEMENT_TERMS, removedFloorSql(tokenFloorTable(table)))}
+  UPDATE ${table.quoted} AS l SET ${claimSet(STATEMENT_TERMS, 'NULL::bigint')}
   FROM pre
-  WHERE l.key = pre.key AND ${claimable(STATEMENT_TERMS)}
+  WHERE l.key = pre.key AND pre.token OPERATOR(pg_catalog.<>) 0::bigint AND ${claimable(STATEMENT_TERMS)}
   RETURNING 1
 )
-SELECT CASE WHEN pre.key IS NULL
+SELECT CASE WHEN pre.key IS NULL OR pre.token OPERATOR(pg_catalog.=) 0::bigint
   THEN ${claimFunction(table)}(${CLAIM_ARGUMENTS})
-  ELSE ${claimPreImageJson('pre.', 'pre.now', 'EXISTS (SELECT 1 FROM applied)', '$4::text', removedFloorSql(tokenFloorTable(table)))}
+  ELSE ${claimPreImageJson('pre.', 'pre.now', 'EXISTS (SELECT 1 FROM applied)', '$4::text', 'NULL::bigint')}
 END AS r
 FROM (SELECT) AS one LEFT JOIN pre ON true`;
 }
@@ -188,13 +191,14 @@ export const PRE_IMAGE_WIDTH: Readonly<Record<keyof LeaseStatements, PreImageWid
 };
 
 /** The claim function's arguments, from the claim's bind parameters. */
-const CLAIM_ARGUMENTS = '$1::text, $2::text, $3::text, $4::text, $5::bigint, $6::text::jsonb, $7::boolean, $8::text::jsonb';
+const CLAIM_ARGUMENTS =
+  '$1::text, $2::text, $3::text, $4::text, $5::bigint, $6::text::jsonb, $7::boolean, $8::text::jsonb, $9::text::text[]';
 
 /** The statements of one lease table. */
 export interface LeaseStatements {
   /**
    * $1 key, $2 holder, $3 run id, $4 secret hash, $5 ttl ms (NULL: no expiry), $6 attributes JSON, $7 recovering,
-   * $8 expected key state JSON (NULL: any).
+   * $8 the key-state values `expect` requires (JSON text, NULL: none), $9 the names it requires absent (a text[] literal, NULL: none).
    */
   readonly claim: string;
   /** The claim as a call of the claim function (same parameters), for stores whose statements are not prepared. */
