@@ -443,6 +443,7 @@ export function describePostgresRecordSpecs(target: RecordSpecsTarget): void {
       expect(() => store.setKeyState({ key, values: { a: 1 as unknown as string }, by: 'w' })).toThrow(InvalidArgumentError);
       expect(() => store.setKeyState({ key, values: {}, by: 'w', holdMs: -1 })).toThrow(InvalidArgumentError);
       expect(() => store.setKeyState({ key, values: {}, by: 'w', holdMs: 1.5 })).toThrow(InvalidArgumentError);
+      expect(() => store.setKeyState({ key, values: {}, by: 'w', holdMs: Number.MAX_SAFE_INTEGER })).toThrow(InvalidArgumentError);
       expect(() => store.remove({ key: '\uD800', force: false, expectedToken: null })).toThrow(InvalidArgumentError);
       expect(() => store.claim(claimOf(key, 'a', { expect: { rev: '\uD800' } }))).toThrow(InvalidArgumentError);
       const fence = { key, token: 1n, secret: 's', holder: 'a', runId: null };

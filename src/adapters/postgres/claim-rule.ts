@@ -86,7 +86,7 @@ export function claimable(terms: ClaimTerms): string {
 export function claimSet(terms: ClaimTerms, removedFloor: string): string {
   const kept = (column: string, expired: string) => `${column} = CASE WHEN pre.holder IS NULL THEN pre.${column} ELSE ${expired} END`;
   return `token = ${mintTokenSql('pre.token', terms.now, removedFloor)},
-    state = COALESCE(pre.state, '{}'::jsonb), held_until = NULL, ${kept('ending_change', 'NULL')},
+    state = COALESCE(pre.state, '{}'::jsonb), held_until = NULL,
     holder = ${terms.holder}, run_id = ${terms.runId}, secret_hash = ${terms.secret}, acquired_at = ${terms.now},
     expires_at = ${expiresAfter(terms)}, attributes = ${terms.attributes},
     ${kept('ending_kind', `'expired'`)}, ${kept('ending_token', 'pre.token')}, ${kept('ending_holder', 'pre.holder')},

@@ -129,10 +129,15 @@ function assertEncodableState(what: string, values: Readonly<Record<string, stri
   }
 }
 
-/** A hold's length: a whole, non-negative number of ms that Postgres' bigint and interval arithmetic keep exact. */
+/** The longest hold the store takes: 100 years (a `timestamptz` far beyond would be out of range). */
+const MAX_HOLD_MS = 100 * 365.25 * 24 * 3_600_000;
+
+/** A hold's length: a whole number of ms from 0 to `MAX_HOLD_MS`, checked before any I/O. */
 function assertHoldMs(holdMs: number): void {
-  if (typeof holdMs !== 'number' || !Number.isSafeInteger(holdMs) || holdMs < 0)
-    throw new InvalidArgumentError(`holdMs must be a whole, non-negative number of milliseconds, got ${describe(holdMs)}`);
+  if (typeof holdMs !== 'number' || !Number.isSafeInteger(holdMs) || holdMs < 0 || holdMs > MAX_HOLD_MS)
+    throw new InvalidArgumentError(
+      `holdMs must be a whole number of milliseconds from 0 to ${MAX_HOLD_MS} (100 years), got ${describe(holdMs)}`,
+    );
 }
 
 function checkFenceInput(fence: Fence): void {
@@ -318,9 +323,12 @@ export function createPostgresStore(given: PostgresStoreOptions): PostgresStore 
       const json = command.checkpointJson;
       const mode = json === undefined ? 'keep' : json === null ? 'clear' : 'replace';
       if (command.holdMs !== undefined) assertHoldMs(command.holdMs);
-      const params = [...fenceParams(command.fence), mode, typeof json === 'string' ? json : null, command.holdMs ?? null];
+      const params = [...fenceParams(command.fence), mode, typeof json === 'string' ? json : null];
+      const held = command.holdMs !== undefined;
+      if (held) params.push(command.holdMs);
       guard(command.fence.key, 'release');
-      return applyNotifying('release', sql.release, sql.releaseQuiet, params, command.fence.secret, (record, now) =>
+      const [text, quiet] = held ? [sql.releaseHold, sql.releaseHoldQuiet] : [sql.release, sql.releaseQuiet];
+      return applyNotifying('release', text, quiet, params, command.fence.secret, (record, now) =>
         transitions.release(record, command, now),
       );
     },

@@ -220,9 +220,11 @@ export function decodePreImage(r: unknown, presented: string | null = null): Pre
       reason: textOf(cells[AT.ending_reason]),
       by: textOf(cells[AT.ending_by]),
     };
-    // NOTE: only a `state-changed` ending has a change; the other kinds keep their shape (no `change` key).
-    ending =
-      typeof change === 'object' && change !== null ? { ...ended, change: { name: change.name, from: change.from, to: change.to } } : ended;
+    // NOTE: only a `state-changed` ending has a change; the other kinds keep their shape (no `change` key). A
+    // change left on the row by an earlier ending is stale, not cleared (one SET item fewer on the hot path):
+    // every statement that writes a `state-changed` ending writes its change too.
+    const changed = endingKind === 'state-changed' && typeof change === 'object' && change !== null;
+    ending = changed ? { ...ended, change: { name: change.name, from: change.from, to: change.to } } : ended;
   }
   const checkpointJson = cells[AT.checkpoint_json];
   const checkpointToken = bigintOf(cells[AT.checkpoint_token]);

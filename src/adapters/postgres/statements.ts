@@ -175,6 +175,8 @@ export const PRE_IMAGE_WIDTH: Readonly<Record<keyof LeaseStatements, PreImageWid
   checkpoint: 'fence',
   release: 'fence',
   releaseQuiet: 'fence',
+  releaseHold: 'fence',
+  releaseHoldQuiet: 'fence',
   revoke: 'record',
   revokeQuiet: 'record',
   recover: 'record',
@@ -207,8 +209,12 @@ export interface LeaseStatements {
   readonly renew: string;
   /** Fence params, $7 checkpoint JSON text. */
   readonly checkpoint: string;
-  /** Fence params, $7 'keep' | 'clear' | 'replace', $8 checkpoint JSON text (for 'replace'), $9 hold ms (NULL: no hold). */
+  /** Fence params, $7 'keep' | 'clear' | 'replace', $8 checkpoint JSON text (for 'replace'). */
   readonly release: string;
+  /** `release` with a hold: $9 hold ms. */
+  readonly releaseHold: string;
+  /** `releaseHold` without its notification. */
+  readonly releaseHoldQuiet: string;
   /** $1 key, $2 reason, $3 by, $4 require recovery, $5 expected token (NULL: any). */
   readonly revoke: string;
   /** `release` without its notification: for when the server cannot queue one (postgres-store.ts). */
@@ -283,21 +289,23 @@ SELECT ${preImageJson(PRE_IMAGE_WIDTH.lockShared, 'pre.', LOCKED_NOW, 'false', '
 FROM (SELECT) AS one LEFT JOIN pre ON true`;
 }
 
-/** The SET list of a release ($7 'keep' | 'clear' | 'replace', $8 checkpoint JSON text, $9 hold ms or NULL). */
+/** The SET list of a release ($7 'keep' | 'clear' | 'replace', $8 checkpoint JSON text). */
 const RELEASE_SET = `${CLEAR_GRANT},
     ending_kind = 'released', ending_token = pre.token, ending_holder = pre.holder, ending_run_id = pre.run_id,
-    ending_at = pre.now, ending_reason = NULL, ending_by = NULL, ending_change = NULL,
-    held_until = CASE WHEN $9::bigint IS NULL THEN l.held_until
-      ELSE pre.now OPERATOR(pg_catalog.+) ($9::bigint::float8 OPERATOR(pg_catalog.*) '1 millisecond'::interval) END,
+    ending_at = pre.now, ending_reason = NULL, ending_by = NULL,
     checkpoint_json = CASE $7::text WHEN 'keep' THEN l.checkpoint_json WHEN 'clear' THEN NULL ELSE $8::text END,
     checkpoint_token = CASE $7::text WHEN 'keep' THEN l.checkpoint_token WHEN 'clear' THEN NULL ELSE pre.token END,
     checkpoint_written_at = CASE $7::text WHEN 'keep' THEN l.checkpoint_written_at WHEN 'clear' THEN NULL ELSE pre.now END,
     recovery_required = CASE $7::text WHEN 'keep' THEN l.recovery_required ELSE false END`;
 
+/** The SET list of a release with a hold ($9 hold ms): the key is held back until the store's now plus it. */
+const RELEASE_HOLD_SET = `${RELEASE_SET},
+    held_until = pre.now OPERATOR(pg_catalog.+) ($9::bigint::float8 OPERATOR(pg_catalog.*) '1 millisecond'::interval)`;
+
 /** The SET list of a revoke ($2 reason, $3 by, $4 require recovery). */
 const REVOKE_SET = `token = pre.token OPERATOR(pg_catalog.+) 1::bigint, ${CLEAR_GRANT},
     ending_kind = 'revoked', ending_token = pre.token, ending_holder = pre.holder, ending_run_id = pre.run_id,
-    ending_at = pre.now, ending_reason = $2::text, ending_by = $3::text, ending_change = NULL,
+    ending_at = pre.now, ending_reason = $2::text, ending_by = $3::text,
     recovery_required = ($4::boolean AND pre.checkpoint_json IS NOT NULL)`;
 
 /** Which grant a revoke ends: any held one, or the one of $5 (the expected token). */
@@ -334,6 +342,19 @@ export function leaseStatements(table: TableName): LeaseStatements {
     revoke: lockedUpdate(table, PRE_IMAGE_WIDTH.revoke, 'NO KEY UPDATE', REVOKE_SET, REVOKE_CONDITION, null, revokedNotify(table)),
 
     releaseQuiet: lockedUpdate(table, PRE_IMAGE_WIDTH.release, 'NO KEY UPDATE', RELEASE_SET, FENCE_HOLDS, '$3::text'),
+
+    // NOTE: a release with a hold is a statement of its own, so the common release plans no hold arithmetic.
+    releaseHold: lockedUpdate(
+      table,
+      PRE_IMAGE_WIDTH.release,
+      'NO KEY UPDATE',
+      RELEASE_HOLD_SET,
+      FENCE_HOLDS,
+      '$3::text',
+      freedNotify(table),
+    ),
+
+    releaseHoldQuiet: lockedUpdate(table, PRE_IMAGE_WIDTH.release, 'NO KEY UPDATE', RELEASE_HOLD_SET, FENCE_HOLDS, '$3::text'),
 
     revokeQuiet: lockedUpdate(table, PRE_IMAGE_WIDTH.revoke, 'NO KEY UPDATE', REVOKE_SET, REVOKE_CONDITION, null),
 
