@@ -253,54 +253,6 @@ export function describePostgresConcurrencySpecs(kind: Exclude<PostgresClientKin
       for (const outcome of outcomes) if (!outcome.ok) expect(outcome.expected.token < (outcome.found.token as bigint)).toBe(true);
     });
 
-    it('a claim whose connection is terminated while it waits for the lease row fails with OutcomeUnknownError and leaves the lease whole', async () => {
-      const key = fresh('terminated');
-      const a = leasesOn(5, 'a', 500);
-      const lease = await a.claimOrThrow(key);
-      let entered!: () => void;
-      let finish!: () => void;
-      const inCallback = new Promise<void>((resolve) => (entered = resolve));
-      const finished = new Promise<void>((resolve) => (finish = resolve));
-      const write = a.fencedWrite(lease, async () => {
-        entered();
-        await finished;
-      });
-      try {
-        await inCallback;
-        await untilServerPast(lease.expiresAt);
-        // NOTE: the claimer's connection is found by its pid (pg_stat_activity truncates long statement texts).
-        const { rows: pids } = await clients[6]!.client.query('SELECT pg_backend_pid() AS pid');
-        const pid = (pids[0] as { pid: number }).pid;
-        const failure = createLeases(stores[6]!, { holder: 'b' })
-          .claim(key)
-          .then(
-            () => null,
-            (error: unknown) => error,
-          );
-        let killed = 0;
-        for (let attempt = 0; attempt < 400 && killed === 0; attempt += 1) {
-          await sleep(20);
-          const { rows } = await admin().query(
-            `SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND pid = $1`,
-            [pid],
-          );
-          killed = rows.length;
-        }
-        expect(killed).toBe(1);
-        expect(await failure).toBeInstanceOf(OutcomeUnknownError);
-      } finally {
-        finish();
-      }
-      // NOTE: the grant expired while the transaction waited: the write is refused (or its session was
-      // already ended by the transaction's bound), never applied.
-      const ended = await write.then(
-        (outcome) => outcome,
-        (error: unknown) => error,
-      );
-      expect((ended as { ok?: boolean }).ok === false || isStoreFailure(ended)).toBe(true);
-      expect(await a.inspect(key)).toMatchObject({ token: lease.token, grant: { holder: 'a', token: lease.token } });
-    });
-
     it('setKeyState racing claims, renews and fenced writes on 16 connections: no write under a state lands after the state moved', async () => {
       const key = fresh('state-race');
       const log = `"${table}_state_log"`;
@@ -472,6 +424,54 @@ export function describePostgresConcurrencySpecs(kind: Exclude<PostgresClientKin
         (row) => BigInt(row.token),
       );
       for (let i = 1; i < tokens.length; i += 1) expect(tokens[i]! >= tokens[i - 1]!).toBe(true);
+    });
+
+    it('a claim whose connection is terminated while it waits for the lease row fails with OutcomeUnknownError and leaves the lease whole', async () => {
+      const key = fresh('terminated');
+      const a = leasesOn(5, 'a', 500);
+      const lease = await a.claimOrThrow(key);
+      let entered!: () => void;
+      let finish!: () => void;
+      const inCallback = new Promise<void>((resolve) => (entered = resolve));
+      const finished = new Promise<void>((resolve) => (finish = resolve));
+      const write = a.fencedWrite(lease, async () => {
+        entered();
+        await finished;
+      });
+      try {
+        await inCallback;
+        await untilServerPast(lease.expiresAt);
+        // NOTE: the claimer's connection is found by its pid (pg_stat_activity truncates long statement texts).
+        const { rows: pids } = await clients[6]!.client.query('SELECT pg_backend_pid() AS pid');
+        const pid = (pids[0] as { pid: number }).pid;
+        const failure = createLeases(stores[6]!, { holder: 'b' })
+          .claim(key)
+          .then(
+            () => null,
+            (error: unknown) => error,
+          );
+        let killed = 0;
+        for (let attempt = 0; attempt < 400 && killed === 0; attempt += 1) {
+          await sleep(20);
+          const { rows } = await admin().query(
+            `SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND pid = $1`,
+            [pid],
+          );
+          killed = rows.length;
+        }
+        expect(killed).toBe(1);
+        expect(await failure).toBeInstanceOf(OutcomeUnknownError);
+      } finally {
+        finish();
+      }
+      // NOTE: the grant expired while the transaction waited: the write is refused (or its session was
+      // already ended by the transaction's bound), never applied.
+      const ended = await write.then(
+        (outcome) => outcome,
+        (error: unknown) => error,
+      );
+      expect((ended as { ok?: boolean }).ok === false || isStoreFailure(ended)).toBe(true);
+      expect(await a.inspect(key)).toMatchObject({ token: lease.token, grant: { holder: 'a', token: lease.token } });
     });
   });
 }
