@@ -20,6 +20,7 @@ import type { Leases } from '../../src/leases-types.js';
 import { countingClient, type CountingClient } from './postgres-counting.js';
 import { freshTable, openPostgresClient, sharedPostgresUrl, type OpenedClient, type PostgresClientKind } from './postgres-harness.js';
 import { describePostgresGateSpecs } from './postgres-gate-specs.js';
+import { clientTarget, describePostgresRecordSpecs } from './postgres-record-specs.js';
 
 /** What every spec file of one client kind shares: a counting client and a store on a fresh table. */
 export interface PostgresSpecContext {
@@ -243,7 +244,7 @@ export function describePostgresAdapterSpecs(kind: PostgresClientKind): void {
         table,
         sabotage: async () =>
           void (await ctx().opened.client.query(
-            `CREATE OR REPLACE FUNCTION "${table}_try_claim"(p_key text, p_holder text, p_run_id text, p_secret text, p_ttl_ms bigint, p_attributes jsonb, p_recovering boolean)
+            `CREATE OR REPLACE FUNCTION "${table}_try_claim"(p_key text, p_holder text, p_run_id text, p_secret text, p_ttl_ms bigint, p_attributes jsonb, p_recovering boolean, p_expect jsonb, p_absent text[])
              RETURNS text LANGUAGE plpgsql AS $$ BEGIN RAISE EXCEPTION 'claim function called'; END $$`,
           )),
       };
@@ -403,4 +404,5 @@ export function describePostgresAdapterSpecs(kind: PostgresClientKind): void {
 
     describePostgresGateSpecs(ctx, kind);
   });
+  describePostgresRecordSpecs(clientTarget(kind));
 }
