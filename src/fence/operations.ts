@@ -226,7 +226,6 @@ export interface StoreInspection {
   readonly now: StoreTime;
 }
 
-/** What a fenced write may apply together with the user's write, in the same atomic step. */
 /**
  * A submission made with a fenced write: recorded once per run id, atomically with the write (and checkpoint).
  * The replay lookup comes before the fence, so a worker retrying after its lease ended still learns that its
@@ -246,6 +245,7 @@ export interface SubmissionCommand {
   readonly bindToGrant: boolean;
 }
 
+/** What a fenced write may apply together with the user's write, in the same atomic step. */
 export interface StoreFencedWriteOptions {
   /**
    * The grant's progress after this write (validated JSON text): saved exactly as `checkpoint` saves it,

@@ -40,13 +40,13 @@ export const PLANTED_BUGS: readonly PlantedBug[] = [
   'reissues-after-remove',
 ];
 
+/** A memory store with one planted bug; it offers no sets (claim-next has planted bugs of its own). */
+export type BrokenMemoryStore = Omit<MemoryStore, 'addItems' | 'removeItems' | 'claimNext'>;
+
 /**
  * A memory store with `bug` planted. `roundTrip` is awaited between the read and the write of the
  * non-atomic claim (the race suite passes a scheduled task, so other requests may land in between).
  */
-/** A memory store with one planted bug; it offers no sets (claim-next has planted bugs of its own). */
-export type BrokenMemoryStore = Omit<MemoryStore, 'addItems' | 'removeItems' | 'claimNext'>;
-
 export function createBrokenMemoryStore(clock: ManualClock, bug: PlantedBug, roundTrip: () => Promise<unknown>): BrokenMemoryStore {
   const records = new Map<string, LeaseRecord>();
   const lock = new KeyLock();
