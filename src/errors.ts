@@ -43,7 +43,7 @@ export type LeaseErrorCode =
   | 'REPLAY_CONFLICT'
   /** `check` found the grant current but with less than `minTtlMs` left. */
   | 'TTL_INSUFFICIENT'
-  /** The store does not offer an optional operation (claim-next's sets): refused before any I/O. */
+  /** The store does not offer an optional operation (the sets of claim-next): refused before any I/O. */
   | 'UNSUPPORTED_OPERATION'
   | 'GATE_REFUSED'
   | 'STORE_UNAVAILABLE'
