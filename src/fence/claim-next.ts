@@ -10,7 +10,7 @@
  */
 import type { ClaimCommand, StoreClaimGranted } from './operations.js';
 import { claim, type Transition } from './transitions.js';
-import type { LeaseRecord, StoreTime } from './types.js';
+import { stateValue, type LeaseRecord, type StoreTime } from './types.js';
 
 /** An item of a set: the key it is claimed under and when it is due (claim-next skips it before then). */
 export interface SetItem {
@@ -138,7 +138,7 @@ export function availableSince(record: LeaseRecord | null, item: SetItem): Store
 export function stateMatches(record: LeaseRecord | null, expect: ClaimCommand['expect']): boolean {
   if (expect === undefined) return true;
   const state = record?.state ?? {};
-  return Object.keys(expect).every((name) => (expect[name] ?? null) === (state[name] ?? null));
+  return Object.keys(expect).every((name) => stateValue(expect, name) === stateValue(state, name));
 }
 
 /** Orders by availability, then by key in code-unit order (every store breaks ties the same way). */

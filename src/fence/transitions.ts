@@ -27,7 +27,7 @@ import type {
 } from './operations.js';
 import { mintToken } from './token.js';
 import type { Ending, Fence, FenceRefusal, KeyState, LeaseRecord, StoreTime, SubmissionRecord } from './types.js';
-import { SUBMISSION_RETENTION } from './types.js';
+import { stateValue, SUBMISSION_RETENTION } from './types.js';
 import { checkFence, expiredEnding, isLive } from './verdict.js';
 
 /** The result of a transition: the record to store (`unchanged` when nothing must be written) and the outcome. */
@@ -66,8 +66,8 @@ const byCodeUnit = (a: string, b: string): number => (a < b ? -1 : a > b ? 1 : 0
 /** The first value (by name) of `expect` the state does not have, or `null` when every one matches. */
 function stateMismatch(state: KeyState, expect: Readonly<Record<string, string | null>>) {
   for (const name of Object.keys(expect).sort(byCodeUnit)) {
-    const expected = expect[name] ?? null;
-    const found = state[name] ?? null;
+    const expected = stateValue(expect, name);
+    const found = stateValue(state, name);
     if (expected !== found) return { name, expected, found };
   }
   return null;
@@ -244,11 +244,12 @@ export function recover(record: LeaseRecord | null, command: RecoverCommand, now
 export function setKeyState(record: LeaseRecord | null, command: SetKeyStateCommand, now: StoreTime): Transition<SetKeyStateOutcome> {
   const { key } = command;
   const before = record?.state ?? NO_STATE;
-  const state: Record<string, string> = { ...before };
+  // NOTE: a null prototype, so that setting a name like `__proto__` sets that name, not the prototype.
+  const state: Record<string, string> = Object.assign(Object.create(null) as Record<string, string>, before);
   const changes: { name: string; from: string | null; to: string | null }[] = [];
   for (const name of Object.keys(command.values).sort(byCodeUnit)) {
-    const to = command.values[name] ?? null;
-    const from = before[name] ?? null;
+    const to = stateValue(command.values, name);
+    const from = stateValue(before, name);
     if (to === from) continue;
     changes.push({ name, from, to });
     if (to === null) delete state[name];

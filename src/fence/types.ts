@@ -38,6 +38,14 @@ export interface GrantState {
  */
 export type KeyState = Readonly<Record<string, string>>;
 
+/**
+ * The value of `name` in a key state (`null`: absent). Own properties only, so a name like `__proto__` or
+ * `constructor` reads as any other name.
+ */
+export function stateValue(state: Readonly<Record<string, string | null>>, name: string): string | null {
+  return Object.hasOwn(state, name) ? (state[name] ?? null) : null;
+}
+
 /** One value of a key's state that changed: its name, the value before and after (`null`: absent). */
 export interface StateChange {
   readonly name: string;

@@ -1,4 +1,5 @@
 import type { AttributeMismatch, Ending, Fence, FenceFinding, FenceReason, FenceVerdict, GrantState, LeaseRecord, StoreTime } from './types.js';
+import { stateValue } from './types.js';
 
 /** Whether a grant is live at `now`. Strict: at `now === expiresAt` it is expired. */
 export function isLive(grant: GrantState, now: StoreTime): boolean {
@@ -38,7 +39,7 @@ export function checkFence(record: LeaseRecord | null, fence: Fence, now: StoreT
     const reason = reasonWithoutCurrentGrant(record, fence);
     const change = reason === 'state-changed' ? record.ending?.change : undefined;
     // NOTE: the value as the grant was made (`from`) against the value the key has now (it may have moved on).
-    const field = change === undefined ? null : { name: change.name, expected: change.from, found: record.state[change.name] ?? null };
+    const field = change === undefined ? null : { name: change.name, expected: change.from, found: stateValue(record.state, change.name) };
     return refusal(fence, now, reason, findingOf(record), field);
   }
   if (grant.secret !== fence.secret) return refusal(fence, now, 'wrong-secret', findingOf(record));

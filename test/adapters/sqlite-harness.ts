@@ -11,6 +11,7 @@
  * `leasefence/sqlite`, `leasefence/testing`; here their sources), checked by test/testing/third-party.test.ts.
  */
 import { mkdtempSync, rmSync } from 'node:fs';
+import { createRequire } from 'node:module';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createManualClock, type ManualClock } from '../../src/adapters/memory/index.js';
@@ -25,6 +26,18 @@ export type ClosableDatabase = SqliteClient & { close(): unknown };
 
 /** Opens a connection to a database file: better-sqlite3 or node:sqlite. */
 export type OpenDatabase = (path: string) => ClosableDatabase;
+
+type DatabaseSyncClass = new (path: string) => ClosableDatabase;
+
+/** `node:sqlite`'s DatabaseSync, or null on a Node without it. */
+export function databaseSync(): DatabaseSyncClass | null {
+  try {
+    // NOTE: through require so that Node 20 (no node:sqlite, no types for it) can load this file.
+    return (createRequire(import.meta.url)('node:sqlite') as { DatabaseSync: DatabaseSyncClass }).DatabaseSync;
+  } catch {
+    return null;
+  }
+}
 
 export type SqliteClockKind = 'manual' | 'wall';
 
@@ -63,6 +76,16 @@ export function makeSqliteHarness(
       // NOTE: the INSERT runs inside the store's BEGIN IMMEDIATE transaction, after the fence check.
       appendUnderFence: (leases, lease, entry) =>
         leases.fencedWrite(lease, (tx) => tx.run(`INSERT INTO ${LEDGER_TABLE} (key, entry) VALUES (?, ?)`, lease.key, entry)),
+      // NOTE: a refusal after the INSERT: the store rolls the transaction back, so the entry never lands.
+      fencedAppend: (fence, entry, options, refuse) =>
+        store.fencedWrite(
+          fence,
+          (tx) => {
+            tx.run(`INSERT INTO ${LEDGER_TABLE} (key, entry) VALUES (?, ?)`, fence.key, entry);
+            if (refuse !== undefined) tx.refuse(refuse.code, refuse.detail);
+          },
+          options,
+        ),
       readLedger: async (key) =>
         (main.prepare(`SELECT entry FROM ${LEDGER_TABLE} WHERE key = ? ORDER BY id`).all(key) as { entry: string }[]).map(
           (row) => row.entry,

@@ -2,22 +2,9 @@
  * The same shared suites over Node's built-in `node:sqlite` (`DatabaseSync`, Node 22.5+), where this Node
  * has it; skipped on older Nodes (leasefence supports Node 20, where better-sqlite3 12 is the driver).
  */
-import { createRequire } from 'node:module';
 import { afterAll, beforeAll, describe, it } from 'vitest';
 import { describeStoreSuites } from '../../src/testing/index.js';
-import { makeSqliteHarness, type ClosableDatabase } from './sqlite-harness.js';
-
-type DatabaseSyncClass = new (path: string) => ClosableDatabase;
-
-/** `node:sqlite`'s DatabaseSync, or null on a Node without it. */
-function databaseSync(): DatabaseSyncClass | null {
-  try {
-    // NOTE: through require so that Node 20 (no node:sqlite, no types for it) can load this file.
-    return (createRequire(import.meta.url)('node:sqlite') as { DatabaseSync: DatabaseSyncClass }).DatabaseSync;
-  } catch {
-    return null;
-  }
-}
+import { databaseSync, makeSqliteHarness } from './sqlite-harness.js';
 
 const DatabaseSync = databaseSync();
 

@@ -20,3 +20,31 @@ export type ProcessEvent =
     }
   | { readonly kind: 'release'; readonly key: string; readonly token: string; readonly now: number }
   | { readonly kind: 'revoke'; readonly key: string; readonly token: string; readonly now: number };
+
+/** What a worker process of the key-state race reports (`sqlite-process-key-state-worker.ts`). */
+export type KeyStateEvent =
+  | {
+      readonly kind: 'claim';
+      readonly key: string;
+      readonly ok: boolean;
+      readonly reason: string | null;
+      readonly token: string | null;
+      readonly acquiredAt: number;
+    }
+  | {
+      readonly kind: 'write';
+      readonly key: string;
+      readonly token: string;
+      readonly entry: string;
+      readonly ok: boolean;
+      readonly reason: string | null;
+      readonly now: number;
+    }
+  | {
+      readonly kind: 'set';
+      readonly key: string;
+      readonly changed: boolean;
+      readonly ended: { readonly kind: string; readonly token: string } | null;
+      readonly now: number;
+    }
+  | { readonly kind: 'remove'; readonly key: string; readonly token: string; readonly now: number };

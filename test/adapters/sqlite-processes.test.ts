@@ -9,7 +9,9 @@
  * 4. exactly the writes their workers saw accepted are in the ledger;
  * 5. the checkpoint is the last accepted write's (write and checkpoint commit together).
  * Also: a process SIGKILLed in the middle of a fenced write, holding the write lock, leaves nothing of its
- * write, and the others carry on.
+ * write, and the others carry on. And key state racing claims: workers claim with `expect` (the revision
+ * they saw), write under the fence, set the revision (changed or not) and remove keys; no write lands under a
+ * revision other than the one its grant was claimed under, and tokens grow across removes.
  */
 import Database from 'better-sqlite3';
 import { fork } from 'node:child_process';
@@ -18,10 +20,11 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createLeases } from '../../src/leases.js';
 import { createSqliteStore } from '../../src/adapters/sqlite/index.js';
 import { freshDatabasePath } from './sqlite-harness.js';
-import type { ProcessEvent } from './sqlite-process-events.js';
+import type { KeyStateEvent, ProcessEvent } from './sqlite-process-events.js';
 import { scaled } from '../support/scale.js';
 
 const WORKER_SCRIPT = join(import.meta.dirname, 'sqlite-process-worker.ts');
+const KEY_STATE_WORKER_SCRIPT = join(import.meta.dirname, 'sqlite-process-key-state-worker.ts');
 const WORKERS = Number(process.env['LF_SQLITE_WORKERS'] ?? '4');
 const DURATION_MS = scaled(3_000);
 const SEED = Number(process.env['LF_SQLITE_SEED'] ?? String(Date.now() % 1_000_000));
@@ -33,16 +36,16 @@ interface LedgerRow {
   readonly written_at: number;
 }
 
-function runWorker(path: string, worker: number): Promise<ProcessEvent[]> {
+function runWorker<E = ProcessEvent>(path: string, worker: number, script = WORKER_SCRIPT): Promise<E[]> {
   return new Promise((resolve, reject) => {
-    const child = fork(WORKER_SCRIPT, [], {
+    const child = fork(script, [], {
       execArgv: ['--import', 'tsx'],
       env: { ...process.env, LF_DB: path, LF_WORKER: String(worker), LF_DURATION_MS: String(DURATION_MS), LF_SEED: String(SEED) },
       stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
     });
-    let events: ProcessEvent[] | null = null;
+    let events: E[] | null = null;
     child.on('message', (message) => {
-      events = message as ProcessEvent[];
+      events = message as E[];
     });
     child.on('error', reject);
     child.on('exit', (code) =>
@@ -180,4 +183,77 @@ describe('sqlite: real processes racing on one database file', () => {
     expect(database.prepare('SELECT count(*) AS n FROM ledger WHERE entry = ?').get('stuck write')).toEqual({ n: 0 });
     expect((await store.inspect('job:stuck')).checkpoint).toBeNull();
   }, 60_000);
+});
+
+describe('sqlite: key state racing claims across processes on one file', () => {
+  let file: ReturnType<typeof freshDatabasePath>;
+  let database: Database.Database;
+
+  beforeAll(async () => {
+    file = freshDatabasePath('leasefence-sqlite-key-state');
+    database = new Database(file.path);
+    await createSqliteStore({ client: database }).migrate();
+    database.exec(
+      'CREATE TABLE ledger (id INTEGER PRIMARY KEY AUTOINCREMENT, key TEXT NOT NULL, token INTEGER NOT NULL, entry TEXT NOT NULL, claimed_rev TEXT, row_rev TEXT, written_at INTEGER NOT NULL)',
+    );
+  });
+
+  afterAll(() => {
+    database?.close();
+    file?.remove();
+  });
+
+  it(`${WORKERS} workers for ${DURATION_MS} ms: writes land only under the revision their grant was claimed under, a state change fences the grant, tokens grow across removes`, async () => {
+    const events = (
+      await Promise.all(
+        Array.from({ length: WORKERS }, (_, worker) => runWorker<KeyStateEvent>(file.path, worker, KEY_STATE_WORKER_SCRIPT)),
+      )
+    ).flat();
+    const ledger = database
+      .prepare('SELECT key, CAST(token AS TEXT) AS token, entry, claimed_rev, row_rev, written_at FROM ledger ORDER BY id')
+      .all() as (LedgerRow & { claimed_rev: string | null; row_rev: string | null })[];
+    const grants = events.flatMap((event) => (event.kind === 'claim' && event.ok ? [event] : []));
+    const writes = events.flatMap((event) => (event.kind === 'write' ? [event] : []));
+    const sets = events.flatMap((event) => (event.kind === 'set' ? [event] : []));
+    const removes = events.flatMap((event) => (event.kind === 'remove' ? [event] : []));
+    const count = (reason: string) => events.filter((event) => 'reason' in event && event.reason === reason).length;
+    console.log(
+      `sqlite key state (seed ${SEED}): ${grants.length} grants, ${writes.filter((w) => w.ok).length} writes accepted, ${count('state-changed')} refused state-changed, ${count('state-mismatch')} claims refused state-mismatch, ${count('held-back')} held back, ${sets.filter((s) => s.ended !== null).length} of ${sets.length} sets ended a grant, ${removes.length} removes`,
+    );
+    for (const key of new Set(grants.map((grant) => grant.key))) {
+      // Tokens are never issued twice, and grow in the order grants were made, across removes.
+      const ofKey = grants.filter((grant) => grant.key === key).sort((a, b) => (BigInt(a.token!) < BigInt(b.token!) ? -1 : 1));
+      expect(new Set(ofKey.map((grant) => grant.token)).size).toBe(ofKey.length);
+      for (let index = 1; index < ofKey.length; index += 1) {
+        expect(
+          ofKey[index]!.acquiredAt,
+          `${key}: token ${ofKey[index]!.token} granted before token ${ofKey[index - 1]!.token}`,
+        ).toBeGreaterThanOrEqual(ofKey[index - 1]!.acquiredAt);
+      }
+      for (const removed of removes.filter((remove) => remove.key === key)) {
+        for (const grant of ofKey.filter((grant) => grant.acquiredAt > removed.now))
+          expect(BigInt(grant.token!)).toBeGreaterThan(BigInt(removed.token));
+      }
+    }
+    // Every write landed under the revision its grant was claimed under (read in the fenced transaction).
+    for (const row of ledger) expect(row.row_rev, `${row.entry} written after the revision moved`).toBe(row.claimed_rev);
+    // A grant a state change ended wrote nothing after it.
+    for (const set of sets) {
+      if (!set.changed) expect(set.ended, 'a set that changed nothing ended a grant').toBeNull();
+      if (set.ended?.kind !== 'state-changed') continue;
+      const late = ledger.filter((row) => row.key === set.key && row.token === set.ended!.token && row.written_at > set.now);
+      expect(late.map((row) => row.entry)).toEqual([]);
+    }
+    // Exactly the accepted writes landed, once each.
+    expect(ledger.map((row) => row.entry).sort()).toEqual(
+      writes
+        .filter((write) => write.ok)
+        .map((write) => write.entry)
+        .sort(),
+    );
+    // The race reached what it is about.
+    expect(sets.filter((set) => set.ended?.kind === 'state-changed').length).toBeGreaterThan(0);
+    expect(count('state-changed')).toBeGreaterThan(0);
+    expect(removes.length).toBeGreaterThan(0);
+  }, 120_000);
 });

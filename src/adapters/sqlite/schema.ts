@@ -1,7 +1,8 @@
 /**
- * The lease table and the gate table, as DDL text you can run in your own migrations, and the pragmas
- * `migrate()` sets. Tables are `STRICT` (SQLite 3.37+, bundled by both drivers) so a wrong type is an
- * error, not a silent conversion, and `WITHOUT ROWID`, clustered on their text primary key.
+ * The lease tables (the leases, their submissions, the token floor) and the gate table, as DDL text you can
+ * run in your own migrations, and the pragmas `migrate()` sets. Tables are `STRICT` (SQLite 3.37+, bundled by
+ * both drivers) so a wrong type is an error, not a silent conversion; those keyed by text are `WITHOUT ROWID`,
+ * clustered on their primary key (the floor's one row is keyed by an integer).
  */
 import { tableName, type TableName } from './identifier.js';
 
@@ -15,9 +16,10 @@ export const DEFAULT_GATE_TABLE = 'leasefence_gates';
 export const DEFAULT_BUSY_TIMEOUT_MS = 5_000;
 
 /**
- * One row per key, never deleted: `token` is the floor of every later grant. A grant is present iff
- * `holder` is not NULL. Times are epoch milliseconds on the host's clock; `secret_hash` is the SHA-256 of the
- * grant's secret (the secret itself is never stored). Tokens are 64-bit integers.
+ * One row per key, deleted only by an operator's `remove`. A grant is present iff `holder` is not NULL. Times
+ * are epoch milliseconds on the host's clock; `secret_hash` is the SHA-256 of the grant's secret (the secret
+ * itself is never stored). Tokens are 64-bit integers. `state` is the key's state as a JSON object (NULL: none),
+ * `held_until` the hold, `ending_change` the `{name, from, to}` of a `state-changed` ending (JSON).
  */
 export function leaseTableSql(table: TableName): string {
   return `CREATE TABLE IF NOT EXISTS ${table.quoted} (
@@ -36,11 +38,62 @@ export function leaseTableSql(table: TableName): string {
   ending_at INTEGER,
   ending_reason TEXT,
   ending_by TEXT,
+  ending_change TEXT,
   checkpoint_json TEXT,
   checkpoint_token INTEGER,
   checkpoint_written_at INTEGER,
-  recovery_required INTEGER NOT NULL DEFAULT 0
+  recovery_required INTEGER NOT NULL DEFAULT 0,
+  state TEXT,
+  held_until INTEGER
 ) STRICT, WITHOUT ROWID`;
+}
+
+/** The submissions table of a lease table: `<table>_submissions`. */
+export function submissionsTable(table: TableName): TableName {
+  return { name: `${table.name}_submissions`, quoted: `"${table.name}_submissions"` };
+}
+
+/** The token floor table of a lease table: `<table>_floor`. */
+export function floorTable(table: TableName): TableName {
+  return { name: `${table.name}_floor`, quoted: `"${table.name}_floor"` };
+}
+
+/**
+ * The submissions recorded by fenced writes, the newest 32 per key (`SUBMISSION_RETENTION`), in a table of
+ * their own so that no claim, renew, release or plain fenced write reads or rewrites them: only a fenced write
+ * that carries a submission looks one up (by its primary key) and records one. `seq` orders a key's
+ * submissions (the oldest is forgotten first).
+ */
+export function submissionsTableSql(table: TableName): string {
+  return `CREATE TABLE IF NOT EXISTS ${submissionsTable(table).quoted} (
+  key TEXT NOT NULL,
+  run_id TEXT NOT NULL,
+  seq INTEGER NOT NULL,
+  digest TEXT NOT NULL,
+  token INTEGER NOT NULL,
+  holder TEXT NOT NULL,
+  at INTEGER NOT NULL,
+  receipt_json TEXT,
+  PRIMARY KEY (key, run_id)
+) STRICT, WITHOUT ROWID`;
+}
+
+/**
+ * One row: the highest token of any record `remove` deleted. A claim of a key with no row (or a row
+ * `setKeyState` created, token 0) mints above it, so a key removed and created again never reissues a token,
+ * whatever the clock floor (a remove and a claim in the same millisecond, a clock stepped back, `tokenFloor`
+ * returning `0n`).
+ */
+export function floorTableSql(table: TableName): string {
+  return `CREATE TABLE IF NOT EXISTS ${floorTable(table).quoted} (
+  id INTEGER PRIMARY KEY CHECK (id = 1),
+  removed_token INTEGER NOT NULL
+) STRICT`;
+}
+
+/** Every statement of the lease store's schema, in order (each `CREATE TABLE IF NOT EXISTS`). */
+export function leaseSchemaStatements(table: TableName): readonly string[] {
+  return [leaseTableSql(table), submissionsTableSql(table), floorTableSql(table)];
 }
 
 /** One row per gated resource: the lease key and the highest token that wrote it. */
@@ -65,7 +118,9 @@ export function busyTimeoutPragma(ms: number): string {
 }
 
 /**
- * The lease table's DDL, for your own migrations (`migrate()` runs it, after `PRAGMA journal_mode = WAL`).
+ * The lease store's DDL, for your own migrations (`migrate()` runs it, after `PRAGMA journal_mode = WAL`): the
+ * lease table `<table>`, its submissions `<table>_submissions` and its token floor `<table>_floor`, as one text
+ * of three statements.
  *
  * ```ts
  * client.exec('PRAGMA journal_mode = WAL');
@@ -73,7 +128,9 @@ export function busyTimeoutPragma(ms: number): string {
  * ```
  */
 export function sqliteLeaseSchemaSql(table: string = DEFAULT_LEASE_TABLE): string {
-  return leaseTableSql(tableName(table));
+  return leaseSchemaStatements(tableName(table))
+    .map((statement) => `${statement};`)
+    .join('\n');
 }
 
 /** The gate table's DDL, for your own migrations (the gate's `migrate()` runs it). */
