@@ -154,24 +154,16 @@ describe('the examples, as programs against the built package', { timeout: 120_0
     },
   );
 
-  test("classifier: each of the seed's nine conditions is refused with its own reason; only the two current submissions land", async () => {
+  test('classifier: claimed from a set, submitted once (replayed, replay-conflict), the abandoned run recorded first, fenced by a re-scan and by the owner from inside the write', async () => {
     const expected = (await expectedOutputs('classifier')).get('');
     const run = await runNode(main('classifier'), [], project, withoutServers());
     expect({ exitCode: run.exitCode, stderr: run.stderr }).toEqual({ exitCode: 0, stderr: '' });
     // NOTE: the memory store's manual clock makes this output exact, tokens and times included.
     expect(run.stdout).toBe(expected);
     const reasons = [...run.stdout.matchAll(/-> refused: (\S+)/g)].map((match) => match[1]);
-    expect(reasons).toEqual([
-      'missing',
-      'released',
-      'revoked',
-      'holder-mismatch',
-      'wrong-secret',
-      'superseded',
-      'attribute-mismatch',
-      'not-held',
-      'expired',
-    ]);
+    expect(reasons).toEqual(['replayed', 'replay-conflict', 'expired', 'replay-conflict', 'state-changed', 'write-refused']);
+    expect(run.stdout).toContain('abandoned: run r2 of classifier-1');
+    expect(run.stdout).toContain('decisions recorded: occ-1 (run r1, clf-2024-06, publish)\n');
   });
 
   test.each([
