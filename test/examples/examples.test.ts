@@ -166,6 +166,16 @@ describe('the examples, as programs against the built package', { timeout: 120_0
     expect(run.stdout).toContain('decisions recorded: occ-1 (run r1, clf-2024-06, publish)\n');
   });
 
+  test('scan-work: items claimed oldest first, a stopped run taken over at its checkpoint, finalize replayed once, the stale finalize refused', async () => {
+    const expected = (await expectedOutputs('scan-work')).get('');
+    const run = await runNode(main('scan-work'), [], project, withoutServers());
+    expect({ exitCode: run.exitCode, stderr: run.stderr }).toEqual({ exitCode: 0, stderr: '' });
+    expect(run.stdout).toBe(expected);
+    expect(run.stdout).toContain('taking over run w1-1 of worker-1 at checkpoint {"page":2}');
+    expect(run.stdout).toContain('scan:site-a pages: 1 (w1-1), 2 (w1-1), 3 (w2-2), 4 (w2-2)\n');
+    expect(run.stdout).toContain('reports: report:scan:site-b (run w2-1), report:scan:site-a (run w2-2), report:scan:site-c (run w1-2)\n');
+  });
+
   test.each([
     ['daily-export', 'LEASEFENCE_PG_URL'],
     ['ramp-runner', 'LEASEFENCE_REDIS_URL'],
