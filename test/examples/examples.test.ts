@@ -129,25 +129,26 @@ describe('the examples, as programs against the built package', { timeout: 120_0
   });
 
   test.each([[''], ['--discard']])(
-    'ramp-runner %s: the revoked run is refused with the reason, the recovery run finishes the ramp, each wave sent once',
+    'ramp-runner %s: bound to the approved tier; revoked with a reason, recovered, fenced by a moved tier and told missing after the ramp is deleted; each wave sent at most once',
     async (flag) => {
       if (redisUrl === undefined) throw new Error('LEASEFENCE_REDIS_URL is not set (test/support/global-setup.ts sets it)');
       const expected = (await expectedOutputs('ramp-runner')).get(flag);
       const run = await runNode(main('ramp-runner'), flag === '' ? [] : [flag], project, process.env);
       expect({ exitCode: run.exitCode, stderr: run.stderr }).toEqual({ exitCode: 0, stderr: '' });
       expect(normalized(run.stdout)).toBe(normalized(expected ?? `no \`text output ${flag}\` block in examples/ramp-runner/README.md`));
+      const reasons = [...run.stdout.matchAll(/refused, lease lost on ramp:current \((\S+):/g)].map((match) => match[1]);
+      expect(reasons).toEqual(['revoked', 'superseded', 'state-changed', 'missing']);
 
       const redis = new Redis(redisUrl, { lazyConnect: true, maxRetriesPerRequest: 1 });
       await redis.connect();
       try {
-        const w3 = flag === '' ? 'w3 to seg-w3-r1 (run r3)' : 'w3 to seg-w3-r3 (run r3)';
+        const w3 = flag === '' ? 'w3 to seg-w3-r2 (run r4)' : 'w3 to seg-w3-r4 (run r4)';
         expect(await redis.lrange('ramp-runner-example:{ramp:current}:outbox', 0, -1)).toEqual([
           'w1 to seg-w1-r1 (run r1)',
           'w2 to seg-w2-r1 (run r1)',
           w3,
-          'w4 to seg-w4-r3 (run r3)',
         ]);
-        expect(await redis.get('ramp-runner-example:{ramp:current}:tier')).toBe('100');
+        expect(await redis.get('ramp-runner-example:{ramp:current}:tier')).toBe('25');
       } finally {
         redis.disconnect();
       }
