@@ -8,6 +8,8 @@ export type {
   AddItemsOptions,
   ClaimNextOptions,
   ClaimNextResult,
+  ClaimNextResultOf,
+  WaitedClaimNextResult,
   GrantedNext,
   CheckOptions,
   CheckOutcome,
@@ -40,6 +42,7 @@ export type {
 export type { Timers } from './timers.js';
 export type { WaitOptions } from './waiting/wait-options.js';
 export type { WaitedRefusal } from './waiting/refusal.js';
+export type { WaitedIdle } from './waiting/waiting-claim-next.js';
 export { Lease, type Checkpoint, type LeaseJson } from './lease.js';
 export type {
   CheckpointOutcome,

@@ -27,6 +27,7 @@ import type { Store, WriteContextOf } from './store.js';
 import type { Timers } from './timers.js';
 import type { WaitedRefusal } from './waiting/refusal.js';
 import type { WaitOptions } from './waiting/wait-options.js';
+import type { WaitedIdle } from './waiting/waiting-claim-next.js';
 
 export type { CheckOutcome, CheckPassed, CheckTtlInsufficient, ClaimRefusal, ClaimRunAlreadyAcquired } from './refusals.js';
 
@@ -98,8 +99,8 @@ export type WaitedClaimResult = Granted | WaitedRefusal;
 export type ClaimResultOf<O> = O extends { readonly wait: WaitOptions } ? WaitedClaimResult : ClaimResult;
 
 /**
- * Options of `claimNext`: a claim's (without `recovering` and, for now, `wait`: see `docs/work-queues.md`), plus
- * what to do with an item whose last grant expired without a release.
+ * Options of `claimNext`: a claim's (without `recovering`), plus what to do with an item whose last grant expired
+ * without a release.
  */
 export interface ClaimNextOptions {
   /** Time to live in ms, or `null` for no expiry. @default the `Leases` default */
@@ -122,6 +123,14 @@ export interface ClaimNextOptions {
    * @default 'take-over'
    */
   readonly onExpired?: OnExpired;
+  /**
+   * Wait for an item: on `idle`, try again at `nextAt` (plus up to `jitterMs`) or after `pollMs`, whichever is
+   * sooner (sets publish no release notifications: `pollMs` bounds how late a release or an added item is
+   * noticed), until granted or `timeoutMs` / `signal` ends the wait (then the last `idle`, with `waitedMs`).
+   * `recheckMs` is not used. See `docs/work-queues.md`.
+   * @default no waiting: one claim-next, the store's answer as it is
+   */
+  readonly wait?: WaitOptions;
 }
 
 /** `claimNext` granted an item of the set: the lease on its key, as `claim`'s grant, plus the item's story. */
@@ -140,6 +149,12 @@ export interface GrantedNext extends Granted {
 
 /** What `claimNext` answers: the granted item, or `idle` with when one may become claimable (`nextAt`). */
 export type ClaimNextResult = GrantedNext | ClaimNextIdle;
+
+/** What a `claimNext` with a `wait` option resolves with: the grant, or the last `idle` with how long it waited. */
+export type WaitedClaimNextResult = GrantedNext | WaitedIdle;
+
+/** `claimNext`'s result for options `O`: an `idle` says how long it waited when `O` has a `wait`. */
+export type ClaimNextResultOf<O> = O extends { readonly wait: WaitOptions } ? WaitedClaimNextResult : ClaimNextResult;
 
 /** Options of `addItems`. */
 export interface AddItemsOptions {
@@ -313,9 +328,12 @@ export interface Leases<S extends Store = Store> {
   /**
    * Claims the item of `set` available longest, in one atomic step on the store: skips live grants, keys blocked
    * for recovery, held back, not yet due, or whose state differs from `options.expect`. `idle` (with `nextAt`)
-   * when none is claimable. Needs a store with sets. See `docs/work-queues.md`.
+   * when none is claimable; with `options.wait`, waits for one. Needs a store with sets. See `docs/work-queues.md`.
    */
-  claimNext(set: string, options?: ClaimNextOptions): Promise<ClaimNextResult>;
+  claimNext<O extends ClaimNextOptions = ClaimNextOptions>(
+    set: string,
+    options?: O & { readonly [K in Exclude<keyof O, keyof ClaimNextOptions>]?: never },
+  ): Promise<ClaimNextResultOf<O>>;
   /** Resolves the checkpoint the new grant inherited (`resume` or `discard`), lifting a pending recovery. */
   recover(lease: Lease, action: RecoveryAction): Promise<RecoverOutcome>;
   /** Everything about `key` except the secret, with the store's now. */

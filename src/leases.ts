@@ -31,6 +31,7 @@ import { AppliedRelease, AppliedRenew, GrantedClaim } from './shell-results.js';
 import { parseStoredCheckpoint } from './unreadable-checkpoint.js';
 import type { WaitedRefusal } from './waiting/refusal.js';
 import { readWaitOptions } from './waiting/wait-options.js';
+import { waitForNext } from './waiting/waiting-claim-next.js';
 import { createWaitingClaims } from './waiting/waiting-claims.js';
 import type { Store } from './store.js';
 import {
@@ -107,8 +108,7 @@ function assertStore(store: unknown): void {
 
 const CLAIM_OPTIONS = ['ttlMs', 'runId', 'attributes', 'recovering', 'expect', 'wait'] as const;
 const RELEASE_OPTIONS = ['checkpoint', 'holdMs'] as const;
-// NOTE: `wait` and `recovering` are read to refuse them: `claim` takes them, and silently ignoring a wait would
-// turn a waiting loop into a busy one.
+// NOTE: `recovering` is read to refuse it: `claim` takes it, and claim-next never grants a key awaiting recovery.
 const CLAIM_NEXT_OPTIONS = ['ttlMs', 'runId', 'attributes', 'expect', 'onExpired', 'wait', 'recovering'] as const;
 
 /**
@@ -465,29 +465,37 @@ export function createLeases<S extends Store>(store: S, options: LeasesOptions):
       return loggable(await items.removeItems(checkedItems(set, keys)));
     },
 
-    async claimNext(set, claimOptions): Promise<ClaimNextResult> {
-      const items = itemMethodsOf(store, 'claimNext');
-      assertName('set', set);
-      const given = readOptions('claimNext options', claimOptions, CLAIM_NEXT_OPTIONS);
-      if (given.wait !== undefined)
-        throw new InvalidArgumentError('claimNext does not wait (yet): on idle, call again at nextAt (see docs/work-queues.md)');
-      if (given.recovering !== undefined)
-        throw new InvalidArgumentError('claimNext takes no recovering option: claim the key itself with { recovering: true }');
-      const ttlMs = ttlOf(given.ttlMs);
-      const runId = given.runId ?? null;
-      assertRunId(runId);
-      const attributes = toAttributes(given.attributes);
-      const expect = given.expect === undefined ? undefined : toKeyStateValues('expect', given.expect);
-      const onExpired = checkedOnExpired(given.onExpired);
-      const secret = newSecret();
-      const command = { set, holder, runId, secret, ttlMs, attributes, onExpired };
-      const sentAt = monotonic();
-      const outcome = await items.claimNext(expect === undefined ? command : { ...command, expect });
-      if (!outcome.ok) return loggable(outcome);
-      const inherited = parseCheckpoint(outcome.checkpoint);
-      const lease = grantedLease(outcome.key, outcome, { secret, runId, attributes, ttlMs }, outcome.previous, inherited, sentAt);
-      const { previous, abandoned, recoveryRequired, availableSince } = outcome;
-      return loggable({ ok: true as const, lease, previous, checkpoint: inherited, set, availableSince, abandoned, recoveryRequired });
+    // NOTE: not `async`, like `claim`: bad input rejects, and the result type follows the options.
+    claimNext(set, claimOptions) {
+      try {
+        const items = itemMethodsOf(store, 'claimNext');
+        assertName('set', set);
+        const given = readOptions('claimNext options', claimOptions, CLAIM_NEXT_OPTIONS);
+        if (given.recovering !== undefined)
+          throw new InvalidArgumentError('claimNext takes no recovering option: claim the key itself with { recovering: true }');
+        const ttlMs = ttlOf(given.ttlMs);
+        const runId = given.runId ?? null;
+        assertRunId(runId);
+        const attributes = toAttributes(given.attributes);
+        const expect = given.expect === undefined ? undefined : toKeyStateValues('expect', given.expect);
+        const onExpired = checkedOnExpired(given.onExpired);
+        const attempt = async (): Promise<ClaimNextResult> => {
+          const secret = newSecret();
+          const command = { set, holder, runId, secret, ttlMs, attributes, onExpired };
+          const sentAt = monotonic();
+          const outcome = await items.claimNext(expect === undefined ? command : { ...command, expect });
+          if (!outcome.ok) return loggable(outcome);
+          const inherited = parseCheckpoint(outcome.checkpoint);
+          const lease = grantedLease(outcome.key, outcome, { secret, runId, attributes, ttlMs }, outcome.previous, inherited, sentAt);
+          const { previous, abandoned, recoveryRequired, availableSince } = outcome;
+          return loggable({ ok: true as const, lease, previous, checkpoint: inherited, set, availableSince, abandoned, recoveryRequired });
+        };
+        if (given.wait === undefined) return attempt() as Promise<never>;
+        const settings = readWaitOptions(given.wait);
+        return waitForNext(settings, { attempt, monotonic, random: Math.random }) as Promise<never>;
+      } catch (error) {
+        return Promise.reject(error as Error);
+      }
     },
 
     async recover(lease, action) {

@@ -181,7 +181,9 @@ describe('claimNext through the lease API', () => {
       () => leases.claimNext(SET, { runId: '' }),
       () => leases.claimNext(SET, { expect: { tier: 3 as never } }),
       () => leases.claimNext(SET, { recovering: true } as never),
-      () => leases.claimNext(SET, { wait: { timeoutMs: 10 } } as never),
+      () => leases.claimNext(SET, { wait: { timeoutMs: -1 } }),
+      () => leases.claimNext(SET, { wait: null as never }),
+      () => leases.claimNext(SET, { wait: { timeoutMs: 10, signal: {} as never } }),
     ];
     for (const call of bad) await expect(call()).rejects.toBeInstanceOf(InvalidArgumentError);
     expect(spied.calls).toEqual([]);
@@ -229,5 +231,61 @@ describe('claimNext through the lease API', () => {
     const json = JSON.stringify(next);
     expect(json).toContain('"token":"');
     expect(json).not.toContain(next.lease.fence().secret);
+  });
+
+  describe('with wait', () => {
+    /** A memory store on the real clock: the waits are real, and short. */
+    function realTime() {
+      const store = createMemoryStore();
+      return {
+        store,
+        a: createLeases(store, { holder: 'a', ttlMs: 5 * MINUTE }),
+        b: createLeases(store, { holder: 'b', ttlMs: 5 * MINUTE }),
+      };
+    }
+
+    it('sleeps until nextAt, the expiry of the live grant, and takes the item over', async () => {
+      const { a, b } = realTime();
+      await a.addItems(SET, ['item:1']);
+      const held = await a.claimNext(SET, { runId: 'r1', ttlMs: 80 });
+      if (!held.ok) throw new Error('not granted');
+      const started = performance.now();
+      const next = await b.claimNext(SET, { runId: 'r2', wait: { timeoutMs: 5_000, pollMs: 5_000, jitterMs: 0 } });
+      expect(next).toMatchObject({ ok: true, abandoned: { runId: 'r1' } });
+      // NOTE: woken at nextAt (80 ms), not at pollMs (5 s).
+      expect(performance.now() - started).toBeLessThan(2_000);
+    });
+
+    it('notices an added item within pollMs (sets publish no notifications)', async () => {
+      const { a, b } = realTime();
+      setTimeout(() => void a.addItems(SET, ['item:late']), 60);
+      const next = await b.claimNext(SET, { wait: { timeoutMs: 5_000, pollMs: 20 } });
+      expect(next.ok && next.lease.key).toBe('item:late');
+    });
+
+    it('ends with the last idle at its timeout, saying how long it waited', async () => {
+      const { b } = realTime();
+      const started = performance.now();
+      const idle = await b.claimNext(SET, { wait: { timeoutMs: 120, pollMs: 30 } });
+      expect(idle).toMatchObject({ ok: false, reason: 'idle', nextAt: null, waitEnded: 'timeout' });
+      if (idle.ok) return;
+      expect(idle.waitedMs).toBeGreaterThanOrEqual(100);
+      expect(performance.now() - started).toBeGreaterThanOrEqual(100);
+      expect(JSON.parse(JSON.stringify(idle))).toMatchObject({ reason: 'idle', waitEnded: 'timeout' });
+    });
+
+    it('a signal ends the wait with aborted; an aborted signal rejects before any store call', async () => {
+      const { store } = realTime();
+      const spied = spyOn(store);
+      const leases = createLeases(spied.store, { holder: 'a' });
+      const controller = new AbortController();
+      setTimeout(() => controller.abort(new Error('shutdown')), 40);
+      const idle = await leases.claimNext(SET, { wait: { timeoutMs: 5_000, pollMs: 10, signal: controller.signal } });
+      expect(idle).toMatchObject({ ok: false, reason: 'idle', waitEnded: 'aborted' });
+      const calls = spied.calls.length;
+      expect(calls).toBeGreaterThan(0);
+      await expect(leases.claimNext(SET, { wait: { timeoutMs: 5_000, signal: controller.signal } })).rejects.toThrow('shutdown');
+      expect(spied.calls.length).toBe(calls);
+    });
   });
 });

@@ -268,6 +268,12 @@ const setCalls = (): fc.Arbitrary<Call>[] => {
     attributes,
     expect: stateValues,
     onExpired: mix(fc.constantFrom('take-over', 'record-first')),
+    wait: mix(
+      fc.record(
+        { timeoutMs: fc.integer({ min: 0, max: 20 }), pollMs: mix(fc.integer({ min: 1, max: 10 })) },
+        { requiredKeys: ['timeoutMs'] },
+      ),
+    ),
   });
   return [
     call('addItems', setName, itemKeys, optionsOf({ notBeforeMs: mix(fc.integer({ min: 0, max: 120_000 })) })),

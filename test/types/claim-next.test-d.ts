@@ -16,6 +16,8 @@ import {
   type GrantedNext,
   type Lease,
   type OnExpired,
+  type WaitedClaimNextResult,
+  type WaitedIdle,
 } from '../../src/index.js';
 import type { StoreTime } from '../../src/fence/types.js';
 
@@ -42,10 +44,24 @@ describe('claimNext', () => {
     expectTypeOf<OnExpired>().toEqualTypeOf<'take-over' | 'record-first'>();
     // @ts-expect-error onExpired is one of two modes
     void leases.claimNext('scan', { onExpired: 'drop' });
-    // @ts-expect-error claim-next does not wait (yet)
-    void leases.claimNext('scan', { wait: { timeoutMs: 1_000 } });
+    // @ts-expect-error an option claim-next does not know
+    void leases.claimNext('scan', { waitMs: 1_000 });
     // @ts-expect-error recovering is claim's: claim the key itself
     void leases.claimNext('scan', { recovering: true });
+  });
+});
+
+describe('claimNext with wait', () => {
+  it('answers the grant or the last idle with how long it waited', async () => {
+    const result = await leases.claimNext('scan', { wait: { timeoutMs: 1_000 } });
+    expectTypeOf(result).toEqualTypeOf<WaitedClaimNextResult>();
+    if (!result.ok) {
+      expectTypeOf(result).toEqualTypeOf<WaitedIdle>();
+      expectTypeOf(result.waitedMs).toEqualTypeOf<number>();
+      expectTypeOf(result.waitEnded).toEqualTypeOf<'timeout' | 'aborted'>();
+    }
+    const plain = await leases.claimNext('scan', { runId: 'r1' });
+    expectTypeOf(plain).toEqualTypeOf<ClaimNextResult>();
   });
 });
 
