@@ -15,7 +15,13 @@ const ON_EXPIRED: readonly OnExpired[] = ['take-over', 'record-first'];
 
 /** The store's item methods, or `UnsupportedOperationError` when it offers none of the three (or only some). */
 export function itemMethodsOf(store: Store, operation: string): Required<Pick<Store, 'addItems' | 'removeItems' | 'claimNext'>> {
-  const { addItems, removeItems, claimNext } = store;
+  let methods: { readonly [M in 'addItems' | 'removeItems' | 'claimNext']: Store[M] | undefined };
+  try {
+    methods = { addItems: store.addItems, removeItems: store.removeItems, claimNext: store.claimNext };
+  } catch {
+    throw new InvalidArgumentError(`${operation} needs a Store whose methods can be read (a getter or Proxy threw)`);
+  }
+  const { addItems, removeItems, claimNext } = methods;
   if (typeof addItems !== 'function' || typeof removeItems !== 'function' || typeof claimNext !== 'function')
     throw new UnsupportedOperationError(operation, store.id, 'the store offers no sets (addItems, removeItems and claimNext)');
   return { addItems: addItems.bind(store), removeItems: removeItems.bind(store), claimNext: claimNext.bind(store) };

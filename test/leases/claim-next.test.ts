@@ -203,6 +203,33 @@ describe('claimNext through the lease API', () => {
     expect(withoutSets.calls).toEqual([]);
   });
 
+  it("a store whose item methods cannot be read gets INVALID_ARGUMENT, not the getter's error", async () => {
+    const { store } = setup();
+    let armed = false;
+    const hostile = new Proxy(store, {
+      get(target, property, receiver) {
+        if (armed && property === 'claimNext') throw new Error('getter claimNext');
+        return Reflect.get(target, property, receiver) as unknown;
+      },
+    });
+    const leases = createLeases(hostile, { holder: 'a' });
+    armed = true;
+    await expect(leases.claimNext(SET)).rejects.toBeInstanceOf(InvalidArgumentError);
+  });
+
+  it('UnsupportedOperationError is log-safe JSON with its code, operation and store', () => {
+    const error = new UnsupportedOperationError('claimNext', 'pg:leases', 'the store offers no sets (addItems, removeItems and claimNext)');
+    expect(error.message).toBe(
+      'claimNext is not supported by store pg:leases: the store offers no sets (addItems, removeItems and claimNext)',
+    );
+    expect(JSON.parse(JSON.stringify(error))).toMatchObject({
+      name: 'UnsupportedOperationError',
+      code: 'UNSUPPORTED_OPERATION',
+      operation: 'claimNext',
+      storeId: 'pg:leases',
+    });
+  });
+
   it('publishes claimNext events: the set as key, the item granted, idle with nextAt, no secret', async () => {
     const { a } = setup();
     const seen: OperationEvent[] = [];
