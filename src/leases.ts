@@ -201,7 +201,7 @@ export function createLeases<S extends Store>(store: S, options: LeasesOptions):
   // NOTE: one disposer for every handle (not a closure per claim): claim is the hot path.
   const dispose = (handle: Lease): Promise<ReleaseOutcome> => leases.release(handle);
 
-  /** The handle of a grant the store answered (`claim`'s or `claimNext`'s) for a request sent at `sentAt`. */
+  /** The handle of a grant `claimNext` answered for a request sent at `sentAt`. */
   const grantedLease = (
     key: string,
     outcome: { readonly token: bigint; readonly acquiredAt: StoreTime; readonly expiresAt: StoreTime | null; readonly now: StoreTime },
@@ -251,7 +251,24 @@ export function createLeases<S extends Store>(store: S, options: LeasesOptions):
     const outcome = await store.claim(expect === undefined ? command : { ...command, expect });
     if (!outcome.ok) return claimRefusal(outcome, holder, runId);
     const inherited = parseCheckpoint(outcome.checkpoint);
-    const lease = grantedLease(key, outcome, { secret, runId, attributes, ttlMs }, outcome.previous, inherited, sentAt);
+    // NOTE: built here, not through `grantedLease` (claim-next's): the hot path allocates no request object.
+    const lease = new Lease({
+      storeId: store.id,
+      key,
+      token: outcome.token,
+      secret,
+      holder,
+      runId,
+      attributes,
+      acquiredAt: outcome.acquiredAt,
+      expiresAt: outcome.expiresAt,
+      ttlMs,
+      previous: outcome.previous,
+      inherited,
+      localDeadline: deadlineFrom(sentAt, outcome.expiresAt, outcome.now),
+      monotonic,
+    });
+    lease.disposer = dispose;
     return new GrantedClaim(lease, outcome.previous, inherited);
   };
 
