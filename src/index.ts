@@ -10,6 +10,7 @@ export type {
   ClaimNextResult,
   ClaimNextResultOf,
   WaitedClaimNextResult,
+  WaitedIdle,
   GrantedNext,
   CheckOptions,
   CheckOutcome,
@@ -42,7 +43,6 @@ export type {
 export type { Timers } from './timers.js';
 export type { WaitOptions } from './waiting/wait-options.js';
 export type { WaitedRefusal } from './waiting/refusal.js';
-export type { WaitedIdle } from './waiting/waiting-claim-next.js';
 export { Lease, type Checkpoint, type LeaseJson } from './lease.js';
 export type {
   CheckpointOutcome,

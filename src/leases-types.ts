@@ -27,7 +27,6 @@ import type { Store, WriteContextOf } from './store.js';
 import type { Timers } from './timers.js';
 import type { WaitedRefusal } from './waiting/refusal.js';
 import type { WaitOptions } from './waiting/wait-options.js';
-import type { WaitedIdle } from './waiting/waiting-claim-next.js';
 
 export type { CheckOutcome, CheckPassed, CheckTtlInsufficient, ClaimRefusal, ClaimRunAlreadyAcquired } from './refusals.js';
 
@@ -149,6 +148,14 @@ export interface GrantedNext extends Granted {
 
 /** What `claimNext` answers: the granted item, or `idle` with when one may become claimable (`nextAt`). */
 export type ClaimNextResult = GrantedNext | ClaimNextIdle;
+
+/** The last `idle` a waiting claim-next saw, with how long it waited and what ended the wait. */
+export type WaitedIdle = ClaimNextIdle & {
+  /** Ms from the call to the end of the wait (the worker's monotonic clock). */
+  readonly waitedMs: number;
+  /** What ended the wait: its `timeoutMs` passed, or its `signal` aborted. */
+  readonly waitEnded: 'timeout' | 'aborted';
+};
 
 /** What a `claimNext` with a `wait` option resolves with: the grant, or the last `idle` with how long it waited. */
 export type WaitedClaimNextResult = GrantedNext | WaitedIdle;

@@ -7,19 +7,11 @@
  */
 import type { Clock } from '../clock.js';
 import type { ClaimNextIdle } from '../fence/claim-next.js';
-import type { GrantedNext } from '../leases-types.js';
+import type { GrantedNext, WaitedIdle } from '../leases-types.js';
 import { loggable } from '../loggable.js';
 import { onAbort } from './abort-watch.js';
 import { nextAttemptDelay } from './schedule.js';
 import type { WaitSettings } from './wait-options.js';
-
-/** The last `idle` a waiting claim-next saw, with how long it waited and what ended the wait. */
-export type WaitedIdle = ClaimNextIdle & {
-  /** Ms from the call to the end of the wait (the worker's monotonic clock). */
-  readonly waitedMs: number;
-  /** What ended the wait: its `timeoutMs` passed, or its `signal` aborted. */
-  readonly waitEnded: 'timeout' | 'aborted';
-};
 
 /** What the waiting needs: one claim-next of checked input, the worker's clock and randomness. */
 export interface ClaimNextWaitContext {
