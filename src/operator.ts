@@ -13,7 +13,8 @@ import type {
 } from './fence/operations.js';
 import type { StoreTime } from './fence/types.js';
 import { createLeases } from './leases.js';
-import type { LeaseInspection, RemoveOptions, RevokeOptions, SetKeyStateOptions } from './leases-types.js';
+import type { AddItemsOutcome, RemoveItemsOutcome } from './fence/claim-next.js';
+import type { AddItemsOptions, LeaseInspection, RemoveOptions, RevokeOptions, SetKeyStateOptions } from './leases-types.js';
 import {
   DEFAULT_LIST_LIMIT,
   leaseState,
@@ -109,6 +110,13 @@ export interface Operator {
   remove(key: string, options?: RemoveOptions): Promise<RemoveOutcome>;
   /** Sets values of `key`'s state (and its hold) as `Leases.setKeyState` does, `by` this operator by default. */
   setKeyState(key: string, values: Readonly<Record<string, string | null>>, options?: SetKeyStateOptions): Promise<SetKeyStateOutcome>;
+  /**
+   * Adds keys as items of `set` (a work queue), as `Leases.addItems` does: re-queue an item an operator took out,
+   * or queue new work. Needs a store with sets (`UnsupportedOperationError` otherwise, before any I/O).
+   */
+  addItems(set: string, keys: readonly string[], options?: AddItemsOptions): Promise<AddItemsOutcome>;
+  /** Takes keys out of `set` (their records, grants and state stay), as `Leases.removeItems` does. */
+  removeItems(set: string, keys: readonly string[]): Promise<RemoveItemsOutcome>;
   /** What the gate remembers for `resource` (throws when no gate was given). */
   gateInspect(resource: string): Promise<GateRecord>;
   /**
@@ -217,6 +225,10 @@ export function createOperator(store: Store, options?: OperatorOptions): Operato
       const given = readOptions('setKeyState options', stateOptions, ['holdMs', 'by']);
       return leases.setKeyState(key, values, { ...given, by: given.by ?? by } as SetKeyStateOptions);
     },
+
+    addItems: (set, keys, addOptions) => leases.addItems(set, keys, addOptions),
+
+    removeItems: (set, keys) => leases.removeItems(set, keys),
 
     async gateInspect(resource) {
       assertName('resource', resource);

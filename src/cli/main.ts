@@ -31,6 +31,9 @@ Commands:
   set-state <key> name=value ...
                             set key state (name= removes a name); a changed value fences the holder
        [--hold-ms N | --cancel-hold] [--by NAME] [--yes]
+  items add <set> <key...>  add keys as items of a set (a work queue) [--not-before-ms N]
+  items remove <set> <key...>
+                            take keys out of a set (their records stay); stores with sets only
   gate inspect <resource>   the lease key and highest token that wrote a gated resource
   gate reset <resource>     make the gate forget a resource (to re-key it)
        [--expected-token N] [--yes]
@@ -80,6 +83,7 @@ const OPTIONS = {
   force: { type: 'boolean' },
   'hold-ms': { type: 'string' },
   'cancel-hold': { type: 'boolean' },
+  'not-before-ms': { type: 'string' },
   json: { type: 'boolean' },
   yes: { type: 'boolean', short: 'y' },
   help: { type: 'boolean', short: 'h' },
@@ -286,6 +290,38 @@ async function setState(
   return EXIT.ok;
 }
 
+/** `items add|remove <set> <key...>`: one call, no confirmation (nothing held is touched). */
+async function items(operator: Operator, positionals: readonly string[], values: Values, io: CliIo): Promise<ExitCode> {
+  const action = positionals[1];
+  if (action !== 'add' && action !== 'remove') throw new CliError(EXIT.usage, `items needs add or remove, got ${quote(action ?? '')}`);
+  const set = argument(positionals, 2, 'the set');
+  const keys = positionals.slice(3).map((key) => nameInput(key, 'key'));
+  if (keys.length === 0) throw new CliError(EXIT.usage, `items ${action} needs at least one key`, { usage: true });
+  const delay = values['not-before-ms'];
+  if (delay !== undefined && (action === 'remove' || !/^\d{1,12}$/.test(delay)))
+    throw new CliError(EXIT.usage, `--not-before-ms takes an integer of ms, with items add only, got ${quote(delay)}`);
+  const json = values.json === true;
+  if (action === 'remove') {
+    const removed = await operator.removeItems(set, keys);
+    io.stdout.write(
+      json
+        ? `${toJson(removed)}\n`
+        : `${printable(`removed ${removed.removed.length} of ${keys.length} from ${set}${removed.removed.length === 0 ? '' : `: ${removed.removed.join(', ')}`}`)}\n`,
+    );
+    return EXIT.ok;
+  }
+  const added = await operator.addItems(set, keys, delay === undefined ? {} : { notBeforeMs: Number(delay) });
+  if (json) io.stdout.write(`${toJson(added)}\n`);
+  else if (!added.ok) io.stderr.write(`${printable(`not added: ${added.key} is an item of set ${added.otherSet}; nothing was added`)}\n`);
+  else {
+    const due = added.dueAt > added.now ? `due at ${new Date(added.dueAt).toISOString()}` : 'due now';
+    io.stdout.write(
+      `${printable(`added ${added.added.length} of ${keys.length} to ${set} (${due})${added.added.length === 0 ? '' : `: ${added.added.join(', ')}`}`)}\n`,
+    );
+  }
+  return added.ok ? EXIT.ok : EXIT.refused;
+}
+
 /** Refuses a confirmation that cannot be asked: on a pipe or file, an answer may be anything (or nothing). */
 function requireTerminal(io: CliIo, command: string): void {
   if (io.stdin.isTTY !== true)
@@ -388,6 +424,8 @@ async function runCommand(
     return setState(operator, key, stateValues(positionals.slice(2), values), values, io);
   }
 
+  if (command === 'items') return items(operator, positionals, values, io);
+
   if (command === 'gate') {
     const action = positionals[1];
     if (action !== 'inspect' && action !== 'reset')
@@ -435,7 +473,8 @@ async function runCommand(
 /** The exit code and one-line message of a failure (not yet escaped), and whether the usage follows it. */
 function failureOf(error: unknown): { code: ExitCode; message: string; usage?: boolean } {
   if (error instanceof CliError) return { code: error.code, message: error.message, usage: error.usage };
-  if (isLeaseError(error, 'INVALID_ARGUMENT')) return { code: EXIT.usage, message: error.message };
+  if (isLeaseError(error, 'INVALID_ARGUMENT') || isLeaseError(error, 'UNSUPPORTED_OPERATION'))
+    return { code: EXIT.usage, message: error.message };
   if (isStoreFailure(error)) return { code: EXIT.unavailable, message: error.message };
   const message = error instanceof Error ? error.message : String(error);
   return { code: EXIT.failure, message: `unexpected failure: ${message}` };

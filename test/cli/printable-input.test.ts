@@ -74,7 +74,9 @@ describe('keys printed and typed injectively', () => {
     const unknown = await cli('frob\nx');
     expect(unknown.stderr.split('\n')[0]).toBe('leasefence: unknown command "frob\\nx"');
     const state = await cli('list', '--state', 'live\nx');
-    expect(state.stderr).toBe('leasefence: --state must be one of live, expired, released, revoked, recovery-required, got "live\\nx"\n');
+    expect(state.stderr).toBe(
+      'leasefence: --state must be one of live, expired, released, revoked, recovery-required, held-back, got "live\\nx"\n',
+    );
   });
 
   it('a key that starts with - is named after --', async () => {

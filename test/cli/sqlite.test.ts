@@ -78,4 +78,11 @@ describe('the CLI on a SQLite store', () => {
     empty.answer('');
     expect(await empty.exited).toBe(2);
   });
+
+  it('items on a store without sets: exit 2 with the reason, nothing sent', async () => {
+    const run = await cli('items', 'add', 'scans', 'scan:a');
+    expect(run.code).toBe(2);
+    expect(run.stderr).toContain('addItems is not supported by store');
+    expect(run.stderr).toContain('the store offers no sets');
+  });
 });
