@@ -1,0 +1,19 @@
+/**
+ * The claim-next conformance specs (src/testing/specs-claim-next.ts) on the SQLite store: better-sqlite3 with the
+ * manual clock and the wall clock, and node:sqlite where this Node has it. Registered here, next to the SQLite
+ * suites, until the shared conformance runs them on every store.
+ */
+import Database from 'better-sqlite3';
+import { describeClaimNextConformance } from '../../src/testing/specs-claim-next.js';
+import { vitestRunner } from '../conformance/vitest-runner.js';
+import { databaseSync, makeSqliteHarness } from './sqlite-harness.js';
+
+const open = (path: string) => new Database(path);
+describeClaimNextConformance(vitestRunner, 'sqlite (better-sqlite3, manual clock)', makeSqliteHarness(open, 'manual'));
+describeClaimNextConformance(vitestRunner, 'sqlite (better-sqlite3, wall clock)', makeSqliteHarness(open, 'wall'));
+
+const DatabaseSync = databaseSync();
+if (DatabaseSync !== null) {
+  const openSync = (path: string) => new DatabaseSync(path);
+  describeClaimNextConformance(vitestRunner, 'sqlite (node:sqlite, manual clock)', makeSqliteHarness(openSync, 'manual'));
+}
