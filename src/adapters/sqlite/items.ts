@@ -129,7 +129,6 @@ ORDER BY available_at, item_order LIMIT ?`,
   };
 }
 
-
 /** Creates the item methods of one SQLite store (each synchronous: the store wraps them in promises). */
 export function createSqliteItems(host: SqliteItemsHost): SqliteItemsMethods {
   const { client, table } = host;
@@ -227,8 +226,7 @@ export function createSqliteItems(host: SqliteItemsHost): SqliteItemsMethods {
         // moves the token).
         const probe = claimNext(candidates, stored, now, 0n);
         const chosen = candidates.find((candidate) => candidate.item.key === probe.key);
-        const { key, transition } =
-          chosen === undefined ? probe : claimNext(candidates, stored, now, host.floorFor(chosen.record, now));
+        const { key, transition } = chosen === undefined ? probe : claimNext(candidates, stored, now, host.floorFor(chosen.record, now));
         if (key !== null && transition.changed && transition.record !== null) host.write(transition.record);
         return { outcome: transition.outcome, commit: key !== null && transition.changed };
       });

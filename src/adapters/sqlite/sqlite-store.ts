@@ -33,7 +33,15 @@ import { createSqliteItems } from './items.js';
 import { createSqliteList } from './list.js';
 import { runMigration } from './migration.js';
 import { tableName, type TableName } from './identifier.js';
-import { clearItemRecordSql, deleteRecordSql, recordOf, recordParams, selectClaimRecordSql, selectRecordSql, upsertRecordSql } from './rows.js';
+import {
+  clearItemRecordSql,
+  deleteRecordSql,
+  recordOf,
+  recordParams,
+  selectClaimRecordSql,
+  selectRecordSql,
+  upsertRecordSql,
+} from './rows.js';
 import { busyTimeoutPragma, DEFAULT_BUSY_TIMEOUT_MS, DEFAULT_LEASE_TABLE, leaseSchemaStatements, WAL_PRAGMA } from './schema.js';
 import { hashedClaim, hashedFence } from './secret-hash.js';
 import { statementFor } from './statement-cache.js';
