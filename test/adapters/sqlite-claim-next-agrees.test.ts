@@ -147,7 +147,7 @@ describe('claim-next on SQLite agrees with the reference (memory: the pure core)
           const list = fences[index] as Fence[];
           return list.length === 0 ? undefined : list[list.length - 1 - (which % list.length)];
         };
-        await both((store) => (store.addItems as NonNullable<Store['addItems']>)({ set: SET, keys: KEYS.slice(0, 3) }));
+        await both((store) => (store.addItems as NonNullable<Store['addItems']>)({ set: SET, keys: KEYS }));
         let lastSecret = newSecret();
         for (const op of ops) {
           switch (op.kind) {
