@@ -120,12 +120,12 @@ WHERE key = ? AND item_set = ? RETURNING key`,
 WHERE item_set = ? AND secret_hash = ? AND holder IS NOT NULL AND (expires_at IS NULL OR expires_at > ?)`,
     /**
      * A page of the set's items in grant order, from the index: `available_at` from `from` to `to`, after the
-     * row (from, order) (keyset paging; an empty BLOB starts at `from` itself). Bind: set, from, to, from, order,
-     * limit.
+     * row (from, order) (keyset paging; an empty BLOB starts at `from` itself). Bind: set, from, to, from, order.
+     * NOTE: the limit is a literal: with `LIMIT ?` the same statement cost ~10 µs more (measured on 1,000 items).
      */
-    page: `SELECT ${columns} FROM ${table.quoted}
+    page: (limit: number) => `SELECT ${columns} FROM ${table.quoted}
 WHERE item_set = ? AND available_at >= ? AND available_at <= ? AND (available_at > ? OR item_order > ?)
-ORDER BY available_at, item_order LIMIT ?`,
+ORDER BY available_at, item_order LIMIT ${limit}`,
   };
 }
 
@@ -133,6 +133,8 @@ ORDER BY available_at, item_order LIMIT ?`,
 export function createSqliteItems(host: SqliteItemsHost): SqliteItemsMethods {
   const { client, table } = host;
   const sql = itemStatements(table);
+  const firstPage = sql.page(1);
+  const expectPage = sql.page(EXPECT_PAGE);
 
   /** The candidate of a row read for claim-next, checking its stored `available_at` against the pure function. */
   const candidateOf = (row: unknown, set: string): ItemCandidate => {
@@ -153,11 +155,11 @@ export function createSqliteItems(host: SqliteItemsHost): SqliteItemsMethods {
    * or the end. Without `expect` the first row matches: one row is read.
    */
   const readUntilMatch = (command: ClaimNextCommand, from: StoreTime, to: StoreTime): ItemCandidate[] => {
-    const pageSize = command.expect === undefined ? 1 : EXPECT_PAGE;
+    const [pageSize, page] = command.expect === undefined ? [1, firstPage] : [EXPECT_PAGE, expectPage];
     const read: ItemCandidate[] = [];
     let after: { at: StoreTime; order: Uint8Array } = { at: from, order: Buffer.alloc(0) };
     for (;;) {
-      const rows = statementFor(client, sql.page).all(command.set, after.at, to, after.at, after.order, pageSize) as ItemRow[];
+      const rows = statementFor(client, page).all(command.set, after.at, to, after.at, after.order) as ItemRow[];
       for (const row of rows) {
         const candidate = candidateOf(row, command.set);
         read.push(candidate);
