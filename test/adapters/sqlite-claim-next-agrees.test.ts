@@ -115,10 +115,11 @@ afterEach(() => {
 describe('claim-next on SQLite agrees with the reference (memory: the pure core)', () => {
   it('answers every operation as the reference does, and keeps available_at equal to availableSince', async () => {
     await fc.assert(
-      fc.asyncProperty(fc.array(opArb, { minLength: 1, maxLength: 60 }), async (ops) => {
+      // NOTE: `safe`: a connection that returns every INTEGER as a bigint (better-sqlite3's safe integers).
+      fc.asyncProperty(fc.array(opArb, { minLength: 1, maxLength: 60 }), fc.boolean(), async (ops, safe) => {
         cleanup?.();
         const file = freshDatabasePath('leasefence-claim-next-agrees');
-        const database = new Database(file.path);
+        const database = new Database(file.path).defaultSafeIntegers(safe);
         cleanup = () => {
           database.close();
           file.remove();
@@ -264,10 +265,11 @@ describe('claim-next on SQLite agrees with the reference (memory: the pure core)
           for (const key of KEYS) await both((store) => store.inspect(key));
           const rows = database
             .prepare(`SELECT ${RECORD_COLUMNS_SQL}, item_set, item_due_at, available_at FROM leasefence_leases WHERE item_set IS NOT NULL`)
-            .all() as { key: string; item_set: string; item_due_at: number; available_at: number | null }[];
+            .all() as { key: string; item_set: string; item_due_at: number | bigint; available_at: number | bigint | null }[];
           for (const row of rows) {
-            const since = availableSince(recordOf(row), { set: row.item_set, key: row.key, dueAt: row.item_due_at });
-            expect(row.available_at, `available_at of ${row.key} after ${op.kind}`).toBe(since);
+            const since = availableSince(recordOf(row), { set: row.item_set, key: row.key, dueAt: Number(row.item_due_at) });
+            const stored = row.available_at === null ? null : Number(row.available_at);
+            expect(stored, `available_at of ${row.key} after ${op.kind}`).toBe(since);
           }
         }
       }),
