@@ -68,10 +68,12 @@ ORDER BY available_at, item_order LIMIT 1`;
     // NOTE: keys in order: k:0..k:4 items with no record, then k:5 and k:6 claimed.
     await r.store.addItems({ set: 'q', keys: ['k:0', 'k:1', 'k:2', 'k:3', 'k:4'] });
     for (const key of ['k:5', 'k:6']) expect((await r.leasesFor('a').claim(key)).ok).toBe(true);
+    const { list } = r.store;
+    if (list === undefined) throw new Error('the SQLite store offers list');
     const listed: string[] = [];
     let cursor: string | null = null;
     do {
-      const page = await r.store.list({ prefix: 'k:', limit: 2, cursor });
+      const page = await list({ prefix: 'k:', limit: 2, cursor });
       listed.push(...page.leases.map((lease) => lease.key));
       cursor = page.cursor;
     } while (cursor !== null);

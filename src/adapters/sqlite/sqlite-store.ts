@@ -27,6 +27,14 @@ import {
   refuseWrite,
   WriteRefusedSignal,
 } from '../../store-entry.js';
+import type {
+  AddItemsCommand,
+  AddItemsOutcome,
+  ClaimNextCommand,
+  ClaimNextOutcome,
+  RemoveItemsCommand,
+  RemoveItemsOutcome,
+} from '../../fence/claim-next.js';
 import type { SqliteClient } from './client.js';
 import { CallbackFailure, classifyFailure, runCallback } from './failures.js';
 import { createSqliteItems } from './items.js';
@@ -109,6 +117,10 @@ export interface SqliteStore extends Store<SqliteWriteContext> {
   readonly table: string;
   /** The connection the store runs on. */
   readonly client: SqliteClient;
+  /** Claim-next (items.ts): offered by every SQLite store. */
+  addItems(command: AddItemsCommand): Promise<AddItemsOutcome>;
+  removeItems(command: RemoveItemsCommand): Promise<RemoveItemsOutcome>;
+  claimNext(command: ClaimNextCommand): Promise<ClaimNextOutcome>;
   /**
    * Switches the file to WAL mode and creates the lease table (and its `_submissions` and `_floor` tables) if
    * missing; safe to run from several processes.
