@@ -122,8 +122,8 @@ export interface SqliteStore extends Store<SqliteWriteContext> {
   removeItems(command: RemoveItemsCommand): Promise<RemoveItemsOutcome>;
   claimNext(command: ClaimNextCommand): Promise<ClaimNextOutcome>;
   /**
-   * Switches the file to WAL mode and creates the lease table (and its `_submissions` and `_floor` tables) if
-   * missing; safe to run from several processes.
+   * Switches the file to WAL mode and creates the lease table (and its `_submissions` and `_floor` tables, and
+   * the claim-next indexes) if missing; safe to run from several processes.
    */
   migrate(): Promise<void>;
 }
