@@ -97,7 +97,15 @@ export function makeSqliteHarness(
           return;
         }
         const now = Date.now();
-        main.prepare(`UPDATE ${store.table} SET expires_at = ? WHERE key = ? AND holder IS NOT NULL AND expires_at > ?`).run(now, key, now);
+        // NOTE: an item's available_at is its grant's expiry (claim-next's index): it moves with it.
+        main
+          .prepare(
+            `UPDATE ${store.table} SET expires_at = ?,
+               available_at = CASE WHEN item_set IS NULL OR recovery_required <> 0 THEN NULL
+                                   ELSE max(item_due_at, ?, coalesce(held_until, item_due_at)) END
+             WHERE key = ? AND holder IS NOT NULL AND expires_at > ?`,
+          )
+          .run(now, now, key, now);
       },
       advanceClock: clock === null ? null : (ms) => clock.advance(ms),
       freshKey: (label = 'key') => `${label}:${++keys}`,

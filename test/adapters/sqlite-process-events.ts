@@ -48,3 +48,11 @@ export type KeyStateEvent =
       readonly now: number;
     }
   | { readonly kind: 'remove'; readonly key: string; readonly token: string; readonly now: number };
+
+/** What a worker process of the claim-next race reports (`sqlite-process-claim-next-worker.ts`). */
+export type ClaimNextEvent =
+  | { readonly kind: 'grant'; readonly key: string; readonly token: string; readonly acquiredAt: number; readonly expiresAt: number }
+  | { readonly kind: 'idle'; readonly nextAt: number | null; readonly now: number }
+  | { readonly kind: 'write'; readonly key: string; readonly token: string; readonly ok: boolean; readonly now: number }
+  | { readonly kind: 'renew'; readonly key: string; readonly token: string; readonly expiresAt: number; readonly now: number }
+  | { readonly kind: 'release'; readonly key: string; readonly token: string; readonly now: number };

@@ -396,7 +396,13 @@ describe('schema', () => {
     await createSqliteTokenGate({ store: r.store }).migrate();
     const created = (name: string) => (r.database.prepare('SELECT sql FROM sqlite_master WHERE name = ?').get(name) as { sql: string }).sql;
     // NOTE: SQLite keeps the DDL as run, less IF NOT EXISTS.
-    const tables = ['leasefence_leases', 'leasefence_leases_submissions', 'leasefence_leases_floor'];
+    const tables = [
+      'leasefence_leases',
+      'leasefence_leases_ready',
+      'leasefence_leases_item_secret',
+      'leasefence_leases_submissions',
+      'leasefence_leases_floor',
+    ];
     expect(sqliteLeaseSchemaSql().replaceAll('IF NOT EXISTS ', '')).toBe(tables.map((name) => `${created(name)};`).join('\n'));
     expect(sqliteGateSchemaSql().replace('IF NOT EXISTS ', '')).toBe(created('leasefence_gates'));
     expect(r.database.pragma('journal_mode', { simple: true })).toBe('wal');

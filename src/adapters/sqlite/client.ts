@@ -4,8 +4,11 @@
  * `leasefence/sqlite` loads in a project that has neither installed.
  */
 
-/** A value SQLite binds or returns: both drivers bind these four kinds (booleans and `undefined` they refuse). */
-export type SqliteValue = string | number | bigint | null;
+/**
+ * A value SQLite binds or returns: both drivers bind these kinds (booleans and `undefined` they refuse). A BLOB
+ * is bound as a `Buffer` (better-sqlite3 refuses other `Uint8Array`s; node:sqlite takes either).
+ */
+export type SqliteValue = string | number | bigint | null | Uint8Array;
 
 /** A prepared statement: `better-sqlite3` `Statement` or `node:sqlite` `StatementSync`. */
 export interface SqliteStatement {

@@ -42,11 +42,13 @@ export function createSqliteList(
     const leases: ListedInspection[] = [];
     let last: string | null = null;
     for (const row of rows) {
+      const { key } = row as { key: string };
+      // NOTE: in key order the prefix's keys are contiguous: the first key past them ends the listing.
+      if (!key.startsWith(prefix)) return { leases, cursor: null };
+      last = key;
+      // NOTE: an item with no record (items.ts) is examined (the cursor moves past it) but not listed.
       const record = recordOf(row);
       if (record === null) continue;
-      // NOTE: in key order the prefix's keys are contiguous: the first key past them ends the listing.
-      if (!record.key.startsWith(prefix)) return { leases, cursor: null };
-      last = record.key;
       const inspection = transitions.inspect(record, record.key, at);
       const { checkpoint } = inspection;
       const bytes = Number((row as { checkpoint_bytes?: unknown }).checkpoint_bytes ?? 0);

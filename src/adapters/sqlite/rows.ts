@@ -17,13 +17,15 @@ import type {
   StateChange,
   SubmissionRecord,
 } from '../../store-entry.js';
+import { availableAtSql, ROW_INPUTS } from './available-at.js';
 import type { SqliteValue } from './client.js';
 import type { TableName } from './identifier.js';
 
 /** The lease row as `selectRecordSql` returns it. */
 interface LeaseRow {
   readonly key: string;
-  readonly token: string;
+  /** NULL: an item with no record (items.ts). */
+  readonly token: string | null;
   readonly holder: string | null;
   readonly run_id: string | null;
   readonly secret_hash: string | null;
@@ -87,9 +89,20 @@ export function selectClaimRecordSql(table: TableName): string {
 FROM ${table.quoted} WHERE key = ?`;
 }
 
-/** ATOMICITY: one statement, inside remove's `BEGIN IMMEDIATE`, after the read it was decided on. */
+/**
+ * ATOMICITY: one statement, inside remove's `BEGIN IMMEDIATE`, after the read it was decided on. A key that is an
+ * item stays one (`remove` deletes the record, not the item): its row keeps only the item, available since its due
+ * time, as `availableSince(null, item)` is. Bind: the key.
+ */
+export function clearItemRecordSql(table: TableName): string {
+  const recordColumns = COLUMNS.filter((column) => column !== 'key' && column !== 'recovery_required').map((column) => `${column} = NULL`);
+  return `UPDATE ${table.quoted} SET ${recordColumns.join(', ')}, recovery_required = 0, available_at = item_due_at
+WHERE key = ? AND item_set IS NOT NULL`;
+}
+
+/** ATOMICITY: as `clearItemRecordSql`, for a key that is no item: the row goes. Bind: the key. */
 export function deleteRecordSql(table: TableName): string {
-  return `DELETE FROM ${table.quoted} WHERE key = ?`;
+  return `DELETE FROM ${table.quoted} WHERE key = ? AND item_set IS NULL`;
 }
 
 /** The columns `upsertRecordSql` writes, in the order of `recordParams`. */
@@ -118,11 +131,28 @@ const COLUMNS = [
   'held_until',
 ] as const;
 
-/** ATOMICITY: one statement writing the whole row; runs inside the operation's `BEGIN IMMEDIATE`, after the read. */
+/**
+ * `available_at` of the row an upsert updates: the record's columns as written (`excluded`), the item's as they
+ * are (an UPDATE's SET reads the old row). A new row is no item: its `available_at` stays NULL.
+ */
+const UPSERT_AVAILABLE_AT = availableAtSql({
+  ...ROW_INPUTS,
+  recoveryRequired: 'excluded.recovery_required',
+  holder: 'excluded.holder',
+  expiresAt: 'excluded.expires_at',
+  endingAt: 'excluded.ending_at',
+  heldUntil: 'excluded.held_until',
+});
+
+/**
+ * ATOMICITY: one statement writing the whole record and the row's `available_at` (claim-next's index, kept equal
+ * to `availableSince` here, so no operation needs a statement of its own for it); runs inside the operation's
+ * `BEGIN IMMEDIATE`, after the read. The item columns stay as they are.
+ */
 export function upsertRecordSql(table: TableName): string {
   const updates = COLUMNS.filter((column) => column !== 'key').map((column) => `${column} = excluded.${column}`);
   return `INSERT INTO ${table.quoted} (${COLUMNS.join(', ')}) VALUES (${COLUMNS.map(() => '?').join(', ')})
-ON CONFLICT (key) DO UPDATE SET ${updates.join(', ')}`;
+ON CONFLICT (key) DO UPDATE SET ${updates.join(', ')}, available_at = ${UPSERT_AVAILABLE_AT}`;
 }
 
 /** The bind parameters of `upsertRecordSql` for `record` (whose `grant.secret` is already a hash). */
@@ -159,10 +189,10 @@ function timeOf(value: number | bigint | null): number | null {
   return value === null ? null : Number(value);
 }
 
-function grantOf(row: LeaseRow): GrantState | null {
+function grantOf(row: LeaseRow, token: bigint): GrantState | null {
   if (row.holder === null || row.secret_hash === null) return null;
   return {
-    token: BigInt(row.token),
+    token,
     holder: row.holder,
     runId: row.run_id,
     secret: row.secret_hash,
@@ -202,15 +232,20 @@ function checkpointOf(row: LeaseRow): CheckpointRecord | null {
   return { json: row.checkpoint_json, token: BigInt(row.checkpoint_token), writtenAt: timeOf(row.checkpoint_written_at) ?? 0 };
 }
 
-/** The record of a row `selectRecordSql` returned (`undefined`: no row, the key was never claimed). */
+/**
+ * The record of a row `selectRecordSql` returned (`undefined`: no row, the key was never claimed; a NULL token:
+ * an item with no record).
+ */
 export function recordOf(row: unknown): LeaseRecord | null {
   if (row === undefined || row === null) return null;
   const lease = row as LeaseRow;
+  if (lease.token === null) return null;
   const rare = lease.rare === null ? null : (JSON.parse(lease.rare) as RareColumns);
+  const token = BigInt(lease.token);
   return {
     key: lease.key,
-    token: BigInt(lease.token),
-    grant: grantOf(lease),
+    token,
+    grant: grantOf(lease, token),
     ending: endingOf(lease, rare),
     checkpoint: checkpointOf(lease),
     recoveryRequired: Number(lease.recovery_required) !== 0,

@@ -20,11 +20,18 @@ export const DEFAULT_BUSY_TIMEOUT_MS = 5_000;
  * are epoch milliseconds on the host's clock; `secret_hash` is the SHA-256 of the grant's secret (the secret
  * itself is never stored). Tokens are 64-bit integers. `state` is the key's state as a JSON object (NULL: none),
  * `held_until` the hold, `ending_change` the `{name, from, to}` of a `state-changed` ending (JSON).
+ *
+ * Claim-next (items.ts): `item_set` and `item_due_at` make the key an item of a set; `available_at` is the
+ * pure `availableSince` of the row's record and item, kept equal to it by every statement that writes the row
+ * (`availableAtSql`), NULL for a key that is no item; `item_order` is the key as UTF-16 code units (big-endian), whose
+ * byte order is the code-unit order claim-next breaks ties by (the key's own BINARY order is UTF-8's, which differs
+ * above U+FFFF). A row whose `token` is NULL is an item with no record (added
+ * before its first claim, or kept by `remove`): it reads as no record.
  */
 export function leaseTableSql(table: TableName): string {
   return `CREATE TABLE IF NOT EXISTS ${table.quoted} (
   key TEXT PRIMARY KEY,
-  token INTEGER NOT NULL,
+  token INTEGER,
   holder TEXT,
   run_id TEXT,
   secret_hash TEXT,
@@ -44,8 +51,25 @@ export function leaseTableSql(table: TableName): string {
   checkpoint_written_at INTEGER,
   recovery_required INTEGER NOT NULL DEFAULT 0,
   state TEXT,
-  held_until INTEGER
+  held_until INTEGER,
+  item_set TEXT,
+  item_due_at INTEGER,
+  item_order BLOB,
+  available_at INTEGER
 ) STRICT, WITHOUT ROWID`;
+}
+
+/**
+ * Claim-next's indexes, both partial so that a key that is no item has no entry in either (its writes maintain
+ * none): `<table>_ready` hands a set's items in grant order (available longest first, then key) from its front,
+ * so a claim-next reads O(candidates) rows, never the whole set; `<table>_item_secret` finds the live grant a
+ * repeated claim-next (same secret) already holds.
+ */
+export function itemIndexStatements(table: TableName): readonly string[] {
+  return [
+    `CREATE INDEX IF NOT EXISTS "${table.name}_ready" ON ${table.quoted} (item_set, available_at, item_order) WHERE available_at IS NOT NULL`,
+    `CREATE INDEX IF NOT EXISTS "${table.name}_item_secret" ON ${table.quoted} (item_set, secret_hash) WHERE item_set IS NOT NULL`,
+  ];
 }
 
 /** The submissions table of a lease table: `<table>_submissions`. */
@@ -93,7 +117,7 @@ export function floorTableSql(table: TableName): string {
 
 /** Every statement of the lease store's schema, in order (each `CREATE TABLE IF NOT EXISTS`). */
 export function leaseSchemaStatements(table: TableName): readonly string[] {
-  return [leaseTableSql(table), submissionsTableSql(table), floorTableSql(table)];
+  return [leaseTableSql(table), ...itemIndexStatements(table), submissionsTableSql(table), floorTableSql(table)];
 }
 
 /** One row per gated resource: the lease key and the highest token that wrote it. */
@@ -120,7 +144,7 @@ export function busyTimeoutPragma(ms: number): string {
 /**
  * The lease store's DDL, for your own migrations (`migrate()` runs it, after `PRAGMA journal_mode = WAL`): the
  * lease table `<table>`, its submissions `<table>_submissions` and its token floor `<table>_floor`, as one text
- * of three statements.
+ * of its statements (the three tables and the two claim-next indexes).
  *
  * ```ts
  * client.exec('PRAGMA journal_mode = WAL');

@@ -27,12 +27,29 @@ import {
   refuseWrite,
   WriteRefusedSignal,
 } from '../../store-entry.js';
+import type {
+  AddItemsCommand,
+  AddItemsOutcome,
+  ClaimNextCommand,
+  ClaimNextOutcome,
+  RemoveItemsCommand,
+  RemoveItemsOutcome,
+} from '../../fence/claim-next.js';
 import type { SqliteClient } from './client.js';
 import { CallbackFailure, classifyFailure, runCallback } from './failures.js';
+import { createSqliteItems } from './items.js';
 import { createSqliteList } from './list.js';
 import { runMigration } from './migration.js';
 import { tableName, type TableName } from './identifier.js';
-import { deleteRecordSql, recordOf, recordParams, selectClaimRecordSql, selectRecordSql, upsertRecordSql } from './rows.js';
+import {
+  clearItemRecordSql,
+  deleteRecordSql,
+  recordOf,
+  recordParams,
+  selectClaimRecordSql,
+  selectRecordSql,
+  upsertRecordSql,
+} from './rows.js';
 import { busyTimeoutPragma, DEFAULT_BUSY_TIMEOUT_MS, DEFAULT_LEASE_TABLE, leaseSchemaStatements, WAL_PRAGMA } from './schema.js';
 import { hashedClaim, hashedFence } from './secret-hash.js';
 import { statementFor } from './statement-cache.js';
@@ -100,9 +117,13 @@ export interface SqliteStore extends Store<SqliteWriteContext> {
   readonly table: string;
   /** The connection the store runs on. */
   readonly client: SqliteClient;
+  /** Claim-next (items.ts): offered by every SQLite store. */
+  addItems(command: AddItemsCommand): Promise<AddItemsOutcome>;
+  removeItems(command: RemoveItemsCommand): Promise<RemoveItemsOutcome>;
+  claimNext(command: ClaimNextCommand): Promise<ClaimNextOutcome>;
   /**
-   * Switches the file to WAL mode and creates the lease table (and its `_submissions` and `_floor` tables) if
-   * missing; safe to run from several processes.
+   * Switches the file to WAL mode and creates the lease table (and its `_submissions` and `_floor` tables, and
+   * the claim-next indexes) if missing; safe to run from several processes.
    */
   migrate(): Promise<void>;
 }
@@ -202,6 +223,7 @@ export function createSqliteStore(options: SqliteStoreOptions): SqliteStore {
   const selectClaimRecord = selectClaimRecordSql(table);
   const upsertRecord = upsertRecordSql(table);
   const deleteRecord = deleteRecordSql(table);
+  const clearItemRecord = clearItemRecordSql(table);
   const submissions = submissionStatements(client, table);
   const floors = tokenFloorStatements(client, table);
   // NOTE: whole milliseconds, like every stored time: the INTEGER columns of a STRICT table refuse fractions.
@@ -210,6 +232,16 @@ export function createSqliteStore(options: SqliteStoreOptions): SqliteStore {
     if (typeof reading !== 'number' || !(Math.abs(reading) <= MAX_CLOCK_MS))
       throw new InvalidArgumentError(`the SQLite store's clock returned ${shown(reading)}, not epoch milliseconds`);
     return Math.floor(reading);
+  };
+  /**
+   * The floor of a claim's token. NOTE: only a key with no token of its own (no record, or a record `setKeyState`
+   * made) can be below the tokens of a removed record: only its first claim reads the floor table.
+   */
+  const floorFor = (found: LeaseRecord | null, at: StoreTime): bigint => {
+    const floor = tokenFloor(at);
+    if (found !== null && found.token !== 0n) return floor;
+    const removed = floors.removed();
+    return removed >= floor ? removed + 1n : floor;
   };
   const read = (key: string): LeaseRecord | null => recordOf(statementFor(client, selectRecord).get(key));
   const write = (record: LeaseRecord): void => void statementFor(client, upsertRecord).run(...recordParams(record));
@@ -228,14 +260,7 @@ export function createSqliteStore(options: SqliteStoreOptions): SqliteStore {
         | { checkpoint_json: string | null; checkpoint_token: string | null }
         | undefined;
       const found = recordOf(row);
-      let floor = tokenFloor(at);
-      // NOTE: only a key with no token of its own (no row, or a row `setKeyState` made) can be below the tokens
-      // of a removed record: only its first claim reads the floor table.
-      if (found === null || found.token === 0n) {
-        const removed = floors.removed();
-        if (removed >= floor) floor = removed + 1n;
-      }
-      const { record, changed, outcome } = transitions.claim(found, hashed, at, floor);
+      const { record, changed, outcome } = transitions.claim(found, hashed, at, floorFor(found, at));
       if (changed && row !== undefined && row.checkpoint_json === null && row.checkpoint_token !== null) {
         throw new Error('leasefence/sqlite: a claim read without its checkpoint would change the record; this is a bug');
       }
@@ -315,17 +340,24 @@ export function createSqliteStore(options: SqliteStoreOptions): SqliteStore {
     });
   };
 
-  /** Remove: deletes the row and the key's submissions, and raises the floor to the removed token. */
+  /**
+   * Remove: deletes the record (the row, or for an item all but the item) and the key's submissions, and raises
+   * the floor to the removed token.
+   */
   const remove = (command: RemoveCommand): RemoveOutcome =>
     immediate(client, 'remove', () => {
       const { changed, outcome } = transitions.remove(read(command.key), command, now());
       if (changed && outcome.ok) {
+        // NOTE: one of the two applies: the row goes, or (an item) keeps only its item.
         statementFor(client, deleteRecord).run(command.key);
+        statementFor(client, clearItemRecord).run(command.key);
         submissions.removeAll(command.key);
         floors.raise(outcome.token);
       }
       return { outcome, commit: changed };
     });
+
+  const items = createSqliteItems({ client, table, now, floorFor, write });
 
   const store: SqliteStore = {
     id: `sqlite:${table.name}`,
@@ -369,6 +401,9 @@ export function createSqliteStore(options: SqliteStoreOptions): SqliteStore {
       return fencedWrite(fence, callback as (context: SqliteWriteContext) => T, writeOptions);
     },
     list: createSqliteList(client, table, now),
+    addItems: async (command) => items.addItems(command),
+    removeItems: async (command) => items.removeItems(command),
+    claimNext: async (command) => items.claimNext(command),
   };
   judges.set(store, { client, now, read });
   return store;
