@@ -1,0 +1,371 @@
+/**
+ * `npm run bench:scale`: cost as the work grows (issue 27). Per store, the store is filled to 1k, 10k, 100k and
+ * 1M keys (a third released, a third live, a third released with a 1 KiB checkpoint: scale-fill.ts, which
+ * says how each store is filled and what the fill depends on), and at each size it measures, one operation
+ * at a time on keys picked at random among the filled released ones:
+ * claim + release and a fenced write (p50 / p99 latency), one `list` page of 100 (p50 / p99 over 20 pages in
+ * order), and the bytes a lease takes in the store. Once per store, a key's bytes before and after 200
+ * cycles of claim + fenced write with a new checkpoint + release: whether a record grows with its history.
+ *
+ *   npm run bench:scale                              (every store, 1k to 1M keys: ~10 min on 2 cores)
+ *   npm run bench:scale -- --quick                   (1k and 10k keys, fewer samples)
+ *   BENCH_SCALE_STORES=memory,sqlite,redis,postgres  stores to run
+ *   BENCH_SCALE_KEYS=1000,10000,100000,1000000       sizes, ascending (each fill adds to the previous one)
+ *   BENCH_SCALE_SAMPLES=1000                         timed cycles per size (after 100 unrecorded)
+ *   BENCH_SCALE_FSYNC=off                            PostgreSQL's fsync (off: the disk's constant cost per
+ *                                                    commit is left out; it does not depend on the key count)
+ *   BENCH_SCALE_SVG=bench/scale.svg                  where the chart is written ('' for none)
+ *
+ * PostgreSQL and Redis are throwaway servers on loopback (test/support, as `npm run bench`), SQLite a file in
+ * a temp dir (better-sqlite3, WAL, synchronous NORMAL), memory this process. The stores are the public ones
+ * (`createXStore`, `createLeases`, `createOperator`) from this checkout's src/, run through tsx.
+ */
+import Database from 'better-sqlite3';
+import { Redis } from 'ioredis';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { cpus, loadavg, tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { setFlagsFromString } from 'node:v8';
+import { runInNewContext } from 'node:vm';
+import pg from 'pg';
+import { createMemoryStore } from '../src/adapters/memory/index.js';
+import { createPostgresStore } from '../src/adapters/postgres/index.js';
+import { createRedisStore, hashTagOf } from '../src/adapters/redis/index.js';
+import { createSqliteStore } from '../src/adapters/sqlite/index.js';
+import { createLeases } from '../src/leases.js';
+import type { Leases } from '../src/leases-types.js';
+import { createOperator, type Operator } from '../src/operator.js';
+import { startPostgres } from '../test/support/postgres-server.js';
+import { startRedis } from '../test/support/redis-server.js';
+import { scaleChart, type ChartPanel } from './scale-chart.js';
+import {
+  checkFill,
+  fillMemory,
+  fillPostgres,
+  fillRedis,
+  fillSqlite,
+  keyOf,
+  makeTemplates,
+  postgresKeyedTables,
+  sqliteKeyedTables,
+} from './scale-fill.js';
+import { historyGrowth, timeList, timeOperations, type OperationTimes, type Percentiles, type ScaleWrite } from './scale-measure.js';
+
+const QUICK = process.argv.includes('--quick');
+const env = (name: string, fallback: string): string => process.env[name] ?? fallback;
+const STORES = env('BENCH_SCALE_STORES', 'memory,sqlite,redis,postgres').split(',');
+const SIZES = env('BENCH_SCALE_KEYS', QUICK ? '1000,10000' : '1000,10000,100000,1000000')
+  .split(',')
+  .map(Number);
+const SAMPLES = Number(env('BENCH_SCALE_SAMPLES', QUICK ? '200' : '1000'));
+const WARMUP = QUICK ? 20 : 100;
+const LIST_PAGES = 20;
+const LIST_LIMIT = 100;
+const HISTORY_CYCLES = QUICK ? 50 : 200;
+const FSYNC = env('BENCH_SCALE_FSYNC', 'off');
+const SVG = env('BENCH_SCALE_SVG', 'bench/scale.svg');
+const TTL_MS = 3_600_000;
+
+setFlagsFromString('--expose-gc');
+const gc = runInNewContext('gc') as () => void;
+
+/** One store under test. */
+interface ScaleTarget {
+  readonly name: string;
+  readonly fillHow: string;
+  readonly leases: Leases;
+  readonly operator: Operator;
+  readonly write: ScaleWrite;
+  /** Adds keys [from, to) (scale-fill.ts). */
+  fill(from: number, to: number): Promise<void>;
+  /** How bytes per lease are counted, for the report. */
+  readonly bytesHow: string;
+  /**
+   * The store's bytes now: `delta` ones (memory heap, Redis used_memory) are read around each fill and the
+   * growth summed; `total` ones (table + index, database pages) are divided by the keys as they stand.
+   */
+  readonly bytesKind: 'delta' | 'total';
+  bytes(): Promise<number>;
+  /** The bytes of one key's record (for the history check), or null where the store cannot tell. */
+  keyBytes(key: string): Promise<number | null>;
+  close(): Promise<void>;
+}
+
+interface SizeResult {
+  readonly keys: number;
+  readonly fillSeconds: number;
+  readonly times: OperationTimes;
+  readonly list: Percentiles;
+  readonly bytesPerLease: number;
+}
+
+async function memoryTarget(): Promise<ScaleTarget> {
+  const leases = createLeases(createMemoryStore(), { holder: 'scale', ttlMs: TTL_MS });
+  return {
+    name: 'memory',
+    fillHow: 'public API, one key after another (claim, checkpoint, release)',
+    leases,
+    operator: createOperator(leases.store),
+    write: async (lease, options) => {
+      const outcome = await leases.fencedWrite(lease, (tx) => tx.token, options);
+      if (!outcome.ok) throw new Error('memory: fenced write refused');
+    },
+    fill: (from, to) => fillMemory(leases, from, to),
+    bytesHow: 'heap used after a full GC, growth over the fills ÷ keys',
+    bytesKind: 'delta',
+    bytes: async () => {
+      gc();
+      gc();
+      return process.memoryUsage().heapUsed;
+    },
+    keyBytes: async () => null,
+    close: async () => undefined,
+  };
+}
+
+async function sqliteTarget(): Promise<ScaleTarget> {
+  const directory = mkdtempSync(join(tmpdir(), 'leasefence-bench-scale-'));
+  const database = new Database(join(directory, 'scale.db'));
+  const store = createSqliteStore({ client: database });
+  await store.migrate();
+  database.pragma('synchronous = NORMAL');
+  database.exec('CREATE TABLE scale_ledger (id INTEGER PRIMARY KEY, key TEXT NOT NULL, token INTEGER NOT NULL) STRICT');
+  const leases = createLeases(store, { holder: 'scale', ttlMs: TTL_MS });
+  await makeTemplates(leases);
+  const tables = sqliteKeyedTables(database, ['scale_ledger']);
+  const pages = database.prepare(
+    'SELECT coalesce(sum(pgsize), 0) AS bytes FROM dbstat WHERE name IN (SELECT name FROM sqlite_master WHERE tbl_name = ?)',
+  );
+  return {
+    name: 'sqlite',
+    fillHow: `template rows copied by INSERT ... SELECT over a recursive CTE (${tables.map((t) => t.table).join(', ')})`,
+    leases,
+    operator: createOperator(store),
+    write: async (lease, options) => {
+      const outcome = await leases.fencedWrite(
+        lease,
+        (tx) => tx.run('INSERT INTO scale_ledger (key, token) VALUES (?, ?)', tx.key, tx.token),
+        options,
+      );
+      if (!outcome.ok) throw new Error('sqlite: fenced write refused');
+    },
+    fill: async (from, to) => fillSqlite(database, tables, from, to),
+    bytesHow: 'pages of the lease table and its indexes (dbstat) ÷ rows',
+    bytesKind: 'total',
+    bytes: async () => tables.reduce((sum, { table }) => sum + Number((pages.get(table) as { bytes: number }).bytes), 0),
+    keyBytes: async (key) => {
+      let sum = 0;
+      for (const { table, keyColumn, columns } of tables) {
+        const lengths = columns.map((column) => `coalesce(length(CAST("${column}" AS BLOB)), 0)`).join(' + ');
+        sum += Number(
+          (database.prepare(`SELECT ${lengths} AS n FROM "${table}" WHERE "${keyColumn}" = ?`).get(key) as { n: number } | undefined)?.n ??
+            0,
+        );
+      }
+      return sum;
+    },
+    close: async () => {
+      database.close();
+      rmSync(directory, { recursive: true, force: true });
+    },
+  };
+}
+
+async function redisTarget(): Promise<ScaleTarget> {
+  const server = await startRedis({ persistence: 'none' });
+  const client = new Redis(server.url);
+  const admin = new Redis(server.url);
+  const leases = createLeases(createRedisStore({ client }), { holder: 'scale', ttlMs: TTL_MS });
+  await makeTemplates(leases);
+  const usedMemory = async (): Promise<number> => Number(/used_memory:(\d+)/.exec(await admin.info('memory'))?.[1]);
+  const templateNames = await admin.keys('*tpl-released*');
+  return {
+    name: 'redis',
+    fillHow: 'DUMP of the template keys, RESTORE under each new name, pipelined 1,000 per round trip',
+    leases,
+    operator: createOperator(leases.store),
+    write: async (lease, options) => {
+      const outcome = await leases.fencedWrite(lease, (tx) => tx.call('SET', `${hashTagOf(lease.key)}:data`, 'x'), options);
+      if (!outcome.ok) throw new Error('redis: fenced write refused');
+    },
+    fill: (from, to) => fillRedis(admin, from, to),
+    bytesHow: 'INFO used_memory, growth over the fills ÷ keys (MEMORY USAGE of each kind below)',
+    bytesKind: 'delta',
+    bytes: usedMemory,
+    keyBytes: async (key) => {
+      let sum = 0;
+      for (const name of templateNames)
+        sum += Number((await admin.memory('USAGE', name.replaceAll('tpl-released', key), 'SAMPLES', 0)) ?? 0);
+      return sum;
+    },
+    close: async () => {
+      client.disconnect();
+      admin.disconnect();
+      await server.stop();
+    },
+  };
+}
+
+async function postgresTarget(): Promise<ScaleTarget> {
+  const server = await startPostgres({ settings: { fsync: FSYNC } });
+  const pool = new pg.Pool({ connectionString: server.url, max: 2 });
+  pool.on('error', () => undefined);
+  const store = createPostgresStore({ client: pool });
+  await store.migrate();
+  await pool.query('CREATE TABLE scale_ledger (id bigserial PRIMARY KEY, key text NOT NULL, token bigint NOT NULL)');
+  const leases = createLeases(store, { holder: 'scale', ttlMs: TTL_MS });
+  await makeTemplates(leases);
+  const tables = await postgresKeyedTables(pool, ['scale_ledger']);
+  return {
+    name: 'postgres',
+    fillHow: `template rows copied by INSERT ... SELECT over generate_series (${tables.map((t) => t.table).join(', ')}), then VACUUM ANALYZE`,
+    leases,
+    operator: createOperator(store),
+    write: async (lease, options) => {
+      const outcome = await leases.fencedWrite(
+        lease,
+        (tx) => tx.query('INSERT INTO scale_ledger (key, token) VALUES ($1, $2)', [tx.key, tx.token.toString()]),
+        options,
+      );
+      if (!outcome.ok) throw new Error('postgres: fenced write refused');
+    },
+    fill: async (from, to) => {
+      await fillPostgres(pool, tables, from, to);
+      await pool.query('VACUUM ANALYZE');
+    },
+    bytesHow: 'pg_total_relation_size (heap, TOAST, indexes) of the lease table ÷ rows',
+    bytesKind: 'total',
+    bytes: async () => {
+      let sum = 0;
+      for (const { table } of tables)
+        sum += Number(
+          (await pool.query<{ n: string }>('SELECT pg_total_relation_size($1::regclass)::text AS n', [`"${table}"`])).rows[0]?.n,
+        );
+      return sum;
+    },
+    keyBytes: async (key) => {
+      let sum = 0;
+      for (const { table, keyColumn } of tables)
+        sum += Number(
+          (
+            await pool.query<{ n: string }>(
+              `SELECT coalesce(sum(pg_column_size(t.*)), 0)::text AS n FROM "${table}" t WHERE "${keyColumn}" = $1`,
+              [key],
+            )
+          ).rows[0]?.n,
+        );
+      return sum;
+    },
+    close: async () => {
+      await pool.end();
+      await server.stop();
+    },
+  };
+}
+
+const TARGETS: Record<string, () => Promise<ScaleTarget>> = {
+  memory: memoryTarget,
+  sqlite: sqliteTarget,
+  redis: redisTarget,
+  postgres: postgresTarget,
+};
+
+const load = (): string =>
+  loadavg()
+    .map((value) => value.toFixed(2))
+    .join(' ');
+const us = (value: number): string => (value >= 10_000 ? `${(value / 1000).toFixed(1)} ms` : `${value.toFixed(0)} µs`);
+const pair = (p: Percentiles): string => `${us(p.p50)} / ${us(p.p99)}`;
+const thousands = (value: number): string => Math.round(value).toLocaleString('en-US');
+
+async function runStore(target: ScaleTarget): Promise<SizeResult[]> {
+  const results: SizeResult[] = [];
+  let filled = 0;
+  let grown = 0;
+  const history = await historyGrowth(
+    target.leases,
+    target.write,
+    'history:0',
+    HISTORY_CYCLES,
+    async (key) => (await target.keyBytes(key)) ?? 0,
+  );
+  for (const size of SIZES) {
+    const before = await target.bytes();
+    const started = performance.now();
+    await target.fill(filled, size);
+    const fillSeconds = (performance.now() - started) / 1000;
+    await checkFill(target.leases, target.operator, filled, size);
+    const after = await target.bytes();
+    grown += after - before;
+    filled = size;
+    const bytesPerLease = target.bytesKind === 'delta' ? grown / size : after / (size + 4);
+    const times = await timeOperations(target.leases, target.write, size, SAMPLES, WARMUP);
+    const list = await timeList(target.operator, LIST_PAGES, LIST_LIMIT);
+    results.push({ keys: size, fillSeconds, times, list, bytesPerLease });
+    console.error(`${target.name} ${size}: fill ${fillSeconds.toFixed(1)} s, claim+release ${pair(times.claimRelease)}, load ${load()}`);
+  }
+  console.log(`### ${target.name}\n\nFill: ${target.fillHow}. Bytes per lease: ${target.bytesHow}.\n`);
+  console.log('| keys | fill | claim + release p50 / p99 | fenced write p50 / p99 | list page of 100 p50 / p99 | bytes per lease |');
+  console.log('|---|---|---|---|---|---|');
+  for (const r of results)
+    console.log(
+      `| ${thousands(r.keys)} | ${r.fillSeconds.toFixed(1)} s | ${pair(r.times.claimRelease)} | ${pair(r.times.fencedWrite)} | ${pair(r.list)} | ${thousands(r.bytesPerLease)} |`,
+    );
+  const first = results[0];
+  const last = results.at(-1);
+  if (first !== undefined && last !== undefined && results.length > 1)
+    console.log(
+      `\n${thousands(first.keys)} → ${thousands(last.keys)} keys, p50 ratios: claim + release ${(last.times.claimRelease.p50 / first.times.claimRelease.p50).toFixed(2)}×, ` +
+        `fenced write ${(last.times.fencedWrite.p50 / first.times.fencedWrite.p50).toFixed(2)}×, list ${(last.list.p50 / first.list.p50).toFixed(2)}×, ` +
+        `bytes per lease ${(last.bytesPerLease / first.bytesPerLease).toFixed(2)}×.`,
+    );
+  const grew = history.after - history.before;
+  console.log(
+    target.name === 'memory'
+      ? `\nHistory: not measured per key on memory (a record is one object, its submissions capped).\n`
+      : `\nHistory: one key's record ${thousands(history.before)} bytes after a release, ${thousands(history.after)} after ${HISTORY_CYCLES} more cycles of claim + fenced write with a new 1 KiB checkpoint + release (${grew >= 0 ? '+' : ''}${thousands(grew)}).\n`,
+  );
+  return results;
+}
+
+async function main(): Promise<void> {
+  const started = performance.now();
+  console.log(`## Cost as the work grows (npm run bench:scale${QUICK ? ' -- --quick' : ''})\n`);
+  console.log(
+    `node ${process.version}, ${cpus().length} × ${cpus()[0]?.model ?? '?'}, load average at start ${load()}; ` +
+      `${SAMPLES} timed cycles per size (after ${WARMUP}) on random released keys, one operation at a time; list: ${LIST_PAGES} pages of ${LIST_LIMIT} in order; ` +
+      `PostgreSQL fsync ${FSYNC}, Redis without persistence, SQLite WAL + synchronous NORMAL.\n`,
+  );
+  const all = new Map<string, SizeResult[]>();
+  for (const name of STORES) {
+    const make = TARGETS[name];
+    if (make === undefined) throw new Error(`unknown store ${name} (one of ${Object.keys(TARGETS).join(', ')})`);
+    const target = await make();
+    try {
+      all.set(name, await runStore(target));
+    } finally {
+      await target.close();
+    }
+  }
+  if (SVG !== '') {
+    const series = (pick: (r: SizeResult) => number) =>
+      [...all].map(([store, results]) => ({ store, points: results.map((r) => ({ keys: r.keys, value: pick(r) })) }));
+    const panels: ChartPanel[] = [
+      { title: 'claim + release, p50', unit: 'µs', series: series((r) => r.times.claimRelease.p50) },
+      { title: 'fenced write, p50', unit: 'µs', series: series((r) => r.times.fencedWrite.p50) },
+      { title: 'bytes per lease', unit: 'bytes', series: series((r) => r.bytesPerLease) },
+    ];
+    writeFileSync(
+      SVG,
+      scaleChart(
+        'leasefence: cost as the work grows',
+        `npm run bench:scale, ${new Date().toISOString().slice(0, 10)}: a third of the keys live, a third released, a third released with a 1 KiB checkpoint`,
+        panels,
+      ),
+    );
+    console.log(`Chart: ${SVG}.`);
+  }
+  console.log(`Total ${((performance.now() - started) / 1000).toFixed(0)} s, load average at the end ${load()}.`);
+}
+
+await main();
