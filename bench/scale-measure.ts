@@ -90,26 +90,28 @@ export async function timeList(operator: Operator, pages: number, limit: number)
 }
 
 /**
- * History: one claim + fenced write (with a 1 KiB checkpoint) + release cycle on one key, its bytes
- * (`keyBytes`), `cycles` more such cycles, its bytes again: whether a record grows with use.
+ * History: one claim + fenced write (with a 1 KiB checkpoint) + release cycle on one key, then `cycles` more,
+ * the key's bytes (`keyBytes`) read after the first and after each of `marks` more cycles: whether a record
+ * grows with use, and whether it stops growing.
  */
 export async function historyGrowth(
   leases: Leases,
   write: ScaleWrite,
   key: string,
-  cycles: number,
+  marks: readonly number[],
   keyBytes: (key: string) => Promise<number>,
-): Promise<{ before: number; after: number }> {
-  let before = 0;
-  for (let n = -1; n < cycles; n += 1) {
+): Promise<{ readonly cycles: number; readonly bytes: number }[]> {
+  const seen: { cycles: number; bytes: number }[] = [];
+  const last = Math.max(...marks);
+  for (let n = 0; n <= last; n += 1) {
     const claimed = await leases.claim(key);
     if (!claimed.ok) throw new Error(`${key}: claim refused (${claimed.reason})`);
     await write(claimed.lease, {
-      checkpoint: { ...CHECKPOINT_1KIB, data: CHECKPOINT_1KIB.data.slice(0, -6) + String(n + 1).padStart(6, '0') },
+      checkpoint: { ...CHECKPOINT_1KIB, data: CHECKPOINT_1KIB.data.slice(0, -6) + String(n).padStart(6, '0') },
     });
     const released = await leases.release(claimed.lease);
     if (!released.ok) throw new Error(`${key}: release refused`);
-    if (n === -1) before = await keyBytes(key);
+    if (n === 0 || marks.includes(n)) seen.push({ cycles: n, bytes: await keyBytes(key) });
   }
-  return { before, after: await keyBytes(key) };
+  return seen;
 }

@@ -4,7 +4,7 @@
  * says how each store is filled and what the fill depends on), and at each size it measures, one operation
  * at a time on keys picked at random among the filled released ones:
  * claim + release and a fenced write (p50 / p99 latency), one `list` page of 100 (p50 / p99 over 20 pages in
- * order), and the bytes a lease takes in the store. Once per store, a key's bytes before and after 200
+ * order), and the bytes a lease takes in the store. Once per store, a key's bytes after 1, 9, 33 and 201
  * cycles of claim + fenced write with a new checkpoint + release: whether a record grows with its history.
  *
  *   npm run bench:scale                              (every store, 1k to 1M keys: ~10 min on 2 cores)
@@ -39,12 +39,13 @@ import { startPostgres } from '../test/support/postgres-server.js';
 import { startRedis } from '../test/support/redis-server.js';
 import { scaleChart, type ChartPanel } from './scale-chart.js';
 import {
+  KINDS,
+  keyOf,
   checkFill,
   fillMemory,
   fillPostgres,
   fillRedis,
   fillSqlite,
-  keyOf,
   makeTemplates,
   postgresKeyedTables,
   sqliteKeyedTables,
@@ -61,7 +62,7 @@ const SAMPLES = Number(env('BENCH_SCALE_SAMPLES', QUICK ? '200' : '1000'));
 const WARMUP = QUICK ? 20 : 100;
 const LIST_PAGES = 20;
 const LIST_LIMIT = 100;
-const HISTORY_CYCLES = QUICK ? 50 : 200;
+const HISTORY_MARKS = QUICK ? [8, 50] : [8, 32, 200];
 const FSYNC = env('BENCH_SCALE_FSYNC', 'off');
 const SVG = env('BENCH_SCALE_SVG', 'bench/scale.svg');
 const TTL_MS = 3_600_000;
@@ -88,6 +89,8 @@ interface ScaleTarget {
   bytes(): Promise<number>;
   /** The bytes of one key's record (for the history check), or null where the store cannot tell. */
   keyBytes(key: string): Promise<number | null>;
+  /** Where the bytes are, in a sentence (after the largest fill). */
+  breakdown(): Promise<string>;
   close(): Promise<void>;
 }
 
@@ -119,6 +122,7 @@ async function memoryTarget(): Promise<ScaleTarget> {
       return process.memoryUsage().heapUsed;
     },
     keyBytes: async () => null,
+    breakdown: async () => '',
     close: async () => undefined,
   };
 }
@@ -164,6 +168,21 @@ async function sqliteTarget(): Promise<ScaleTarget> {
       }
       return sum;
     },
+    breakdown: async () => {
+      const kinds = database
+        .prepare(
+          `SELECT name, pagetype, count(*) AS pages, sum(pgsize) AS bytes, sum(unused) AS unused FROM dbstat
+           WHERE name IN (SELECT name FROM sqlite_master WHERE tbl_name IN (${tables.map(() => '?').join(', ')})) GROUP BY name, pagetype`,
+        )
+        .all(...tables.map((t) => t.table)) as { name: string; pagetype: string; pages: number; bytes: number; unused: number }[];
+      const size = (database.pragma('page_size', { simple: true }) as number) ?? 0;
+      return `pages of ${size} bytes: ${kinds
+        .map(
+          (k) =>
+            `${k.name} ${k.pagetype} ${thousands(k.pages)} pages (${thousands(k.bytes / 1e6)} MB, ${((100 * k.unused) / k.bytes).toFixed(0)}% unused)`,
+        )
+        .join('; ')}`;
+    },
     close: async () => {
       database.close();
       rmSync(directory, { recursive: true, force: true });
@@ -197,6 +216,22 @@ async function redisTarget(): Promise<ScaleTarget> {
       for (const name of templateNames)
         sum += Number((await admin.memory('USAGE', name.replaceAll('tpl-released', key), 'SAMPLES', 0)) ?? 0);
       return sum;
+    },
+    breakdown: async () => {
+      const parts: string[] = [];
+      for (const kind of KINDS) {
+        const key = keyOf(KINDS.indexOf(kind));
+        for (const name of templateNames) {
+          const copy = name.replaceAll('tpl-released', key);
+          const usage = Number(await admin.memory('USAGE', copy, 'SAMPLES', 0));
+          const encoding = await admin.object('ENCODING', copy);
+          const fields = await admin.hstrlen(copy, 'checkpoint');
+          parts.push(`${kind} ${thousands(usage)} bytes (${String(encoding)}, checkpoint field ${thousands(fields)} bytes)`);
+        }
+      }
+      const info = await admin.info('memory');
+      const field = (name: string): string => new RegExp(`${name}:(\\S+)`).exec(info)?.[1] ?? '?';
+      return `MEMORY USAGE of one key of each kind: ${parts.join(', ')}; used_memory ${field('used_memory_human')}, dataset ${field('used_memory_dataset')} bytes, allocator fragmentation ${field('allocator_frag_ratio')}`;
     },
     close: async () => {
       client.disconnect();
@@ -256,6 +291,24 @@ async function postgresTarget(): Promise<ScaleTarget> {
         );
       return sum;
     },
+    breakdown: async () => {
+      const parts: string[] = [];
+      for (const { table } of tables) {
+        const row = (
+          await pool.query<{ heap: string; toast: string; indexes: string; rows: string }>(
+            `SELECT pg_relation_size(c.oid)::text AS heap,
+               coalesce(pg_total_relation_size(nullif(c.reltoastrelid, 0)), 0)::text AS toast,
+               pg_indexes_size(c.oid)::text AS indexes, c.reltuples::bigint::text AS rows
+             FROM pg_class c WHERE c.oid = $1::regclass`,
+            [`"${table}"`],
+          )
+        ).rows[0];
+        if (row === undefined) continue;
+        const per = (text: string): string => thousands(Number(text) / Math.max(1, Number(row.rows)));
+        parts.push(`${table}: heap ${per(row.heap)}, TOAST ${per(row.toast)}, indexes ${per(row.indexes)} bytes per row`);
+      }
+      return parts.join('; ');
+    },
     close: async () => {
       await pool.end();
       await server.stop();
@@ -286,7 +339,7 @@ async function runStore(target: ScaleTarget): Promise<SizeResult[]> {
     target.leases,
     target.write,
     'history:0',
-    HISTORY_CYCLES,
+    HISTORY_MARKS,
     async (key) => (await target.keyBytes(key)) ?? 0,
   );
   for (const size of SIZES) {
@@ -311,6 +364,8 @@ async function runStore(target: ScaleTarget): Promise<SizeResult[]> {
     console.log(
       `| ${thousands(r.keys)} | ${r.fillSeconds.toFixed(1)} s | ${pair(r.times.claimRelease)} | ${pair(r.times.fencedWrite)} | ${pair(r.list)} | ${thousands(r.bytesPerLease)} |`,
     );
+  const breakdown = await target.breakdown();
+  if (breakdown !== '') console.log(`\nWhere the bytes are at ${thousands(filled)} keys: ${breakdown}.`);
   const first = results[0];
   const last = results.at(-1);
   if (first !== undefined && last !== undefined && results.length > 1)
@@ -319,11 +374,12 @@ async function runStore(target: ScaleTarget): Promise<SizeResult[]> {
         `fenced write ${(last.times.fencedWrite.p50 / first.times.fencedWrite.p50).toFixed(2)}×, list ${(last.list.p50 / first.list.p50).toFixed(2)}×, ` +
         `bytes per lease ${(last.bytesPerLease / first.bytesPerLease).toFixed(2)}×.`,
     );
-  const grew = history.after - history.before;
   console.log(
     target.name === 'memory'
-      ? `\nHistory: not measured per key on memory (a record is one object, its submissions capped).\n`
-      : `\nHistory: one key's record ${thousands(history.before)} bytes after a release, ${thousands(history.after)} after ${HISTORY_CYCLES} more cycles of claim + fenced write with a new 1 KiB checkpoint + release (${grew >= 0 ? '+' : ''}${thousands(grew)}).\n`,
+      ? '\nHistory: not measured per key on memory (a record is one object, its submissions capped).\n'
+      : `\nHistory: one key's record, in bytes, after a claim + fenced write with a new 1 KiB checkpoint + release: ${history
+          .map(({ cycles, bytes }) => `${thousands(bytes)}${cycles === 0 ? '' : ` after ${cycles} more`}`)
+          .join(', ')}.\n`,
   );
   return results;
 }
