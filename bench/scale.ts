@@ -89,6 +89,11 @@ interface ScaleTarget {
   bytes(): Promise<number>;
   /** The bytes of one key's record (for the history check), or null where the store cannot tell. */
   keyBytes(key: string): Promise<number | null>;
+  /**
+   * The server's own time for the timed operations (reset before them, read after), or null: what the
+   * store spent, apart from round trips and this process.
+   */
+  readonly server: { reset(): Promise<void>; read(): Promise<string> } | null;
   /** Where the bytes are, in a sentence (after the largest fill). */
   breakdown(): Promise<string>;
   close(): Promise<void>;
@@ -100,6 +105,8 @@ interface SizeResult {
   readonly times: OperationTimes;
   readonly list: Percentiles;
   readonly bytesPerLease: number;
+  /** The server's time for the timed operations (`ScaleTarget.server`), or ''. */
+  readonly server: string;
 }
 
 async function memoryTarget(): Promise<ScaleTarget> {
@@ -122,6 +129,7 @@ async function memoryTarget(): Promise<ScaleTarget> {
       return process.memoryUsage().heapUsed;
     },
     keyBytes: async () => null,
+    server: null,
     breakdown: async () => '',
     close: async () => undefined,
   };
@@ -168,6 +176,7 @@ async function sqliteTarget(): Promise<ScaleTarget> {
       }
       return sum;
     },
+    server: null,
     breakdown: async () => {
       const kinds = database
         .prepare(
@@ -217,6 +226,15 @@ async function redisTarget(): Promise<ScaleTarget> {
         sum += Number((await admin.memory('USAGE', name.replaceAll('tpl-released', key), 'SAMPLES', 0)) ?? 0);
       return sum;
     },
+    server: {
+      reset: async () => void (await admin.config('RESETSTAT')),
+      read: async () => {
+        const stats = await admin.info('commandstats');
+        return [...stats.matchAll(/cmdstat_(evalsha|eval|scan):calls=(\d+),usec=\d+,usec_per_call=([\d.]+)/g)]
+          .map(([, command, calls, perCall]) => `${command} ${Number(perCall).toFixed(1)} µs × ${calls}`)
+          .join(', ');
+      },
+    },
     breakdown: async () => {
       const parts: string[] = [];
       for (const kind of KINDS) {
@@ -242,11 +260,12 @@ async function redisTarget(): Promise<ScaleTarget> {
 }
 
 async function postgresTarget(): Promise<ScaleTarget> {
-  const server = await startPostgres({ settings: { fsync: FSYNC } });
+  const server = await startPostgres({ settings: { fsync: FSYNC, shared_preload_libraries: 'pg_stat_statements' } });
   const pool = new pg.Pool({ connectionString: server.url, max: 2 });
   pool.on('error', () => undefined);
   const store = createPostgresStore({ client: pool });
   await store.migrate();
+  await pool.query('CREATE EXTENSION IF NOT EXISTS pg_stat_statements');
   await pool.query('CREATE TABLE scale_ledger (id bigserial PRIMARY KEY, key text NOT NULL, token bigint NOT NULL)');
   const leases = createLeases(store, { holder: 'scale', ttlMs: TTL_MS });
   await makeTemplates(leases);
@@ -290,6 +309,21 @@ async function postgresTarget(): Promise<ScaleTarget> {
           ).rows[0]?.n,
         );
       return sum;
+    },
+    server: {
+      reset: async () => void (await pool.query('SELECT pg_stat_statements_reset()')),
+      read: async () => {
+        // NOTE: the lease statements (not the ledger INSERT, not this bench's own queries); blocks read are
+        // pages that were not in shared_buffers (from the OS page cache or the disk).
+        const { rows } = await pool.query<{ calls: string; ms: string; hit: string; read: string }>(
+          `SELECT sum(calls)::text AS calls, (sum(total_exec_time) / sum(calls))::text AS ms,
+             (sum(shared_blks_hit)::float8 / sum(calls))::text AS hit, (sum(shared_blks_read)::float8 / sum(calls))::text AS read
+           FROM pg_stat_statements WHERE query ILIKE '%leasefence_leases%' AND query NOT ILIKE '%pg_stat%'`,
+        );
+        const row = rows[0];
+        if (row === undefined || row.calls === null) return '';
+        return `${(Number(row.ms) * 1000).toFixed(0)} µs per statement (${row.calls}), blocks ${Number(row.hit).toFixed(1)} hit / ${Number(row.read).toFixed(2)} read`;
+      },
     },
     breakdown: async () => {
       const parts: string[] = [];
@@ -352,9 +386,11 @@ async function runStore(target: ScaleTarget): Promise<SizeResult[]> {
     grown += after - before;
     filled = size;
     const bytesPerLease = target.bytesKind === 'delta' ? grown / size : after / (size + 4);
+    await target.server?.reset();
     const times = await timeOperations(target.leases, target.write, size, SAMPLES, WARMUP);
+    const server = (await target.server?.read()) ?? '';
     const list = await timeList(target.operator, LIST_PAGES, LIST_LIMIT);
-    results.push({ keys: size, fillSeconds, times, list, bytesPerLease });
+    results.push({ keys: size, fillSeconds, times, list, bytesPerLease, server });
     console.error(`${target.name} ${size}: fill ${fillSeconds.toFixed(1)} s, claim+release ${pair(times.claimRelease)}, load ${load()}`);
   }
   console.log(`### ${target.name}\n\nFill: ${target.fillHow}. Bytes per lease: ${target.bytesHow}.\n`);
@@ -366,6 +402,10 @@ async function runStore(target: ScaleTarget): Promise<SizeResult[]> {
     );
   const breakdown = await target.breakdown();
   if (breakdown !== '') console.log(`\nWhere the bytes are at ${thousands(filled)} keys: ${breakdown}.`);
+  if (target.server !== null)
+    console.log(
+      `\nServer time during the timed cycles (claim, fenced write, release; warm-up included):\n${results.map((r) => `- ${thousands(r.keys)} keys: ${r.server}`).join('\n')}`,
+    );
   const first = results[0];
   const last = results.at(-1);
   if (first !== undefined && last !== undefined && results.length > 1)
