@@ -25,6 +25,7 @@ import { Redis } from 'ioredis';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { cpus, loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { PerformanceObserver } from 'node:perf_hooks';
 import { setFlagsFromString } from 'node:v8';
 import { runInNewContext } from 'node:vm';
 import pg from 'pg';
@@ -94,8 +95,8 @@ interface ScaleTarget {
    * store spent, apart from round trips and this process.
    */
   readonly server: { reset(): Promise<void>; read(): Promise<string> } | null;
-  /** Where the bytes are, in a sentence (after the largest fill). */
-  breakdown(): Promise<string>;
+  /** Where the bytes are, in a sentence, after the fill of keys [0, `keys`). */
+  breakdown(keys: number): Promise<string>;
   close(): Promise<void>;
 }
 
@@ -107,6 +108,24 @@ interface SizeResult {
   readonly bytesPerLease: number;
   /** The server's time for the timed operations (`ScaleTarget.server`), or ''. */
   readonly server: string;
+}
+
+/** Garbage collection in this process while the timed cycles run (PerformanceObserver 'gc' entries). */
+function gcTime(): NonNullable<ScaleTarget['server']> {
+  let pauses: number[] = [];
+  const observer = new PerformanceObserver((list) => pauses.push(...list.getEntries().map((entry) => entry.duration)));
+  return {
+    reset: async () => {
+      pauses = [];
+      observer.observe({ entryTypes: ['gc'] });
+    },
+    read: async () => {
+      await new Promise((resolve) => setTimeout(resolve, 10));
+      observer.disconnect();
+      const total = pauses.reduce((sum, ms) => sum + ms, 0);
+      return `GC ${total.toFixed(0)} ms in ${pauses.length} pauses (longest ${Math.max(0, ...pauses).toFixed(1)} ms), ${((total * 1000) / (SAMPLES + WARMUP)).toFixed(1)} µs per cycle`;
+    },
+  };
 }
 
 async function memoryTarget(): Promise<ScaleTarget> {
@@ -129,7 +148,7 @@ async function memoryTarget(): Promise<ScaleTarget> {
       return process.memoryUsage().heapUsed;
     },
     keyBytes: async () => null,
-    server: null,
+    server: gcTime(),
     breakdown: async () => '',
     close: async () => undefined,
   };
@@ -235,10 +254,11 @@ async function redisTarget(): Promise<ScaleTarget> {
           .join(', ');
       },
     },
-    breakdown: async () => {
+    breakdown: async (keys) => {
       const parts: string[] = [];
       for (const kind of KINDS) {
-        const key = keyOf(KINDS.indexOf(kind));
+        // NOTE: the last keys filled, which no timed cycle has touched (a used key also holds its memos).
+        const key = keyOf(keys - 3 + ((KINDS.indexOf(kind) - ((keys - 3) % 3) + 3) % 3));
         for (const name of templateNames) {
           const copy = name.replaceAll('tpl-released', key);
           const usage = Number(await admin.memory('USAGE', copy, 'SAMPLES', 0));
@@ -249,7 +269,7 @@ async function redisTarget(): Promise<ScaleTarget> {
       }
       const info = await admin.info('memory');
       const field = (name: string): string => new RegExp(`${name}:(\\S+)`).exec(info)?.[1] ?? '?';
-      return `MEMORY USAGE of one key of each kind: ${parts.join(', ')}; used_memory ${field('used_memory_human')}, dataset ${field('used_memory_dataset')} bytes, allocator fragmentation ${field('allocator_frag_ratio')}`;
+      return `MEMORY USAGE of an untouched copy of each kind: ${parts.join(', ')}; used_memory ${field('used_memory_human')}, dataset ${field('used_memory_dataset')} bytes, allocator fragmentation ${field('allocator_frag_ratio')}`;
     },
     close: async () => {
       client.disconnect();
@@ -400,11 +420,11 @@ async function runStore(target: ScaleTarget): Promise<SizeResult[]> {
     console.log(
       `| ${thousands(r.keys)} | ${r.fillSeconds.toFixed(1)} s | ${pair(r.times.claimRelease)} | ${pair(r.times.fencedWrite)} | ${pair(r.list)} | ${thousands(r.bytesPerLease)} |`,
     );
-  const breakdown = await target.breakdown();
+  const breakdown = await target.breakdown(filled);
   if (breakdown !== '') console.log(`\nWhere the bytes are at ${thousands(filled)} keys: ${breakdown}.`);
   if (target.server !== null)
     console.log(
-      `\nServer time during the timed cycles (claim, fenced write, release; warm-up included):\n${results.map((r) => `- ${thousands(r.keys)} keys: ${r.server}`).join('\n')}`,
+      `\nDuring the timed cycles (claim, fenced write, release; warm-up included), on the store's side:\n${results.map((r) => `- ${thousands(r.keys)} keys: ${r.server}`).join('\n')}`,
     );
   const first = results[0];
   const last = results.at(-1);
