@@ -104,7 +104,7 @@ interface SizeResult {
   readonly keys: number;
   readonly fillSeconds: number;
   readonly times: OperationTimes;
-  readonly list: Percentiles;
+  readonly list: { readonly first: number; readonly pages: Percentiles };
   readonly bytesPerLease: number;
   /** The server's time for the timed operations (`ScaleTarget.server`), or ''. */
   readonly server: string;
@@ -414,11 +414,13 @@ async function runStore(target: ScaleTarget): Promise<SizeResult[]> {
     console.error(`${target.name} ${size}: fill ${fillSeconds.toFixed(1)} s, claim+release ${pair(times.claimRelease)}, load ${load()}`);
   }
   console.log(`### ${target.name}\n\nFill: ${target.fillHow}. Bytes per lease: ${target.bytesHow}.\n`);
-  console.log('| keys | fill | claim + release p50 / p99 | fenced write p50 / p99 | list page of 100 p50 / p99 | bytes per lease |');
+  console.log(
+    '| keys | fill | claim + release p50 / p99 | fenced write p50 / p99 | list page of 100 p50 / p99 (first page after the fill) | bytes per lease |',
+  );
   console.log('|---|---|---|---|---|---|');
   for (const r of results)
     console.log(
-      `| ${thousands(r.keys)} | ${r.fillSeconds.toFixed(1)} s | ${pair(r.times.claimRelease)} | ${pair(r.times.fencedWrite)} | ${pair(r.list)} | ${thousands(r.bytesPerLease)} |`,
+      `| ${thousands(r.keys)} | ${r.fillSeconds.toFixed(1)} s | ${pair(r.times.claimRelease)} | ${pair(r.times.fencedWrite)} | ${pair(r.list.pages)} (${us(r.list.first)}) | ${thousands(r.bytesPerLease)} |`,
     );
   const breakdown = await target.breakdown(filled);
   if (breakdown !== '') console.log(`\nWhere the bytes are at ${thousands(filled)} keys: ${breakdown}.`);
@@ -431,7 +433,7 @@ async function runStore(target: ScaleTarget): Promise<SizeResult[]> {
   if (first !== undefined && last !== undefined && results.length > 1)
     console.log(
       `\n${thousands(first.keys)} → ${thousands(last.keys)} keys, p50 ratios: claim + release ${(last.times.claimRelease.p50 / first.times.claimRelease.p50).toFixed(2)}×, ` +
-        `fenced write ${(last.times.fencedWrite.p50 / first.times.fencedWrite.p50).toFixed(2)}×, list ${(last.list.p50 / first.list.p50).toFixed(2)}×, ` +
+        `fenced write ${(last.times.fencedWrite.p50 / first.times.fencedWrite.p50).toFixed(2)}×, list ${(last.list.pages.p50 / first.list.pages.p50).toFixed(2)}×, ` +
         `bytes per lease ${(last.bytesPerLease / first.bytesPerLease).toFixed(2)}×.`,
     );
   console.log(
