@@ -20,7 +20,7 @@ export interface ChartPanel {
 
 const WIDTH = 900;
 const PANEL_HEIGHT = 260;
-const TOP = 48;
+const TOP = 68;
 const LEFT = 56;
 const GAP = 64;
 const BOTTOM = 40;
@@ -65,7 +65,7 @@ export function scaleChart(title: string, subtitle: string, panels: readonly Cha
     const yHigh = Math.max(yLow + 1, Math.ceil(log10(Math.max(...values))));
     const x = (keys: number): number => left + ((log10(keys) - xLow) / Math.max(1, xHigh - xLow)) * panelWidth;
     const y = (value: number): number => TOP + PANEL_HEIGHT - ((log10(value) - yLow) / (yHigh - yLow)) * PANEL_HEIGHT;
-    parts.push(`<text x="${num(left)}" y="${TOP - 4}" font-size="12" font-weight="bold">${escapeXml(panel.title)}</text>`);
+    parts.push(`<text x="${num(left)}" y="${TOP - 8}" font-size="12" font-weight="bold">${escapeXml(panel.title)}</text>`);
     for (let power = yLow; power <= yHigh; power += 1) {
       const at = y(10 ** power);
       parts.push(

@@ -15,6 +15,7 @@
  *   BENCH_SCALE_FSYNC=off                            PostgreSQL's fsync (off: the disk's constant cost per
  *                                                    commit is left out; it does not depend on the key count)
  *   BENCH_SCALE_SVG=bench/scale.svg                  where the chart is written ('' for none)
+ *   BENCH_SCALE_SQLITE_CACHE_KIB=262144              SQLite's page cache (PRAGMA cache_size; default: the driver's, 2 MiB)
  *
  * PostgreSQL and Redis are throwaway servers on loopback (test/support, as `npm run bench`), SQLite a file in
  * a temp dir (better-sqlite3, WAL, synchronous NORMAL), memory this process. The stores are the public ones
@@ -66,6 +67,7 @@ const LIST_LIMIT = 100;
 const HISTORY_MARKS = QUICK ? [8, 50] : [8, 32, 200];
 const FSYNC = env('BENCH_SCALE_FSYNC', 'off');
 const SVG = env('BENCH_SCALE_SVG', 'bench/scale.svg');
+const SQLITE_CACHE_KIB = env('BENCH_SCALE_SQLITE_CACHE_KIB', '');
 const TTL_MS = 3_600_000;
 
 setFlagsFromString('--expose-gc');
@@ -160,6 +162,7 @@ async function sqliteTarget(): Promise<ScaleTarget> {
   const store = createSqliteStore({ client: database });
   await store.migrate();
   database.pragma('synchronous = NORMAL');
+  if (SQLITE_CACHE_KIB !== '') database.pragma(`cache_size = -${Number(SQLITE_CACHE_KIB)}`);
   database.exec('CREATE TABLE scale_ledger (id INTEGER PRIMARY KEY, key TEXT NOT NULL, token INTEGER NOT NULL) STRICT');
   const leases = createLeases(store, { holder: 'scale', ttlMs: TTL_MS });
   await makeTemplates(leases);
@@ -452,7 +455,7 @@ async function main(): Promise<void> {
   console.log(
     `node ${process.version}, ${cpus().length} × ${cpus()[0]?.model ?? '?'}, load average at start ${load()}; ` +
       `${SAMPLES} timed cycles per size (after ${WARMUP}) on random released keys, one operation at a time; list: ${LIST_PAGES} pages of ${LIST_LIMIT} in order; ` +
-      `PostgreSQL fsync ${FSYNC}, Redis without persistence, SQLite WAL + synchronous NORMAL.\n`,
+      `PostgreSQL fsync ${FSYNC}, Redis without persistence, SQLite WAL + synchronous NORMAL${SQLITE_CACHE_KIB === '' ? '' : ` + cache_size ${SQLITE_CACHE_KIB} KiB`}.\n`,
   );
   const all = new Map<string, SizeResult[]>();
   for (const name of STORES) {
@@ -477,7 +480,7 @@ async function main(): Promise<void> {
       SVG,
       scaleChart(
         'leasefence: cost as the work grows',
-        `npm run bench:scale, ${new Date().toISOString().slice(0, 10)}: a third of the keys live, a third released, a third released with a 1 KiB checkpoint`,
+        `npm run bench:scale, ${new Date().toISOString().slice(0, 10)} (load average ${load().split(' ')[0]}): a third of the keys live, a third released, a third released with a 1 KiB checkpoint`,
         panels,
       ),
     );
