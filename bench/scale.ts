@@ -110,6 +110,8 @@ interface SizeResult {
   readonly bytesPerLease: number;
   /** The server's time for the timed operations (`ScaleTarget.server`), or ''. */
   readonly server: string;
+  /** The same for the list pages. */
+  readonly listServer: string;
 }
 
 /** Garbage collection in this process while the timed cycles run (PerformanceObserver 'gc' entries). */
@@ -412,8 +414,10 @@ async function runStore(target: ScaleTarget): Promise<SizeResult[]> {
     await target.server?.reset();
     const times = await timeOperations(target.leases, target.write, size, SAMPLES, WARMUP);
     const server = (await target.server?.read()) ?? '';
+    await target.server?.reset();
     const list = await timeList(target.operator, LIST_PAGES, LIST_LIMIT);
-    results.push({ keys: size, fillSeconds, times, list, bytesPerLease, server });
+    const listServer = (await target.server?.read()) ?? '';
+    results.push({ keys: size, fillSeconds, times, list, bytesPerLease, server, listServer });
     console.error(`${target.name} ${size}: fill ${fillSeconds.toFixed(1)} s, claim+release ${pair(times.claimRelease)}, load ${load()}`);
   }
   console.log(`### ${target.name}\n\nFill: ${target.fillHow}. Bytes per lease: ${target.bytesHow}.\n`);
@@ -429,7 +433,7 @@ async function runStore(target: ScaleTarget): Promise<SizeResult[]> {
   if (breakdown !== '') console.log(`\nWhere the bytes are at ${thousands(filled)} keys: ${breakdown}.`);
   if (target.server !== null)
     console.log(
-      `\nDuring the timed cycles (claim, fenced write, release; warm-up included), on the store's side:\n${results.map((r) => `- ${thousands(r.keys)} keys: ${r.server}`).join('\n')}`,
+      `\nDuring the timed cycles (claim, fenced write, release; warm-up included), on the store's side:\n${results.map((r) => `- ${thousands(r.keys)} keys: ${r.server}; the list pages: ${r.listServer}`).join('\n')}`,
     );
   const first = results[0];
   const last = results.at(-1);
