@@ -148,7 +148,7 @@ export async function postgresKeyedTables(client: pg.Pool, except: readonly stri
   const tables: KeyedTable[] = [];
   for (const table of new Set(columns.map((column) => column.table_name))) {
     const own = columns.filter((column) => column.table_name === table);
-    for (const column of own.filter((c) => c.data_type === 'text')) {
+    for (const column of own.filter((c) => c.data_type === 'text' || c.data_type === 'character varying')) {
       const found = await client.query(`SELECT 1 FROM ${quote(schema)}.${quote(table)} WHERE ${quote(column.column_name)} = $1 LIMIT 1`, [
         templateOf('released'),
       ]);

@@ -7,7 +7,7 @@
  * order), and the bytes a lease takes in the store. Once per store, a key's bytes after 1, 9, 33 and 201
  * cycles of claim + fenced write with a new checkpoint + release: whether a record grows with its history.
  *
- *   npm run bench:scale                              (every store, 1k to 1M keys: ~10 min on 2 cores)
+ *   npm run bench:scale                              (every store, 1k to 1M keys: 3.5 min on 2 cores at load 14)
  *   npm run bench:scale -- --quick                   (1k and 10k keys, fewer samples)
  *   BENCH_SCALE_STORES=memory,sqlite,redis,postgres  stores to run
  *   BENCH_SCALE_KEYS=1000,10000,100000,1000000       sizes, ascending (each fill adds to the previous one)
