@@ -50,7 +50,8 @@ export function scaleChart(title: string, subtitle: string, panels: readonly Cha
   const panelWidth = (WIDTH - LEFT - GAP * (panels.length - 1) - 16) / panels.length;
   const height = TOP + PANEL_HEIGHT + BOTTOM + 24;
   const parts: string[] = [
-    `<svg xmlns="http://www.w3.org/2000/svg" width="${WIDTH}" height="${height}" viewBox="0 0 ${WIDTH} ${height}" ${FONT}>`,
+    `<svg xmlns="http://www.w3.org/2000/svg" width="${WIDTH}" height="${height}" viewBox="0 0 ${WIDTH} ${height}" role="img" ${FONT}>`,
+    `<title>${escapeXml(title)}</title>`,
     `<rect width="${WIDTH}" height="${height}" fill="#ffffff"/>`,
     `<text x="${LEFT}" y="20" font-size="15" font-weight="bold">${escapeXml(title)}</text>`,
     `<text x="${LEFT}" y="37" font-size="11" fill="#4b5563">${escapeXml(subtitle)}</text>`,
