@@ -79,10 +79,19 @@ describe('the CLI on a SQLite store', () => {
     expect(await empty.exited).toBe(2);
   });
 
-  it('items on a store without sets: exit 2 with the reason, nothing sent', async () => {
-    const run = await cli('items', 'add', 'scans', 'scan:a');
-    expect(run.code).toBe(2);
-    expect(run.stderr).toContain('addItems is not supported by store');
-    expect(run.stderr).toContain('the store offers no sets');
+  it('items add and remove on SQLite (a store with sets): the items reach the file, a key of another set exits 4', async () => {
+    const added = await cli('items', 'add', 'scans', 'scan:a', 'scan:b');
+    expect(added).toMatchObject({ code: 0, stderr: '' });
+    expect(added.stdout).toMatch(/^added 2 of 2 to scans \(due now\): scan:a, scan:b\n$/);
+    const other = await cli('items', 'add', 'exports', 'scan:a');
+    expect(other.code).toBe(4);
+    expect(other.stderr).toContain('scan:a is an item of set scans; nothing was added');
+    const sets = database.prepare(`SELECT key, item_set FROM leasefence_leases WHERE item_set IS NOT NULL ORDER BY key`).all();
+    expect(sets).toEqual([
+      { key: 'scan:a', item_set: 'scans' },
+      { key: 'scan:b', item_set: 'scans' },
+    ]);
+    const removed = await cli('items', 'remove', 'scans', 'scan:a', 'scan:b');
+    expect(removed).toMatchObject({ code: 0, stdout: 'removed 2 of 2 from scans: scan:a, scan:b\n' });
   });
 });
