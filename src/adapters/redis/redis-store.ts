@@ -16,6 +16,7 @@ import { subscribeTimeoutOf } from '../freed-subscriptions.js';
 import { createRedisFreed, type RedisSubscriberOption } from './freed-channel.js';
 import { DEFAULT_PREFIX, keyNames } from './keys.js';
 import { createRedisList } from './list.js';
+import { createRedisItems } from './redis-items.js';
 import { replayWindowOf } from './replay-window.js';
 import {
   assertNoSeparator,
@@ -328,6 +329,8 @@ export function createRedisStore(given: RedisStoreOptions): RedisStore {
     },
 
     list: createRedisList(options.client, connection, prefix),
+
+    ...createRedisItems({ connection, prefix, names, replayWindowMs }),
 
     ...(watchFreed === undefined
       ? {}

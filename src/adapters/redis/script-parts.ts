@@ -144,7 +144,7 @@ return {'-' .. clock, lease, why[1]}`
  * fenced write's submission lookup, see `write-scripts.ts`).
  */
 const fencedCheck = (memoised: boolean, shows = true, beforeFence = ''): string => `${CLOCK}
-${memoised ? "local read = redis.call('HMGET', KEYS[1], 'lease', 'memos')\nlocal lease = read[1]" : "local lease = redis.call('HGET', KEYS[1], 'lease')"}
+${memoised ? "local read = redis.call('HMGET', KEYS[1], 'lease', 'memos', 'item')\nlocal lease, item = read[1], read[3]" : "local read = redis.call('HMGET', KEYS[1], 'lease', 'item')\nlocal lease, item = read[1], read[2]"}
 local n = tonumber(ARGV[4]) or 0
 local at = 5 + 2 * n
 ${memoised ? MEMOS : ''}
