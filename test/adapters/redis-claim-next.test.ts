@@ -145,6 +145,25 @@ describe('redis claim-next', () => {
     }
   });
 
+  it('grants an item whose hold has passed as available since the hold (the claim reply leaves a passed hold out)', async () => {
+    const { store, close } = await openStore();
+    try {
+      const set = 'held';
+      const [key] = [`{${set}}:1`];
+      await store.addItems({ set, keys: [key] });
+      const sent = command(set, 'w1');
+      const first = await store.claimNext(sent);
+      if (!first.ok) throw new Error('idle');
+      const released = await store.release({ fence: { key, token: first.token, secret: sent.secret, holder: 'w1', runId: null }, holdMs: 20 });
+      if (!released.ok) throw new Error('refused');
+      await new Promise((resolve) => setTimeout(resolve, 30));
+      // NOTE: before the claim-next reply carried the hold, the adapter's core saw no hold and this threw "this is a bug".
+      expect(await store.claimNext(command(set, 'w2'))).toMatchObject({ ok: true, key, availableSince: released.now + 20 });
+    } finally {
+      await close();
+    }
+  });
+
   it('the index holds exactly availableSince of each item record (released, held back, renewed, recovery, removed)', async () => {
     const { store, raw, prefix, close } = await openStore();
     try {

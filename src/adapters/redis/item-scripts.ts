@@ -67,7 +67,7 @@ const CLAIM_BODY: string = (() => {
  *    match the claim's expect, and claims the first other one with CLAIM_SCRIPT's own body (the index is equal
  *    to availableSince, so that item is the one available longest and claimable); under record-first, a grant
  *    that took over an expired run (its ending is now `expired`) sets `recovery`. Replies `{'granted', the claim's
- *    reply, item key, score, item field}`.
+ *    reply, item key, score, item field, hold field}`.
  * 3. Else `{'idle', status and clock, the score of the first matching item after now (absent: none)}`.
  * Ties at one score come in byte order of the member's UTF-8, equal to the core's code-unit order except for
  * characters above U+FFFF against U+E000..U+FFFF (documented in docs/stores.md).
@@ -114,7 +114,10 @@ repeat
   for i = 1, #page, 2 do
     local rec = record_of(page[i])
     if matches(rec) then
-      local item = redis.call('HGET', rec, 'item')
+      -- NOTE: the hold too: the claim's reply leaves out a hold that has passed (the grant clears it), but it is
+      -- an input of the item's availability, which the adapter checks against the score.
+      local read = redis.call('HMGET', rec, 'item', 'hold')
+      local item = read[1]
       local reply = claim_body({rec}, C)
       local status = type(reply) == 'table' and reply[1] or reply
       if ARGV[3] == '1' and string.sub(status, 1, 1) == '+' then
@@ -124,7 +127,7 @@ repeat
           ${REINDEX('rec', 'item')}
         end
       end
-      return {'granted', reply, page[i], page[i + 1], item}
+      return {'granted', reply, page[i], page[i + 1], item, read[2]}
     end
   end
   offset = offset + batch

@@ -137,7 +137,14 @@ export function createRedisItems(host: RedisItemsHost) {
     const reply = parseLeaseReply(raw[1], key, secret, 'free');
     const removed = reply.raw[REPLY.extras];
     const floor = typeof removed === 'string' && BigInt(removed) + 1n > floorOf(reply) ? BigInt(removed) + 1n : floorOf(reply);
-    const { transition } = claimNext([{ item, record: reply.record, busy: false }], command, reply.now, floor);
+    // NOTE: a claim's reply leaves out a hold that has passed (the grant clears it, as the core's claim does); it
+    // is still an input of the item's availability: the record as it was has it.
+    const hold = raw[0] === 'granted' ? raw[5] : null;
+    const record =
+      reply.record !== null && reply.record.heldUntil === null && typeof hold === 'string' && hold !== ''
+        ? { ...reply.record, heldUntil: Number(hold) }
+        : reply.record;
+    const { transition } = claimNext([{ item, record, busy: false }], command, reply.now, floor);
     const { outcome } = transition;
     const score = raw[0] === 'again' ? null : Number(raw[3]);
     if (!outcome.ok || transition.changed !== reply.applied || (score !== null && outcome.availableSince !== score)) {
