@@ -13,24 +13,10 @@ import { INSPECT_SCRIPT } from '../../src/adapters/redis/scripts.js';
 import type { LeaseRecord } from '../../src/fence/types.js';
 import { createRedisStore, type RedisStore } from '../../src/adapters/redis/index.js';
 import { describeClaimNextConformance } from '../../src/testing/specs-claim-next.js';
-import type { TestRunner } from '../../src/testing/index.js';
 import { newSecret } from '../../src/secret.js';
 import { vitestRunner } from '../conformance/vitest-runner.js';
+import { claimNextSpecRunner } from './redis-claim-next-runner.js';
 import { freshPrefix, makeRedisHarness, openClient, sharedRedisUrl, type RedisClientKind } from './redis-harness.js';
-
-/** The one spec whose last step Redis answers differently by design (the tag rule), run by this file instead. */
-const ANOTHER_SET_SPEC = 'a key of another set is refused';
-
-/**
- * vitest, with the spec that adds a key of another set skipped: on Redis such a key carries the other set's
- * hash tag and is refused with InvalidArgumentError before any I/O (never `in-another-set`); the test
- * 'removeItems, adding again, a key of another set' below runs that spec's steps with Redis' answer.
- */
-export const claimNextSpecRunner = (runner: TestRunner): TestRunner => ({
-  ...runner,
-  it: (name, body, timeoutMs) =>
-    name.includes(ANOTHER_SET_SPEC) ? it.skip(`${name} (Redis: the tag rule, see below)`, body) : runner.it(name, body, timeoutMs),
-});
 
 const kinds: RedisClientKind[] = ['ioredis', 'ioredis6', 'node-redis', 'node-redis6'];
 

@@ -116,6 +116,7 @@ export const LONG_FILES: readonly string[] = [
   'test/operator/list-redis-cluster.test.ts',
   'test/package/package.test.ts',
   'test/topology/postgres-promotion.test.ts',
+  'test/topology/redis-cluster-claim-next.test.ts',
   'test/topology/redis-cluster-waiting.test.ts',
   'test/topology/redis-cluster.test.ts',
   'test/topology/redis-failover-long.test.ts',
