@@ -115,10 +115,22 @@ describe.each<RedisClientKind>(['ioredis', 'node-redis'])('claim-next on redis (
                 const first = ready[0];
                 if (first === undefined) {
                   const later = claimable.map((entry) => entry.since);
-                  expect(outcome).toEqual({ ok: false, reason: 'idle', set: SET, nextAt: later.length === 0 ? null : Math.min(...later), now });
+                  expect(outcome).toEqual({
+                    ok: false,
+                    reason: 'idle',
+                    set: SET,
+                    nextAt: later.length === 0 ? null : Math.min(...later),
+                    now,
+                  });
                   break;
                 }
-                expect(outcome).toMatchObject({ ok: true, key: first.key, availableSince: first.since, acquiredAt: now, expiresAt: now + op.ttlMs });
+                expect(outcome).toMatchObject({
+                  ok: true,
+                  key: first.key,
+                  availableSince: first.since,
+                  acquiredAt: now,
+                  expiresAt: now + op.ttlMs,
+                });
                 if (!outcome.ok) break;
                 const model = models.get(first.key) as KeyModel;
                 model.grant = {

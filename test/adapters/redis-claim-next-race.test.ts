@@ -51,7 +51,7 @@ describe('claim-next on redis: 8 concurrent clients over 100 items', () => {
   it('one live holder per item at a time, fenced writes in token order, none starved, none lost', async () => {
     const url = await sharedRedisUrl();
     const prefix = freshPrefix('lf-next-race');
-    const kinds: RedisClientKind[] = ['ioredis', 'node-redis', 'ioredis', 'node-redis', 'ioredis', 'node-redis', 'ioredis', 'node-redis'];
+    const kinds = Array.from({ length: CLAIMERS }, (_, index): RedisClientKind => (index % 2 === 0 ? 'ioredis' : 'node-redis'));
     const clients = await Promise.all(kinds.map((kind) => openClient(kind, url)));
     const stores = clients.map(({ client }) => createRedisStore({ client, prefix }) as ItemStore);
     const raw = toConnection((clients[0] as { client: Parameters<typeof toConnection>[0] }).client);
@@ -71,7 +71,13 @@ describe('claim-next on redis: 8 concurrent clients over 100 items', () => {
             await new Promise((resolve) => setTimeout(resolve, 2));
             continue;
           }
-          const held: Held = { key: outcome.key, holder, token: outcome.token, acquiredAt: outcome.acquiredAt, end: outcome.expiresAt as number };
+          const held: Held = {
+            key: outcome.key,
+            holder,
+            token: outcome.token,
+            acquiredAt: outcome.acquiredAt,
+            end: outcome.expiresAt as number,
+          };
           grants.push(held);
           const fence: Fence = { key: outcome.key, token: outcome.token, secret: command.secret, holder, runId: command.runId };
           const fate = FATES[(index * 7 + draw++) % FATES.length] as Fate;
@@ -95,7 +101,9 @@ describe('claim-next on redis: 8 concurrent clients over 100 items', () => {
         for (let at = 1; at < list.length; at += 1) {
           const [before, after] = [list[at - 1] as Held, list[at] as Held];
           if (after.acquiredAt < before.end)
-            violations.push(`${key}: ${after.holder} (token ${after.token}) granted at ${after.acquiredAt} while ${before.holder} held it until ${before.end}`);
+            violations.push(
+              `${key}: ${after.holder} (token ${after.token}) granted at ${after.acquiredAt} while ${before.holder} held it until ${before.end}`,
+            );
         }
       }
       expect(violations).toEqual([]);

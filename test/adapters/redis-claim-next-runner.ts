@@ -13,6 +13,7 @@ const ANOTHER_SET_SPEC = 'a key of another set is refused';
 export const claimNextSpecRunner = (runner: TestRunner): TestRunner => ({
   ...runner,
   it: (name, body, timeoutMs) =>
-    name.includes(ANOTHER_SET_SPEC) ? it.skip(`${name} (Redis: the tag rule, see redis-claim-next.test.ts)`, body) : runner.it(name, body, timeoutMs),
+    name.includes(ANOTHER_SET_SPEC)
+      ? it.skip(`${name} (Redis: the tag rule, see redis-claim-next.test.ts)`, body)
+      : runner.it(name, body, timeoutMs),
 });
-

@@ -94,7 +94,15 @@ describe('redis claim-next', () => {
   it("keeps an ordinary key's record and reply as before, and adds no key for it", async () => {
     const { store, raw, prefix, close } = await openStore();
     try {
-      const claimed = await store.claim({ key: 'plain', holder: 'w', runId: null, secret: 's'.repeat(32), ttlMs: 60_000, attributes: {}, recovering: false });
+      const claimed = await store.claim({
+        key: 'plain',
+        holder: 'w',
+        runId: null,
+        secret: 's'.repeat(32),
+        ttlMs: 60_000,
+        attributes: {},
+        recovering: false,
+      });
       expect(claimed.ok).toBe(true);
       if (!claimed.ok) return;
       const fence = { key: 'plain', token: claimed.token, secret: 's'.repeat(32), holder: 'w', runId: null };
@@ -140,7 +148,10 @@ describe('redis claim-next', () => {
       const sent = command(set, 'w1');
       const first = await store.claimNext(sent);
       if (!first.ok) throw new Error('idle');
-      const released = await store.release({ fence: { key, token: first.token, secret: sent.secret, holder: 'w1', runId: null }, holdMs: 20 });
+      const released = await store.release({
+        fence: { key, token: first.token, secret: sent.secret, holder: 'w1', runId: null },
+        holdMs: 20,
+      });
       if (!released.ok) throw new Error('refused');
       await new Promise((resolve) => setTimeout(resolve, 30));
       // NOTE: before the claim-next reply carried the hold, the adapter's core saw no hold and this threw "this is a bug".

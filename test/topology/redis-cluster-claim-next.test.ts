@@ -24,7 +24,11 @@ afterAll(async () => {
 });
 
 for (const kind of kinds) {
-  describeClaimNextConformance(claimNextSpecRunner(vitestRunner), `redis cluster (${kind})`, makeClusterHarness(kind, async () => (await cluster()).seeds));
+  describeClaimNextConformance(
+    claimNextSpecRunner(vitestRunner),
+    `redis cluster (${kind})`,
+    makeClusterHarness(kind, async () => (await cluster()).seeds),
+  );
 }
 
 type ItemStore = RedisStore & Required<Pick<RedisStore, 'addItems' | 'removeItems' | 'claimNext'>>;

@@ -52,7 +52,8 @@ export interface RedisItemsHost {
 /** A set name: a name without braces (its `{S}` is the set's hash tag). */
 function checkedSet(set: unknown): string {
   assertName('set', set);
-  if (set.includes('{') || set.includes('}')) throw new InvalidArgumentError(`a set name must not contain '{' or '}', got ${describe(set)}`);
+  if (set.includes('{') || set.includes('}'))
+    throw new InvalidArgumentError(`a set name must not contain '{' or '}', got ${describe(set)}`);
   return set;
 }
 
@@ -75,7 +76,8 @@ function checkedKeys(set: string, keys: unknown): readonly string[] {
 
 /** The dueAt of an `item` field (dueAt SEP base SEP key). */
 const dueOf = (item: unknown): number => {
-  if (typeof item !== 'string') throw new Error(`leasefence redis: an item without its item field (${JSON.stringify(item)}); this is a bug`);
+  if (typeof item !== 'string')
+    throw new Error(`leasefence redis: an item without its item field (${JSON.stringify(item)}); this is a bug`);
   return Number(item.slice(0, item.indexOf(SEP)));
 };
 
@@ -91,11 +93,12 @@ export function createRedisItems(host: RedisItemsHost) {
     if (typeof delay !== 'number' || !Number.isInteger(delay) || delay < 0 || delay > MAX_TTL_MS)
       throw new InvalidArgumentError(`notBeforeMs must be an integer from 0 to ${MAX_TTL_MS}, got ${describe(delay)}`);
     const records = keys.map((key) => names.record(key, 'lease'));
-    const reply = (await runScript(connection, SCRIPTS.addItems, [`${base(set)}ready`, ...records], [base(set), String(delay), ...keys])) as [
-      string,
-      string,
-      string[],
-    ];
+    const reply = (await runScript(
+      connection,
+      SCRIPTS.addItems,
+      [`${base(set)}ready`, ...records],
+      [base(set), String(delay), ...keys],
+    )) as [string, string, string[]];
     const [status, due, added] = reply;
     return { ok: true, set, added, dueAt: Number(due), now: Number(status.slice(1, -3)) };
   };
@@ -130,7 +133,13 @@ export function createRedisItems(host: RedisItemsHost) {
     if (raw[0] === 'idle') {
       const status = raw[1] as string;
       const nextAt = raw[2];
-      return { ok: false, reason: 'idle', set, nextAt: typeof nextAt === 'string' ? Number(nextAt) : null, now: Number(status.slice(1, -3)) };
+      return {
+        ok: false,
+        reason: 'idle',
+        set,
+        nextAt: typeof nextAt === 'string' ? Number(nextAt) : null,
+        now: Number(status.slice(1, -3)),
+      };
     }
     const key = raw[2] as string;
     const item = { set, key, dueAt: dueOf(raw[raw[0] === 'again' ? 3 : 4]) };
