@@ -54,6 +54,7 @@ export const STORES_FILES: readonly string[] = [
   'test/adapters/postgres-server.test.ts',
   'test/adapters/postgres-stored-data.test.ts',
   'test/adapters/postgres-wire.test.ts',
+  'test/adapters/redis-claim-next-agrees.test.ts',
   'test/adapters/redis-claim-next-model.test.ts',
   'test/adapters/redis-claim-next-race.test.ts',
   'test/adapters/redis-claim-next.test.ts',
