@@ -33,6 +33,9 @@
  *   first reply, cmsgpack-packed (see `REMEMBER` in `script-parts.ts`); absent until the first one.
  * - `floor`: only after a `remove` (see REMOVE_SCRIPT): the highest token the key issued before, read by
  *   the next claim while the record has no lease or the lease `'0'`.
+ * - `item` and `listed`: only on an item of a claim-next set (see `item-index.ts`): its due time and set, and
+ *   its entry in the set's `by-secret`. Every script that writes a record reads `item` with what it already
+ *   reads and, for an item, ends with `REINDEX` (the set's sorted set kept equal to `availableSince`).
  * Clearing writes `''` rather than deleting, so every change is a single HSET (plus, for a memoised
  * operation past the 8th on a key, one HDEL of the oldest memo's reply).
  *
