@@ -139,6 +139,27 @@ describe('redis claim-next', () => {
     }
   });
 
+  it('the very EVALSHA of a claim-next sent again (its reply lost) answers the grant it made and grants nothing more', async () => {
+    const { store, raw, prefix, close } = await openStore();
+    try {
+      const set = 'bytes';
+      const keys = [`{${set}}:1`, `{${set}}:2`, `{${set}}:3`];
+      await store.addItems({ set, keys });
+      const sent: (readonly string[])[] = [];
+      const recording = createRedisStore({ client: { send: (args) => (sent.push(args), raw.send(args)) }, prefix }) as ItemStore;
+      const first = await recording.claimNext(command(set, 'w1'));
+      expect(first).toMatchObject({ ok: true, key: keys[0] });
+      expect(await store.claimNext(command(set, 'w2'))).toMatchObject({ ok: true, key: keys[1] });
+      const [evalsha] = sent as [readonly string[]];
+      const again = (await raw.send(evalsha)) as unknown[];
+      expect([again[0], again[2]]).toEqual(['again', keys[0]]);
+      // NOTE: the third item is still there: the re-sent command took nothing.
+      expect(await store.claimNext(command(set, 'w3'))).toMatchObject({ ok: true, key: keys[2] });
+    } finally {
+      await close();
+    }
+  });
+
   it('grants an item whose hold has passed as available since the hold (the claim reply leaves a passed hold out)', async () => {
     const { store, close } = await openStore();
     try {
