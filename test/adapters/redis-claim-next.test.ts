@@ -146,7 +146,11 @@ describe('redis claim-next', () => {
       const keys = [`{${set}}:1`, `{${set}}:2`, `{${set}}:3`];
       await store.addItems({ set, keys });
       const sent: (readonly string[])[] = [];
-      const recording = createRedisStore({ client: { send: (args) => (sent.push(args), raw.send(args)) }, prefix }) as ItemStore;
+      const send = (args: readonly string[]): Promise<unknown> => {
+        sent.push(args);
+        return raw.send(args);
+      };
+      const recording = createRedisStore({ client: { send }, prefix }) as ItemStore;
       const first = await recording.claimNext(command(set, 'w1'));
       expect(first).toMatchObject({ ok: true, key: keys[0] });
       expect(await store.claimNext(command(set, 'w2'))).toMatchObject({ ok: true, key: keys[1] });
