@@ -16,6 +16,7 @@ import { subscribeTimeoutOf } from '../freed-subscriptions.js';
 import { createRedisFreed, type RedisSubscriberOption } from './freed-channel.js';
 import { DEFAULT_PREFIX, keyNames } from './keys.js';
 import { createRedisList } from './list.js';
+import { createRedisItems } from './redis-items.js';
 import { replayWindowOf } from './replay-window.js';
 import {
   assertNoSeparator,
@@ -197,6 +198,10 @@ export type RedisStore = Store<RedisWriteContext>;
  * **Redis Cluster**: a lease's keys share the slot of its hash tag; put your fenced-write keys there
  * too with `hashTagOf(key)` (see `keys.ts`).
  *
+ * **Claim-next** (`addItems`, `removeItems`, `claimNext`): a set `S` is one slot, a sorted set of its items by
+ * the time each became claimable; an item key of `S` must carry `S` as its hash tag (`{S}:item-1`), or it is
+ * refused before any I/O (see `redis-items.ts`).
+ *
  * **Lost replies**: every operation is safe to deliver twice (ioredis re-sends unanswered commands after
  * a reconnect): a re-delivered claim is recognised by its secret; fenced writes, revokes, removes, key-state
  * changes, checkpoints and recovers by a request id whose first reply is kept in the lease record (the last 8
@@ -328,6 +333,8 @@ export function createRedisStore(given: RedisStoreOptions): RedisStore {
     },
 
     list: createRedisList(options.client, connection, prefix),
+
+    ...createRedisItems({ connection, prefix, names, replayWindowMs }),
 
     ...(watchFreed === undefined
       ? {}

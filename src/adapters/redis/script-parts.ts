@@ -141,10 +141,11 @@ return {'-' .. clock, lease, why[1]}`
  * the script returns the lease (secret part `'='` if it matches the presented one, else `''`), the
  * ending and the key state (`REFUSE_FENCE`), which explain the refusal, and changes nothing.
  * `beforeFence` runs after the replay lookup of a memoised script and before the fence is judged (a
- * fenced write's submission lookup, see `write-scripts.ts`).
+ * fenced write's submission lookup, see `write-scripts.ts`). `item` is the record's `item` field, read with the
+ * lease for the scripts that re-index an item after their write (`item-index.ts`).
  */
 const fencedCheck = (memoised: boolean, shows = true, beforeFence = ''): string => `${CLOCK}
-${memoised ? "local read = redis.call('HMGET', KEYS[1], 'lease', 'memos')\nlocal lease = read[1]" : "local lease = redis.call('HGET', KEYS[1], 'lease')"}
+${memoised ? "local read = redis.call('HMGET', KEYS[1], 'lease', 'memos', 'item')\nlocal lease, item = read[1], read[3]" : "local read = redis.call('HMGET', KEYS[1], 'lease', 'item')\nlocal lease, item = read[1], read[2]"}
 local n = tonumber(ARGV[4]) or 0
 local at = 5 + 2 * n
 ${memoised ? MEMOS : ''}

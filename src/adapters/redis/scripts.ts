@@ -33,6 +33,9 @@
  *   first reply, cmsgpack-packed (see `REMEMBER` in `script-parts.ts`); absent until the first one.
  * - `floor`: only after a `remove` (see REMOVE_SCRIPT): the highest token the key issued before, read by
  *   the next claim while the record has no lease or the lease `'0'`.
+ * - `item` and `listed`: only on an item of a claim-next set (see `item-index.ts`): its due time and set, and
+ *   its entry in the set's `by-secret`. Every script that writes a record reads `item` with what it already
+ *   reads and, for an item, ends with `REINDEX` (the set's sorted set kept equal to `availableSince`).
  * Clearing writes `''` rather than deleting, so every change is a single HSET (plus, for a memoised
  * operation past the 8th on a key, one HDEL of the oldest memo's reply).
  *
@@ -83,6 +86,7 @@ import {
   SAFE_CHECKPOINT,
   TAKE_OVER,
 } from './script-parts.js';
+import { GRANTED_ITEM, REINDEX } from './item-index.js';
 
 /** Where each part sits in a lease script's reply (0-based). */
 export const REPLY = {
@@ -142,15 +146,15 @@ end
 -- (up to its size limit), the ending and the recovery flag are neither read nor replied (issue 29 item 2).
 if live then return expect and {'-' .. clock, masked, false, false, false, state} or {'-' .. clock, masked} end
 -- NOTE: the token floor of a removed record is read only where one can be: no lease, or a token of 0.
-local read = (lease and token ~= '0') and redis.call('HMGET', KEYS[1], 'ending', 'checkpoint', 'recovery', 'hold')
-  or redis.call('HMGET', KEYS[1], 'ending', 'checkpoint', 'recovery', 'hold', 'floor')
+local read = (lease and token ~= '0') and redis.call('HMGET', KEYS[1], 'ending', 'checkpoint', 'recovery', 'hold', 'item')
+  or redis.call('HMGET', KEYS[1], 'ending', 'checkpoint', 'recovery', 'hold', 'item', 'floor')
 local checkpoint = read[2]
 ${SAFE_CHECKPOINT}
 local v = {masked, read[1], checkpoint, read[3]}
 if s1 and stored == hashed then
   return {'-' .. clock, string.sub(lease, 1, s1) .. '=' .. string.sub(lease, s2), v[2], v[3], v[4], state}
 end
-local hold, floor = read[4], read[5]
+local hold, floor = read[4], read[6]
 if hold and hold ~= '' and now < tonumber(hold) then return {'-' .. clock, v[1], v[2], v[3], v[4], state, hold} end
 local status = '+'
 if v[4] == '1' and ARGV[5] ~= '1' then
@@ -173,11 +177,13 @@ else
     else
       redis.call('HSET', KEYS[1], 'lease', granted, 'ending', ${TAKE_OVER})
     end
+    ${GRANTED_ITEM('KEYS[1]', 'read[5]')}
     return {'+' .. clock, v[1], v[2], v[3], v[4], state}
   end
   if passed then redis.call('HSET', KEYS[1], 'lease', granted, 'hold', '') else redis.call('HSET', KEYS[1], 'lease', granted) end
   -- a removed record's tombstone (see REMOVE_SCRIPT) is a record again: it keeps no expiry
   if floor then redis.call('PERSIST', KEYS[1]) end
+  ${GRANTED_ITEM('KEYS[1]', 'read[5]')}
 end
 if floor or expect then return {status .. clock, v[1], v[2], v[3], v[4], state, false, floor} end
 -- FREE: nothing was held
@@ -187,6 +193,7 @@ return status .. clock .. '\\0' .. (v[4] or '') .. '\\0' .. ((v[3] and v[3] ~= '
 /** renew. KEYS: record. ARGV: fence, then ttl ms ('' = never). */
 export const RENEW_SCRIPT: string = `${FENCED}
 redis.call('HSET', KEYS[1], 'lease', prefix .. (ARGV[at] == '' and '' or string.format('%d', now + ARGV[at])) .. string.sub(lease, e))
+${REINDEX('KEYS[1]', 'item')}
 return '+' .. clock .. '\\0' .. shown
 `;
 
@@ -199,6 +206,7 @@ export const CHECKPOINT_SCRIPT: string = `${FENCED_MEMOISED}
 local reply = '+' .. clock .. '\\0' .. shown
 ${REMEMBER('KEYS[1]')}
 redis.call('HSET', KEYS[1], 'checkpoint', ARGV[1] .. '\\0' .. now_ms .. '\\0' .. ARGV[at], 'recovery', '', ${MEMO_FIELDS})
+${REINDEX('KEYS[1]', 'item')}
 return reply
 `;
 
@@ -224,6 +232,7 @@ else
     redis.call('HSET', KEYS[1], 'lease', ARGV[1], 'ending', ending, 'recovery', '', 'checkpoint', checkpoint)
   end
 end
+${REINDEX('KEYS[1]', 'item')}
 ${PUBLISH_FREED('released')}
 return '+' .. clock .. '\\0' .. shown
 `;
@@ -237,7 +246,7 @@ return '+' .. clock .. '\\0' .. shown
  * ends a grant.
  */
 export const REVOKE_SCRIPT: string = `${CLOCK}
-local v = redis.call('HMGET', KEYS[1], 'lease', 'ending', 'checkpoint', 'recovery', 'memos')
+local v = redis.call('HMGET', KEYS[1], 'lease', 'ending', 'checkpoint', 'recovery', 'memos', 'item')
 local request, window = ARGV[5], tonumber(ARGV[6])
 local memos = v[5] or ''
 ${REPLAYED('KEYS[1]')}
@@ -260,6 +269,7 @@ if s1 and (ARGV[4] == '' or ARGV[4] == token) then
   ${increment('bumped', 'token')}
   redis.call('HSET', KEYS[1], 'lease', bumped, 'recovery', (ARGV[3] == '1' and has_checkpoint) and '1' or '', ${MEMO_FIELDS},
     'ending', 'revoked\\0' .. token .. '\\0' .. string.sub(lease, s2 + 1, s4) .. now_ms .. '\\0' .. ARGV[2] .. '\\0' .. ARGV[1])
+  ${REINDEX('KEYS[1]', 'v[6]')}
   ${PUBLISH_FREED('revoked')}
 else
   ${REMEMBER('KEYS[1]')}
@@ -285,6 +295,7 @@ else
   local json = string.sub(checkpoint, string.find(checkpoint, '\\0', string.find(checkpoint, '\\0', 1, true) + 1, true) + 1)
   redis.call('HSET', KEYS[1], 'checkpoint', ARGV[1] .. '\\0' .. now_ms .. '\\0' .. json, 'recovery', '', ${MEMO_FIELDS})
 end
+${REINDEX('KEYS[1]', 'item')}
 return reply
 `;
 
@@ -317,7 +328,7 @@ return {'-' .. clock, v[1], v[2], v[3], v[4], v[5], v[6]}
  * when it ends a grant.
  */
 export const SET_KEY_STATE_SCRIPT: string = `${CLOCK}
-local v = redis.call('HMGET', KEYS[1], 'lease', 'state', 'hold', 'memos')
+local v = redis.call('HMGET', KEYS[1], 'lease', 'state', 'hold', 'memos', 'item')
 local request, window = ARGV[3], tonumber(ARGV[4])
 local memos = v[4] or ''
 ${REPLAYED('KEYS[1]')}
@@ -364,6 +375,7 @@ elseif s1 and changed then
   fields[#fields + 1], fields[#fields + 2], fields[#fields + 3], fields[#fields + 4] = 'lease', string.sub(lease, 1, s1 - 1), 'ending', ending
 end
 redis.call('HSET', KEYS[1], unpack(fields))
+${REINDEX('KEYS[1]', 'v[5]')}
 if s1 and changed then ${PUBLISH_FREED('state-changed')} end
 return reply
 `;
@@ -380,7 +392,7 @@ return reply
  * is memoised (see REMEMBER) and publishes on the freed channel. Replies `{ status, lease }`.
  */
 export const REMOVE_SCRIPT: string = `${CLOCK}
-local v = redis.call('HMGET', KEYS[1], 'lease', 'memos', 'floor')
+local v = redis.call('HMGET', KEYS[1], 'lease', 'memos', 'floor', 'item')
 local request, window = ARGV[3], tonumber(ARGV[4])
 local memos = v[2] or ''
 ${REPLAYED('KEYS[1]')}
@@ -408,7 +420,9 @@ ${REMEMBER('KEYS[1]')}
 redis.call('HDEL', KEYS[1], 'lease', 'ending', 'checkpoint', 'recovery', 'state', 'hold')
 redis.call('HSET', KEYS[1], 'floor', floor, ${MEMO_FIELDS})
 redis.call('DEL', KEYS[2])
-if #floor <= 18 then
+-- NOTE: an item stays in its set (its record gone, it is available from its due time): its hash keeps no expiry.
+${REINDEX('KEYS[1]', 'v[4]')}
+if #floor <= 18 and not v[4] then
   local ahead = math.ceil((tonumber(floor) - tonumber(clock)) / 1000) + 1
   redis.call('PEXPIRE', KEYS[1], string.format('%d', ahead > window and ahead or window))
 end

@@ -4,6 +4,7 @@
  * with nothing in between, and the commands run only if the check passed.
  */
 import { DECIMAL_LESS } from './decimals.js';
+import { REINDEX } from './item-index.js';
 import { SUBMISSION_RETENTION } from '../../fence/types.js';
 import {
   CLOCK,
@@ -198,6 +199,7 @@ if #commands > 0 or ARGV[at] ~= '' or submitted then
   end
   if failed == 0 and ARGV[at] ~= '' then
     redis.call('HSET', KEYS[1], 'checkpoint', ARGV[1] .. '\\0' .. now_ms .. '\\0' .. ARGV[at], 'recovery', '', ${MEMO_FIELDS})
+    ${REINDEX('KEYS[1]', 'item')}
   else
     redis.call('HSET', KEYS[1], ${MEMO_FIELDS})
   end
