@@ -16,6 +16,7 @@ import { describeHolderSpecs } from './specs-holder.js';
 import { describeKeyStateSpecs } from './specs-key-state.js';
 import { describeOperatorSpecs } from './specs-operator.js';
 import { describeProgressSpecs } from './specs-progress.js';
+import { describeClaimNextSpecs } from './specs-claim-next.js';
 import { describeSubmissionSpecs } from './specs-submissions.js';
 
 /** Registers the Store contract's example-based specs for one store (`options` is not read: no run counts). */
@@ -33,5 +34,7 @@ export function describeStoreConformance<S extends Store>(
     describeElectionSpecs(context);
     describeKeyStateSpecs(context);
     describeSubmissionSpecs(context);
+    // NOTE: skipped, spec by spec, on a store that offers no sets (claim-next is optional).
+    describeClaimNextSpecs(context);
   });
 }

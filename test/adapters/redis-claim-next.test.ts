@@ -1,6 +1,6 @@
 /**
- * Claim-next on Redis (issue 24, capability 1): the conformance specs (src/testing/specs-claim-next.ts) on every
- * Redis client, and the Redis-only rules: the tag rule refused before any I/O, the index equal to the pure
+ * Claim-next on Redis (issue 24, capability 1; the conformance specs run with every store's, conformance.ts): the
+ * Redis-only rules: the tag rule refused before any I/O, the index equal to the pure
  * `availableSince` of each item's record, a claim-next delivered twice, an ordinary key's record untouched.
  */
 import { describe, expect, it } from 'vitest';
@@ -12,15 +12,8 @@ import { parseLeaseReply } from '../../src/adapters/redis/record.js';
 import { INSPECT_SCRIPT } from '../../src/adapters/redis/scripts.js';
 import type { LeaseRecord } from '../../src/fence/types.js';
 import { createRedisStore, type RedisStore } from '../../src/adapters/redis/index.js';
-import { describeClaimNextConformance } from '../../src/testing/specs-claim-next.js';
 import { newSecret } from '../../src/secret.js';
-import { vitestRunner } from '../conformance/vitest-runner.js';
-import { claimNextSpecRunner } from './redis-claim-next-runner.js';
-import { freshPrefix, makeRedisHarness, openClient, sharedRedisUrl, type RedisClientKind } from './redis-harness.js';
-
-const kinds: RedisClientKind[] = ['ioredis', 'ioredis6', 'node-redis', 'node-redis6'];
-
-for (const kind of kinds) describeClaimNextConformance(claimNextSpecRunner(vitestRunner), `redis (${kind})`, makeRedisHarness(kind));
+import { freshPrefix, openClient, sharedRedisUrl, type RedisClientKind } from './redis-harness.js';
 
 type ItemStore = RedisStore & Required<Pick<RedisStore, 'addItems' | 'removeItems' | 'claimNext'>>;
 

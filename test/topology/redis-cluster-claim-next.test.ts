@@ -1,19 +1,16 @@
 /**
- * Claim-next on Redis Cluster (3 masters, a replica each): the conformance specs on ioredis' and node-redis'
- * cluster clients, and the tag rule's point: a set, its index and every item's record live in the set's one
+ * Claim-next on Redis Cluster (3 masters, a replica each; the conformance specs run in redis-cluster.test.ts):
+ * the tag rule's point: a set, its index and every item's record live in the set's one
  * slot, so each claim-next is one script on the master serving it, touching records it did not declare.
  */
 import { afterAll, describe, expect, it } from 'vitest';
 import { clusterSlot } from '../../src/adapters/redis/cross-slot.js';
 import { createRedisStore, type RedisStore } from '../../src/adapters/redis/index.js';
 import { keyNames } from '../../src/adapters/redis/keys.js';
-import { describeClaimNextConformance } from '../../src/testing/specs-claim-next.js';
 import { newSecret } from '../../src/secret.js';
 import { freshPrefix } from '../adapters/redis-harness.js';
-import { claimNextSpecRunner } from '../adapters/redis-claim-next-runner.js';
-import { vitestRunner } from '../conformance/vitest-runner.js';
 import { startRedisCluster, type RedisCluster } from '../support/redis-cluster.js';
-import { makeClusterHarness, openClusterClient, type ClusterClientKind } from './redis-cluster-harness.js';
+import { openClusterClient, type ClusterClientKind } from './redis-cluster-harness.js';
 
 const kinds: readonly ClusterClientKind[] = ['ioredis', 'node-redis'];
 
@@ -22,14 +19,6 @@ const cluster = (): Promise<RedisCluster> => (started ??= startRedisCluster());
 afterAll(async () => {
   await (await started)?.stop();
 });
-
-for (const kind of kinds) {
-  describeClaimNextConformance(
-    claimNextSpecRunner(vitestRunner),
-    `redis cluster (${kind})`,
-    makeClusterHarness(kind, async () => (await cluster()).seeds),
-  );
-}
 
 type ItemStore = RedisStore & Required<Pick<RedisStore, 'addItems' | 'removeItems' | 'claimNext'>>;
 
