@@ -244,8 +244,7 @@ export function recover(record: LeaseRecord | null, command: RecoverCommand, now
 export function setKeyState(record: LeaseRecord | null, command: SetKeyStateCommand, now: StoreTime): Transition<SetKeyStateOutcome> {
   const { key } = command;
   const before = record?.state ?? NO_STATE;
-  // NOTE: a null prototype, so that setting a name like `__proto__` sets that name, not the prototype.
-  const state: Record<string, string> = Object.assign(Object.create(null) as Record<string, string>, before);
+  const state: Record<string, string> = { ...before };
   const changes: { name: string; from: string | null; to: string | null }[] = [];
   for (const name of Object.keys(command.values).sort(byCodeUnit)) {
     const to = stateValue(command.values, name);
@@ -253,7 +252,8 @@ export function setKeyState(record: LeaseRecord | null, command: SetKeyStateComm
     if (to === from) continue;
     changes.push({ name, from, to });
     if (to === null) delete state[name];
-    else state[name] = to;
+    // NOTE: defined, not assigned, so that a name like `__proto__` is an own value, not the prototype.
+    else Object.defineProperty(state, name, { value: to, enumerable: true, writable: true, configurable: true });
   }
   const heldBefore = record?.heldUntil ?? null;
   const heldUntil = command.holdMs === undefined ? heldBefore : command.holdMs === null ? null : now + command.holdMs;

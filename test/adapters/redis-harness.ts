@@ -91,6 +91,16 @@ export function makeRedisHarness(kind: RedisClientKind): () => Promise<StoreHarn
       connect: async () => (await open()).store,
       appendUnderFence: (leases, lease, entry, options) =>
         leases.fencedWrite(lease, (tx) => tx.call('RPUSH', ledgerKey(lease.key), entry), options),
+      fencedAppend: (fence, entry, options, refuse) =>
+        main.store.fencedWrite(
+          fence,
+          (tx) => {
+            tx.call('RPUSH', ledgerKey(fence.key), entry);
+            // NOTE: judged in the script after the fence, before any recorded command: the RPUSH is never sent.
+            if (refuse !== undefined) tx.refuse(refuse.code, refuse.detail);
+          },
+          options,
+        ),
       readLedger: async (key) => (await raw.send(['LRANGE', ledgerKey(key), '0', '-1'])) as string[],
       expireNow: async (key) => void (await raw.send(['EVAL', EXPIRE_NOW_SCRIPT, '1', names.record(key, 'lease')])),
       advanceClock: null,

@@ -9,6 +9,8 @@ import { fromIoredis, type IoredisClient, type RedisConnection } from '../../src
 import { WRITTEN } from '../../src/adapters/redis/write-scripts.js';
 import { REPLAY_SLOTS } from '../../src/adapters/redis/script-parts.js';
 import { createLeases } from '../../src/leases.js';
+import { REPLY } from '../../src/adapters/redis/scripts.js';
+import { newSecret } from '../../src/secret.js';
 import { freshPrefix, openClient, sharedRedisUrl } from './redis-harness.js';
 
 let raw: RedisConnection;
@@ -93,5 +95,111 @@ describe('redis adapter: re-delivered requests on a shared lease', () => {
     expect(replies[2]).toEqual(replies[1]);
     expect(replies[3]).toEqual(replies[0]);
     expect([await counterOf(a), await counterOf(b)]).toEqual(['1', '10']);
+  });
+
+  it('a fenced write with a submission re-delivered applies once: within the replay window it replays its first reply; after it (memo gone), the submission lookup answers and nothing runs', async () => {
+    const sent: string[][] = [];
+    const connection: RedisConnection = {
+      send: (args) => {
+        sent.push([...args]);
+        return raw.send(args);
+      },
+    };
+    const store = createRedisStore({ client: connection, prefix });
+    const key = `submit-replay:${Date.now()}`;
+    const counter = `${prefix}${hashTagOf(key)}:n`;
+    const secret = newSecret();
+    const claimed = await store.claim({ key, holder: 'w', runId: 'r', secret, ttlMs: 60_000, attributes: {}, recovering: false });
+    if (!claimed.ok) throw new Error('not granted');
+    const fence = { key, token: claimed.token, secret, holder: 'w', runId: 'r' };
+    const submission = { runId: 'decision-9', digest: 'a'.repeat(64), receiptJson: '{"ok":true}', bindToGrant: false };
+    const first = await store.fencedWrite(fence, (tx) => tx.call('INCR', counter), { submission });
+    expect(first).toMatchObject({ ok: true, value: 1, submission: { runId: 'decision-9', token: claimed.token } });
+    const command = sent[sent.length - 1] as string[];
+    const reply = await raw.send(command);
+    expect((reply as unknown[])[WRITTEN.replies]).toEqual([1]);
+    expect(await counterOf(counter)).toBe('1');
+    // NOTE: push the memo out (REPLAY_SLOTS newer memoised writes without a submission), then end the grant.
+    for (let i = 0; i < REPLAY_SLOTS; i += 1) await store.fencedWrite(fence, (tx) => tx.call('GET', counter));
+    await store.release({ fence });
+    const late = (await raw.send(command)) as unknown[];
+    expect(String(late[REPLY.status]).startsWith('-')).toBe(true);
+    expect(String(late[REPLY.extras]).startsWith(`${'a'.repeat(64)}\u0000${claimed.token}\u0000w\u0000`)).toBe(true);
+    expect(await counterOf(counter)).toBe('1');
+    // the store answers the retry of a worker whose lease ended: replayed, with its receipt
+    expect(await store.fencedWrite(fence, (tx) => tx.call('INCR', counter), { submission })).toMatchObject({
+      ok: false,
+      reason: 'replayed',
+      submission: { runId: 'decision-9', digest: 'a'.repeat(64), token: claimed.token, holder: 'w', receiptJson: '{"ok":true}' },
+    });
+    expect(await counterOf(counter)).toBe('1');
+  });
+
+  it('a remove re-delivered after the key was claimed again returns its first reply and leaves the new record alone', async () => {
+    const sent: string[][] = [];
+    const connection: RedisConnection = {
+      send: (args) => {
+        sent.push([...args]);
+        return raw.send(args);
+      },
+    };
+    const store = createRedisStore({ client: connection, prefix });
+    const key = `remove-replay:${Date.now()}`;
+    const claim = () =>
+      store.claim({ key, holder: 'w', runId: null, secret: newSecret(), ttlMs: 60_000, attributes: {}, recovering: false });
+    const first = await claim();
+    const removed = await store.remove({ key, force: true, expectedToken: null });
+    expect(removed).toMatchObject({ ok: true, grant: { live: true } });
+    const command = sent[sent.length - 1] as string[];
+    const firstReply = await raw.send(command);
+    const again = await claim();
+    if (!first.ok || !again.ok) throw new Error('not granted');
+    expect(again.token > first.token).toBe(true);
+    expect(await raw.send(command)).toEqual(firstReply);
+    expect(await store.inspect(key)).toMatchObject({ exists: true, grant: { token: again.token } });
+  });
+
+  it('a key-state change re-delivered after another writer changed the state returns its first reply and sets nothing again', async () => {
+    const sent: string[][] = [];
+    const connection: RedisConnection = {
+      send: (args) => {
+        sent.push([...args]);
+        return raw.send(args);
+      },
+    };
+    const store = createRedisStore({ client: connection, prefix });
+    const key = `state-replay:${Date.now()}`;
+    const first = await store.setKeyState({ key, values: { rev: '2' }, by: 'scanner-a' });
+    expect(first).toMatchObject({ changed: ['rev'], state: { rev: '2' } });
+    const command = sent[sent.length - 1] as string[];
+    const firstReply = await raw.send(command);
+    const secret = newSecret();
+    const claimed = await store.claim({
+      key,
+      holder: 'w',
+      runId: null,
+      secret,
+      ttlMs: 60_000,
+      attributes: {},
+      recovering: false,
+      expect: { rev: '2' },
+    });
+    expect(await store.setKeyState({ key, values: { rev: '3' }, by: 'scanner-b' })).toMatchObject({
+      changed: ['rev'],
+      ended: { kind: 'state-changed' },
+    });
+    const again = await store.claim({
+      key,
+      holder: 'w',
+      runId: null,
+      secret: newSecret(),
+      ttlMs: 60_000,
+      attributes: {},
+      recovering: false,
+      expect: { rev: '3' },
+    });
+    expect(claimed.ok && again.ok).toBe(true);
+    expect(await raw.send(command)).toEqual(firstReply);
+    expect(await store.inspect(key)).toMatchObject({ state: { rev: '3' }, grant: { token: again.ok ? again.token : 0n } });
   });
 });

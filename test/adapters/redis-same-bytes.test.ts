@@ -24,6 +24,10 @@ const withClock = (source: string): string => {
 };
 
 const SEP = '\u0000';
+
+/** `reply` cut to `length` parts when every part after them is nil (a part added since the reference). */
+const withoutNewNils = (reply: unknown[], length: number): unknown[] =>
+  reply.length > length && reply.slice(length).every((part) => part === null) ? reply.slice(0, length) : reply;
 const sha1 = (text: string): string => createHash('sha1').update(text).digest('hex');
 
 let raw: RedisConnection;
@@ -110,7 +114,10 @@ describe('redis scripts: the same bytes as before their cost was cut', () => {
         // NOTE: a claim refused 'held' now replies the status and the lease alone (issue 29 item 2: the
         // reference also replied the ending, the checkpoint and the recovery flag, which `held` never reads).
         const heldOnly = script === 'claim' && Array.isArray(replies[1]) && replies[1].length === 2 && Array.isArray(replies[0]);
-        expect(replies[1], script).toEqual(heldOnly ? (replies[0] as unknown[]).slice(0, 2) : replies[0]);
+        // NOTE: issue 24 added the key state and the hold to the table replies that read them (inspect): absent
+        // in these steps, they are nil parts after the reference's.
+        const now = Array.isArray(replies[1]) && Array.isArray(replies[0]) ? withoutNewNils(replies[1], replies[0].length) : replies[1];
+        expect(now, script).toEqual(heldOnly ? (replies[0] as unknown[]).slice(0, 2) : replies[0]);
         // NOTE: compared as field -> value maps: a hash past the listpack limits is a dict, whose HGETALL order
         // depends on how far its incremental rehash has got, which every read of a field advances.
         const fields = (all: unknown): Record<string, unknown> => {
@@ -172,6 +179,7 @@ describe('redis scripts: the same bytes as before their cost was cut', () => {
                 : s.commands === 1
                   ? ['1', '-3', 'vSET', 'k2', 'vx']
                   : ['2', '-3', 'vSET', 'k2', 'vx', '-2', 'vGET', 'k2'];
+            // NOTE: the same ARGV as before issue 24: a write without a submission or conditions adds none.
             await both(
               'fenced write',
               () => fenceArgs(fence(s.who, s.wrong), [requests[s.request] ?? '', window, s.checkpoint ? '{"w":1}' : '', ...commands]),

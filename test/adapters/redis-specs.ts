@@ -112,6 +112,37 @@ export function describeRedisAdapterSpecs(kind: RedisClientKind): void {
       expect(await watch.scriptCommandsDuring(() => a.release(lease))).toEqual(['TIME', 'HGET', 'HSET', 'SPUBLISH']);
     });
 
+    it('submissions are read only by a fenced write that carries one (one HGET of its run id before the fence, the order after the write); key state is read only by a claim that requires some', async () => {
+      const a = leasesFor('a');
+      const key = fresh('submissions');
+      const out = `${prefix}${hashTagOf(key)}:out`;
+      const lease = await a.claimOrThrow(key);
+      const submission = { runId: 'decision-1', digest: 'b'.repeat(64), receiptJson: null, bindToGrant: false };
+      const write = () => store.fencedWrite(lease.fence(), (tx) => tx.call('SET', out, 'x'), { submission });
+      expect(await watch.scriptCommandsDuring(() => store.fencedWrite(lease.fence(), (tx) => tx.call('SET', out, 'x')))).toEqual([
+        'TIME',
+        'HMGET',
+        'SET',
+        'HSET',
+      ]);
+      expect(await watch.scriptCommandsDuring(write)).toEqual(['TIME', 'HMGET', 'HGET', 'SET', 'HGET', 'HSET', 'HSET']);
+      // a retry finds its run id before the fence: it reads the refusal's explanation and writes nothing
+      expect(await watch.scriptCommandsDuring(write)).toEqual(['TIME', 'HMGET', 'HGET', 'HMGET']);
+      await a.release(lease);
+      const claim = (expect?: Record<string, string | null>) =>
+        store.claim({
+          key,
+          holder: 'a',
+          runId: null,
+          secret: 'c'.repeat(32),
+          ttlMs: 1_000,
+          attributes: {},
+          recovering: false,
+          ...(expect ? { expect } : {}),
+        });
+      expect(await watch.scriptCommandsDuring(() => claim({ rev: null }))).toEqual(['TIME', 'HGET', 'HGET', 'HMGET', 'HSET']);
+    });
+
     it('judges every reply with the pure core: a reply whose applied flag contradicts the core is reported as a bug', async () => {
       const flip = (status: unknown): unknown =>
         typeof status === 'string' ? `${status[0] === '+' ? '-' : '+'}${status.slice(1)}` : status;

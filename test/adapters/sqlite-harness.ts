@@ -76,6 +76,16 @@ export function makeSqliteHarness(
       // NOTE: the INSERT runs inside the store's BEGIN IMMEDIATE transaction, after the fence check.
       appendUnderFence: (leases, lease, entry) =>
         leases.fencedWrite(lease, (tx) => tx.run(`INSERT INTO ${LEDGER_TABLE} (key, entry) VALUES (?, ?)`, lease.key, entry)),
+      // NOTE: a refusal after the INSERT: the store rolls the transaction back, so the entry never lands.
+      fencedAppend: (fence, entry, options, refuse) =>
+        store.fencedWrite(
+          fence,
+          (tx) => {
+            tx.run(`INSERT INTO ${LEDGER_TABLE} (key, entry) VALUES (?, ?)`, fence.key, entry);
+            if (refuse !== undefined) tx.refuse(refuse.code, refuse.detail);
+          },
+          options,
+        ),
       readLedger: async (key) =>
         (main.prepare(`SELECT entry FROM ${LEDGER_TABLE} WHERE key = ? ORDER BY id`).all(key) as { entry: string }[]).map(
           (row) => row.entry,

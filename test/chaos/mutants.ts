@@ -236,6 +236,11 @@ export function redisMutant(name: MutantName, store: Store<RedisWriteContext>, c
       const context: RedisWriteContext = {
         token: fence.token,
         key: (keyName) => new RedisKey(keyName),
+        // NOTE: the unfenced mutant judges no condition (issue 24's refuseUnless) and never refuses.
+        refuseUnless: () => undefined,
+        refuse: (code) => {
+          throw new Error(`unfenced mutant: refuse(${code})`);
+        },
         call: (command, key, ...args) => {
           const reply = client.call(
             command,

@@ -66,6 +66,15 @@ export function makeClusterHarness(kind: ClusterClientKind, seeds: () => Promise
       connect: async () => (await openStore()).store,
       appendUnderFence: (leases, lease, entry, options) =>
         leases.fencedWrite(lease, (tx) => tx.call('RPUSH', ledgerOf(lease.key), entry), options),
+      fencedAppend: (fence, entry, options, refuse) =>
+        first.store.fencedWrite(
+          fence,
+          (tx) => {
+            tx.call('RPUSH', ledgerOf(fence.key), entry);
+            if (refuse !== undefined) tx.refuse(refuse.code, refuse.detail);
+          },
+          options,
+        ),
       readLedger: async (key) => (await connection.send(['LRANGE', ledgerOf(key), '0', '-1'])) as string[],
       expireNow: async (key) => void (await connection.send(['EVAL', EXPIRE_NOW_SCRIPT, '1', records.record(key, 'lease')])),
       advanceClock: null,

@@ -13,7 +13,14 @@ export {
   type RedisClient,
   type RedisConnection,
 } from './connection.js';
-export { MAX_COMMAND_ARGUMENTS, RedisCommandError, RedisKey, type RedisArgument, type RedisWriteContext } from './recorder.js';
+export {
+  MAX_COMMAND_ARGUMENTS,
+  RedisCommandError,
+  RedisKey,
+  type RedisArgument,
+  type RedisWriteContext,
+} from './recorder.js';
+export type { RedisCondition } from './conditions.js';
 export { hashTagOf } from './keys.js';
 export type { IoredisSubscriber, NodeRedisSubscriber, RedisSubscriber, RedisSubscriberOption } from './freed-channel.js';
 export { RedisCrossSlotError } from './cross-slot.js';

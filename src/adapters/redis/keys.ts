@@ -1,6 +1,7 @@
 /**
- * Redis key names. Every key the adapter writes for a lease (its record; request memos live inside it) carries the
- * lease key's hash tag, so in Redis Cluster they all live in one slot, and so can your own keys:
+ * Redis key names. Every key the adapter writes for a lease (its record, where request memos live, and its
+ * submissions) carries the lease key's hash tag, so in Redis Cluster they all live in one slot, and so can
+ * your own keys:
  *
  * - a lease key without braces, `job:42`, gets the tag `{job:42}`: name your keys `{job:42}:result`;
  * - a lease key with a hash tag of its own, `order:{42}:ship`, keeps it (`{42}`): `order:{42}:invoice`
@@ -47,6 +48,11 @@ export function hashTagOf(leaseKey: string): string {
 export interface KeyNames {
   /** The hash holding a lease record (or a token gate's highest writer). */
   record(name: string, kind: 'lease' | 'gate'): string;
+  /**
+   * The hash holding a lease key's recorded submissions (see `scripts.ts`): apart from the record, so that
+   * no hot-path script reads them; in the record's slot (the same hash tag).
+   */
+  submissions(name: string): string;
 }
 
 /** Checks a prefix (no braces: the hash tag must come from the lease key) and builds key names under it. */
@@ -62,6 +68,7 @@ export function keyNames(prefix: string): KeyNames {
   };
   return {
     record: (name, kind) => `${base(name)}:${kind}`,
+    submissions: (name) => `${base(name)}:submissions`,
   };
 }
 

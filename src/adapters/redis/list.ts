@@ -6,8 +6,9 @@
  * On a cluster client (ioredis or node-redis), each master is scanned in turn (in address order); the cursor names the master.
  *
  * NOTE: `SCAN` returns every key that exists throughout the iteration; a key may come back twice only if
- * the server's hash table shrinks during it (lease records are never deleted, so only when other keys of
- * the database are). A key created during the listing may or may not be listed.
+ * the server's hash table shrinks during it (when keys of the database are deleted: lease records only by
+ * `remove`). A key created during the listing may or may not be listed; a removed record's tombstone (no
+ * lease) is not listed.
  */
 import { InvalidArgumentError } from '../../errors.js';
 import * as transitions from '../../fence/transitions.js';
@@ -15,16 +16,18 @@ import type { ListedInspection, StoreListPage, StoreListQuery } from '../../list
 import { fromNodeRedis, toConnection, type NodeRedisClient, type RedisClient, type RedisConnection } from './connection.js';
 import { parseLeaseReply } from './record.js';
 import { defineScript, runScript } from './runner.js';
+import { REPLY } from './scripts.js';
 import { CLOCK, GRANT_LOCALS, GRANT_PARTS, MASKED, SAFE_CHECKPOINT } from './script-parts.js';
 
 /**
  * One listed record. KEYS: record. Replies as the inspect script does (`{ status, lease, ending,
- * checkpoint, recovery }`, the secret masked), except that the checkpoint is its header alone (token SEP
- * writtenAt SEP, no JSON) and a sixth element is the JSON's size in bytes: the body stays on the server.
+ * checkpoint, recovery, state, hold }`, the secret masked), except that the checkpoint is its header alone
+ * (token SEP writtenAt SEP, no JSON) and an eighth element (`REPLY.extras`) is the JSON's size in bytes: the
+ * body stays on the server.
  * ATOMICITY: one script, reads only.
  */
 export const LIST_RECORD_SCRIPT: string = `${CLOCK}
-local v = redis.call('HMGET', KEYS[1], 'lease', 'ending', 'checkpoint', 'recovery')
+local v = redis.call('HMGET', KEYS[1], 'lease', 'ending', 'checkpoint', 'recovery', 'state', 'hold')
 local checkpoint = v[3]
 ${SAFE_CHECKPOINT}
 local bytes = 0
@@ -42,7 +45,7 @@ if s1 then
   ${GRANT_PARTS}
   v[1] = ${MASKED}
 end
-return {'-' .. clock, v[1], v[2], v[3], v[4], bytes}
+return {'-' .. clock, v[1], v[2], v[3], v[4], v[5], v[6], bytes}
 `;
 
 const LIST_RECORD = defineScript('list record', LIST_RECORD_SCRIPT);
@@ -147,7 +150,7 @@ export function createRedisList(
       if (record === null) return;
       const inspection = transitions.inspect(record, key as string, now);
       const { checkpoint } = inspection;
-      const bytes = Number((reply as unknown[])[5] ?? 0);
+      const bytes = Number((reply as unknown[])[REPLY.extras] ?? 0);
       leases.push({
         ...inspection,
         checkpoint: checkpoint === null ? null : { token: checkpoint.token, writtenAt: checkpoint.writtenAt, bytes },

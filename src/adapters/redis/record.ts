@@ -10,9 +10,12 @@ import type {
   EndingKind,
   Fence,
   GrantState,
+  KeyState,
   LeaseAttributes,
   LeaseRecord,
+  StateChange,
   StoreTime,
+  SubmissionRecord,
 } from '../../fence/types.js';
 import { REPLY } from './scripts.js';
 
@@ -43,6 +46,8 @@ const SECRET_MATCHED = '=';
 const OTHER_SECRET = '\u0000other';
 
 const EMPTY: LeaseAttributes = Object.freeze({});
+const NO_STATE: KeyState = Object.freeze({});
+const NO_SUBMISSIONS: readonly SubmissionRecord[] = Object.freeze([]);
 
 /** Text Redis would not store exactly (a lone surrogate becomes U+FFFD). */
 const UNSTORABLE = /\p{Surrogate}/u;
@@ -95,7 +100,36 @@ export function fenceArgs(fence: Fence, extra?: readonly string[]): string[] {
   return args;
 }
 
-/** A claim as script arguments: secret, who, ttl, then attributes JSON and recovering, left out when empty / false. */
+/** Names in code-unit order (not locale order), the order the pure core judges key state in. */
+export const byCodeUnit = (a: string, b: string): number => (a < b ? -1 : a > b ? 1 : 0);
+
+/** A key-state value as a script argument: `''` for `null` (absent), else `'='` .. value. */
+export const stateValueArg = (value: string | null): string => (value === null ? '' : `=${value}`);
+
+/**
+ * Key-state values as script arguments: their count, then name and value (`stateValueArg`) pairs in code-unit
+ * order of the names, so that a script's first difference is the core's. Refuses text Redis cannot store.
+ */
+export function stateArgs(values: Readonly<Record<string, string | null>>): string[] {
+  if (typeof values !== 'object' || values === null || Array.isArray(values))
+    throw new InvalidArgumentError('key-state values must be an object of names to strings (or null)');
+  const names = Object.keys(values).sort(byCodeUnit);
+  const args = [String(names.length)];
+  for (const name of names) {
+    const value = values[name] ?? null;
+    if (typeof value !== 'string' && value !== null)
+      throw new InvalidArgumentError(`the key-state value of ${JSON.stringify(name)} must be a string or null, got ${typeof value}`);
+    assertStorable('a key-state name', name);
+    assertStorable('a key-state value', value);
+    args.push(name, stateValueArg(value));
+  }
+  return args;
+}
+
+/**
+ * A claim as script arguments: secret, who, ttl, then attributes JSON and recovering ('1' or ''), left out
+ * when empty / false and nothing follows, then the required key state (`stateArgs`), left out when absent.
+ */
 export function claimArgs(
   secret: string,
   holder: string,
@@ -103,12 +137,14 @@ export function claimArgs(
   ttlMs: number | null,
   attributes: LeaseAttributes,
   recovering: boolean,
+  expect?: Readonly<Record<string, string | null>>,
 ): string[] {
   assertNoSeparator('secret', secret);
   const args = [secret, whoArg(holder, runId), ttlArg(ttlMs)];
   const json = attributesArg(attributes);
-  if (json !== '' || recovering) args.push(json);
-  if (recovering) args.push('1');
+  if (json !== '' || recovering || expect !== undefined) args.push(json);
+  if (recovering || expect !== undefined) args.push(recovering ? '1' : '');
+  if (expect !== undefined) for (const arg of stateArgs(expect)) args.push(arg);
   return args;
 }
 
@@ -137,13 +173,23 @@ function grantOf(token: bigint, parts: readonly string[], from: number, presente
   };
 }
 
-/** An ending split at SEP from `from`: kind, token, holder, run, at, by, reason (which may contain SEP: the rest). */
+/** The change a `state-changed` ending records: cjson's `{ n = name, f = from, t = to }` (an absent value: no member). */
+function changeOf(json: string): StateChange {
+  const { n, f, t } = JSON.parse(json) as { n: string; f?: string; t?: string };
+  return { name: n, from: f ?? null, to: t ?? null };
+}
+
+/**
+ * An ending split at SEP from `from`: kind, token, holder, run, at, by, reason (which may contain SEP: the
+ * rest); for `state-changed`, an empty reason and then the change as JSON (no raw NUL in it).
+ */
 function endingOf(parts: readonly string[], from: number): Ending | null {
   const kind = parts[from];
   if (kind === undefined || kind === '') return null;
-  const reason = parts.length > from + 7 ? parts.slice(from + 6).join(SEP) : (parts[from + 6] ?? '');
+  const changed = kind === 'state-changed';
+  const reason = changed ? '' : parts.length > from + 7 ? parts.slice(from + 6).join(SEP) : (parts[from + 6] ?? '');
   const by = parts[from + 5] ?? '';
-  return {
+  const ending: Ending = {
     kind: kind as EndingKind,
     token: BigInt(parts[from + 1] ?? '0'),
     holder: parts[from + 2] ?? '',
@@ -151,6 +197,31 @@ function endingOf(parts: readonly string[], from: number): Ending | null {
     at: Number(parts[from + 4]),
     reason: reason === '' ? null : reason,
     by: by === '' ? null : by,
+  };
+  return changed ? { ...ending, change: changeOf(parts.slice(from + 7).join(SEP)) } : ending;
+}
+
+/** The stored key state (cjson's encoding of a table of strings, `''` or absent for none). */
+export const stateOf = (stored: unknown): KeyState =>
+  isSet(stored) ? Object.freeze(JSON.parse(stored) as Record<string, string>) : NO_STATE;
+
+/** A stored hold (epoch ms as decimal text, `''` or absent for none). */
+const holdOf = (stored: unknown): StoreTime | null => (isSet(stored) ? Number(stored) : null);
+
+/**
+ * A stored submission of `runId`: digest SEP token SEP holder SEP run SEP at SEP receipt JSON (the rest; `''`
+ * for none). See `scripts.ts`.
+ */
+export function submissionOf(runId: string, stored: string): SubmissionRecord {
+  const parts = stored.split(SEP);
+  const receipt = parts.slice(5).join(SEP);
+  return {
+    runId,
+    digest: parts[0] ?? '',
+    token: BigInt(parts[1] ?? '0'),
+    holder: parts[2] ?? '',
+    at: Number(parts[4]),
+    receiptJson: receipt === '' ? null : receipt,
   };
 }
 
@@ -172,15 +243,19 @@ function recordOf(
   checkpoint: CheckpointRecord | null,
   recovery: unknown,
   secret: string,
+  state: KeyState = NO_STATE,
+  heldUntil: StoreTime | null = null,
 ): LeaseRecord | null {
   const stored = parts[from];
   if (stored === undefined || stored === '') return null;
   const token = BigInt(stored);
   const grant = held ? grantOf(token, parts, from, secret) : null;
-  return { key, token, grant, ending, checkpoint, recoveryRequired: recovery === '1' };
+  // NOTE: submissions live in a key of their own, which only a fenced write with a submission reads: a
+  // record replied by a script has none (see `redis-store.ts`, which adds the one a lookup found).
+  return { key, token, grant, ending, checkpoint, recoveryRequired: recovery === '1', state, heldUntil, submissions: NO_SUBMISSIONS };
 }
 
-/** The record in a table reply `{ status, lease, ending, checkpoint, recovery }`. */
+/** The record in a table reply `{ status, lease, ending, checkpoint, recovery, state, hold }`. */
 function fromTable(key: string, reply: readonly unknown[], secret: string): LeaseRecord | null {
   const lease = reply[REPLY.lease];
   if (typeof lease !== 'string') return null;
@@ -203,6 +278,8 @@ function fromTable(key: string, reply: readonly unknown[], secret: string): Leas
     stored,
     reply[REPLY.recovery],
     secret,
+    stateOf(reply[REPLY.state]),
+    holdOf(reply[REPLY.hold]),
   );
 }
 

@@ -5,6 +5,8 @@
 import { InvalidArgumentError, LeaseError, LeaseLostError } from '../../errors.js';
 import { redactText } from '../../redact.js';
 import type { FenceRefusal } from '../../fence/types.js';
+import { refuseWrite, WriteRefusedSignal } from '../../write-refusal.js';
+import { checkedRefusal, conditionParts, UNCONDITIONAL, type Condition, type RedisCondition } from './conditions.js';
 import { isWellFormed } from './keys.js';
 import { knownArity } from './known-commands.js';
 
@@ -53,6 +55,30 @@ export interface RedisWriteContext {
   key(name: string): RedisKey;
   /** The token of the grant (lease store) or the token the write carries (token gate). */
   readonly token: bigint;
+  /**
+   * Refuses the write unless `condition` holds, judged INSIDE the write's script, after the fence and before
+   * any recorded command: a refused write applies nothing (no command, no checkpoint, no submission) and
+   * is answered `{ ok: false, reason: 'write-refused', code, detail }`. The callback cannot read Redis while
+   * it records (replies exist only after the script), so a check of other data ("the owner account is still
+   * active") is declared here and made atomically with the write. Conditions are judged in the order given,
+   * the first not met answers. `code`: 1-100 letters, digits, `_ . : -`; `detail`: at most 1,000 characters.
+   * Lease stores only (a token gate write cannot be refused from inside: `InvalidArgumentError`).
+   *
+   * ```ts
+   * await leases.fencedWrite(lease, (tx) => {
+   *   tx.refuseUnless({ read: ['HGET', `${hashTagOf(lease.key)}:owner`, 'status'], equals: 'active' }, 'owner-inactive');
+   *   tx.call('SET', `${hashTagOf(lease.key)}:decision`, 'approve');
+   * });
+   * ```
+   */
+  refuseUnless(condition: RedisCondition, code: string, detail?: string): void;
+  /**
+   * Refuses the write outright (it throws, ending the callback): nothing recorded is sent but the fence
+   * check, and the write is answered `write-refused` with this code once the fence (and a submission's
+   * replay lookup) let it through, as every store answers. A decision made on data the callback read itself
+   * is not atomic with the write: prefer `refuseUnless`. Lease stores only.
+   */
+  refuse(code: string, detail?: string): never;
 }
 
 /**
@@ -109,8 +135,10 @@ export interface Recording<T> {
   readonly value: T | Promise<T>;
   /** The declared keys, after the script's own (the recorder's own list: it records nothing more once sealed). */
   readonly keys: string[];
-  /** The tagged ARGV: count, then argc (negative when `knownArity` accepts it) + args per command. */
+  /** The commands' tagged ARGV: count, then argc (negative when `knownArity` accepts it) + args per command. */
   readonly args: string[];
+  /** The conditions' ARGV (count, then each one's arguments), `[]` when there are none. */
+  readonly conditions: string[];
 }
 
 const isThenable = (value: unknown): value is PromiseLike<unknown> =>
@@ -125,9 +153,15 @@ interface Recorded {
   readonly reject: (error: unknown) => void;
 }
 
-/** Records commands for one script run. `fixedKeys` is how many KEYS the script itself uses first. */
+/**
+ * Records commands for one script run. `fixedKeys` is how many KEYS the script itself uses first;
+ * `conditions`: whether the script judges conditions (`refuseUnless`, `refuse`: the fenced write's does, the
+ * token gate's do not), sent before the commands.
+ */
 export class CommandRecorder {
   readonly #fixedKeys: number;
+  readonly #judgesConditions: boolean;
+  readonly #conditions: Condition[] = [];
   readonly #keys: string[] = [];
   readonly #keyIndex = new Map<string, number>();
   readonly #commands: Recorded[] = [];
@@ -137,8 +171,9 @@ export class CommandRecorder {
   #refuse: (() => void) | null = null;
   #used = false;
 
-  constructor(fixedKeys: number) {
+  constructor(fixedKeys: number, conditions = false) {
     this.#fixedKeys = fixedKeys;
+    this.#judgesConditions = conditions;
   }
 
   /** The context handed to the user's callback. */
@@ -147,7 +182,36 @@ export class CommandRecorder {
       token,
       key: (name) => this.#declare(name),
       call: (command, key, ...args) => this.#record(command, [typeof key === 'string' ? this.#declare(key) : key, ...args]),
+      refuseUnless: (condition, code, detail) => this.#condition(condition, code, detail),
+      refuse: (code, detail) => {
+        this.#assertJudges();
+        return refuseWrite(code, detail);
+      },
     };
+  }
+
+  #assertJudges(): void {
+    if (!this.#judgesConditions)
+      throw new InvalidArgumentError('a token gate write cannot be refused from inside: use a fenced write of a lease store');
+    if (this.#sealed)
+      throw new InvalidArgumentError('tx.refuseUnless after the write was sent (or refused): declare conditions in the callback');
+  }
+
+  #condition(condition: RedisCondition, code: string, detail: string | undefined): void {
+    this.#assertJudges();
+    const refusal = checkedRefusal(code, detail);
+    const { command, key, args, mode, expected } = conditionParts(condition);
+    const encoded = [`v${command}`, this.#encode(typeof key === 'string' ? this.#declare(key) : key)];
+    for (const arg of args) encoded.push(this.#encode(arg));
+    this.#conditions.push({ args: [String(encoded.length), ...encoded, mode, expected], code: refusal.code, detail: refusal.detail });
+  }
+
+  /** The code and detail of the condition the script names (1-based, `WRITTEN.refused`). */
+  refusal(index: unknown): { readonly code: string; readonly detail: string | null } {
+    const condition = this.#conditions[Number(index) - 1];
+    if (condition === undefined)
+      throw new Error(`leasefence redis: the fenced write script named an unknown condition ${String(index)}; this is a bug`);
+    return condition;
   }
 
   #declare(name: string): RedisKey {
@@ -215,6 +279,7 @@ export class CommandRecorder {
     try {
       result = write(this.context(token));
     } catch (error) {
+      if (error instanceof WriteRefusedSignal && this.#judgesConditions) return this.#refused(error);
       this.#stop(error);
       throw error;
     }
@@ -237,6 +302,7 @@ export class CommandRecorder {
       if (this.#used) this.#refuse?.();
       return this.#seal(await Promise.race([finished, refused]));
     } catch (error) {
+      if (error instanceof WriteRefusedSignal && this.#judgesConditions && !this.#sealed) return this.#refused(error);
       this.#stop(error);
       throw error;
     } finally {
@@ -250,16 +316,37 @@ export class CommandRecorder {
     this.fail(error);
   }
 
-  /** Stops recording; returns `value`, the declared keys and the tagged ARGV (count, then argc + args per command). */
+  /**
+   * The callback refused the write outright (`refuse`): its commands are dropped (their replies rejected with
+   * the refusal) and an unconditional condition ends the conditions, so the script answers `write-refused`
+   * once the fence holds, as every store does (and the conditions declared before it first).
+   */
+  #refused<T>(signal: WriteRefusedSignal): Recording<T> {
+    for (const command of this.#commands) command.reject(signal);
+    this.#commands.length = 0;
+    this.#conditions.push({ args: UNCONDITIONAL, code: signal.code, detail: signal.detail });
+    return this.#seal(undefined as T);
+  }
+
+  /**
+   * Stops recording; returns `value`, the declared keys, the commands' tagged ARGV (count, then argc + args
+   * per command) and the conditions' (see `CONDITIONS` in `write-scripts.ts`).
+   */
   #seal<T>(value: T | Promise<T>): Recording<T> {
     this.#sealed = true;
-    const args = [String(this.#commands.length)];
+    const conditions: string[] = [];
+    if (this.#conditions.length > 0) {
+      conditions.push(String(this.#conditions.length));
+      for (const condition of this.#conditions) for (const arg of condition.args) conditions.push(arg);
+    }
+    const args: string[] = [];
+    args.push(String(this.#commands.length));
     for (const command of this.#commands) {
       // NOTE: a negative count marks a command whose name and count the table knows (see known-commands.ts).
       args.push(String(knownArity(command.name, command.args.length) ? -command.args.length : command.args.length));
       for (const arg of command.args) args.push(arg);
     }
-    return { value, keys: this.#keys, args };
+    return { value, keys: this.#keys, args, conditions };
   }
 
   /**
@@ -277,6 +364,11 @@ export class CommandRecorder {
       else command.reject(error);
     });
     return error;
+  }
+
+  /** Rejects every reply with the write's refusal from inside (a condition not met): nothing ran. */
+  refused(code: string, detail: string | null): void {
+    this.fail(new WriteRefusedSignal(code, detail));
   }
 
   /** Rejects every reply: the fence did not hold, nothing ran. */

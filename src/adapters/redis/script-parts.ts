@@ -104,22 +104,53 @@ local memos = read[2] or ''
 ${REPLAYED('KEYS[1]')}`;
 
 /**
+ * Given `lease` (the stored field, or false) and `hashed` (the presented secret's stored form): replaces the
+ * grant's secret part of `lease` by `'='` when it matches the presented one, else by `''`, for a reply.
+ */
+export const MASK_PRESENTED: string = `
+local s1 = lease and string.find(lease, '\\0', 1, true)
+if s1 then
+  local s2 = string.find(lease, '\\0', s1 + 1, true)
+  local stored = string.sub(lease, s1 + 1, s2 - 1)
+  lease = string.sub(lease, 1, s1) .. (stored == hashed and '=' or '') .. string.sub(lease, s2)
+end
+`;
+
+/**
+ * After `MASK_PRESENTED`: returns what explains a refused fence, the lease and the ending (the table reply of
+ * `scripts.ts`), and the key state when there is one (a grant ended `state-changed` is refused naming the value
+ * now); `extra` (a Lua expression) goes at `REPLY.extras`.
+ */
+export const REFUSE_FENCE = (extra?: string): string => `
+local why = redis.call('HMGET', KEYS[1], 'ending', 'state')
+${
+  extra === undefined
+    ? `if why[2] and why[2] ~= '' then return {'-' .. clock, lease, why[1], false, false, why[2]} end
+return {'-' .. clock, lease, why[1]}`
+    : `return {'-' .. clock, lease, why[1], false, false, why[2], false, ${extra}}`
+}
+`;
+
+/**
  * The fence check and refusal of every fenced script. ARGV: token, secret, who (holder SEP run SEP), then
  * n and n attribute name/value pairs (n may be left out when it is 0 and nothing follows); `at` is the
  * first ARGV index after them. The fence holds (exactly when fence/verdict.ts#checkFence returns ok) when
  * token SEP hashed secret SEP who (`prefix`) starts the lease field, the required attributes match and
  * the grant has not expired; `e` is then the position of the SEP after expires, in `lease`. `shown`
  * (unless `shows` is false) is the field as replied (secret part `'='`). When the fence does not hold,
- * the script returns the lease (secret part `'='` if it matches the presented one, else `''`) and the
- * ending, which explain the refusal, and changes nothing.
+ * the script returns the lease (secret part `'='` if it matches the presented one, else `''`), the
+ * ending and the key state (`REFUSE_FENCE`), which explain the refusal, and changes nothing.
+ * `beforeFence` runs after the replay lookup of a memoised script and before the fence is judged (a
+ * fenced write's submission lookup, see `write-scripts.ts`).
  */
-const fencedCheck = (memoised: boolean, shows = true): string => `${CLOCK}
+const fencedCheck = (memoised: boolean, shows = true, beforeFence = ''): string => `${CLOCK}
 ${memoised ? "local read = redis.call('HMGET', KEYS[1], 'lease', 'memos')\nlocal lease = read[1]" : "local lease = redis.call('HGET', KEYS[1], 'lease')"}
 local n = tonumber(ARGV[4]) or 0
 local at = 5 + 2 * n
 ${memoised ? MEMOS : ''}
 local hashed = '#' .. redis.sha1hex(ARGV[2])
 local prefix = ARGV[1] .. '\\0' .. hashed .. '\\0' .. ARGV[3]
+${beforeFence}
 -- NOTE: a plain find anchored by '== 1' compares the prefix without copying it out of the field.
 local e = lease and string.find(lease, prefix, 1, true) == 1 and string.find(lease, '\\0', #prefix + 1, true)
 local holds = false
@@ -135,13 +166,8 @@ if e then
   end
 end
 if not holds then
-  local s1 = lease and string.find(lease, '\\0', 1, true)
-  if s1 then
-    local s2 = string.find(lease, '\\0', s1 + 1, true)
-    local stored = string.sub(lease, s1 + 1, s2 - 1)
-    lease = string.sub(lease, 1, s1) .. (stored == hashed and '=' or '') .. string.sub(lease, s2)
-  end
-  return {'-' .. clock, lease, redis.call('HGET', KEYS[1], 'ending')}
+  ${MASK_PRESENTED}
+  ${REFUSE_FENCE()}
 end
 ${shows ? "local shown = ARGV[1] .. '\\0=\\0' .. ARGV[3] .. string.sub(lease, #prefix + 1)" : ''}
 `;
@@ -157,5 +183,8 @@ export const FENCED: string = fencedCheck(false);
  */
 export const FENCED_MEMOISED: string = fencedCheck(true);
 
-/** `FENCED_MEMOISED` without `shown`: for the fenced write, whose applied reply carries no pre-image. */
-export const FENCED_MEMOISED_QUIET: string = fencedCheck(true, false);
+/**
+ * `FENCED_MEMOISED` without `shown`, with `beforeFence` (see `fencedCheck`): for the fenced write, whose
+ * applied reply carries no pre-image.
+ */
+export const FENCED_MEMOISED_QUIET = (beforeFence: string): string => fencedCheck(true, false, beforeFence);

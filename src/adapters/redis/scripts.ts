@@ -18,24 +18,38 @@
  *   cannot present it. The run is `''` for none, else
  *   `'='` .. run; expires `''` for never; attributes JSON text, `''` for none. A fence presents token SEP
  *   secret SEP holder SEP run SEP: it holds when that is the field's prefix and the grant has not expired,
- *   so the hot path reads, compares and rewrites one field. The token is never deleted: it is the floor of
- *   the next grant.
+ *   so the hot path reads, compares and rewrites one field. The token outlives every grant: it is the floor of
+ *   the next one. A record made by `setKeyState` before any grant has the lease `'0'`.
  * - `ending`: kind SEP token SEP holder SEP run SEP at SEP by SEP reason (`by`, `reason`: `''` for none;
- *   the reason, which may contain NUL, comes last).
+ *   the reason, which may contain NUL, comes last). A `state-changed` ending has an empty reason followed by
+ *   SEP and the change as JSON, `{ n: name, f: from, t: to }` (an absent value has no member).
  * - `checkpoint`: token SEP writtenAt SEP JSON text; `''` (or absent) for none.
  * - `recovery`: `'1'` while a revoke's required recovery is pending, else `''` (or absent).
+ * - `state`: the key state, a JSON object of strings as cjson writes it; `''` (or absent) for none. Read only
+ *   by `setKeyState`, a claim that requires some state, `inspect`, `list` and a refusal that must name it.
+ * - `hold`: epoch ms until which claims are refused (`held-back`); `''` (or absent) for none. Kept when it
+ *   has passed (the core keeps it too) until a grant clears it.
  * - `memos`: the index of the last memoised requests on this key, and `m:` .. request id: each one's
  *   first reply, cmsgpack-packed (see `REMEMBER` in `script-parts.ts`); absent until the first one.
+ * - `floor`: only after a `remove` (see REMOVE_SCRIPT): the highest token the key issued before, read by
+ *   the next claim while the record has no lease or the lease `'0'`.
  * Clearing writes `''` rather than deleting, so every change is a single HSET (plus, for a memoised
  * operation past the 8th on a key, one HDEL of the oldest memo's reply).
  *
+ * ## Submissions: one more hash per lease key (`KeyNames.submissions`, the record's hash tag)
+ * `r:` .. run id: digest SEP token SEP holder SEP run SEP at SEP receipt JSON (`''` for none), and `order`:
+ * the run ids recorded, oldest first, each followed by SEP. The newest `SUBMISSION_RETENTION` (32) are
+ * kept. Only a fenced write that carries a submission reads or writes it (see `write-scripts.ts`); `remove`
+ * deletes it.
+
  * ## Reply
  * Every reply starts with `status`: `'+'` (applied) or `'-'` (not), then `TIME` in epoch µs (the token
  * floor; now = µs / 1000). Then the record as read before any change, in one of three shapes:
- * - a table `{ status, lease, ending, checkpoint, recovery }` (`REPLY`), cut after the last part the
- *   operation's outcome reads, `false` for an absent part: refusals, claims over a grant, revoke,
- *   recover, inspect, refused fenced writes, token gate writes with a fence (which append their results at
- *   `REPLY.extras`; an applied fenced write replies `WRITTEN`, see `write-scripts.ts`);
+ * - a table `{ status, lease, ending, checkpoint, recovery, state, hold }` (`REPLY`), cut after the last
+ *   part the operation's outcome reads, `false` for an absent part: refusals, claims over a grant, revoke,
+ *   recover, inspect, setKeyState, remove, refused fenced writes, token gate writes with a fence (which
+ *   append their results at `REPLY.extras`; an applied fenced write replies `WRITTEN`, see
+ *   `write-scripts.ts`);
  * - `HELD`, a string: status SEP lease, when a fenced operation applied (its lease holds a grant);
  * - `FREE`, a string: status SEP recovery SEP checkpoint (token SEP writtenAt SEP JSON, or two SEPs when
  *   none) SEP token SEP ending, when a claim found nothing held.
@@ -47,13 +61,14 @@
  * - Keys come in KEYS, values in ARGV; nothing is ever spliced into the source.
  * - Tokens are decimal strings: compared as strings, and incremented through doubles only below 2^53
  *   (exact there), digit by digit above. The clock in µs is built from `TIME`'s two parts as text.
- * - The record is never deleted and never given a TTL: it keeps the token floor, the ending and the
+ * - The record is deleted only by `remove`, which leaves a tombstone (the token floor and the memos) with
+ *   a TTL; a record is never given a TTL otherwise: it keeps the token floor, the ending and the
  *   checkpoint. Expiry is the stored `expires` (epoch ms) compared with `TIME` (ms stay far below 2^53).
  *   `expires` is written with `string.format('%d', ...)`: below 10^14 (the TTL is at most `MAX_TTL_MS`),
  *   the same digits as `.. ''` (`%.14g`), at half the cost.
  * - Scripts are straight-line code (no per-call closures) and read `TIME` once, first.
  */
-import { increment } from './decimals.js';
+import { DECIMAL_LESS, increment } from './decimals.js';
 import { PUBLISH_FREED } from './freed-channel.js';
 import {
   CLOCK,
@@ -76,20 +91,33 @@ export const REPLY = {
   ending: 2,
   checkpoint: 3,
   recovery: 4,
-  /** Where a token gate write's own results start. */
-  extras: 5,
+  /** The key state (see the record layout above). */
+  state: 5,
+  /** The hold (see the record layout above). */
+  hold: 6,
+  /**
+   * Where a script's own results start: a token gate write's, a fenced write's found submission, a claim's
+   * token floor of a removed record.
+   */
+  extras: 7,
 } as const;
 
 /**
  * claim. KEYS: record. ARGV: secret, who (holder SEP run SEP), ttl ms ('' = never), then optionally
- * attributes JSON ('' = none) and recovering ('1'). The new token is max(token + 1, clock µs). A grant
- * that already has this secret is a re-delivery of this very claim: nothing changes, the adapter reports it.
- * A claim refused `held` reads and replies the lease alone (`{ status, lease }`): never the checkpoint.
+ * attributes JSON ('' = none), recovering ('1' or ''), and the required key state: n, then n name and value
+ * pairs (value `''` for absent, else `'='` .. value; names in code-unit order, so the first difference is
+ * the core's). The checks run in the core's order: the required state (reading the `state` field only when
+ * the claim requires some), a live grant (`held`), the hold (`held-back`), a pending recovery. The new token
+ * is max(token + 1, clock µs), or max(floor + 1, clock µs) on a record a `remove` left (no lease, or a lease
+ * of token 0 made by `setKeyState` since): its `floor` is replied at `REPLY.extras` so the core mints the
+ * same. A grant clears a hold that has passed. A grant that already has this secret is a re-delivery of this
+ * very claim: nothing changes, the adapter reports it. A claim refused `held` reads and replies the lease
+ * alone (`{ status, lease }`): never the checkpoint.
  */
 export const CLAIM_SCRIPT: string = `${CLOCK}
 local hashed = '#' .. redis.sha1hex(ARGV[1])
 local lease = redis.call('HGET', KEYS[1], 'lease')
-local token, masked, stored = lease, lease, nil
+local token, masked, stored, live = lease, lease, nil, false
 local s1 = lease and string.find(lease, '\\0', 1, true)
 ${GRANT_LOCALS}
 if s1 then
@@ -97,35 +125,61 @@ if s1 then
   ${GRANT_PARTS}
   stored = string.sub(lease, s1 + 1, s2 - 1)
   masked = ${MASKED}
-  -- NOTE: a live grant of another secret is refused 'held', which the lease alone explains: the checkpoint
-  -- (up to its size limit), the ending and the recovery flag are neither read nor replied (issue 29 item 2).
-  if stored ~= hashed and (expires == '' or now < tonumber(expires)) then return {'-' .. clock, masked} end
+  live = stored ~= hashed and (expires == '' or now < tonumber(expires))
 end
-local read = redis.call('HMGET', KEYS[1], 'ending', 'checkpoint', 'recovery')
+-- NOTE: with a required state, every reply carries the state (the core judges the requirement first).
+local expect, state = tonumber(ARGV[6]), false
+if expect then
+  state = redis.call('HGET', KEYS[1], 'state')
+  local values = (state and state ~= '') and cjson.decode(state) or {}
+  for i = 7, 5 + 2 * expect, 2 do
+    if values[ARGV[i]] ~= (ARGV[i + 1] ~= '' and string.sub(ARGV[i + 1], 2) or nil) then
+      return {'-' .. clock, masked, false, false, false, state}
+    end
+  end
+end
+-- NOTE: a live grant of another secret is refused 'held', which the lease alone explains: the checkpoint
+-- (up to its size limit), the ending and the recovery flag are neither read nor replied (issue 29 item 2).
+if live then return expect and {'-' .. clock, masked, false, false, false, state} or {'-' .. clock, masked} end
+-- NOTE: the token floor of a removed record is read only where one can be: no lease, or a token of 0.
+local read = (lease and token ~= '0') and redis.call('HMGET', KEYS[1], 'ending', 'checkpoint', 'recovery', 'hold')
+  or redis.call('HMGET', KEYS[1], 'ending', 'checkpoint', 'recovery', 'hold', 'floor')
 local checkpoint = read[2]
 ${SAFE_CHECKPOINT}
 local v = {masked, read[1], checkpoint, read[3]}
 if s1 and stored == hashed then
-  return {'-' .. clock, string.sub(lease, 1, s1) .. '=' .. string.sub(lease, s2), v[2], v[3], v[4]}
+  return {'-' .. clock, string.sub(lease, 1, s1) .. '=' .. string.sub(lease, s2), v[2], v[3], v[4], state}
 end
+local hold, floor = read[4], read[5]
+if hold and hold ~= '' and now < tonumber(hold) then return {'-' .. clock, v[1], v[2], v[3], v[4], state, hold} end
 local status = '+'
 if v[4] == '1' and ARGV[5] ~= '1' then
-  if s1 then return {'-' .. clock, v[1], v[2], v[3], v[4]} end
+  if s1 then return {'-' .. clock, v[1], v[2], v[3], v[4], state} end
   status = '-'
 else
+  local base = floor or token
   local next_token = clock
-  if token and tonumber(token) + 1 > tonumber(clock) then
-    ${increment('bumped', 'token')}
+  if base and tonumber(base) + 1 > tonumber(clock) then
+    ${increment('bumped', 'base')}
     next_token = bumped
   end
   local granted = next_token .. '\\0' .. hashed .. '\\0' .. ARGV[2] .. (ARGV[3] == '' and '' or string.format('%d', now + ARGV[3])) .. '\\0' .. now_ms .. '\\0' .. (ARGV[4] or '')
+  -- NOTE: a hold that has passed is cleared by the grant that follows it (hold is '' or absent otherwise).
+  local passed = hold and hold ~= ''
   if s1 then
     -- the previous grant expired: it becomes the recorded ending
-    redis.call('HSET', KEYS[1], 'lease', granted, 'ending', ${TAKE_OVER})
-    return {'+' .. clock, v[1], v[2], v[3], v[4]}
+    if passed then
+      redis.call('HSET', KEYS[1], 'lease', granted, 'ending', ${TAKE_OVER}, 'hold', '')
+    else
+      redis.call('HSET', KEYS[1], 'lease', granted, 'ending', ${TAKE_OVER})
+    end
+    return {'+' .. clock, v[1], v[2], v[3], v[4], state}
   end
-  redis.call('HSET', KEYS[1], 'lease', granted)
+  if passed then redis.call('HSET', KEYS[1], 'lease', granted, 'hold', '') else redis.call('HSET', KEYS[1], 'lease', granted) end
+  -- a removed record's tombstone (see REMOVE_SCRIPT) is a record again: it keeps no expiry
+  if floor then redis.call('PERSIST', KEYS[1]) end
 end
+if floor or expect then return {status .. clock, v[1], v[2], v[3], v[4], state, false, floor} end
 -- FREE: nothing was held
 return status .. clock .. '\\0' .. (v[4] or '') .. '\\0' .. ((v[3] and v[3] ~= '') and v[3] or '\\0\\0') .. '\\0' .. (token or '') .. '\\0' .. (v[2] or '')
 `;
@@ -149,18 +203,26 @@ return reply
 `;
 
 /**
- * release. KEYS: record. ARGV: fence, then optionally the checkpoint mode ('clear' | 'set'; absent: keep)
- * and the checkpoint JSON. An explicit checkpoint decision (set or clear) resolves a pending recovery,
- * as in the pure core; keeping the checkpoint leaves it pending. Publishes on the freed channel
- * (`freed-channel.ts`) when it ends the grant, so waiters retry at once.
+ * release. KEYS: record. ARGV: fence, then optionally the checkpoint mode ('clear' | 'set' | 'keep': absent
+ * is keep), the checkpoint JSON (for 'set', else '') and the hold in ms from now (absent: the hold is kept).
+ * An explicit checkpoint decision (set or clear) resolves a pending recovery, as in the pure core; keeping the
+ * checkpoint leaves it pending. Publishes on the freed channel (`freed-channel.ts`) when it ends the grant,
+ * so waiters retry at once (a held-back key refuses them until the hold has passed).
  */
 export const RELEASE_SCRIPT: string = `${FENCED}
 local ending = 'released\\0' .. ARGV[1] .. '\\0' .. ARGV[3] .. now_ms .. '\\0\\0'
 local mode = ARGV[at]
 if not mode then
   redis.call('HSET', KEYS[1], 'lease', ARGV[1], 'ending', ending)
+elseif mode == 'keep' then
+  redis.call('HSET', KEYS[1], 'lease', ARGV[1], 'ending', ending, 'hold', string.format('%d', now + ARGV[at + 2]))
 else
-  redis.call('HSET', KEYS[1], 'lease', ARGV[1], 'ending', ending, 'recovery', '', 'checkpoint', mode == 'set' and (ARGV[1] .. '\\0' .. now_ms .. '\\0' .. ARGV[at + 1]) or '')
+  local checkpoint = mode == 'set' and (ARGV[1] .. '\\0' .. now_ms .. '\\0' .. ARGV[at + 1]) or ''
+  if ARGV[at + 2] then
+    redis.call('HSET', KEYS[1], 'lease', ARGV[1], 'ending', ending, 'recovery', '', 'checkpoint', checkpoint, 'hold', string.format('%d', now + ARGV[at + 2]))
+  else
+    redis.call('HSET', KEYS[1], 'lease', ARGV[1], 'ending', ending, 'recovery', '', 'checkpoint', checkpoint)
+  end
 end
 ${PUBLISH_FREED('released')}
 return '+' .. clock .. '\\0' .. shown
@@ -228,7 +290,7 @@ return reply
 
 /** inspect. KEYS: record. Reads the record and the clock together; changes nothing. */
 export const INSPECT_SCRIPT: string = `${CLOCK}
-local v = redis.call('HMGET', KEYS[1], 'lease', 'ending', 'checkpoint', 'recovery')
+local v = redis.call('HMGET', KEYS[1], 'lease', 'ending', 'checkpoint', 'recovery', 'state', 'hold')
 local checkpoint = v[3]
 ${SAFE_CHECKPOINT}
 v[3] = checkpoint
@@ -239,5 +301,117 @@ if s1 then
   ${GRANT_PARTS}
   v[1] = ${MASKED}
 end
-return {'-' .. clock, v[1], v[2], v[3], v[4]}
+return {'-' .. clock, v[1], v[2], v[3], v[4], v[5], v[6]}
+`;
+
+/**
+ * setKeyState. KEYS: record. ARGV: by, the hold ('k': keep, 'c': cancel, else ms from now), request id, replay
+ * window ms, then n and n name and value pairs (as a claim's required state: value `''` to remove the name;
+ * names in code-unit order). An applied change is memoised (see REMEMBER): re-delivered after another writer's
+ * change, it returns its first reply instead of setting its values again. A
+ * changed value ends the grant that holds the key: a live one with a `state-changed` ending naming the first
+ * changed value (`{ n, f, t }` as cjson writes it: an absent value has no member), an expired one as
+ * `expired`; the lease keeps its token. Unchanged values and hold write nothing. On a key without a record it
+ * makes one of token 0 (no grant yet; a removed record's floor stays in its `floor` for the next claim).
+ * Replies the pre-image `{ status, lease, false, false, false, state, hold }`. Publishes on the freed channel
+ * when it ends a grant.
+ */
+export const SET_KEY_STATE_SCRIPT: string = `${CLOCK}
+local v = redis.call('HMGET', KEYS[1], 'lease', 'state', 'hold', 'memos')
+local request, window = ARGV[3], tonumber(ARGV[4])
+local memos = v[4] or ''
+${REPLAYED('KEYS[1]')}
+local lease = v[1]
+local s1 = lease and string.find(lease, '\\0', 1, true)
+${GRANT_LOCALS}
+local masked = lease
+if s1 then
+  ${GRANT_PARTS}
+  masked = ${MASKED}
+end
+local reply = {'-' .. clock, masked, false, false, false, v[2], v[3]}
+local values = (v[2] and v[2] ~= '') and cjson.decode(v[2]) or {}
+local changed, first = false, nil
+for i = 6, 4 + 2 * tonumber(ARGV[5]), 2 do
+  local to = ARGV[i + 1] ~= '' and string.sub(ARGV[i + 1], 2) or nil
+  local from = values[ARGV[i]]
+  if from ~= to then
+    if not changed then first = {n = ARGV[i], f = from, t = to} end
+    changed = true
+    values[ARGV[i]] = to
+  end
+end
+local hold = v[3] or ''
+local hold_after = ARGV[2] == 'k' and hold or (ARGV[2] == 'c' and '' or string.format('%d', now + ARGV[2]))
+if not changed and hold_after == hold then return reply end
+reply[1] = '+' .. clock
+${REMEMBER('KEYS[1]')}
+local fields = {'hold', hold_after, 'memos', memos_after, 'm:' .. request, memo}
+if changed then
+  fields[#fields + 1], fields[#fields + 2] = 'state', next(values) and cjson.encode(values) or ''
+end
+if not lease then
+  -- a new record, of token 0; a removed record's tombstone (see REMOVE_SCRIPT) loses its expiry
+  fields[#fields + 1], fields[#fields + 2] = 'lease', '0'
+  redis.call('PERSIST', KEYS[1])
+elseif s1 and changed then
+  local ending
+  if expires == '' or now < tonumber(expires) then
+    ending = 'state-changed\\0' .. string.sub(lease, 1, s1) .. string.sub(lease, s2 + 1, s4) .. now_ms .. '\\0' .. ARGV[1] .. '\\0\\0' .. cjson.encode(first)
+  else
+    ending = ${TAKE_OVER}
+  end
+  fields[#fields + 1], fields[#fields + 2], fields[#fields + 3], fields[#fields + 4] = 'lease', string.sub(lease, 1, s1 - 1), 'ending', ending
+end
+redis.call('HSET', KEYS[1], unpack(fields))
+if s1 and changed then ${PUBLISH_FREED('state-changed')} end
+return reply
+`;
+
+/**
+ * remove. KEYS: record, submissions. ARGV: force ('1' or ''), expected token ('' = any), request id, replay
+ * window ms. Deletes the record's fields (lease, ending, checkpoint, recovery, state, hold) and its
+ * submissions, unless the core refuses (no record: `missing`; another token: `superseded`; a live grant
+ * without force: `held`). What stays is a tombstone: the hash keeps `floor`, the highest token the key
+ * issued (the next claim mints above it, see CLAIM_SCRIPT), and the memos of the last requests, so that a
+ * re-delivered request (this remove, or a fenced write whose reply was lost) returns its first reply instead
+ * of acting on a key created again. The tombstone expires after the replay window, or once `TIME` has
+ * passed the floor if that is later (tokens are at least the clock in µs from then on). An applied remove
+ * is memoised (see REMEMBER) and publishes on the freed channel. Replies `{ status, lease }`.
+ */
+export const REMOVE_SCRIPT: string = `${CLOCK}
+local v = redis.call('HMGET', KEYS[1], 'lease', 'memos', 'floor')
+local request, window = ARGV[3], tonumber(ARGV[4])
+local memos = v[2] or ''
+${REPLAYED('KEYS[1]')}
+local lease = v[1]
+if not lease then return {'-' .. clock} end
+local s1 = string.find(lease, '\\0', 1, true)
+${GRANT_LOCALS}
+local token, masked, live = lease, lease, false
+if s1 then
+  token = string.sub(lease, 1, s1 - 1)
+  ${GRANT_PARTS}
+  masked = ${MASKED}
+  live = expires == '' or now < tonumber(expires)
+end
+local reply = {'-' .. clock, masked}
+if (ARGV[2] ~= '' and ARGV[2] ~= token) or (live and ARGV[1] ~= '1') then return reply end
+reply[1] = '+' .. clock
+local floor = token
+if v[3] then
+  local a, b = token, v[3]
+  ${DECIMAL_LESS}
+  if less then floor = v[3] end
+end
+${REMEMBER('KEYS[1]')}
+redis.call('HDEL', KEYS[1], 'lease', 'ending', 'checkpoint', 'recovery', 'state', 'hold')
+redis.call('HSET', KEYS[1], 'floor', floor, ${MEMO_FIELDS})
+redis.call('DEL', KEYS[2])
+if #floor <= 18 then
+  local ahead = math.ceil((tonumber(floor) - tonumber(clock)) / 1000) + 1
+  redis.call('PEXPIRE', KEYS[1], string.format('%d', ahead > window and ahead or window))
+end
+${PUBLISH_FREED('removed')}
+return reply
 `;

@@ -4,7 +4,17 @@
  * with nothing in between, and the commands run only if the check passed.
  */
 import { DECIMAL_LESS } from './decimals.js';
-import { CLOCK, FENCED_MEMOISED, FENCED_MEMOISED_QUIET, MEMO_FIELDS, REMEMBER, REPLAYED } from './script-parts.js';
+import { SUBMISSION_RETENTION } from '../../fence/types.js';
+import {
+  CLOCK,
+  FENCED_MEMOISED,
+  FENCED_MEMOISED_QUIET,
+  MASK_PRESENTED,
+  MEMO_FIELDS,
+  REFUSE_FENCE,
+  REMEMBER,
+  REPLAYED,
+} from './script-parts.js';
 
 /**
  * Decodes the recorded user commands. ARGV from `at`: command count, then per command its argument
@@ -83,28 +93,109 @@ for c = 1, #commands do
 end
 `;
 
-/** Where the parts of an applied fenced write's reply sit (0-based; see `FENCED_WRITE_SCRIPT`). */
-export const WRITTEN = { status: 0, replies: 1, failed: 2, error: 3, applied: 4 } as const;
+/**
+ * The start of a fenced write, before its fence (spliced into the fence check, see `FENCED_MEMOISED_QUIET`):
+ * decodes the recorded commands (ARGV from `at + 1`, after the checkpoint JSON), then reads the write's
+ * extras, which follow the commands and are absent on the hot path (no ARGV is added there): the
+ * submission's run id ('' = none) and, with one, its digest and receipt JSON ('' = none), then the
+ * conditions (see CONDITIONS). KEYS[2] is the submissions hash when there is a run id: a run id recorded
+ * there is answered with the fence refusal's reply plus the stored submission at `REPLY.extras` (the core
+ * answers `replayed`, `replay-conflict` or the fence's refusal), and nothing is written. Leaves `commands`,
+ * `counted`, `pos` (the last command's last ARGV), `run`, `submitted` and `cond` (the index of the
+ * conditions' count).
+ */
+const START = `${decodeCommands('at + 1')}
+local run, cond = ARGV[pos + 1], pos + 2
+local submitted = run ~= nil and run ~= ''
+if submitted then
+  cond = pos + 4
+  local found = redis.call('HGET', KEYS[2], 'r:' .. run)
+  if found then
+    ${MASK_PRESENTED}
+    ${REFUSE_FENCE('found')}
+  end
+end
+`;
 
 /**
- * fenced write. KEYS: record, then the user's declared keys. ARGV: fence, request id, replay window ms,
- * checkpoint JSON ('' = none), then the recorded commands. The user's commands run only after the fence
- * check passed, in the same script; then, if none failed, the checkpoint is saved exactly as
- * CHECKPOINT_SCRIPT saves it (stamped with the token, resolving a pending recovery), so the write and
- * the progress it records apply together. Memoised (see FENCED_MEMOISED) when it recorded a command or a
- * checkpoint: a re-delivery returns the first reply and runs nothing again.
- * Reply: a refusal is the lease reply of a fenced script (see `scripts.ts`); an applied write replies
- * `WRITTEN`: status and clock only (the script proved the fence), then replies, failed command index
- * (0 = none), error, how many commands were applied. A command found wrong before
- * any ran (see CHECK_COMMANDS) applies nothing, the checkpoint included; a command failing while it
- * runs leaves the ones before it applied and saves no checkpoint (Redis cannot roll a script back).
+ * The write's conditions (`RedisWriteContext.refuseUnless` and `refuse`), judged once the fence holds and
+ * before any recorded command is checked or runs. ARGV from `cond` (absent: none): their count, then per
+ * condition its argument count (0: refuse unconditionally), its tagged arguments (a read command, see
+ * `decodeCommands`), the mode ('=': the reply must equal, '!': must differ) and the expected reply ('' = nil,
+ * 's' .. text = a bulk string, 'i' .. digits = an integer). The first condition not met answers `{ status,
+ * {}, 0, '', 0, its index }` (`WRITTEN.refused`) with nothing written.
  */
-export const FENCED_WRITE_SCRIPT: string = `${FENCED_MEMOISED_QUIET}${decodeCommands('at + 1')}${CHECK_COMMANDS}
+const CONDITIONS = `
+if ARGV[cond] then
+  local p = cond
+  for c = 1, tonumber(ARGV[p]) do
+    local argc = tonumber(ARGV[p + 1])
+    local met = false
+    if argc > 0 then
+      local argv = {}
+      for i = 1, argc do
+        local arg = ARGV[p + 1 + i]
+        if string.byte(arg, 1) == 107 then argv[i] = KEYS[tonumber(string.sub(arg, 2))] else argv[i] = string.sub(arg, 2) end
+      end
+      local got = redis.call(unpack(argv))
+      local want = ARGV[p + argc + 3]
+      local tag = string.byte(want, 1)
+      local same = (tag == nil and got == false) or (tag == 115 and got == string.sub(want, 2)) or (tag == 105 and got == tonumber(string.sub(want, 2)))
+      met = (ARGV[p + argc + 2] == '=') == same
+    end
+    if not met then return {'+' .. clock, {}, 0, '', 0, c} end
+    p = p + argc + 3
+  end
+end
+`;
+
+/**
+ * Records the write's submission (after its commands ran without a failure): `r:` .. run and the `order`
+ * index in KEYS[2], forgetting the oldest beyond the newest `SUBMISSION_RETENTION`. Stored: digest SEP token
+ * SEP holder SEP run SEP at SEP receipt (see `scripts.ts`).
+ */
+const RECORD_SUBMISSION = `
+local order = redis.call('HGET', KEYS[2], 'order') or ''
+local kept, cut, evicted = 0, 1, {}
+for _ in string.gmatch(order, '%z') do kept = kept + 1 end
+while kept >= ${SUBMISSION_RETENTION} do
+  local stop = string.find(order, '\\0', cut, true)
+  evicted[#evicted + 1] = 'r:' .. string.sub(order, cut, stop - 1)
+  cut, kept = stop + 1, kept - 1
+end
+if #evicted > 0 then redis.call('HDEL', KEYS[2], unpack(evicted)) end
+redis.call('HSET', KEYS[2], 'r:' .. run, ARGV[pos + 2] .. '\\0' .. ARGV[1] .. '\\0' .. ARGV[3] .. now_ms .. '\\0' .. ARGV[pos + 3], 'order', string.sub(order, cut) .. run .. '\\0')
+`;
+
+/** Where the parts of an applied fenced write's reply sit (0-based; see `FENCED_WRITE_SCRIPT`). */
+export const WRITTEN = { status: 0, replies: 1, failed: 2, error: 3, applied: 4, refused: 5 } as const;
+
+/**
+ * fenced write. KEYS: record, the submissions hash when the write carries a submission, then the user's
+ * declared keys. ARGV: fence, request id, replay window ms, checkpoint JSON ('' = none), the recorded
+ * commands, then (only when there is one or the other) the submission and the conditions (see START). In
+ * this order: a re-delivery returns its first reply (see FENCED_MEMOISED); a recorded run id answers its
+ * submission (START, before the fence, as the core does); the fence; the conditions; the commands are
+ * checked (CHECK_COMMANDS) and run; then, if none failed, the checkpoint is saved exactly as
+ * CHECKPOINT_SCRIPT saves it (stamped with the token, resolving a pending recovery) and the submission is
+ * recorded, so the write, the progress and the submission apply together. Memoised when it recorded a
+ * command, a checkpoint or a submission: a re-delivery returns the first reply and runs nothing again.
+ * Reply: a refusal is the lease reply of a fenced script (see `scripts.ts`); otherwise `WRITTEN`: status and
+ * clock only (the script proved the fence), then replies, failed command index (0 = none), error, how many
+ * commands were applied, and the index of the condition that refused the write (absent when none did). A
+ * condition not met or a command found wrong before any ran (see CHECK_COMMANDS) applies nothing, the
+ * checkpoint and the submission included; a command failing while it runs leaves the ones before it applied
+ * and saves neither (Redis cannot roll a script back).
+ */
+export const FENCED_WRITE_SCRIPT: string = `${FENCED_MEMOISED_QUIET(START)}${CONDITIONS}${CHECK_COMMANDS}
 if failed > 0 then return {'+' .. clock, {}, failed, err, 0} end
 ${RUN_COMMANDS}
 local reply = {'+' .. clock, replies, failed, err, applied}
-if #commands > 0 or ARGV[at] ~= '' then
+if #commands > 0 or ARGV[at] ~= '' or submitted then
   ${REMEMBER('KEYS[1]')}
+  if failed == 0 and submitted then
+    ${RECORD_SUBMISSION}
+  end
   if failed == 0 and ARGV[at] ~= '' then
     redis.call('HSET', KEYS[1], 'checkpoint', ARGV[1] .. '\\0' .. now_ms .. '\\0' .. ARGV[at], 'recovery', '', ${MEMO_FIELDS})
   else
@@ -139,11 +230,11 @@ end
  * `REPLY.extras`, then status ('ok' | 'key-mismatch' | 'stale-token'), found key, found token, replies,
  * failed, error, applied.
  */
-export const FENCED_GATE_WRITE_SCRIPT: string = `${FENCED_MEMOISED}${gateCheck('KEYS[2]', 'ARGV[at]', 'ARGV[1]', (reason) => `{'+' .. clock, shown, false, false, false, ${reason}, found[1], found[2]}`)}
+export const FENCED_GATE_WRITE_SCRIPT: string = `${FENCED_MEMOISED}${gateCheck('KEYS[2]', 'ARGV[at]', 'ARGV[1]', (reason) => `{'+' .. clock, shown, false, false, false, false, false, ${reason}, found[1], found[2]}`)}
 ${decodeCommands('at + 1')}${CHECK_COMMANDS}
-if failed > 0 then return {'+' .. clock, shown, false, false, false, 'ok', found[1], found[2], {}, failed, err, 0} end
+if failed > 0 then return {'+' .. clock, shown, false, false, false, false, false, 'ok', found[1], found[2], {}, failed, err, 0} end
 ${RUN_COMMANDS}
-local reply = {'+' .. clock, shown, false, false, false, 'ok', found[1], found[2], replies, failed, err, applied}
+local reply = {'+' .. clock, shown, false, false, false, false, false, 'ok', found[1], found[2], replies, failed, err, applied}
 ${REMEMBER('KEYS[1]')}
 redis.call('HSET', KEYS[2], 'key', ARGV[at], 'token', ARGV[1])
 redis.call('HSET', KEYS[1], ${MEMO_FIELDS})
