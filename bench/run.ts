@@ -12,7 +12,7 @@
  *   BENCH_ETCD_WORKERS=1,16                    concurrency of the etcd groups (bench/etcd.ts)
  *   BENCH_FSYNC_OFF=0                          skip the fsync-off Postgres groups (fsync on is always run)
  *   BENCH_QUEUE=0 | only                       skip issue 24's claim-next and submission groups (queue-groups.ts), or
- *                                              run only those (with the memory group) on Redis and PostgreSQL
+ *                                              run only those (memory, Redis, PostgreSQL; SQLite's: bench/sqlite.ts)
  *   BENCH_COMPARE=/tmp/before/src              adds that tree's rows ("before: ...") to the memory group, the
  *                                              Redis and Postgres claim + release groups, the Redis fenced write
  *                                              (`git archive main src | tar -x -C /tmp/before`)
@@ -58,7 +58,7 @@ const ETCD_WORKERS = env('BENCH_ETCD_WORKERS', QUICK ? '1' : '1,16')
   .split(',')
   .map(Number);
 const FSYNC_OFF = env('BENCH_FSYNC_OFF', QUICK ? '0' : '1') !== '0';
-/** BENCH_QUEUE=0 skips issue 24's groups (claim-next, submissions: queue-groups.ts); =only runs only them (and memory's own). */
+/** BENCH_QUEUE=0 skips issue 24's groups (claim-next, submissions: queue-groups.ts); =only runs only them. */
 const QUEUE = env('BENCH_QUEUE', '1') !== '0';
 const QUEUE_ONLY = env('BENCH_QUEUE', '1') === 'only';
 
@@ -79,7 +79,7 @@ async function report(groups: readonly Group[], settings: SliceSettings): Promis
 
 async function memory(): Promise<void> {
   console.log('## Memory store\n');
-  await report(await memoryGroups(), SETTINGS);
+  if (!QUEUE_ONLY) await report(await memoryGroups(), SETTINGS);
   if (QUEUE) await report(await memoryQueueGroups(), SETTINGS);
 }
 
