@@ -29,7 +29,10 @@ export interface QueueSubmitAttempt {
   readonly key: string;
   readonly token: string;
   readonly runId: string;
-  /** `applied`, `replayed`, a refusal reason, or `not-sent` (the request was dropped before the store). */
+  /**
+   * `applied`, `replayed`, a refusal reason, `not-sent` (the harness dropped the request before the store) or
+   * `error` (the driver threw: the store may or may not have applied it).
+   */
   readonly answer: string;
   /** The store's now of the answer (`null` for `not-sent`). */
   readonly now: number | null;
@@ -175,8 +178,10 @@ export function checkQueue(history: QueueHistory): QueueViolation[] {
         });
       const writes = appliedByRun.get(runId) ?? [];
       if (writes.length > 1) violations.push({ rule: 'exactly-once', key, detail: `run ${runId} was applied ${writes.length} times` });
+      // NOTE: a driver error (a connection cut mid-request) leaves the outcome unknown: the entry may be that write.
+      const unknown = history.attempts.some((attempt) => attempt.runId === runId && attempt.answer === 'error');
       for (const entry of entries)
-        if (!writes.some((write) => write.token === entry.token && write.key === key))
+        if (!writes.some((write) => write.token === entry.token && write.key === key) && !unknown)
           violations.push({
             rule: 'stale-submission',
             key,

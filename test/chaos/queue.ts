@@ -10,7 +10,9 @@
  *
  * A store without claim-next (the methods are optional) runs the submit-only mode: workers claim known keys
  * with `claim` and finalize runs the same way, so the exactly-once and stale-submission checks run on every
- * store. Workers are async loops in this process over their own connections (up to 4), mixing the store's drivers.
+ * store. Workers are async loops in this process over their own connections (up to 4), mixing the store's drivers;
+ * on PostgreSQL and Redis the nemesis cuts every worker connection now and then (a submission whose driver threw
+ * has an unknown outcome: the checker lets it have applied or not).
  *
  * Everything talks to the Store contract directly: the Leases API of claim-next is not in this branch.
  */
@@ -19,7 +21,6 @@ import { createMemoryStore } from '../../src/adapters/memory/index.js';
 import type { PostgresWriteContext } from '../../src/adapters/postgres/index.js';
 import type { RedisWriteContext } from '../../src/adapters/redis/index.js';
 import type { SqliteWriteContext } from '../../src/adapters/sqlite/index.js';
-import { OutcomeUnknownError } from '../../src/errors.js';
 import type { Fence } from '../../src/fence/types.js';
 import type { FencedWriteOutcome } from '../../src/fence/operations.js';
 import type { Store } from '../../src/store.js';
@@ -80,8 +81,10 @@ export interface QueueRunResult {
   readonly figures: QueueFigures;
   /** Items left blocked for recovery (a record-first holder died before recording the abandoned run: by design). */
   readonly blocked: number;
-  /** Submissions whose outcome a driver error left unknown (not the harness's lost replies). */
+  /** Submissions a driver error answered (their outcome unknown; not the harness's lost replies). */
   readonly driverUnknowns: number;
+  /** Worker connections the nemesis cut (PostgreSQL, Redis). */
+  readonly connectionKills: number;
 }
 
 const FENCE_REASONS = new Set(['missing', 'not-held', 'expired', 'superseded', 'released', 'revoked', 'state-changed']);
@@ -172,7 +175,7 @@ export async function runQueueWorkload(options: QueueRunOptions): Promise<QueueR
     // NOTE: the server stores' planted bugs wrap the store's first driver only (test/chaos/mutants.ts).
     const mix = serverVariant !== null ? CLIENTS[options.store].slice(0, 1) : drivers.length > 0 ? drivers : CLIENTS[options.store];
     for (let i = 0; i < Math.min(4, workerCount); i += 1) {
-      const backend = await createBackend(options.store, url, mix[i % mix.length] as ClientKind, serverVariant, `chaos-wq${i}`);
+      const backend = await createBackend(options.store, url, mix[i % mix.length] as ClientKind, serverVariant, `wq${i}`);
       closers.push(() => backend.close());
       stores.push(planted(backend.store, options.variant, false));
     }
@@ -223,9 +226,18 @@ export async function runQueueWorkload(options: QueueRunOptions): Promise<QueueR
       if (faults.on) await addItems(random.int(1, 3)).catch(() => undefined);
     }
   })();
+  // NOTE: the server stores' nemesis: every worker connection cut now and then (real unknown outcomes).
+  let connectionKills = 0;
+  const nemesis = (async () => {
+    while (admin !== null && faults.on) {
+      await sleep(random.int(300, 1500));
+      if (faults.on) connectionKills += await admin.killConnections().catch(() => 0);
+    }
+  })();
   await sleep(options.durationMs);
   faults.on = false;
   await feeder;
+  await nemesis;
   // The drain: no faults; in queue mode until nothing is claimable by time alone, bounded.
   const drainUntil = performance.now() + Math.max(10 * ttlMs, 3000);
   if (mode === 'queue') {
@@ -284,6 +296,7 @@ export async function runQueueWorkload(options: QueueRunOptions): Promise<QueueR
     figures: queueFigures(history),
     blocked,
     driverUnknowns: recorder.driverUnknowns,
+    connectionKills,
   };
 }
 
@@ -347,7 +360,7 @@ async function runWorker(setup: WorkerSetup): Promise<void> {
           checkpointJson: JSON.stringify({ done: runId }),
         });
       } catch (error) {
-        if (error instanceof OutcomeUnknownError) recorder.driverUnknowns += 1;
+        recorder.driverUnknowns += 1;
         recorder.attempts.push({ key: fence.key, token: fence.token.toString(), runId, answer: 'error', now: null, delivered: true });
         await sleep(random.int(5, 20));
         continue;
