@@ -363,7 +363,6 @@ function postgresSubmissionGroup(target: PostgresTarget, workers: number, librar
         }
       };
     });
-  let supportsSubmissions: boolean;
   const write = (name: string, submission: 'none' | 'new' | 'replay'): Contender =>
     pooled(target, name, undefined, workers, async (pool: pg.Pool, worker: number) => {
       const leases = library.root.createLeases(library.postgres.createPostgresStore({ client: pool }), { holder: 'bench', ttlMs: TTL_MS });
@@ -379,7 +378,7 @@ function postgresSubmissionGroup(target: PostgresTarget, workers: number, librar
       };
     });
   // NOTE: a PostgreSQL store without issue 24 (no setKeyState) cannot be given to createLeases: raw rows only.
-  supportsSubmissions = typeof probeStore(target, library).setKeyState === 'function';
+  const supportsSubmissions = typeof probeStore(target, library).setKeyState === 'function';
   return {
     title: `PostgreSQL fenced write (ledger INSERT) with a submission, ${workers} client${workers === 1 ? '' : 's'}${supportsSubmissions ? '' : ': this PostgreSQL store has no issue 24 yet (raw baseline only)'}`,
     workers,
