@@ -152,6 +152,8 @@ const FUNCTION_TERMS: ClaimTerms = {
   ttlMs: 'p_ttl_ms',
   attributes: 'p_attributes',
   recovering: 'p_recovering',
+  expectValues: 'NULL::jsonb',
+  expectAbsent: 'NULL::text[]',
 };
 const RELEASE_PARAMS = ['p_key', 'p_token', 'p_secret', 'p_holder', 'p_run_id', 'p_attrs'];
 
@@ -197,14 +199,14 @@ DECLARE pre leasefence_leases; now_at timestamptz; applied boolean := false;
 BEGIN
   SELECT * INTO pre FROM leasefence_leases AS l WHERE l.key = p_key FOR NO KEY UPDATE;
   IF NOT FOUND THEN
-    RETURN ${claimFunction(tableName('leasefence_leases'))}(p_key, p_holder, p_run_id, p_secret, p_ttl_ms, p_attributes, p_recovering);
+    RETURN ${claimFunction(tableName('leasefence_leases'))}(p_key, p_holder, p_run_id, p_secret, p_ttl_ms, p_attributes, p_recovering, NULL, NULL);
   END IF;
   now_at := ${NOW};
   IF ${claimable(FUNCTION_TERMS)} THEN
-    UPDATE leasefence_leases AS l SET ${claimSet(FUNCTION_TERMS)} WHERE l.key = p_key;
+    UPDATE leasefence_leases AS l SET ${claimSet(FUNCTION_TERMS, 'NULL::bigint')} WHERE l.key = p_key;
     applied := true;
   END IF;
-  RETURN ${claimPreImageJson('pre.', 'now_at', 'applied', 'p_secret')};
+  RETURN ${claimPreImageJson('pre.', 'now_at', 'applied', 'p_secret', 'NULL::bigint')};
 END
 $fn$`;
 

@@ -262,7 +262,16 @@ export function setKeyState(record: LeaseRecord | null, command: SetKeyStateComm
   let ended: Ending | null = null;
   if (changes.length > 0 && grant !== null) {
     ended = isLive(grant, now)
-      ? { kind: 'state-changed', token: grant.token, holder: grant.holder, runId: grant.runId, at: now, reason: null, by: command.by, change: changes[0]! }
+      ? {
+          kind: 'state-changed',
+          token: grant.token,
+          holder: grant.holder,
+          runId: grant.runId,
+          at: now,
+          reason: null,
+          by: command.by,
+          change: changes[0]!,
+        }
       : expiredEnding(grant);
   }
   const outcome: SetKeyStateOutcome = {
@@ -359,7 +368,10 @@ export function recordSubmission(
     at: now,
     receiptJson: submission.receiptJson,
   };
-  const kept = record.submissions.length >= SUBMISSION_RETENTION ? record.submissions.slice(record.submissions.length - SUBMISSION_RETENTION + 1) : record.submissions;
+  const kept =
+    record.submissions.length >= SUBMISSION_RETENTION
+      ? record.submissions.slice(record.submissions.length - SUBMISSION_RETENTION + 1)
+      : record.submissions;
   return { record: { ...record, submissions: [...kept, recorded] }, submission: recorded };
 }
 

@@ -1,4 +1,14 @@
-import type { AttributeMismatch, Ending, Fence, FenceFinding, FenceReason, FenceVerdict, GrantState, LeaseRecord, StoreTime } from './types.js';
+import type {
+  AttributeMismatch,
+  Ending,
+  Fence,
+  FenceFinding,
+  FenceReason,
+  FenceVerdict,
+  GrantState,
+  LeaseRecord,
+  StoreTime,
+} from './types.js';
 import { stateValue } from './types.js';
 
 /** Whether a grant is live at `now`. Strict: at `now === expiresAt` it is expired. */

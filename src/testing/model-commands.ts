@@ -85,7 +85,13 @@ export class ClaimCommand implements Command {
       const sameRun = grant.worker === this.worker && grant.runId !== null && grant.runId === this.runId;
       expectMatch(
         result,
-        { ok: false, reason: sameRun ? 'run-already-acquired' : 'held', token: grant.token, holder: `w${grant.worker}`, runId: grant.runId },
+        {
+          ok: false,
+          reason: sameRun ? 'run-already-acquired' : 'held',
+          token: grant.token,
+          holder: `w${grant.worker}`,
+          runId: grant.runId,
+        },
         `${this} answered`,
       );
       return;

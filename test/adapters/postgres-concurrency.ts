@@ -9,6 +9,7 @@ import { isStoreFailure, OutcomeUnknownError } from '../../src/errors.js';
 import { createLeases } from '../../src/leases.js';
 import type { Leases } from '../../src/leases-types.js';
 import { freshTable, openPostgresClient, sharedPostgresUrl, type OpenedClient, type PostgresClientKind } from './postgres-harness.js';
+import { claimOf, fenceOf, submissionOf } from './postgres-record-specs.js';
 
 const CONNECTIONS = 16;
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
@@ -250,6 +251,179 @@ export function describePostgresConcurrencySpecs(kind: Exclude<PostgresClientKin
         { body: `t${highest}`, token: String(highest) },
       ]);
       for (const outcome of outcomes) if (!outcome.ok) expect(outcome.expected.token < (outcome.found.token as bigint)).toBe(true);
+    });
+
+    it('setKeyState racing claims, renews and fenced writes on 16 connections: no write under a state lands after the state moved', async () => {
+      const key = fresh('state-race');
+      const log = `"${table}_state_log"`;
+      await admin().query(`CREATE TABLE ${log} (id bigserial PRIMARY KEY, kind text NOT NULL, rev int NOT NULL, token bigint)`);
+      const REVS = 40;
+      let done = false;
+      const refusals = new Map<string, number>();
+      const count = (reason: string) => refusals.set(reason, (refusals.get(reason) ?? 0) + 1);
+      let lastWritten = 0;
+      const writer = async () => {
+        for (let rev = 1; rev <= REVS; rev += 1) {
+          // NOTE: let the workers write under the previous value first (up to 50 ms), so every change races them.
+          for (let waited = 0; rev > 1 && lastWritten < rev - 1 && waited < 50; waited += 1) await sleep(1);
+          const outcome = await stores[0]!.setKeyState({ key, values: { rev: String(rev) }, by: 'scanner' });
+          expect(outcome.changed).toEqual(['rev']);
+          await admin().query(`INSERT INTO ${log} (kind, rev) VALUES ('set', $1)`, [rev]);
+          await sleep(Math.random() * 4);
+        }
+        done = true;
+      };
+      const worker = async (index: number) => {
+        const store = stores[index]!;
+        while (!done) {
+          const rev = (await store.inspect(key)).state['rev'];
+          if (rev === undefined) continue;
+          const command = claimOf(key, `w${index}`, { expect: { rev } });
+          const claimed = await store.claim(command);
+          if (!claimed.ok) {
+            count(claimed.reason);
+            continue;
+          }
+          const fence = fenceOf(command, claimed);
+          const renewed = await store.renew({ fence, ttlMs: 60_000 });
+          // NOTE: a grant a key-state change ended says so, or superseded once another worker claimed the key.
+          if (!renewed.ok) {
+            expect(['state-changed', 'superseded']).toContain(renewed.reason);
+            if (renewed.reason === 'state-changed') expect(renewed.attribute).toMatchObject({ name: 'rev', expected: rev });
+            count(`renew ${renewed.reason}`);
+            continue;
+          }
+          const wrote = await store.fencedWrite(fence, async (tx) => {
+            await tx.query(`INSERT INTO ${log} (kind, rev, token) VALUES ('write', $1, $2)`, [Number(rev), fence.token.toString()]);
+          });
+          if (!wrote.ok) {
+            expect(['state-changed', 'superseded']).toContain(wrote.reason);
+            count(`write ${wrote.reason}`);
+            continue;
+          }
+          lastWritten = Math.max(lastWritten, Number(rev));
+          await store.release({ fence });
+        }
+      };
+      await Promise.all([writer(), ...Array.from({ length: 8 }, (_, i) => worker(i + 1))]);
+      // NOTE: the race happened: claims met changed values, or grants were ended while their holders worked.
+      expect(refusals.size).toBeGreaterThan(0);
+      const rows = (await admin().query(`SELECT id::int AS id, kind, rev FROM ${log} ORDER BY id`)).rows as Array<{
+        id: number;
+        kind: string;
+        rev: number;
+      }>;
+      const setAt = new Map(rows.filter((row) => row.kind === 'set').map((row) => [row.rev, row.id]));
+      const writes = rows.filter((row) => row.kind === 'write');
+      expect(writes.length).toBeGreaterThanOrEqual(REVS / 4);
+      for (const write of writes) {
+        // NOTE: a write's transaction holds the lease row until it commits, and setKeyState waits for it, so
+        // a write under rev r takes its id before the change to r + 1 commits (and is logged).
+        const next = setAt.get(write.rev + 1);
+        if (next !== undefined) expect(write.id).toBeLessThan(next);
+      }
+      expect((await stores[0]!.inspect(key)).state).toEqual({ rev: String(REVS) });
+    });
+
+    it('a submission retried at once from 16 connections is recorded once: one write applies, the others are replayed or conflict', async () => {
+      const key = fresh('submit-race');
+      const command = claimOf(key, 'holder');
+      const fence = fenceOf(command, await stores[0]!.claim(command));
+      for (let round = 0; round < 8; round += 1) {
+        const runId = `run-${round}`;
+        const statementForm = round % 2 === 1;
+        const payloadOf = (i: number) => (round >= 4 && i % 3 === 0 ? 'other' : 'payload');
+        const outcomes = await Promise.all(
+          stores.map(async (store, i) => {
+            const submission = submissionOf(runId, payloadOf(i));
+            if (!statementForm) {
+              return store.fencedWrite(
+                fence,
+                async (tx) => {
+                  await tx.query(`INSERT INTO ${out} (key, token) VALUES ($1, $2)`, [`${key}/${runId}`, i]);
+                  return i;
+                },
+                { submission },
+              );
+            }
+            const lease = createLeases(store, { holder: fence.holder }).restore({
+              ...fence,
+              token: fence.token.toString(),
+              storeId: store.id,
+              expiresAt: null,
+              attributes: {},
+            });
+            return store.fencedStatement(
+              lease,
+              `INSERT INTO ${out} (key, token) SELECT $1, $2 FROM fence RETURNING 1`,
+              [`${key}/${runId}`, i],
+              {
+                submission,
+              },
+            );
+          }),
+        );
+        const applied = outcomes.filter((outcome) => outcome.ok);
+        expect(applied).toHaveLength(1);
+        const winner = outcomes.indexOf(applied[0]!);
+        outcomes.forEach((outcome, i) => {
+          if (i === winner) return;
+          expect(outcome).toMatchObject({ ok: false, reason: payloadOf(i) === payloadOf(winner) ? 'replayed' : 'replay-conflict' });
+        });
+        const { rows } = await admin().query(`SELECT token FROM ${out} WHERE key = $1`, [`${key}/${runId}`]);
+        expect(rows.map((row) => Number((row as { token: string }).token))).toEqual([winner]);
+      }
+    });
+
+    it('40 distinct submissions racing on 16 connections are all recorded, numbered without gaps, and the key keeps the newest 32', async () => {
+      const key = fresh('submit-many');
+      const command = claimOf(key, 'holder');
+      const fence = fenceOf(command, await stores[0]!.claim(command));
+      const outcomes = await Promise.all(
+        Array.from({ length: 40 }, (_, i) =>
+          stores[i % stores.length]!.fencedWrite(fence, () => i, { submission: submissionOf(`run-${i}`, 'p') }),
+        ),
+      );
+      expect(outcomes.every((outcome) => outcome.ok)).toBe(true);
+      const { rows } = await admin().query(`SELECT seq::int AS seq FROM "${table}_submissions" WHERE key = $1 ORDER BY seq`, [key]);
+      expect(rows.map((row) => (row as { seq: number }).seq)).toEqual(Array.from({ length: 32 }, (_, i) => i + 9));
+    });
+
+    it('remove racing claims, fenced writes and key-state writes on 16 connections: no token is issued twice, and tokens rise in write order', async () => {
+      const key = fresh('remove-race');
+      const log = `"${table}_remove_log"`;
+      await admin().query(`CREATE TABLE ${log} (id bigserial PRIMARY KEY, token bigint NOT NULL)`);
+      let done = false;
+      const granted: bigint[] = [];
+      const remover = async () => {
+        for (let round = 0; round < 60; round += 1) {
+          await stores[0]!.remove({ key, force: round % 2 === 0, expectedToken: null });
+          if (round % 5 === 0) await stores[0]!.setKeyState({ key, values: { round: String(round) }, by: 'operator' });
+          await sleep(Math.random() * 2);
+        }
+        done = true;
+      };
+      const worker = async (index: number) => {
+        while (!done) {
+          const command = claimOf(key, `w${index}`);
+          const claimed = await stores[index]!.claim(command);
+          if (!claimed.ok) continue;
+          const fence = fenceOf(command, claimed);
+          granted.push(fence.token);
+          await stores[index]!.fencedWrite(fence, async (tx) => {
+            await tx.query(`INSERT INTO ${log} (token) VALUES ($1)`, [fence.token.toString()]);
+          });
+          await stores[index]!.release({ fence });
+        }
+      };
+      await Promise.all([remover(), ...Array.from({ length: 8 }, (_, i) => worker(i + 1))]);
+      expect(granted.length).toBeGreaterThan(10);
+      expect(new Set(granted).size).toBe(granted.length);
+      // NOTE: a fenced write runs while its grant is the key's current one, so writes in id order carry rising tokens.
+      const tokens = ((await admin().query(`SELECT token::text AS token FROM ${log} ORDER BY id`)).rows as Array<{ token: string }>).map(
+        (row) => BigInt(row.token),
+      );
+      for (let i = 1; i < tokens.length; i += 1) expect(tokens[i]! >= tokens[i - 1]!).toBe(true);
     });
 
     it('a claim whose connection is terminated while it waits for the lease row fails with OutcomeUnknownError and leaves the lease whole', async () => {

@@ -120,6 +120,25 @@ describe.each<ListenerKind>(['pg-factory', 'postgresjs', 'pglite'])('postgres wa
     await expectReleaseAndRevokeHeard(rig.store, leases, `job:${kind}:heard`);
   });
 
+  it('hears a key-state change that ends a grant and a remove, and not a change that ends nothing', async () => {
+    const key = `job:${kind}:state`;
+    const heard = vi.fn();
+    const end = await rig.store.watchFreed!(key, heard);
+    try {
+      await leases.claimOrThrow(key);
+      await rig.store.setKeyState({ key, values: { rev: '1' }, by: 'scanner' });
+      await vi.waitFor(() => expect(heard).toHaveBeenCalledTimes(1), { timeout: 2_000 });
+      await leases.claimOrThrow(key);
+      await rig.store.setKeyState({ key, values: { rev: '1' }, by: 'scanner' });
+      await rig.store.remove({ key, force: true, expectedToken: null });
+      await vi.waitFor(() => expect(heard).toHaveBeenCalledTimes(2), { timeout: 2_000 });
+      await new Promise((resolve) => setTimeout(resolve, 100));
+      expect(heard).toHaveBeenCalledTimes(2);
+    } finally {
+      await end();
+    }
+  });
+
   it('one LISTEN serves many keys; a release wakes only its own key; none is left after the last watch ends', async () => {
     const ends = await expectOwnKeyWoken(rig.store, leases, [`job:${kind}:a`, `job:${kind}:b`]);
     ends.push(await rig.store.watchFreed!(`job:${kind}:b`, () => undefined));

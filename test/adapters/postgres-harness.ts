@@ -147,6 +147,16 @@ export async function ledgerHarness(setup: LedgerHarnessSetup): Promise<StoreHar
       );
       return outcome.ok ? { ok: true, value: outcome.rows, token: outcome.token, checkpoint: null, now: outcome.now } : outcome;
     },
+    // NOTE: the INSERT runs in the fenced transaction; a refusal after it rolls the transaction back.
+    fencedAppend: (fence, entry, options, refuse) =>
+      store.fencedWrite(
+        fence,
+        async (tx) => {
+          await tx.query(`INSERT INTO ${ledger} (key, entry, token) VALUES ($1, $2, $3)`, [fence.key, entry, tx.token.toString()]);
+          if (refuse !== undefined) tx.refuse(refuse.code, refuse.detail);
+        },
+        options,
+      ),
     readLedger: async (key) => {
       const { rows } = await main.client.query(`SELECT entry FROM ${ledger} WHERE key = $1 ORDER BY seq`, [key]);
       return (rows as Array<{ entry: string }>).map((row) => row.entry);

@@ -13,6 +13,7 @@ import { createLeases } from '../../src/leases.js';
 import { createPostgresStore, createPostgresTokenGate, type PostgresStore } from '../../src/adapters/postgres/index.js';
 import type { PgBouncer } from '../support/pgbouncer.js';
 import { freshTable, sharedPostgresUrl } from './postgres-harness.js';
+import { describePostgresRecordSpecs } from './postgres-record-specs.js';
 import { BEHIND_POOLER, openBouncedClient, pgBouncer, stopBouncer, type BouncedClient } from './postgres-pgbouncer-harness.js';
 
 let bouncer: PgBouncer;
@@ -262,3 +263,12 @@ describe('postgres through PgBouncer (transaction mode): waiting claims', () => 
     },
   );
 });
+
+for (const kind of ['pg-pool', 'postgresjs'] as const) {
+  describePostgresRecordSpecs({
+    label: `${kind} through PgBouncer, transaction mode, prepare: false`,
+    open: async () => openBouncedClient(kind, bouncer.url, 4),
+    prepare: false,
+    statementForm: true,
+  });
+}

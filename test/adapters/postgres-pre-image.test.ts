@@ -11,6 +11,13 @@ import { PRE_IMAGE_WIDTH } from '../../src/adapters/postgres/statements.js';
 import * as transitions from '../../src/fence/transitions.js';
 import type { LeaseRecord } from '../../src/fence/types.js';
 import { checkFence } from '../../src/fence/verdict.js';
+
+/** Key-state values to set: a few names (one that sorts differently by code unit than by code point), set or removed. */
+const keyStateValuesArb = fc.dictionary(
+  fc.constantFrom('rev', 'tier', '\u{1F600}', '\uFF21'),
+  fc.option(fc.constantFrom('1', '2'), { nil: null }),
+  { maxKeys: 3 },
+);
 import {
   checkpointCommandArb,
   claimCommandArb,
@@ -43,6 +50,9 @@ function cell(record: LeaseRecord, name: string, presented: string | null): unkn
     ending_at: ending?.at ?? null,
     ending_reason: ending?.reason ?? null,
     ending_by: ending?.by ?? null,
+    ending_change: ending?.change ?? null,
+    state: record.state ?? {},
+    held_until: record.heldUntil ?? null,
     acquired_at: grant?.acquiredAt ?? null,
     checkpoint_json: checkpoint?.json ?? null,
     checkpoint_token: text(checkpoint?.token),
@@ -82,7 +92,9 @@ describe('postgres pre-image', () => {
   test.prop([recordArb, fc.integer({ min: 0, max: 2_000_000 })])(
     'a whole-row pre-image decodes to the row itself, every field and bigint token exact',
     (record, now) => {
-      expect(through('record', record, now, record.grant?.secret ?? null)).toEqual(record);
+      // NOTE: submissions are never in a pre-image (their own table); a record without state has the empty one.
+      const stored = { ...({ state: {}, heldUntil: null } as object), ...record, submissions: [] };
+      expect(through('record', record, now, record.grant?.secret ?? null)).toEqual(stored);
       expect(through('record', null, now, null)).toBeNull();
     },
   );
@@ -163,5 +175,44 @@ describe('postgres pre-image', () => {
       decidesAlike(PRE_IMAGE_WIDTH.recover, reached.record, now, command.fence.secret, (record) =>
         transitions.recover(record, command, now),
       ),
+  );
+
+  test.prop([
+    fc.oneof(reachedArb, pendingRecoveryArb),
+    claimCommandArb,
+    keyStateValuesArb,
+    fc.option(fc.oneof(fc.constant(null), fc.nat({ max: 5_000 })), { nil: undefined }),
+    fc.nat({ max: 2_000 }),
+  ])(
+    'setKeyState, remove, a claim with expect and a held-back key decide on their statement pre-images as on the whole row',
+    (reached, claim, values, holdMs, dt) => {
+      const now = reached.now + dt;
+      const command = { key: claim.key, values, by: 'writer', ...(holdMs === undefined ? {} : { holdMs }) };
+      decidesAlike(PRE_IMAGE_WIDTH.setKeyState, reached.record, now, null, (record) => transitions.setKeyState(record, command, now));
+      const set = transitions.setKeyState(reached.record, command, now).record;
+      for (const force of [false, true]) {
+        decidesAlike(PRE_IMAGE_WIDTH.remove, set, now, null, (record) =>
+          transitions.remove(record, { key: claim.key, force, expectedToken: null }, now),
+        );
+      }
+      const expected = Object.fromEntries(Object.entries(values).slice(0, 1));
+      for (const at of [now, now + 1, now + 6_000]) {
+        decidesAlike(PRE_IMAGE_WIDTH.claim, set, at, claim.secret, (record) =>
+          transitions.claim(record, { ...claim, expect: expected }, at),
+        );
+        decidesAlike(PRE_IMAGE_WIDTH.claim, set, at, claim.secret, (record) => transitions.claim(record, claim, at));
+      }
+      const inspected = transitions.inspect(through(PRE_IMAGE_WIDTH.inspect, set, now, null), claim.key, now);
+      expect(inspected).toEqual(transitions.inspect(set, claim.key, now));
+    },
+  );
+
+  test.prop([presentedArb, keyStateValuesArb])(
+    'a fence ended by a key-state change is refused state-changed on its statement pre-image as on the whole row',
+    ({ reached, fence, now }, values) => {
+      const set = transitions.setKeyState(reached.record, { key: fence.key, values, by: 'writer' }, now).record;
+      expect(checkFence(through(PRE_IMAGE_WIDTH.lockShared, set, now, fence.secret), fence, now)).toEqual(checkFence(set, fence, now));
+      decidesAlike(PRE_IMAGE_WIDTH.renew, set, now, fence.secret, (record) => transitions.renew(record, { fence, ttlMs: 1_000 }, now));
+    },
   );
 });

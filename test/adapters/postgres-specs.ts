@@ -20,6 +20,7 @@ import type { Leases } from '../../src/leases-types.js';
 import { countingClient, type CountingClient } from './postgres-counting.js';
 import { freshTable, openPostgresClient, sharedPostgresUrl, type OpenedClient, type PostgresClientKind } from './postgres-harness.js';
 import { describePostgresGateSpecs } from './postgres-gate-specs.js';
+import { clientTarget, describePostgresRecordSpecs } from './postgres-record-specs.js';
 
 /** What every spec file of one client kind shares: a counting client and a store on a fresh table. */
 export interface PostgresSpecContext {
@@ -243,7 +244,7 @@ export function describePostgresAdapterSpecs(kind: PostgresClientKind): void {
         table,
         sabotage: async () =>
           void (await ctx().opened.client.query(
-            `CREATE OR REPLACE FUNCTION "${table}_try_claim"(p_key text, p_holder text, p_run_id text, p_secret text, p_ttl_ms bigint, p_attributes jsonb, p_recovering boolean)
+            `CREATE OR REPLACE FUNCTION "${table}_try_claim"(p_key text, p_holder text, p_run_id text, p_secret text, p_ttl_ms bigint, p_attributes jsonb, p_recovering boolean, p_expect jsonb, p_absent text[])
              RETURNS text LANGUAGE plpgsql AS $$ BEGIN RAISE EXCEPTION 'claim function called'; END $$`,
           )),
       };
@@ -261,7 +262,8 @@ export function describePostgresAdapterSpecs(kind: PostgresClientKind): void {
         await a.checkpointOrThrow(first, { step: 1 });
         await sabotage();
         expect(await b.claim(key)).toMatchObject({ ok: false, reason: 'held', token: first.token, holder: 'a', runId: 'r1' });
-        expect(await a.claim(key, { runId: 'r1' })).toMatchObject({ ok: false, reason: 'held' });
+        // NOTE: the same holder and run are told their run already holds it (decided from the same held answer).
+        expect(await a.claim(key, { runId: 'r1' })).toMatchObject({ ok: false, reason: 'run-already-acquired', token: first.token });
         await a.revoke(key, { reason: 'fast path', requireRecovery: true });
         expect(await b.claim(key)).toMatchObject({ ok: false, reason: 'recovery-required', token: first.token + 1n });
         const recovered = await b.claimOrThrow(key, { recovering: true });
@@ -403,4 +405,5 @@ export function describePostgresAdapterSpecs(kind: PostgresClientKind): void {
 
     describePostgresGateSpecs(ctx, kind);
   });
+  describePostgresRecordSpecs(clientTarget(kind));
 }

@@ -29,6 +29,7 @@ import type { Store } from '../../src/store.js';
 import { LEASE_TABLE } from './backend-postgres.js';
 import { redisRecordKey } from './backend-redis.js';
 import { SQLITE_LEASE_TABLE } from './backend-sqlite.js';
+import { refuseWrite } from '../../src/write-refusal.js';
 
 /** The planted bugs. */
 export type MutantName = 'unfenced-write' | 'blind-renew' | 'racy-claim';
@@ -162,7 +163,7 @@ export function postgresMutant(name: MutantName, store: Store<PostgresWriteConte
         const { rows } = await connection.query<{ now: string }>(`SELECT ${PG_NOW} AS now`);
         const now = Number(rows[0]?.now);
         const query = connection.query.bind(connection) as unknown as PostgresWriteContext['query'];
-        const value = await write({ query, connection, key: fence.key, token: fence.token, now });
+        const value = await write({ query, connection, key: fence.key, token: fence.token, now, refuse: refuseWrite });
         await connection.query('COMMIT');
         return { ok: true, value, token: fence.token, checkpoint: null, now };
       } finally {

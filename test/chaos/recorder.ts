@@ -86,7 +86,12 @@ export function recordingStore<C>(store: Store<C>, recorder: Recorder): Store<C>
         () => store.claim(command),
         (outcome) => {
           if (!outcome.ok)
-            return { type: 'fail', reason: outcome.reason, storeNow: outcome.now, ...('token' in outcome ? { token: outcome.token.toString() } : {}) };
+            return {
+              type: 'fail',
+              reason: outcome.reason,
+              storeNow: outcome.now,
+              ...('token' in outcome ? { token: outcome.token.toString() } : {}),
+            };
           const checkpoint = outcome.checkpoint;
           const id = checkpoint === null ? undefined : checkpointId(checkpoint.json);
           return {

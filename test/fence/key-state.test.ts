@@ -210,12 +210,42 @@ describe('claim with expect', () => {
 
 describe('key state names that are Object.prototype names', () => {
   it('__proto__ and constructor are names like any other (before: __proto__ set the prototype, constructor read a function)', () => {
-    const setState = transitions.setKeyState(null, { key: 'k', values: JSON.parse('{"__proto__":"a","constructor":"b"}') as Record<string, string>, by: 'op' }, 0);
+    const setState = transitions.setKeyState(
+      null,
+      { key: 'k', values: JSON.parse('{"__proto__":"a","constructor":"b"}') as Record<string, string>, by: 'op' },
+      0,
+    );
     expect(Object.hasOwn(setState.outcome.state, '__proto__')).toBe(true);
     expect(setState.outcome.changed).toEqual(['__proto__', 'constructor']);
-    const refused = transitions.claim(setState.record, { key: 'k', holder: 'w', runId: null, secret: 's'.repeat(32), ttlMs: 1000, attributes: {}, recovering: false, expect: JSON.parse('{"__proto__":"x"}') }, 1);
+    const refused = transitions.claim(
+      setState.record,
+      {
+        key: 'k',
+        holder: 'w',
+        runId: null,
+        secret: 's'.repeat(32),
+        ttlMs: 1000,
+        attributes: {},
+        recovering: false,
+        expect: JSON.parse('{"__proto__":"x"}'),
+      },
+      1,
+    );
     expect(refused.outcome).toMatchObject({ ok: false, reason: 'state-mismatch', field: { name: '__proto__', expected: 'x', found: 'a' } });
-    const fresh = transitions.claim(null, { key: 'n', holder: 'w', runId: null, secret: 's'.repeat(32), ttlMs: 1000, attributes: {}, recovering: false, expect: { constructor: null } }, 1);
+    const fresh = transitions.claim(
+      null,
+      {
+        key: 'n',
+        holder: 'w',
+        runId: null,
+        secret: 's'.repeat(32),
+        ttlMs: 1000,
+        attributes: {},
+        recovering: false,
+        expect: { constructor: null },
+      },
+      1,
+    );
     expect(fresh.outcome.ok).toBe(true);
   });
 });

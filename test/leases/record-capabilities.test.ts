@@ -102,7 +102,13 @@ describe('hold back a key until a time (a retry schedule)', () => {
     await a.release(lease, { holdMs: 300 });
     let attempts = 0;
     const counting = createLeases(
-      { ...store, claim: (command: Parameters<typeof store.claim>[0]) => (attempts++, store.claim(command)) } as typeof store,
+      {
+        ...store,
+        claim: (command: Parameters<typeof store.claim>[0]) => {
+          attempts++;
+          return store.claim(command);
+        },
+      } as typeof store,
       { holder: 'b', ttlMs: 60_000 },
     );
     const started = performance.now();
@@ -194,7 +200,13 @@ describe('idempotent submissions (seed 000: classifier submit)', () => {
     const { store } = setup();
     let calls = 0;
     const counted = createLeases(
-      { ...store, fencedWrite: (...args: Parameters<typeof store.fencedWrite>) => (calls++, store.fencedWrite(...args)) } as typeof store,
+      {
+        ...store,
+        fencedWrite: (...args: Parameters<typeof store.fencedWrite>) => {
+          calls++;
+          return store.fencedWrite(...args);
+        },
+      } as typeof store,
       {
         holder: 'a',
         maxCheckpointBytes: 1_000,

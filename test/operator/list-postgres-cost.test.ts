@@ -25,8 +25,10 @@ describe('list: postgres cost', () => {
   beforeAll(async () => {
     pool = new pg.Pool({ connectionString: await sharedPostgresUrl(), max: 2 });
     await createPostgresStore({ client: pool, table }).migrate();
-    await pool.query(`INSERT INTO ${table} (key, token) SELECT 'job:' || lpad(i::text, 6, '0'), 1 FROM generate_series(1, 20000) AS i`);
-    await pool.query(`INSERT INTO ${table} (key, token) SELECT 'other:' || i, 1 FROM generate_series(1, 5000) AS i`);
+    await pool.query(
+      `INSERT INTO ${table} (key, token, state) SELECT 'job:' || lpad(i::text, 6, '0'), 1, '{}' FROM generate_series(1, 20000) AS i`,
+    );
+    await pool.query(`INSERT INTO ${table} (key, token, state) SELECT 'other:' || i, 1, '{}' FROM generate_series(1, 5000) AS i`);
     await pool.query(`ANALYZE ${table}`);
   });
   afterAll(async () => pool.end());

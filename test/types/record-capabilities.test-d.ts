@@ -33,7 +33,7 @@ describe('claim refusals', () => {
     expectTypeOf<Extract<Refusal, { reason: 'run-already-acquired' }>['runId']>().toEqualTypeOf<string>();
     expectTypeOf<Extract<Refusal, { reason: 'run-already-acquired' }>['token']>().toEqualTypeOf<bigint>();
     // @ts-expect-error a state-mismatch names no token: the key's state, not a grant, refused it
-    type NoToken = Extract<Refusal, { reason: 'state-mismatch' }>['token'];
+    expectTypeOf<Extract<Refusal, { reason: 'state-mismatch' }>['token']>();
   });
 
   it('expect takes string or null values', () => {

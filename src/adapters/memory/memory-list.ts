@@ -80,7 +80,8 @@ export class MemoryKeyIndex {
     let i = 0;
     let j = 0;
     let k = 0;
-    while (i < sorted.length && j < fresh.length) merged[k++] = (sorted[i] as string) < (fresh[j] as string) ? (sorted[i++] as string) : (fresh[j++] as string);
+    while (i < sorted.length && j < fresh.length)
+      merged[k++] = (sorted[i] as string) < (fresh[j] as string) ? (sorted[i++] as string) : (fresh[j++] as string);
     while (i < sorted.length) merged[k++] = sorted[i++] as string;
     while (j < fresh.length) merged[k++] = fresh[j++] as string;
     this.#sorted = merged;

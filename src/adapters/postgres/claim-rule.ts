@@ -30,6 +30,36 @@ export interface ClaimTerms {
   /** The bound attributes, as jsonb. */
   readonly attributes: string;
   readonly recovering: string;
+  /** The values the claim's `expect` requires, as a jsonb object of strings (NULL: none). */
+  readonly expectValues: string;
+  /** The names the claim's `expect` requires absent (its `null` values), as text[] (NULL: none). */
+  readonly expectAbsent: string;
+}
+
+/**
+ * The key state of `pre` has every value `expect` requires and none of the names it requires absent, as
+ * `transitions.claim` checks it first. A placeholder row (state NULL) has the empty state. NOTE: containment
+ * and `?|`, not a subquery over the expected values: a subquery's plan nodes are initialised at every
+ * execution of the claim, which is most of what it would cost.
+ */
+export function stateExpected(terms: ClaimTerms, state = 'pre.state'): string {
+  const current = `COALESCE(${state}, '{}'::jsonb)`;
+  return `(${terms.expectValues} IS NULL OR ${current} OPERATOR(pg_catalog.@>) ${terms.expectValues})
+    AND (${terms.expectAbsent} IS NULL OR NOT (${current} OPERATOR(pg_catalog.?|) ${terms.expectAbsent}))`;
+}
+
+/** A claim's `expect` as the two parameters `stateExpected` reads: required values (JSON text) and absent names (a text[] literal). */
+export function expectParams(expect: Readonly<Record<string, string | null>> | undefined): [string | null, string | null] {
+  if (expect === undefined) return [null, null];
+  const values: Record<string, string> = {};
+  const absent: string[] = [];
+  for (const [name, value] of Object.entries(expect)) {
+    if (value === null) absent.push(name);
+    else values[name] = value;
+  }
+  // NOTE: an array literal with every element double-quoted, backslashes and quotes escaped: any name reads back as itself.
+  const literal = absent.length === 0 ? null : `{${absent.map((name) => `"${name.replace(/[\\"]/g, (c) => `\\${c}`)}"`).join(',')}}`;
+  return [JSON.stringify(values), literal];
 }
 
 /** The expiry of a grant made at `now` with `ttlMs` (NULL: never). */
@@ -37,21 +67,26 @@ const expiresAfter = (terms: ClaimTerms): string =>
   `${terms.now} OPERATOR(pg_catalog.+) (${terms.ttlMs}::float8 OPERATOR(pg_catalog.*) '1 millisecond'::interval)`;
 
 /**
- * `pre` may be granted: nothing is held or the grant has expired (strictly: at now = expires_at it has),
- * and no recovery is pending unless the claimer is recovering.
+ * `pre` may be granted: its state has the values the claim expects, nothing is held or the grant has
+ * expired (strictly: at now = expires_at it has), no hold lasts (strictly: at now = held_until it has
+ * passed), and no recovery is pending unless the claimer is recovering.
  */
 export function claimable(terms: ClaimTerms): string {
-  return `(pre.holder IS NULL OR (pre.expires_at IS NOT NULL AND ${terms.now} OPERATOR(pg_catalog.>=) pre.expires_at))
+  return `${stateExpected(terms)}
+    AND (pre.holder IS NULL OR (pre.expires_at IS NOT NULL AND ${terms.now} OPERATOR(pg_catalog.>=) pre.expires_at))
+    AND (pre.held_until IS NULL OR ${terms.now} OPERATOR(pg_catalog.>=) pre.held_until)
     AND (NOT pre.recovery_required OR ${terms.recovering})`;
 }
 
 /**
- * The grant, as an UPDATE's SET list: the next token (token-floor.ts), the new holder, and an expired holder recorded as
- * the ending (a released or revoked one already is); the checkpoint and a pending recovery are kept.
+ * The grant, as an UPDATE's SET list (`removedFloor`: the removed-token floor's SQL, token-floor.ts): the next token, the new holder, and an expired holder recorded as
+ * the ending (a released, revoked or state-changed one already is); the checkpoint, a pending recovery and
+ * the key state are kept (a placeholder row gets the empty state: it becomes a record), a passed hold is cleared.
  */
-export function claimSet(terms: ClaimTerms): string {
+export function claimSet(terms: ClaimTerms, removedFloor: string): string {
   const kept = (column: string, expired: string) => `${column} = CASE WHEN pre.holder IS NULL THEN pre.${column} ELSE ${expired} END`;
-  return `token = ${mintTokenSql('pre.token', terms.now)},
+  return `token = ${mintTokenSql('pre.token', terms.now, removedFloor)},
+    state = COALESCE(pre.state, '{}'::jsonb), held_until = NULL,
     holder = ${terms.holder}, run_id = ${terms.runId}, secret_hash = ${terms.secret}, acquired_at = ${terms.now},
     expires_at = ${expiresAfter(terms)}, attributes = ${terms.attributes},
     ${kept('ending_kind', `'expired'`)}, ${kept('ending_token', 'pre.token')}, ${kept('ending_holder', 'pre.holder')},
@@ -59,8 +94,11 @@ export function claimSet(terms: ClaimTerms): string {
     ${kept('ending_reason', 'NULL')}, ${kept('ending_by', 'NULL')}`;
 }
 
-/** A key's first grant: the first token (the floor), nothing inherited. */
-export function firstGrant(table: string, key: string, terms: ClaimTerms): string {
-  return `INSERT INTO ${table} AS l (key, token, holder, run_id, secret_hash, acquired_at, expires_at, attributes)
-    VALUES (${key}, ${mintTokenSql('0::bigint', terms.now)}, ${terms.holder}, ${terms.runId}, ${terms.secret}, ${terms.now}, ${expiresAfter(terms)}, ${terms.attributes})`;
+/**
+ * A key's first grant (`table`: the lease table as the caller names it, `removedFloor` its removed-token floor's SQL):
+ * the first token (the floor), the empty state, nothing inherited.
+ */
+export function firstGrant(table: string, removedFloor: string, key: string, terms: ClaimTerms): string {
+  return `INSERT INTO ${table} AS l (key, token, holder, run_id, secret_hash, acquired_at, expires_at, attributes, state)
+    VALUES (${key}, ${mintTokenSql('0::bigint', terms.now, removedFloor)}, ${terms.holder}, ${terms.runId}, ${terms.secret}, ${terms.now}, ${expiresAfter(terms)}, ${terms.attributes}, '{}'::jsonb)`;
 }

@@ -1,12 +1,15 @@
 /**
  * The transaction form of a Postgres fenced write: BEGIN; lock the lease row and check the fence (bounding
- * the transaction by the grant); your statements; save the checkpoint if one was given; COMMIT.
+ * the transaction by the grant; with a submission, its replay lookup first); your statements; save the
+ * checkpoint if one was given; record the submission if one was given; COMMIT.
  *
  * ATOMICITY: the first statement locks the lease row FOR SHARE (or FOR NO KEY UPDATE when the write saves a
- * checkpoint: two such writes of one lease then queue instead of deadlocking on a SHARE -> UPDATE upgrade),
- * which holds off every takeover (claim, revoke) until the transaction ends, so the write commits before any
- * newer grant exists. The checkpoint is saved on that locked row after your callback returned, in the same
- * transaction: the write and the checkpoint commit together or not at all.
+ * checkpoint or records a submission: two such writes of one lease then queue instead of deadlocking on a
+ * SHARE -> UPDATE upgrade, and two submissions of one key are looked up and recorded one after the other),
+ * which holds off every takeover (claim, revoke, setKeyState, remove) until the transaction ends, so the
+ * write commits before any newer grant exists. The checkpoint and the submission are saved after your
+ * callback returned, in the same transaction: the write, the checkpoint and the submission commit together
+ * or not at all. A callback that refuses itself (`context.refuse`) rolls all of it back.
  */
 import { AsyncLocalStorage } from 'node:async_hooks';
 import { monotonicClock } from '../../clock.js';
@@ -18,6 +21,8 @@ import { checkFence } from '../../fence/verdict.js';
 import type { PostgresClient, PostgresQueryable } from './client.js';
 import { classifyFailure, ownStatementFailure } from './failures.js';
 import { decodePreImage } from './rows.js';
+import { decodeSubmissionLookup, type SubmissionLookup } from './submissions.js';
+import { refuseWrite, WriteRefusedSignal } from '../../write-refusal.js';
 import { secretHash } from './secret-hash.js';
 import type { Session } from './session.js';
 import type { LeaseStatements } from './statements.js';
@@ -41,6 +46,23 @@ export interface PostgresWriteContext {
   readonly token: bigint;
   /** The store's now when the fence was checked (the lease row stays locked until COMMIT). */
   readonly now: StoreTime;
+  /**
+   * Refuses the write from inside the callback, after reading your own data in the fenced transaction (for
+   * example "the owner account became inactive"): throws, and the store rolls the whole transaction back
+   * (every statement the callback sent, the checkpoint, the submission) and answers
+   * `{ ok: false, reason: 'write-refused', code, detail }`. `code` is 1-100 letters, digits or `_ . : -`
+   * (starting with a letter or digit), `detail` at most 1,000 characters; a bad one fails the write with
+   * INVALID_ARGUMENT (also rolled back). Do not catch what it throws.
+   *
+   * ```ts
+   * await leases.fencedWrite(lease, async (tx) => {
+   *   const { rows } = await tx.query('SELECT active FROM accounts WHERE id = $1', [owner]);
+   *   if (!rows[0]?.active) tx.refuse('owner-inactive', `account ${owner} is inactive`);
+   *   await tx.query('INSERT INTO results (id, value) VALUES ($1, $2)', [id, value]);
+   * });
+   * ```
+   */
+  refuse(code: string, detail?: string): never;
 }
 
 /** An open fenced transaction, as seen from code its callback runs. */
@@ -105,21 +127,48 @@ function expiredVerdict(record: LeaseRecord, fence: Fence): FenceRefusal {
   return verdict;
 }
 
+/** The lookup in a `lockForSubmission` result (none when there was no row: the lookup runs on a locked row only). */
+function lookupOf(rows: unknown[]): SubmissionLookup {
+  const cell = (rows[0] as { submission?: unknown } | undefined)?.submission;
+  return cell === null || cell === undefined ? { lastSeq: 0n, found: null } : decodeSubmissionLookup(cell);
+}
+
 /** Runs a fenced write in a transaction on its own connection; see the module comment. */
 export function runFencedTransaction<T>(run: FencedTransactionRun<T>): Promise<FencedWriteOutcome<T>> {
   const { session, statements, fence, options } = run;
-  const checkpointJson = options.checkpointJson;
-  const lock = checkpointJson === undefined ? statements.lockShared : statements.lockForCheckpoint;
+  const { checkpointJson, submission } = options;
+  const lock =
+    submission !== undefined
+      ? statements.lockForSubmission
+      : checkpointJson === undefined
+        ? statements.lockShared
+        : statements.lockForCheckpoint;
+  const lockParams = [fence.key, run.marginMs.toString(), secretHash(fence.secret)];
+  if (submission !== undefined) lockParams.push(submission.runId);
   return session.transaction(async (tx, control): Promise<FencedWriteOutcome<T>> => {
     const sentAt = monotonicClock();
     let rows: unknown[];
     try {
-      rows = (await session.run(tx, lock, [fence.key, run.marginMs.toString(), secretHash(fence.secret)])).rows;
+      rows = (await session.run(tx, lock, lockParams)).rows;
     } catch (error) {
       throw ownStatementFailure(session.classifyFailure(error, 'before-commit', 'fencedWrite'), 'fencedWrite');
     }
     const { now, record } = recordOf(rows, fence.secret);
-    const verdict = checkFence(record, fence, now);
+    const lookup = submission === undefined ? null : lookupOf(rows);
+    // NOTE: with a submission, the replay lookup comes before the fence (transitions.checkSubmission); the
+    // record's submissions are the one the lookup found in the key's window, all `checkSubmission` reads.
+    const found = lookup?.found ?? null;
+    const verdict =
+      submission === undefined
+        ? checkFence(record, fence, now)
+        : (transitions.checkSubmission(
+            record === null || found === null ? record : { ...record, submissions: [found] },
+            fence,
+            submission,
+            now,
+          ) ?? {
+            ok: true as const,
+          });
     if (!verdict.ok) return control.rollbackWith(verdict);
     const granted = record as LeaseRecord;
     const expiresAt = granted.grant?.expiresAt ?? null;
@@ -135,6 +184,7 @@ export function runFencedTransaction<T>(run: FencedTransactionRun<T>): Promise<F
       key: fence.key,
       token: fence.token,
       now,
+      refuse: refuseWrite,
     };
     let value: T;
     try {
@@ -143,22 +193,44 @@ export function runFencedTransaction<T>(run: FencedTransactionRun<T>): Promise<F
       );
     } catch (error) {
       if (error instanceof GrantDeadlinePassed) return control.rollbackWith(expiredVerdict(granted, fence));
+      if (error instanceof WriteRefusedSignal) {
+        return control.rollbackWith({
+          ok: false,
+          reason: 'write-refused',
+          key: fence.key,
+          code: error.code,
+          detail: error.detail,
+          token: fence.token,
+          now,
+        });
+      }
       // NOTE: a driver failure inside the transaction (the bound's timeouts 57014 / 25P03, a lost
       // connection, a pool error) rolled it back: nothing was applied. Your own SQL errors pass unchanged.
       throw isLeaseError(error) ? error : classifyFailure(error, 'before-commit', 'fencedWrite');
     }
     if (monotonicClock() >= deadline) return control.rollbackWith(expiredVerdict(granted, fence));
-    if (checkpointJson === undefined) return { ok: true, value, token: fence.token, checkpoint: null, now };
-    // NOTE: the same checkpoint transition at the same now as the memory store: the row is locked, unchanged.
-    const { outcome } = transitions.checkpoint(granted, { fence, json: checkpointJson }, now);
-    if (!outcome.ok) throw new Error('leasefence/postgres: the checkpoint transition refused a fence that holds');
-    let saved: unknown[];
-    try {
-      saved = (await session.run(tx, statements.saveCheckpoint, [fence.key, fence.token.toString(), checkpointJson, now])).rows;
-    } catch (error) {
-      throw ownStatementFailure(session.classifyFailure(error, 'before-commit', 'fencedWrite'), 'fencedWrite');
+    const ownStatement = async (text: string, params: unknown[]): Promise<unknown[]> => {
+      try {
+        return (await session.run(tx, text, params)).rows;
+      } catch (error) {
+        throw ownStatementFailure(session.classifyFailure(error, 'before-commit', 'fencedWrite'), 'fencedWrite');
+      }
+    };
+    let checkpoint = null;
+    if (checkpointJson !== undefined) {
+      // NOTE: the same checkpoint transition at the same now as the memory store: the row is locked, unchanged.
+      const { outcome } = transitions.checkpoint(granted, { fence, json: checkpointJson }, now);
+      if (!outcome.ok) throw new Error('leasefence/postgres: the checkpoint transition refused a fence that holds');
+      const saved = await ownStatement(statements.saveCheckpoint, [fence.key, fence.token.toString(), checkpointJson, now]);
+      if (saved.length !== 1) throw new Error('leasefence/postgres: the fenced write could not save its checkpoint on the row it locked');
+      checkpoint = outcome.checkpoint;
     }
-    if (saved.length !== 1) throw new Error('leasefence/postgres: the fenced write could not save its checkpoint on the row it locked');
-    return { ok: true, value, token: fence.token, checkpoint: outcome.checkpoint, now };
+    if (submission === undefined || lookup === null) return { ok: true, value, token: fence.token, checkpoint, now };
+    const recorded = transitions.recordSubmission(granted, fence, submission, now).submission;
+    const seq = (lookup.lastSeq + 1n).toString();
+    const params = [fence.key, seq, recorded.runId, recorded.digest, recorded.token.toString(), recorded.holder, now, recorded.receiptJson];
+    const inserted = await ownStatement(statements.recordSubmission, params);
+    if (inserted.length !== 1) throw new Error('leasefence/postgres: the fenced write could not record its submission');
+    return { ok: true, value, token: fence.token, checkpoint, submission: recorded, now };
   }, 'fencedWrite');
 }

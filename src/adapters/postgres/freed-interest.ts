@@ -10,7 +10,7 @@
  * lock the row, so one commits before the other. If the release commits first, the claim made after the
  * mark sees the grant ended; if the mark commits first, the release reads it on the row it locked and
  * notifies, and the LISTEN was already live. For a key with no row yet, the mark inserts a placeholder row
- * (token 0, no grant: decoded as "no row", rows.ts) that carries the interest, so a first claim made by
+ * (token 0, state NULL, no grant: decoded as "no record", rows.ts) that carries the interest, so a first claim made by
  * someone else between the mark and the waiter's claim keeps it (a claim never writes `waited_until`).
  *
  * Interest lapses by itself: a mark lasts `INTEREST_WINDOW_MS` of store time and is renewed every
@@ -31,7 +31,7 @@ export const REMARK_EVERY_MS = 10_000;
  * Marks interest in `$1` (key) for `INTEREST_WINDOW_MS`. ATOMICITY: one statement; an existing row is
  * locked as an UPDATE locks it (`FOR NO KEY UPDATE`, which release and revoke take too) and its interest
  * read and extended after the lock wait (`clock_timestamp()` in DO UPDATE runs after it); a missing row is
- * inserted as a placeholder (token 0: no grant, no history), or, when a concurrent first claim inserts it
+ * inserted as a placeholder (token 0, state NULL: no grant, no history), or, when a concurrent first claim inserts it
  * first, the conflict waits for that transaction and updates its row.
  *
  * NOTE: the lock wait is bounded by `budgetMs` (the watch's `subscribeTimeoutMs`, a validated integer):

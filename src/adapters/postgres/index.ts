@@ -19,14 +19,16 @@
  * sent. Until `await store.migrate()` has created the table and its claim function, operations fail with
  * STORE_UNAVAILABLE naming `store.migrate()`.
  *
- * What the table keeps, per key, for ever: one row (never deleted: its token is the floor of every later
- * grant), with the current grant (holder, run, secret hash, times, at most 64 attributes), how the last
- * grant ended, and the checkpoint (up to `maxCheckpointBytes` of JSON text). Nothing per request. A claim
+ * What the table keeps, per key: one row (deleted only by `remove`; its token is the floor of every later
+ * grant, and `<table>_token_floor` keeps the highest token `remove` deleted), with the current grant (holder,
+ * run, secret hash, times, at most 64 attributes), how the last grant ended, the checkpoint (up to
+ * `maxCheckpointBytes` of JSON text), the key state and a hold; and in `<table>_submissions` the key's newest
+ * 32 submissions. Nothing else per request. A claim
  * refused because the key is held does not return the checkpoint; a checkpoint that is not valid JSON
  * reads as `{ "leasefence:unreadable-checkpoint": true, ... }` until a holder replaces or clears it.
  *
- * Search path: every operator and function leasefence's SQL uses resolves to `pg_catalog`, and the claim
- * function pins `search_path = pg_catalog, pg_temp`. The table (and the claim function next to it) is found
+ * Search path: every operator and function leasefence's SQL uses resolves to `pg_catalog`, and the table's
+ * functions pin `search_path = pg_catalog, pg_temp`. The table (and the claim function next to it) is found
  * through your search_path unless you name its schema: when other roles can create objects in a schema on
  * your search_path, configure `table: 'app.leasefence_leases'`.
  */

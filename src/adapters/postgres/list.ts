@@ -17,10 +17,10 @@ const CODE_POINT_ORDER = `c.collname IN ('C', 'POSIX', 'ucs_basic') OR (c.collna
  * One page: $1 the cursor (the last key examined, `''` from the start), $2 the prefix, $3 the limit.
  *
  * ATOMICITY: one statement, one snapshot: every row is the committed row at that snapshot, judged at one
- * now. It takes no lock. It returns at most $3 rows (skipping placeholders of waiter interest, token 0:
+ * now. It takes no lock. It returns at most $3 rows (skipping placeholders of waiter interest, state NULL:
  * freed-interest.ts): an index range scan from the greater of the cursor
- * and the prefix, in the key index's order (so keyset paging stays correct while rows change: keys are
- * never deleted and never change). Each row also says whether the key column collates in code-point
+ * and the prefix, in the key index's order (so keyset paging stays correct while rows change: keys never
+ * change, and a row `remove` deletes is simply not listed). Each row also says whether the key column collates in code-point
  * order, where the keys that start with the prefix are contiguous and the first one past them ends the
  * listing; in another collation they may interleave with others, and the listing runs to the table's end.
  */
@@ -39,7 +39,7 @@ ordered AS (
 ),
 pre AS (
   SELECT ${columns.join(', ')} FROM ${table.quoted} AS l
-  WHERE l.key > $1::text AND l.key >= $2::text AND l.token OPERATOR(pg_catalog.<>) 0::bigint
+  WHERE l.key > $1::text AND l.key >= $2::text AND l.state IS NOT NULL
   ORDER BY l.key
   LIMIT $3::int
 )

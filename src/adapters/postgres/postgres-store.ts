@@ -10,7 +10,10 @@ import type { Transition } from '../../fence/transitions.js';
 import type { Fence, LeaseRecord, StoreTime } from '../../fence/types.js';
 import type { Lease } from '../../lease.js';
 import type { Store } from '../../store.js';
-import { CLAIM_FUNCTION_SUFFIX } from './claim-rule.js';
+import { CLAIM_FUNCTION_SUFFIX, expectParams } from './claim-rule.js';
+import { orderedValues, SET_KEY_STATE_SUFFIX } from './key-state.js';
+import { REMOVE_SUFFIX } from './remove.js';
+import { checkSubmissionInput, SUBMISSION_LOOKUP_SUFFIX, SUBMISSIONS_SUFFIX } from './submissions.js';
 import { sharesOneConnection, type PostgresClient } from './client.js';
 import { assertEncodable, assertEncodableAttributes } from './encodable.js';
 import { ownStatementFailure } from './failures.js';
@@ -27,7 +30,7 @@ import { DEFAULT_LEASE_TABLE, MIGRATION_LOCK_SQL, schemaStatements } from './sch
 import { secretHash } from './secret-hash.js';
 import { createSession, type Session } from './session.js';
 import { fenceParams, leaseStatements } from './statements.js';
-import { tokenFloorAt } from './token-floor.js';
+import { claimTokenFloor } from './token-floor.js';
 
 /** The listener's check (freed-listener.ts): one notification on the table's channel, with a probe payload. */
 const PROBE_SQL = 'SELECT pg_catalog.pg_notify($1, $2)';
@@ -48,7 +51,8 @@ export interface PostgresStoreOptions {
   readonly prepare?: boolean;
   /**
    * The lease table, optionally schema-qualified (`app.leases`). Validated as an identifier and always
-   * quoted. Its claim function is `<table>_try_claim` in the same schema.
+   * quoted. Its other tables and functions are named after it in the same schema (`<table>_try_claim`,
+   * `<table>_submissions`, ...: docs/stores.md).
    * @default 'leasefence_leases'
    */
   readonly table?: string;
@@ -85,7 +89,10 @@ export interface PostgresStoreOptions {
 export interface PostgresStore extends Store<PostgresWriteContext> {
   /** The table as configured. */
   readonly table: string;
-  /** Creates the table and its claim function if missing; safe to run from several processes at once. */
+  /**
+   * Creates the lease table, its submissions and token-floor tables and its functions if missing (replacing
+   * the functions); safe to run from several processes at once.
+   */
   migrate(): Promise<void>;
   /**
    * One fenced statement, one round trip: runs your INSERT / UPDATE / DELETE ... RETURNING, which must read
@@ -109,6 +116,29 @@ export interface PostgresStore extends Store<PostgresWriteContext> {
 const DEFAULT_MARGIN_MS = 500;
 const STORE_OPTION_NAMES = ['client', 'prepare', 'table', 'fencedTransactionMarginMs', 'listener', 'subscribeTimeoutMs'] as const;
 const MAX_MARGIN_MS = 60_000;
+
+/** Checks every name and value of key-state values (`null`: absent) before any I/O. */
+function assertEncodableState(what: string, values: Readonly<Record<string, string | null>>): void {
+  if (typeof values !== 'object' || values === null)
+    throw new InvalidArgumentError(`${what} must be an object of names to strings or null`);
+  for (const [name, value] of Object.entries(values)) {
+    assertEncodable(`${what} name`, name);
+    if (value !== null && typeof value !== 'string')
+      throw new InvalidArgumentError(`${what} ${name} must be a string or null, got ${describe(value)}`);
+    assertEncodable(`${what} ${name}`, value);
+  }
+}
+
+/** The longest hold the store takes: 100 years (a `timestamptz` far beyond would be out of range). */
+const MAX_HOLD_MS = 100 * 365.25 * 24 * 3_600_000;
+
+/** A hold's length: a whole number of ms from 0 to `MAX_HOLD_MS`, checked before any I/O. */
+function assertHoldMs(holdMs: number): void {
+  if (typeof holdMs !== 'number' || !Number.isSafeInteger(holdMs) || holdMs < 0 || holdMs > MAX_HOLD_MS)
+    throw new InvalidArgumentError(
+      `holdMs must be a whole number of milliseconds from 0 to ${MAX_HOLD_MS} (100 years), got ${describe(holdMs)}`,
+    );
+}
 
 function checkFenceInput(fence: Fence): void {
   assertEncodable('key', fence.key);
@@ -155,7 +185,8 @@ export function createPostgresStore(given: PostgresStoreOptions): PostgresStore 
     throw new InvalidArgumentError(`prepare must be a boolean, got ${describe(options.prepare)}`);
   if (options.subscribeTimeoutMs !== undefined) subscribeTimeoutOf(options.subscribeTimeoutMs);
   const table: TableName = tableName(options.table ?? DEFAULT_LEASE_TABLE);
-  const schema = { names: [table.bare, `${table.bare}_${CLAIM_FUNCTION_SUFFIX}`], fix: 'await store.migrate()' };
+  const derived = [CLAIM_FUNCTION_SUFFIX, SET_KEY_STATE_SUFFIX, REMOVE_SUFFIX, SUBMISSION_LOOKUP_SUFFIX, SUBMISSIONS_SUFFIX, 'token_floor'];
+  const schema = { names: [table.bare, ...derived.map((suffix) => `${table.bare}_${suffix}`)], fix: 'await store.migrate()' };
   const session: Session = createSession(options.client, options.prepare === undefined ? { schema } : { prepare: options.prepare, schema });
   const sql = leaseStatements(table);
   // NOTE: unprepared, the claim statement would be planned at every call (more than it costs to run); the
@@ -199,10 +230,10 @@ export function createPostgresStore(given: PostgresStoreOptions): PostgresStore 
     text: string,
     params: unknown[],
     presented: string | null,
-    decide: (record: LeaseRecord | null, now: StoreTime) => Transition<O>,
+    decide: (record: LeaseRecord | null, now: StoreTime, removedFloor: bigint | null) => Transition<O>,
   ): Promise<O> => {
-    const { now, applied, record } = preImageOf(await ownStatement(operation, text, params), operation, presented);
-    const { changed, outcome } = decide(record, now);
+    const { now, applied, record, removedFloor } = preImageOf(await ownStatement(operation, text, params), operation, presented);
+    const { changed, outcome } = decide(record, now, removedFloor);
     if (changed !== applied) {
       // NOTE: unreachable while the SQL mirrors the pure transitions; the conformance and model suites check it.
       throw new Error(`leasefence/postgres: ${operation} disagrees with the core (core changed=${changed}, SQL applied=${applied})`);
@@ -253,6 +284,7 @@ export function createPostgresStore(given: PostgresStoreOptions): PostgresStore 
       assertEncodable('holder', command.holder);
       assertEncodable('runId', command.runId);
       assertEncodableAttributes(command.attributes);
+      if (command.expect !== undefined) assertEncodableState('expect', command.expect);
       const params = [
         command.key,
         command.holder,
@@ -261,9 +293,12 @@ export function createPostgresStore(given: PostgresStoreOptions): PostgresStore 
         command.ttlMs,
         JSON.stringify(command.attributes),
         command.recovering,
+        ...expectParams(command.expect),
       ];
       guard(command.key, 'claim');
-      return apply('claim', claimText, params, command.secret, (record, now) => transitions.claim(record, command, now, tokenFloorAt(now)));
+      return apply('claim', claimText, params, command.secret, (record, now, removed) =>
+        transitions.claim(record, command, now, claimTokenFloor(now, record?.token ?? 0n, removed)),
+      );
     },
 
     renew(command) {
@@ -287,9 +322,13 @@ export function createPostgresStore(given: PostgresStoreOptions): PostgresStore 
       checkFenceInput(command.fence);
       const json = command.checkpointJson;
       const mode = json === undefined ? 'keep' : json === null ? 'clear' : 'replace';
+      if (command.holdMs !== undefined) assertHoldMs(command.holdMs);
       const params = [...fenceParams(command.fence), mode, typeof json === 'string' ? json : null];
+      const held = command.holdMs !== undefined;
+      if (held) params.push(command.holdMs);
       guard(command.fence.key, 'release');
-      return applyNotifying('release', sql.release, sql.releaseQuiet, params, command.fence.secret, (record, now) =>
+      const [text, quiet] = held ? [sql.releaseHold, sql.releaseHoldQuiet] : [sql.release, sql.releaseQuiet];
+      return applyNotifying('release', text, quiet, params, command.fence.secret, (record, now) =>
         transitions.release(record, command, now),
       );
     },
@@ -310,6 +349,26 @@ export function createPostgresStore(given: PostgresStoreOptions): PostgresStore 
       return apply('recover', sql.recover, params, command.fence.secret, (record, now) => transitions.recover(record, command, now));
     },
 
+    setKeyState(command) {
+      assertEncodable('key', command.key);
+      assertEncodable('state set by', command.by);
+      assertEncodableState('values', command.values);
+      if (command.holdMs !== undefined && command.holdMs !== null) assertHoldMs(command.holdMs);
+      const hold = command.holdMs === undefined ? 'keep' : command.holdMs === null ? 'clear' : 'set';
+      const params = [command.key, orderedValues(command.values), command.by, hold, command.holdMs ?? null];
+      guard(command.key, 'setKeyState');
+      return applyNotifying('setKeyState', sql.setKeyState, sql.setKeyStateQuiet, params, null, (record, now) =>
+        transitions.setKeyState(record, command, now),
+      );
+    },
+
+    remove(command) {
+      assertEncodable('key', command.key);
+      const params = [command.key, command.force === true, command.expectedToken?.toString() ?? null];
+      guard(command.key, 'remove');
+      return applyNotifying('remove', sql.remove, sql.removeQuiet, params, null, (record, now) => transitions.remove(record, command, now));
+    },
+
     async inspect(key) {
       assertEncodable('key', key);
       guard(null, 'inspect');
@@ -323,6 +382,7 @@ export function createPostgresStore(given: PostgresStoreOptions): PostgresStore 
       writeOptions: StoreFencedWriteOptions = {},
     ): Promise<FencedWriteOutcome<T>> {
       checkFenceInput(fence);
+      if (writeOptions.submission !== undefined) checkSubmissionInput(writeOptions.submission);
       guard(fence.key, 'fencedWrite');
       return runFencedTransaction({
         session,

@@ -9,7 +9,16 @@
  * cheaper than that; the server builds the array for about what it spends sending the fields.
  * Tokens travel as decimal text (parsed with `BigInt`, never through `Number`); times as epoch ms.
  */
-import type { EndingKind, LeaseAttributes, LeaseRecord, StoreTime } from '../../fence/types.js';
+import type {
+  Ending,
+  EndingKind,
+  KeyState,
+  LeaseAttributes,
+  LeaseRecord,
+  StateChange,
+  StoreTime,
+  SubmissionRecord,
+} from '../../fence/types.js';
 import { unreadableCheckpoint } from '../../unreadable-checkpoint.js';
 
 /**
@@ -25,7 +34,9 @@ export const NOW = `pg_catalog.date_trunc('milliseconds', pg_catalog.clock_times
 
 /**
  * What a fence check reads (`verdict.ts#checkFence`: the grant, the token, and the ending its refusals
- * report): the whole pre-image of renew, checkpoint, release, fenced writes.
+ * report, with the key state a `state-changed` refusal names): the whole pre-image of renew, checkpoint,
+ * release, fenced writes. `state` is NULL only on a placeholder row (waiter interest, freed-interest.ts),
+ * which reads as no record.
  */
 const FENCE_COLUMNS = [
   ['key', 'key'],
@@ -42,28 +53,42 @@ const FENCE_COLUMNS = [
   ['ending_at', 'ending_at'],
   ['ending_reason', 'ending_reason'],
   ['ending_by', 'ending_by'],
+  ['ending_change', 'ending_change'],
+  ['state', 'state'],
 ] as const;
 
-/** The rest of the row, which claim, revoke, recover and inspect read (the acquired-at, the checkpoint). */
-const RECORD_COLUMNS = [
+/** What a grant's whole view adds (claim, revoke, recover, inspect, setKeyState, remove read it). */
+const GRANT_COLUMNS = [
   ['acquired_at', 'acquired_at'],
+  ['recovery_required', 'recovery_required'],
+  ['held_until', 'held_until'],
+] as const;
+
+/** The checkpoint, which claim, revoke, recover and inspect read. */
+const CHECKPOINT_COLUMNS = [
   ['checkpoint_json', 'checkpoint_json'],
   ['checkpoint_token', 'checkpoint_token::text'],
   ['checkpoint_written_at', 'checkpoint_written_at'],
-  ['recovery_required', 'recovery_required'],
 ] as const;
 
-const TIME_COLUMNS: ReadonlySet<string> = new Set(['expires_at', 'ending_at', 'acquired_at', 'checkpoint_written_at']);
+const TIME_COLUMNS: ReadonlySet<string> = new Set(['expires_at', 'ending_at', 'acquired_at', 'checkpoint_written_at', 'held_until']);
 
 /**
  * How much of the row a statement returns: `fence` (what a fence check reads, for the operations whose
- * outcome is a fence verdict or built from the command) or `record` (all of it).
+ * outcome is a fence verdict or built from the command), `grant` (all but the checkpoint: setKeyState and
+ * remove, whose outcomes never carry it) or `record` (all of it).
  */
-export type PreImageWidth = 'fence' | 'record';
+export type PreImageWidth = 'fence' | 'grant' | 'record';
+
+const COLUMNS = {
+  fence: FENCE_COLUMNS,
+  grant: [...FENCE_COLUMNS, ...GRANT_COLUMNS],
+  record: [...FENCE_COLUMNS, ...GRANT_COLUMNS, ...CHECKPOINT_COLUMNS],
+} as const;
 
 /** The names of the columns a pre-image of `width` carries, in their order in `r`. */
 export function preImageColumnNames(width: PreImageWidth): readonly string[] {
-  return (width === 'fence' ? FENCE_COLUMNS : [...FENCE_COLUMNS, ...RECORD_COLUMNS]).map(([name]) => name);
+  return COLUMNS[width].map(([name]) => name);
 }
 
 /** The table columns a statement of `width` must read (its `pre` CTE selects these). */
@@ -80,7 +105,7 @@ export function preImageColumns(width: PreImageWidth): string {
  * never returned, only whether it equals the presented one (`secret_matches`).
  */
 export function preImageJson(width: PreImageWidth, source: string, now: string, applied: string, presented: string | null): string {
-  const columns = width === 'fence' ? FENCE_COLUMNS : [...FENCE_COLUMNS, ...RECORD_COLUMNS];
+  const columns = COLUMNS[width];
   const matches = presented === null ? 'false' : `(${source}secret_hash OPERATOR(pg_catalog.=) ${presented})`;
   const values = columns.map(([name, expression]) =>
     name === 'secret_matches' ? matches : TIME_COLUMNS.has(name) ? epochMs(`${source}${name}`) : `${source}${expression}`,
@@ -89,20 +114,23 @@ export function preImageJson(width: PreImageWidth, source: string, now: string, 
 }
 
 /**
- * The claim's pre-image: as `preImageJson` (record width), except that the checkpoint is left out (NULL)
+ * The claim's pre-image: as `preImageJson` (record width) followed by the removed-token floor
+ * (`removedFloor`, SQL; sent only when the key has no token: `PreImage.removedFloor`), except that the checkpoint is left out (NULL)
  * while a live grant of another secret holds the row. NOTE: such a claim is refused `held`, whose outcome
  * carries no checkpoint; without this every poller of a held key would fetch the whole checkpoint (up to
  * its size limit) at every attempt. A re-delivered claim (same secret) and every other outcome get it.
  */
-export function claimPreImageJson(source: string, now: string, applied: string, presented: string): string {
+export function claimPreImageJson(source: string, now: string, applied: string, presented: string, removedFloor: string): string {
   const live = `${source}holder IS NOT NULL AND (${source}expires_at IS NULL OR ${now} OPERATOR(pg_catalog.<) ${source}expires_at)`;
   const needed = `(NOT (${live}) OR ${source}secret_hash OPERATOR(pg_catalog.=) ${presented})`;
-  const columns = [...FENCE_COLUMNS, ...RECORD_COLUMNS];
+  const columns = COLUMNS.record;
   const values = columns.map(([name, expression]) => {
     if (name === 'secret_matches') return `(${source}secret_hash OPERATOR(pg_catalog.=) ${presented})`;
     const value = TIME_COLUMNS.has(name) ? epochMs(`${source}${name}`) : `${source}${expression}`;
     return name.startsWith('checkpoint_') ? `CASE WHEN ${needed} THEN ${value} END` : value;
   });
+  // NOTE: the removed-token floor (token-floor.ts), only for a key without a token, after the row's columns.
+  values.push(`CASE WHEN COALESCE(${source}token, 0::bigint) OPERATOR(pg_catalog.=) 0::bigint THEN (${removedFloor})::text END`);
   return `pg_catalog.json_build_array(${epochMs(now)}, ${applied}, ${values.join(', ')})::text`;
 }
 
@@ -112,15 +140,20 @@ export interface PreImage {
   readonly applied: boolean;
   /** The lease row before the statement (`null`: no row). Columns a `fence`-width statement omits are absent. */
   readonly record: LeaseRecord | null;
+  /** A claim's removed-token floor (token-floor.ts), `null`: none, or the key has a token. */
+  readonly removedFloor: bigint | null;
 }
 
-type Cell = string | number | boolean | null | Record<string, string>;
-type Column = (typeof FENCE_COLUMNS)[number][0] | (typeof RECORD_COLUMNS)[number][0];
+type Cell = string | number | boolean | null | Record<string, string> | StateChange;
+type Column = (typeof COLUMNS.record)[number][0];
 
 /** Each column's index in the `r` array (after now_ms and applied). */
-const AT = Object.fromEntries([...FENCE_COLUMNS, ...RECORD_COLUMNS].map(([name], index) => [name, index + 2])) as Readonly<
-  Record<Column, number>
->;
+const AT = Object.fromEntries(COLUMNS.record.map(([name], index) => [name, index + 2])) as Readonly<Record<Column, number>>;
+
+const NO_SUBMISSIONS: readonly SubmissionRecord[] = Object.freeze([]);
+
+/** The index of a claim's removed-token floor in `r`: after every column of the row. */
+const FLOOR_AT = COLUMNS.record.length + 2;
 
 const bigintOf = (cell: Cell | undefined): bigint | null => (typeof cell === 'string' ? BigInt(cell) : null);
 const textOf = (cell: Cell | undefined): string | null => (typeof cell === 'string' ? cell : null);
@@ -137,8 +170,11 @@ function readableCheckpoint(json: string): string {
 }
 
 /**
- * Decodes the `r` column. A `fence`-width pre-image has no acquired-at (0), checkpoint (null) or pending
- * recovery (false): the operations that send one never read them (a property test holds them to it).
+ * Decodes the `r` column. A `fence`-width pre-image has no acquired-at (0), checkpoint (null), pending
+ * recovery (false) or hold (null), a `grant`-width one no checkpoint: the operations that send one never
+ * read them (a property test holds them to it). Submissions are never in a pre-image (they live in their
+ * own table, submissions.ts): the record has none, and a fenced write with a submission adds the one its
+ * lookup found.
  * The grant's secret is `presented` when the server said the hashes matched, and otherwise a string that
  * differs from it (so the pure core's `checkFence` decides `wrong-secret` exactly as on the whole row).
  */
@@ -147,10 +183,13 @@ export function decodePreImage(r: unknown, presented: string | null = null): Pre
   const cells = JSON.parse(r) as Cell[];
   const [now, applied] = cells;
   if (typeof now !== 'number' || typeof applied !== 'boolean') throw new Error('leasefence/postgres: malformed pre-image');
+  const removedFloor = bigintOf(cells[FLOOR_AT]);
   const key = cells[AT.key];
   const token = bigintOf(cells[AT.token]);
-  // NOTE: token 0 is a placeholder row that only carries waiter interest (freed-interest.ts): no row yet.
-  if (typeof key !== 'string' || token === null || token === 0n) return { now, applied, record: null };
+  const state = cells[AT.state];
+  // NOTE: a row without state is a placeholder that only carries waiter interest (freed-interest.ts): no record.
+  if (typeof key !== 'string' || token === null || typeof state !== 'object' || state === null)
+    return { now, applied, record: null, removedFloor };
   const holder = cells[AT.holder];
   // NOTE: a NUL never occurs in a stored or presented secret (Postgres text has none), so this never matches.
   const secret = cells[AT.secret_matches] === true && presented !== null ? presented : `${presented ?? ''}\u0000not-presented`;
@@ -169,23 +208,44 @@ export function decodePreImage(r: unknown, presented: string | null = null): Pre
   const endingKind = cells[AT.ending_kind];
   const endingToken = bigintOf(cells[AT.ending_token]);
   const endingHolder = cells[AT.ending_holder];
-  const ending =
-    typeof endingKind !== 'string' || endingToken === null || typeof endingHolder !== 'string'
-      ? null
-      : {
-          kind: endingKind as EndingKind,
-          token: endingToken,
-          holder: endingHolder,
-          runId: textOf(cells[AT.ending_run_id]),
-          at: timeOf(cells[AT.ending_at]) ?? 0,
-          reason: textOf(cells[AT.ending_reason]),
-          by: textOf(cells[AT.ending_by]),
-        };
+  const change = cells[AT.ending_change] as StateChange | null | undefined;
+  let ending: Ending | null = null;
+  if (typeof endingKind === 'string' && endingToken !== null && typeof endingHolder === 'string') {
+    const ended: Ending = {
+      kind: endingKind as EndingKind,
+      token: endingToken,
+      holder: endingHolder,
+      runId: textOf(cells[AT.ending_run_id]),
+      at: timeOf(cells[AT.ending_at]) ?? 0,
+      reason: textOf(cells[AT.ending_reason]),
+      by: textOf(cells[AT.ending_by]),
+    };
+    // NOTE: only a `state-changed` ending has a change; the other kinds keep their shape (no `change` key). A
+    // change left on the row by an earlier ending is stale, not cleared (one SET item fewer on the hot path):
+    // every statement that writes a `state-changed` ending writes its change too.
+    const changed = endingKind === 'state-changed' && typeof change === 'object' && change !== null;
+    ending = changed ? { ...ended, change: { name: change.name, from: change.from, to: change.to } } : ended;
+  }
   const checkpointJson = cells[AT.checkpoint_json];
   const checkpointToken = bigintOf(cells[AT.checkpoint_token]);
   const checkpoint =
     typeof checkpointJson !== 'string' || checkpointToken === null
       ? null
       : { json: readableCheckpoint(checkpointJson), token: checkpointToken, writtenAt: timeOf(cells[AT.checkpoint_written_at]) ?? 0 };
-  return { now, applied, record: { key, token, grant, ending, checkpoint, recoveryRequired: cells[AT.recovery_required] === true } };
+  return {
+    now,
+    applied,
+    removedFloor,
+    record: {
+      key,
+      token,
+      grant,
+      ending,
+      checkpoint,
+      recoveryRequired: cells[AT.recovery_required] === true,
+      state: Object.freeze(state as Record<string, string>) as KeyState,
+      heldUntil: timeOf(cells[AT.held_until]),
+      submissions: NO_SUBMISSIONS,
+    },
+  };
 }

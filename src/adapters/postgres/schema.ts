@@ -1,8 +1,13 @@
 /**
- * The lease table and its claim function, as DDL text you can run in your own migrations, plus the
- * statements `migrate()` runs under an advisory lock (safe when several processes start at once).
+ * The lease table, its submissions and token-floor tables and its functions (claim, set key state, remove,
+ * submission lookup), as DDL text you can run in your own migrations, plus the statements `migrate()` runs
+ * under an advisory lock (safe when several processes start at once).
  */
-import { CLAIM_FUNCTION_SUFFIX, claimable, claimSet, firstGrant, type ClaimTerms } from './claim-rule.js';
+import { CLAIM_FUNCTION_SUFFIX, claimable, claimSet, firstGrant, stateExpected, type ClaimTerms } from './claim-rule.js';
+import { removeFunctionDdl } from './remove.js';
+import { setKeyStateFunctionDdl } from './key-state.js';
+import { submissionLookupDdl, submissionsTableDdl } from './submissions.js';
+import { removedFloorSql, tokenFloorDdl } from './token-floor.js';
 import { tableName, type TableName } from './identifier.js';
 import { claimPreImageJson, NOW } from './rows.js';
 
@@ -10,8 +15,12 @@ import { claimPreImageJson, NOW } from './rows.js';
 export const DEFAULT_LEASE_TABLE = 'leasefence_leases';
 
 /**
- * One row per key, never deleted (a row of token 0 is a placeholder that carries waiter interest only,
- * `waited_until`: freed-interest.ts; it reads as no row): `token` is the floor of every later grant (see token-floor.ts for the clock floor). Times are `timestamptz(3)`
+ * One row per key, deleted only by `remove` (a row whose `state` is NULL is a placeholder that carries waiter
+ * interest only, `waited_until`: freed-interest.ts; it reads as no record; every record has a state, `{}`
+ * when none was set): `token` is the floor of every later grant (token-floor.ts: the clock floor, and the
+ * removed-token floor that outlives a deleted row). `ending_change` is a `state-changed` ending's
+ * `{name, from, to}`; `held_until` the hold of a release with `holdMs` or of `setKeyState`. Submissions live
+ * in their own table (submissions.ts), so no lease statement reads or rewrites them. Times are `timestamptz(3)`
  * on the server's clock, truncated to milliseconds so that SQL and the pure core compare the same values.
  *
  * NOTE: no CHECK constraints. Postgres deserialises and compiles a table's CHECK expressions on every
@@ -43,6 +52,9 @@ function tableDdl(table: TableName): string {
   checkpoint_token bigint,
   checkpoint_written_at timestamptz(3),
   recovery_required boolean NOT NULL DEFAULT false,
+  ending_change jsonb,
+  state jsonb,
+  held_until timestamptz(3),
   waited_until timestamptz(3)
 )`;
 }
@@ -56,6 +68,8 @@ const FUNCTION_TERMS: ClaimTerms = {
   ttlMs: 'p_ttl_ms',
   attributes: 'p_attributes',
   recovering: 'p_recovering',
+  expectValues: 'p_expect',
+  expectAbsent: 'p_absent',
 };
 
 /**
@@ -73,8 +87,9 @@ const FUNCTION_TERMS: ClaimTerms = {
  */
 function claimFunctionDdl(table: TableName, schemaPrefix: string): string {
   const t = `${schemaPrefix}"${table.bare}"`;
+  const floorTable = `${schemaPrefix}"${table.bare}_token_floor"`;
   return `CREATE OR REPLACE FUNCTION ${schemaPrefix}"${table.bare}_${CLAIM_FUNCTION_SUFFIX}"(
-  p_key text, p_holder text, p_run_id text, p_secret text, p_ttl_ms bigint, p_attributes jsonb, p_recovering boolean)
+  p_key text, p_holder text, p_run_id text, p_secret text, p_ttl_ms bigint, p_attributes jsonb, p_recovering boolean, p_expect jsonb, p_absent text[])
 RETURNS text
 LANGUAGE plpgsql VOLATILE
 SET search_path = pg_catalog, pg_temp
@@ -83,6 +98,7 @@ DECLARE
   pre ${t};
   now_at timestamptz;
   applied boolean := false;
+  removed_floor bigint;
 BEGIN
   -- NOTE: a row another transaction holds (a fenced write in progress, a renew) whose last committed version
   -- shows a live grant is answered from that version without waiting for the lock: the claim changes
@@ -92,7 +108,7 @@ BEGIN
     SELECT * INTO pre FROM ${t} AS l WHERE l.key = p_key;
     now_at := ${NOW};
     IF FOUND AND pre.holder IS NOT NULL AND (pre.expires_at IS NULL OR now_at < pre.expires_at) THEN
-      RETURN ${claimPreImageJson('pre.', 'now_at', 'false', 'p_secret')};
+      RETURN ${claimPreImageJson('pre.', 'now_at', 'false', 'p_secret', 'NULL::bigint')};
     END IF;
   END IF;
   FOR attempt IN 1..3 LOOP
@@ -101,46 +117,66 @@ BEGIN
       EXIT;
     END IF;
     now_at := ${NOW};
-    ${firstGrant(t, 'p_key', FUNCTION_TERMS)}
+    -- NOTE: no record: its state is empty, and a claim that expects a value is refused (state-mismatch).
+    IF NOT (${stateExpected(FUNCTION_TERMS, 'NULL::jsonb')}) THEN
+      RETURN ${claimPreImageJson('pre.', 'now_at', 'false', 'p_secret', 'NULL::bigint')};
+    END IF;
+    -- NOTE: read once, so the token minted and the floor the pre-image reports are the same value.
+    removed_floor := ${removedFloorSql(floorTable)};
+    ${firstGrant(t, 'removed_floor', 'p_key', FUNCTION_TERMS)}
     ON CONFLICT (key) DO NOTHING;
     IF FOUND THEN
-      RETURN ${claimPreImageJson('pre.', 'now_at', 'true', 'p_secret')};
+      RETURN ${claimPreImageJson('pre.', 'now_at', 'true', 'p_secret', 'removed_floor')};
     END IF;
   END LOOP;
   IF pre.key IS NULL THEN
     RAISE EXCEPTION 'leasefence: could not lock or create the lease row of %', p_key;
   END IF;
   now_at := ${NOW};
-  UPDATE ${t} AS l SET ${claimSet(FUNCTION_TERMS)}
+  IF pre.token = 0 THEN
+    removed_floor := ${removedFloorSql(floorTable)};
+  END IF;
+  UPDATE ${t} AS l SET ${claimSet(FUNCTION_TERMS, 'removed_floor')}
   WHERE l.key = p_key AND ${claimable(FUNCTION_TERMS)};
   applied := FOUND;
-  RETURN ${claimPreImageJson('pre.', 'now_at', 'applied', 'p_secret')};
+  RETURN ${claimPreImageJson('pre.', 'now_at', 'applied', 'p_secret', 'removed_floor')};
 END
 $leasefence$`;
 }
 
 /**
- * The claim function's DDL with its table and its own name schema-qualified, because its `search_path` is
- * pinned to `pg_catalog, pg_temp` (no object of another schema can stand in for an operator or function
- * it uses). For a table named without a schema, the schema is the one the table is created in, the
- * session's `current_schema()`, filled in on the server by a DO block.
+ * A function's DDL (`ddl(schemaPrefix)`) with its table and its own name schema-qualified, because its
+ * `search_path` is pinned to `pg_catalog, pg_temp` (no object of another schema can stand in for an
+ * operator or function it uses). For a table named without a schema, the schema is the one the table is
+ * created in, the session's `current_schema()`, filled in on the server by a DO block.
  */
-function qualifiedClaimFunctionDdl(table: TableName): string {
-  if (table.schema !== null) return claimFunctionDdl(table, `"${table.schema}".`);
-  // NOTE: format() reads % as a placeholder: the body's RAISE placeholder is doubled.
-  const template = claimFunctionDdl(table, '%1$I.').replace("row of %'", "row of %%'");
+function qualifiedFunctionDdl(table: TableName, ddl: (schemaPrefix: string) => string): string {
+  if (table.schema !== null) return ddl(`"${table.schema}".`);
+  // NOTE: format() reads % as a placeholder: the body's RAISE placeholders are doubled.
+  const template = ddl('%1$I.').replaceAll(" %'", " %%'");
   return `DO $leasefence_ddl$ BEGIN
   EXECUTE pg_catalog.format($leasefence_fn$${template}$leasefence_fn$, pg_catalog.current_schema());
 END $leasefence_ddl$`;
 }
 
-/** The DDL statements of a lease table, in order. */
+/**
+ * The DDL statements of a lease table, in order: the lease table, its removed-token floor, its submissions
+ * table, and its functions (claim, set key state, remove, submission lookup).
+ */
 export function schemaStatements(table: TableName): string[] {
-  return [tableDdl(table), qualifiedClaimFunctionDdl(table)];
+  return [
+    tableDdl(table),
+    tokenFloorDdl(table),
+    submissionsTableDdl(table),
+    qualifiedFunctionDdl(table, (prefix) => claimFunctionDdl(table, prefix)),
+    qualifiedFunctionDdl(table, (prefix) => setKeyStateFunctionDdl(table, prefix)),
+    qualifiedFunctionDdl(table, (prefix) => removeFunctionDdl(table, prefix)),
+    qualifiedFunctionDdl(table, (prefix) => submissionLookupDdl(table, prefix)),
+  ];
 }
 
 /**
- * The DDL of the lease table and its claim function, to run in your own migrations (idempotent:
+ * The DDL of the lease table, its submissions and token-floor tables and its functions, to run in your own migrations (idempotent:
  * `CREATE TABLE IF NOT EXISTS`, `CREATE OR REPLACE FUNCTION`). The table name is validated and quoted.
  *
  * ```ts

@@ -29,6 +29,9 @@
  */
 import type { Fence } from '../../fence/types.js';
 import { claimable, claimFunction, claimSet, type ClaimTerms } from './claim-rule.js';
+import { removeCall } from './remove.js';
+import { setKeyStateCall } from './key-state.js';
+import { recordSubmissionStatement, submissionLookup } from './submissions.js';
 import { freedNotify, revokedNotify } from './freed-interest.js';
 import { secretHash } from './secret-hash.js';
 import type { TableName } from './identifier.js';
@@ -74,11 +77,11 @@ function lockedPre(table: TableName, width: PreImageWidth, lock: string): string
 
 /**
  * The query of a `pre` CTE: the row of key `key` (an SQL expression) locked (`lock`), with the store's now
- * as column `now`, read after the lock (see the file's comment). Also the first CTE of a fenced statement
- * and of a gated upsert.
+ * as column `now`, read after the lock (see the file's comment), and `extra` columns (`, expression AS
+ * name`) computed after it too. Also the first CTE of a fenced statement and of a gated upsert.
  */
-export function lockedRow(table: TableName, width: PreImageWidth, lock: string, key: string): string {
-  return `SELECT locked.*, ${NOW} AS now FROM (
+export function lockedRow(table: TableName, width: PreImageWidth, lock: string, key: string, extra = ''): string {
+  return `SELECT locked.*, ${NOW} AS now${extra} FROM (
     SELECT ${preImageColumns(width)} FROM ${table.quoted} WHERE key = ${key}::text FOR ${lock}
   ) AS locked`;
 }
@@ -127,29 +130,34 @@ const STATEMENT_TERMS: ClaimTerms = {
   ttlMs: '$5::bigint',
   attributes: '$6::text::jsonb',
   recovering: '$7::boolean',
+  expectValues: '$8::text::jsonb',
+  expectAbsent: '$9::text::text[]',
 };
 
 /**
- * The claim: for a row that exists and is not locked, a locked update under the claim rule, in plain SQL.
- * When the snapshot has no row for the key, or another transaction holds it locked (`SKIP LOCKED`: a
- * fenced write in progress, or a concurrent claim or renew), the same statement calls the claim function
- * instead (schema.ts), which answers from the row as committed when it shows a live grant (`held`, with no
- * lock wait), and otherwise inserts the row or locks and decides on the newest version. NOTE: the
- * function is called in a CASE branch, which Postgres evaluates only when taken, so a claim of an existing
- * row never enters plpgsql; and its UPDATE CTE matches no row then (`pre` is empty: `pre.key`, the
- * primary key, is NULL only then).
+ * The claim: for a row that exists, has a token and is not locked, a locked update under the claim rule, in
+ * plain SQL. When the snapshot has no row for the key, or another transaction holds it locked (`SKIP
+ * LOCKED`: a fenced write in progress, or a concurrent claim or renew), or its row has no token yet (a
+ * placeholder of waiter interest, or a record of key state only, whose first grant mints above the
+ * removed-token floor: token-floor.ts), the same statement calls the claim function instead (schema.ts),
+ * which answers from the row as committed when it shows a live grant (`held`, with no lock wait), and
+ * otherwise inserts the row or locks (this transaction may already hold the lock) and decides on the newest
+ * version. NOTE: the function is called in a CASE branch, which Postgres evaluates only when taken, so a
+ * claim of a key that has a token never enters plpgsql, and never reads the floor (no subquery, whose plan
+ * nodes would be initialised at every claim); its UPDATE CTE matches no row when the function is called
+ * (`pre` is empty, or its token is 0).
  */
 function claimStatement(table: TableName): string {
   return `WITH ${lockedPre(table, PRE_IMAGE_WIDTH.claim, 'NO KEY UPDATE SKIP LOCKED')},
 applied AS (
-  UPDATE ${table.quoted} AS l SET ${claimSet(STATEMENT_TERMS)}
+  UPDATE ${table.quoted} AS l SET ${claimSet(STATEMENT_TERMS, 'NULL::bigint')}
   FROM pre
-  WHERE l.key = pre.key AND ${claimable(STATEMENT_TERMS)}
+  WHERE l.key = pre.key AND pre.token OPERATOR(pg_catalog.<>) 0::bigint AND ${claimable(STATEMENT_TERMS)}
   RETURNING 1
 )
-SELECT CASE WHEN pre.key IS NULL
+SELECT CASE WHEN pre.key IS NULL OR pre.token OPERATOR(pg_catalog.=) 0::bigint
   THEN ${claimFunction(table)}(${CLAIM_ARGUMENTS})
-  ELSE ${claimPreImageJson('pre.', 'pre.now', 'EXISTS (SELECT 1 FROM applied)', '$4::text')}
+  ELSE ${claimPreImageJson('pre.', 'pre.now', 'EXISTS (SELECT 1 FROM applied)', '$4::text', 'NULL::bigint')}
 END AS r
 FROM (SELECT) AS one LEFT JOIN pre ON true`;
 }
@@ -167,21 +175,33 @@ export const PRE_IMAGE_WIDTH: Readonly<Record<keyof LeaseStatements, PreImageWid
   checkpoint: 'fence',
   release: 'fence',
   releaseQuiet: 'fence',
+  releaseHold: 'fence',
+  releaseHoldQuiet: 'fence',
   revoke: 'record',
   revokeQuiet: 'record',
   recover: 'record',
   inspect: 'record',
   lockShared: 'fence',
   lockForCheckpoint: 'fence',
+  lockForSubmission: 'fence',
   saveCheckpoint: 'fence',
+  recordSubmission: 'fence',
+  setKeyState: 'grant',
+  setKeyStateQuiet: 'grant',
+  remove: 'grant',
+  removeQuiet: 'grant',
 };
 
 /** The claim function's arguments, from the claim's bind parameters. */
-const CLAIM_ARGUMENTS = '$1::text, $2::text, $3::text, $4::text, $5::bigint, $6::text::jsonb, $7::boolean';
+const CLAIM_ARGUMENTS =
+  '$1::text, $2::text, $3::text, $4::text, $5::bigint, $6::text::jsonb, $7::boolean, $8::text::jsonb, $9::text::text[]';
 
 /** The statements of one lease table. */
 export interface LeaseStatements {
-  /** $1 key, $2 holder, $3 run id, $4 secret hash, $5 ttl ms (NULL: no expiry), $6 attributes JSON, $7 recovering. */
+  /**
+   * $1 key, $2 holder, $3 run id, $4 secret hash, $5 ttl ms (NULL: no expiry), $6 attributes JSON, $7 recovering,
+   * $8 the key-state values `expect` requires (JSON text, NULL: none), $9 the names it requires absent (a text[] literal, NULL: none).
+   */
   readonly claim: string;
   /** The claim as a call of the claim function (same parameters), for stores whose statements are not prepared. */
   readonly claimCall: string;
@@ -191,6 +211,10 @@ export interface LeaseStatements {
   readonly checkpoint: string;
   /** Fence params, $7 'keep' | 'clear' | 'replace', $8 checkpoint JSON text (for 'replace'). */
   readonly release: string;
+  /** `release` with a hold: $9 hold ms. */
+  readonly releaseHold: string;
+  /** `releaseHold` without its notification. */
+  readonly releaseHoldQuiet: string;
   /** $1 key, $2 reason, $3 by, $4 require recovery, $5 expected token (NULL: any). */
   readonly revoke: string;
   /** `release` without its notification: for when the server cannot queue one (postgres-store.ts). */
@@ -208,6 +232,21 @@ export interface LeaseStatements {
   readonly lockShared: string;
   /** As `lockShared`, but FOR NO KEY UPDATE: the first statement of a fenced write that saves a checkpoint. */
   readonly lockForCheckpoint: string;
+  /**
+   * As `lockForCheckpoint`, plus $4 a submission's run id: the first statement of a fenced write with a
+   * submission; its column `submission` is the run id's lookup after the lock (submissions.ts).
+   */
+  readonly lockForSubmission: string;
+  /** Records a submission after the write (submissions.ts, `recordSubmissionStatement`). */
+  readonly recordSubmission: string;
+  /** $1 key, $2 values JSON ([[name, value], ...] in code-unit order), $3 by, $4 'keep' | 'clear' | 'set', $5 hold ms (key-state.ts). */
+  readonly setKeyState: string;
+  /** `setKeyState` without its notification. */
+  readonly setKeyStateQuiet: string;
+  /** $1 key, $2 force, $3 expected token (NULL: any) (remove.ts). */
+  readonly remove: string;
+  /** `remove` without its notification. */
+  readonly removeQuiet: string;
   /**
    * $1 key, $2 token, $3 checkpoint JSON text, $4 written-at (epoch ms): the last statement of a fenced
    * write with a checkpoint, on the row `lockForCheckpoint` locked; returns one row iff it saved.
@@ -233,14 +272,20 @@ export function transactionBound(setting: string, margin = '$2::bigint', now = '
       THEN LEAST(${remaining}, ${current}) ELSE ${remaining} END)::text, true)`;
 }
 
-/** A fenced write's first statement: locks the row (`lock`), returns its pre-image, bounds the transaction. */
-function fencedWriteBegin(table: TableName, lock: 'NO KEY UPDATE' | 'SHARE'): string {
+/**
+ * A fenced write's first statement: locks the row (`lock`), returns its pre-image, bounds the transaction;
+ * with `submission`, also the lookup of the run id $4 after the lock (column `submission`).
+ */
+function fencedWriteBegin(table: TableName, lock: 'NO KEY UPDATE' | 'SHARE', submission = false): string {
   const bound = (setting: string) => transactionBound(setting, '$2::bigint', 'pre.now');
-  return `WITH ${lockedPre(table, PRE_IMAGE_WIDTH.lockShared, lock)}
+  const lookup = submission ? `, ${submissionLookup(table, 'locked.key', '$4')} AS submission` : '';
+  return `WITH pre AS MATERIALIZED (
+  ${lockedRow(table, PRE_IMAGE_WIDTH.lockShared, lock, '$1', lookup)}
+)
 SELECT ${preImageJson(PRE_IMAGE_WIDTH.lockShared, 'pre.', LOCKED_NOW, 'false', '$3::text')} AS r,
   CASE WHEN pre.holder IS NOT NULL AND pre.expires_at OPERATOR(pg_catalog.>) pre.now
     THEN ${bound('statement_timeout')} OPERATOR(pg_catalog.||) ${bound('idle_in_transaction_session_timeout')}
-  END AS bounded
+  END AS bounded${submission ? ', pre.submission AS submission' : ''}
 FROM (SELECT) AS one LEFT JOIN pre ON true`;
 }
 
@@ -252,6 +297,10 @@ const RELEASE_SET = `${CLEAR_GRANT},
     checkpoint_token = CASE $7::text WHEN 'keep' THEN l.checkpoint_token WHEN 'clear' THEN NULL ELSE pre.token END,
     checkpoint_written_at = CASE $7::text WHEN 'keep' THEN l.checkpoint_written_at WHEN 'clear' THEN NULL ELSE pre.now END,
     recovery_required = CASE $7::text WHEN 'keep' THEN l.recovery_required ELSE false END`;
+
+/** The SET list of a release with a hold ($9 hold ms): the key is held back until the store's now plus it. */
+const RELEASE_HOLD_SET = `${RELEASE_SET},
+    held_until = pre.now OPERATOR(pg_catalog.+) ($9::bigint::float8 OPERATOR(pg_catalog.*) '1 millisecond'::interval)`;
 
 /** The SET list of a revoke ($2 reason, $3 by, $4 require recovery). */
 const REVOKE_SET = `token = pre.token OPERATOR(pg_catalog.+) 1::bigint, ${CLEAR_GRANT},
@@ -294,6 +343,19 @@ export function leaseStatements(table: TableName): LeaseStatements {
 
     releaseQuiet: lockedUpdate(table, PRE_IMAGE_WIDTH.release, 'NO KEY UPDATE', RELEASE_SET, FENCE_HOLDS, '$3::text'),
 
+    // NOTE: a release with a hold is a statement of its own, so the common release plans no hold arithmetic.
+    releaseHold: lockedUpdate(
+      table,
+      PRE_IMAGE_WIDTH.release,
+      'NO KEY UPDATE',
+      RELEASE_HOLD_SET,
+      FENCE_HOLDS,
+      '$3::text',
+      freedNotify(table),
+    ),
+
+    releaseHoldQuiet: lockedUpdate(table, PRE_IMAGE_WIDTH.release, 'NO KEY UPDATE', RELEASE_HOLD_SET, FENCE_HOLDS, '$3::text'),
+
     revokeQuiet: lockedUpdate(table, PRE_IMAGE_WIDTH.revoke, 'NO KEY UPDATE', REVOKE_SET, REVOKE_CONDITION, null),
 
     recover: lockedUpdate(
@@ -314,6 +376,18 @@ FROM (SELECT ${NOW} AS now) AS clock LEFT JOIN ${table.quoted} AS pre ON pre.key
     lockShared: fencedWriteBegin(table, 'SHARE'),
 
     lockForCheckpoint: fencedWriteBegin(table, 'NO KEY UPDATE'),
+
+    lockForSubmission: fencedWriteBegin(table, 'NO KEY UPDATE', true),
+
+    recordSubmission: recordSubmissionStatement(table),
+
+    setKeyState: setKeyStateCall(table, true),
+
+    setKeyStateQuiet: setKeyStateCall(table, false),
+
+    remove: removeCall(table, true),
+
+    removeQuiet: removeCall(table, false),
 
     // NOTE: the row is locked FOR NO KEY UPDATE by this transaction since the fence check, so it is the
     // version the check read; the token condition only guards against a misuse of the statement.

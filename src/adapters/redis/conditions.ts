@@ -6,7 +6,7 @@
 import { InvalidArgumentError } from '../../errors.js';
 import { refuseWrite, WriteRefusedSignal } from '../../write-refusal.js';
 import { isWellFormed } from './keys.js';
-import type { RedisArgument, RedisKey } from './recorder.js';
+import type { RedisArgument, RedisKey } from './redis-key.js';
 
 /**
  * A condition of a fenced write (`tx.refuseUnless`), judged inside the write's script once the fence holds

@@ -10,16 +10,9 @@ import { checkedRefusal, conditionParts, UNCONDITIONAL, type Condition, type Red
 import { isWellFormed } from './keys.js';
 import { knownArity } from './known-commands.js';
 
-/** A key argument declared with `tx.key(name)`: passed to the script in KEYS, never as a plain value. */
-export class RedisKey {
-  readonly name: string;
-  constructor(name: string) {
-    this.name = name;
-  }
-}
+import { RedisKey, type RedisArgument } from './redis-key.js';
 
-/** An argument of a recorded command. Numbers are sent as their decimal text. */
-export type RedisArgument = string | number | bigint | RedisKey;
+export { RedisKey, type RedisArgument };
 
 /**
  * What a Redis fenced write's (or token gate write's) callback receives. The callback records commands;

@@ -63,7 +63,7 @@ const RARE_COLUMNS_SQL = `CASE WHEN ending_reason IS NULL AND ending_by IS NULL 
   THEN NULL ELSE json_array(ending_reason, ending_by, json(ending_change), json(state), held_until) END AS rare`;
 
 /** The lease row's columns as `recordOf` reads them (tokens as decimal text). */
-export const RECORD_COLUMNS_SQL = `key, CAST(token AS TEXT) AS token, holder, run_id, secret_hash, acquired_at, expires_at, attributes,
+export const RECORD_COLUMNS_SQL: string = `key, CAST(token AS TEXT) AS token, holder, run_id, secret_hash, acquired_at, expires_at, attributes,
   ending_kind, CAST(ending_token AS TEXT) AS ending_token, ending_holder, ending_run_id, ending_at,
   checkpoint_json, CAST(checkpoint_token AS TEXT) AS checkpoint_token, checkpoint_written_at, recovery_required,
   ${RARE_COLUMNS_SQL}`;
