@@ -17,7 +17,7 @@
  * --variant unfenced-write|blind-renew|racy-claim (run a planted bug: the run must report violations),
  * --workload election (the server stores' workers campaign with createElection instead of claiming keys;
  * the checker's guarantees are the same: one live grant, i.e. term, at a time and no stale write accepted),
- * --workload queue (--stores memory,postgres,redis,sqlite; test/chaos/queue.ts: claim-next + idempotent
+ * --workload queue (--stores memory,postgres,redis,sqlite,etcd; test/chaos/queue.ts: claim-next + idempotent
  * submissions with lost replies, pauses and crashes, each run a --scenario-duration fault phase and a drain;
  * a store without claim-next runs submit-only, as does every store with --submit-only; planted bugs:
  * --variant unrecorded-submission|unfenced-write).
@@ -35,6 +35,7 @@ import { runInProcessScenario, runsInProcess, type InProcessStore } from '../tes
 import { formatSummary } from '../test/chaos/summary.js';
 import { QUEUE_STORES, QUEUE_VARIANTS, runQueueWorkload, type QueueRunResult, type QueueVariant } from '../test/chaos/queue.js';
 import { formatQueueViolations } from '../test/chaos/queue-checker.js';
+import { etcdRunUrl } from '../test/chaos/backend-etcd.js';
 import { CHAOS_USAGE, ChaosUsageError, parseChaosOptions, type ChaosCatalog, type ChaosOptions } from './chaos-options.js';
 import { startPostgres } from '../test/support/postgres-server.js';
 import { startRedis } from '../test/support/redis-server.js';
@@ -215,12 +216,20 @@ async function runQueue(): Promise<number> {
     for (const store of stores)
       if (store === 'postgres') servers.set(store, await startPostgres());
       else if (store === 'redis') servers.set(store, await startRedis({ persistence: 'aof' }));
+      else if (store === 'etcd') servers.set(store, await startEtcd());
     const seeds = createRandom(seed).fork('queue-rounds');
     for (let round = 1; round === 1 || performance.now() - started < totalMs; round += 1) {
       const roundSeed = round === 1 ? seed : seeds.int(0, 2 ** 32 - 1);
       for (const store of stores as Array<(typeof QUEUE_STORES)[number]>) {
         if (round > 1 && performance.now() - started >= totalMs) break;
-        const url = store === 'sqlite' ? join(dir, `queue-${round}.db`) : (servers.get(store)?.url ?? null);
+        const server = servers.get(store)?.url ?? null;
+        // NOTE: SQLite's database and etcd's gate (unused here, but the backend opens it) are files of the run.
+        const url =
+          store === 'sqlite'
+            ? join(dir, `queue-${round}.db`)
+            : store === 'etcd' && server !== null
+              ? etcdRunUrl([server], join(dir, `queue-gate-${round}.db`))
+              : server;
         try {
           const result = await runQueueWorkload({
             store,

@@ -21,12 +21,14 @@ import { createMemoryStore } from '../../src/adapters/memory/index.js';
 import type { PostgresWriteContext } from '../../src/adapters/postgres/index.js';
 import type { RedisWriteContext } from '../../src/adapters/redis/index.js';
 import type { SqliteWriteContext } from '../../src/adapters/sqlite/index.js';
+import type { EtcdWriteContext } from '../../src/adapters/etcd/index.js';
 import type { Fence } from '../../src/fence/types.js';
 import type { FencedWriteOutcome } from '../../src/fence/operations.js';
 import type { Store } from '../../src/store.js';
 import { submissionDigest } from '../../src/submission.js';
 import { CLIENTS, type ClientKind, type StoreAdmin, type StoreKind } from './backend.js';
 import { ledgerKey } from './backend-redis.js';
+import { ledgerPrefix } from './backend-etcd.js';
 import { createAdmin, createBackend } from './backends.js';
 import { decodeEntry, encodeEntry } from './history.js';
 import { delegatingStore } from './mutants.js';
@@ -44,8 +46,8 @@ import {
 } from './queue-checker.js';
 
 /** The stores the queue workload runs on. */
-export type QueueStore = 'memory' | Extract<StoreKind, 'postgres' | 'redis' | 'sqlite'>;
-export const QUEUE_STORES: readonly QueueStore[] = ['memory', 'postgres', 'redis', 'sqlite'];
+export type QueueStore = 'memory' | Extract<StoreKind, 'postgres' | 'redis' | 'sqlite' | 'etcd'>;
+export const QUEUE_STORES: readonly QueueStore[] = ['memory', 'postgres', 'redis', 'sqlite', 'etcd'];
 
 /**
  * Planted bugs the checker must catch: `unrecorded-submission` drops the submission from every fenced write (a
@@ -102,6 +104,11 @@ function ledgerWriter(store: QueueStore, memoryLedgers: Map<string, string[]>): 
     };
   if (store === 'sqlite')
     return (context, key, entry) => (context as SqliteWriteContext).run('INSERT INTO chaos_ledger (key, entry) VALUES (?, ?)', key, entry);
+  if (store === 'etcd')
+    // NOTE: a key of its own per write (a random suffix), so a run written twice leaves two entries, not one put twice.
+    return (context, key, entry) => {
+      (context as EtcdWriteContext).put(`${ledgerPrefix(key)}${entry}|${randomBytes(4).toString('hex')}`, entry);
+    };
   return (_context, key, entry) => {
     const ledger = memoryLedgers.get(key) ?? [];
     ledger.push(entry);
