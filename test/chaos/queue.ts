@@ -366,7 +366,7 @@ async function runWorker(setup: WorkerSetup): Promise<void> {
           submission,
           checkpointJson: JSON.stringify({ done: runId }),
         });
-      } catch (error) {
+      } catch {
         recorder.driverUnknowns += 1;
         recorder.attempts.push({ key: fence.key, token: fence.token.toString(), runId, answer: 'error', now: null, delivered: true });
         await sleep(random.int(5, 20));
