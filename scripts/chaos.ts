@@ -244,7 +244,7 @@ async function runQueue(): Promise<number> {
           results.push(result);
           const f = result.figures;
           log(
-            `  round ${round} ${store} ${result.mode} (seed ${roundSeed}): ${f.items} items, ${f.grants} grants (${f.unreleased} ended unreleased), ${f.submissions} runs submitted: ${f.applied} applied, ${f.replayed} replayed, ${f.refused} refused, ${f.lostReplies} requests/replies lost; ${result.mode === 'queue' ? `${f.finalized} finalized, ${result.blocked} blocked for recovery; ` : ''}${result.connectionKills} connections cut, ${result.driverUnknowns} submissions answered by a driver error; ${result.violations.length} violations`,
+            `  round ${round} ${store} ${result.mode} (seed ${roundSeed}): ${f.items} items, ${f.grants} grants (${f.unreleased} ended unreleased), ${f.submissions} runs submitted: ${f.applied} applied, ${f.replayed} replayed, ${f.refused} refused (${f.conflicts} replay-conflict), ${f.lostReplies} requests/replies lost; ${result.mode === 'queue' ? `${f.abandonedRecorded} abandoned runs recorded, ${f.finalized} finalized, ${result.blocked} blocked for recovery; ` : ''}${result.connectionKills} connections cut, ${result.driverUnknowns} submissions answered by a driver error; ${result.violations.length} violations`,
           );
           if (result.violations.length > 0) log(formatQueueViolations(result.violations.slice(0, 20)));
         } catch (error) {

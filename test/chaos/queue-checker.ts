@@ -9,7 +9,8 @@
  *   (granted at or before, not expired, released or superseded by then), and every ledger entry is such a write;
  * - one live holder: each item's grants, in token order, do not overlap on the store's clock;
  * - no item lost: each item is finalized (a landed submission), or still in the set; (queue mode) an item is
- *   finalized once, and taken out of the set only after its submission landed.
+ *   finalized once, and taken out of the set only after its submission landed (a record-first holder's record of
+ *   the abandoned run, under that run's id, is not a finalization).
  *
  * All times are the store's (`now` of its answers), never the harness's.
  */
@@ -65,6 +66,11 @@ export interface QueueHistory {
   readonly removals: readonly QueueRemoval[];
   /** Each item's ledger as stored, in apply order: the run id and token of each entry. */
   readonly ledgers: ReadonlyMap<string, ReadonlyArray<{ readonly runId: string; readonly token: string }>>;
+  /**
+   * Runs whose ledger entry is a record-first holder's record of the abandoned run (under that run's id, by the
+   * next holder), not a finalization of the item.
+   */
+  readonly abandonRecords?: ReadonlySet<string>;
   /** (queue mode) items still in the set at the end, as the store's claim-next showed them claimable or pending. */
   readonly stillQueued: ReadonlySet<string>;
 }
@@ -85,6 +91,10 @@ export interface QueueFigures {
   readonly replayed: number;
   readonly refused: number;
   readonly lostReplies: number;
+  /** Submissions answered `replay-conflict` (a worker back after its run was recorded abandoned). */
+  readonly conflicts: number;
+  /** Abandoned runs a record-first holder recorded. */
+  readonly abandonedRecorded: number;
   readonly finalized: number;
   readonly pending: number;
 }
@@ -189,7 +199,7 @@ export function checkQueue(history: QueueHistory): QueueViolation[] {
           });
     }
     if (history.mode === 'queue') {
-      const runs = new Set(ledger.map((entry) => entry.runId));
+      const runs = new Set(ledger.map((entry) => entry.runId).filter((runId) => !history.abandonRecords?.has(runId)));
       if (runs.size > 1)
         violations.push({ rule: 'finalized-twice', key, detail: `finalized by ${runs.size} runs: ${[...runs].join(', ')}` });
       if (runs.size === 0 && !history.stillQueued.has(key))
@@ -227,7 +237,9 @@ export function checkQueue(history: QueueHistory): QueueViolation[] {
 /** The run's figures for the summary line. */
 export function queueFigures(history: QueueHistory): QueueFigures {
   const answers = (test: (answer: string) => boolean): number => history.attempts.filter((attempt) => test(attempt.answer)).length;
-  const finalized = history.items.filter((key) => (history.ledgers.get(key)?.length ?? 0) > 0).length;
+  const finalized = history.items.filter((key) =>
+    (history.ledgers.get(key) ?? []).some((entry) => !history.abandonRecords?.has(entry.runId)),
+  ).length;
   const released = new Set(history.releases.map((release) => `${release.key}#${release.token}`));
   return {
     items: history.items.length,
@@ -238,6 +250,8 @@ export function queueFigures(history: QueueHistory): QueueFigures {
     replayed: answers((answer) => answer === 'replayed'),
     refused: answers((answer) => answer !== 'applied' && answer !== 'replayed' && answer !== 'not-sent'),
     lostReplies: history.attempts.filter((attempt) => !attempt.delivered).length,
+    conflicts: answers((answer) => answer === 'replay-conflict'),
+    abandonedRecorded: history.abandonRecords?.size ?? 0,
     finalized,
     pending: history.items.length - finalized,
   };

@@ -88,6 +88,25 @@ describe('queue checker', () => {
     ).toEqual([]);
   });
 
+  it("a record-first holder's record of the abandoned run is not a second finalization", () => {
+    const ledgers = new Map([
+      [
+        'a',
+        [
+          { runId: 'r1', token: '2' },
+          { runId: 'r2', token: '2' },
+        ],
+      ],
+    ]);
+    const attempts = [
+      { key: 'a', token: '2', runId: 'r1', answer: 'applied', now: 450, delivered: true },
+      { key: 'a', token: '2', runId: 'r2', answer: 'applied', now: 500, delivered: true },
+      { key: 'a', token: '1', runId: 'r1', answer: 'replay-conflict', now: 600, delivered: true },
+    ];
+    expect(rules(history({ ledgers, attempts }))).toEqual(['finalized-twice']);
+    expect(checkQueue(history({ ledgers, attempts, abandonRecords: new Set(['r1']) }))).toEqual([]);
+  });
+
   it('an item out of the set without a landed submission, or never finalized and not queued, is lost', () => {
     expect(rules(history({ removals: [{ key: 'a', runId: 'r1' }] }))).toEqual(['item-lost']);
     expect(rules(history({ items: ['a', 'b'] }))).toEqual(['item-lost']);
@@ -103,6 +122,7 @@ describe('queue workload on the memory store', () => {
     expect(result.figures.replayed).toBeGreaterThan(0);
     expect(result.figures.refused).toBeGreaterThan(0);
     expect(result.figures.finalized).toBeGreaterThan(50);
+    expect(result.figures.abandonedRecorded).toBeGreaterThan(0);
   });
 
   it('submit-only keeps every guarantee too', { timeout: 30_000 }, async () => {

@@ -25,6 +25,7 @@ import type { EtcdWriteContext } from '../../src/adapters/etcd/index.js';
 import type { Fence } from '../../src/fence/types.js';
 import type { FencedWriteOutcome } from '../../src/fence/operations.js';
 import type { Store } from '../../src/store.js';
+import type { ClaimNextGranted } from '../../src/fence/claim-next.js';
 import { submissionDigest } from '../../src/submission.js';
 import { CLIENTS, type ClientKind, type StoreAdmin, type StoreKind } from './backend.js';
 import { ledgerKey } from './backend-redis.js';
@@ -149,6 +150,8 @@ interface Recorder {
   readonly attempts: QueueSubmitAttempt[];
   readonly releases: QueueRelease[];
   readonly removals: QueueRemoval[];
+  /** Runs whose ledger entry is a record-first holder's "abandoned" record, not a finalization. */
+  readonly abandonRecords: Set<string>;
   driverUnknowns: number;
 }
 
@@ -196,7 +199,7 @@ export async function runQueueWorkload(options: QueueRunOptions): Promise<QueueR
     );
 
   const items: string[] = [];
-  const recorder: Recorder = { grants: [], attempts: [], releases: [], removals: [], driverUnknowns: 0 };
+  const recorder: Recorder = { grants: [], attempts: [], releases: [], removals: [], abandonRecords: new Set(), driverUnknowns: 0 };
   const faults: Faults = { on: true };
   let stopped = false;
   let nextItem = 0;
@@ -292,6 +295,7 @@ export async function runQueueWorkload(options: QueueRunOptions): Promise<QueueR
     attempts: recorder.attempts,
     releases: recorder.releases,
     removals: recorder.removals,
+    abandonRecords: recorder.abandonRecords,
     ledgers,
     stillQueued: mode === 'queue' ? stillQueued : new Set(items),
   };
@@ -321,7 +325,14 @@ interface WorkerSetup {
   stopped(): boolean;
 }
 
-type Claimed = { fence: Fence; expiresAt: number | null; inheritedDone: string | null; recoveryRequired: boolean };
+type Claimed = {
+  fence: Fence;
+  expiresAt: number | null;
+  inheritedDone: string | null;
+  recoveryRequired: boolean;
+  /** record-first took over an abandoned run: its run id, to record before any work. */
+  abandonedRunId: string | null;
+};
 
 /** One worker: claim, work, finalize, until stopped. */
 async function runWorker(setup: WorkerSetup): Promise<void> {
@@ -347,48 +358,71 @@ async function runWorker(setup: WorkerSetup): Promise<void> {
       await finish(setup, fence, claimed.inheritedDone, claimed.recoveryRequired ? `{"done":"${claimed.inheritedDone}"}` : undefined);
       continue;
     }
+    if (claimed.abandonedRunId !== null) {
+      // record-first: the abandoned run is recorded under its own run id (its worker, if it comes back and submits,
+      // meets replay-conflict), with the checkpoint that resolves the recovery, before any work.
+      const recorded = await submitRun(
+        setup,
+        fence,
+        claimed.abandonedRunId,
+        { abandoned: claimed.abandonedRunId, by: proc },
+        {
+          abandoned: claimed.abandonedRunId,
+        },
+      );
+      if (recorded === 'applied' || recorded === 'replayed') recorder.abandonRecords.add(claimed.abandonedRunId);
+      else continue;
+    }
     await sleep(random.int(2, 15));
     if (faults.on && random.chance(0.1)) continue; // crashed: no submission, no release; the grant expires
     if (faults.on && random.chance(0.1)) await sleep(random.int(ttlMs, 2 * ttlMs)); // paused past the TTL
-    const payload = { item: fence.key, result: runId.length, by: proc };
-    const submission = { runId, digest: submissionDigest(payload, 65_536), receiptJson: null, bindToGrant: false };
-    const ledgerEntry = encodeEntry({ reqId: runId, token: fence.token.toString() });
-    let answer = 'unknown';
-    for (let attempt = 0; attempt < 8 && answer === 'unknown'; attempt += 1) {
-      if (attempt > 0 && faults.on && random.chance(0.3)) await sleep(random.int(ttlMs, 2 * ttlMs)); // retry after the lease is gone
-      if (faults.on && random.chance(0.05)) {
-        recorder.attempts.push({ key: fence.key, token: fence.token.toString(), runId, answer: 'not-sent', now: null, delivered: false });
-        continue;
-      }
-      let outcome: FencedWriteOutcome<unknown>;
-      try {
-        outcome = await store.fencedWrite(fence, (context) => setup.write(context, fence.key, ledgerEntry), {
-          submission,
-          checkpointJson: JSON.stringify({ done: runId }),
-        });
-      } catch {
-        recorder.driverUnknowns += 1;
-        recorder.attempts.push({ key: fence.key, token: fence.token.toString(), runId, answer: 'error', now: null, delivered: true });
-        await sleep(random.int(5, 20));
-        continue;
-      }
-      const lost = faults.on && random.chance(0.15);
-      recorder.attempts.push({
-        key: fence.key,
-        token: fence.token.toString(),
-        runId,
-        answer: outcome.ok ? 'applied' : outcome.reason,
-        now: outcome.now,
-        ...(outcome.ok || outcome.reason !== 'replayed' ? {} : { recordedToken: outcome.submission.token.toString() }),
-        delivered: !lost,
-      });
-      if (!lost) answer = outcome.ok ? 'applied' : outcome.reason;
-    }
+    const answer = await submitRun(setup, fence, runId, { item: fence.key, result: runId.length, by: proc }, { done: runId });
     if (answer === 'applied' || answer === 'replayed') {
       if (faults.on && random.chance(0.1)) continue; // crashed after the submission landed: the next holder finds {done}
       await finish(setup, fence, runId, undefined);
     } else if (answer !== 'unknown') await store.release({ fence }).catch(() => undefined);
   }
+}
+
+/**
+ * Submits `runId` under `fence` with `checkpoint`, re-sending the same submission while the answer is unknown (a
+ * dropped request, a lost reply, a driver error; at most 8 tries, some after the lease is gone); records every
+ * answer the store gave. Returns the answer the worker learned (`unknown`: none).
+ */
+async function submitRun(setup: WorkerSetup, fence: Fence, runId: string, payload: unknown, checkpoint: unknown): Promise<string> {
+  const { store, random, recorder, faults, ttlMs } = setup;
+  const submission = { runId, digest: submissionDigest(payload, 65_536), receiptJson: null, bindToGrant: false };
+  const ledgerEntry = encodeEntry({ reqId: runId, token: fence.token.toString() });
+  const checkpointJson = JSON.stringify(checkpoint);
+  let answer = 'unknown';
+  for (let attempt = 0; attempt < 8 && answer === 'unknown'; attempt += 1) {
+    if (attempt > 0 && faults.on && random.chance(0.3)) await sleep(random.int(ttlMs, 2 * ttlMs)); // retry after the lease is gone
+    if (faults.on && random.chance(0.05)) {
+      recorder.attempts.push({ key: fence.key, token: fence.token.toString(), runId, answer: 'not-sent', now: null, delivered: false });
+      continue;
+    }
+    let outcome: FencedWriteOutcome<unknown>;
+    try {
+      outcome = await store.fencedWrite(fence, (context) => setup.write(context, fence.key, ledgerEntry), { submission, checkpointJson });
+    } catch {
+      recorder.driverUnknowns += 1;
+      recorder.attempts.push({ key: fence.key, token: fence.token.toString(), runId, answer: 'error', now: null, delivered: true });
+      await sleep(random.int(5, 20));
+      continue;
+    }
+    const lost = faults.on && random.chance(0.15);
+    recorder.attempts.push({
+      key: fence.key,
+      token: fence.token.toString(),
+      runId,
+      answer: outcome.ok ? 'applied' : outcome.reason,
+      now: outcome.now,
+      ...(outcome.ok || outcome.reason !== 'replayed' ? {} : { recordedToken: outcome.submission.token.toString() }),
+      delivered: !lost,
+    });
+    if (!lost) answer = outcome.ok ? 'applied' : outcome.reason;
+  }
+  return answer;
 }
 
 /** Claims the next item (queue) or a random known key (submit-only); records the grant. */
@@ -407,12 +441,14 @@ async function claimOne(setup: WorkerSetup, runId: string): Promise<Claimed | nu
   if (!outcome.ok) return null;
   recorder.grants.push({ key: outcome.key, token: outcome.token.toString(), runId, at: outcome.now, expiresAt: outcome.expiresAt });
   const fence: Fence = { key: outcome.key, token: outcome.token, secret, holder: proc, runId };
+  const recoveryRequired = 'recoveryRequired' in outcome && outcome.recoveryRequired === true;
   const done = outcome.checkpoint === null ? null : ((JSON.parse(outcome.checkpoint.json) as { done?: string }).done ?? null);
   return {
     fence,
     expiresAt: outcome.expiresAt,
     inheritedDone: setup.mode === 'queue' ? done : null,
-    recoveryRequired: 'recoveryRequired' in outcome && outcome.recoveryRequired === true,
+    recoveryRequired,
+    abandonedRunId: recoveryRequired && 'abandoned' in outcome ? ((outcome as ClaimNextGranted).abandoned?.runId ?? null) : null,
   };
 }
 
