@@ -18,6 +18,7 @@ const EXAMPLES: ReadonlyMap<string, ReadonlyArray<'postgres' | 'redis'>> = new M
   ['daily-export', ['postgres']],
   ['ramp-runner', ['redis']],
   ['classifier', []],
+  ['scan-work', []],
 ]);
 const ROOT = fileURLToPath(new URL('..', import.meta.url));
 

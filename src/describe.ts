@@ -8,11 +8,26 @@ import type {
   SubmissionReplayed,
   WriteRefusal,
 } from './fence/operations.js';
+import type { AddItemsOutcome, ClaimNextIdle } from './fence/claim-next.js';
 import type { AttributeMismatch, FenceRefusal, StoreTime } from './fence/types.js';
 import type { CheckTtlInsufficient, ClaimRefusal } from './refusals.js';
 
-/** Every refusal `describeRefusal` explains: a fence's, a fenced write's own, a submission's, a check's, a claim's. */
-export type DescribableRefusal = FenceRefusal | WriteRefusal | SubmissionReplayed | ReplayConflict | CheckTtlInsufficient | ClaimRefusal;
+/** An `addItems` refused because a key is an item of another set. */
+export type AddItemsRefusal = Extract<AddItemsOutcome, { ok: false }>;
+
+/**
+ * Every refusal `describeRefusal` explains: a fence's, a fenced write's own, a submission's, a check's, a claim's,
+ * a claim-next's `idle` and an `addItems`'s `in-another-set`.
+ */
+export type DescribableRefusal =
+  | FenceRefusal
+  | WriteRefusal
+  | SubmissionReplayed
+  | ReplayConflict
+  | CheckTtlInsufficient
+  | ClaimRefusal
+  | ClaimNextIdle
+  | AddItemsRefusal;
 
 function grantLabel(token: bigint | null, holder: string | null, runId: string | null): string {
   if (token === null) return 'no lease record';
@@ -74,6 +89,17 @@ export function describeRefusal(refusal: DescribableRefusal): string {
     case 'ttl-insufficient':
       return printable(
         `check refused on ${refusal.key} (ttl-insufficient: ${refusal.remainingMs} ms left, at least ${refusal.minTtlMs} required): token ${refusal.token} expires at ${time(refusal.expiresAt)} (store now ${time(refusal.now)})`,
+      );
+    case 'idle': {
+      const next =
+        refusal.nextAt === null
+          ? 'none will become claimable by time alone (empty, held without expiry, blocked for recovery or not matching expect)'
+          : `the next may be claimable at ${time(refusal.nextAt)}`;
+      return printable(`claim-next idle on set ${refusal.set} (idle: no item claimable now; ${next}) (store now ${time(refusal.now)})`);
+    }
+    case 'in-another-set':
+      return printable(
+        `addItems refused on set ${refusal.set} (in-another-set: ${refusal.key} is an item of set ${refusal.otherSet}): nothing added`,
       );
     case 'held':
     case 'recovery-required':

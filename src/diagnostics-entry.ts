@@ -14,6 +14,7 @@
  * ```
  */
 export {
+  type ClaimRefusalReason,
   LEASE_LOST_CHANNEL,
   LEASE_OPERATIONS,
   operationChannel,

@@ -43,6 +43,8 @@ export type LeaseErrorCode =
   | 'REPLAY_CONFLICT'
   /** `check` found the grant current but with less than `minTtlMs` left. */
   | 'TTL_INSUFFICIENT'
+  /** The store does not offer an optional operation (the sets of claim-next): refused before any I/O. */
+  | 'UNSUPPORTED_OPERATION'
   | 'GATE_REFUSED'
   | 'STORE_UNAVAILABLE'
   | 'OUTCOME_UNKNOWN'
@@ -211,6 +213,21 @@ export class TtlInsufficientError extends LeaseError {
   constructor(refusal: CheckTtlInsufficient) {
     super('TTL_INSUFFICIENT', describeRefusal(refusal));
     this.refusal = refusal;
+  }
+}
+
+/**
+ * The store does not offer an optional operation: `addItems`, `removeItems` and `claimNext` need a store with
+ * sets (see `Store.claimNext`). Thrown before any I/O; `operation` names what was asked.
+ */
+export class UnsupportedOperationError extends LeaseError {
+  override name = 'UnsupportedOperationError' as const;
+  readonly operation: string;
+  readonly storeId: string;
+  constructor(operation: string, storeId: string, why: string) {
+    super('UNSUPPORTED_OPERATION', `${operation} is not supported by store ${storeId}: ${why}`);
+    this.operation = operation;
+    this.storeId = storeId;
   }
 }
 

@@ -31,7 +31,10 @@ export type LeaseOperation =
   | 'revoke'
   | 'recover'
   | 'setKeyState'
-  | 'remove';
+  | 'remove'
+  | 'addItems'
+  | 'removeItems'
+  | 'claimNext';
 
 /** Every traced operation, in the order of a lease's life. */
 export const LEASE_OPERATIONS: readonly LeaseOperation[] = [
@@ -45,6 +48,9 @@ export const LEASE_OPERATIONS: readonly LeaseOperation[] = [
   'recover',
   'setKeyState',
   'remove',
+  'addItems',
+  'removeItems',
+  'claimNext',
 ];
 
 /**
@@ -58,10 +64,14 @@ export type ClaimRefusalReason = 'held' | 'recovery-required' | 'held-back' | 's
 
 /** How an operation ended, as observers see it. */
 export type OperationOutcome =
-  /** A claim that was granted: its grant, and how the previous one ended (for takeover latency). */
+  /**
+   * A claim that was granted: its grant, and how the previous one ended (for takeover latency). For `claimNext`
+   * (whose event's `key` is the set) `item` is the key granted.
+   */
   | {
       readonly ok: true;
       readonly result: 'granted';
+      readonly item?: string;
       readonly token: bigint;
       readonly acquiredAt: StoreTime;
       readonly expiresAt: StoreTime | null;
@@ -78,6 +88,15 @@ export type OperationOutcome =
       readonly reason: ClaimRefusalReason;
       readonly token: bigint | null;
       readonly holder: string | null;
+      readonly now: StoreTime;
+    }
+  /** A claim-next that found no item claimable, and when one may be (`nextAt`). */
+  | {
+      readonly ok: false;
+      readonly result: 'idle';
+      readonly reason: 'idle';
+      readonly token: null;
+      readonly nextAt: StoreTime | null;
       readonly now: StoreTime;
     }
   /** A renew that extended the grant; `marginMs`: how much of the grant was left, by its previous expiry, when it landed. */
@@ -100,6 +119,7 @@ export type OperationOutcome =
 /** The context object of every event of one operation (the same object from `start` to `asyncEnd`). */
 export interface OperationEvent {
   readonly operation: LeaseOperation;
+  /** The key (for `addItems`, `removeItems` and `claimNext`: the set). */
   readonly key: string;
   /** The lease's token (`null` for a claim, until its outcome). */
   readonly token: bigint | null;

@@ -5,6 +5,13 @@
  */
 export { createLeases } from './leases.js';
 export type {
+  AddItemsOptions,
+  ClaimNextOptions,
+  ClaimNextResult,
+  ClaimNextResultOf,
+  WaitedClaimNextResult,
+  WaitedIdle,
+  GrantedNext,
   CheckOptions,
   CheckOutcome,
   CheckPassed,
@@ -58,7 +65,15 @@ export type {
   WriteRefusal,
 } from './fence/operations.js';
 export type { Ending, FenceRefusal, KeyState, LeaseAttributes, StateChange, SubmissionRecord } from './fence/types.js';
-export { describeRefusal, type DescribableRefusal } from './describe.js';
+export { describeRefusal, type AddItemsRefusal, type DescribableRefusal } from './describe.js';
+export type {
+  AbandonedRun,
+  AddItemsOutcome,
+  ClaimNextIdle,
+  OnExpired,
+  RemoveItemsOutcome,
+} from './fence/claim-next.js';
+export { MAX_ITEMS_PER_CALL } from './items.js';
 export { refuseWrite } from './write-refusal.js';
 export type { Store, WriteContextOf } from './store.js';
 export type { TokenGate } from './gate.js';
@@ -91,6 +106,7 @@ export {
   StoreUnavailableError,
   SubmissionReplayedError,
   TtlInsufficientError,
+  UnsupportedOperationError,
   WriteRefusedError,
   type LeaseErrorCode,
   type LeaseErrorJson,

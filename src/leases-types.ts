@@ -18,7 +18,8 @@ import type {
   RevokeOutcome,
   SetKeyStateOutcome,
 } from './fence/operations.js';
-import type { Ending, LeaseAttributes } from './fence/types.js';
+import type { AbandonedRun, AddItemsOutcome, ClaimNextIdle, OnExpired, RemoveItemsOutcome } from './fence/claim-next.js';
+import type { Ending, LeaseAttributes, StoreTime } from './fence/types.js';
 import type { CheckOutcome, ClaimRefusal } from './refusals.js';
 import type { TokenGate } from './gate.js';
 import type { Checkpoint, Lease, LeaseJson } from './lease.js';
@@ -95,6 +96,78 @@ export type WaitedClaimResult = Granted | WaitedRefusal;
 
 /** `claim`'s result for options `O`: a refusal says how long it waited when `O` has a `wait`. */
 export type ClaimResultOf<O> = O extends { readonly wait: WaitOptions } ? WaitedClaimResult : ClaimResult;
+
+/**
+ * Options of `claimNext`: a claim's (without `recovering`), plus what to do with an item whose last grant expired
+ * without a release.
+ */
+export interface ClaimNextOptions {
+  /** Time to live in ms, or `null` for no expiry. @default the `Leases` default */
+  readonly ttlMs?: number | null;
+  /** A run id for this attempt. @default null */
+  readonly runId?: string | null;
+  /** Attributes bound to the grant that fenced operations may require (e.g. a model version). */
+  readonly attributes?: LeaseAttributes;
+  /**
+   * Key-state values the item must have (see `ClaimOptions.expect`): items whose state differs are skipped (left
+   * for other claimers), and the grant is bound to the state it was claimed under.
+   * @default no requirement
+   */
+  readonly expect?: Readonly<Record<string, string | null>>;
+  /**
+   * An item whose last grant expired without a release (an abandoned run): `'take-over'` grants it at once with
+   * the run's checkpoint (`abandoned` names the run); `'record-first'` grants it the same way but requires
+   * recovery: nobody else takes the key until this holder resolves it with a checkpoint decision (its first
+   * fenced write can record "run r7 abandoned" as a submission under `abandoned.runId`, with a checkpoint).
+   * @default 'take-over'
+   */
+  readonly onExpired?: OnExpired;
+  /**
+   * Wait for an item: on `idle`, try again at `nextAt` (plus up to `jitterMs`) or after `pollMs`, whichever is
+   * sooner (sets publish no release notifications: `pollMs` bounds how late a release or an added item is
+   * noticed), until granted or `timeoutMs` / `signal` ends the wait (then the last `idle`, with `waitedMs`).
+   * `recheckMs` is not used. See `docs/work-queues.md`.
+   * @default no waiting: one claim-next, the store's answer as it is
+   */
+  readonly wait?: WaitOptions;
+}
+
+/** `claimNext` granted an item of the set: the lease on its key, as `claim`'s grant, plus the item's story. */
+export interface GrantedNext extends Granted {
+  readonly set: string;
+  /** Since when the item had been available (the order it was granted in), on the store's clock. */
+  readonly availableSince: StoreTime;
+  /** The run that expired without a release and that this grant took over; `null` otherwise. */
+  readonly abandoned: AbandonedRun | null;
+  /**
+   * True under `onExpired: 'record-first'` with an abandoned run: resolve it with a checkpoint decision (a fenced
+   * write or checkpoint with a checkpoint, `recover`, or a release with a checkpoint).
+   */
+  readonly recoveryRequired: boolean;
+}
+
+/** What `claimNext` answers: the granted item, or `idle` with when one may become claimable (`nextAt`). */
+export type ClaimNextResult = GrantedNext | ClaimNextIdle;
+
+/** The last `idle` a waiting claim-next saw, with how long it waited and what ended the wait. */
+export type WaitedIdle = ClaimNextIdle & {
+  /** Ms from the call to the end of the wait (the worker's monotonic clock). */
+  readonly waitedMs: number;
+  /** What ended the wait: its `timeoutMs` passed, or its `signal` aborted. */
+  readonly waitEnded: 'timeout' | 'aborted';
+};
+
+/** What a `claimNext` with a `wait` option resolves with: the grant, or the last `idle` with how long it waited. */
+export type WaitedClaimNextResult = GrantedNext | WaitedIdle;
+
+/** `claimNext`'s result for options `O`: an `idle` says how long it waited when `O` has a `wait`. */
+export type ClaimNextResultOf<O> = O extends { readonly wait: WaitOptions } ? WaitedClaimNextResult : ClaimNextResult;
+
+/** Options of `addItems`. */
+export interface AddItemsOptions {
+  /** Claim-next skips the new items until this many ms after the store's now (0 to `MAX_TTL_MS`). @default 0 */
+  readonly notBeforeMs?: number;
+}
 
 /** Options of a fenced operation (`checkpoint`). */
 export interface FenceOptions {
@@ -251,6 +324,23 @@ export interface Leases<S extends Store = Store> {
    * never reissues an old token.
    */
   remove(key: string, options?: RemoveOptions): Promise<RemoveOutcome>;
+  /**
+   * Adds keys as items of `set` (a work queue; a key is an item of at most one set), due `notBeforeMs` from the
+   * store's now. Adding an item again changes nothing. A key in another set: `in-another-set`, nothing added.
+   * Needs a store with sets (`UnsupportedOperationError` otherwise, before any I/O).
+   */
+  addItems(set: string, keys: readonly string[], options?: AddItemsOptions): Promise<AddItemsOutcome>;
+  /** Takes keys out of `set` (their records, grants and state stay). Needs a store with sets. */
+  removeItems(set: string, keys: readonly string[]): Promise<RemoveItemsOutcome>;
+  /**
+   * Claims the item of `set` available longest, in one atomic step on the store: skips live grants, keys blocked
+   * for recovery, held back, not yet due, or whose state differs from `options.expect`. `idle` (with `nextAt`)
+   * when none is claimable; with `options.wait`, waits for one. Needs a store with sets. See `docs/work-queues.md`.
+   */
+  claimNext<O extends ClaimNextOptions = ClaimNextOptions>(
+    set: string,
+    options?: O & { readonly [K in Exclude<keyof O, keyof ClaimNextOptions>]?: never },
+  ): Promise<ClaimNextResultOf<O>>;
   /** Resolves the checkpoint the new grant inherited (`resume` or `discard`), lifting a pending recovery. */
   recover(lease: Lease, action: RecoveryAction): Promise<RecoverOutcome>;
   /** Everything about `key` except the secret, with the store's now. */

@@ -20,8 +20,9 @@ import {
   WriteRefusedError,
 } from './errors.js';
 import type { FencedWriteOutcome, GateOutcome, ReleaseOutcome, StoreClaimOutcome } from './fence/operations.js';
-import type { CheckpointRecord, Fence, LeaseAttributes, StoreTime } from './fence/types.js';
+import type { CheckpointRecord, Ending, Fence, LeaseAttributes, StoreTime } from './fence/types.js';
 import { Lease, leaseFence, parseLeaseJson, type Checkpoint } from './lease.js';
+import { checkedItems, checkedNotBefore, checkedOnExpired, itemMethodsOf } from './items.js';
 import { loggable } from './loggable.js';
 import { observeLeases } from './observed-leases.js';
 import { newSecret } from './secret.js';
@@ -30,6 +31,7 @@ import { AppliedRelease, AppliedRenew, GrantedClaim } from './shell-results.js';
 import { parseStoredCheckpoint } from './unreadable-checkpoint.js';
 import type { WaitedRefusal } from './waiting/refusal.js';
 import { readWaitOptions } from './waiting/wait-options.js';
+import { waitForNext } from './waiting/waiting-claim-next.js';
 import { createWaitingClaims } from './waiting/waiting-claims.js';
 import type { Store } from './store.js';
 import {
@@ -50,7 +52,15 @@ import {
   describe,
   MAX_TTL_MS,
 } from './validate.js';
-import type { ClaimRefusal, ClaimResult, Leases, LeasesOptions, WaitedClaimResult, WithLeaseOptions } from './leases-types.js';
+import type {
+  ClaimNextResult,
+  ClaimRefusal,
+  ClaimResult,
+  Leases,
+  LeasesOptions,
+  WaitedClaimResult,
+  WithLeaseOptions,
+} from './leases-types.js';
 import { noticeRefusal, runWithLease } from './with-lease.js';
 
 function parseCheckpoint(record: CheckpointRecord | null): Checkpoint | null {
@@ -98,6 +108,8 @@ function assertStore(store: unknown): void {
 
 const CLAIM_OPTIONS = ['ttlMs', 'runId', 'attributes', 'recovering', 'expect', 'wait'] as const;
 const RELEASE_OPTIONS = ['checkpoint', 'holdMs'] as const;
+// NOTE: `recovering` is read to refuse it: `claim` takes it, and claim-next never grants a key awaiting recovery.
+const CLAIM_NEXT_OPTIONS = ['ttlMs', 'runId', 'attributes', 'expect', 'onExpired', 'wait', 'recovering'] as const;
 
 /**
  * A claim's refusal as the shell answers it: the store's `held` for this holder's own live grant with this
@@ -189,6 +201,40 @@ export function createLeases<S extends Store>(store: S, options: LeasesOptions):
   // NOTE: one disposer for every handle (not a closure per claim): claim is the hot path.
   const dispose = (handle: Lease): Promise<ReleaseOutcome> => leases.release(handle);
 
+  /** The handle of a grant `claimNext` answered for a request sent at `sentAt`. */
+  const grantedLease = (
+    key: string,
+    outcome: { readonly token: bigint; readonly acquiredAt: StoreTime; readonly expiresAt: StoreTime | null; readonly now: StoreTime },
+    request: {
+      readonly secret: string;
+      readonly runId: string | null;
+      readonly attributes: LeaseAttributes;
+      readonly ttlMs: number | null;
+    },
+    previous: Ending | null,
+    inherited: Checkpoint | null,
+    sentAt: number,
+  ): Lease => {
+    const lease = new Lease({
+      storeId: store.id,
+      key,
+      token: outcome.token,
+      secret: request.secret,
+      holder,
+      runId: request.runId,
+      attributes: request.attributes,
+      acquiredAt: outcome.acquiredAt,
+      expiresAt: outcome.expiresAt,
+      ttlMs: request.ttlMs,
+      previous,
+      inherited,
+      localDeadline: deadlineFrom(sentAt, outcome.expiresAt, outcome.now),
+      monotonic,
+    });
+    lease.disposer = dispose;
+    return lease;
+  };
+
   /** One claim of checked input, without waiting. */
   const claimOnce = async (
     key: string,
@@ -205,6 +251,7 @@ export function createLeases<S extends Store>(store: S, options: LeasesOptions):
     const outcome = await store.claim(expect === undefined ? command : { ...command, expect });
     if (!outcome.ok) return claimRefusal(outcome, holder, runId);
     const inherited = parseCheckpoint(outcome.checkpoint);
+    // NOTE: built here, not through `grantedLease` (claim-next's): the hot path allocates no request object.
     const lease = new Lease({
       storeId: store.id,
       key,
@@ -419,6 +466,53 @@ export function createLeases<S extends Store>(store: S, options: LeasesOptions):
       const expectedToken = given.expectedToken ?? null;
       if (expectedToken !== null) assertToken('expectedToken', expectedToken);
       return loggable(await store.remove({ key, force: force === true, expectedToken }));
+    },
+
+    async addItems(set, keys, addOptions) {
+      const items = itemMethodsOf(store, 'addItems');
+      const checked = checkedItems(set, keys);
+      const { notBeforeMs } = readOptions('addItems options', addOptions, ['notBeforeMs']);
+      const delay = checkedNotBefore(notBeforeMs);
+      // NOTE: no `notBeforeMs` in the command when there is no delay: the store's default is 0.
+      return loggable(await items.addItems(delay === 0 ? checked : { ...checked, notBeforeMs: delay }));
+    },
+
+    async removeItems(set, keys) {
+      const items = itemMethodsOf(store, 'removeItems');
+      return loggable(await items.removeItems(checkedItems(set, keys)));
+    },
+
+    // NOTE: not `async`, like `claim`: bad input rejects, and the result type follows the options.
+    claimNext(set, claimOptions) {
+      try {
+        const items = itemMethodsOf(store, 'claimNext');
+        assertName('set', set);
+        const given = readOptions('claimNext options', claimOptions, CLAIM_NEXT_OPTIONS);
+        if (given.recovering !== undefined)
+          throw new InvalidArgumentError('claimNext takes no recovering option: claim the key itself with { recovering: true }');
+        const ttlMs = ttlOf(given.ttlMs);
+        const runId = given.runId ?? null;
+        assertRunId(runId);
+        const attributes = toAttributes(given.attributes);
+        const expect = given.expect === undefined ? undefined : toKeyStateValues('expect', given.expect);
+        const onExpired = checkedOnExpired(given.onExpired);
+        const attempt = async (): Promise<ClaimNextResult> => {
+          const secret = newSecret();
+          const command = { set, holder, runId, secret, ttlMs, attributes, onExpired };
+          const sentAt = monotonic();
+          const outcome = await items.claimNext(expect === undefined ? command : { ...command, expect });
+          if (!outcome.ok) return loggable(outcome);
+          const inherited = parseCheckpoint(outcome.checkpoint);
+          const lease = grantedLease(outcome.key, outcome, { secret, runId, attributes, ttlMs }, outcome.previous, inherited, sentAt);
+          const { previous, abandoned, recoveryRequired, availableSince } = outcome;
+          return loggable({ ok: true as const, lease, previous, checkpoint: inherited, set, availableSince, abandoned, recoveryRequired });
+        };
+        if (given.wait === undefined) return attempt() as Promise<never>;
+        const settings = readWaitOptions(given.wait);
+        return waitForNext(settings, { attempt, monotonic, random: Math.random }) as Promise<never>;
+      } catch (error) {
+        return Promise.reject(error as Error);
+      }
     },
 
     async recover(lease, action) {

@@ -62,7 +62,8 @@ const tokenOf = (event: OperationEvent): bigint => event.token ?? 0n;
 
 /** Wraps the operations of `leases` (in place) so that they publish their events; returns it. */
 export function observeLeases<L extends Leases>(leases: L): L {
-  const { claim, renew, checkpoint, fencedWrite, check, release, revoke, recover, setKeyState, remove } = leases;
+  const { claim, renew, checkpoint, fencedWrite, check, release, revoke, recover, setKeyState, remove, addItems, removeItems, claimNext } =
+    leases;
   const channel = {
     claim: operationChannel('claim'),
     renew: operationChannel('renew'),
@@ -74,6 +75,9 @@ export function observeLeases<L extends Leases>(leases: L): L {
     check: operationChannel('check'),
     setKeyState: operationChannel('setKeyState'),
     remove: operationChannel('remove'),
+    addItems: operationChannel('addItems'),
+    removeItems: operationChannel('removeItems'),
+    claimNext: operationChannel('claimNext'),
   };
   const { holder } = leases;
 
@@ -206,6 +210,62 @@ export function observeLeases<L extends Leases>(leases: L): L {
         outcome.ok
           ? { ok: true, result: 'applied', token: outcome.token, now: outcome.now }
           : { ok: false, result: 'refused', reason: outcome.reason, token: outcome.token, now: outcome.now },
+    );
+  };
+
+  /** A set's event: `key` is the set's name. */
+  const setEvent = (operation: LeaseOperation, set: unknown, runId: unknown): OperationEvent => ({
+    operation,
+    key: typeof set === 'string' ? set : '',
+    token: null,
+    holder,
+    runId: typeof runId === 'string' ? runId : null,
+  });
+
+  leases.addItems = (set, keys, options) => {
+    if (!isObserved(channel.addItems)) return addItems(set, keys, options);
+    return traceOperation(
+      channel.addItems,
+      setEvent('addItems', set, null),
+      () => addItems(set, keys, options),
+      (outcome): OperationOutcome =>
+        outcome.ok
+          ? { ok: true, result: 'applied', token: 0n, now: outcome.now }
+          : { ok: false, result: 'refused', reason: outcome.reason, token: null, now: outcome.now },
+    );
+  };
+
+  leases.removeItems = (set, keys) => {
+    if (!isObserved(channel.removeItems)) return removeItems(set, keys);
+    return traceOperation(
+      channel.removeItems,
+      setEvent('removeItems', set, null),
+      () => removeItems(set, keys),
+      (outcome): OperationOutcome => ({ ok: true, result: 'applied', token: 0n, now: outcome.now }),
+    );
+  };
+
+  leases.claimNext = (set, options) => {
+    if (!isObserved(channel.claimNext)) return claimNext(set, options);
+    return traceOperation(
+      channel.claimNext,
+      setEvent('claimNext', set, (options as { runId?: unknown } | null | undefined)?.runId),
+      () => claimNext(set, options),
+      (result): OperationOutcome => {
+        if (!result.ok) return { ok: false, result: 'idle', reason: 'idle', token: null, nextAt: result.nextAt, now: result.now };
+        const { lease, previous } = result;
+        const acquiredAt = lease.acquiredAt ?? 0;
+        return {
+          ok: true,
+          result: 'granted',
+          item: lease.key,
+          token: lease.token,
+          acquiredAt,
+          expiresAt: lease.expiresAt,
+          previous: previous === null ? null : { kind: previous.kind, token: previous.token, at: previous.at },
+          now: acquiredAt,
+        };
+      },
     );
   };
 

@@ -17,6 +17,8 @@ export type { Store, WriteContextOf } from './store.js';
 export { gateResetOutcome, readGateResetOptions, resetExpectationHolds, type GateResetExpectation, type TokenGate } from './gate.js';
 export type * from './fence/types.js';
 export type * from './fence/operations.js';
+/** Claim-next's commands and outcomes (`addItems`, `removeItems`, `claimNext`: optional, all three or none). */
+export type * from './fence/claim-next.js';
 /**
  * The pure transitions, one per store operation: `(record, command, now) -> { record, changed, outcome }`.
  * A store applies the returned record atomically and answers the outcome.

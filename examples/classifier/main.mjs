@@ -1,112 +1,143 @@
-// A classifier whose decisions are fenced on the grant AND on the model version it was asked to use:
-// `node examples/classifier/main.mjs` (no server: the memory store, with a manual clock standing in for the
-// five minutes a slow model call can take).
+// The classifier flow of the seeds, on leasefence: `node examples/classifier/main.mjs` (no server: the memory
+// store, with a manual clock standing in for the five minutes a slow model call can take).
 //
-// The app in the seeds checked nine conditions before recording a decision and answered all nine with one
-// error, COMPANY_MONITORING_CLASSIFICATION_FENCED. Here each is a submission that leasefence refuses with its
-// own reason, saying what it expected and what it found; none of them writes anything.
+// Candidates wait in a set; a classifier claims the next one requested for its model version, calls the model
+// and submits its decision once per run. A run that outlives its lease is recorded as abandoned by the next
+// claimer, under its own run id, and retried after a hold. A re-scan that changes the evidence fences the
+// running classifier; one that changes nothing keeps it. An owner turning inactive refuses the submit from
+// inside the fenced step. Each refusal says what it expected and what it found; none writes anything.
 import { createLeases, describeRefusal } from 'leasefence';
 import { createManualClock, createMemoryStore } from 'leasefence/memory';
 
 const LEASE_MS = 5 * 60_000; // the app's ADMISSION_LEASE_MS
+const RETRY_HOLD_MS = 6 * 60 * 60_000; // the first retry of an abandoned classification: in 6 h
 const MODEL = 'clf-2024-06';
+const SET = 'classify';
 const clock = createManualClock(Date.parse('2026-08-21T09:00:00Z'));
 const store = createMemoryStore({ clock });
 const classifier1 = createLeases(store, { holder: 'classifier-1', ttlMs: LEASE_MS });
 const classifier2 = createLeases(store, { holder: 'classifier-2', ttlMs: LEASE_MS });
 const scanner = createLeases(store, { holder: 'scanner' });
 
-/** @type {{ occurrence: string, decision: string, model: string, run: string | null }[]} */
-const decisions = []; // stands in for the candidates table
+/** @type {Map<string, { decision: string, model: string, run: string | null }>} stands in for the candidates table */
+const decisions = new Map();
+/** @type {Map<string, 'active' | 'inactive'>} the owner account of each occurrence's company */
+const owners = new Map([['acme', 'active']]);
+
+/** @typedef {import('leasefence').Leases<import('leasefence/memory').MemoryStore>} ClassifierLeases */
 
 /**
- * Claims an occurrence for classification with the requested model version bound to the grant.
+ * The scanner queues an occurrence: its evidence revision and requested model version are key state (they
+ * belong to the candidate, not to a claim), and the key joins the set classifiers claim from.
  * @param {string} occurrence
+ * @param {string} revision
+ */
+async function queue(occurrence, revision) {
+  await scanner.setKeyState(`candidate:${occurrence}`, { revision, model: MODEL });
+  await scanner.addItems(SET, [`candidate:${occurrence}`]);
+}
+
+/**
+ * Claims the next candidate requested for this model version; the grant is bound to the version and to the
+ * candidate's state as claimed (a changed revision fences it).
+ * @param {ClassifierLeases} leases
  * @param {string} runId
+ * @param {'take-over' | 'record-first'} [onExpired]
  */
-async function claimForClassification(occurrence, runId) {
-  return classifier1.claimOrThrow(`classify:${occurrence}`, { runId, attributes: { requestedModelVersion: MODEL } });
+async function claimNextCandidate(leases, runId, onExpired = 'take-over') {
+  const next = await leases.claimNext(SET, { runId, expect: { model: MODEL }, attributes: { modelVersion: MODEL }, onExpired });
+  if (!next.ok) throw new Error(describeRefusal(next));
+  console.log(`${leases.holder} claimed ${next.lease.key} as run ${runId} (token ${next.lease.token})`);
+  return next;
 }
 
 /**
- * Records a decision under the fence: the grant must be current and bound to `model`.
- * @param {import('leasefence').Leases<import('leasefence/memory').MemoryStore>} leases
+ * Submits a decision under the fence, once per run: the payload's digest is the replay key's value. Inside the
+ * fenced step it reads the owner's status and refuses itself when the owner is no longer active.
+ * @param {ClassifierLeases} leases
  * @param {import('leasefence').Lease} lease
- * @param {string} model the version the model call actually used
+ * @param {Record<string, unknown>} payload
  */
-function submit(leases, lease, model) {
-  const occurrence = lease.key.slice('classify:'.length);
-  return leases.fencedWrite(lease, () => decisions.push({ occurrence, decision: 'publish', model, run: lease.runId }), {
-    attributes: { requestedModelVersion: model },
-  });
+function submit(leases, lease, payload) {
+  const occurrence = lease.key.slice('candidate:'.length);
+  return leases.fencedWrite(
+    lease,
+    (context) => {
+      if (owners.get('acme') !== 'active') context.refuse('OWNER_INACTIVE', 'owner acme is no longer active');
+      decisions.set(occurrence, { decision: String(payload['decision']), model: MODEL, run: lease.runId });
+    },
+    { attributes: { modelVersion: MODEL }, submission: { payload } },
+  );
 }
 
 /**
- * Prints how a submission ended: one line per seed condition.
- * @param {string} condition the seed's condition
+ * Prints how a step ended: `accepted`, or the refusal's reason and its one-line description.
+ * @param {string} step
  * @param {import('leasefence').FencedWriteOutcome<unknown>} outcome
  */
-function report(condition, outcome) {
-  console.log(`${condition}\n  -> ${outcome.ok ? 'accepted' : `refused: ${outcome.reason}\n     ${describeRefusal(outcome)}`}`);
+function report(step, outcome) {
+  console.log(`${step}\n  -> ${outcome.ok ? 'accepted' : `refused: ${outcome.reason}\n     ${describeRefusal(outcome)}`}`);
 }
 
-// The normal case: claim, call the model, record the decision, release.
-const decided = await claimForClassification('occ-1', 'r1');
-report('0. occ-1: the current grant, the requested model', await submit(classifier1, decided, MODEL));
-await classifier1.release(decided);
-
-// 1. candidate missing: a queue message for an occurrence nobody ever claimed.
+// 1. The normal case, and a submit whose reply was lost: retried with its keys in another order, it is the same
+// submission (`replayed`, nothing written twice); a retry with another decision is a conflict.
+await queue('occ-1', '4');
+await queue('occ-2', '7');
+const first = await claimNextCandidate(classifier1, 'r1');
+report('1. occ-1 decided', await submit(classifier1, first.lease, { decision: 'publish', confidence: 0.93 }));
 report(
-  '1. candidate missing (a message for occ-404, never claimed)',
-  await submit(classifier1, classifier1.restore({ ...decided.export(), key: 'classify:occ-404' }), MODEL),
+  '   the same submit retried (reply lost, keys reordered)',
+  await submit(classifier1, first.lease, { confidence: 0.93, decision: 'publish' }),
 );
+report('   a retry with another decision', await submit(classifier1, first.lease, { decision: 'suppress', confidence: 0.41 }));
+// NOTE: a decided candidate leaves the queue (its record, state and submissions stay).
+await classifier1.removeItems(SET, [first.lease.key]);
+await classifier1.release(first.lease);
 
-// 2. state not pending_classification: occ-1 was decided and released; the queue redelivers the job.
-report('2. candidate no longer pending (occ-1 already decided; a redelivered job)', await submit(classifier1, decided, MODEL));
-
-// 3. evidenceRevision moved: a re-scan found new evidence and revoked the classification with its reason.
-const rescanned = await claimForClassification('occ-3', 'r3');
-await scanner.revoke('classify:occ-3', { reason: 'evidence revision 4 -> 5 (re-scan)', by: 'scanner' });
-report('3. evidence revision moved (a re-scan revoked the claim)', await submit(classifier1, rescanned, MODEL));
-
-// 4. classificationWorkerId differs: classifier-2 submits with classifier-1's grant from a shared cache.
-const borrowed = await claimForClassification('occ-4', 'r4');
-report(
-  "4. worker id differs (classifier-2 presents classifier-1's grant)",
-  await submit(classifier2, classifier2.restore({ ...borrowed.export(), holder: 'classifier-2' }), MODEL),
-);
-
-// 5. classificationLeaseToken differs: the right grant number, the secret of another claim.
-const guarded = await claimForClassification('occ-5', 'r5');
-report(
-  '5. lease token differs (the secret of another claim)',
-  await submit(classifier1, classifier1.restore({ ...guarded.export(), secret: borrowed.export().secret }), MODEL),
-);
-
-// 6. classificationRunId differs: run r6's lease expired, the worker re-claimed as run r7, then r6 submits.
-const oldRun = await claimForClassification('occ-6', 'r6');
-clock.advance(LEASE_MS);
-await claimForClassification('occ-6', 'r7');
-report('6. run id differs (run r6 submits after the re-claim as run r7)', await submit(classifier1, oldRun, MODEL));
-
-// 7. classificationRequestedModelVersion differs: the model was hot-swapped during the call.
-const swapped = await claimForClassification('occ-7', 'r8');
-report('7. requested model version differs (the model was swapped to clf-2024-07)', await submit(classifier1, swapped, 'clf-2024-07'));
-
-// 8. classificationLeaseExpiresAt missing: a grant this occurrence never had (a forged or mixed-up message).
-const current = await claimForClassification('occ-8', 'r9');
-report(
-  '8. no such lease (grant 2 of occ-8, which only ever had grant 1)',
-  await submit(classifier1, classifier1.restore({ ...current.export(), token: '2' }), MODEL),
-);
-
-// 9. classificationLeaseExpiresAt elapsed: the model call took longer than the lease.
-const slow = await claimForClassification('occ-9', 'r10');
+// 2. A slow model call past the lease: the submit is refused; the next claimer records the abandoned run under its
+// run id (with a checkpoint, in one fenced write) and holds the candidate back for the retry schedule.
+const slow = await claimNextCandidate(classifier1, 'r2');
 clock.advance(LEASE_MS + 1_000);
-report('9. lease elapsed (the model call took 5 min 1 s)', await submit(classifier1, slow, MODEL));
+report('2. occ-2 decided after a 5 min 1 s model call', await submit(classifier1, slow.lease, { decision: 'publish', confidence: 0.88 }));
+const takeover = await claimNextCandidate(classifier2, 'r3', 'record-first');
+const { abandoned } = takeover;
+console.log(
+  `   abandoned: run ${abandoned?.runId} of ${abandoned?.holder} (token ${abandoned?.token}), recovery required: ${takeover.recoveryRequired}`,
+);
+report(
+  `   classifier-2 records run ${abandoned?.runId} abandoned`,
+  await classifier2.fencedWrite(takeover.lease, () => undefined, {
+    submission: { runId: abandoned?.runId ?? 'r2', payload: { outcome: 'abandoned', reason: 'lease expired during the model call' } },
+    checkpoint: { attempts: 1 },
+  }),
+);
+await classifier2.release(takeover.lease, { holdMs: RETRY_HOLD_MS });
+report('   classifier-1 retries its submit of run r2', await submit(classifier1, slow.lease, { decision: 'publish', confidence: 0.88 }));
+const idle = await classifier2.claimNext(SET, { expect: { model: MODEL } });
+if (!idle.ok) console.log(`   ${describeRefusal(idle)}`);
 
-// A refusal is a normal outcome: drop the result, claim again, classify again.
-const again = await claimForClassification('occ-9', 'r11');
-report('9 again: occ-9 re-claimed as run r11 and classified again', await submit(classifier1, again, MODEL));
+// 3. Re-scans: unchanged evidence keeps the running classifier; changed evidence moves the revision and fences it.
+await queue('occ-3', '1');
+const scanned = await claimNextCandidate(classifier1, 'r4');
+const unchanged = await scanner.setKeyState('candidate:occ-3', { revision: '1' });
+console.log(
+  `3. re-scan of occ-3, evidence unchanged: ${unchanged.changed.length === 0 ? 'nothing changed' : 'changed'}, grant kept: ${unchanged.ended === null}`,
+);
+const changed = await scanner.setKeyState('candidate:occ-3', { revision: '2' }, { by: 'scanner' });
+console.log(`   re-scan of occ-3, new evidence: changed ${changed.changed.join(', ')}, grant ended: ${changed.ended?.kind}`);
+report('   occ-3 decided on revision 1', await submit(classifier1, scanned.lease, { decision: 'publish', confidence: 0.7 }));
 
-console.log(`decisions recorded: ${decisions.map((row) => `${row.occurrence} (run ${row.run}, ${row.model})`).join(', ')}`);
+// 4. The owner turned inactive during the call: the fenced step reads it and refuses; nothing is recorded.
+const rescanned = await claimNextCandidate(classifier1, 'r5');
+owners.set('acme', 'inactive');
+report(
+  '4. occ-3 decided on revision 2, the owner now inactive',
+  await submit(classifier1, rescanned.lease, { decision: 'publish', confidence: 0.9 }),
+);
+await classifier1.release(rescanned.lease);
+
+const occ2 = await scanner.inspect('candidate:occ-2');
+console.log(
+  `decisions recorded: ${[...decisions].map(([occurrence, row]) => `${occurrence} (run ${row.run}, ${row.model}, ${row.decision})`).join(', ')}`,
+);
+console.log(`occ-2: checkpoint ${JSON.stringify(occ2.checkpoint?.value)}, held until ${new Date(occ2.heldUntil ?? 0).toISOString()}`);

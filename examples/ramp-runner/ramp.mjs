@@ -1,7 +1,9 @@
-// The ramp runner: advances a broadcast ramp wave by wave under the lease `ramp:current`. Each wave is two
-// fenced steps, as in the app the seeds come from: record the exported segment (a checkpoint, the app's
-// `_recordPendingExport`), then enqueue the wave's broadcast and advance the tier in one fenced write that
-// also clears the checkpoint (the app's `_recordWaveSent`). A refusal stops the run, with its reason.
+// The ramp runner: advances a broadcast ramp wave by wave under the lease `ramp:current`, up to the tier the
+// ramp's owner approved (the key state `tier`, which the run's claim expects). Each wave is two fenced steps, as
+// in the app the seeds come from: record the exported segment (a checkpoint, the app's `_recordPendingExport`),
+// then, after checking that enough of the lease is left to send, enqueue the wave's broadcast and advance the
+// reached tier in one fenced write that also clears the checkpoint (the app's `_recordWaveSent`). A refusal
+// stops the run, with its reason.
 import { describeRefusal } from 'leasefence';
 import { hashTagOf } from 'leasefence/redis';
 
@@ -12,6 +14,8 @@ export const PREFIX = 'ramp-runner-example:';
 /** The ramp's data, named with the lease's hash tag so that a fenced write may touch it on Redis Cluster. */
 export const TIER_KEY = `${PREFIX}${hashTagOf(RAMP_KEY)}:tier`;
 export const OUTBOX_KEY = `${PREFIX}${hashTagOf(RAMP_KEY)}:outbox`;
+/** Sending a wave takes a while: it starts only with at least this much of the lease left. */
+export const MIN_SEND_TTL_MS = 10_000;
 /** The ramp: each wave sends to a larger share of the audience. */
 export const WAVES = [
   { label: 'w1', percent: 1 },
@@ -49,11 +53,14 @@ export async function exportWave(leases, lease, wave) {
  * @param {RampLeases} leases
  * @param {import('leasefence').Lease} lease
  * @param {PendingExport} pending
+ * @param {() => Promise<void>} [beforeCommit] what happens elsewhere between the send and its commit
  * @returns {Promise<boolean>} whether the wave was sent (false: the lease was lost, nothing was written)
  */
-export async function sendWave(leases, lease, pending) {
+export async function sendWave(leases, lease, pending, beforeCommit) {
   const wave = WAVES.find((candidate) => candidate.label === pending.wave);
   if (wave === undefined) throw new Error(`unknown wave ${pending.wave}`);
+  if (!(await checkBeforeSend(leases, lease, wave.label))) return false;
+  await beforeCommit?.();
   const sent = await leases.fencedWrite(
     lease,
     (tx) => {
@@ -71,23 +78,52 @@ export async function sendWave(leases, lease, pending) {
 }
 
 /**
+ * Checks, right before the send, that the grant is current with at least `MIN_SEND_TTL_MS` left (one read on
+ * the store's clock); with too little left, renews first.
+ * @param {RampLeases} leases
+ * @param {import('leasefence').Lease} lease
+ * @param {string} label
+ * @returns {Promise<boolean>} whether the send may go ahead
+ */
+async function checkBeforeSend(leases, lease, label) {
+  const checked = await leases.check(lease, { minTtlMs: MIN_SEND_TTL_MS });
+  if (checked.ok) return true;
+  if (checked.reason === 'ttl-insufficient') {
+    const renewed = await leases.renew(lease, { ttlMs: 30_000 });
+    console.log(
+      `${lease.holder}: check before sending ${label}: ttl-insufficient (at least ${MIN_SEND_TTL_MS} ms required); renewed: ${renewed.ok}`,
+    );
+    return renewed.ok;
+  }
+  console.log(`${lease.holder}: [checkBeforeSend] refused, ${describeRefusal(checked)}`);
+  return false;
+}
+
+/**
  * Runs the ramp from the tier stored in Redis, starting with `pending` (an inherited export) if given.
  * @param {RampLeases} leases
  * @param {import('leasefence').Lease} lease
  * @param {import('ioredis').Redis} redis
- * @param {{ pending?: PendingExport | null, afterExport?: (pending: PendingExport) => Promise<void> }} [options]
- * @returns {Promise<boolean>} whether the ramp reached 100% under this lease
+ * @param {{
+ *   approved: number,
+ *   pending?: PendingExport | null,
+ *   afterExport?: (pending: PendingExport) => Promise<void>,
+ *   beforeCommit?: (pending: PendingExport) => Promise<void>,
+ * }} options
+ * @returns {Promise<boolean>} whether the ramp reached the approved tier under this lease
  */
-export async function advanceRamp(leases, lease, redis, options = {}) {
+export async function advanceRamp(leases, lease, redis, options) {
   let pending = options.pending ?? null;
   for (;;) {
     const tier = Number((await redis.get(TIER_KEY)) ?? 0);
     const wave = WAVES.find((candidate) => candidate.percent > tier);
-    if (wave === undefined) return true;
+    if (wave === undefined || wave.percent > options.approved) return true;
     if (pending === null || pending.wave !== wave.label) pending = await exportWave(leases, lease, wave);
     if (pending === null) return false;
     await options.afterExport?.(pending);
-    if (!(await sendWave(leases, lease, pending))) return false;
+    const exported = pending;
+    if (!(await sendWave(leases, lease, exported, options.beforeCommit && (() => options.beforeCommit?.(exported) ?? Promise.resolve()))))
+      return false;
     pending = null;
   }
 }

@@ -24,6 +24,9 @@ import { describe, MAX_NAME_BYTES, readOptions } from '../validate.js';
 import { DEFAULT_MAX_HELD_LEASES, heldGrants } from './held-grants.js';
 import { ATTRIBUTE, METRIC, spanName } from './names.js';
 
+/** Operations whose refusal is no loss of the caller's own grant (a claim's, an operator's, a set's). */
+const NOT_OWN_GRANT: ReadonlySet<string> = new Set(['claim', 'claimNext', 'revoke', 'remove', 'setKeyState', 'addItems', 'removeItems']);
+
 /** Options of `instrumentLeasefence`. */
 export interface InstrumentationOptions {
   /** The meter to record on. @default metrics.getMeter('leasefence') (the global MeterProvider) */
@@ -63,6 +66,7 @@ const ERROR_TYPES: ReadonlySet<string> = new Set(
     SUBMISSION_REPLAYED: true,
     REPLAY_CONFLICT: true,
     TTL_INSUFFICIENT: true,
+    UNSUPPORTED_OPERATION: true,
   } satisfies Record<LeaseErrorCode, true>),
 );
 
@@ -188,7 +192,7 @@ export function instrumentLeasefence(options?: InstrumentationOptions): Instrume
         begun?.span?.setAttribute(ATTRIBUTE.refusalReason, outcome.reason);
         // NOTE: only a fence's refusal of the holder's own grant is a refusal metric (and drops the held gauge):
         // not a claim's or an operator's, nor a write that refused itself, a replay or a check's too-little-TTL.
-        const ownGrant = operation !== 'claim' && operation !== 'revoke' && operation !== 'remove' && operation !== 'setKeyState';
+        const ownGrant = !NOT_OWN_GRANT.has(operation);
         if (ownGrant && !NOT_A_LOSS.has(outcome.reason)) {
           refusals.add(1, { [ATTRIBUTE.operation]: operation, [ATTRIBUTE.refusalReason]: outcome.reason });
           held.drop(event.key, event.token);
@@ -204,10 +208,10 @@ export function instrumentLeasefence(options?: InstrumentationOptions): Instrume
   const record = (event: OperationEvent): void => {
     const { operation, outcome, key } = event;
     if (outcome === undefined) return;
-    if (operation === 'claim') {
+    if (operation === 'claim' || operation === 'claimNext') {
       claims.add(1, { [ATTRIBUTE.claimOutcome]: outcome.result });
       if (outcome.result === 'granted') {
-        held.hold(key, outcome.token, outcome.expiresAt, outcome.now);
+        held.hold(outcome.item ?? key, outcome.token, outcome.expiresAt, outcome.now);
         if (outcome.previous !== null) {
           takeover.record(Math.max(0, outcome.acquiredAt - outcome.previous.at) / 1000, {
             [ATTRIBUTE.previousEnding]: outcome.previous.kind,

@@ -129,49 +129,52 @@ describe('the examples, as programs against the built package', { timeout: 120_0
   });
 
   test.each([[''], ['--discard']])(
-    'ramp-runner %s: the revoked run is refused with the reason, the recovery run finishes the ramp, each wave sent once',
+    'ramp-runner %s: bound to the approved tier; revoked with a reason, recovered, fenced by a moved tier and told missing after the ramp is deleted; each wave sent at most once',
     async (flag) => {
       if (redisUrl === undefined) throw new Error('LEASEFENCE_REDIS_URL is not set (test/support/global-setup.ts sets it)');
       const expected = (await expectedOutputs('ramp-runner')).get(flag);
       const run = await runNode(main('ramp-runner'), flag === '' ? [] : [flag], project, process.env);
       expect({ exitCode: run.exitCode, stderr: run.stderr }).toEqual({ exitCode: 0, stderr: '' });
       expect(normalized(run.stdout)).toBe(normalized(expected ?? `no \`text output ${flag}\` block in examples/ramp-runner/README.md`));
+      const reasons = [...run.stdout.matchAll(/refused, lease lost on ramp:current \((\S+):/g)].map((match) => match[1]);
+      expect(reasons).toEqual(['revoked', 'superseded', 'state-changed', 'missing']);
 
       const redis = new Redis(redisUrl, { lazyConnect: true, maxRetriesPerRequest: 1 });
       await redis.connect();
       try {
-        const w3 = flag === '' ? 'w3 to seg-w3-r1 (run r3)' : 'w3 to seg-w3-r3 (run r3)';
+        const w3 = flag === '' ? 'w3 to seg-w3-r2 (run r4)' : 'w3 to seg-w3-r4 (run r4)';
         expect(await redis.lrange('ramp-runner-example:{ramp:current}:outbox', 0, -1)).toEqual([
           'w1 to seg-w1-r1 (run r1)',
           'w2 to seg-w2-r1 (run r1)',
           w3,
-          'w4 to seg-w4-r3 (run r3)',
         ]);
-        expect(await redis.get('ramp-runner-example:{ramp:current}:tier')).toBe('100');
+        expect(await redis.get('ramp-runner-example:{ramp:current}:tier')).toBe('25');
       } finally {
         redis.disconnect();
       }
     },
   );
 
-  test("classifier: each of the seed's nine conditions is refused with its own reason; only the two current submissions land", async () => {
+  test('classifier: claimed from a set, submitted once (replayed, replay-conflict), the abandoned run recorded first, fenced by a re-scan and by the owner from inside the write', async () => {
     const expected = (await expectedOutputs('classifier')).get('');
     const run = await runNode(main('classifier'), [], project, withoutServers());
     expect({ exitCode: run.exitCode, stderr: run.stderr }).toEqual({ exitCode: 0, stderr: '' });
     // NOTE: the memory store's manual clock makes this output exact, tokens and times included.
     expect(run.stdout).toBe(expected);
     const reasons = [...run.stdout.matchAll(/-> refused: (\S+)/g)].map((match) => match[1]);
-    expect(reasons).toEqual([
-      'missing',
-      'released',
-      'revoked',
-      'holder-mismatch',
-      'wrong-secret',
-      'superseded',
-      'attribute-mismatch',
-      'not-held',
-      'expired',
-    ]);
+    expect(reasons).toEqual(['replayed', 'replay-conflict', 'expired', 'replay-conflict', 'state-changed', 'write-refused']);
+    expect(run.stdout).toContain('abandoned: run r2 of classifier-1');
+    expect(run.stdout).toContain('decisions recorded: occ-1 (run r1, clf-2024-06, publish)\n');
+  });
+
+  test('scan-work: items claimed oldest first, a stopped run taken over at its checkpoint, finalize replayed once, the stale finalize refused', async () => {
+    const expected = (await expectedOutputs('scan-work')).get('');
+    const run = await runNode(main('scan-work'), [], project, withoutServers());
+    expect({ exitCode: run.exitCode, stderr: run.stderr }).toEqual({ exitCode: 0, stderr: '' });
+    expect(run.stdout).toBe(expected);
+    expect(run.stdout).toContain('taking over run w1-1 of worker-1 at checkpoint {"page":2}');
+    expect(run.stdout).toContain('scan:site-a pages: 1 (w1-1), 2 (w1-1), 3 (w2-2), 4 (w2-2)\n');
+    expect(run.stdout).toContain('reports: report:scan:site-b (run w2-1), report:scan:site-a (run w2-2), report:scan:site-c (run w1-2)\n');
   });
 
   test.each([

@@ -20,6 +20,9 @@ const STORE_METHODS = new Set<PropertyKey>([
   'setKeyState',
   'remove',
   'inspect',
+  'addItems',
+  'removeItems',
+  'claimNext',
 ]);
 
 /** Wraps `inner`, recording the name of every store method called through the wrapper. */

@@ -149,4 +149,29 @@ describe('leasefence/otel', () => {
     });
     expect(points(metrics.get(METRIC.leasesHeld))).toEqual({ '{}': 0 });
   });
+
+  it('counts claim-next grants and idles with the claims, holds the granted item, and refuses no lease on idle', async () => {
+    const { collect } = instrument();
+    const clock = createManualClock(Date.UTC(2026, 0, 1));
+    const store = createMemoryStore({ clock });
+    const w1 = createLeases(store, { holder: 'w1', ttlMs: 10_000 });
+    await w1.addItems('scans', ['scan:a']);
+    const granted = await w1.claimNext('scans', { runId: 'r1' });
+    await w1.claimNext('scans');
+    clock.advance(10_000);
+    const takeover = await w1.claimNext('scans', { runId: 'r2' });
+    if (takeover.ok) await w1.release(takeover.lease);
+
+    const metrics = await collect();
+    expect(granted.ok).toBe(true);
+    expect(points(metrics.get(METRIC.claims))).toEqual({
+      '{"leasefence.claim.outcome":"granted"}': 2,
+      '{"leasefence.claim.outcome":"idle"}': 1,
+    });
+    expect(metrics.get(METRIC.refusals)).toBeUndefined();
+    expect(points(metrics.get(METRIC.takeoverDuration))).toEqual({ '{"leasefence.previous.ending":"expired"}': { count: 1, sum: 0 } });
+    // NOTE: held under the item's key (the release dropped the takeover); the first grant expired only on the
+    // store's manual clock, and the gauge counts by the worker's own clock.
+    expect(points(metrics.get(METRIC.leasesHeld))).toEqual({ '{}': 1 });
+  });
 });

@@ -12,7 +12,7 @@ const runs = scaled(3_000);
 const target = await memoryFuzzTarget();
 const failures = new Map<string, number>();
 let failed = 0;
-for (const recipe of fc.sample(calls(true), { numRuns: runs, seed: 42 })) {
+for (const recipe of fc.sample(calls(true, true), { numRuns: runs, seed: 42 })) {
   try {
     await runCall(target, recipe);
   } catch (error) {

@@ -198,6 +198,8 @@ const optionsOf = (fields: Record<string, fc.Arbitrary<unknown>>): fc.Arbitrary<
 // NOTE: recipes are recognised by identity (WeakSet.has runs no trap), never by `in`, which a Proxy intercepts.
 const HOSTILE_HANDLES = new WeakSet<object>();
 const PATCHES = new WeakSet<object>();
+/** A list of item keys, each a recipe (`$fresh` or a hostile value). */
+const ITEM_LISTS = new WeakSet<object>();
 const marked = <T extends object>(set: WeakSet<object>, value: T): T => {
   set.add(value);
   return value;
@@ -244,7 +246,44 @@ export type Call = { readonly method: string; readonly args: readonly unknown[] 
 const call = (method: string, ...args: fc.Arbitrary<unknown>[]): fc.Arbitrary<Call> =>
   fc.tuple(...args).map((values) => ({ method, args: values }));
 
-export const calls = (checkpointWithWrite: boolean): fc.Arbitrary<Call> => {
+/** A set's name (one per run, `$set`) and its keys (`$items`: the run's two keys; `$repeated`: one twice). */
+const setName = fc.oneof({ weight: 3, arbitrary: fc.constant<unknown>('$set') }, { weight: 1, arbitrary: hostileValue });
+const itemKeys = fc.oneof(
+  { weight: 3, arbitrary: fc.constant<unknown>('$items') },
+  { weight: 1, arbitrary: fc.constant<unknown>('$repeated') },
+  { weight: 1, arbitrary: hostileValue },
+  {
+    weight: 1,
+    arbitrary: fc
+      .array(fc.oneof(fc.constant<unknown>('$fresh'), hostileValue), { maxLength: 3 })
+      .map((keys) => marked(ITEM_LISTS, { $keys: keys })),
+  },
+);
+
+/** The calls of claim-next's operations, for a store with sets. */
+const setCalls = (): fc.Arbitrary<Call>[] => {
+  const claimNextOptions = optionsOf({
+    ttlMs: ttl,
+    runId: name,
+    attributes,
+    expect: stateValues,
+    onExpired: mix(fc.constantFrom('take-over', 'record-first')),
+    wait: mix(
+      fc.record(
+        { timeoutMs: fc.integer({ min: 0, max: 20 }), pollMs: mix(fc.integer({ min: 1, max: 10 })) },
+        { requiredKeys: ['timeoutMs'] },
+      ),
+    ),
+  });
+  return [
+    call('addItems', setName, itemKeys, optionsOf({ notBeforeMs: mix(fc.integer({ min: 0, max: 120_000 })) })),
+    call('removeItems', setName, itemKeys),
+    call('claimNext', setName, claimNextOptions),
+  ];
+};
+
+/** Every public method's calls; `sets`: also claim-next's (the store offers sets). */
+export const calls = (checkpointWithWrite: boolean, sets = false): fc.Arbitrary<Call> => {
   const fenceOptions = optionsOf({ attributes });
   const writeOptions = checkpointWithWrite
     ? optionsOf({ attributes, checkpoint: checkpointValue, submission })
@@ -283,6 +322,7 @@ export const calls = (checkpointWithWrite: boolean): fc.Arbitrary<Call> => {
       ),
     ),
     call('withLease', key, fc.oneof(fc.constant<unknown>('$fn'), hostileValue), claimOptions),
+    ...(sets ? setCalls() : []),
   );
 };
 
@@ -373,6 +413,10 @@ export async function answerCall(target: FuzzTarget, recipe: Call): Promise<Call
     if (arg === '$write') return () => 'written';
     if (arg === '$fn') return async () => 'done';
     if (arg === '$gate') return target.gate;
+    if (arg === '$set') return `set:${leaseKey}`;
+    if (arg === '$items') return [leaseKey, freshKey];
+    if (arg === '$repeated') return [freshKey, freshKey];
+    if (typeof arg === 'object' && arg !== null && ITEM_LISTS.has(arg)) return (arg as { $keys: unknown[] }).$keys.map(resolve);
     if (arg === '$export') return exported;
     if (arg === '$json') return JSON.parse(JSON.stringify(claimed)) as unknown;
     if (typeof arg === 'object' && arg !== null && PATCHES.has(arg))
@@ -398,6 +442,8 @@ export async function answerCall(target: FuzzTarget, recipe: Call): Promise<Call
     else if (typeof arg === 'object' && arg !== null && HOSTILE_HANDLES.has(arg)) args.push(made((arg as { hostile: unknown }).hostile));
     else args.push((await resolveHandle(arg))[0]);
   }
+  // NOTE: a claim-next finds the run's set with an item in it (the fresh key), so it can grant, not only idle.
+  if (recipe.method === 'claimNext' && typeof setup.store.claimNext === 'function') await setup.addItems(`set:${leaseKey}`, [freshKey]);
   const keys = [leaseKey, freshKey];
   const before = await snapshot(setup, keys);
   let result: unknown;
@@ -445,7 +491,7 @@ export async function answerCall(target: FuzzTarget, recipe: Call): Promise<Call
 export async function assertFuzzProperty(target: FuzzTarget, runs: number): Promise<void> {
   const endings = { invalid: 0, result: 0, typed: 0 };
   await fc.assert(
-    fc.asyncProperty(calls(target.checkpointWithWrite), async (recipe) => {
+    fc.asyncProperty(calls(target.checkpointWithWrite, typeof target.leases.store.claimNext === 'function'), async (recipe) => {
       endings[await runCall(target, recipe)] += 1;
     }),
     { numRuns: runs },

@@ -69,6 +69,8 @@ function cycles(edges: Map<string, string[]>): string[][] {
 const STORE_ENTRY_MODULES = [
   'clock.ts',
   'errors.ts',
+  // NOTE: claim-next's commands and outcomes (types only), for the optional item methods of a store.
+  'fence/claim-next.ts',
   'fence/operations.ts',
   'fence/token.ts',
   'fence/transitions.ts',
