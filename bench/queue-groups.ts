@@ -13,8 +13,8 @@
  *   UPDATE SKIP LOCKED` inside one UPDATE, and an UPDATE release. leasefence's rows run where the store has
  *   `claimNext` (the method is optional); a group whose store has none says so in its title.
  *
- * Library rows call the Store (claim-next: its Leases API is not in this branch) or the Leases API (submissions),
- * bundled like dist/ (library.ts).
+ * Library rows call the Store (claim-next on every store, and on memory also `leases.claimNext`) or the Leases
+ * API (submissions), bundled like dist/ (library.ts).
  */
 import { randomBytes, randomUUID } from 'node:crypto';
 import pg from 'pg';
@@ -109,13 +109,31 @@ export async function memoryQueueGroups(): Promise<Group[]> {
     },
   };
   const hasClaimNext = (createMemoryStore() as Store).claimNext !== undefined;
+  // NOTE: the public API on top (validation, the secret, the lease handle, the log-safe result).
+  const leasesCycle: Contender = {
+    name: 'leases.claimNext + leases.release',
+    baseline: 'raw Map queue (scan for the oldest, token)',
+    prepare: async (worker) => {
+      const leases = library.root.createLeases(createMemoryStore(), { holder: 'bench', ttlMs: TTL_MS });
+      const set = `lq${++preparation}:${worker}`;
+      await leases.addItems(
+        set,
+        Array.from({ length: ITEMS }, (_, i) => `${set}:${i}`),
+      );
+      return async () => {
+        const outcome = await leases.claimNext(set);
+        if (!outcome.ok) throw new Error('claim-next: idle');
+        await leases.release(outcome.lease);
+      };
+    },
+  };
   const claimNextGroup: Group = {
     title: `Memory claim-next + release (${ITEMS} items in the set)${hasClaimNext ? '' : ': this store has no claimNext'}`,
     workers: 1,
     contenders: [
       rawMemoryQueue('raw Map queue (scan for the oldest, token)'),
       rawMemoryQueue('raw (control)'),
-      ...(hasClaimNext ? [storeCycle('store.claimNext + store.release')] : []),
+      ...(hasClaimNext ? [storeCycle('store.claimNext + store.release'), leasesCycle] : []),
       claimCycle,
     ],
   };
