@@ -3,8 +3,9 @@
  * run's history (every grant, every submission attempt with the store's true answer, even when the worker
  * never got it, every release and item removal) and the final ledgers, and lists every violation of:
  *
- * - exactly once: a submitted run's ledger entry is in the store once (its replays wrote nothing), and a run
- *   any worker was told landed (`applied` or `replayed`) is in the store;
+ * - exactly once: a submitted run's ledger entry is in the store once (its replays wrote nothing), a run any
+ *   worker was told landed (`applied` or `replayed`) is in the store, and a re-send of the same payload (keys in
+ *   another order) is never `replay-conflict` unless the run was recorded abandoned by the next holder;
  * - no stale submission: every write the store applied ran under the key's current grant at the store's clock
  *   (granted at or before, not expired, released or superseded by then), and every ledger entry is such a write;
  * - one live holder: each item's grants, in token order, do not overlap on the store's clock;
@@ -224,6 +225,15 @@ export function checkQueue(history: QueueHistory): QueueViolation[] {
         });
     }
   }
+  // A worker re-sends its own run with the same payload (keys in any order): only a run recorded abandoned by the
+  // next holder may answer it replay-conflict.
+  for (const attempt of history.attempts)
+    if (attempt.answer === 'replay-conflict' && !history.abandonRecords?.has(attempt.runId))
+      violations.push({
+        rule: 'exactly-once',
+        key: attempt.key,
+        detail: `run ${attempt.runId} re-sent with the same payload met replay-conflict`,
+      });
   for (const removal of history.removals)
     if (!landed.has(removal.runId))
       violations.push({

@@ -49,6 +49,12 @@ describe('queue checker', () => {
     expect(rules(twice)).toEqual(['exactly-once']);
   });
 
+  it("a worker's own re-send answered replay-conflict is a violation, unless its run was recorded abandoned", () => {
+    const attempts = [...history().attempts, { key: 'a', token: '2', runId: 'r2', answer: 'replay-conflict', now: 900, delivered: true }];
+    expect(rules(history({ attempts }))).toEqual(['exactly-once']);
+    expect(checkQueue(history({ attempts, abandonRecords: new Set(['r2']), stillQueued: new Set(['a']) }))).toEqual([]);
+  });
+
   it('a run answered applied or replayed must be in the ledger', () => {
     expect(rules(history({ ledgers: new Map([['a', []]]), removals: [], stillQueued: new Set(['a']) }))).toEqual(['exactly-once']);
   });
@@ -103,7 +109,8 @@ describe('queue checker', () => {
       { key: 'a', token: '2', runId: 'r2', answer: 'applied', now: 500, delivered: true },
       { key: 'a', token: '1', runId: 'r1', answer: 'replay-conflict', now: 600, delivered: true },
     ];
-    expect(rules(history({ ledgers, attempts }))).toEqual(['finalized-twice']);
+    // Without the record: two finalizations, and r1's worker told replay-conflict for its own payload.
+    expect(rules(history({ ledgers, attempts }))).toEqual(['finalized-twice', 'exactly-once']);
     expect(checkQueue(history({ ledgers, attempts, abandonRecords: new Set(['r1']) }))).toEqual([]);
   });
 

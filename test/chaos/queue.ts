@@ -361,17 +361,12 @@ async function runWorker(setup: WorkerSetup): Promise<void> {
     if (claimed.abandonedRunId !== null) {
       // record-first: the abandoned run is recorded under its own run id (its worker, if it comes back and submits,
       // meets replay-conflict), with the checkpoint that resolves the recovery, before any work.
-      const recorded = await submitRun(
-        setup,
-        fence,
-        claimed.abandonedRunId,
-        { abandoned: claimed.abandonedRunId, by: proc },
-        {
-          abandoned: claimed.abandonedRunId,
-        },
-      );
-      if (recorded === 'applied' || recorded === 'replayed') recorder.abandonRecords.add(claimed.abandonedRunId);
-      else continue;
+      // NOTE: marked before sending: the record may land with every reply lost (the abandoned run cannot land its
+      // own submission any more: it had not when this grant was made, and its fence no longer holds).
+      recorder.abandonRecords.add(claimed.abandonedRunId);
+      const abandoned = { abandoned: claimed.abandonedRunId };
+      const recorded = await submitRun(setup, fence, claimed.abandonedRunId, { ...abandoned, by: proc }, abandoned);
+      if (recorded !== 'applied' && recorded !== 'replayed') continue;
     }
     await sleep(random.int(2, 15));
     if (faults.on && random.chance(0.1)) continue; // crashed: no submission, no release; the grant expires
@@ -391,7 +386,9 @@ async function runWorker(setup: WorkerSetup): Promise<void> {
  */
 async function submitRun(setup: WorkerSetup, fence: Fence, runId: string, payload: unknown, checkpoint: unknown): Promise<string> {
   const { store, random, recorder, faults, ttlMs } = setup;
-  const submission = { runId, digest: submissionDigest(payload, 65_536), receiptJson: null, bindToGrant: false };
+  // NOTE: each try rebuilds the payload with its keys in another order, as a retrying worker may: the digest is
+  // canonical, so a re-send is the same submission (replayed, never replay-conflict).
+  const digest = (): string => submissionDigest(shuffledKeys(payload, random), 65_536);
   const ledgerEntry = encodeEntry({ reqId: runId, token: fence.token.toString() });
   const checkpointJson = JSON.stringify(checkpoint);
   let answer = 'unknown';
@@ -403,6 +400,7 @@ async function submitRun(setup: WorkerSetup, fence: Fence, runId: string, payloa
     }
     let outcome: FencedWriteOutcome<unknown>;
     try {
+      const submission = { runId, digest: digest(), receiptJson: null, bindToGrant: false };
       outcome = await store.fencedWrite(fence, (context) => setup.write(context, fence.key, ledgerEntry), { submission, checkpointJson });
     } catch {
       recorder.driverUnknowns += 1;
@@ -423,6 +421,18 @@ async function submitRun(setup: WorkerSetup, fence: Fence, runId: string, payloa
     if (!lost) answer = outcome.ok ? 'applied' : outcome.reason;
   }
   return answer;
+}
+
+/** `value` with the keys of every object in a random order (the same JSON value). */
+function shuffledKeys(value: unknown, random: Random): unknown {
+  if (Array.isArray(value)) return value.map((item) => shuffledKeys(item, random));
+  if (typeof value !== 'object' || value === null) return value;
+  const names = Object.keys(value);
+  for (let i = names.length - 1; i > 0; i -= 1) {
+    const j = random.int(0, i);
+    [names[i], names[j]] = [names[j] as string, names[i] as string];
+  }
+  return Object.fromEntries(names.map((name) => [name, shuffledKeys((value as Record<string, unknown>)[name], random)]));
 }
 
 /** Claims the next item (queue) or a random known key (submit-only); records the grant. */
