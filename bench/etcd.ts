@@ -94,7 +94,39 @@ function rawFencedWrite(client: Etcd3, name: string): Contender {
   };
 }
 
-function leasefenceFencedWrite(library: Library, client: Etcd3, name: string): Contender {
+/**
+ * The raw fenced write that records its run once (issue 24's submissions): one txn comparing the lock key's revision
+ * and that the run's key does not exist, then the run's key and the put.
+ */
+function rawSubmission(client: Etcd3, name: string): Contender {
+  return {
+    name,
+    prepare: async (worker) => {
+      const lock = bytes(`bench/raw-sub-fence/${++preparation}/${worker}`);
+      const data = bytes(`bench/raw-sub-data/${preparation}/${worker}`);
+      const runs = `bench/raw-sub-runs/${preparation}/${worker}/`;
+      const taken = await client.kv.txn({
+        compare: [{ key: lock, target: 'Create', result: 'Equal', create_revision: 0 }],
+        success: [{ request_put: { key: lock, value: bytes('held') } }],
+      });
+      const revision = taken.header.revision;
+      let n = 0;
+      return async () => {
+        const run = bytes(`${runs}r${++n}`);
+        const { succeeded } = await client.kv.txn({
+          compare: [
+            { key: lock, target: 'Mod', result: 'Equal', mod_revision: revision },
+            { key: run, target: 'Create', result: 'Equal', create_revision: 0 },
+          ],
+          success: [{ request_put: { key: run, value: bytes('a'.repeat(64)) } }, { request_put: { key: data, value: bytes(String(n)) } }],
+        });
+        if (!succeeded) throw new Error('raw: fence lost or run recorded');
+      };
+    },
+  };
+}
+
+function leasefenceFencedWrite(library: Library, client: Etcd3, name: string, submission: 'none' | 'new' | 'replay' = 'none'): Contender {
   const leases = library.root.createLeases(library.etcd.createEtcdStore({ client, prefix: `bench/lf-write/${++preparation}/` }), {
     holder: 'bench',
     ttlMs: TTL_MS,
@@ -105,9 +137,12 @@ function leasefenceFencedWrite(library: Library, client: Etcd3, name: string): C
       const lease = await leases.claimOrThrow(`write:${worker}`);
       const data = `bench/lf-data/${preparation}/${worker}`;
       let n = 0;
+      const payload = { verdict: 'ok', score: 0.93, labels: ['a', 'b'] };
+      if (submission === 'replay') await leases.fencedWrite(lease, (tx) => tx.put(data, '0'), { submission: { payload, runId: 'r0' } });
       return async () => {
-        const written = await leases.fencedWrite(lease, (tx) => tx.put(data, String(++n)));
-        if (!written.ok) throw new Error(`${name}: refused (${written.reason})`);
+        const options = submission === 'none' ? undefined : { submission: { payload, runId: submission === 'new' ? `r${n + 1}` : 'r0' } };
+        const written = await leases.fencedWrite(lease, (tx) => tx.put(data, String(++n)), options);
+        if (written.ok === (submission === 'replay')) throw new Error(`${name}: ${written.ok ? 'applied' : written.reason}`);
       };
     },
   };
@@ -137,27 +172,44 @@ export async function etcdGroups(client: Etcd3, pid: number, workers: readonly n
   const serverCpuUs = async (): Promise<number> => processCpuUs(pid);
   const withCpu = (contender: Contender): Contender => ({ ...contender, serverCpuUs });
   const groups: Group[] = [];
+  // NOTE: BENCH_QUEUE=only: the submission groups alone (run.ts).
+  const queueOnly = process.env['BENCH_QUEUE'] === 'only';
   for (const count of workers) {
-    groups.push({
-      title: `etcd claim + release, ${count} worker${count === 1 ? '' : 's'}`,
-      workers: count,
-      contenders: [
-        rawClaimRelease(client, 'raw etcd: create-if-absent txn + delete (no expiry, no token)'),
-        leasefenceClaimRelease(library, client, 'leasefence claim + release'),
-        etcdLock(client, 'etcd3 Lock acquire + release (no token)'),
-        rawClaimRelease(client, 'raw etcd (control)'),
-      ].map(withCpu),
-    });
-    groups.push({
-      title: `etcd fenced write (one put), ${count} worker${count === 1 ? '' : 's'}`,
-      workers: count,
-      contenders: [
-        rawFencedWrite(client, 'raw etcd: compare-revision-and-put txn'),
-        leasefenceFencedWrite(library, client, 'leasefence fenced write'),
-        lockedPut(client, 'etcd3 Lock held + put (NOT fenced)'),
-        rawFencedWrite(client, 'raw etcd (control)'),
-      ].map(withCpu),
-    });
+    if (!queueOnly)
+      groups.push({
+        title: `etcd claim + release, ${count} worker${count === 1 ? '' : 's'}`,
+        workers: count,
+        contenders: [
+          rawClaimRelease(client, 'raw etcd: create-if-absent txn + delete (no expiry, no token)'),
+          leasefenceClaimRelease(library, client, 'leasefence claim + release'),
+          etcdLock(client, 'etcd3 Lock acquire + release (no token)'),
+          rawClaimRelease(client, 'raw etcd (control)'),
+        ].map(withCpu),
+      });
+    if (!queueOnly)
+      groups.push({
+        title: `etcd fenced write (one put), ${count} worker${count === 1 ? '' : 's'}`,
+        workers: count,
+        contenders: [
+          rawFencedWrite(client, 'raw etcd: compare-revision-and-put txn'),
+          leasefenceFencedWrite(library, client, 'leasefence fenced write'),
+          lockedPut(client, 'etcd3 Lock held + put (NOT fenced)'),
+          rawFencedWrite(client, 'raw etcd (control)'),
+        ].map(withCpu),
+      });
+    // NOTE: issue 24's submissions: the same write recording a run once (BENCH_QUEUE=0 leaves it out).
+    if (process.env['BENCH_QUEUE'] !== '0')
+      groups.push({
+        title: `etcd fenced write (one put) with a submission, ${count} worker${count === 1 ? '' : 's'}`,
+        workers: count,
+        contenders: [
+          rawSubmission(client, 'raw etcd: compare-revision + run-absent txn, run put + put'),
+          rawSubmission(client, 'raw etcd (control)'),
+          leasefenceFencedWrite(library, client, 'leasefence fenced write, no submission'),
+          leasefenceFencedWrite(library, client, 'leasefence fenced write + submission (a new run each time)', 'new'),
+          leasefenceFencedWrite(library, client, 'leasefence fenced write + submission replayed', 'replay'),
+        ].map(withCpu),
+      });
   }
   return groups;
 }

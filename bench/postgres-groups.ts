@@ -65,7 +65,7 @@ async function backendCpuUs(admin: pg.Client, name: string): Promise<number> {
 }
 
 /** A contender with a pool of its own (`open`), measured with its backends' CPU. */
-function pooled(
+export function pooled(
   target: PostgresTarget,
   name: string,
   baseline: string | undefined,

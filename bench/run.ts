@@ -11,6 +11,8 @@
  *   BENCH_WORKERS=32 BENCH_PG_CLIENTS=1,8,32   concurrency of the many-worker groups
  *   BENCH_ETCD_WORKERS=1,16                    concurrency of the etcd groups (bench/etcd.ts)
  *   BENCH_FSYNC_OFF=0                          skip the fsync-off Postgres groups (fsync on is always run)
+ *   BENCH_QUEUE=0 | only                       skip issue 24's claim-next and submission groups (queue-groups.ts), or
+ *                                              run only those (memory, Redis, PostgreSQL; SQLite's: bench/sqlite.ts)
  *   BENCH_COMPARE=/tmp/before/src              adds that tree's rows ("before: ...") to the memory group, the
  *                                              Redis and Postgres claim + release groups, the Redis fenced write
  *                                              (`git archive main src | tar -x -C /tmp/before`)
@@ -35,6 +37,7 @@ import { redisGroups } from './redis-groups.js';
 import { Etcd3 } from 'etcd3';
 import { startEtcd } from '../test/support/etcd-server.js';
 import { etcdGroups } from './etcd.js';
+import { memoryQueueGroups, postgresQueueGroups, preparePostgresQueue, redisQueueGroups } from './queue-groups.js';
 import { markdownTable, runGroup, type Group, type SliceSettings } from './slices.js';
 
 const QUICK = process.argv.includes('--quick');
@@ -55,6 +58,9 @@ const ETCD_WORKERS = env('BENCH_ETCD_WORKERS', QUICK ? '1' : '1,16')
   .split(',')
   .map(Number);
 const FSYNC_OFF = env('BENCH_FSYNC_OFF', QUICK ? '0' : '1') !== '0';
+/** BENCH_QUEUE=0 skips issue 24's groups (claim-next, submissions: queue-groups.ts); =only runs only them. */
+const QUEUE = env('BENCH_QUEUE', '1') !== '0';
+const QUEUE_ONLY = env('BENCH_QUEUE', '1') === 'only';
 
 const load = (): string =>
   loadavg()
@@ -73,7 +79,8 @@ async function report(groups: readonly Group[], settings: SliceSettings): Promis
 
 async function memory(): Promise<void> {
   console.log('## Memory store\n');
-  await report(await memoryGroups(), SETTINGS);
+  if (!QUEUE_ONLY) await report(await memoryGroups(), SETTINGS);
+  if (QUEUE) await report(await memoryQueueGroups(), SETTINGS);
 }
 
 async function redis(): Promise<void> {
@@ -88,7 +95,8 @@ async function redis(): Promise<void> {
     console.log(
       `## Redis\n\nredis-server ${version} (no persistence), ioredis 5, one shared client per setting, each worker on its own key.\n`,
     );
-    await report(await redisGroups(clients, WORKERS), SETTINGS);
+    if (!QUEUE_ONLY) await report(await redisGroups(clients, WORKERS), SETTINGS);
+    if (QUEUE) await report(await redisQueueGroups(clients, WORKERS), SETTINGS);
   } finally {
     for (const client of Object.values(clients)) client.disconnect();
     await server.stop();
@@ -102,12 +110,16 @@ async function postgresRun(fsync: 'on' | 'off'): Promise<void> {
   try {
     await admin.connect();
     await preparePostgres(target);
+    await preparePostgresQueue(target);
     const version = (await admin.query<{ v: string }>("SELECT current_setting('server_version') AS v")).rows[0]?.v;
     console.log(
       `## PostgreSQL, fsync ${fsync}\n\nPostgreSQL ${version}, fsync ${fsync}, synchronous_commit on, pg 8 and postgres.js 3, one pool per contender sized to its workers.\n`,
     );
     const groups: Group[] = [];
     for (const clients of PG_CLIENTS) {
+      if (QUEUE && fsync === 'on' && (clients === PG_CLIENTS[0] || clients === PG_CLIENTS.at(-1)))
+        groups.push(...(await postgresQueueGroups(target, clients)));
+      if (QUEUE_ONLY) continue;
       if (fsync === 'off' && clients !== PG_CLIENTS[0] && clients !== PG_CLIENTS.at(-1)) continue;
       groups.push(postgresCycleGroup(target, clients, `PostgreSQL claim + release, fsync ${fsync}`, fsync === 'on'));
       if (fsync === 'on') groups.push(postgresWriteGroup(target, clients, `PostgreSQL fenced write (transaction), fsync ${fsync}`));

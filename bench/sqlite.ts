@@ -14,7 +14,10 @@
  *   a token, no secret, no history);
  * - fenced writes (one ledger INSERT each, under a lease held throughout): `leases.fencedWrite` (BEGIN
  *   IMMEDIATE, read + fence check, the INSERT, COMMIT), the raw single-statement fenced INSERT (INSERT ...
- *   SELECT FROM the lease row WHERE holder, token and expiry match) and a plain INSERT (no fence at all).
+ *   SELECT FROM the lease row WHERE holder, token and expiry match) and a plain INSERT (no fence at all);
+ * - submissions (issue 24): `fencedWrite` with a submission (a new run id each time: lookup, write, record) and
+ *   replayed (the same run again: the lookup alone), against a raw transaction that records the run id
+ *   (INSERT ... ON CONFLICT DO NOTHING) and then makes the raw fenced INSERT.
  */
 import Database from 'better-sqlite3';
 import { mkdtempSync, rmSync } from 'node:fs';
@@ -33,7 +36,10 @@ const CYCLE_KEYS = 32;
 const RAW_SCHEMA = [
   'CREATE TABLE raw_leases (name TEXT PRIMARY KEY, holder TEXT, token INTEGER NOT NULL, expires_at INTEGER NOT NULL) STRICT, WITHOUT ROWID',
   'CREATE TABLE ledger (id INTEGER PRIMARY KEY AUTOINCREMENT, key TEXT NOT NULL, token INTEGER NOT NULL, entry TEXT NOT NULL)',
+  'CREATE TABLE raw_runs (key TEXT NOT NULL, run_id TEXT NOT NULL, digest TEXT NOT NULL, PRIMARY KEY (key, run_id)) STRICT, WITHOUT ROWID',
 ];
+/** The raw submission's record: once per run id (the fenced INSERT runs only when this one inserted). */
+const RAW_RECORD_RUN = 'INSERT INTO raw_runs (key, run_id, digest) VALUES (?, ?, ?) ON CONFLICT DO NOTHING';
 /** ATOMICITY: one statement; SQLite's write lock serialises it with every other writer. */
 const RAW_CLAIM = `INSERT INTO raw_leases AS l (name, holder, token, expires_at) VALUES (?, ?, 1, ?)
 ON CONFLICT (name) DO UPDATE SET holder = excluded.holder, token = l.token + 1, expires_at = excluded.expires_at
@@ -96,12 +102,28 @@ async function benchMode(synchronous: string): Promise<void> {
     const rawRelease = database.prepare(RAW_RELEASE);
     const rawFenced = database.prepare(RAW_FENCED_INSERT);
     const plainInsert = database.prepare(PLAIN_INSERT);
+    const recordRun = database.prepare(RAW_RECORD_RUN);
+    // ATOMICITY: one IMMEDIATE transaction: the run recorded and the fenced INSERT together, or neither.
+    const rawSubmit = database.transaction((runId: string, entryText: string, token: number) => {
+      if ((recordRun.run('bench:fenced', runId, 'a'.repeat(64)) as { changes: number }).changes !== 1) return;
+      const result = rawFenced.run(entryText, 'bench:fenced', 'bench', token, Date.now()) as { changes: number };
+      if (result.changes !== 1) throw new Error('raw fenced insert refused');
+    });
+    const payload = { verdict: 'ok', score: 0.93, labels: ['a', 'b'] };
+    let run = 0;
     let cycle = 0;
     const held = await leases.claim('bench:fenced');
     if (!held.ok) throw new Error('could not claim the fenced-write lease');
     const lease = held.lease;
     const rawHeld = rawClaim.get('bench:fenced', 'bench', Date.now() + TTL_MS, Date.now()) as { token: number };
     let entry = 0;
+    // NOTE: the replayed run on a key of its own: the new runs' 32 newest would push it out of the retention.
+    const replayHeld = await leases.claim('bench:replay');
+    if (!replayHeld.ok) throw new Error('could not claim the replay lease');
+    const replayLease = replayHeld.lease;
+    await leases.fencedWrite(replayLease, (tx) => tx.run(PLAIN_INSERT, replayLease.key, tx.token, 'first'), {
+      submission: { payload: { verdict: 'ok', score: 0.93, labels: ['a', 'b'] }, runId: 'r0' },
+    });
 
     const cycles = await rounds([
       {
@@ -139,6 +161,25 @@ async function benchMode(synchronous: string): Promise<void> {
         },
       },
       { label: 'plain', run: () => void plainInsert.run('bench:plain', 0, `e${entry++}`) },
+      {
+        label: 'submission',
+        run: async () => {
+          const outcome = await leases.fencedWrite(lease, (tx) => tx.run(PLAIN_INSERT, lease.key, tx.token, `e${entry++}`), {
+            submission: { payload, runId: `r${++run}` },
+          });
+          if (!outcome.ok) throw new Error(`fenced write refused: ${outcome.reason}`);
+        },
+      },
+      {
+        label: 'replayed',
+        run: async () => {
+          const outcome = await leases.fencedWrite(replayLease, (tx) => tx.run(PLAIN_INSERT, replayLease.key, tx.token, `e${entry++}`), {
+            submission: { payload, runId: 'r0' },
+          });
+          if (outcome.ok || outcome.reason !== 'replayed') throw new Error(`not replayed: ${outcome.ok ? 'applied' : outcome.reason}`);
+        },
+      },
+      { label: 'raw submission', run: () => void rawSubmit(`r${++run}`, `e${entry++}`, rawHeld.token) },
     ]);
     const fmt = (ops: number) => `${Math.round(ops)}/s (${(1e6 / ops).toFixed(1)} µs)`;
     const ratio = (a: number, b: number) => (a / b).toFixed(2);
@@ -155,6 +196,13 @@ async function benchMode(synchronous: string): Promise<void> {
     );
     console.log(`| fenced writes: raw single-statement fenced INSERT | ${fmt(writes.get('raw')!)} | 1.00 |`);
     console.log(`| plain INSERT (no fence) | ${fmt(writes.get('plain')!)} | ${ratio(writes.get('plain')!, writes.get('raw')!)} |`);
+    const sub = (label: string) =>
+      `${fmt(writes.get(label)!)} | **${ratio(writes.get(label)!, writes.get('raw submission')!)}** (÷ plain fencedWrite ${ratio(writes.get(label)!, writes.get('leasefence')!)})`;
+    console.log(`| submissions: **leasefence** \`fencedWrite\` + submission, a new run each time | ${sub('submission')} |`);
+    console.log(`| submissions: **leasefence** \`fencedWrite\` + submission replayed (nothing written) | ${sub('replayed')} |`);
+    console.log(
+      `| submissions: raw transaction, INSERT run ON CONFLICT DO NOTHING + fenced INSERT | ${fmt(writes.get('raw submission')!)} | 1.00 (÷ raw for submissions) |`,
+    );
   } finally {
     database.close();
     rmSync(directory, { recursive: true, force: true });

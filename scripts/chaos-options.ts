@@ -13,6 +13,8 @@ export interface ChaosCatalog {
   readonly clients: Readonly<Record<string, readonly string[]>>;
   /** The planted bugs `--variant` takes. */
   readonly variants: readonly string[];
+  /** The queue workload's stores and planted bugs (`--workload queue`). */
+  readonly queue?: { readonly stores: readonly string[]; readonly variants: readonly string[] };
 }
 
 /** A chaos run as the command line asked for it. */
@@ -28,8 +30,13 @@ export interface ChaosOptions {
   readonly seed: string | undefined;
   readonly keep: boolean;
   readonly variant: string | null;
-  /** `leases` (workers claim keys) or `election` (workers campaign for them with `createElection`). */
-  readonly workload: 'leases' | 'election';
+  /**
+   * `leases` (workers claim keys), `election` (workers campaign for them with `createElection`) or `queue`
+   * (workers claim the next item of a set and finalize runs with idempotent submissions: test/chaos/queue.ts).
+   */
+  readonly workload: 'leases' | 'election' | 'queue';
+  /** `--submit-only`: the queue workload claims known keys even where the store has claim-next. */
+  readonly submitOnly: boolean;
 }
 
 /** A bad command line: the message says what to change. */
@@ -39,7 +46,7 @@ export class ChaosUsageError extends Error {
 
 /** One line of usage, printed after a usage error. */
 export const CHAOS_USAGE =
-  'usage: npm run chaos -- [--duration <s>] [--scenario-duration <s>] [--stores a,b] [--scenarios a,b] [--clients a,b] [--seed <n>] [--keep] [--variant <bug>] [--workload leases|election]';
+  'usage: npm run chaos -- [--duration <s>] [--scenario-duration <s>] [--stores a,b] [--scenarios a,b] [--clients a,b] [--seed <n>] [--keep] [--variant <bug>] [--workload leases|election|queue] [--submit-only]';
 
 const list = (text: string | undefined): string[] | undefined =>
   text === undefined ? undefined : text.split(',').map((item) => item.trim());
@@ -73,13 +80,19 @@ export function parseChaosOptions(argv: readonly string[], catalog: ChaosCatalog
         keep: { type: 'boolean', default: false },
         variant: { type: 'string' },
         workload: { type: 'string', default: 'leases' },
+        'submit-only': { type: 'boolean', default: false },
       },
     }));
   } catch (error) {
     throw new ChaosUsageError(error instanceof Error ? error.message : String(error));
   }
+  oneOf([values.workload], ['leases', 'election', 'queue'], 'workload');
+  const queue = values.workload === 'queue';
   const stores = list(values.stores) ?? [];
-  oneOf(stores, Object.keys(catalog.scenarios), 'stores');
+  oneOf(stores, queue ? (catalog.queue?.stores ?? []) : Object.keys(catalog.scenarios), 'stores');
+  if (queue && values.scenarios !== undefined)
+    throw new ChaosUsageError('--scenarios: the queue workload has no scenarios (its faults are its own)');
+  if (!queue && values['submit-only']) throw new ChaosUsageError('--submit-only belongs to --workload queue');
   const scenarios = list(values.scenarios) ?? null;
   if (scenarios !== null) {
     oneOf(scenarios, [...new Set(Object.values(catalog.scenarios).flat())], 'scenarios');
@@ -95,8 +108,7 @@ export function parseChaosOptions(argv: readonly string[], catalog: ChaosCatalog
     const usable = [...new Set(stores.flatMap((store) => catalog.clients[store] ?? []))];
     oneOf(clients, usable, 'clients');
   }
-  if (values.variant !== undefined) oneOf([values.variant], catalog.variants, 'variant');
-  oneOf([values.workload], ['leases', 'election'], 'workload');
+  if (values.variant !== undefined) oneOf([values.variant], queue ? (catalog.queue?.variants ?? []) : catalog.variants, 'variant');
   if (values.seed !== undefined && !(/^\d{1,10}$/.test(values.seed) && Number(values.seed) <= 0xffffffff))
     throw new ChaosUsageError(`--seed must be an integer in [0, 2^32), got ${JSON.stringify(values.seed)}`);
   return {
@@ -109,5 +121,6 @@ export function parseChaosOptions(argv: readonly string[], catalog: ChaosCatalog
     keep: values.keep,
     variant: values.variant ?? null,
     workload: values.workload as ChaosOptions['workload'],
+    submitOnly: values['submit-only'],
   };
 }

@@ -16,7 +16,11 @@
  * --scenarios kleppmann,crash,... , --seed <n> (same as CHAOS_SEED), --keep (keep every history),
  * --variant unfenced-write|blind-renew|racy-claim (run a planted bug: the run must report violations),
  * --workload election (the server stores' workers campaign with createElection instead of claiming keys;
- * the checker's guarantees are the same: one live grant, i.e. term, at a time and no stale write accepted).
+ * the checker's guarantees are the same: one live grant, i.e. term, at a time and no stale write accepted),
+ * --workload queue (--stores memory,postgres,redis,sqlite,etcd; test/chaos/queue.ts: claim-next + idempotent
+ * submissions with lost replies, pauses and crashes, each run a --scenario-duration fault phase and a drain;
+ * a store without claim-next runs submit-only, as does every store with --submit-only; planted bugs:
+ * --variant unrecorded-submission|unfenced-write).
  */
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -29,6 +33,9 @@ import { runScenario, type RunResult } from '../test/chaos/run.js';
 import { SCENARIOS, scenariosFor } from '../test/chaos/scenarios.js';
 import { runInProcessScenario, runsInProcess, type InProcessStore } from '../test/chaos/in-process-fleet.js';
 import { formatSummary } from '../test/chaos/summary.js';
+import { QUEUE_STORES, QUEUE_VARIANTS, runQueueWorkload, type QueueRunResult, type QueueVariant } from '../test/chaos/queue.js';
+import { formatQueueViolations } from '../test/chaos/queue-checker.js';
+import { etcdRunUrl } from '../test/chaos/backend-etcd.js';
 import { CHAOS_USAGE, ChaosUsageError, parseChaosOptions, type ChaosCatalog, type ChaosOptions } from './chaos-options.js';
 import { startPostgres } from '../test/support/postgres-server.js';
 import { startRedis } from '../test/support/redis-server.js';
@@ -50,6 +57,7 @@ const CATALOG: ChaosCatalog = {
   },
   clients: CLIENTS,
   variants: MUTANTS,
+  queue: { stores: QUEUE_STORES, variants: QUEUE_VARIANTS },
 };
 let options: ChaosOptions;
 try {
@@ -72,6 +80,8 @@ const seed = options.seed === undefined ? chaosSeed() : chaosSeed({ CHAOS_SEED: 
 const variant = options.variant as MutantName | null;
 const dir = mkdtempSync(join(tmpdir(), 'leasefence-chaos-'));
 const log = (line: string): void => console.log(line);
+
+if (options.workload === 'queue') process.exit(await runQueue());
 
 log(
   `leasefence chaos: total ${totalMs / 1000} s, ${scenarioMs / 1000} s per scenario, stores ${stores.join(', ')}, seed ${seed} (replay: CHAOS_SEED=${seed})`,
@@ -191,3 +201,68 @@ if (violations === 0 && !options.keep) rmSync(dir, { recursive: true, force: tru
 else log(`histories in ${dir}`);
 // NOTE: with a planted bug, finding violations is the success.
 process.exit((violations === 0) === (variant === null) ? 0 : 1);
+
+/** `--workload queue`: rounds of one queue run per store until the duration is spent; exit as the main loop does. */
+async function runQueue(): Promise<number> {
+  const queueVariant = variant as QueueVariant | null;
+  log(
+    `leasefence chaos, queue workload: total ${totalMs / 1000} s, ${scenarioMs / 1000} s fault phase per run, stores ${stores.join(', ')}, seed ${seed} (replay: CHAOS_SEED=${seed})${queueVariant === null ? '' : `, planted bug ${queueVariant}`}`,
+  );
+  const started = performance.now();
+  const results: QueueRunResult[] = [];
+  const errors: string[] = [];
+  const servers = new Map<string, { url: string; stop(): Promise<void> }>();
+  try {
+    for (const store of stores)
+      if (store === 'postgres') servers.set(store, await startPostgres());
+      else if (store === 'redis') servers.set(store, await startRedis({ persistence: 'aof' }));
+      else if (store === 'etcd') servers.set(store, await startEtcd());
+    const seeds = createRandom(seed).fork('queue-rounds');
+    for (let round = 1; round === 1 || performance.now() - started < totalMs; round += 1) {
+      const roundSeed = round === 1 ? seed : seeds.int(0, 2 ** 32 - 1);
+      for (const store of stores as Array<(typeof QUEUE_STORES)[number]>) {
+        if (round > 1 && performance.now() - started >= totalMs) break;
+        const server = servers.get(store)?.url ?? null;
+        // NOTE: SQLite's database and etcd's gate (unused here, but the backend opens it) are files of the run.
+        const url =
+          store === 'sqlite'
+            ? join(dir, `queue-${round}.db`)
+            : store === 'etcd' && server !== null
+              ? etcdRunUrl([server], join(dir, `queue-gate-${round}.db`))
+              : server;
+        try {
+          const result = await runQueueWorkload({
+            store,
+            url,
+            seed: roundSeed,
+            durationMs: scenarioMs,
+            variant: queueVariant,
+            submitOnly: options.submitOnly,
+            ...(clients === undefined ? {} : { clients }),
+            log,
+          });
+          results.push(result);
+          const f = result.figures;
+          log(
+            `  round ${round} ${store} ${result.mode} (seed ${roundSeed}): ${f.items} items, ${f.grants} grants (${f.unreleased} ended unreleased), ${f.submissions} runs submitted: ${f.applied} applied, ${f.replayed} replayed, ${f.refused} refused (${f.conflicts} replay-conflict), ${f.lostReplies} requests/replies lost; ${result.mode === 'queue' ? `${f.abandonedRecorded} abandoned runs recorded, ${f.finalized} finalized, ${result.blocked} blocked for recovery; ` : ''}${result.connectionKills} connections cut, ${result.driverUnknowns} submissions answered by a driver error; ${result.violations.length} violations`,
+          );
+          if (result.violations.length > 0) log(formatQueueViolations(result.violations.slice(0, 20)));
+        } catch (error) {
+          const message = `${store} (seed ${roundSeed}): ${error instanceof Error ? error.message : String(error)}`;
+          errors.push(message);
+          log(`  HARNESS ERROR ${message}`);
+        }
+      }
+    }
+  } finally {
+    for (const server of servers.values()) await server.stop().catch(() => undefined);
+  }
+  const violations = results.reduce((sum, result) => sum + result.violations.length, 0) + errors.length;
+  log(
+    `\n${results.length} queue runs in ${((performance.now() - started) / 1000).toFixed(0)} s, seed ${seed}, ${violations} violations and harness errors`,
+  );
+  rmSync(dir, { recursive: true, force: true });
+  // NOTE: with a planted bug, finding violations is the success (in every run).
+  if (queueVariant !== null) return errors.length === 0 && results.every((result) => result.violations.length > 0) ? 0 : 1;
+  return violations === 0 ? 0 : 1;
+}

@@ -57,7 +57,7 @@ export function etcdClient(hosts: readonly string[], deadlineMs = ETCD_CALL_DEAD
   });
 }
 
-const ledgerPrefix = (key: string): string => `${LEDGER}${key}/`;
+export const ledgerPrefix = (key: string): string => `${LEDGER}${key}/`;
 
 /** The key range of every key under `prefix`. */
 function prefixRange(prefix: string): { key: Buffer; range_end: Buffer } {

@@ -17,7 +17,7 @@ import { EXPIRE_NOW_SCRIPT } from '../support/redis-expire.js';
 export const REDIS_PREFIX = 'leasefence:';
 /** The Redis hash holding a lease record, for keys without braces (the chaos keys have none). */
 export const redisRecordKey = (key: string): string => `${REDIS_PREFIX}{${key}}:lease`;
-const ledgerKey = (key: string): string => `${hashTagOf(key)}:chaos-ledger`;
+export const ledgerKey = (key: string): string => `${hashTagOf(key)}:chaos-ledger`;
 const gateLedgerKey = (resource: string): string => `${hashTagOf(resource)}:chaos-gate`;
 
 /** A worker's ioredis client: the library's documented setup, with a bound on every command. */

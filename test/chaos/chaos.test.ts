@@ -4,7 +4,8 @@
  * checker. Scenarios that do not restart the server use the run's shared servers (LEASEFENCE_PG_URL /
  * LEASEFENCE_REDIS_URL); the others start their own. `CHAOS_SEED` replays a fault schedule,
  * `LEASEFENCE_TEST_SCALE` (test/support/scale.ts) lengthens each scenario. A second block runs the election
- * workload (workers campaign with createElection) on PostgreSQL and Redis. The long run is `npm run chaos`.
+ * workload (workers campaign with createElection) on PostgreSQL and Redis, a third the queue workload (claim-next
+ * and idempotent submissions) on PostgreSQL, Redis and SQLite. The long run is `npm run chaos`.
  */
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -17,6 +18,8 @@ import { runScenario, type RunResult } from './run.js';
 import { scenariosFor } from './scenarios.js';
 import { formatSummary } from './summary.js';
 import { scaled } from '../support/scale.js';
+import { runQueueWorkload } from './queue.js';
+import { formatQueueViolations } from './queue-checker.js';
 
 const seed = chaosSeed();
 const durationMs = scaled(9_000);
@@ -117,4 +120,36 @@ describe.sequential(`chaos, election workload (seed ${seed})`, () => {
       });
     }
   }
+});
+
+/**
+ * The queue workload (test/chaos/queue.ts) on the server stores: claim-next where the store has it, submit-only
+ * where it has not (the run says which), with lost replies, pauses, crashes and (PostgreSQL, Redis) connection cuts;
+ * and one planted bug (a store that forgets submissions), which the checker must catch.
+ */
+describe('queue workload', () => {
+  const queueMs = scaled(4_000);
+  const stores = [
+    ['postgres', sharedUrl.postgres],
+    ['redis', sharedUrl.redis],
+    ['sqlite', join(dir, 'queue.db')],
+  ] as const;
+  it.each(stores)('%s: every run recorded once, no stale submission, no overlap', { timeout: 60_000 }, async (store, url) => {
+    const result = await runQueueWorkload({ store, url, seed, durationMs: queueMs, variant: null });
+    if (result.violations.length > 0) failed = true;
+    expect(formatQueueViolations(result.violations)).toBe('');
+    expect(result.figures.applied).toBeGreaterThan(20);
+    expect(result.figures.replayed).toBeGreaterThan(0);
+  });
+
+  it('redis: a store that forgets submissions is caught', { timeout: 60_000 }, async () => {
+    const result = await runQueueWorkload({
+      store: 'redis',
+      url: sharedUrl.redis,
+      seed,
+      durationMs: scaled(2_000),
+      variant: 'unrecorded-submission',
+    });
+    expect(result.violations.map((violation) => violation.rule)).toContain('exactly-once');
+  });
 });
