@@ -15,7 +15,8 @@ import { orderedValues, SET_KEY_STATE_SUFFIX } from './key-state.js';
 import { REMOVE_SUFFIX } from './remove.js';
 import { checkSubmissionInput, SUBMISSION_LOOKUP_SUFFIX, SUBMISSIONS_SUFFIX } from './submissions.js';
 import { sharesOneConnection, type PostgresClient } from './client.js';
-import { assertEncodable, assertEncodableAttributes } from './encodable.js';
+import { assertEncodable, assertEncodableAttributes, assertEncodableState } from './encodable.js';
+import { createPostgresItems, itemStatements } from './items.js';
 import { ownStatementFailure } from './failures.js';
 import { refuseInsideFencedWrite, runFencedTransaction, type PostgresWriteContext } from './fenced-transaction.js';
 import { createStatementCache, runFencedStatement, type FencedStatementOptions, type FencedStatementOutcome } from './fenced-statement.js';
@@ -116,18 +117,6 @@ export interface PostgresStore extends Store<PostgresWriteContext> {
 const DEFAULT_MARGIN_MS = 500;
 const STORE_OPTION_NAMES = ['client', 'prepare', 'table', 'fencedTransactionMarginMs', 'listener', 'subscribeTimeoutMs'] as const;
 const MAX_MARGIN_MS = 60_000;
-
-/** Checks every name and value of key-state values (`null`: absent) before any I/O. */
-function assertEncodableState(what: string, values: Readonly<Record<string, string | null>>): void {
-  if (typeof values !== 'object' || values === null)
-    throw new InvalidArgumentError(`${what} must be an object of names to strings or null`);
-  for (const [name, value] of Object.entries(values)) {
-    assertEncodable(`${what} name`, name);
-    if (value !== null && typeof value !== 'string')
-      throw new InvalidArgumentError(`${what} ${name} must be a string or null, got ${describe(value)}`);
-    assertEncodable(`${what} ${name}`, value);
-  }
-}
 
 /** The longest hold the store takes: 100 years (a `timestamptz` far beyond would be out of range). */
 const MAX_HOLD_MS = 100 * 365.25 * 24 * 3_600_000;
@@ -398,6 +387,8 @@ export function createPostgresStore(given: PostgresStoreOptions): PostgresStore 
     },
 
     list: createPostgresList(session, listStatement(table)),
+
+    ...createPostgresItems({ statements: itemStatements(table), statement: ownStatement, guard: (operation) => guard(null, operation) }),
 
     ...(watches === undefined ? {} : { watchFreed: watches.watchFreed, watchRevoked: watches.watchRevoked }),
 
