@@ -1,12 +1,15 @@
 /**
  * Claim-next on PostgreSQL (issue 24, capability 1): the conformance specs (src/testing/specs-claim-next.ts) on
  * every client: pg Pool and Client, postgres.js, PGlite, and pg and postgres.js behind PgBouncer in transaction
- * mode (`prepare: false`).
+ * mode (`prepare: false`); a model test on pg Pool that also checks `available_at` after every step.
  */
-import { afterAll } from 'vitest';
+import pg from 'pg';
+import { afterAll, describe, it } from 'vitest';
 import { describeClaimNextConformance } from '../../src/testing/specs-claim-next.js';
 import { vitestRunner } from '../conformance/vitest-runner.js';
-import { makePostgresHarness } from './postgres-harness.js';
+import { scaled } from '../support/scale.js';
+import { runClaimNextModel } from './postgres-claim-next-model.js';
+import { makePostgresHarness, sharedPostgresUrl } from './postgres-harness.js';
 import { makeBouncedHarness, stopBouncer } from './postgres-pgbouncer-harness.js';
 
 afterAll(stopBouncer);
@@ -17,3 +20,16 @@ describeClaimNextConformance(vitestRunner, 'postgres (postgres.js)', makePostgre
 describeClaimNextConformance(vitestRunner, 'postgres (PGlite)', makePostgresHarness('pglite'));
 describeClaimNextConformance(vitestRunner, 'postgres (pg Pool, PgBouncer, prepare: false)', makeBouncedHarness('pg-pool'));
 describeClaimNextConformance(vitestRunner, 'postgres (postgres.js, PgBouncer, prepare: false)', makeBouncedHarness('postgresjs'));
+
+describe('postgres claim-next against a model kept from outcomes, with available_at checked after every step', () => {
+  it('pg Pool: grants what the model says is available longest, idle exactly when none is; available_at = availableSince', async () => {
+    const harness = await makePostgresHarness('pg-pool')();
+    const pool = new pg.Pool({ connectionString: await sharedPostgresUrl(), max: 1 });
+    try {
+      await runClaimNextModel(harness, async (text, params) => (await pool.query(text, params)).rows, scaled(40));
+    } finally {
+      await pool.end();
+      await harness.close();
+    }
+  }, 120_000);
+});

@@ -54,9 +54,11 @@ const RECOVERY = `(pre.recovery_required OR ($9::boolean AND (pre.holder IS NOT 
  * The claim-next statement. $1 set, $2 holder, $3 run id, $4 secret hash, $5 ttl ms (NULL: none), $6 attributes
  * JSON, $7 expected values (JSON, NULL: none), $8 names expected absent (text[] literal, NULL: none), $9 record-first.
  *
- * - `replay`: the live grant this secret already holds in the set (delivered twice), judged at its own now.
+ * - `clock`: the statement's first now: the bound of the pick, the now of a replay and of an idle answer.
+ * - `replay`: the live grant this secret already holds in the set (delivered twice), judged at that now.
  * - `pre`: the claimable row with the smallest availability, then key, that no other transaction holds locked,
- *   with now read after the lock. NOTE: the bound is `(SELECT now)`, an InitPlan, so that it is an index bound
+ *   with now read after the lock (the grant's now: an item that became available between the bound and it is
+ *   behind the one picked). NOTE: the bound is `(SELECT at FROM clock)`, an InitPlan, so that it is an index bound
  *   (`clock_timestamp()` itself is volatile: a filter, which would read every entry of the set). At READ
  *   COMMITTED a row changed after the snapshot is re-checked on its newest version when locked (EvalPlanQual),
  *   so a row another claim-next just granted (its availability moved to the grant's expiry) is skipped.
@@ -68,10 +70,11 @@ function claimNextStatement(table: TableName): string {
   const t = table.quoted;
   const columns = `${preImageColumns('record')}, item_due_at`;
   const matches = (alias: string) => stateExpected(TERMS, `${alias}.state`);
-  return `WITH replay AS MATERIALIZED (
-  SELECT r.${columns.split(', ').join(', r.')}, clock.now FROM (SELECT ${NOW} AS now) AS clock, ${t} AS r
+  return `WITH clock AS MATERIALIZED (SELECT ${NOW} AS at),
+replay AS MATERIALIZED (
+  SELECT r.${columns.split(', ').join(', r.')}, clock.at AS now FROM clock, ${t} AS r
   WHERE r.item_set = $1::text AND r.item_secret = $4::text AND r.secret_hash = $4::text
-    AND (r.expires_at IS NULL OR r.expires_at OPERATOR(pg_catalog.>) clock.now)
+    AND (r.expires_at IS NULL OR r.expires_at OPERATOR(pg_catalog.>) clock.at)
   LIMIT 1
 ),
 pre AS MATERIALIZED (
@@ -80,7 +83,7 @@ pre AS MATERIALIZED (
   FROM (
     SELECT ${columns} FROM ${t} AS l
     WHERE NOT EXISTS (SELECT 1 FROM replay) AND l.item_set = $1::text
-      AND l.available_at OPERATOR(pg_catalog.<=) (SELECT ${NOW}) AND ${matches('l')}
+      AND l.available_at OPERATOR(pg_catalog.<=) (SELECT clock.at FROM clock) AND ${matches('l')}
     ORDER BY l.available_at, l.key COLLATE "C"
     LIMIT 1
     FOR NO KEY UPDATE OF l SKIP LOCKED
@@ -95,12 +98,12 @@ applied AS (
 SELECT COALESCE(replay.key, pre.key) AS key,
   CASE WHEN replay.key IS NOT NULL
     THEN ${claimPreImageJson('replay.', 'replay.now', 'false', '$4::text', 'NULL::bigint')}
-    ELSE ${claimPreImageJson('pre.', `COALESCE(pre.now, ${NOW})`, 'EXISTS (SELECT 1 FROM applied)', '$4::text', 'pre.removed_floor')}
+    ELSE ${claimPreImageJson('pre.', 'COALESCE(pre.now, clock.at)', 'EXISTS (SELECT 1 FROM applied)', '$4::text', 'pre.removed_floor')}
   END AS r,
   ${epochMs('COALESCE(replay.item_due_at, pre.item_due_at)')}::text AS due,
   CASE WHEN replay.key IS NULL AND pre.key IS NULL THEN ${epochMs(`(SELECT pg_catalog.min(n.available_at) FROM ${t} AS n
     WHERE n.item_set = $1::text AND n.available_at IS NOT NULL AND ${matches('n')})`)}::text END AS next_at
-FROM (SELECT) AS one LEFT JOIN replay ON true LEFT JOIN pre ON true`;
+FROM clock LEFT JOIN replay ON true LEFT JOIN pre ON true`;
 }
 
 /**

@@ -16,7 +16,7 @@ import { REMOVE_SUFFIX } from './remove.js';
 import { checkSubmissionInput, SUBMISSION_LOOKUP_SUFFIX, SUBMISSIONS_SUFFIX } from './submissions.js';
 import { sharesOneConnection, type PostgresClient } from './client.js';
 import { assertEncodable, assertEncodableAttributes, assertEncodableState } from './encodable.js';
-import { createPostgresItems, itemStatements } from './items.js';
+import { createPostgresItems, itemStatements, type PostgresItemsMethods } from './items.js';
 import { ownStatementFailure } from './failures.js';
 import { refuseInsideFencedWrite, runFencedTransaction, type PostgresWriteContext } from './fenced-transaction.js';
 import { createStatementCache, runFencedStatement, type FencedStatementOptions, type FencedStatementOutcome } from './fenced-statement.js';
@@ -88,6 +88,10 @@ export interface PostgresStoreOptions {
 
 /** The Postgres lease store. */
 export interface PostgresStore extends Store<PostgresWriteContext> {
+  /** Claim-next (items.ts): the store offers all three. */
+  addItems: PostgresItemsMethods['addItems'];
+  removeItems: PostgresItemsMethods['removeItems'];
+  claimNext: PostgresItemsMethods['claimNext'];
   /** The table as configured. */
   readonly table: string;
   /**
