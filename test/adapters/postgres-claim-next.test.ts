@@ -1,7 +1,8 @@
 /**
  * Claim-next on PostgreSQL (issue 24, capability 1): the conformance specs (src/testing/specs-claim-next.ts) on
  * every client: pg Pool and Client, postgres.js, PGlite, and pg and postgres.js behind PgBouncer in transaction
- * mode (`prepare: false`); a model test on pg Pool that also checks `available_at` after every step.
+ * mode (`prepare: false`); a model test on pg Pool that also checks `available_at` after every step; and the race
+ * of 8 clients over 100 items.
  */
 import pg from 'pg';
 import { afterAll, describe, it } from 'vitest';
@@ -9,6 +10,7 @@ import { describeClaimNextConformance } from '../../src/testing/specs-claim-next
 import { vitestRunner } from '../conformance/vitest-runner.js';
 import { scaled } from '../support/scale.js';
 import { runClaimNextModel } from './postgres-claim-next-model.js';
+import { runClaimNextRace } from './postgres-claim-next-race.js';
 import { makePostgresHarness, sharedPostgresUrl } from './postgres-harness.js';
 import { makeBouncedHarness, stopBouncer } from './postgres-pgbouncer-harness.js';
 
@@ -27,6 +29,19 @@ describe('postgres claim-next against a model kept from outcomes, with available
     const pool = new pg.Pool({ connectionString: await sharedPostgresUrl(), max: 1 });
     try {
       await runClaimNextModel(harness, async (text, params) => (await pool.query(text, params)).rows, scaled(40));
+    } finally {
+      await pool.end();
+      await harness.close();
+    }
+  }, 120_000);
+});
+
+describe('postgres claim-next race: 8 clients over 100 items', () => {
+  it('pg Pool: one live holder per item at a time, fenced writes in token order, none starved, none lost', async () => {
+    const harness = await makePostgresHarness('pg-pool')();
+    const pool = new pg.Pool({ connectionString: await sharedPostgresUrl(), max: 1 });
+    try {
+      await runClaimNextRace(harness, async (text, params) => (await pool.query(text, params)).rows);
     } finally {
       await pool.end();
       await harness.close();
