@@ -5,7 +5,7 @@
  * of 8 clients over 100 items.
  */
 import pg from 'pg';
-import { afterAll, describe, it } from 'vitest';
+import { afterAll, describe, expect, it } from 'vitest';
 import { describeClaimNextConformance } from '../../src/testing/specs-claim-next.js';
 import { vitestRunner } from '../conformance/vitest-runner.js';
 import { scaled } from '../support/scale.js';
@@ -47,4 +47,22 @@ describe('postgres claim-next race: 8 clients over 100 items', () => {
       await harness.close();
     }
   }, 120_000);
+});
+
+describe('postgres addItems race: one new key added to two sets at once', () => {
+  it('pg Pool: one call adds it, the other answers in-another-set (never both ok)', async () => {
+    const harness = await makePostgresHarness('pg-pool')();
+    try {
+      const [first, second] = [harness.store, await harness.connect()];
+      for (let round = 0; round < 40; round += 1) {
+        const key = harness.freshKey('contested');
+        const outcomes = await Promise.all([first.addItems({ set: 'left', keys: [key] }), second.addItems({ set: 'right', keys: [key] })]);
+        const added = outcomes.filter((outcome) => outcome.ok && outcome.added.includes(key));
+        const refused = outcomes.filter((outcome) => !outcome.ok && outcome.reason === 'in-another-set' && outcome.key === key);
+        expect({ round, added: added.length, refused: refused.length }).toEqual({ round, added: 1, refused: 1 });
+      }
+    } finally {
+      await harness.close();
+    }
+  }, 60_000);
 });

@@ -106,37 +106,70 @@ SELECT COALESCE(replay.key, pre.key) AS key,
 FROM clock LEFT JOIN replay ON true LEFT JOIN pre ON true`;
 }
 
+/** The addItems function's name in the table's schema. */
+export const ADD_ITEMS_SUFFIX = 'add_items';
+
 /**
- * The addItems statement ($1 set, $2 keys text[], $3 delay ms): refuses the whole call when a key is an item of
- * another set (the first in the command's order); otherwise inserts a placeholder row per new key or makes an
- * existing row an item (its availability from the record as it is: `availableOfRow`). A key already in the set
- * keeps its due time. One JSON column: [now ms, due ms, added keys, other key, other set].
- * NOTE: the refusal is judged in the statement's snapshot: a concurrent addItems of the same key to another set
- * that commits first makes this one's `ON CONFLICT ... WHERE` leave the key out of `added` (not a refusal).
+ * `addItems` as one plpgsql function (one call, one round trip): refuses the whole call when a key is an item of
+ * another set (the first in the command's order); otherwise makes each key that is no item an item of the set, due
+ * at now plus the delay, its availability from the record as it is (`availableOfRow`). A key already in the set
+ * keeps its due time. Returns one JSON text: [now ms, due ms, added keys, other key, other set].
+ *
+ * ATOMICITY: every key first gets a row (a token-0 placeholder when new, which reads as no record), then all the
+ * rows are locked in key order, and the sets are judged after the locks, in a fresh snapshot (the function is
+ * VOLATILE, at READ COMMITTED): a concurrent addItems of the same key waits for this one and then sees its set.
+ * NOTE: a statement could not: both calls would judge a new key in snapshots without it, and the loser's upsert
+ * would leave it out of `added` instead of refusing (the race spec failed so). The placeholders a refused call
+ * inserted are deleted again.
  */
-function addItemsStatement(table: TableName): string {
-  const t = table.quoted;
-  return `WITH clock AS MATERIALIZED (
-  SELECT ${NOW} AS now, ${NOW} OPERATOR(pg_catalog.+) ($3::bigint::float8 OPERATOR(pg_catalog.*) '1 millisecond'::interval) AS due
-),
-other AS MATERIALIZED (
-  SELECT o.key, o.item_set FROM ${t} AS o
-  WHERE o.key = ANY ($2::text[]) AND o.item_set IS NOT NULL AND o.item_set OPERATOR(pg_catalog.<>) $1::text
-  ORDER BY pg_catalog.array_position($2::text[], o.key)
-  LIMIT 1
-),
-added AS (
-  INSERT INTO ${t} AS l (key, token, item_set, item_due_at, available_at)
-  SELECT k.key, 0, $1::text, clock.due, clock.due FROM pg_catalog.unnest($2::text[]) AS k(key), clock
-  WHERE NOT EXISTS (SELECT 1 FROM other)
-  ON CONFLICT (key) DO UPDATE SET item_set = EXCLUDED.item_set, item_due_at = EXCLUDED.item_due_at,
-    available_at = ${availableOfRow('l.', 'EXCLUDED.item_due_at')}, item_secret = l.secret_hash
-  WHERE l.item_set IS NULL
-  RETURNING l.key
-)
-SELECT pg_catalog.json_build_array(${epochMs('clock.now')}, ${epochMs('clock.due')}, (SELECT pg_catalog.json_agg(added.key) FROM added),
-  other.key, other.item_set)::text AS r
-FROM clock LEFT JOIN other ON true`;
+export function addItemsFunctionDdl(table: TableName, schemaPrefix: string): string {
+  const t = `${schemaPrefix}"${table.bare}"`;
+  return `CREATE OR REPLACE FUNCTION ${schemaPrefix}"${table.bare}_${ADD_ITEMS_SUFFIX}"(p_set text, p_keys text[], p_delay_ms bigint)
+RETURNS text
+LANGUAGE plpgsql VOLATILE
+SET search_path = pg_catalog, pg_temp
+AS $leasefence$
+DECLARE
+  now_at timestamptz;
+  due_at timestamptz;
+  inserted text[];
+  other_key text;
+  other_set text;
+  added json;
+BEGIN
+  WITH fresh AS (
+    INSERT INTO ${t} AS l (key, token)
+    SELECT k.key, 0 FROM unnest(p_keys) AS k(key) ORDER BY k.key COLLATE "C"
+    ON CONFLICT (key) DO NOTHING
+    RETURNING l.key
+  )
+  SELECT array_agg(fresh.key) INTO inserted FROM fresh;
+  PERFORM 1 FROM ${t} AS l WHERE l.key = ANY (p_keys) ORDER BY l.key COLLATE "C" FOR NO KEY UPDATE;
+  now_at := ${NOW};
+  due_at := now_at + p_delay_ms::float8 * '1 millisecond'::interval;
+  SELECT l.key, l.item_set INTO other_key, other_set FROM ${t} AS l
+  WHERE l.key = ANY (p_keys) AND l.item_set IS NOT NULL AND l.item_set <> p_set
+  ORDER BY array_position(p_keys, l.key)
+  LIMIT 1;
+  IF other_key IS NULL THEN
+    WITH changed AS (
+      UPDATE ${t} AS l SET item_set = p_set, item_due_at = due_at,
+        available_at = ${availableOfRow('l.', 'due_at')}, item_secret = l.secret_hash
+      WHERE l.key = ANY (p_keys) AND l.item_set IS NULL
+      RETURNING l.key
+    )
+    SELECT json_agg(changed.key) INTO added FROM changed;
+  ELSIF inserted IS NOT NULL THEN
+    DELETE FROM ${t} AS l WHERE l.key = ANY (inserted) AND l.state IS NULL AND l.item_set IS NULL AND l.waited_until IS NULL;
+  END IF;
+  RETURN json_build_array(${epochMs('now_at')}, ${epochMs('due_at')}, added, other_key, other_set)::text;
+END
+$leasefence$`;
+}
+
+/** The addItems call: $1 set, $2 keys (text[]), $3 delay ms. */
+function addItemsCall(table: TableName): string {
+  return `SELECT ${table.derive(ADD_ITEMS_SUFFIX)}($1::text, $2::text[], $3::bigint) AS r`;
 }
 
 /** The removeItems statement ($1 set, $2 keys text[]): the rows stay (records, grants, state); they are no items. */
@@ -157,7 +190,7 @@ export interface ItemStatements {
 }
 
 export function itemStatements(table: TableName): ItemStatements {
-  return { addItems: addItemsStatement(table), removeItems: removeItemsStatement(table), claimNext: claimNextStatement(table) };
+  return { addItems: addItemsCall(table), removeItems: removeItemsStatement(table), claimNext: claimNextStatement(table) };
 }
 
 /** A set name and a non-empty list of distinct keys: `InvalidArgumentError` before any I/O. */

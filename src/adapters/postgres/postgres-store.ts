@@ -16,7 +16,7 @@ import { REMOVE_SUFFIX } from './remove.js';
 import { checkSubmissionInput, SUBMISSION_LOOKUP_SUFFIX, SUBMISSIONS_SUFFIX } from './submissions.js';
 import { sharesOneConnection, type PostgresClient } from './client.js';
 import { assertEncodable, assertEncodableAttributes, assertEncodableState } from './encodable.js';
-import { createPostgresItems, itemStatements, type PostgresItemsMethods } from './items.js';
+import { ADD_ITEMS_SUFFIX, createPostgresItems, itemStatements, type PostgresItemsMethods } from './items.js';
 import { ownStatementFailure } from './failures.js';
 import { refuseInsideFencedWrite, runFencedTransaction, type PostgresWriteContext } from './fenced-transaction.js';
 import { createStatementCache, runFencedStatement, type FencedStatementOptions, type FencedStatementOutcome } from './fenced-statement.js';
@@ -178,7 +178,15 @@ export function createPostgresStore(given: PostgresStoreOptions): PostgresStore 
     throw new InvalidArgumentError(`prepare must be a boolean, got ${describe(options.prepare)}`);
   if (options.subscribeTimeoutMs !== undefined) subscribeTimeoutOf(options.subscribeTimeoutMs);
   const table: TableName = tableName(options.table ?? DEFAULT_LEASE_TABLE);
-  const derived = [CLAIM_FUNCTION_SUFFIX, SET_KEY_STATE_SUFFIX, REMOVE_SUFFIX, SUBMISSION_LOOKUP_SUFFIX, SUBMISSIONS_SUFFIX, 'token_floor'];
+  const derived = [
+    CLAIM_FUNCTION_SUFFIX,
+    SET_KEY_STATE_SUFFIX,
+    REMOVE_SUFFIX,
+    SUBMISSION_LOOKUP_SUFFIX,
+    SUBMISSIONS_SUFFIX,
+    'token_floor',
+    ADD_ITEMS_SUFFIX,
+  ];
   const schema = { names: [table.bare, ...derived.map((suffix) => `${table.bare}_${suffix}`)], fix: 'await store.migrate()' };
   const session: Session = createSession(options.client, options.prepare === undefined ? { schema } : { prepare: options.prepare, schema });
   const sql = leaseStatements(table);

@@ -4,6 +4,7 @@
  * under an advisory lock (safe when several processes start at once).
  */
 import { CLAIM_FUNCTION_SUFFIX, claimable, claimSet, firstGrant, stateExpected, type ClaimTerms } from './claim-rule.js';
+import { addItemsFunctionDdl } from './items.js';
 import { removeFunctionDdl } from './remove.js';
 import { setKeyStateFunctionDdl } from './key-state.js';
 import { submissionLookupDdl, submissionsTableDdl } from './submissions.js';
@@ -183,7 +184,7 @@ END $leasefence_ddl$`;
 
 /**
  * The DDL statements of a lease table, in order: the lease table, its removed-token floor, its submissions
- * table, and its functions (claim, set key state, remove, submission lookup).
+ * table, and its functions (claim, set key state, remove, submission lookup, add items).
  */
 export function schemaStatements(table: TableName): string[] {
   return [
@@ -195,6 +196,7 @@ export function schemaStatements(table: TableName): string[] {
     qualifiedFunctionDdl(table, (prefix) => setKeyStateFunctionDdl(table, prefix)),
     qualifiedFunctionDdl(table, (prefix) => removeFunctionDdl(table, prefix)),
     qualifiedFunctionDdl(table, (prefix) => submissionLookupDdl(table, prefix)),
+    qualifiedFunctionDdl(table, (prefix) => addItemsFunctionDdl(table, prefix)),
   ];
 }
 
