@@ -23,10 +23,15 @@ interface KeyModel {
   heldUntil: number | null;
   /** Its due time while it is an item of the set; `null`: not an item. */
   dueAt: number | null;
+  /** The key requires recovery (a record-first claim-next took an abandoned run over): blocked. */
+  recovery: boolean;
+  /** The last grant ended by expiring (taken over, or recorded `expired` by a state change): an abandoned run. */
+  endedExpired: boolean;
 }
 
 type Op =
-  | { kind: 'claimNext'; ttlMs: number }
+  | { kind: 'claimNext'; ttlMs: number; recordFirst: boolean }
+  | { kind: 'checkpoint' }
   | { kind: 'release'; pick: number; holdMs: number | null }
   | { kind: 'renew'; pick: number; ttlMs: number }
   | { kind: 'revoke'; pick: number }
@@ -37,11 +42,16 @@ type Op =
   | { kind: 'claim'; pick: number; ttlMs: number }
   | { kind: 'advance'; ms: number };
 
-const KEY_COUNT = 5;
+const KEY_COUNT = 3;
 const pickArb = fc.nat({ max: KEY_COUNT - 1 });
 const ttlArb = fc.integer({ min: 1, max: 60 });
 const opArb: fc.Arbitrary<Op> = fc.oneof(
-  { weight: 4, arbitrary: fc.record({ kind: fc.constant('claimNext' as const), ttlMs: ttlArb }) },
+  {
+    weight: 6,
+    // NOTE: short grants, so that expired grants are taken over (record-first's abandoned runs) often.
+    arbitrary: fc.record({ kind: fc.constant('claimNext' as const), ttlMs: fc.integer({ min: 1, max: 20 }), recordFirst: fc.boolean() }),
+  },
+  { weight: 2, arbitrary: fc.record({ kind: fc.constant('checkpoint' as const) }) },
   {
     weight: 3,
     arbitrary: fc.record({
@@ -62,7 +72,7 @@ const opArb: fc.Arbitrary<Op> = fc.oneof(
 
 /** Since when the model says the key is claimable (null: not an item). */
 function availableFrom(model: KeyModel): number | null {
-  if (model.dueAt === null) return null;
+  if (model.dueAt === null || model.recovery) return null;
   const end = model.grant !== null ? model.grant.expiresAt : model.endedAt;
   return Math.max(model.dueAt, end ?? Number.NEGATIVE_INFINITY, model.heldUntil ?? Number.NEGATIVE_INFINITY);
 }
@@ -102,17 +112,19 @@ export type Query = (text: string, params: unknown[]) => Promise<unknown[]>;
 export async function runClaimNextModel(harness: StoreHarness<PostgresStore>, query: Query, runs: number): Promise<void> {
   const { store } = harness;
   await fc.assert(
-    fc.asyncProperty(fc.array(opArb, { minLength: 1, maxLength: 40 }), async (ops) => {
+    fc.asyncProperty(fc.array(opArb, { minLength: 1, maxLength: 50, size: 'max' }), async (ops) => {
       const set = harness.freshKey('model').replace(/[{}]/g, '_');
       const keys = Array.from({ length: KEY_COUNT }, (_, index) => `{${set}}:${String.fromCharCode(97 + index)}`);
       const added = await store.addItems({ set, keys });
       if (!added.ok) throw new Error('addItems refused');
       const models = new Map<string, KeyModel>(
-        keys.map((key) => [key, { grant: null, endedAt: null, heldUntil: null, dueAt: added.dueAt }]),
+        keys.map((key) => [key, { grant: null, endedAt: null, heldUntil: null, dueAt: added.dueAt, recovery: false, endedExpired: false }]),
       );
       const modelOf = (index: number): [string, KeyModel] => [keys[index] as string, models.get(keys[index] as string) as KeyModel];
+      let lastGranted: string | null = null;
       const endGrant = (model: KeyModel, at: number): void => {
         if (model.grant === null) return;
+        model.endedExpired = model.grant.expiresAt <= at;
         model.endedAt = Math.min(at, model.grant.expiresAt);
         model.grant = null;
       };
@@ -129,7 +141,7 @@ export async function runClaimNextModel(harness: StoreHarness<PostgresStore>, qu
               secret: newSecret(),
               ttlMs: op.ttlMs,
               attributes: {},
-              onExpired: 'take-over',
+              onExpired: op.recordFirst ? 'record-first' : 'take-over',
             };
             const outcome = await store.claimNext(command);
             const { now } = outcome;
@@ -152,6 +164,12 @@ export async function runClaimNextModel(harness: StoreHarness<PostgresStore>, qu
             });
             if (!outcome.ok) break;
             const model = models.get(first.key) as KeyModel;
+            // NOTE: record-first with an abandoned run (an expired grant taken over, or one recorded expired).
+            const abandoned = model.grant !== null || model.endedExpired;
+            expect(outcome.recoveryRequired, `recovery of ${first.key}`).toBe(op.recordFirst && abandoned);
+            model.recovery = op.recordFirst && abandoned;
+            lastGranted = first.key;
+            model.endedExpired = false;
             model.grant = {
               expiresAt: now + op.ttlMs,
               fence: { key: first.key, token: outcome.token, secret: command.secret, holder: 'w', runId: null },
@@ -177,8 +195,9 @@ export async function runClaimNextModel(harness: StoreHarness<PostgresStore>, qu
               model.grant !== null ? model.grant.expiresAt : (model.endedAt ?? Number.NEGATIVE_INFINITY),
               model.heldUntil ?? Number.NEGATIVE_INFINITY,
             );
-            expect(claimed.ok, `claim of ${key} at ${now}`).toBe(since <= now);
+            expect(claimed.ok, `claim of ${key} at ${now}`).toBe(!model.recovery && since <= now);
             if (!claimed.ok) break;
+            model.endedExpired = false;
             model.grant = { expiresAt: now + op.ttlMs, fence: { key, token: claimed.token, secret, holder: 'c', runId: null } };
             model.heldUntil = null;
             break;
@@ -191,6 +210,7 @@ export async function runClaimNextModel(harness: StoreHarness<PostgresStore>, qu
             expect(released.ok).toBe(now < model.grant.expiresAt);
             if (!released.ok) break;
             endGrant(model, now);
+            model.endedExpired = false;
             if (op.holdMs !== null) model.heldUntil = now + op.holdMs;
             break;
           }
@@ -203,6 +223,17 @@ export async function runClaimNextModel(harness: StoreHarness<PostgresStore>, qu
             if (renewed.ok) model.grant.expiresAt = now + op.ttlMs;
             break;
           }
+          case 'checkpoint': {
+            // NOTE: a checkpoint by the holder of the last claim-next grant (what a record-first holder does
+            // first) resolves a pending recovery.
+            if (lastGranted === null) break;
+            const model = models.get(lastGranted) as KeyModel;
+            if (model.grant === null) break;
+            const saved = await store.checkpoint({ fence: model.grant.fence, json: '{"step":1}' });
+            expect(saved.ok).toBe(nowOf(saved) < model.grant.expiresAt);
+            if (saved.ok) model.recovery = false;
+            break;
+          }
           case 'revoke': {
             const [key, model] = modelOf(op.pick);
             const revoked = await store.revoke({ key, reason: 'ops', by: 'ops', requireRecovery: false, expectedToken: null });
@@ -210,6 +241,8 @@ export async function runClaimNextModel(harness: StoreHarness<PostgresStore>, qu
             if (model.grant !== null) {
               model.grant = null;
               model.endedAt = nowOf(revoked);
+              model.endedExpired = false;
+              model.recovery = false;
             }
             break;
           }
@@ -226,6 +259,8 @@ export async function runClaimNextModel(harness: StoreHarness<PostgresStore>, qu
             model.grant = null;
             model.endedAt = null;
             model.heldUntil = null;
+            model.recovery = false;
+            model.endedExpired = false;
             break;
           }
           case 'removeItem': {
