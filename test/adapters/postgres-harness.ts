@@ -105,7 +105,7 @@ export interface LedgerHarnessSetup {
 
 /**
  * A harness on `table` whose ledger is a table written inside the fenced write; `expireNow` sets
- * `expires_at` to the server's clock.
+ * `expires_at` (and an item's `available_at`) to the server's clock.
  */
 export async function ledgerHarness(setup: LedgerHarnessSetup): Promise<StoreHarness<PostgresStore>> {
   const { table, storeOptions } = setup;
@@ -163,7 +163,10 @@ export async function ledgerHarness(setup: LedgerHarnessSetup): Promise<StoreHar
     },
     expireNow: async (key) => {
       await main.client.query(
-        `UPDATE "${table}" SET expires_at = date_trunc('milliseconds', clock_timestamp())
+        // NOTE: an item's availability (claim-next) moves with its expiry, as every statement keeps it.
+        `UPDATE "${table}" SET expires_at = date_trunc('milliseconds', clock_timestamp()),
+           available_at = CASE WHEN item_set IS NULL OR recovery_required THEN NULL
+             ELSE GREATEST(item_due_at, date_trunc('milliseconds', clock_timestamp()), held_until) END
          WHERE key = $1 AND holder IS NOT NULL AND expires_at > clock_timestamp()`,
         [key],
       );

@@ -116,7 +116,7 @@ export function describePostgresAdapterSpecs(kind: PostgresClientKind): void {
         ...(pooled ? ['BEGIN'] : []),
         'WITH pre AS',
         `INSERT INTO "${ctx().table}_out"`,
-        `UPDATE "${ctx().table}" SET`,
+        `UPDATE "${ctx().table}" AS`,
         ...(pooled ? ['COMMIT'] : []),
       ]);
     });

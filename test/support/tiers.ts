@@ -38,6 +38,7 @@ export const STORES_FILES: readonly string[] = [
   'test/adapters/etcd-submissions.test.ts',
   'test/adapters/etcd-tokens.test.ts',
   'test/adapters/postgres-checkout-error.test.ts',
+  'test/adapters/postgres-claim-next.test.ts',
   'test/adapters/postgres-connect-wrappers.test.ts',
   'test/adapters/postgres-errors.test.ts',
   'test/adapters/postgres-fenced-transaction.test.ts',

@@ -6,6 +6,7 @@
  * table aliased `l`; `ClaimTerms` names the store's now and the claim's parameters in the caller's scope.
  */
 
+import { availableAtSet, itemSecretSet } from './availability.js';
 import type { TableName } from './identifier.js';
 import { mintTokenSql } from './token-floor.js';
 
@@ -81,9 +82,11 @@ export function claimable(terms: ClaimTerms): string {
 /**
  * The grant, as an UPDATE's SET list (`removedFloor`: the removed-token floor's SQL, token-floor.ts): the next token, the new holder, and an expired holder recorded as
  * the ending (a released, revoked or state-changed one already is); the checkpoint, a pending recovery and
- * the key state are kept (a placeholder row gets the empty state: it becomes a record), a passed hold is cleared.
+ * the key state are kept (a placeholder row gets the empty state: it becomes a record), a passed hold is cleared;
+ * on an item row, its availability (availability.ts) and its grant's secret for the "delivered twice" lookup
+ * (`recoveryRequired`: the row's new recovery flag, SQL; claim-next's record-first sets it).
  */
-export function claimSet(terms: ClaimTerms, removedFloor: string): string {
+export function claimSet(terms: ClaimTerms, removedFloor: string, recoveryRequired = 'pre.recovery_required'): string {
   const kept = (column: string, expired: string) => `${column} = CASE WHEN pre.holder IS NULL THEN pre.${column} ELSE ${expired} END`;
   return `token = ${mintTokenSql('pre.token', terms.now, removedFloor)},
     state = COALESCE(pre.state, '{}'::jsonb), held_until = NULL,
@@ -91,7 +94,9 @@ export function claimSet(terms: ClaimTerms, removedFloor: string): string {
     expires_at = ${expiresAfter(terms)}, attributes = ${terms.attributes},
     ${kept('ending_kind', `'expired'`)}, ${kept('ending_token', 'pre.token')}, ${kept('ending_holder', 'pre.holder')},
     ${kept('ending_run_id', 'pre.run_id')}, ${kept('ending_at', 'pre.expires_at')},
-    ${kept('ending_reason', 'NULL')}, ${kept('ending_by', 'NULL')}`;
+    ${kept('ending_reason', 'NULL')}, ${kept('ending_by', 'NULL')},
+    ${availableAtSet({ blocked: `${recoveryRequired} OR ${terms.ttlMs} IS NULL`, end: expiresAfter(terms), held: 'NULL' })},
+    ${itemSecretSet(terms.secret)}`;
 }
 
 /**

@@ -4,7 +4,7 @@
  * `createLeases` already refuses such input; these checks keep the store safe when it is called directly.
  */
 import { InvalidArgumentError } from '../../errors.js';
-import { assertStorableText } from '../../validate.js';
+import { assertStorableText, describe } from '../../validate.js';
 
 /**
  * The most attributes a grant's row keeps (its `attributes` jsonb is read by every fenced operation).
@@ -25,5 +25,17 @@ export function assertEncodableAttributes(attributes: Readonly<Record<string, st
   for (const [name, value] of entries) {
     assertEncodable('attribute name', name);
     assertEncodable(`attribute ${name}`, value);
+  }
+}
+
+/** Checks every name and value of key-state values (`null`: absent) before any I/O. */
+export function assertEncodableState(what: string, values: Readonly<Record<string, string | null>>): void {
+  if (typeof values !== 'object' || values === null)
+    throw new InvalidArgumentError(`${what} must be an object of names to strings or null`);
+  for (const [name, value] of Object.entries(values)) {
+    assertEncodable(`${what} name`, name);
+    if (value !== null && typeof value !== 'string')
+      throw new InvalidArgumentError(`${what} ${name} must be a string or null, got ${describe(value)}`);
+    assertEncodable(`${what} ${name}`, value);
   }
 }

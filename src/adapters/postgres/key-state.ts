@@ -17,6 +17,7 @@
 import type { TableName } from './identifier.js';
 import { freedChannelOf } from './freed-channel.js';
 import { NOW, preImageJson } from './rows.js';
+import { availableAtSet } from './availability.js';
 
 /** The function's name in the table's schema. */
 export const SET_KEY_STATE_SUFFIX = 'set_key_state';
@@ -85,13 +86,21 @@ BEGIN
           ending_token = pre.token, ending_holder = pre.holder, ending_run_id = pre.run_id,
           ending_at = CASE WHEN live THEN now_at ELSE pre.expires_at END,
           ending_reason = NULL, ending_by = CASE WHEN live THEN p_by END,
-          ending_change = CASE WHEN live THEN change END
+          ending_change = CASE WHEN live THEN change END,
+          ${availableAtSet({ blocked: 'pre.recovery_required', end: 'CASE WHEN live THEN now_at ELSE pre.expires_at END', held: 'next_held' })}
         WHERE l.key = p_key;
         IF p_notify THEN
           PERFORM pg_notify('${freedChannelOf(table)}', p_key);
         END IF;
       ELSE
-        UPDATE ${t} AS l SET state = next_state, held_until = next_held WHERE l.key = p_key;
+        -- NOTE: a placeholder row (no record) keeps no ending: available since its due time and the hold.
+        UPDATE ${t} AS l SET state = next_state, held_until = next_held,
+          ${availableAtSet({
+            blocked: 'pre.recovery_required OR (pre.holder IS NOT NULL AND pre.expires_at IS NULL)',
+            end: 'CASE WHEN pre.state IS NULL THEN NULL WHEN pre.holder IS NOT NULL THEN pre.expires_at ELSE pre.ending_at END',
+            held: 'next_held',
+          })}
+        WHERE l.key = p_key;
       END IF;
       RETURN ${preImage('true')};
     END IF;

@@ -15,7 +15,8 @@ import { orderedValues, SET_KEY_STATE_SUFFIX } from './key-state.js';
 import { REMOVE_SUFFIX } from './remove.js';
 import { checkSubmissionInput, SUBMISSION_LOOKUP_SUFFIX, SUBMISSIONS_SUFFIX } from './submissions.js';
 import { sharesOneConnection, type PostgresClient } from './client.js';
-import { assertEncodable, assertEncodableAttributes } from './encodable.js';
+import { assertEncodable, assertEncodableAttributes, assertEncodableState } from './encodable.js';
+import { ADD_ITEMS_SUFFIX, createPostgresItems, itemStatements, type PostgresItemsMethods } from './items.js';
 import { ownStatementFailure } from './failures.js';
 import { refuseInsideFencedWrite, runFencedTransaction, type PostgresWriteContext } from './fenced-transaction.js';
 import { createStatementCache, runFencedStatement, type FencedStatementOptions, type FencedStatementOutcome } from './fenced-statement.js';
@@ -87,6 +88,10 @@ export interface PostgresStoreOptions {
 
 /** The Postgres lease store. */
 export interface PostgresStore extends Store<PostgresWriteContext> {
+  /** Claim-next (items.ts): the store offers all three. */
+  addItems: PostgresItemsMethods['addItems'];
+  removeItems: PostgresItemsMethods['removeItems'];
+  claimNext: PostgresItemsMethods['claimNext'];
   /** The table as configured. */
   readonly table: string;
   /**
@@ -116,18 +121,6 @@ export interface PostgresStore extends Store<PostgresWriteContext> {
 const DEFAULT_MARGIN_MS = 500;
 const STORE_OPTION_NAMES = ['client', 'prepare', 'table', 'fencedTransactionMarginMs', 'listener', 'subscribeTimeoutMs'] as const;
 const MAX_MARGIN_MS = 60_000;
-
-/** Checks every name and value of key-state values (`null`: absent) before any I/O. */
-function assertEncodableState(what: string, values: Readonly<Record<string, string | null>>): void {
-  if (typeof values !== 'object' || values === null)
-    throw new InvalidArgumentError(`${what} must be an object of names to strings or null`);
-  for (const [name, value] of Object.entries(values)) {
-    assertEncodable(`${what} name`, name);
-    if (value !== null && typeof value !== 'string')
-      throw new InvalidArgumentError(`${what} ${name} must be a string or null, got ${describe(value)}`);
-    assertEncodable(`${what} ${name}`, value);
-  }
-}
 
 /** The longest hold the store takes: 100 years (a `timestamptz` far beyond would be out of range). */
 const MAX_HOLD_MS = 100 * 365.25 * 24 * 3_600_000;
@@ -185,7 +178,15 @@ export function createPostgresStore(given: PostgresStoreOptions): PostgresStore 
     throw new InvalidArgumentError(`prepare must be a boolean, got ${describe(options.prepare)}`);
   if (options.subscribeTimeoutMs !== undefined) subscribeTimeoutOf(options.subscribeTimeoutMs);
   const table: TableName = tableName(options.table ?? DEFAULT_LEASE_TABLE);
-  const derived = [CLAIM_FUNCTION_SUFFIX, SET_KEY_STATE_SUFFIX, REMOVE_SUFFIX, SUBMISSION_LOOKUP_SUFFIX, SUBMISSIONS_SUFFIX, 'token_floor'];
+  const derived = [
+    CLAIM_FUNCTION_SUFFIX,
+    SET_KEY_STATE_SUFFIX,
+    REMOVE_SUFFIX,
+    SUBMISSION_LOOKUP_SUFFIX,
+    SUBMISSIONS_SUFFIX,
+    'token_floor',
+    ADD_ITEMS_SUFFIX,
+  ];
   const schema = { names: [table.bare, ...derived.map((suffix) => `${table.bare}_${suffix}`)], fix: 'await store.migrate()' };
   const session: Session = createSession(options.client, options.prepare === undefined ? { schema } : { prepare: options.prepare, schema });
   const sql = leaseStatements(table);
@@ -398,6 +399,8 @@ export function createPostgresStore(given: PostgresStoreOptions): PostgresStore 
     },
 
     list: createPostgresList(session, listStatement(table)),
+
+    ...createPostgresItems({ statements: itemStatements(table), statement: ownStatement, guard: (operation) => guard(null, operation) }),
 
     ...(watches === undefined ? {} : { watchFreed: watches.watchFreed, watchRevoked: watches.watchRevoked }),
 

@@ -17,6 +17,32 @@ import { NOW, preImageJson } from './rows.js';
 import { SUBMISSIONS_SUFFIX } from './submissions.js';
 import { raiseFloorSql } from './token-floor.js';
 
+/** Every column of a record, cleared (a placeholder row: no record; `waited_until` is waiter interest, kept). */
+const CLEARED_COLUMNS = [
+  'holder',
+  'run_id',
+  'secret_hash',
+  'acquired_at',
+  'expires_at',
+  'attributes',
+  'ending_kind',
+  'ending_token',
+  'ending_holder',
+  'ending_run_id',
+  'ending_at',
+  'ending_reason',
+  'ending_by',
+  'ending_change',
+  'checkpoint_json',
+  'checkpoint_token',
+  'checkpoint_written_at',
+  'state',
+  'held_until',
+]
+  .map((column) => `${column} = NULL`)
+  .join(', ')
+  .concat(', recovery_required = false');
+
 /** The function's name in the table's schema. */
 export const REMOVE_SUFFIX = 'remove';
 
@@ -44,7 +70,14 @@ BEGIN
   IF found_row AND pre.state IS NOT NULL
     AND (p_expected IS NULL OR pre.token::numeric = p_expected)
     AND (p_force OR pre.holder IS NULL OR (pre.expires_at IS NOT NULL AND now_at >= pre.expires_at)) THEN
-    DELETE FROM ${t} AS l WHERE l.key = p_key;
+    IF pre.item_set IS NULL THEN
+      DELETE FROM ${t} AS l WHERE l.key = p_key;
+    ELSE
+      -- NOTE: an item stays an item of its set (claim-next): its row becomes a token-0 placeholder (no record),
+      -- available since its due time; its next grant mints above the removed-token floor raised below.
+      UPDATE ${t} AS l SET token = 0, ${CLEARED_COLUMNS}, available_at = l.item_due_at, item_secret = NULL
+      WHERE l.key = p_key;
+    END IF;
     ${raiseFloorSql(`${schemaPrefix}"${table.bare}_token_floor"`, 'pre.token')};
     DELETE FROM ${schemaPrefix}"${table.bare}_${SUBMISSIONS_SUFFIX}" AS s WHERE s.key = p_key;
     IF p_notify THEN

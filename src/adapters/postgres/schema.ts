@@ -4,6 +4,7 @@
  * under an advisory lock (safe when several processes start at once).
  */
 import { CLAIM_FUNCTION_SUFFIX, claimable, claimSet, firstGrant, stateExpected, type ClaimTerms } from './claim-rule.js';
+import { addItemsFunctionDdl } from './items.js';
 import { removeFunctionDdl } from './remove.js';
 import { setKeyStateFunctionDdl } from './key-state.js';
 import { submissionLookupDdl, submissionsTableDdl } from './submissions.js';
@@ -23,11 +24,15 @@ export const DEFAULT_LEASE_TABLE = 'leasefence_leases';
  * in their own table (submissions.ts), so no lease statement reads or rewrites them. Times are `timestamptz(3)`
  * on the server's clock, truncated to milliseconds so that SQL and the pure core compare the same values.
  *
+ * `item_set`, `item_due_at`, `available_at` and `item_secret` make the row an item of a claim-next set
+ * (items.ts; availability.ts keeps `available_at`).
+ *
  * NOTE: no CHECK constraints. Postgres deserialises and compiles a table's CHECK expressions on every
  * statement that writes it, which cost a lease operation about a fifth of its server time; the only writers
  * are leasefence's statements, which keep `holder` and `secret_hash` NULL together, tokens positive and endings
- * one of three kinds, and the conformance and model suites check what they write. Updates are HOT (no
- * index entry written): the only indexed column, `key`, never changes, and page pruning makes room (a
+ * one of three kinds, and the conformance and model suites check what they write. Updates of a key that is
+ * no item are HOT (no index entry written): `key` never changes, the item columns the partial indexes read stay
+ * NULL (NULL written over NULL), and page pruning makes room (a
  * lower fillfactor was measured and did not pay: only the first update of rows on freshly filled pages
  * missed, about 1%).
  */
@@ -55,8 +60,26 @@ function tableDdl(table: TableName): string {
   ending_change jsonb,
   state jsonb,
   held_until timestamptz(3),
-  waited_until timestamptz(3)
+  waited_until timestamptz(3),
+  item_set text,
+  item_due_at timestamptz(3),
+  available_at timestamptz(3),
+  item_secret text
 )`;
+}
+
+/**
+ * The claim-next indexes (items.ts), partial: a key that is no item has no entry, and its updates write NULL over
+ * NULL in `available_at` and `item_secret`, so they stay HOT. `ready` hands a set's items in grant order
+ * (availability, then key: `COLLATE "C"` is code-unit order for the UTF-8 keys); `secret` finds the live grant a
+ * re-delivered claim-next made.
+ */
+function itemIndexesDdl(table: TableName): string[] {
+  const index = (suffix: string) => `"${table.bare}_${suffix}"`;
+  return [
+    `CREATE INDEX IF NOT EXISTS ${index('ready')} ON ${table.quoted} (item_set, available_at, key COLLATE "C") WHERE available_at IS NOT NULL`,
+    `CREATE INDEX IF NOT EXISTS ${index('item_secret')} ON ${table.quoted} (item_set, item_secret) WHERE item_secret IS NOT NULL`,
+  ];
 }
 
 /** The claim function's arguments, as `claim-rule.ts` terms. */
@@ -161,17 +184,19 @@ END $leasefence_ddl$`;
 
 /**
  * The DDL statements of a lease table, in order: the lease table, its removed-token floor, its submissions
- * table, and its functions (claim, set key state, remove, submission lookup).
+ * table, and its functions (claim, set key state, remove, submission lookup, add items).
  */
 export function schemaStatements(table: TableName): string[] {
   return [
     tableDdl(table),
+    ...itemIndexesDdl(table),
     tokenFloorDdl(table),
     submissionsTableDdl(table),
     qualifiedFunctionDdl(table, (prefix) => claimFunctionDdl(table, prefix)),
     qualifiedFunctionDdl(table, (prefix) => setKeyStateFunctionDdl(table, prefix)),
     qualifiedFunctionDdl(table, (prefix) => removeFunctionDdl(table, prefix)),
     qualifiedFunctionDdl(table, (prefix) => submissionLookupDdl(table, prefix)),
+    qualifiedFunctionDdl(table, (prefix) => addItemsFunctionDdl(table, prefix)),
   ];
 }
 

@@ -29,6 +29,7 @@
  */
 import type { Fence } from '../../fence/types.js';
 import { claimable, claimFunction, claimSet, type ClaimTerms } from './claim-rule.js';
+import { availableAtSet } from './availability.js';
 import { removeCall } from './remove.js';
 import { setKeyStateCall } from './key-state.js';
 import { recordSubmissionStatement, submissionLookup } from './submissions.js';
@@ -289,27 +290,44 @@ SELECT ${preImageJson(PRE_IMAGE_WIDTH.lockShared, 'pre.', LOCKED_NOW, 'false', '
 FROM (SELECT) AS one LEFT JOIN pre ON true`;
 }
 
-/** The SET list of a release ($7 'keep' | 'clear' | 'replace', $8 checkpoint JSON text). */
-const RELEASE_SET = `${CLEAR_GRANT},
+/**
+ * The SET list of a release ($7 'keep' | 'clear' | 'replace', $8 checkpoint JSON text), with the key's new hold
+ * (`held`, SQL; `l.held_until`: kept). An explicit checkpoint decision resolves a pending recovery.
+ */
+const releaseSet = (held: string): string => `${CLEAR_GRANT},
     ending_kind = 'released', ending_token = pre.token, ending_holder = pre.holder, ending_run_id = pre.run_id,
     ending_at = pre.now, ending_reason = NULL, ending_by = NULL,
     checkpoint_json = CASE $7::text WHEN 'keep' THEN l.checkpoint_json WHEN 'clear' THEN NULL ELSE $8::text END,
     checkpoint_token = CASE $7::text WHEN 'keep' THEN l.checkpoint_token WHEN 'clear' THEN NULL ELSE pre.token END,
     checkpoint_written_at = CASE $7::text WHEN 'keep' THEN l.checkpoint_written_at WHEN 'clear' THEN NULL ELSE pre.now END,
-    recovery_required = CASE $7::text WHEN 'keep' THEN l.recovery_required ELSE false END`;
+    recovery_required = CASE $7::text WHEN 'keep' THEN l.recovery_required ELSE false END,
+    ${availableAtSet({ blocked: `$7::text = 'keep' AND l.recovery_required`, end: 'pre.now', held })}`;
 
-/** The SET list of a release with a hold ($9 hold ms): the key is held back until the store's now plus it. */
-const RELEASE_HOLD_SET = `${RELEASE_SET},
-    held_until = pre.now OPERATOR(pg_catalog.+) ($9::bigint::float8 OPERATOR(pg_catalog.*) '1 millisecond'::interval)`;
+/** The SET list of a release. */
+const RELEASE_SET = releaseSet('l.held_until');
+
+/** The hold of a release with `holdMs` ($9): the key is held back until the store's now plus it. */
+const RELEASE_HOLD = `pre.now OPERATOR(pg_catalog.+) ($9::bigint::float8 OPERATOR(pg_catalog.*) '1 millisecond'::interval)`;
+
+/** The SET list of a release with a hold ($9 hold ms). */
+const RELEASE_HOLD_SET = `${releaseSet(RELEASE_HOLD)},
+    held_until = ${RELEASE_HOLD}`;
 
 /** The SET list of a revoke ($2 reason, $3 by, $4 require recovery). */
 const REVOKE_SET = `token = pre.token OPERATOR(pg_catalog.+) 1::bigint, ${CLEAR_GRANT},
     ending_kind = 'revoked', ending_token = pre.token, ending_holder = pre.holder, ending_run_id = pre.run_id,
     ending_at = pre.now, ending_reason = $2::text, ending_by = $3::text,
-    recovery_required = ($4::boolean AND pre.checkpoint_json IS NOT NULL)`;
+    recovery_required = ($4::boolean AND pre.checkpoint_json IS NOT NULL),
+    ${availableAtSet({ blocked: '$4::boolean AND pre.checkpoint_json IS NOT NULL', end: 'pre.now', held: 'l.held_until' })}`;
 
 /** Which grant a revoke ends: any held one, or the one of $5 (the expected token). */
 const REVOKE_CONDITION = `pre.holder IS NOT NULL AND ($5::numeric IS NULL OR pre.token::numeric OPERATOR(pg_catalog.=) $5::numeric)`;
+
+/** A renew's new expiry ($7 ttl ms, NULL: none). */
+const RENEWED_EXPIRY = `pre.now OPERATOR(pg_catalog.+) ($7::bigint::float8 OPERATOR(pg_catalog.*) '1 millisecond'::interval)`;
+
+/** The availability of a held row whose grant stays (checkpoint, recover, a fenced write's checkpoint: recovery resolved). */
+const HELD_AVAILABLE_AT = availableAtSet({ blocked: 'l.expires_at IS NULL', end: 'l.expires_at', held: 'l.held_until' });
 
 /** Builds the statements of a (validated, quoted) lease table. */
 export function leaseStatements(table: TableName): LeaseStatements {
@@ -322,7 +340,8 @@ export function leaseStatements(table: TableName): LeaseStatements {
       table,
       PRE_IMAGE_WIDTH.renew,
       'NO KEY UPDATE',
-      `expires_at = pre.now OPERATOR(pg_catalog.+) ($7::bigint::float8 OPERATOR(pg_catalog.*) '1 millisecond'::interval)`,
+      `expires_at = ${RENEWED_EXPIRY},
+    ${availableAtSet({ blocked: 'l.recovery_required OR $7::bigint IS NULL', end: RENEWED_EXPIRY, held: 'l.held_until' })}`,
       FENCE_HOLDS,
     ),
 
@@ -330,7 +349,8 @@ export function leaseStatements(table: TableName): LeaseStatements {
       table,
       PRE_IMAGE_WIDTH.checkpoint,
       'NO KEY UPDATE',
-      `checkpoint_json = $7::text, checkpoint_token = pre.token, checkpoint_written_at = pre.now, recovery_required = false`,
+      `checkpoint_json = $7::text, checkpoint_token = pre.token, checkpoint_written_at = pre.now, recovery_required = false,
+    ${HELD_AVAILABLE_AT}`,
       FENCE_HOLDS,
     ),
 
@@ -365,7 +385,8 @@ export function leaseStatements(table: TableName): LeaseStatements {
       `recovery_required = false,
     checkpoint_json = CASE WHEN $7::text = 'discard' THEN NULL ELSE pre.checkpoint_json END,
     checkpoint_token = CASE WHEN $7::text = 'discard' OR pre.checkpoint_json IS NULL THEN NULL ELSE pre.token END,
-    checkpoint_written_at = CASE WHEN $7::text = 'discard' OR pre.checkpoint_json IS NULL THEN NULL ELSE pre.now END`,
+    checkpoint_written_at = CASE WHEN $7::text = 'discard' OR pre.checkpoint_json IS NULL THEN NULL ELSE pre.now END,
+    ${HELD_AVAILABLE_AT}`,
       FENCE_HOLDS,
     ),
 
@@ -391,8 +412,9 @@ FROM (SELECT ${NOW} AS now) AS clock LEFT JOIN ${table.quoted} AS pre ON pre.key
 
     // NOTE: the row is locked FOR NO KEY UPDATE by this transaction since the fence check, so it is the
     // version the check read; the token condition only guards against a misuse of the statement.
-    saveCheckpoint: `UPDATE ${table.quoted} SET checkpoint_json = $3::text, checkpoint_token = token,
-  checkpoint_written_at = pg_catalog.to_timestamp($4::float8 OPERATOR(pg_catalog./) 1000::float8), recovery_required = false
+    saveCheckpoint: `UPDATE ${table.quoted} AS l SET checkpoint_json = $3::text, checkpoint_token = token,
+  checkpoint_written_at = pg_catalog.to_timestamp($4::float8 OPERATOR(pg_catalog./) 1000::float8), recovery_required = false,
+  ${HELD_AVAILABLE_AT}
 WHERE key = $1::text AND token = $2::bigint AND holder IS NOT NULL
 RETURNING 1 AS saved`,
   };
