@@ -1,13 +1,10 @@
 /**
- * Claim-next on PostgreSQL (issue 24, capability 1): the conformance specs (src/testing/specs-claim-next.ts) on
- * every client: pg Pool and Client, postgres.js, PGlite, and pg and postgres.js behind PgBouncer in transaction
- * mode (`prepare: false`); a model test (pg Pool, postgres.js, pg through PgBouncer) that also checks `available_at` after every step; and the race
+ * Claim-next on PostgreSQL (issue 24, capability 1; the conformance specs run with every store's, conformance.ts,
+ * on every client): a model test (pg Pool, postgres.js, pg through PgBouncer) that also checks `available_at` after every step; and the race
  * of 8 clients over 100 items.
  */
 import pg from 'pg';
 import { afterAll, describe, expect, it } from 'vitest';
-import { describeClaimNextConformance } from '../../src/testing/specs-claim-next.js';
-import { vitestRunner } from '../conformance/vitest-runner.js';
 import { scaled } from '../support/scale.js';
 import { runClaimNextModel } from './postgres-claim-next-model.js';
 import { runClaimNextRace } from './postgres-claim-next-race.js';
@@ -15,13 +12,6 @@ import { makePostgresHarness, sharedPostgresUrl } from './postgres-harness.js';
 import { makeBouncedHarness, stopBouncer } from './postgres-pgbouncer-harness.js';
 
 afterAll(stopBouncer);
-
-describeClaimNextConformance(vitestRunner, 'postgres (pg Pool)', makePostgresHarness('pg-pool'));
-describeClaimNextConformance(vitestRunner, 'postgres (pg Client)', makePostgresHarness('pg-client'));
-describeClaimNextConformance(vitestRunner, 'postgres (postgres.js)', makePostgresHarness('postgresjs'));
-describeClaimNextConformance(vitestRunner, 'postgres (PGlite)', makePostgresHarness('pglite'));
-describeClaimNextConformance(vitestRunner, 'postgres (pg Pool, PgBouncer, prepare: false)', makeBouncedHarness('pg-pool'));
-describeClaimNextConformance(vitestRunner, 'postgres (postgres.js, PgBouncer, prepare: false)', makeBouncedHarness('postgresjs'));
 
 describe('postgres claim-next against a model kept from outcomes, with available_at checked after every step', () => {
   const cases = [
