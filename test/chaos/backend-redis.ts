@@ -11,13 +11,15 @@ import { createLeases } from '../../src/leases.js';
 import type { Leases } from '../../src/leases-types.js';
 import type { Store } from '../../src/store.js';
 import { finalKeyState, resourceOf, type ClientKind, type StoreAdmin, type WorkerBackend } from './backend.js';
+import { keyNames } from '../../src/adapters/redis/keys.js';
 import { EXPIRE_NOW_SCRIPT } from '../support/redis-expire.js';
 
 /** The adapter's default key prefix (see src/adapters/redis/keys.ts). */
 export const REDIS_PREFIX = 'leasefence:';
-/** The Redis hash holding a lease record, for keys without braces (the chaos keys have none). */
-export const redisRecordKey = (key: string): string => `${REDIS_PREFIX}{${key}}:lease`;
-export const ledgerKey = (key: string): string => `${hashTagOf(key)}:chaos-ledger`;
+/** The Redis hash holding a lease record (a queue item's key carries its set's hash tag: the adapter's naming). */
+export const redisRecordKey = (key: string): string => keyNames(REDIS_PREFIX).record(key, 'lease');
+/** A key's ledger: in the key's slot, and per key (the items of a queue set share one hash tag). */
+export const ledgerKey = (key: string): string => `${hashTagOf(key)}:chaos-ledger:${key}`;
 const gateLedgerKey = (resource: string): string => `${hashTagOf(resource)}:chaos-gate`;
 
 /** A worker's ioredis client: the library's documented setup, with a bound on every command. */
