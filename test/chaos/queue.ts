@@ -206,11 +206,24 @@ export async function runQueueWorkload(options: QueueRunOptions): Promise<QueueR
   const addItems = async (count: number): Promise<void> => {
     // NOTE: an item carries its set's hash tag, which Redis requires (a set and its items share one Cluster slot).
     const keys = Array.from({ length: count }, () => `{${set}}:i${nextItem++}`);
-    items.push(...keys);
-    if (mode === 'queue') {
-      const notBeforeMs = random.chance(0.2) ? random.int(1, ttlMs) : 0;
-      const added = await (first.addItems as NonNullable<Store['addItems']>)({ set, keys, notBeforeMs });
-      if (!added.ok) throw new Error(`addItems refused: ${added.reason}`);
+    if (mode !== 'queue') {
+      items.push(...keys);
+      return;
+    }
+    const notBeforeMs = random.chance(0.2) ? random.int(1, ttlMs) : 0;
+    // NOTE: re-sent until the store answers, and counted as items only then: a cut connection leaves the call's
+    // outcome unknown (adding again changes nothing), and keys the store never got are no items of the set (they
+    // were once counted lost).
+    for (let attempt = 1; ; attempt += 1) {
+      try {
+        const added = await (first.addItems as NonNullable<Store['addItems']>)({ set, keys, notBeforeMs });
+        if (!added.ok) throw new Error(`addItems refused: ${added.reason}`);
+        items.push(...keys);
+        return;
+      } catch (error) {
+        if (attempt >= 100 || (error instanceof Error && error.message.startsWith('addItems refused'))) throw error;
+        await sleep(20);
+      }
     }
   };
   await addItems(mode === 'queue' ? 40 : 12);
