@@ -268,27 +268,11 @@ export async function runQueueWorkload(options: QueueRunOptions): Promise<QueueR
   await Promise.all(workers);
 
   // The final state: ledgers (in apply order) and which unfinalized items are blocked for recovery.
-  const ledgers = new Map<string, Array<{ runId: string; token: string }>>();
   const entries = async (key: string): Promise<Array<{ reqId: string; token: string }>> => {
     if (admin === null) return (memoryLedgers.get(key) ?? []).map(decodeEntry);
     return [...((await admin.readFinal([key]))[0]?.ledger ?? [])];
   };
-  const stillQueued = new Set<string>();
-  let blocked = 0;
-  for (const key of items) {
-    ledgers.set(
-      key,
-      (await entries(key)).map((entry) => ({ runId: entry.reqId, token: entry.token })),
-    );
-    if ((ledgers.get(key)?.length ?? 0) === 0) {
-      const inspection = await first.inspect(key);
-      // NOTE: a record-first holder that died before recording the abandoned run leaves the key for an operator.
-      if (inspection.recoveryRequired) {
-        stillQueued.add(key);
-        blocked += 1;
-      }
-    }
-  }
+  const { ledgers, stillQueued, blocked } = await finalItemStates(first, items, entries, recorder.abandonRecords);
   for (const close of closers) await close().catch(() => undefined);
   await admin?.close().catch(() => undefined);
   const history: QueueHistory = {
@@ -312,6 +296,48 @@ export async function runQueueWorkload(options: QueueRunOptions): Promise<QueueR
     driverUnknowns: recorder.driverUnknowns,
     connectionKills,
   };
+}
+
+/** The end of a run: each item's ledger, and the items still queued (blocked for recovery). */
+export interface FinalItemStates {
+  readonly ledgers: Map<string, Array<{ runId: string; token: string }>>;
+  /** Items blocked for recovery and not finalized (for the checker: still in the set, not lost). */
+  readonly stillQueued: Set<string>;
+  readonly blocked: number;
+}
+
+/**
+ * Reads each item's ledger (`entries`) and which unfinalized items (no entry, or only abandon records) are
+ * blocked for recovery (`store.inspect`).
+ * `abandonRecords`: runs whose ledger entry is a record-first holder's record, not a finalization.
+ */
+export async function finalItemStates(
+  store: Store,
+  items: readonly string[],
+  entries: (key: string) => Promise<ReadonlyArray<{ reqId: string; token: string }>>,
+  abandonRecords: ReadonlySet<string>,
+): Promise<FinalItemStates> {
+  const ledgers = new Map<string, Array<{ runId: string; token: string }>>();
+  const stillQueued = new Set<string>();
+  let blocked = 0;
+  for (const key of items) {
+    ledgers.set(
+      key,
+      (await entries(key)).map((entry) => ({ runId: entry.reqId, token: entry.token })),
+    );
+    // NOTE: a ledger of abandon records only is not a finalization: a record-first holder whose own record was
+    // refused (its lease gone before a re-send) leaves the key blocked again after an earlier holder's record.
+    const finalized = (ledgers.get(key) ?? []).some((entry) => !abandonRecords.has(entry.runId));
+    if (!finalized) {
+      const inspection = await store.inspect(key);
+      // NOTE: a record-first holder that died before recording the abandoned run leaves the key for an operator.
+      if (inspection.recoveryRequired) {
+        stillQueued.add(key);
+        blocked += 1;
+      }
+    }
+  }
+  return { ledgers, stillQueued, blocked };
 }
 
 interface WorkerSetup {
