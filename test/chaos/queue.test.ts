@@ -9,7 +9,7 @@ import type { ClaimNextGranted } from '../../src/fence/claim-next.js';
 import type { Fence } from '../../src/fence/types.js';
 import { submissionDigest } from '../../src/submission.js';
 import { decodeEntry, encodeEntry } from './history.js';
-import { checkQueue, type QueueHistory, type QueueSubmitAttempt } from './queue-checker.js';
+import { checkQueue, formatQueueViolations, type QueueHistory, type QueueSubmitAttempt } from './queue-checker.js';
 import { finalItemStates, runQueueWorkload } from './queue.js';
 
 const history = (change: Partial<QueueHistory> = {}): QueueHistory => ({
@@ -121,6 +121,17 @@ describe('queue checker', () => {
 
   it('an item out of the set without a landed submission, or never finalized and not queued, is lost', () => {
     expect(rules(history({ removals: [{ key: 'a', runId: 'r1' }] }))).toEqual(['item-lost']);
+    // The violation tells the item's story (grants, attempts, removals, ledger), not just that it is lost.
+    const lost = checkQueue(history({ ledgers: new Map([['a', []]]), removals: [] }));
+    expect(formatQueueViolations(lost.filter((violation) => violation.rule === 'item-lost')).split('\n')).toEqual([
+      '      item-lost a: never finalized and no longer in the set',
+      '          grant token 1 to r1 at 100, unreleased, expires 400',
+      '            submits r1: expired at 450',
+      '          grant token 2 to r2 at 400, unreleased, expires 700',
+      '            submits r2: applied at 500, reply lost',
+      '            submits r2: replayed (recorded under 2) at 800',
+      '          ledger: empty; not queued at the end',
+    ]);
     expect(rules(history({ items: ['a', 'b'] }))).toEqual(['item-lost']);
     expect(rules(history({ items: ['a', 'b'], stillQueued: new Set(['b']) }))).toEqual([]);
   });
