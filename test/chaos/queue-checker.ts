@@ -72,7 +72,10 @@ export interface QueueHistory {
    * next holder), not a finalization of the item.
    */
   readonly abandonRecords?: ReadonlySet<string>;
-  /** (queue mode) items still in the set at the end, as the store's claim-next showed them claimable or pending. */
+  /**
+   * (queue mode) unfinalized items still in the set at the end: blocked for recovery (a record-first holder's record
+   * of the abandoned run never landed), whatever abandon records their ledger holds; the drain takes out the rest.
+   */
   readonly stillQueued: ReadonlySet<string>;
 }
 
