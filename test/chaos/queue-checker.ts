@@ -72,7 +72,10 @@ export interface QueueHistory {
    * next holder), not a finalization of the item.
    */
   readonly abandonRecords?: ReadonlySet<string>;
-  /** (queue mode) items still in the set at the end, as the store's claim-next showed them claimable or pending. */
+  /**
+   * (queue mode) unfinalized items still in the set at the end: blocked for recovery (a record-first holder's record
+   * of the abandoned run never landed), whatever abandon records their ledger holds; the drain takes out the rest.
+   */
   readonly stillQueued: ReadonlySet<string>;
 }
 
@@ -80,6 +83,8 @@ export interface QueueViolation {
   readonly rule: 'exactly-once' | 'stale-submission' | 'overlapping-grants' | 'item-lost' | 'finalized-twice';
   readonly key: string;
   readonly detail: string;
+  /** (item-lost, finalized-twice) The item's history, one line per event, so a timing-dependent run explains itself. */
+  readonly story?: readonly string[];
 }
 
 export interface QueueFigures {
@@ -202,9 +207,14 @@ export function checkQueue(history: QueueHistory): QueueViolation[] {
     if (history.mode === 'queue') {
       const runs = new Set(ledger.map((entry) => entry.runId).filter((runId) => !history.abandonRecords?.has(runId)));
       if (runs.size > 1)
-        violations.push({ rule: 'finalized-twice', key, detail: `finalized by ${runs.size} runs: ${[...runs].join(', ')}` });
+        violations.push({
+          rule: 'finalized-twice',
+          key,
+          detail: `finalized by ${runs.size} runs: ${[...runs].join(', ')}`,
+          story: itemStory(history, key),
+        });
       if (runs.size === 0 && !history.stillQueued.has(key))
-        violations.push({ rule: 'item-lost', key, detail: 'never finalized and no longer in the set' });
+        violations.push({ rule: 'item-lost', key, detail: 'never finalized and no longer in the set', story: itemStory(history, key) });
     }
   }
   for (const attempt of history.attempts) {
@@ -240,6 +250,7 @@ export function checkQueue(history: QueueHistory): QueueViolation[] {
         rule: 'item-lost',
         key: removal.key,
         detail: `taken out of the set by run ${removal.runId}, whose submission is not in the ledger`,
+        story: itemStory(history, removal.key),
       });
   return violations;
 }
@@ -267,7 +278,48 @@ export function queueFigures(history: QueueHistory): QueueFigures {
   };
 }
 
-/** One line per violation. */
+/**
+ * `key`'s history in token order: each grant (its run, store times, how it ended), the run's submission attempts
+ * on the key with the store's answers, then the removals, the final ledger (abandon records marked) and whether
+ * the harness found it still queued.
+ */
+export function itemStory(history: QueueHistory, key: string): string[] {
+  const lines: string[] = [];
+  const released = new Map(history.releases.filter((release) => release.key === key).map((release) => [release.token, release.now]));
+  const grants = history.grants.filter((grant) => grant.key === key).sort((a, b) => (BigInt(a.token) < BigInt(b.token) ? -1 : 1));
+  const attempts = history.attempts.filter((attempt) => attempt.key === key);
+  const told = (attempt: QueueSubmitAttempt): string =>
+    `${attempt.answer}${attempt.recordedToken === undefined ? '' : ` (recorded under ${attempt.recordedToken})`} at ${attempt.now ?? '-'}${attempt.delivered ? '' : ', reply lost'}`;
+  for (const grant of grants) {
+    const end = released.has(grant.token)
+      ? `released at ${released.get(grant.token)}`
+      : `unreleased, expires ${grant.expiresAt ?? 'never'}`;
+    lines.push(`grant token ${grant.token} to ${grant.runId} at ${grant.at}, ${end}`);
+    for (const attempt of attempts.filter((each) => each.token === grant.token))
+      lines.push(
+        `  submits ${attempt.runId}${history.abandonRecords?.has(attempt.runId) && attempt.runId !== grant.runId ? ' (abandon record)' : ''}: ${told(attempt)}`,
+      );
+  }
+  for (const attempt of attempts.filter((each) => !grants.some((grant) => grant.token === each.token)))
+    lines.push(`submits ${attempt.runId} under token ${attempt.token}, never granted: ${told(attempt)}`);
+  for (const removal of history.removals.filter((each) => each.key === key))
+    lines.push(`taken out of the set, as finalized by ${removal.runId}`);
+  const ledger = (history.ledgers.get(key) ?? []).map(
+    (entry) => `${entry.runId}@${entry.token}${history.abandonRecords?.has(entry.runId) ? ' (abandon record)' : ''}`,
+  );
+  lines.push(
+    `ledger: ${ledger.length === 0 ? 'empty' : ledger.join(', ')}; ${history.stillQueued.has(key) ? 'still queued' : 'not queued at the end'}`,
+  );
+  return lines;
+}
+
+/** One line per violation, then its item's story, if it has one, indented. */
 export function formatQueueViolations(violations: readonly QueueViolation[]): string {
-  return violations.map((violation) => `      ${violation.rule} ${violation.key}: ${violation.detail}`).join('\n');
+  return violations
+    .map((violation) =>
+      [`      ${violation.rule} ${violation.key}: ${violation.detail}`, ...(violation.story ?? []).map((line) => `          ${line}`)].join(
+        '\n',
+      ),
+    )
+    .join('\n');
 }

@@ -153,6 +153,8 @@ interface Recorder {
   /** Runs whose ledger entry is a record-first holder's "abandoned" record, not a finalization. */
   readonly abandonRecords: Set<string>;
   driverUnknowns: number;
+  /** What each worker is waiting for now (absent once it stopped): names a store call that never settles. */
+  readonly doing: Map<string, string>;
 }
 
 interface Faults {
@@ -199,7 +201,15 @@ export async function runQueueWorkload(options: QueueRunOptions): Promise<QueueR
     );
 
   const items: string[] = [];
-  const recorder: Recorder = { grants: [], attempts: [], releases: [], removals: [], abandonRecords: new Set(), driverUnknowns: 0 };
+  const recorder: Recorder = {
+    grants: [],
+    attempts: [],
+    releases: [],
+    removals: [],
+    abandonRecords: new Set(),
+    driverUnknowns: 0,
+    doing: new Map(),
+  };
   const faults: Faults = { on: true };
   let stopped = false;
   let nextItem = 0;
@@ -244,6 +254,22 @@ export async function runQueueWorkload(options: QueueRunOptions): Promise<QueueR
     }),
   );
   // NOTE: the feeder keeps the queue from running dry during the fault phase; submit-only keeps its keys.
+  // NOTE: a store call that never settles (a deadlock) would otherwise hang the round silently: bounded, and the
+  // error names what each worker is waiting for.
+  const orStuck = async <T>(work: Promise<T>, what: string): Promise<T> => {
+    let timer: ReturnType<typeof setTimeout> | undefined;
+    const stuck = new Promise<never>((_, reject) => {
+      timer = setTimeout(() => {
+        const doing = [...recorder.doing].map(([proc, call]) => `${proc}: ${call}`).join('; ');
+        reject(new Error(`waited 30 s for ${what} (a store call that never settles); workers waiting for: ${doing || 'nothing'}`));
+      }, 30_000);
+    });
+    try {
+      return await Promise.race([work, stuck]);
+    } finally {
+      clearTimeout(timer);
+    }
+  };
   const feeder = (async () => {
     while (mode === 'queue' && faults.on) {
       await sleep(random.int(10, 40));
@@ -271,37 +297,24 @@ export async function runQueueWorkload(options: QueueRunOptions): Promise<QueueR
     while (performance.now() < drainUntil) {
       const removed = new Set(recorder.removals.map((removal) => removal.key));
       const open = items.filter((key) => !removed.has(key));
-      const blocked = await Promise.all(open.map(async (key) => (await first.inspect(key)).recoveryRequired));
+      const blocked = await orStuck(
+        Promise.all(open.map(async (key) => (await first.inspect(key)).recoveryRequired)),
+        'inspect in the drain',
+      );
       if (blocked.every(Boolean)) break;
       await sleep(100);
     }
     if (performance.now() >= drainUntil) log('    the drain ran out of time: items still open count as lost');
   } else await sleep(2 * ttlMs);
   stopped = true;
-  await Promise.all(workers);
+  await orStuck(Promise.all(workers), 'the workers to stop');
 
   // The final state: ledgers (in apply order) and which unfinalized items are blocked for recovery.
-  const ledgers = new Map<string, Array<{ runId: string; token: string }>>();
   const entries = async (key: string): Promise<Array<{ reqId: string; token: string }>> => {
     if (admin === null) return (memoryLedgers.get(key) ?? []).map(decodeEntry);
     return [...((await admin.readFinal([key]))[0]?.ledger ?? [])];
   };
-  const stillQueued = new Set<string>();
-  let blocked = 0;
-  for (const key of items) {
-    ledgers.set(
-      key,
-      (await entries(key)).map((entry) => ({ runId: entry.reqId, token: entry.token })),
-    );
-    if ((ledgers.get(key)?.length ?? 0) === 0) {
-      const inspection = await first.inspect(key);
-      // NOTE: a record-first holder that died before recording the abandoned run leaves the key for an operator.
-      if (inspection.recoveryRequired) {
-        stillQueued.add(key);
-        blocked += 1;
-      }
-    }
-  }
+  const { ledgers, stillQueued, blocked } = await finalItemStates(first, items, entries, recorder.abandonRecords);
   for (const close of closers) await close().catch(() => undefined);
   await admin?.close().catch(() => undefined);
   const history: QueueHistory = {
@@ -325,6 +338,48 @@ export async function runQueueWorkload(options: QueueRunOptions): Promise<QueueR
     driverUnknowns: recorder.driverUnknowns,
     connectionKills,
   };
+}
+
+/** The end of a run: each item's ledger, and the items still queued (blocked for recovery). */
+export interface FinalItemStates {
+  readonly ledgers: Map<string, Array<{ runId: string; token: string }>>;
+  /** Items blocked for recovery and not finalized (for the checker: still in the set, not lost). */
+  readonly stillQueued: Set<string>;
+  readonly blocked: number;
+}
+
+/**
+ * Reads each item's ledger (`entries`) and which unfinalized items (no entry, or only abandon records) are
+ * blocked for recovery (`store.inspect`).
+ * `abandonRecords`: runs whose ledger entry is a record-first holder's record, not a finalization.
+ */
+export async function finalItemStates(
+  store: Store,
+  items: readonly string[],
+  entries: (key: string) => Promise<ReadonlyArray<{ reqId: string; token: string }>>,
+  abandonRecords: ReadonlySet<string>,
+): Promise<FinalItemStates> {
+  const ledgers = new Map<string, Array<{ runId: string; token: string }>>();
+  const stillQueued = new Set<string>();
+  let blocked = 0;
+  for (const key of items) {
+    ledgers.set(
+      key,
+      (await entries(key)).map((entry) => ({ runId: entry.reqId, token: entry.token })),
+    );
+    // NOTE: a ledger of abandon records only is not a finalization: a record-first holder whose own record was
+    // refused (its lease gone before a re-send) leaves the key blocked again after an earlier holder's record.
+    const finalized = (ledgers.get(key) ?? []).some((entry) => !abandonRecords.has(entry.runId));
+    if (!finalized) {
+      const inspection = await store.inspect(key);
+      // NOTE: a record-first holder that died before recording the abandoned run leaves the key for an operator.
+      if (inspection.recoveryRequired) {
+        stillQueued.add(key);
+        blocked += 1;
+      }
+    }
+  }
+  return { ledgers, stillQueued, blocked };
 }
 
 interface WorkerSetup {
@@ -354,12 +409,16 @@ type Claimed = {
 async function runWorker(setup: WorkerSetup): Promise<void> {
   const { proc, store, random, recorder, faults, ttlMs } = setup;
   let runs = 0;
+  const step = <T>(what: string, work: () => Promise<T>): Promise<T> => {
+    recorder.doing.set(proc, what);
+    return work();
+  };
   while (!setup.stopped()) {
     runs += 1;
     const runId = `${proc}-${setup.set}-r${runs}`;
     let claimed: Claimed | null;
     try {
-      claimed = await claimOne(setup, runId);
+      claimed = await step(`claim-next for ${runId}`, () => claimOne(setup, runId));
     } catch {
       await sleep(random.int(5, 20));
       continue;
@@ -371,7 +430,10 @@ async function runWorker(setup: WorkerSetup): Promise<void> {
     const { fence } = claimed;
     if (claimed.inheritedDone !== null) {
       // The item was finalized by a run that died before taking it out of the set: take it out now.
-      await finish(setup, fence, claimed.inheritedDone, claimed.recoveryRequired ? `{"done":"${claimed.inheritedDone}"}` : undefined);
+      const done = claimed.inheritedDone;
+      await step(`finish ${fence.key} (inherited {done})`, () =>
+        finish(setup, fence, done, claimed.recoveryRequired ? `{"done":"${done}"}` : undefined),
+      );
       continue;
     }
     if (claimed.abandonedRunId !== null) {
@@ -381,18 +443,24 @@ async function runWorker(setup: WorkerSetup): Promise<void> {
       // own submission any more: it had not when this grant was made, and its fence no longer holds).
       recorder.abandonRecords.add(claimed.abandonedRunId);
       const abandoned = { abandoned: claimed.abandonedRunId };
-      const recorded = await submitRun(setup, fence, claimed.abandonedRunId, { ...abandoned, by: proc }, abandoned);
+      const abandonedRunId = claimed.abandonedRunId;
+      const recorded = await step(`record ${abandonedRunId} abandoned on ${fence.key}`, () =>
+        submitRun(setup, fence, abandonedRunId, { ...abandoned, by: proc }, abandoned),
+      );
       if (recorded !== 'applied' && recorded !== 'replayed') continue;
     }
     await sleep(random.int(2, 15));
     if (faults.on && random.chance(0.1)) continue; // crashed: no submission, no release; the grant expires
     if (faults.on && random.chance(0.1)) await sleep(random.int(ttlMs, 2 * ttlMs)); // paused past the TTL
-    const answer = await submitRun(setup, fence, runId, { item: fence.key, result: runId.length, by: proc }, { done: runId });
+    const answer = await step(`submit ${runId} on ${fence.key}`, () =>
+      submitRun(setup, fence, runId, { item: fence.key, result: runId.length, by: proc }, { done: runId }),
+    );
     if (answer === 'applied' || answer === 'replayed') {
       if (faults.on && random.chance(0.1)) continue; // crashed after the submission landed: the next holder finds {done}
-      await finish(setup, fence, runId, undefined);
-    } else if (answer !== 'unknown') await store.release({ fence }).catch(() => undefined);
+      await step(`finish ${fence.key}`, () => finish(setup, fence, runId, undefined));
+    } else if (answer !== 'unknown') await step(`release ${fence.key}`, () => store.release({ fence }).catch(() => undefined));
   }
+  recorder.doing.delete(proc);
 }
 
 /**

@@ -112,10 +112,11 @@ export function createMemoryItems(host: MemoryItemsHost): MemoryItemsMethods {
   };
 
   /**
-   * Claim-next at the store's now. `owned`: the key whose lock this call runs under (its earlier operations have
-   * settled), which is therefore not busy for it.
+   * Claim-next at the store's now: the outcome, or the busy claimable key to wait for before deciding again.
+   * `owned`: the key whose lock this call runs under (its earlier operations have settled), which is therefore not
+   * busy for it.
    */
-  const claimNextNow = (command: ClaimNextCommand, owned: string | null): ClaimNextOutcome | Promise<ClaimNextOutcome> => {
+  const decide = (command: ClaimNextCommand, owned: string | null): ClaimNextOutcome | { readonly waitFor: string } => {
     const now = host.clock();
     const candidates: ItemCandidate[] = [];
     for (const item of sets.get(command.set)?.values() ?? []) {
@@ -135,14 +136,34 @@ export function createMemoryItems(host: MemoryItemsHost): MemoryItemsMethods {
       ({ item, record, busy }) =>
         busy && stateMatches(record, command.expect) && (availableSince(record, item) ?? Number.POSITIVE_INFINITY) <= now,
     );
-    return waitFor === undefined ? outcome : host.lock.run(waitFor.item.key, () => claimNextNow(command, waitFor.item.key));
+    return waitFor === undefined ? outcome : { waitFor: waitFor.item.key };
+  };
+
+  /**
+   * Decides under the lock of each key it waits for in turn, one lock at a time: waiting for the next key inside
+   * the task of the last one held that key until the next settled, and two calls could each hold the key the
+   * other waited for (both hung, and every later operation on either key).
+   */
+  const waitAndDecide = async (command: ClaimNextCommand, first: string): Promise<ClaimNextOutcome> => {
+    let key = first;
+    for (;;) {
+      const owned = key;
+      const decision = await host.lock.run(owned, () => decide(command, owned));
+      if (!('waitFor' in decision)) return decision;
+      key = decision.waitFor;
+    }
+  };
+
+  const claimNextNow = (command: ClaimNextCommand): ClaimNextOutcome | Promise<ClaimNextOutcome> => {
+    const decision = decide(command, null);
+    return 'waitFor' in decision ? waitAndDecide(command, decision.waitFor) : decision;
   };
 
   const checkedClaimNext = (command: ClaimNextCommand): ClaimNextOutcome | Promise<ClaimNextOutcome> => {
     assertName('set', command.set);
     if (command.onExpired !== 'take-over' && command.onExpired !== 'record-first')
       throw new InvalidArgumentError(`onExpired must be 'take-over' or 'record-first', got ${describe(command.onExpired)}`);
-    return claimNextNow(command, null);
+    return claimNextNow(command);
   };
 
   return {
