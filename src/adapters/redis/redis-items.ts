@@ -21,6 +21,7 @@ import {
   type RemoveItemsOutcome,
 } from '../../fence/claim-next.js';
 import { InvalidArgumentError } from '../../errors.js';
+import type { Store } from '../../store.js';
 import { assertName, describe, MAX_TTL_MS } from '../../validate.js';
 import type { RedisConnection } from './connection.js';
 import { hashTagOf, type KeyNames } from './keys.js';
@@ -81,8 +82,11 @@ const dueOf = (item: unknown): number => {
   return Number(item.slice(0, item.indexOf(SEP)));
 };
 
+/** The three set methods of a Redis store (`Store.addItems`, `removeItems`, `claimNext`). */
+export type RedisItems = Required<Pick<Store, 'addItems' | 'removeItems' | 'claimNext'>>;
+
 /** Creates the claim-next methods of one Redis store. */
-export function createRedisItems(host: RedisItemsHost) {
+export function createRedisItems(host: RedisItemsHost): RedisItems {
   const { connection, prefix, names } = host;
   const base = (set: string): string => `${prefix}{${set}}:`;
 
