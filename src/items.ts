@@ -6,7 +6,7 @@
 import { InvalidArgumentError, UnsupportedOperationError } from './errors.js';
 import type { OnExpired } from './fence/claim-next.js';
 import type { Store } from './store.js';
-import { checkedItemKeys, describe, MAX_TTL_MS } from './validate.js';
+import { checkedItemKeys, describe } from './validate.js';
 
 const ON_EXPIRED: readonly OnExpired[] = ['take-over', 'record-first'];
 
@@ -29,14 +29,6 @@ export function checkedItems(set: unknown, keys: unknown): { readonly set: strin
   const checked = checkedItemKeys(set, keys);
   // NOTE: checkedItemKeys has asserted the set name.
   return { set: set as string, keys: checked };
-}
-
-/** `notBeforeMs`: an integer from 0 to `MAX_TTL_MS` (0 when absent). */
-export function checkedNotBefore(notBeforeMs: unknown): number {
-  const delay = notBeforeMs ?? 0;
-  if (typeof delay !== 'number' || !Number.isInteger(delay) || delay < 0 || delay > MAX_TTL_MS)
-    throw new InvalidArgumentError(`notBeforeMs must be an integer number of milliseconds from 0 to ${MAX_TTL_MS}, got ${describe(delay)}`);
-  return delay;
 }
 
 /** `onExpired`: `'take-over'` (the default) or `'record-first'`. */

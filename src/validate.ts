@@ -164,6 +164,14 @@ export function checkedItemKeys(set: unknown, keys: unknown): readonly string[] 
   return copy as string[];
 }
 
+/** `addItems`'s `notBeforeMs`: an integer from 0 to `MAX_TTL_MS` (0 when absent); the shell's check and every store's. */
+export function checkedNotBefore(notBeforeMs: unknown): number {
+  const delay = notBeforeMs ?? 0;
+  if (typeof delay !== 'number' || !Number.isInteger(delay) || delay < 0 || delay > MAX_TTL_MS)
+    throw new InvalidArgumentError(`notBeforeMs must be an integer number of milliseconds from 0 to ${MAX_TTL_MS}, got ${describe(delay)}`);
+  return delay;
+}
+
 /** A TTL: a positive integer number of milliseconds up to `MAX_TTL_MS`, or `null` for no expiry. */
 export function assertTtl(ttlMs: unknown): asserts ttlMs is number | null {
   if (ttlMs === null) return;

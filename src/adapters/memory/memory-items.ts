@@ -20,7 +20,7 @@ import {
 } from '../../fence/claim-next.js';
 import type { LeaseRecord, StoreTime } from '../../fence/types.js';
 import { InvalidArgumentError } from '../../errors.js';
-import { assertName, checkedItemKeys, describe, MAX_TTL_MS } from '../../validate.js';
+import { assertName, checkedItemKeys, checkedNotBefore, describe } from '../../validate.js';
 import type { KeyLock } from './key-lock.js';
 
 /** What the item methods need of the memory store they belong to. */
@@ -60,9 +60,7 @@ export function createMemoryItems(host: MemoryItemsHost): MemoryItemsMethods {
 
   const addItems = (command: AddItemsCommand): AddItemsOutcome => {
     const keys = checkedItemKeys(command.set, command.keys);
-    const delay = command.notBeforeMs ?? 0;
-    if (typeof delay !== 'number' || !Number.isInteger(delay) || delay < 0 || delay > MAX_TTL_MS)
-      throw new InvalidArgumentError(`notBeforeMs must be an integer from 0 to ${MAX_TTL_MS}, got ${describe(delay)}`);
+    const delay = checkedNotBefore(command.notBeforeMs);
     const { set } = command;
     const now = host.clock();
     for (const key of keys) {

@@ -22,7 +22,7 @@ import {
 } from '../../fence/claim-next.js';
 import type { StoreTime } from '../../fence/types.js';
 import { InvalidArgumentError } from '../../errors.js';
-import { assertName, checkedItemKeys, describe, MAX_TTL_MS } from '../../validate.js';
+import { assertName, checkedItemKeys, checkedNotBefore, describe } from '../../validate.js';
 import { availableOfRow } from './availability.js';
 import { claimable, claimSet, expectParams, stateExpected, type ClaimTerms } from './claim-rule.js';
 import { assertEncodable, assertEncodableAttributes, assertEncodableState } from './encodable.js';
@@ -220,9 +220,7 @@ export function createPostgresItems(host: PostgresItemsHost): PostgresItemsMetho
   return {
     async addItems(command) {
       const keys = checkedItemKeys(command.set, command.keys);
-      const delay = command.notBeforeMs ?? 0;
-      if (typeof delay !== 'number' || !Number.isInteger(delay) || delay < 0 || delay > MAX_TTL_MS)
-        throw new InvalidArgumentError(`notBeforeMs must be an integer from 0 to ${MAX_TTL_MS}, got ${describe(delay)}`);
+      const delay = checkedNotBefore(command.notBeforeMs);
       const { set } = command;
       guard('addItems');
       const [now, dueAt, added, otherKey, otherSet] = jsonOf(

@@ -21,7 +21,7 @@ import {
   type RemoveItemsOutcome,
 } from '../../fence/claim-next.js';
 import { InvalidArgumentError } from '../../errors.js';
-import { assertName, checkedItemKeys, describe, MAX_TTL_MS } from '../../validate.js';
+import { assertName, checkedItemKeys, checkedNotBefore, describe } from '../../validate.js';
 import type { RedisConnection } from './connection.js';
 import { hashTagOf, type KeyNames } from './keys.js';
 import { claimArgs, floorOf, parseLeaseReply, SEP } from './record.js';
@@ -81,9 +81,7 @@ export function createRedisItems(host: RedisItemsHost) {
   const addItems = async (command: AddItemsCommand): Promise<AddItemsOutcome> => {
     const set = checkedSet(command.set);
     const keys = checkedKeys(set, command.keys);
-    const delay = command.notBeforeMs ?? 0;
-    if (typeof delay !== 'number' || !Number.isInteger(delay) || delay < 0 || delay > MAX_TTL_MS)
-      throw new InvalidArgumentError(`notBeforeMs must be an integer from 0 to ${MAX_TTL_MS}, got ${describe(delay)}`);
+    const delay = checkedNotBefore(command.notBeforeMs);
     const records = keys.map((key) => names.record(key, 'lease'));
     const reply = (await runScript(
       connection,

@@ -24,7 +24,7 @@ import {
   type RemoveItemsCommand,
   type RemoveItemsOutcome,
 } from '../../fence/claim-next.js';
-import { checkedItemKeys, MAX_TTL_MS } from '../../validate.js';
+import { checkedItemKeys, checkedNotBefore } from '../../validate.js';
 import { availableAtSql, ROW_INPUTS } from './available-at.js';
 import type { SqliteClient } from './client.js';
 import type { TableName } from './identifier.js';
@@ -160,9 +160,7 @@ export function createSqliteItems(host: SqliteItemsHost): SqliteItemsMethods {
   return {
     addItems(command) {
       const keys = checkedItemKeys(command.set, command.keys);
-      const delay = command.notBeforeMs ?? 0;
-      if (typeof delay !== 'number' || !Number.isInteger(delay) || delay < 0 || delay > MAX_TTL_MS)
-        throw new InvalidArgumentError(`notBeforeMs must be an integer from 0 to ${MAX_TTL_MS}, got ${describe(delay)}`);
+      const delay = checkedNotBefore(command.notBeforeMs);
       const { set } = command;
       return immediate<AddItemsOutcome>(client, 'add items', () => {
         const now = host.now();
