@@ -373,30 +373,18 @@ export function recordSubmission(
 
 /** Inspect: the record as operators see it (no secret), with liveness judged at the store's now. */
 export function inspect(record: LeaseRecord | null, key: string, now: StoreTime): StoreInspection {
-  if (record === null) {
-    return {
-      key,
-      exists: false,
-      token: 0n,
-      grant: null,
-      ending: null,
-      checkpoint: null,
-      recoveryRequired: false,
-      state: NO_STATE,
-      heldUntil: null,
-      now,
-    };
-  }
+  // NOTE: a key without a record shows as the empty record would (token 0, nothing kept), with exists false.
+  const shown = record ?? emptyRecord(key);
   return {
     key,
-    exists: true,
-    token: record.token,
-    grant: grantViewOf(record.grant, now),
-    ending: record.ending,
-    checkpoint: record.checkpoint,
-    recoveryRequired: record.recoveryRequired,
-    state: record.state,
-    heldUntil: record.heldUntil !== null && now < record.heldUntil ? record.heldUntil : null,
+    exists: record !== null,
+    token: shown.token,
+    grant: grantViewOf(shown.grant, now),
+    ending: shown.ending,
+    checkpoint: shown.checkpoint,
+    recoveryRequired: shown.recoveryRequired,
+    state: shown.state,
+    heldUntil: shown.heldUntil !== null && now < shown.heldUntil ? shown.heldUntil : null,
     now,
   };
 }
