@@ -9,7 +9,7 @@ import { createRedisStore } from '../../src/adapters/redis/index.js';
 import { toConnection } from '../../src/adapters/redis/connection.js';
 import { runClaimNextModel, type ItemStore } from '../claim-next/outcome-model.js';
 import { scaled } from '../support/scale.js';
-import { freshPrefix, openClient, sharedRedisUrl, type RedisClientKind } from './redis-harness.js';
+import { freshPrefix, openClient, readyIndex, sharedRedisUrl, type RedisClientKind } from './redis-harness.js';
 
 const SET = 'model';
 
@@ -34,10 +34,7 @@ describe.each<RedisClientKind>(['ioredis', 'node-redis'])('claim-next on redis (
             advance: sleep,
             // NOTE: the index itself: each item scored by its availability, nothing else in it.
             check: async (expected) => {
-              const scored = (await raw.send(['ZRANGE', `${prefix}{${SET}}:ready`, '0', '-1', 'WITHSCORES'])) as string[];
-              const index: Record<string, number> = {};
-              for (let at = 0; at < scored.length; at += 2) index[scored[at] as string] = Number(scored[at + 1]);
-              expect(index).toEqual(expected);
+              expect(await readyIndex(raw, prefix, SET)).toEqual(expected);
             },
           };
         },
