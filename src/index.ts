@@ -73,7 +73,7 @@ export type {
   OnExpired,
   RemoveItemsOutcome,
 } from './fence/claim-next.js';
-export { MAX_ITEMS_PER_CALL } from './items.js';
+export { MAX_ITEMS_PER_CALL } from './validate.js';
 export { refuseWrite } from './write-refusal.js';
 export type { Store, WriteContextOf } from './store.js';
 export type { TokenGate } from './gate.js';

@@ -6,10 +6,7 @@
 import { InvalidArgumentError, UnsupportedOperationError } from './errors.js';
 import type { OnExpired } from './fence/claim-next.js';
 import type { Store } from './store.js';
-import { assertKey, assertName, describe, MAX_TTL_MS } from './validate.js';
-
-/** The most keys one `addItems` or `removeItems` takes (the stores' limit too). */
-export const MAX_ITEMS_PER_CALL = 1000;
+import { checkedItemKeys, describe } from './validate.js';
 
 const ON_EXPIRED: readonly OnExpired[] = ['take-over', 'record-first'];
 
@@ -27,23 +24,11 @@ export function itemMethodsOf(store: Store, operation: string): Required<Pick<St
   return { addItems: addItems.bind(store), removeItems: removeItems.bind(store), claimNext: claimNext.bind(store) };
 }
 
-/** A set name and 1 to `MAX_ITEMS_PER_CALL` distinct keys, copied (a caller's array cannot change after the check). */
+/** A set name and 1 to `MAX_ITEMS_PER_CALL` distinct keys, copied (`checkedItemKeys`, the stores' check too). */
 export function checkedItems(set: unknown, keys: unknown): { readonly set: string; readonly keys: readonly string[] } {
-  assertName('set', set);
-  if (!Array.isArray(keys) || keys.length === 0 || keys.length > MAX_ITEMS_PER_CALL)
-    throw new InvalidArgumentError(`keys must be an array of 1 to ${MAX_ITEMS_PER_CALL} keys, got ${describe(keys)}`);
-  const copy = Array.from(keys as unknown[]);
-  for (const key of copy) assertKey(key);
-  if (new Set(copy).size !== copy.length) throw new InvalidArgumentError('keys must not repeat a key');
-  return { set, keys: copy as string[] };
-}
-
-/** `notBeforeMs`: an integer from 0 to `MAX_TTL_MS` (0 when absent). */
-export function checkedNotBefore(notBeforeMs: unknown): number {
-  const delay = notBeforeMs ?? 0;
-  if (typeof delay !== 'number' || !Number.isInteger(delay) || delay < 0 || delay > MAX_TTL_MS)
-    throw new InvalidArgumentError(`notBeforeMs must be an integer number of milliseconds from 0 to ${MAX_TTL_MS}, got ${describe(delay)}`);
-  return delay;
+  const checked = checkedItemKeys(set, keys);
+  // NOTE: checkedItemKeys has asserted the set name.
+  return { set: set as string, keys: checked };
 }
 
 /** `onExpired`: `'take-over'` (the default) or `'record-first'`. */

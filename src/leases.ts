@@ -22,7 +22,7 @@ import {
 import type { FencedWriteOutcome, GateOutcome, ReleaseOutcome, StoreClaimOutcome } from './fence/operations.js';
 import type { CheckpointRecord, Ending, Fence, LeaseAttributes, StoreTime } from './fence/types.js';
 import { Lease, leaseFence, parseLeaseJson, type Checkpoint } from './lease.js';
-import { checkedItems, checkedNotBefore, checkedOnExpired, itemMethodsOf } from './items.js';
+import { checkedItems, checkedOnExpired, itemMethodsOf } from './items.js';
 import { loggable } from './loggable.js';
 import { observeLeases } from './observed-leases.js';
 import { newSecret } from './secret.js';
@@ -43,6 +43,7 @@ import {
   assertText,
   assertToken,
   assertTtl,
+  checkedNotBefore,
   copyOptions,
   DEFAULT_MAX_CHECKPOINT_BYTES,
   readOptions,

@@ -28,7 +28,7 @@ export type { Transition } from './fence/transitions.js';
 export { checkFence, expiredEnding, isLive } from './fence/verdict.js';
 export { mintToken } from './fence/token.js';
 export { SUBMISSION_RETENTION } from './fence/types.js';
-export { refuseWrite, WriteRefusedSignal } from './write-refusal.js';
+export { refuseWrite, WriteRefusedSignal, writeRefused } from './write-refusal.js';
 export { toListedInspection, type ListedCheckpoint, type ListedInspection, type StoreListPage, type StoreListQuery } from './list.js';
 export { hashSecret } from './secret-hash.js';
 export { newSecret } from './secret.js';

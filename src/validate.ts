@@ -147,6 +147,31 @@ export function assertKey(key: unknown): asserts key is string {
   assertName('key', key);
 }
 
+/** The most keys one `addItems` or `removeItems` takes, on every store. */
+export const MAX_ITEMS_PER_CALL = 1000;
+
+/**
+ * Claim-next's set name and 1 to `MAX_ITEMS_PER_CALL` distinct keys, copied (a caller's array cannot change after
+ * the check): the shell's check and every store's, so each refuses the same input with the same message.
+ */
+export function checkedItemKeys(set: unknown, keys: unknown): readonly string[] {
+  assertName('set', set);
+  if (!Array.isArray(keys) || keys.length === 0 || keys.length > MAX_ITEMS_PER_CALL)
+    throw new InvalidArgumentError(`keys must be an array of 1 to ${MAX_ITEMS_PER_CALL} keys, got ${describe(keys)}`);
+  const copy = Array.from(keys as unknown[]);
+  for (const key of copy) assertKey(key);
+  if (new Set(copy).size !== copy.length) throw new InvalidArgumentError('keys must not repeat a key');
+  return copy as string[];
+}
+
+/** `addItems`'s `notBeforeMs`: an integer from 0 to `MAX_TTL_MS` (0 when absent); the shell's check and every store's. */
+export function checkedNotBefore(notBeforeMs: unknown): number {
+  const delay = notBeforeMs ?? 0;
+  if (typeof delay !== 'number' || !Number.isInteger(delay) || delay < 0 || delay > MAX_TTL_MS)
+    throw new InvalidArgumentError(`notBeforeMs must be an integer number of milliseconds from 0 to ${MAX_TTL_MS}, got ${describe(delay)}`);
+  return delay;
+}
+
 /** A TTL: a positive integer number of milliseconds up to `MAX_TTL_MS`, or `null` for no expiry. */
 export function assertTtl(ttlMs: unknown): asserts ttlMs is number | null {
   if (ttlMs === null) return;

@@ -5,6 +5,8 @@
  * answers `{ ok: false, reason: 'write-refused', code, detail }`.
  */
 import { InvalidArgumentError } from './errors.js';
+import type { WriteRefusal } from './fence/operations.js';
+import type { Fence, StoreTime } from './fence/types.js';
 
 /** A refusal code: a short machine-readable name. */
 const CODE = /^[A-Za-z0-9][A-Za-z0-9_.:-]{0,99}$/;
@@ -36,4 +38,13 @@ export function refuseWrite(code: unknown, detail?: unknown): never {
   if (detail !== undefined && detail !== null && (typeof detail !== 'string' || detail.length > MAX_DETAIL))
     throw new InvalidArgumentError(`refuse(code, detail): detail must be a string of at most ${MAX_DETAIL} characters`);
   throw new WriteRefusedSignal(code, (detail as string | null | undefined) ?? null);
+}
+
+/** What a store answers for a refused write: the refusal's code and detail, under the fence's grant, at the store's now. */
+export function writeRefused(
+  fence: Pick<Fence, 'key' | 'token'>,
+  refusal: { readonly code: string; readonly detail: string | null },
+  now: StoreTime,
+): WriteRefusal {
+  return { ok: false, reason: 'write-refused', key: fence.key, code: refusal.code, detail: refusal.detail, token: fence.token, now };
 }

@@ -7,6 +7,7 @@ import type {
   CheckpointCommand,
   CheckpointOutcome,
   ClaimCommand,
+  GrantView,
   StoreClaimOutcome,
   StoreInspection,
   RecoverCommand,
@@ -26,7 +27,7 @@ import type {
   SubmissionReplayed,
 } from './operations.js';
 import { mintToken } from './token.js';
-import type { Ending, Fence, FenceRefusal, KeyState, LeaseRecord, StoreTime, SubmissionRecord } from './types.js';
+import type { Ending, Fence, FenceRefusal, GrantState, KeyState, LeaseRecord, StoreTime, SubmissionRecord } from './types.js';
 import { stateValue, SUBMISSION_RETENTION } from './types.js';
 import { checkFence, expiredEnding, isLive } from './verdict.js';
 
@@ -293,6 +294,13 @@ export function setKeyState(record: LeaseRecord | null, command: SetKeyStateComm
   return changedTo(next, outcome);
 }
 
+/** A grant as operators see it (`remove`'s answer, `inspect`): everything but the secret, and whether it is live at `now`. */
+function grantViewOf(grant: GrantState | null, now: StoreTime): GrantView | null {
+  if (grant === null) return null;
+  const { token, holder, runId, acquiredAt, expiresAt, attributes } = grant;
+  return { token, holder, runId, acquiredAt, expiresAt, attributes, live: isLive(grant, now) };
+}
+
 /**
  * Remove: an operator deletes a key's record (grant, state, hold, checkpoint, submissions). Refused while a
  * live grant holds it unless `force`; an old grant's every operation then says `missing`. The store's token
@@ -307,19 +315,7 @@ export function remove(record: LeaseRecord | null, command: RemoveCommand, now: 
   const { grant } = record;
   const live = grant !== null && isLive(grant, now);
   if (live && !command.force) return unchanged(record, { ok: false, reason: 'held', key, token: record.token, now });
-  const grantView =
-    grant === null
-      ? null
-      : {
-          token: grant.token,
-          holder: grant.holder,
-          runId: grant.runId,
-          acquiredAt: grant.acquiredAt,
-          expiresAt: grant.expiresAt,
-          attributes: grant.attributes,
-          live,
-        };
-  return deleted({ ok: true, key, token: record.token, grant: grantView, now });
+  return deleted({ ok: true, key, token: record.token, grant: grantViewOf(grant, now), now });
 }
 
 /**
@@ -377,43 +373,18 @@ export function recordSubmission(
 
 /** Inspect: the record as operators see it (no secret), with liveness judged at the store's now. */
 export function inspect(record: LeaseRecord | null, key: string, now: StoreTime): StoreInspection {
-  if (record === null) {
-    return {
-      key,
-      exists: false,
-      token: 0n,
-      grant: null,
-      ending: null,
-      checkpoint: null,
-      recoveryRequired: false,
-      state: NO_STATE,
-      heldUntil: null,
-      now,
-    };
-  }
-  const { grant } = record;
-  const grantView =
-    grant === null
-      ? null
-      : {
-          token: grant.token,
-          holder: grant.holder,
-          runId: grant.runId,
-          acquiredAt: grant.acquiredAt,
-          expiresAt: grant.expiresAt,
-          attributes: grant.attributes,
-          live: isLive(grant, now),
-        };
+  // NOTE: a key without a record shows as the empty record would (token 0, nothing kept), with exists false.
+  const shown = record ?? emptyRecord(key);
   return {
     key,
-    exists: true,
-    token: record.token,
-    grant: grantView,
-    ending: record.ending,
-    checkpoint: record.checkpoint,
-    recoveryRequired: record.recoveryRequired,
-    state: record.state,
-    heldUntil: record.heldUntil !== null && now < record.heldUntil ? record.heldUntil : null,
+    exists: record !== null,
+    token: shown.token,
+    grant: grantViewOf(shown.grant, now),
+    ending: shown.ending,
+    checkpoint: shown.checkpoint,
+    recoveryRequired: shown.recoveryRequired,
+    state: shown.state,
+    heldUntil: shown.heldUntil !== null && now < shown.heldUntil ? shown.heldUntil : null,
     now,
   };
 }

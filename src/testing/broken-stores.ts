@@ -10,7 +10,7 @@ import * as transitions from '../fence/transitions.js';
 import type { Transition } from '../fence/transitions.js';
 import type { Fence, LeaseRecord, StoreTime } from '../fence/types.js';
 import { checkFence } from '../fence/verdict.js';
-import { refuseWrite, WriteRefusedSignal } from '../write-refusal.js';
+import { refuseWrite, WriteRefusedSignal, writeRefused } from '../write-refusal.js';
 
 /** A classic lease bug, planted in a memory store. */
 export type PlantedBug =
@@ -79,7 +79,7 @@ export function createBrokenMemoryStore(clock: ManualClock, bug: PlantedBug, rou
       value = await write({ token: fence.token, now, refuse: refuseWrite });
     } catch (error) {
       if (!(error instanceof WriteRefusedSignal)) throw error;
-      return { ok: false, reason: 'write-refused', key: fence.key, code: error.code, detail: error.detail, token: fence.token, now };
+      return writeRefused(fence, error, now);
     }
     let next = record;
     let checkpoint = null;

@@ -7,38 +7,20 @@
 import { afterAll, afterEach, describe, expect, it } from 'vitest';
 import { Etcd3 } from 'etcd3';
 import { APPLIED_KEPT } from '../../src/adapters/etcd/record.js';
-import {
-  createEtcdStore,
-  MAX_ATTEMPTS,
-  type EtcdClient,
-  type EtcdTxnRequest,
-  type EtcdTxnResponse,
-} from '../../src/adapters/etcd/index.js';
+import { createEtcdStore, MAX_ATTEMPTS } from '../../src/adapters/etcd/index.js';
 import { isLeaseError } from '../../src/errors.js';
 import { createLeases } from '../../src/leases.js';
 import { newSecret } from '../../src/secret.js';
 import { NO_ATTRIBUTES } from '../../src/validate.js';
 import { startEtcd, type EtcdServer } from '../support/etcd-server.js';
 import { freePort } from '../support/provision.js';
-import { openEtcdRig, type EtcdRig } from './etcd-rig.js';
+import { intercepted, openEtcdRig, type EtcdRig } from './etcd-rig.js';
 
 let rig: EtcdRig | null = null;
 const open = async (): Promise<EtcdRig> => (rig = await openEtcdRig());
 afterEach(() => {
   rig?.close();
   rig = null;
-});
-
-/** A client over `real` whose writing transactions (those with compares; reads have none) go through `txn`. */
-const intercepted = (
-  real: EtcdClient,
-  txn: (request: EtcdTxnRequest, send: (request: EtcdTxnRequest) => Promise<EtcdTxnResponse>) => Promise<EtcdTxnResponse>,
-): EtcdClient => ({
-  kv: {
-    range: (request) => real.kv.range(request),
-    txn: (request) => ((request.compare ?? []).length === 0 ? real.kv.txn(request) : txn(request, (again) => real.kv.txn(again))),
-  },
-  leaseClient: real.leaseClient,
 });
 
 /** Stands for the etcd3 client's network error class (the store classifies by constructor name). */

@@ -5,30 +5,18 @@
  * twice, or racing another, is answered as decided once; watchers hear it; the key's now does not go back.
  */
 import { afterEach, describe, expect, it } from 'vitest';
-import { createEtcdStore, type EtcdClient, type EtcdTxnRequest, type EtcdTxnResponse } from '../../src/adapters/etcd/index.js';
+import { createEtcdStore } from '../../src/adapters/etcd/index.js';
 import { REMOVAL_MARK_SECONDS } from '../../src/adapters/etcd/record.js';
 import type { Fence } from '../../src/fence/types.js';
 import { newSecret } from '../../src/secret.js';
 import { NO_ATTRIBUTES } from '../../src/validate.js';
-import { openEtcdRig, type EtcdRig } from './etcd-rig.js';
+import { intercepted, openEtcdRig, ttlOnceRevoked, type EtcdRig } from './etcd-rig.js';
 
 let rig: EtcdRig | null = null;
 const open = async (...args: Parameters<typeof openEtcdRig>): Promise<EtcdRig> => (rig = await openEtcdRig(...args));
 afterEach(() => {
   rig?.close();
   rig = null;
-});
-
-/** A client over `real` whose writing transactions (those with compares; reads have none) go through `txn`. */
-const intercepted = (
-  real: EtcdClient,
-  txn: (request: EtcdTxnRequest, send: (request: EtcdTxnRequest) => Promise<EtcdTxnResponse>) => Promise<EtcdTxnResponse>,
-): EtcdClient => ({
-  kv: {
-    range: (request) => real.kv.range(request),
-    txn: (request) => ((request.compare ?? []).length === 0 ? real.kv.txn(request) : txn(request, (again) => real.kv.txn(again))),
-  },
-  leaseClient: real.leaseClient,
 });
 
 async function claimFence(r: EtcdRig, key: string, holder = 'a', store = r.store): Promise<Fence> {
@@ -73,13 +61,7 @@ describe('remove on etcd', () => {
     expect(removed).toMatchObject({ ok: true, token: fence.token, grant: { token: fence.token, holder: 'a', live: true } });
     expect(await keyAt(r, 'live/job:1')).toBeUndefined();
     expect(await keyAt(r, 'submissions/job:1')).toBeUndefined();
-    let ttl = 0;
-    for (const deadline = Date.now() + 5_000; Date.now() < deadline; ) {
-      ttl = Number((await r.client.leaseClient.leaseTimeToLive({ ID: lease })).TTL);
-      if (ttl === -1) break;
-      await new Promise((resolve) => setTimeout(resolve, 20));
-    }
-    expect(ttl).toBe(-1);
+    expect(await ttlOnceRevoked(r, lease)).toBe(-1);
     // NOTE: the record's key holds the removal mark, on a short etcd lease of its own.
     const mark = (await keyAt(r, 'lease/job:1'))!;
     expect(JSON.parse(mark.value.toString('utf8'))).toEqual({

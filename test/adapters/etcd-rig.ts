@@ -4,7 +4,13 @@
  */
 import { Etcd3 } from 'etcd3';
 import { createManualClock, type ManualClock } from '../../src/clock.js';
-import { createEtcdStore, type EtcdClient, type EtcdStore } from '../../src/adapters/etcd/index.js';
+import {
+  createEtcdStore,
+  type EtcdClient,
+  type EtcdStore,
+  type EtcdTxnRequest,
+  type EtcdTxnResponse,
+} from '../../src/adapters/etcd/index.js';
 import { createLeases } from '../../src/leases.js';
 import type { Leases } from '../../src/leases-types.js';
 import { freshEtcdPrefix, prefixRange, sharedEtcdUrl } from './etcd-harness.js';
@@ -28,6 +34,29 @@ export interface EtcdRig {
   /** The record key's mod revision ('0' when absent). */
   modRevision(leaseKey: string): Promise<bigint>;
   close(): void;
+}
+
+/** A client over `real` whose writing transactions (those with compares; reads have none) go through `txn`. */
+export const intercepted = (
+  real: EtcdClient,
+  txn: (request: EtcdTxnRequest, send: (request: EtcdTxnRequest) => Promise<EtcdTxnResponse>) => Promise<EtcdTxnResponse>,
+): EtcdClient => ({
+  kv: {
+    range: (request) => real.kv.range(request),
+    txn: (request) => ((request.compare ?? []).length === 0 ? real.kv.txn(request) : txn(request, (again) => real.kv.txn(again))),
+  },
+  leaseClient: real.leaseClient,
+});
+
+/** The etcd lease's TTL once it is revoked (-1), or its last TTL after 5 s (a revoke sent after the commit, unawaited). */
+export async function ttlOnceRevoked(r: EtcdRig, lease: string | number): Promise<number> {
+  let ttl = 0;
+  for (const deadline = Date.now() + 5_000; Date.now() < deadline; ) {
+    ttl = Number((await r.client.leaseClient.leaseTimeToLive({ ID: lease })).TTL);
+    if (ttl === -1) break;
+    await new Promise((resolve) => setTimeout(resolve, 20));
+  }
+  return ttl;
 }
 
 export async function openEtcdRig(options: { hostClock?: boolean } = {}): Promise<EtcdRig> {

@@ -9,9 +9,15 @@
  */
 import { expect } from 'vitest';
 import type { PostgresStore } from '../../src/adapters/postgres/index.js';
-import type { ClaimNextCommand } from '../../src/fence/claim-next.js';
-import { newSecret } from '../../src/secret.js';
 import type { StoreHarness } from '../../src/testing/index.js';
+import {
+  expectEveryItemClaimable,
+  expectNoneStarved,
+  expectOneHolderAtATime,
+  raceCommand,
+  raceKeys,
+  type GrantSeen,
+} from '../claim-next/race-checks.js';
 import type { Query } from './postgres-claim-next-model.js';
 
 const ITEMS = 100;
@@ -20,37 +26,22 @@ const GRANTS = 400;
 const HELD_MS = 5_000;
 const ABANDONED_MS = 40;
 
-interface GrantSeen {
-  readonly key: string;
-  readonly token: bigint;
-  readonly acquiredAt: number;
-  /** When it ended: its release's now, or its expiry. */
-  end: number;
+interface Grant extends GrantSeen {
   /** Its holder wrote a ledger row under it. */
   written: boolean;
 }
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
-const commandFor = (set: string, holder: string, ttlMs: number): ClaimNextCommand => ({
-  set,
-  holder,
-  runId: `${holder}-${newSecret().slice(0, 8)}`,
-  secret: newSecret(),
-  ttlMs,
-  attributes: {},
-  onExpired: 'take-over',
-});
-
 /** Runs the race on `harness` (a ledger table `<table>_ledger`), reading the ledger with `query`. */
 export async function runClaimNextRace(harness: StoreHarness<PostgresStore>, query: Query): Promise<void> {
   const set = harness.freshKey('race').replace(/[{}]/g, '_');
-  const keys = Array.from({ length: ITEMS }, (_, index) => `{${set}}:item-${String(index).padStart(3, '0')}`);
+  const keys = raceKeys(set, ITEMS);
   const added = await harness.store.addItems({ set, keys });
   expect(added).toMatchObject({ ok: true, added: keys });
   const stores = await Promise.all(Array.from({ length: CLIENTS }, () => harness.connect()));
   const ledger = `"${harness.store.table}_ledger"`;
-  const grants: GrantSeen[] = [];
+  const grants: Grant[] = [];
   let started = 0;
   const worker = async (store: PostgresStore, index: number): Promise<void> => {
     let round = 0;
@@ -58,14 +49,14 @@ export async function runClaimNextRace(harness: StoreHarness<PostgresStore>, que
       round += 1;
       // NOTE: every 10th grant of a worker is abandoned: it expires, and a later claim-next takes it over.
       const abandon = round % 10 === 3;
-      const command = commandFor(set, `w${index}`, abandon ? ABANDONED_MS : HELD_MS);
+      const command = raceCommand(set, `w${index}`, abandon ? ABANDONED_MS : HELD_MS);
       const outcome = await store.claimNext(command);
       if (!outcome.ok) {
         await sleep(outcome.nextAt === null ? 5 : Math.min(20, Math.max(1, outcome.nextAt - outcome.now)));
         continue;
       }
       started += 1;
-      const seen: GrantSeen = {
+      const seen: Grant = {
         key: outcome.key,
         token: outcome.token,
         acquiredAt: outcome.acquiredAt,
@@ -87,21 +78,9 @@ export async function runClaimNextRace(harness: StoreHarness<PostgresStore>, que
   };
   await Promise.all(stores.map((store, index) => worker(store, index)));
 
-  // NOTE: none starved: the first ITEMS grants (in token order: tokens are clock-floored, so they rise with time) are distinct items.
-  const byToken = [...grants].sort((a, b) => (a.token < b.token ? -1 : 1));
-  expect(new Set(byToken.slice(0, ITEMS).map((grant) => grant.key)).size).toBe(ITEMS);
-  // NOTE: one live holder at a time, tokens rising in grant order.
-  const perKey = new Map<string, GrantSeen[]>();
-  for (const grant of grants) perKey.set(grant.key, [...(perKey.get(grant.key) ?? []), grant]);
-  for (const [key, list] of perKey) {
-    list.sort((a, b) => a.acquiredAt - b.acquiredAt || (a.token < b.token ? -1 : 1));
-    for (let index = 1; index < list.length; index += 1) {
-      const before = list[index - 1] as GrantSeen;
-      const after = list[index] as GrantSeen;
-      expect(after.acquiredAt, `${key}: grant ${after.token} began before ${before.token} ended`).toBeGreaterThanOrEqual(before.end);
-      expect(after.token > before.token, `${key}: token ${after.token} after ${before.token}`).toBe(true);
-    }
-  }
+  // NOTE: tokens are clock-floored, so they rise with time: token order is grant order.
+  expectNoneStarved(grants, ITEMS);
+  expectOneHolderAtATime(grants);
   // NOTE: the fenced writes of each key are in token order (commit order = ledger seq order).
   const rows = (await query(`SELECT key, token::text AS token FROM ${ledger} WHERE key LIKE $1 ORDER BY seq`, [`{${set}}:%`])) as Array<{
     key: string;
@@ -117,12 +96,5 @@ export async function runClaimNextRace(harness: StoreHarness<PostgresStore>, que
 
   // NOTE: none lost: after the abandoned grants expired, every item is claimable once, then idle.
   await sleep(ABANDONED_MS * 2);
-  const swept: string[] = [];
-  for (let index = 0; index < ITEMS; index += 1) {
-    const outcome = await harness.store.claimNext(commandFor(set, 'sweeper', HELD_MS));
-    if (!outcome.ok) throw new Error(`item lost: idle after ${swept.length} grants (nextAt ${outcome.nextAt})`);
-    swept.push(outcome.key);
-  }
-  expect(new Set(swept).size).toBe(ITEMS);
-  expect(await harness.store.claimNext(commandFor(set, 'sweeper', HELD_MS))).toMatchObject({ ok: false, reason: 'idle' });
+  await expectEveryItemClaimable(harness.store, set, ITEMS, HELD_MS);
 }

@@ -19,7 +19,7 @@ import type { Fence } from '../../src/fence/types.js';
 import { newSecret } from '../../src/secret.js';
 import type { Store } from '../../src/store.js';
 import { scaled } from '../support/scale.js';
-import { freshPrefix, openClient, sharedRedisUrl } from './redis-harness.js';
+import { freshPrefix, openClient, readyIndex, sharedRedisUrl } from './redis-harness.js';
 
 type ItemStore = Store & Required<Pick<Store, 'addItems' | 'removeItems' | 'claimNext'>>;
 
@@ -210,9 +210,7 @@ describe('claim-next on redis agrees with the memory store, step by step', () =>
               }
             }
             // NOTE: Redis' index, against memory's own records: each item scored by availableSince, nothing else.
-            const scored = (await raw.send(['ZRANGE', `${prefix}{${SET}}:ready`, '0', '-1', 'WITHSCORES'])) as string[];
-            const index: Record<string, number> = {};
-            for (let at = 0; at < scored.length; at += 2) index[scored[at] as string] = Number(scored[at + 1]);
+            const index = await readyIndex(raw, prefix, SET);
             const expected: Record<string, number> = {};
             for (const key of KEYS) {
               const dueAt = memoryDueAt.get(key);

@@ -11,8 +11,15 @@ import { describe, expect, it } from 'vitest';
 import { createRedisStore, hashTagOf, type RedisStore } from '../../src/adapters/redis/index.js';
 import type { ClaimNextCommand } from '../../src/fence/claim-next.js';
 import type { Fence } from '../../src/fence/types.js';
-import { newSecret } from '../../src/secret.js';
 import { toConnection } from '../../src/adapters/redis/connection.js';
+import {
+  expectEveryItemClaimable,
+  expectNoneStarved,
+  expectOneHolderAtATime,
+  raceCommand,
+  raceKeys,
+  type GrantSeen,
+} from '../claim-next/race-checks.js';
 import { freshPrefix, openClient, sharedRedisUrl, type RedisClientKind } from './redis-harness.js';
 
 type ItemStore = RedisStore & Required<Pick<RedisStore, 'addItems' | 'removeItems' | 'claimNext'>>;
@@ -23,29 +30,11 @@ const CLAIMERS = 8;
 const ROUNDS = 40;
 const TTL_MS = 150;
 const HOLD_MS = 30;
-const keys = Array.from({ length: ITEMS }, (_, index) => `{${SET}}:item-${String(index).padStart(3, '0')}`);
-
-const commandFor = (holder: string): ClaimNextCommand => ({
-  set: SET,
-  holder,
-  runId: `${holder}-${newSecret().slice(0, 8)}`,
-  secret: newSecret(),
-  ttlMs: TTL_MS,
-  attributes: {},
-  onExpired: 'take-over',
-});
+const keys = raceKeys(SET, ITEMS);
+const commandFor = (holder: string): ClaimNextCommand => raceCommand(SET, holder, TTL_MS);
 
 type Fate = 'release' | 'release-hold' | 'write-then-release' | 'crash';
 const FATES: Fate[] = ['release', 'release', 'release-hold', 'write-then-release', 'write-then-release', 'crash'];
-
-/** One grant as the outcomes tell it: from its acquiredAt to its release (server time) or expiry. */
-interface Held {
-  key: string;
-  holder: string;
-  token: bigint;
-  acquiredAt: number;
-  end: number;
-}
 
 describe('claim-next on redis: 8 concurrent clients over 100 items', () => {
   it('one live holder per item at a time, fenced writes in token order, none starved, none lost', async () => {
@@ -59,7 +48,7 @@ describe('claim-next on redis: 8 concurrent clients over 100 items', () => {
     try {
       const [first] = stores as [ItemStore];
       expect(await first.addItems({ set: SET, keys })).toMatchObject({ ok: true, added: keys });
-      const grants: Held[] = [];
+      const grants: GrantSeen[] = [];
       let draw = 0;
       const claimer = async (index: number): Promise<void> => {
         const store = stores[index] as ItemStore;
@@ -71,9 +60,8 @@ describe('claim-next on redis: 8 concurrent clients over 100 items', () => {
             await new Promise((resolve) => setTimeout(resolve, 2));
             continue;
           }
-          const held: Held = {
+          const held: GrantSeen = {
             key: outcome.key,
-            holder,
             token: outcome.token,
             acquiredAt: outcome.acquiredAt,
             end: outcome.expiresAt as number,
@@ -93,38 +81,16 @@ describe('claim-next on redis: 8 concurrent clients over 100 items', () => {
       };
       await Promise.all(stores.map((_, index) => claimer(index)));
 
-      const violations: string[] = [];
-      const byKey = new Map<string, Held[]>();
-      for (const held of grants) byKey.set(held.key, [...(byKey.get(held.key) ?? []), held]);
-      for (const [key, list] of byKey) {
-        list.sort((a, b) => (a.token < b.token ? -1 : 1));
-        for (let at = 1; at < list.length; at += 1) {
-          const [before, after] = [list[at - 1] as Held, list[at] as Held];
-          if (after.acquiredAt < before.end)
-            violations.push(
-              `${key}: ${after.holder} (token ${after.token}) granted at ${after.acquiredAt} while ${before.holder} held it until ${before.end}`,
-            );
-        }
-      }
-      expect(violations).toEqual([]);
+      expectOneHolderAtATime(grants);
       for (const key of keys) {
         const ledger = ((await raw.send(['LRANGE', ledgerKey(key), '0', '-1'])) as string[]).map(BigInt);
         expect(ledger, key).toEqual([...ledger].sort((a, b) => (a < b ? -1 : a > b ? 1 : 0)));
       }
-      // NOTE: none starved: the never-claimed items were available longest, so the first 100 grants are all of them.
-      const inOrder = [...grants].sort((a, b) => (a.token < b.token ? -1 : 1));
-      expect(new Set(inOrder.slice(0, ITEMS).map((held) => held.key)).size).toBe(ITEMS);
+      expectNoneStarved(grants, ITEMS);
       expect(grants.length).toBeGreaterThan(ITEMS);
       // NOTE: none lost: once every grant and hold has ended, each item is claimable exactly once more.
       await new Promise((resolve) => setTimeout(resolve, TTL_MS + HOLD_MS + 20));
-      const swept: string[] = [];
-      for (let index = 0; index < ITEMS; index += 1) {
-        const outcome = await first.claimNext({ ...commandFor('sweeper'), ttlMs: 60_000 });
-        if (!outcome.ok) throw new Error(`item lost: idle after ${swept.length} grants (nextAt ${outcome.nextAt})`);
-        swept.push(outcome.key);
-      }
-      expect(new Set(swept).size).toBe(ITEMS);
-      expect(await first.claimNext({ ...commandFor('sweeper'), ttlMs: 60_000 })).toMatchObject({ ok: false, reason: 'idle' });
+      await expectEveryItemClaimable(first, SET, ITEMS, 60_000);
     } finally {
       await Promise.all(clients.map(({ close }) => close()));
     }

@@ -13,7 +13,7 @@ import { INSPECT_SCRIPT } from '../../src/adapters/redis/scripts.js';
 import type { LeaseRecord } from '../../src/fence/types.js';
 import { createRedisStore, type RedisStore } from '../../src/adapters/redis/index.js';
 import { newSecret } from '../../src/secret.js';
-import { freshPrefix, openClient, sharedRedisUrl, type RedisClientKind } from './redis-harness.js';
+import { freshPrefix, openClient, readyIndex, sharedRedisUrl, type RedisClientKind } from './redis-harness.js';
 
 type ItemStore = RedisStore & Required<Pick<RedisStore, 'addItems' | 'removeItems' | 'claimNext'>>;
 
@@ -187,12 +187,10 @@ describe('redis claim-next', () => {
       const added = await store.addItems({ set, keys, notBeforeMs: 10 });
       if (!added.ok) throw new Error('refused');
       const check = async (): Promise<void> => {
-        const scored = (await raw.send(['ZRANGE', `${prefix}{${set}}:ready`, '0', '-1', 'WITHSCORES'])) as string[];
-        const index = new Map<string, number>();
-        for (let at = 0; at < scored.length; at += 2) index.set(scored[at] as string, Number(scored[at + 1]));
+        const index = await readyIndex(raw, prefix, set);
         for (const key of keys) {
           const since = availableSince(await recordOf(raw, prefix, key), { set, key, dueAt: added.dueAt });
-          expect(index.get(key) ?? null, key).toBe(since);
+          expect(index[key] ?? null, key).toBe(since);
         }
       };
       await new Promise((resolve) => setTimeout(resolve, 15));

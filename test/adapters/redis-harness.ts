@@ -12,7 +12,7 @@ import { createClient as createClient6 } from 'redis6';
 import { randomBytes } from 'node:crypto';
 import { createRedisStore, hashTagOf, type RedisClient, type RedisStore } from '../../src/adapters/redis/index.js';
 import { keyNames } from '../../src/adapters/redis/keys.js';
-import { toConnection } from '../../src/adapters/redis/connection.js';
+import { toConnection, type RedisConnection } from '../../src/adapters/redis/connection.js';
 import * as lua from '../../src/adapters/redis/scripts.js';
 import { FENCED_WRITE_SCRIPT } from '../../src/adapters/redis/write-scripts.js';
 import type { StoreHarness } from '../../src/testing/index.js';
@@ -68,6 +68,14 @@ export async function openClient(
 }
 
 /** A prefix no other test uses. */
+/** The ready index of a claim-next set (`<prefix>{<set>}:ready`): each item key with its score, its availability. */
+export async function readyIndex(raw: RedisConnection, prefix: string, set: string): Promise<Record<string, number>> {
+  const scored = (await raw.send(['ZRANGE', `${prefix}{${set}}:ready`, '0', '-1', 'WITHSCORES'])) as string[];
+  const index: Record<string, number> = {};
+  for (let at = 0; at < scored.length; at += 2) index[scored[at] as string] = Number(scored[at + 1]);
+  return index;
+}
+
 export const freshPrefix = (label = 'lf'): string => `${label}:${randomBytes(6).toString('hex')}:`;
 
 /** Builds a harness factory for one client kind. */

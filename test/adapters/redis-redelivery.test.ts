@@ -40,6 +40,18 @@ function worker(holder: string) {
   return { leases: createLeases(createRedisStore({ client: connection, prefix }), { holder, ttlMs: 60_000 }), sent, replies };
 }
 
+/** A store over a connection that keeps every command it sends (a test re-delivers one, as a retry would). */
+function recordingStore() {
+  const sent: string[][] = [];
+  const connection: RedisConnection = {
+    send: (args) => {
+      sent.push([...args]);
+      return raw.send(args);
+    },
+  };
+  return { store: createRedisStore({ client: connection, prefix }), sent };
+}
+
 const counterOf = async (counter: string): Promise<string | null> => (await raw.send(['GET', counter])) as string | null;
 
 describe('redis adapter: re-delivered requests on a shared lease', () => {
@@ -98,14 +110,7 @@ describe('redis adapter: re-delivered requests on a shared lease', () => {
   });
 
   it('a fenced write with a submission re-delivered applies once: within the replay window it replays its first reply; after it (memo gone), the submission lookup answers and nothing runs', async () => {
-    const sent: string[][] = [];
-    const connection: RedisConnection = {
-      send: (args) => {
-        sent.push([...args]);
-        return raw.send(args);
-      },
-    };
-    const store = createRedisStore({ client: connection, prefix });
+    const { store, sent } = recordingStore();
     const key = `submit-replay:${Date.now()}`;
     const counter = `${prefix}${hashTagOf(key)}:n`;
     const secret = newSecret();
@@ -136,14 +141,7 @@ describe('redis adapter: re-delivered requests on a shared lease', () => {
   });
 
   it('a remove re-delivered after the key was claimed again returns its first reply and leaves the new record alone', async () => {
-    const sent: string[][] = [];
-    const connection: RedisConnection = {
-      send: (args) => {
-        sent.push([...args]);
-        return raw.send(args);
-      },
-    };
-    const store = createRedisStore({ client: connection, prefix });
+    const { store, sent } = recordingStore();
     const key = `remove-replay:${Date.now()}`;
     const claim = () =>
       store.claim({ key, holder: 'w', runId: null, secret: newSecret(), ttlMs: 60_000, attributes: {}, recovering: false });
@@ -160,14 +158,7 @@ describe('redis adapter: re-delivered requests on a shared lease', () => {
   });
 
   it('a key-state change re-delivered after another writer changed the state returns its first reply and sets nothing again', async () => {
-    const sent: string[][] = [];
-    const connection: RedisConnection = {
-      send: (args) => {
-        sent.push([...args]);
-        return raw.send(args);
-      },
-    };
-    const store = createRedisStore({ client: connection, prefix });
+    const { store, sent } = recordingStore();
     const key = `state-replay:${Date.now()}`;
     const first = await store.setKeyState({ key, values: { rev: '2' }, by: 'scanner-a' });
     expect(first).toMatchObject({ changed: ['rev'], state: { rev: '2' } });

@@ -10,22 +10,9 @@ import Database from 'better-sqlite3';
 import { newSecret } from '../../src/secret.js';
 import { createSqliteStore } from '../../src/adapters/sqlite/index.js';
 import type { ClaimNextEvent } from './sqlite-process-events.js';
+import { durationMs, path, random, sleep, worker } from './sqlite-process-setting.js';
 
-const path = process.env['LF_DB'] ?? '';
-const worker = Number(process.env['LF_WORKER'] ?? '0');
-const durationMs = Number(process.env['LF_DURATION_MS'] ?? '2000');
 const set = process.env['LF_SET'] ?? 'queue';
-let seed = Number(process.env['LF_SEED'] ?? '1') + worker * 7919;
-
-/** A small deterministic PRNG (mulberry32), as the other workers use. */
-function random(): number {
-  seed = (seed + 0x6d2b79f5) | 0;
-  let t = seed;
-  t = Math.imul(t ^ (t >>> 15), t | 1);
-  t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-  return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-}
-const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
 const database = new Database(path);
 const store = createSqliteStore({ client: database, busyTimeoutMs: 10_000 });

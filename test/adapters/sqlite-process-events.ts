@@ -1,3 +1,14 @@
+/** A fenced write a worker made (the same in the multi-process and the key-state races). */
+export interface WriteEvent {
+  readonly kind: 'write';
+  readonly key: string;
+  readonly token: string;
+  readonly entry: string;
+  readonly ok: boolean;
+  readonly reason: string | null;
+  readonly now: number;
+}
+
 /** What a worker process of the multi-process race reports (tokens as decimal text: IPC is JSON). */
 export type ProcessEvent =
   | {
@@ -9,15 +20,7 @@ export type ProcessEvent =
       readonly worker: number;
     }
   | { readonly kind: 'renew'; readonly key: string; readonly token: string; readonly expiresAt: number | null; readonly now: number }
-  | {
-      readonly kind: 'write';
-      readonly key: string;
-      readonly token: string;
-      readonly entry: string;
-      readonly ok: boolean;
-      readonly reason: string | null;
-      readonly now: number;
-    }
+  | WriteEvent
   | { readonly kind: 'release'; readonly key: string; readonly token: string; readonly now: number }
   | { readonly kind: 'revoke'; readonly key: string; readonly token: string; readonly now: number };
 
@@ -31,15 +34,7 @@ export type KeyStateEvent =
       readonly token: string | null;
       readonly acquiredAt: number;
     }
-  | {
-      readonly kind: 'write';
-      readonly key: string;
-      readonly token: string;
-      readonly entry: string;
-      readonly ok: boolean;
-      readonly reason: string | null;
-      readonly now: number;
-    }
+  | WriteEvent
   | {
       readonly kind: 'set';
       readonly key: string;

@@ -10,25 +10,11 @@ import { createLeases } from '../../src/leases.js';
 import type { Lease } from '../../src/lease.js';
 import { createSqliteStore } from '../../src/adapters/sqlite/index.js';
 import type { ProcessEvent } from './sqlite-process-events.js';
+import { durationMs, path, pick, random, sleep, worker } from './sqlite-process-setting.js';
 
-const path = process.env['LF_DB'] ?? '';
-const worker = Number(process.env['LF_WORKER'] ?? '0');
-const durationMs = Number(process.env['LF_DURATION_MS'] ?? '2000');
-let seed = Number(process.env['LF_SEED'] ?? '1') + worker * 7919;
 // NOTE: two contended keys, and one of its own, where a holder that paused past its TTL is rarely taken over
 // at once, so its late writes must be refused as expired rather than superseded.
 const KEYS = ['job:a', 'job:b', `own:p${worker}`];
-
-/** A small deterministic PRNG (mulberry32), so a failing run can be replayed from its seed. */
-function random(): number {
-  seed = (seed + 0x6d2b79f5) | 0;
-  let t = seed;
-  t = Math.imul(t ^ (t >>> 15), t | 1);
-  t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-  return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-}
-const pick = <T>(items: readonly T[]): T => items[Math.floor(random() * items.length)]!;
-const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
 const database = new Database(path);
 const store = createSqliteStore({ client: database, busyTimeoutMs: 10_000 });

@@ -9,8 +9,8 @@ import { createMemoryStore, type MemoryStore } from '../../src/adapters/memory/i
 import { createManualClock } from '../../src/clock.js';
 import type { ClaimNextCommand, ClaimNextGranted, ClaimNextOutcome } from '../../src/fence/claim-next.js';
 import type { Fence } from '../../src/fence/types.js';
-import { newSecret } from '../../src/secret.js';
 import { scaled } from '../support/scale.js';
+import { expectEveryItemClaimable as expectSweptOnce, raceCommand, raceKeys } from './race-checks.js';
 
 const SET = 'work';
 const ITEMS = 100;
@@ -18,17 +18,8 @@ const CLAIMERS = 8;
 const TTL_MS = 50;
 /** Steps of the fair round (one claimer per step, 1 ms each): enough for every item to be granted even if each grant is held 12 rounds. */
 const STEPS = 2_000;
-const keysOf = (count: number): string[] => Array.from({ length: count }, (_, index) => `{${SET}}:item-${String(index).padStart(3, '0')}`);
-
-const commandFor = (holder: string): ClaimNextCommand => ({
-  set: SET,
-  holder,
-  runId: `${holder}-${newSecret().slice(0, 8)}`,
-  secret: newSecret(),
-  ttlMs: TTL_MS,
-  attributes: {},
-  onExpired: 'take-over',
-});
+const keysOf = (count: number): string[] => raceKeys(SET, count);
+const commandFor = (holder: string): ClaimNextCommand => raceCommand(SET, holder, TTL_MS);
 const fenceOf = (granted: ClaimNextGranted, command: ClaimNextCommand): Fence => ({
   key: granted.key,
   token: granted.token,
@@ -49,14 +40,7 @@ async function runAll(s: fc.Scheduler): Promise<void> {
 /** After every grant has ended by time: claims every item once (distinct keys), then idle. */
 async function expectEveryItemClaimable(store: MemoryStore, advance: (ms: number) => void, items = ITEMS): Promise<void> {
   advance(10_000);
-  const granted: string[] = [];
-  for (let index = 0; index < items; index += 1) {
-    const outcome = await store.claimNext(commandFor('sweeper'));
-    if (!outcome.ok) throw new Error(`item lost: idle after ${granted.length} grants (nextAt ${outcome.nextAt})`);
-    granted.push(outcome.key);
-  }
-  expect(new Set(granted).size).toBe(items);
-  expect(await store.claimNext(commandFor('sweeper'))).toMatchObject({ ok: false, reason: 'idle' });
+  await expectSweptOnce(store, SET, items, TTL_MS);
 }
 
 /** What a claimer does with an item it was granted. */

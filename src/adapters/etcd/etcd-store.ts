@@ -73,7 +73,7 @@ import { checkFence } from '../../fence/verdict.js';
 import { loggableCause } from '../../redact.js';
 import { newSecret } from '../../secret.js';
 import type { Store } from '../../store.js';
-import { WriteRefusedSignal } from '../../write-refusal.js';
+import { WriteRefusedSignal, writeRefused } from '../../write-refusal.js';
 import type { EtcdCompare, EtcdRequestOp } from './client.js';
 import { readFailure, txnFailure } from './failures.js';
 import { createEtcdFreed } from './freed-watch.js';
@@ -404,15 +404,7 @@ export function createEtcdStore(options: EtcdStoreOptions): EtcdStore {
             if (!(error instanceof WriteRefusedSignal)) throw error;
             // NOTE: nothing was sent: the recorded operations are dropped with the decision.
             return {
-              outcome: {
-                ok: false,
-                reason: 'write-refused',
-                key: fence.key,
-                code: error.code,
-                detail: error.detail,
-                token: fence.token,
-                now,
-              },
+              outcome: writeRefused(fence, error, now),
               record: null,
             };
           } finally {

@@ -20,11 +20,8 @@ import {
 } from '../../fence/claim-next.js';
 import type { LeaseRecord, StoreTime } from '../../fence/types.js';
 import { InvalidArgumentError } from '../../errors.js';
-import { assertName, describe, MAX_TTL_MS } from '../../validate.js';
+import { assertName, checkedItemKeys, checkedNotBefore, describe } from '../../validate.js';
 import type { KeyLock } from './key-lock.js';
-
-/** The most keys one `addItems` or `removeItems` takes. */
-export const MAX_ITEMS_PER_CALL = 1000;
 
 /** What the item methods need of the memory store they belong to. */
 export interface MemoryItemsHost {
@@ -45,17 +42,6 @@ export interface MemoryItemsMethods {
   claimNext(command: ClaimNextCommand): Promise<ClaimNextOutcome>;
 }
 
-/** A set name, and a non-empty list of distinct keys: `InvalidArgumentError` before anything changes. */
-function checkedKeys(set: unknown, keys: unknown): readonly string[] {
-  assertName('set', set);
-  if (!Array.isArray(keys) || keys.length === 0 || keys.length > MAX_ITEMS_PER_CALL)
-    throw new InvalidArgumentError(`keys must be an array of 1 to ${MAX_ITEMS_PER_CALL} keys, got ${describe(keys)}`);
-  const copy = [...(keys as unknown[])];
-  for (const key of copy) assertName('key', key);
-  if (new Set(copy).size !== copy.length) throw new InvalidArgumentError('keys must not repeat a key');
-  return copy as string[];
-}
-
 /** Runs `step` now, turning a throw (a bad command, a bad clock reading) into a rejected promise. */
 function settle<T>(step: () => T | Promise<T>): Promise<T> {
   try {
@@ -73,10 +59,8 @@ export function createMemoryItems(host: MemoryItemsHost): MemoryItemsMethods {
   const setOf = new Map<string, string>();
 
   const addItems = (command: AddItemsCommand): AddItemsOutcome => {
-    const keys = checkedKeys(command.set, command.keys);
-    const delay = command.notBeforeMs ?? 0;
-    if (typeof delay !== 'number' || !Number.isInteger(delay) || delay < 0 || delay > MAX_TTL_MS)
-      throw new InvalidArgumentError(`notBeforeMs must be an integer from 0 to ${MAX_TTL_MS}, got ${describe(delay)}`);
+    const keys = checkedItemKeys(command.set, command.keys);
+    const delay = checkedNotBefore(command.notBeforeMs);
     const { set } = command;
     const now = host.clock();
     for (const key of keys) {
@@ -97,7 +81,7 @@ export function createMemoryItems(host: MemoryItemsHost): MemoryItemsMethods {
   };
 
   const removeItems = (command: RemoveItemsCommand): RemoveItemsOutcome => {
-    const keys = checkedKeys(command.set, command.keys);
+    const keys = checkedItemKeys(command.set, command.keys);
     const { set } = command;
     const now = host.clock();
     const items = sets.get(set);

@@ -7,7 +7,7 @@ import { checkFence } from '../../fence/verdict.js';
 import type { Store } from '../../store.js';
 import { InvalidArgumentError } from '../../errors.js';
 import { describe, MAX_TOKEN, readOptions } from '../../validate.js';
-import { WriteRefusedSignal, refuseWrite } from '../../write-refusal.js';
+import { WriteRefusedSignal, refuseWrite, writeRefused } from '../../write-refusal.js';
 import { KeyLock } from './key-lock.js';
 import { MemoryKeyIndex } from './memory-list.js';
 import { FreedKeys } from './freed-keys.js';
@@ -185,7 +185,7 @@ export function createMemoryStore(options?: MemoryStoreOptions): MemoryStore {
           value = await write({ token: fence.token, now, refuse: refuseWrite });
         } catch (error) {
           if (!(error instanceof WriteRefusedSignal)) throw error;
-          return { ok: false, reason: 'write-refused', key: fence.key, code: error.code, detail: error.detail, token: fence.token, now };
+          return writeRefused(fence, error, now);
         }
         // NOTE: the same transitions at the same now: the key is still locked, the record unchanged.
         let next = record as LeaseRecord;

@@ -22,7 +22,7 @@ import type { PostgresClient, PostgresQueryable } from './client.js';
 import { classifyFailure, ownStatementFailure } from './failures.js';
 import { decodePreImage } from './rows.js';
 import { decodeSubmissionLookup, type SubmissionLookup } from './submissions.js';
-import { refuseWrite, WriteRefusedSignal } from '../../write-refusal.js';
+import { refuseWrite, WriteRefusedSignal, writeRefused } from '../../write-refusal.js';
 import { secretHash } from './secret-hash.js';
 import type { Session } from './session.js';
 import type { LeaseStatements } from './statements.js';
@@ -194,15 +194,7 @@ export function runFencedTransaction<T>(run: FencedTransactionRun<T>): Promise<F
     } catch (error) {
       if (error instanceof GrantDeadlinePassed) return control.rollbackWith(expiredVerdict(granted, fence));
       if (error instanceof WriteRefusedSignal) {
-        return control.rollbackWith({
-          ok: false,
-          reason: 'write-refused',
-          key: fence.key,
-          code: error.code,
-          detail: error.detail,
-          token: fence.token,
-          now,
-        });
+        return control.rollbackWith(writeRefused(fence, error, now));
       }
       // NOTE: a driver failure inside the transaction (the bound's timeouts 57014 / 25P03, a lost
       // connection, a pool error) rolled it back: nothing was applied. Your own SQL errors pass unchanged.

@@ -22,7 +22,7 @@ import {
 } from '../../fence/claim-next.js';
 import type { StoreTime } from '../../fence/types.js';
 import { InvalidArgumentError } from '../../errors.js';
-import { assertName, describe, MAX_TTL_MS } from '../../validate.js';
+import { assertName, checkedItemKeys, checkedNotBefore, describe } from '../../validate.js';
 import { availableOfRow } from './availability.js';
 import { claimable, claimSet, expectParams, stateExpected, type ClaimTerms } from './claim-rule.js';
 import { assertEncodable, assertEncodableAttributes, assertEncodableState } from './encodable.js';
@@ -30,9 +30,6 @@ import type { TableName } from './identifier.js';
 import { claimPreImageJson, decodePreImage, epochMs, NOW, preImageColumns } from './rows.js';
 import { secretHash } from './secret-hash.js';
 import { claimTokenFloor, removedFloorSql, tokenFloorTable } from './token-floor.js';
-
-/** The most keys one `addItems` or `removeItems` takes (as the memory store). */
-export const MAX_ITEMS_PER_CALL = 1000;
 
 /** The claim-next statement's parameters, as `claim-rule.ts` terms (never recovering: a recovery is a `claim`). */
 const TERMS: ClaimTerms = {
@@ -193,21 +190,6 @@ export function itemStatements(table: TableName): ItemStatements {
   return { addItems: addItemsCall(table), removeItems: removeItemsStatement(table), claimNext: claimNextStatement(table) };
 }
 
-/** A set name and a non-empty list of distinct keys: `InvalidArgumentError` before any I/O. */
-function checkedKeys(set: unknown, keys: unknown): string[] {
-  assertName('set', set);
-  assertEncodable('set', set);
-  if (!Array.isArray(keys) || keys.length === 0 || keys.length > MAX_ITEMS_PER_CALL)
-    throw new InvalidArgumentError(`keys must be an array of 1 to ${MAX_ITEMS_PER_CALL} keys, got ${describe(keys)}`);
-  const copy = [...(keys as unknown[])];
-  for (const key of copy) {
-    assertName('key', key);
-    assertEncodable('key', key);
-  }
-  if (new Set(copy).size !== copy.length) throw new InvalidArgumentError('keys must not repeat a key');
-  return copy as string[];
-}
-
 /** What the item methods need of the store. */
 export interface PostgresItemsHost {
   readonly statements: ItemStatements;
@@ -237,10 +219,8 @@ export function createPostgresItems(host: PostgresItemsHost): PostgresItemsMetho
   const { statements, statement, guard } = host;
   return {
     async addItems(command) {
-      const keys = checkedKeys(command.set, command.keys);
-      const delay = command.notBeforeMs ?? 0;
-      if (typeof delay !== 'number' || !Number.isInteger(delay) || delay < 0 || delay > MAX_TTL_MS)
-        throw new InvalidArgumentError(`notBeforeMs must be an integer from 0 to ${MAX_TTL_MS}, got ${describe(delay)}`);
+      const keys = checkedItemKeys(command.set, command.keys);
+      const delay = checkedNotBefore(command.notBeforeMs);
       const { set } = command;
       guard('addItems');
       const [now, dueAt, added, otherKey, otherSet] = jsonOf(
@@ -253,7 +233,7 @@ export function createPostgresItems(host: PostgresItemsHost): PostgresItemsMetho
     },
 
     async removeItems(command) {
-      const keys = checkedKeys(command.set, command.keys);
+      const keys = checkedItemKeys(command.set, command.keys);
       const { set } = command;
       guard('removeItems');
       const [now, removed] = jsonOf(await statement('removeItems', statements.removeItems, [set, keys]), 'removeItems') as [

@@ -22,16 +22,13 @@ import {
 } from '../../fence/claim-next.js';
 import { InvalidArgumentError } from '../../errors.js';
 import type { Store } from '../../store.js';
-import { assertName, describe, MAX_TTL_MS } from '../../validate.js';
+import { assertName, checkedItemKeys, checkedNotBefore, describe } from '../../validate.js';
 import type { RedisConnection } from './connection.js';
 import { hashTagOf, type KeyNames } from './keys.js';
 import { claimArgs, floorOf, parseLeaseReply, SEP } from './record.js';
 import { defineScript, runScript } from './runner.js';
 import { REPLY } from './scripts.js';
 import { ADD_ITEMS_SCRIPT, CLAIM_NEXT_SCRIPT, REMOVE_ITEMS_SCRIPT } from './item-scripts.js';
-
-/** The most keys one `addItems` or `removeItems` takes (as on every store). */
-const MAX_ITEMS_PER_CALL = 1000;
 
 /** How many index entries claim-next reads at a time while it passes items whose state does not match `expect`. */
 const BATCH = '16';
@@ -60,19 +57,14 @@ function checkedSet(set: unknown): string {
 
 /** A non-empty list of distinct keys of `set`, each carrying the set's hash tag: `InvalidArgumentError` before any I/O. */
 function checkedKeys(set: string, keys: unknown): readonly string[] {
-  if (!Array.isArray(keys) || keys.length === 0 || keys.length > MAX_ITEMS_PER_CALL)
-    throw new InvalidArgumentError(`keys must be an array of 1 to ${MAX_ITEMS_PER_CALL} keys, got ${describe(keys)}`);
-  const copy = [...(keys as unknown[])];
+  const checked = checkedItemKeys(set, keys);
   const tag = `{${set}}`;
-  for (const key of copy) {
-    assertName('key', key);
+  for (const key of checked)
     if (hashTagOf(key) !== tag)
       throw new InvalidArgumentError(
         `on Redis an item key of set ${describe(set)} must carry the set's hash tag ${tag} (e.g. '${tag}:item-1'), got ${describe(key)}`,
       );
-  }
-  if (new Set(copy).size !== copy.length) throw new InvalidArgumentError('keys must not repeat a key');
-  return copy as string[];
+  return checked;
 }
 
 /** The dueAt of an `item` field (dueAt SEP base SEP key). */
@@ -93,9 +85,7 @@ export function createRedisItems(host: RedisItemsHost): RedisItems {
   const addItems = async (command: AddItemsCommand): Promise<AddItemsOutcome> => {
     const set = checkedSet(command.set);
     const keys = checkedKeys(set, command.keys);
-    const delay = command.notBeforeMs ?? 0;
-    if (typeof delay !== 'number' || !Number.isInteger(delay) || delay < 0 || delay > MAX_TTL_MS)
-      throw new InvalidArgumentError(`notBeforeMs must be an integer from 0 to ${MAX_TTL_MS}, got ${describe(delay)}`);
+    const delay = checkedNotBefore(command.notBeforeMs);
     const records = keys.map((key) => names.record(key, 'lease'));
     const reply = (await runScript(
       connection,

@@ -10,6 +10,7 @@ import { checkFence } from '../../fence/verdict.js';
 import { newSecret } from '../../secret.js';
 import type { Store } from '../../store.js';
 import { InvalidArgumentError } from '../../errors.js';
+import { writeRefused } from '../../write-refusal.js';
 import { describe, readRequiredOptions } from '../../validate.js';
 import { toConnection, type RedisClient } from './connection.js';
 import { subscribeTimeoutOf } from '../freed-subscriptions.js';
@@ -380,9 +381,9 @@ export function createRedisStore(given: RedisStoreOptions): RedisStore {
       }
       const refused = raw[WRITTEN.refused];
       if (refused !== undefined && refused !== null) {
-        const { code, detail } = recorder.refusal(refused);
-        recorder.refused(code, detail);
-        return { ok: false, reason: 'write-refused', key: fence.key, code, detail, token: fence.token, now };
+        const refusal = recorder.refusal(refused);
+        recorder.refused(refusal.code, refusal.detail);
+        return writeRefused(fence, refusal, now);
       }
       const failure = recorder.settle(raw[WRITTEN.replies], raw[WRITTEN.failed], raw[WRITTEN.error], raw[WRITTEN.applied]);
       if (failure !== null) throw failure;

@@ -24,7 +24,7 @@ import {
   type RemoveItemsCommand,
   type RemoveItemsOutcome,
 } from '../../fence/claim-next.js';
-import { MAX_TTL_MS } from '../../validate.js';
+import { checkedItemKeys, checkedNotBefore } from '../../validate.js';
 import { availableAtSql, ROW_INPUTS } from './available-at.js';
 import type { SqliteClient } from './client.js';
 import type { TableName } from './identifier.js';
@@ -32,9 +32,6 @@ import { RECORD_COLUMNS_SQL, recordOf } from './rows.js';
 import { hashedClaim } from './secret-hash.js';
 import { statementFor } from './statement-cache.js';
 import { immediate } from './transaction.js';
-
-/** The most keys one `addItems` or `removeItems` takes (as the memory store). */
-export const MAX_ITEMS_PER_CALL = 1000;
 
 /** How many index rows a claim-next with `expect` reads at a time (rows whose state does not match are passed). */
 const EXPECT_PAGE = 16;
@@ -69,17 +66,6 @@ export function itemOrder(key: string): Buffer {
   const bytes = Buffer.allocUnsafe(key.length * 2);
   for (let index = 0; index < key.length; index++) bytes.writeUInt16BE(key.charCodeAt(index), index * 2);
   return bytes;
-}
-
-/** A set name, and a non-empty list of distinct keys: `InvalidArgumentError` before anything changes. */
-function checkedKeys(set: unknown, keys: unknown): readonly string[] {
-  assertName('set', set);
-  if (!Array.isArray(keys) || keys.length === 0 || keys.length > MAX_ITEMS_PER_CALL)
-    throw new InvalidArgumentError(`keys must be an array of 1 to ${MAX_ITEMS_PER_CALL} keys, got ${describe(keys)}`);
-  const copy = [...(keys as unknown[])];
-  for (const key of copy) assertName('key', key);
-  if (new Set(copy).size !== copy.length) throw new InvalidArgumentError('keys must not repeat a key');
-  return copy as string[];
 }
 
 /** A row of a claim-next read: the record's columns and the item's. */
@@ -173,10 +159,8 @@ export function createSqliteItems(host: SqliteItemsHost): SqliteItemsMethods {
 
   return {
     addItems(command) {
-      const keys = checkedKeys(command.set, command.keys);
-      const delay = command.notBeforeMs ?? 0;
-      if (typeof delay !== 'number' || !Number.isInteger(delay) || delay < 0 || delay > MAX_TTL_MS)
-        throw new InvalidArgumentError(`notBeforeMs must be an integer from 0 to ${MAX_TTL_MS}, got ${describe(delay)}`);
+      const keys = checkedItemKeys(command.set, command.keys);
+      const delay = checkedNotBefore(command.notBeforeMs);
       const { set } = command;
       return immediate<AddItemsOutcome>(client, 'add items', () => {
         const now = host.now();
@@ -192,7 +176,7 @@ export function createSqliteItems(host: SqliteItemsHost): SqliteItemsMethods {
     },
 
     removeItems(command) {
-      const keys = checkedKeys(command.set, command.keys);
+      const keys = checkedItemKeys(command.set, command.keys);
       const { set } = command;
       return immediate<RemoveItemsOutcome>(client, 'remove items', () => {
         const now = host.now();

@@ -26,6 +26,7 @@ import {
   type Transition,
   refuseWrite,
   WriteRefusedSignal,
+  writeRefused,
 } from '../../store-entry.js';
 import type {
   AddItemsCommand,
@@ -313,12 +314,8 @@ export function createSqliteStore(options: SqliteStoreOptions): SqliteStore {
         value = runCallback(() => callback(context));
       } catch (error) {
         if (!(error instanceof CallbackFailure && error.error instanceof WriteRefusedSignal)) throw error;
-        const { code, detail } = error.error;
         // NOTE: rolled back: the callback's statements are undone with the rest.
-        return {
-          outcome: { ok: false, reason: 'write-refused', key: fence.key, code, detail, token: fence.token, now: at },
-          commit: false,
-        };
+        return { outcome: writeRefused(fence, error.error, at), commit: false };
       } finally {
         close();
       }
