@@ -24,7 +24,7 @@ export { describeStoreRaces } from './race.js';
 export type { MakeStoreHarness, StoreHarness, SuiteOptions } from './harness.js';
 export type { TestBody, TestRunner } from './runner.js';
 export { createMemoryHarness, type MemoryLikeStore } from './memory-harness.js';
-export { createBrokenMemoryStore, PLANTED_BUGS, type PlantedBug } from './broken-stores.js';
+export { createBrokenMemoryStore, PLANTED_BUGS, type BrokenMemoryStore, type PlantedBug } from './broken-stores.js';
 export { describePlantedBugChecks, type PlantedBugOptions } from './planted-bugs.js';
 
 /** Registers the conformance specs, the model-based suite and the race suite for one store. */

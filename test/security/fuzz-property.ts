@@ -28,6 +28,11 @@ export interface FuzzTarget {
   /** How many I/O operations (store calls, statements, commands) `run` caused. */
   ioDuring(run: () => Promise<void>): Promise<number>;
   freshKey(): string;
+  /**
+   * The run's set name for its lease key (`$set`). Default `set:<key>`; Redis names a set after the hash tag its
+   * items carry (its keys share one tag, so the run's keys are items the set may hold).
+   */
+  setName?(leaseKey: string): string;
   /** Whether `fencedWrite(..., { checkpoint })` is fuzzed. */
   readonly checkpointWithWrite: boolean;
 }
@@ -375,6 +380,7 @@ export async function answerCall(target: FuzzTarget, recipe: Call): Promise<Call
   const exported = claimed.export();
   const real = leases.restore(exported);
   const freshKey = target.freshKey();
+  const runSet = target.setName?.(leaseKey) ?? `set:${leaseKey}`;
   // NOTE: values travel boxed: an async function returning a Proxy would make the promise read its `then`.
   const resolveHandle = async (choice: unknown): Promise<[unknown]> => [await handleOf(choice)];
   const handleOf = async (choice: unknown): Promise<unknown> => {
@@ -413,7 +419,7 @@ export async function answerCall(target: FuzzTarget, recipe: Call): Promise<Call
     if (arg === '$write') return () => 'written';
     if (arg === '$fn') return async () => 'done';
     if (arg === '$gate') return target.gate;
-    if (arg === '$set') return `set:${leaseKey}`;
+    if (arg === '$set') return runSet;
     if (arg === '$items') return [leaseKey, freshKey];
     if (arg === '$repeated') return [freshKey, freshKey];
     if (typeof arg === 'object' && arg !== null && ITEM_LISTS.has(arg)) return (arg as { $keys: unknown[] }).$keys.map(resolve);
@@ -443,7 +449,7 @@ export async function answerCall(target: FuzzTarget, recipe: Call): Promise<Call
     else args.push((await resolveHandle(arg))[0]);
   }
   // NOTE: a claim-next finds the run's set with an item in it (the fresh key), so it can grant, not only idle.
-  if (recipe.method === 'claimNext' && typeof setup.store.claimNext === 'function') await setup.addItems(`set:${leaseKey}`, [freshKey]);
+  if (recipe.method === 'claimNext' && typeof setup.store.claimNext === 'function') await setup.addItems(runSet, [freshKey]);
   const keys = [leaseKey, freshKey];
   const before = await snapshot(setup, keys);
   let result: unknown;

@@ -61,7 +61,9 @@ export async function redisFuzzTarget(closers: Closers): Promise<FuzzTarget> {
     // NOTE: the lease prefix, so the gate checks the full fence as Postgres, SQLite and memory gates do.
     gate: createRedisTokenGate({ client: fuzzed.client, prefix: `${prefix}gate:`, leasePrefix: prefix }) as never,
     ioDuring: async (run) => (await watch.commandsDuring(run)).length,
-    freshKey: () => `fuzz:{${++keys}}`,
+    // NOTE: every key carries the tag {fuzz}, so that each is an item the set `fuzz` may hold (Redis' tag rule).
+    freshKey: () => `{fuzz}:${++keys}`,
+    setName: () => 'fuzz',
     checkpointWithWrite: true,
   };
 }
