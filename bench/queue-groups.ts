@@ -33,7 +33,8 @@ let preparation = 0;
 async function storeClaimNextCycle(store: Store, set: string, worker: number): Promise<() => Promise<unknown>> {
   const claimNext = store.claimNext?.bind(store);
   if (claimNext === undefined || store.addItems === undefined) throw new Error('no claim-next');
-  const keys = Array.from({ length: ITEMS }, (_, i) => `${set}:${worker}:${i}`);
+  // NOTE: items carry their set's hash tag, as Redis requires (the set and its items share one Cluster slot).
+  const keys = Array.from({ length: ITEMS }, (_, i) => `{${set}:${worker}}:${i}`);
   await store.addItems({ set: `${set}:${worker}`, keys });
   const secret = randomBytes(16).toString('hex');
   return async () => {
