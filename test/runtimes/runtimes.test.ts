@@ -302,5 +302,34 @@ describe.each(RUNTIMES)('$name', (runtime) => {
         expect(results.map((result) => result.status)).toEqual(['skipped']);
       }
     });
+
+    test('runs the node:sqlite half of test/adapters/sqlite-key-state.test.ts (issue 24 operations) under vitest where node:sqlite exists', async () => {
+      const report = join(workDir, `vitest-key-state-${slug(runtime)}.json`);
+      const vitest = join(REPO_ROOT, 'node_modules', 'vitest', 'vitest.mjs');
+      // NOTE: better-sqlite3 is built for the repo's Node 20 only; its half is filtered out (the default tiers run it).
+      const args = [
+        'run',
+        '--project',
+        'unit',
+        'test/adapters/sqlite-key-state.test.ts',
+        '-t',
+        'node:sqlite',
+        '--reporter=json',
+        `--outputFile=${report}`,
+      ];
+      const suites = await run(REPO_ROOT, vitest, args);
+      expect(suites.exitCode, `${suites.stdout}\n${suites.stderr}`).toBe(0);
+      const { testResults } = JSON.parse(readFileSync(report, 'utf8')) as {
+        testResults: { assertionResults: { ancestorTitles: string[]; status: string }[] }[];
+      };
+      const results = testResults.flatMap((file) => file.assertionResults);
+      const ofNodeSqlite = results.filter((result) => result.ancestorTitles[0]?.startsWith('sqlite (node:sqlite)'));
+      expect(results.filter((result) => result.status === 'failed')).toEqual([]);
+      if (cellOf('sqliteSuites', runtime) === 'yes') {
+        expect(ofNodeSqlite.filter((result) => result.status === 'passed').length).toBeGreaterThanOrEqual(12);
+      } else {
+        expect(ofNodeSqlite.map((result) => result.status)).toEqual(['skipped']);
+      }
+    });
   }
 });
