@@ -43,10 +43,16 @@ export function expectOneHolderAtATime(grants: readonly GrantSeen[]): void {
   expect(violations).toEqual([]);
 }
 
-/** None starved: never-claimed items were available longest, so the first `items` grants (in token order) are all of them. */
-export function expectNoneStarved(grants: readonly GrantSeen[], items: number): void {
+/**
+ * None starved: never-claimed items were available longest, so the first `items` grants (in token order) are all
+ * of them. `inFlight` is how many claims may pass an item that a concurrent claim has locked but not yet granted:
+ * PostgreSQL's `SKIP LOCKED` lets up to `clients - 1` claimers move past the rows the others are granting, and
+ * those grants can take tokens above the passer's (seen in CI: 99 distinct among the first 100); a store that
+ * serialises claims (a Redis script, SQLite's write lock, memory) passes 0.
+ */
+export function expectNoneStarved(grants: readonly GrantSeen[], items: number, inFlight = 0): void {
   const byToken = [...grants].sort((a, b) => (a.token < b.token ? -1 : 1));
-  expect(new Set(byToken.slice(0, items).map((grant) => grant.key)).size).toBe(items);
+  expect(new Set(byToken.slice(0, items + inFlight).map((grant) => grant.key)).size).toBe(items);
 }
 
 /** None lost: once every grant and hold has ended, a sweeper claims each of the `items` items once, then the set is idle. */

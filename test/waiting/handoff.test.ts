@@ -85,7 +85,10 @@ describe('waiting claims are granted in order', () => {
     clock.advance(80);
     const granted = await result;
     expect(granted.ok && granted.previous?.kind).toBe('expired');
-    expect(performance.now() - started).toBeGreaterThanOrEqual(79);
+    // NOTE: the 80 ms timer runs on libuv's loop time, cached per loop turn and truncated to whole milliseconds,
+    // so it can end a little more than 1 ms short of 80 by performance.now() (seen in CI: 78.8). The 60 s poll and
+    // the claim count are what show no polling; this bound shows the attempt waited for the expiry.
+    expect(performance.now() - started).toBeGreaterThanOrEqual(75);
     expect(counting.claims()).toBe(3);
     expect(counting.delivered()).toBe(0);
   });
