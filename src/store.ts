@@ -53,6 +53,7 @@ import type {
   RemoveItemsCommand,
   RemoveItemsOutcome,
 } from './fence/claim-next.js';
+import type { AcquirePermitCommand, AcquirePermitOutcome } from './fence/permits.js';
 import type { Fence } from './fence/types.js';
 import type { StoreListPage, StoreListQuery } from './list.js';
 
@@ -140,6 +141,17 @@ export interface Store<WriteContext = unknown> {
    * every key (the memory store, which keeps no index, judges every item of the set).
    */
   claimNext?(command: ClaimNextCommand): Promise<ClaimNextOutcome>;
+
+  /**
+   * OPTIONAL (semaphores, see `fence/permits.ts`): in one atomic step over every permit record of
+   * `command.semaphore` (the keys `permitKey(semaphore, index)`), grants a permit when fewer than `command.limit`
+   * are live (`fence/permits.ts#acquirePermit`): the free permit up to the limit available longest, with a token
+   * above every token of every permit of the semaphore; `full` otherwise. Never more than `limit` live grants of
+   * the semaphore result from acquires with that limit, however many run at once (a store serialises the acquires
+   * of one semaphore, or checks the count under a lock). Every other operation on a permit is the ordinary one on
+   * its key. Delivered twice with the same secret, it answers the grant it made. Permits are not items of any set.
+   */
+  acquirePermit?(command: AcquirePermitCommand): Promise<AcquirePermitOutcome>;
 
   /**
    * OPTIONAL (operators' listing, see `list.ts`): the records whose key starts with `query.prefix`, from

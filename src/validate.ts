@@ -3,6 +3,7 @@
  * reaches a store, so it can never corrupt a lease.
  */
 import { InvalidArgumentError } from './errors.js';
+import { MAX_PERMITS, permitKey } from './fence/permits.js';
 import type { LeaseAttributes } from './fence/types.js';
 
 /**
@@ -170,6 +171,19 @@ export function checkedNotBefore(notBeforeMs: unknown): number {
   if (typeof delay !== 'number' || !Number.isInteger(delay) || delay < 0 || delay > MAX_TTL_MS)
     throw new InvalidArgumentError(`notBeforeMs must be an integer number of milliseconds from 0 to ${MAX_TTL_MS}, got ${describe(delay)}`);
   return delay;
+}
+
+/**
+ * A semaphore's name and an acquire's limit (the shell's check and every store's): a name without braces (its
+ * `{name}` is the permit keys' hash tag) short enough for its permit keys to be keys, and an integer limit from 1
+ * to `MAX_PERMITS`.
+ */
+export function assertSemaphore(semaphore: unknown, limit: unknown): asserts semaphore is string {
+  assertName('semaphore', semaphore);
+  if (/[{}]/.test(semaphore)) throw new InvalidArgumentError(`a semaphore name has no braces, got ${describe(semaphore)}`);
+  assertKey(permitKey(semaphore, MAX_PERMITS));
+  if (typeof limit !== 'number' || !Number.isInteger(limit) || limit < 1 || limit > MAX_PERMITS)
+    throw new InvalidArgumentError(`limit must be an integer from 1 to ${MAX_PERMITS}, got ${describe(limit)}`);
 }
 
 /** A TTL: a positive integer number of milliseconds up to `MAX_TTL_MS`, or `null` for no expiry. */

@@ -40,8 +40,8 @@ export const PLANTED_BUGS: readonly PlantedBug[] = [
   'reissues-after-remove',
 ];
 
-/** A memory store with one planted bug; it offers no sets (claim-next has planted bugs of its own). */
-export type BrokenMemoryStore = Omit<MemoryStore, 'addItems' | 'removeItems' | 'claimNext'>;
+/** A memory store with one planted bug; it offers no sets and no semaphores (each has planted bugs of its own). */
+export type BrokenMemoryStore = Omit<MemoryStore, 'addItems' | 'removeItems' | 'claimNext' | 'acquirePermit'>;
 
 /**
  * A memory store with `bug` planted. `roundTrip` is awaited between the read and the write of the

@@ -14,7 +14,7 @@ import type { StoreHarness } from './harness.js';
 export const MEMORY_EPOCH: number = Date.UTC(2026, 0, 1);
 
 /** A store the memory harness can drive: a `MemoryStore` or a deliberately broken look-alike. */
-export type MemoryLikeStore = Omit<MemoryStore, 'addItems' | 'removeItems' | 'claimNext'>;
+export type MemoryLikeStore = Omit<MemoryStore, 'addItems' | 'removeItems' | 'claimNext' | 'acquirePermit'>;
 
 /** Builds a harness around a memory(-like) store made on the harness's manual clock. */
 export function createMemoryHarness<S extends MemoryLikeStore = MemoryStore>(

@@ -12,6 +12,7 @@ import { KeyLock } from './key-lock.js';
 import { MemoryKeyIndex } from './memory-list.js';
 import { FreedKeys } from './freed-keys.js';
 import { createMemoryItems, type MemoryItemsMethods } from './memory-items.js';
+import { createMemoryPermits, type MemoryPermits } from './memory-permits.js';
 
 /** What a memory fenced write's callback receives. */
 export interface MemoryWriteContext {
@@ -43,11 +44,12 @@ export interface MemoryStoreOptions {
   readonly tokenFloor?: () => bigint;
 }
 
-/** The in-memory store (with the optional claim-next methods), with a test-only view of its records. */
+/** The in-memory store (with the optional claim-next and semaphore methods), with a test-only view of its records. */
 export interface MemoryStore extends Store<MemoryWriteContext> {
   readonly addItems: MemoryItemsMethods['addItems'];
   readonly removeItems: MemoryItemsMethods['removeItems'];
   readonly claimNext: MemoryItemsMethods['claimNext'];
+  readonly acquirePermit: MemoryPermits['acquirePermit'];
   /** The raw record of a key (including the secret): for tests and simulations only. */
   record(key: string): LeaseRecord | null;
 }
@@ -110,14 +112,21 @@ export function createMemoryStore(options?: MemoryStoreOptions): MemoryStore {
   const freed = new FreedKeys();
   const keyIndex = new MemoryKeyIndex(records, clock);
 
+  /** Stores a key's record, telling the key index and the permit index of a key it creates. */
+  const save = (key: string, record: LeaseRecord): void => {
+    if (!records.has(key)) {
+      keyIndex.added(key);
+      permits.created(key);
+    }
+    records.set(key, record);
+  };
+
   /** Applies `step` to the key's record at the store's now; `committed` sees the outcome once it is stored. */
   const applyNow = <C, O>(key: string, step: Step<C, O>, command: C, committed: Committed<O> | undefined): O => {
     const { record, changed, outcome } = step(records.get(key) ?? null, command, clock());
     if (changed) {
-      if (record !== null) {
-        if (!records.has(key)) keyIndex.added(key);
-        records.set(key, record);
-      } else {
+      if (record !== null) save(key, record);
+      else {
         const removed = records.get(key);
         if (removed !== undefined && removed.token > highestRemoved) highestRemoved = removed.token;
         if (records.delete(key)) keyIndex.removed(key);
@@ -154,8 +163,9 @@ export function createMemoryStore(options?: MemoryStoreOptions): MemoryStore {
     lock,
     clock,
     tokenFloor: mintFloor,
-    save: (key, record) => void records.set(key, record),
+    save,
   });
+  const permits = createMemoryPermits({ records, lock, clock, tokenFloor: mintFloor, save });
 
   return {
     id: `memory:${++storeCount}:${Math.random().toString(36).slice(2)}`,
@@ -210,6 +220,7 @@ export function createMemoryStore(options?: MemoryStoreOptions): MemoryStore {
     // while it holds: its run stops listening before its release).
     watchRevoked: freed.watch,
     ...items,
+    acquirePermit: permits.acquirePermit,
     record: (key) => records.get(key) ?? null,
   };
 }
