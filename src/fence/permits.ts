@@ -142,7 +142,16 @@ export function acquirePermit(
     transition: {
       record: null,
       changed: false,
-      outcome: { ok: false, reason: 'full', semaphore, limit, live: live.map(({ index, record }) => holderOf(semaphore, index, record)), unavailable, nextAt, now },
+      outcome: {
+        ok: false,
+        reason: 'full',
+        semaphore,
+        limit,
+        live: live.map(({ index, record }) => holderOf(semaphore, index, record)),
+        unavailable,
+        nextAt,
+        now,
+      },
     },
   });
   if (live.length >= limit) {
@@ -194,5 +203,12 @@ const ITEM = { set: '', key: '', dueAt: 0 } as const;
 
 function holderOf(semaphore: string, index: number, record: LeaseRecord | null): PermitHolder {
   const grant = (record as LeaseRecord).grant as NonNullable<LeaseRecord['grant']>;
-  return { key: permitKey(semaphore, index), index, token: grant.token, holder: grant.holder, runId: grant.runId, expiresAt: grant.expiresAt };
+  return {
+    key: permitKey(semaphore, index),
+    index,
+    token: grant.token,
+    holder: grant.holder,
+    runId: grant.runId,
+    expiresAt: grant.expiresAt,
+  };
 }

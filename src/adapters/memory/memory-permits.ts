@@ -3,7 +3,14 @@
  * by `fence/permits.ts#acquirePermit` in one synchronous step (atomic in this process). The store tells this index
  * of every permit key it creates, so an acquire reads the permits that exist (O(permits)), never every record.
  */
-import { acquirePermit, permitKey, permitOf, type AcquirePermitCommand, type AcquirePermitOutcome, type PermitCandidate } from '../../fence/permits.js';
+import {
+  acquirePermit,
+  permitKey,
+  permitOf,
+  type AcquirePermitCommand,
+  type AcquirePermitOutcome,
+  type PermitCandidate,
+} from '../../fence/permits.js';
 import type { LeaseRecord, StoreTime } from '../../fence/types.js';
 import { assertSemaphore } from '../../validate.js';
 import type { KeyLock } from './key-lock.js';
