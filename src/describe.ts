@@ -9,6 +9,7 @@ import type {
   WriteRefusal,
 } from './fence/operations.js';
 import type { AddItemsOutcome, ClaimNextIdle } from './fence/claim-next.js';
+import type { SemaphoreFull } from './fence/permits.js';
 import type { AttributeMismatch, FenceRefusal, StoreTime } from './fence/types.js';
 import type { CheckTtlInsufficient, ClaimRefusal } from './refusals.js';
 
@@ -17,7 +18,7 @@ export type AddItemsRefusal = Extract<AddItemsOutcome, { ok: false }>;
 
 /**
  * Every refusal `describeRefusal` explains: a fence's, a fenced write's own, a submission's, a check's, a claim's,
- * a claim-next's `idle` and an `addItems`'s `in-another-set`.
+ * a claim-next's `idle`, an acquire's `full` and an `addItems`'s `in-another-set`.
  */
 export type DescribableRefusal =
   | FenceRefusal
@@ -27,6 +28,7 @@ export type DescribableRefusal =
   | CheckTtlInsufficient
   | ClaimRefusal
   | ClaimNextIdle
+  | SemaphoreFull
   | AddItemsRefusal;
 
 function grantLabel(token: bigint | null, holder: string | null, runId: string | null): string {
@@ -97,6 +99,8 @@ export function describeRefusal(refusal: DescribableRefusal): string {
           : `the next may be claimable at ${time(refusal.nextAt)}`;
       return printable(`claim-next idle on set ${refusal.set} (idle: no item claimable now; ${next}) (store now ${time(refusal.now)})`);
     }
+    case 'full':
+      return describeSemaphoreFull(refusal);
     case 'in-another-set':
       return printable(
         `addItems refused on set ${refusal.set} (in-another-set: ${refusal.key} is an item of set ${refusal.otherSet}): nothing added`,
@@ -157,4 +161,23 @@ function describeFenceRefusal(refusal: FenceRefusal): string {
     if (ending.reason !== null) line += `: ${ending.reason}`;
   }
   return printable(line);
+}
+
+/**
+ * "semaphore pool full (full: 3 of limit 3 live: permit 1 token 7 (holder w1) until ..., ...; a permit may free at ...)":
+ * the live holders (the first 5), the indexes not grantable, and when one may free.
+ */
+export function describeSemaphoreFull(refusal: SemaphoreFull): string {
+  const shown = refusal.live.slice(0, 5).map((permit) => {
+    const until = permit.expiresAt === null ? 'until revoked' : `until ${time(permit.expiresAt)}`;
+    return `permit ${permit.index} ${grantLabel(permit.token, permit.holder, permit.runId)} ${until}`;
+  });
+  const more = refusal.live.length > shown.length ? [`${refusal.live.length - shown.length} more`] : [];
+  const unavailable =
+    refusal.unavailable.length === 0 ? '' : `; permits ${refusal.unavailable.join(', ')} blocked for recovery, held back or busy`;
+  const next = refusal.nextAt === null ? 'no permit frees by time alone' : `a permit may free at ${time(refusal.nextAt)}`;
+  const live = [...shown, ...more].join(', ');
+  return printable(
+    `semaphore ${refusal.semaphore} full (full: ${refusal.live.length} of limit ${refusal.limit} live${live === '' ? '' : `: ${live}`}${unavailable}; ${next}) (store now ${time(refusal.now)})`,
+  );
 }

@@ -5,7 +5,7 @@
  * The guards check a brand and the `code`, not `instanceof`, so they recognise errors thrown by another
  * copy of the package (ESM and CJS entries, or two versions in one process).
  */
-import { describeClaimRefusal, describeRefusal } from './describe.js';
+import { describeClaimRefusal, describeRefusal, describeSemaphoreFull } from './describe.js';
 import type {
   ClaimHeld,
   ClaimHeldBack,
@@ -16,6 +16,7 @@ import type {
   SubmissionReplayed,
   WriteRefusal,
 } from './fence/operations.js';
+import type { SemaphoreFull } from './fence/permits.js';
 import type { CheckTtlInsufficient, ClaimRunAlreadyAcquired } from './refusals.js';
 import { printable } from './printable.js';
 import type { FenceRefusal } from './fence/types.js';
@@ -43,6 +44,8 @@ export type LeaseErrorCode =
   | 'REPLAY_CONFLICT'
   /** `check` found the grant current but with less than `minTtlMs` left. */
   | 'TTL_INSUFFICIENT'
+  /** `acquirePermitOrThrow` found the semaphore full (as many live permits as its limit, or none grantable). */
+  | 'SEMAPHORE_FULL'
   /** The store does not offer an optional operation (the sets of claim-next): refused before any I/O. */
   | 'UNSUPPORTED_OPERATION'
   | 'GATE_REFUSED'
@@ -148,6 +151,16 @@ export class KeyHeldBackError extends LeaseError {
   readonly refusal: ClaimHeldBack;
   constructor(refusal: ClaimHeldBack) {
     super('KEY_HELD_BACK', describeClaimRefusal(refusal));
+    this.refusal = refusal;
+  }
+}
+
+/** An acquire found no permit to grant (thrown by `acquirePermitOrThrow`): `refusal.live` lists the live holders. */
+export class SemaphoreFullError extends LeaseError {
+  override name = 'SemaphoreFullError' as const;
+  readonly refusal: SemaphoreFull;
+  constructor(refusal: SemaphoreFull) {
+    super('SEMAPHORE_FULL', describeSemaphoreFull(refusal));
     this.refusal = refusal;
   }
 }

@@ -34,7 +34,8 @@ export type LeaseOperation =
   | 'remove'
   | 'addItems'
   | 'removeItems'
-  | 'claimNext';
+  | 'claimNext'
+  | 'acquirePermit';
 
 /** Every traced operation, in the order of a lease's life. */
 export const LEASE_OPERATIONS: readonly LeaseOperation[] = [
@@ -51,6 +52,7 @@ export const LEASE_OPERATIONS: readonly LeaseOperation[] = [
   'addItems',
   'removeItems',
   'claimNext',
+  'acquirePermit',
 ];
 
 /**
@@ -66,7 +68,8 @@ export type ClaimRefusalReason = 'held' | 'recovery-required' | 'held-back' | 's
 export type OperationOutcome =
   /**
    * A claim that was granted: its grant, and how the previous one ended (for takeover latency). For `claimNext`
-   * (whose event's `key` is the set) `item` is the key granted.
+   * (whose event's `key` is the set) `item` is the key granted; for `acquirePermit` (whose event's `key` is the
+   * semaphore) the permit's key.
    */
   | {
       readonly ok: true;
@@ -88,6 +91,16 @@ export type OperationOutcome =
       readonly reason: ClaimRefusalReason;
       readonly token: bigint | null;
       readonly holder: string | null;
+      readonly now: StoreTime;
+    }
+  /** An acquire that found the semaphore full: how many permits were live, and when one may free (`nextAt`). */
+  | {
+      readonly ok: false;
+      readonly result: 'full';
+      readonly reason: 'full';
+      readonly token: null;
+      readonly live: number;
+      readonly nextAt: StoreTime | null;
       readonly now: StoreTime;
     }
   /** A claim-next that found no item claimable, and when one may be (`nextAt`). */

@@ -5,6 +5,14 @@
  */
 export { createLeases } from './leases.js';
 export type {
+  AcquirePermitOptions,
+  AcquirePermitResult,
+  AcquirePermitResultOf,
+  GrantedPermit,
+  WaitedAcquirePermitResult,
+  WaitedFull,
+  WithPermitOptions,
+  WithPermitOutcome,
   AddItemsOptions,
   ClaimNextOptions,
   ClaimNextResult,
@@ -73,6 +81,7 @@ export type {
   OnExpired,
   RemoveItemsOutcome,
 } from './fence/claim-next.js';
+export { MAX_PERMITS, permitKey, type PermitHolder, type SemaphoreFull } from './fence/permits.js';
 export { MAX_ITEMS_PER_CALL } from './validate.js';
 export { refuseWrite } from './write-refusal.js';
 export type { Store, WriteContextOf } from './store.js';
@@ -102,6 +111,7 @@ export {
   RecoveryRequiredError,
   ReplayConflictError,
   RunAlreadyAcquiredError,
+  SemaphoreFullError,
   StateMismatchError,
   StoreUnavailableError,
   SubmissionReplayedError,

@@ -19,6 +19,7 @@ import type {
   SetKeyStateOutcome,
 } from './fence/operations.js';
 import type { AbandonedRun, AddItemsOutcome, ClaimNextIdle, OnExpired, RemoveItemsOutcome } from './fence/claim-next.js';
+import type { SemaphoreFull } from './fence/permits.js';
 import type { Ending, LeaseAttributes, StoreTime } from './fence/types.js';
 import type { CheckOutcome, ClaimRefusal } from './refusals.js';
 import type { TokenGate } from './gate.js';
@@ -162,6 +163,62 @@ export type WaitedClaimNextResult = GrantedNext | WaitedIdle;
 
 /** `claimNext`'s result for options `O`: an `idle` says how long it waited when `O` has a `wait`. */
 export type ClaimNextResultOf<O> = O extends { readonly wait: WaitOptions } ? WaitedClaimNextResult : ClaimNextResult;
+
+/**
+ * Options of `acquirePermit`: the semaphore's `limit` (required: the acquirer's own, see `docs/semaphores.md`), a
+ * claim's options (without `expect`), and waiting.
+ */
+export interface AcquirePermitOptions {
+  /** At most this many live permits of the semaphore, this one included: an integer from 1 to 1000. */
+  readonly limit: number;
+  /** Time to live in ms, or `null` for no expiry. @default the `Leases` default */
+  readonly ttlMs?: number | null;
+  /** A run id for this attempt. @default null */
+  readonly runId?: string | null;
+  /** Attributes bound to the grant that fenced operations may require. */
+  readonly attributes?: LeaseAttributes;
+  /**
+   * Take a permit blocked for recovery (revoked with `requireRecovery`), to resolve its checkpoint; plain acquires
+   * skip such a permit.
+   * @default false
+   */
+  readonly recovering?: boolean;
+  /**
+   * Wait for a permit: on `full`, try again when a live permit is released (the store's release notifications of
+   * the live permits' keys, where the store has them), at `nextAt` (plus up to `jitterMs`) or after `pollMs`,
+   * whichever is sooner, until granted or `timeoutMs` / `signal` ends the wait (then the last `full`, with
+   * `waitedMs`). `recheckMs` is not used.
+   * @default no waiting: one acquire, the store's answer as it is
+   */
+  readonly wait?: WaitOptions;
+}
+
+/** `acquirePermit` granted a permit: the lease on the permit's key, as `claim`'s grant, plus which permit it is. */
+export interface GrantedPermit extends Granted {
+  readonly semaphore: string;
+  /** The permit's index, from 1 to `limit` (its key is `permitKey(semaphore, index)`). */
+  readonly index: number;
+  readonly limit: number;
+  /** Live permits of the semaphore when it was granted, this one included. */
+  readonly live: number;
+}
+
+/** What `acquirePermit` answers: the granted permit, or `full` with the live holders and when one may free (`nextAt`). */
+export type AcquirePermitResult = GrantedPermit | SemaphoreFull;
+
+/** The last `full` a waiting acquire saw, with how long it waited and what ended the wait. */
+export type WaitedFull = SemaphoreFull & {
+  /** Ms from the call to the end of the wait (the worker's monotonic clock). */
+  readonly waitedMs: number;
+  /** What ended the wait: its `timeoutMs` passed, or its `signal` aborted. */
+  readonly waitEnded: 'timeout' | 'aborted';
+};
+
+/** What an `acquirePermit` with a `wait` option resolves with. */
+export type WaitedAcquirePermitResult = GrantedPermit | WaitedFull;
+
+/** `acquirePermit`'s result for options `O`: a `full` says how long it waited when `O` has a `wait`. */
+export type AcquirePermitResultOf<O> = O extends { readonly wait: WaitOptions } ? WaitedAcquirePermitResult : AcquirePermitResult;
 
 /** Options of `addItems`. */
 export interface AddItemsOptions {
@@ -341,6 +398,27 @@ export interface Leases<S extends Store = Store> {
     set: string,
     options?: O & { readonly [K in Exclude<keyof O, keyof ClaimNextOptions>]?: never },
   ): Promise<ClaimNextResultOf<O>>;
+  /**
+   * Acquires a permit of the semaphore `semaphore`, in one atomic step on the store: granted while fewer than
+   * `options.limit` permits are live, each permit a lease of its own (renew, checkpoint, fenced write, release,
+   * revoke as any lease) with a token above every earlier token of the semaphore; `full` (the live holders, and
+   * `nextAt`) otherwise; with `options.wait`, waits for one. Needs a store with semaphores. See `docs/semaphores.md`.
+   */
+  acquirePermit<O extends AcquirePermitOptions>(
+    semaphore: string,
+    options: O & { readonly [K in Exclude<keyof O, keyof AcquirePermitOptions>]?: never },
+  ): Promise<AcquirePermitResultOf<O>>;
+  /** `acquirePermit` that returns the grant or throws `SemaphoreFullError` (code `SEMAPHORE_FULL`). */
+  acquirePermitOrThrow(semaphore: string, options: AcquirePermitOptions): Promise<GrantedPermit>;
+  /**
+   * `withLease` on a permit: acquires one (waiting with `options.wait`), renews it in the background, runs `fn`,
+   * always releases. A `full` answer is returned as the outcome, as `withLease` returns a claim's refusal.
+   */
+  withPermit<T>(
+    semaphore: string,
+    fn: (lease: RunningLease, signal: AbortSignal) => Promise<T>,
+    options: WithPermitOptions,
+  ): Promise<WithPermitOutcome<T>>;
   /** Resolves the checkpoint the new grant inherited (`resume` or `discard`), lifting a pending recovery. */
   recover(lease: Lease, action: RecoveryAction): Promise<RecoverOutcome>;
   /** Everything about `key` except the secret, with the store's now. */
@@ -369,6 +447,15 @@ export interface Leases<S extends Store = Store> {
    */
   restore(json: LeaseJson): Lease;
 }
+
+/** Options of `withPermit`: every `acquirePermit` option, plus `withLease`'s renewal schedule and stop signal. */
+export interface WithPermitOptions extends AcquirePermitOptions, Omit<WithLeaseOptions, keyof ClaimOptions> {}
+
+/**
+ * How `withPermit` ended: `full` (with `waitedMs` when it waited), or what happened to the work under the permit
+ * (as `withLease`'s; `key` is the permit's key, or the semaphore's name when nothing was acquired).
+ */
+export type WithPermitOutcome<T> = WithLeaseCompleted<T> | WithLeaseLost<T> | WithLeaseStopped<T> | SemaphoreFull | WaitedFull;
 
 /** Options of `withLease`: every claim option, plus the renewal schedule and a stop signal. */
 export interface WithLeaseOptions extends ClaimOptions {

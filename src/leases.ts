@@ -9,6 +9,7 @@ import {
   GateRefusedError,
   InvalidArgumentError,
   KeyHeldBackError,
+  SemaphoreFullError,
   LeaseBusyError,
   LeaseLostError,
   RecoveryRequiredError,
@@ -22,10 +23,12 @@ import {
 import type { FencedWriteOutcome, GateOutcome, ReleaseOutcome, StoreClaimOutcome } from './fence/operations.js';
 import type { CheckpointRecord, Ending, Fence, LeaseAttributes, StoreTime } from './fence/types.js';
 import { Lease, leaseFence, parseLeaseJson, type Checkpoint } from './lease.js';
+import { permitOf, type SemaphoreFull } from './fence/permits.js';
 import { checkedItems, checkedOnExpired, itemMethodsOf } from './items.js';
 import { loggable } from './loggable.js';
 import { observeLeases } from './observed-leases.js';
 import { newSecret } from './secret.js';
+import { ACQUIRE_PERMIT_OPTIONS, acquireMethodOf, permitListener } from './semaphores.js';
 import { toSubmissionCommand } from './submission.js';
 import { AppliedRelease, AppliedRenew, GrantedClaim } from './shell-results.js';
 import { parseStoredCheckpoint } from './unreadable-checkpoint.js';
@@ -40,6 +43,7 @@ import {
   assertMaxBytes,
   assertName,
   assertRunId,
+  assertSemaphore,
   assertText,
   assertToken,
   assertTtl,
@@ -47,6 +51,7 @@ import {
   copyOptions,
   DEFAULT_MAX_CHECKPOINT_BYTES,
   readOptions,
+  readRequiredOptions,
   serializeCheckpoint,
   toAttributes,
   toKeyStateValues,
@@ -54,15 +59,23 @@ import {
   MAX_TTL_MS,
 } from './validate.js';
 import type {
+  AcquirePermitOptions,
+  AcquirePermitResult,
   ClaimNextResult,
   ClaimRefusal,
   ClaimResult,
   Leases,
   LeasesOptions,
+  WaitedAcquirePermitResult,
   WaitedClaimResult,
+  WaitedFull,
   WithLeaseOptions,
+  RunningLease,
+  WithPermitOptions,
+  WithPermitOutcome,
 } from './leases-types.js';
-import { noticeRefusal, runWithLease } from './with-lease.js';
+import type { WaitOptions } from './waiting/wait-options.js';
+import { noticeRefusal, runAcquired, runWithLease } from './with-lease.js';
 
 function parseCheckpoint(record: CheckpointRecord | null): Checkpoint | null {
   // NOTE: a damaged stored checkpoint reads as the unreadable marker, never as an error after a grant.
@@ -105,6 +118,17 @@ function assertStore(store: unknown): void {
     throw new InvalidArgumentError('createLeases needs a Store; this one could not be read (a getter or Proxy threw)');
   }
   if (missing !== undefined) throw new InvalidArgumentError(`createLeases needs a Store; this one has no ${missing} method`);
+}
+
+const OPEN_BRACE = 0x7b;
+
+/** A claim of a key that is a semaphore's permit: refused before any I/O (permits are acquired, never claimed). */
+function refuseClaimOfPermit(key: string): void {
+  const permit = permitOf(key);
+  if (permit !== null)
+    throw new InvalidArgumentError(
+      `${describe(key)} is permit ${permit.index} of semaphore ${describe(permit.semaphore)}: acquire it with acquirePermit (recovering: true takes a permit blocked for recovery)`,
+    );
 }
 
 const CLAIM_OPTIONS = ['ttlMs', 'runId', 'attributes', 'recovering', 'expect', 'wait'] as const;
@@ -291,6 +315,8 @@ export function createLeases<S extends Store>(store: S, options: LeasesOptions):
     claim(key, claimOptions) {
       try {
         assertKey(key);
+        // NOTE: a claim of a permit's key would pass its semaphore's limit; one character read on the hot path.
+        if (key.charCodeAt(0) === OPEN_BRACE) refuseClaimOfPermit(key);
         const given = readOptions('claim options', claimOptions, CLAIM_OPTIONS);
         const ttlMs = ttlOf(given.ttlMs);
         const runId = given.runId ?? null;
@@ -514,6 +540,61 @@ export function createLeases<S extends Store>(store: S, options: LeasesOptions):
       } catch (error) {
         return Promise.reject(error as Error);
       }
+    },
+
+    // NOTE: not `async`, like `claim`: bad input rejects, and the result type follows the options.
+    acquirePermit(semaphore, permitOptions) {
+      try {
+        const acquire = acquireMethodOf(store);
+        const given = readRequiredOptions('acquirePermit options', permitOptions, ACQUIRE_PERMIT_OPTIONS);
+        const { limit } = given;
+        assertSemaphore(semaphore, limit);
+        const ttlMs = ttlOf(given.ttlMs);
+        const runId = given.runId ?? null;
+        assertRunId(runId);
+        const attributes = toAttributes(given.attributes);
+        const { recovering } = given;
+        if (recovering !== undefined && typeof recovering !== 'boolean') throw new InvalidArgumentError('recovering must be a boolean');
+        const attempt = async (): Promise<AcquirePermitResult> => {
+          const secret = newSecret();
+          const command = { semaphore, limit: limit as number, holder, runId, secret, ttlMs, attributes, recovering: recovering === true };
+          const sentAt = monotonic();
+          const outcome = await acquire(command);
+          if (!outcome.ok) return loggable(outcome);
+          const inherited = parseCheckpoint(outcome.checkpoint);
+          const lease = grantedLease(outcome.key, outcome, { secret, runId, attributes, ttlMs }, outcome.previous, inherited, sentAt);
+          const { previous, index, live } = outcome;
+          return loggable({ ok: true as const, lease, previous, checkpoint: inherited, semaphore, index, limit: outcome.limit, live });
+        };
+        if (given.wait === undefined) return attempt() as Promise<never>;
+        const settings = readWaitOptions(given.wait);
+        const listen = permitListener(store, semaphore, limit as number);
+        return waitForNext(settings, { attempt, monotonic, random: Math.random, ...(listen === null ? {} : { listen }) }) as Promise<never>;
+      } catch (error) {
+        return Promise.reject(error as Error);
+      }
+    },
+
+    async acquirePermitOrThrow(semaphore, permitOptions) {
+      const result: AcquirePermitResult | WaitedAcquirePermitResult = await leases.acquirePermit(semaphore, permitOptions);
+      if (result.ok) return result;
+      throw new SemaphoreFullError(result);
+    },
+
+    async withPermit<T>(
+      semaphore: string,
+      fn: (lease: RunningLease, signal: AbortSignal) => Promise<T>,
+      withOptions: WithPermitOptions,
+    ): Promise<WithPermitOutcome<T>> {
+      const options = copyOptions('withPermit options', withOptions) as unknown as WithPermitOptions;
+      const permitOptions = Object.fromEntries(
+        ACQUIRE_PERMIT_OPTIONS.flatMap((name) => (options[name] === undefined ? [] : [[name, options[name]]])),
+      ) as unknown as AcquirePermitOptions;
+      // NOTE: checked before the run (a bad limit is refused before any I/O, as every other bad input).
+      assertSemaphore(semaphore, permitOptions.limit);
+      const acquire = (wait: WaitOptions | undefined): Promise<AcquirePermitResult | WaitedAcquirePermitResult> =>
+        leases.acquirePermit(semaphore, wait === undefined ? permitOptions : { ...permitOptions, wait });
+      return runAcquired<T, SemaphoreFull | WaitedFull>(leases, monotonic, semaphore, fn, options, maxCheckpointBytes, acquire);
     },
 
     async recover(lease, action) {

@@ -62,8 +62,22 @@ const tokenOf = (event: OperationEvent): bigint => event.token ?? 0n;
 
 /** Wraps the operations of `leases` (in place) so that they publish their events; returns it. */
 export function observeLeases<L extends Leases>(leases: L): L {
-  const { claim, renew, checkpoint, fencedWrite, check, release, revoke, recover, setKeyState, remove, addItems, removeItems, claimNext } =
-    leases;
+  const {
+    claim,
+    renew,
+    checkpoint,
+    fencedWrite,
+    check,
+    release,
+    revoke,
+    recover,
+    setKeyState,
+    remove,
+    addItems,
+    removeItems,
+    claimNext,
+    acquirePermit,
+  } = leases;
   const channel = {
     claim: operationChannel('claim'),
     renew: operationChannel('renew'),
@@ -78,6 +92,7 @@ export function observeLeases<L extends Leases>(leases: L): L {
     addItems: operationChannel('addItems'),
     removeItems: operationChannel('removeItems'),
     claimNext: operationChannel('claimNext'),
+    acquirePermit: operationChannel('acquirePermit'),
   };
   const { holder } = leases;
 
@@ -213,7 +228,7 @@ export function observeLeases<L extends Leases>(leases: L): L {
     );
   };
 
-  /** A set's event: `key` is the set's name. */
+  /** A set's (or a semaphore's) event: `key` is the set's (or the semaphore's) name. */
   const setEvent = (operation: LeaseOperation, set: unknown, runId: unknown): OperationEvent => ({
     operation,
     key: typeof set === 'string' ? set : '',
@@ -253,6 +268,39 @@ export function observeLeases<L extends Leases>(leases: L): L {
       () => claimNext(set, options),
       (result): OperationOutcome => {
         if (!result.ok) return { ok: false, result: 'idle', reason: 'idle', token: null, nextAt: result.nextAt, now: result.now };
+        const { lease, previous } = result;
+        const acquiredAt = lease.acquiredAt ?? 0;
+        return {
+          ok: true,
+          result: 'granted',
+          item: lease.key,
+          token: lease.token,
+          acquiredAt,
+          expiresAt: lease.expiresAt,
+          previous: previous === null ? null : { kind: previous.kind, token: previous.token, at: previous.at },
+          now: acquiredAt,
+        };
+      },
+    );
+  };
+
+  leases.acquirePermit = (semaphore, options) => {
+    if (!isObserved(channel.acquirePermit)) return acquirePermit(semaphore, options);
+    return traceOperation(
+      channel.acquirePermit,
+      setEvent('acquirePermit', semaphore, (options as { runId?: unknown } | null | undefined)?.runId),
+      () => acquirePermit(semaphore, options),
+      (result): OperationOutcome => {
+        if (!result.ok)
+          return {
+            ok: false,
+            result: 'full',
+            reason: 'full',
+            token: null,
+            live: result.live.length,
+            nextAt: result.nextAt,
+            now: result.now,
+          };
         const { lease, previous } = result;
         const acquiredAt = lease.acquiredAt ?? 0;
         return {

@@ -20,6 +20,12 @@ export type * from './fence/operations.js';
 /** Claim-next's commands and outcomes (`addItems`, `removeItems`, `claimNext`: optional, all three or none). */
 export type * from './fence/claim-next.js';
 /**
+ * Semaphores (`acquirePermit`: optional): the commands and outcomes, the decision over a semaphore's permit records
+ * (a store applies the returned record atomically), and the permit keys.
+ */
+export type * from './fence/permits.js';
+export { acquirePermit, MAX_PERMITS, permitKey, permitOf } from './fence/permits.js';
+/**
  * The pure transitions, one per store operation: `(record, command, now) -> { record, changed, outcome }`.
  * A store applies the returned record atomically and answers the outcome.
  */
@@ -36,6 +42,7 @@ export { leaseFence, type Lease } from './lease.js';
 export { monotonicClock, systemClock, type Clock } from './clock.js';
 export {
   assertName,
+  assertSemaphore,
   assertStorableText,
   describe as describeValue,
   MAX_ATTRIBUTES,

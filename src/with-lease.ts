@@ -10,12 +10,26 @@
 import type { Clock } from './clock.js';
 import { InvalidArgumentError, isLeaseLostError, LeaseLostError } from './errors.js';
 import type { FenceRefusal } from './fence/types.js';
+import type { ClaimRefusal } from './refusals.js';
+import type { WaitedRefusal } from './waiting/refusal.js';
 import { attachRun, runOf, type Lease } from './lease.js';
-import type { ClaimOptions, Leases, RunningLease, WithLeaseOptions, WithLeaseOutcome } from './leases-types.js';
+import type {
+  ClaimOptions,
+  ClaimResult,
+  Leases,
+  RunningLease,
+  WaitedClaimResult,
+  WithLeaseCompleted,
+  WithLeaseLost,
+  WithLeaseOptions,
+  WithLeaseOutcome,
+  WithLeaseStopped,
+} from './leases-types.js';
 import { Renewal } from './renewal.js';
 import { MAX_TIMER_MS, SYSTEM_TIMERS, type Timers } from './timers.js';
 import { DEFAULT_MAX_CHECKPOINT_BYTES, describe, serializeCheckpoint } from './validate.js';
-import { claimUnlessStopped } from './waiting/with-lease-claim.js';
+import { attemptUnlessStopped } from './waiting/with-lease-claim.js';
+import type { WaitOptions } from './waiting/wait-options.js';
 
 /**
  * Tells the `withLease` run of `lease` (if any, and still running) that an operation on it was refused: its
@@ -28,7 +42,7 @@ export function noticeRefusal(lease: Lease, refusal: FenceRefusal): void {
 }
 
 /** Implements `Leases.withLease`. */
-export async function runWithLease<T>(
+export function runWithLease<T>(
   leases: Leases,
   monotonic: Clock,
   key: string,
@@ -36,19 +50,37 @@ export async function runWithLease<T>(
   options: WithLeaseOptions,
   maxCheckpointBytes: number = DEFAULT_MAX_CHECKPOINT_BYTES,
 ): Promise<WithLeaseOutcome<T>> {
+  // NOTE: without a wait, a plain claim; without claim options, none (`readOptions` then copies nothing).
+  const claim = (wait: WaitOptions | undefined): Promise<ClaimResult | WaitedClaimResult> =>
+    wait === undefined
+      ? leases.claim<ClaimOptions>(key, hasClaimOptions(options) ? options : undefined)
+      : leases.claim<ClaimOptions>(key, { ...options, wait });
+  return runAcquired<T, ClaimRefusal | WaitedRefusal>(leases, monotonic, key, fn, options, maxCheckpointBytes, claim);
+}
+
+/**
+ * `withLease`'s run around any way of taking the lease (`acquire`: a claim, a permit's acquire), given the wait to
+ * use: `key` names the run when nothing was taken. The acquire's refusal is returned as the outcome.
+ */
+export async function runAcquired<T, R extends { readonly ok: false }>(
+  leases: Leases,
+  monotonic: Clock,
+  key: string,
+  fn: (lease: RunningLease, signal: AbortSignal) => Promise<T>,
+  options: Omit<WithLeaseOptions, keyof ClaimOptions> & { readonly wait?: WaitOptions },
+  maxCheckpointBytes: number,
+  acquire: (wait: WaitOptions | undefined) => Promise<{ readonly ok: true; readonly lease: Lease } | R>,
+): Promise<WithLeaseCompleted<T> | WithLeaseLost<T> | WithLeaseStopped<T> | R> {
   const settings = checkOptions(fn, options, maxCheckpointBytes);
   const external = options.signal;
   if (isAborted(external))
     return { ok: false, reason: 'stopped', key, lease: null, cause: external?.reason, lost: null, returned: null, released: false };
-  // NOTE: without a wait, a plain claim; without claim options, none (`readOptions` then copies nothing).
-  const claimed =
-    options.wait === undefined
-      ? await leases.claim<ClaimOptions>(key, hasClaimOptions(options) ? options : undefined)
-      : await claimUnlessStopped(leases, key, options);
+  const claimed = await attemptUnlessStopped(options, acquire);
   if (claimed === null)
     return { ok: false, reason: 'stopped', key, lease: null, cause: external?.reason, lost: null, returned: null, released: false };
   if (!claimed.ok) return claimed;
   const { lease } = claimed;
+  const runKey = lease.key;
   const ttlMs = lease.expiresAt === null ? null : lease.ttlMs;
   const schedule =
     ttlMs === null
@@ -98,8 +130,8 @@ export async function runWithLease<T>(
   }
   const released = await cleanup(releaseQuietly(leases, lease, undefined), false);
   const reason = abort.reason;
-  if (isLeaseLostError(reason)) return { ok: false, reason: 'lost', key, lease, lost: reason, returned: settled, released };
-  return { ok: false, reason: 'stopped', key, lease, cause: reason, lost: null, returned: settled, released };
+  if (isLeaseLostError(reason)) return { ok: false, reason: 'lost', key: runKey, lease, lost: reason, returned: settled, released };
+  return { ok: false, reason: 'stopped', key: runKey, lease, cause: reason, lost: null, returned: settled, released };
 }
 
 /**
@@ -138,7 +170,7 @@ function causedByAbort(error: unknown, reason: unknown): boolean {
 /** Validates `fn` and the options before the claim (invariant 7), with the same error as every other bad input. */
 function checkOptions(
   fn: unknown,
-  options: WithLeaseOptions,
+  options: Omit<WithLeaseOptions, keyof ClaimOptions>,
   maxCheckpointBytes: number,
 ): { renewAfterFraction: number; finalCheckpoint: unknown } {
   if (typeof fn !== 'function') throw new InvalidArgumentError('withLease needs a function to run under the lease');

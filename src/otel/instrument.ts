@@ -25,7 +25,16 @@ import { DEFAULT_MAX_HELD_LEASES, heldGrants } from './held-grants.js';
 import { ATTRIBUTE, METRIC, spanName } from './names.js';
 
 /** Operations whose refusal is no loss of the caller's own grant (a claim's, an operator's, a set's). */
-const NOT_OWN_GRANT: ReadonlySet<string> = new Set(['claim', 'claimNext', 'revoke', 'remove', 'setKeyState', 'addItems', 'removeItems']);
+const NOT_OWN_GRANT: ReadonlySet<string> = new Set([
+  'claim',
+  'claimNext',
+  'acquirePermit',
+  'revoke',
+  'remove',
+  'setKeyState',
+  'addItems',
+  'removeItems',
+]);
 
 /** Options of `instrumentLeasefence`. */
 export interface InstrumentationOptions {
@@ -67,6 +76,7 @@ const ERROR_TYPES: ReadonlySet<string> = new Set(
     REPLAY_CONFLICT: true,
     TTL_INSUFFICIENT: true,
     UNSUPPORTED_OPERATION: true,
+    SEMAPHORE_FULL: true,
   } satisfies Record<LeaseErrorCode, true>),
 );
 
@@ -208,7 +218,7 @@ export function instrumentLeasefence(options?: InstrumentationOptions): Instrume
   const record = (event: OperationEvent): void => {
     const { operation, outcome, key } = event;
     if (outcome === undefined) return;
-    if (operation === 'claim' || operation === 'claimNext') {
+    if (operation === 'claim' || operation === 'claimNext' || operation === 'acquirePermit') {
       claims.add(1, { [ATTRIBUTE.claimOutcome]: outcome.result });
       if (outcome.result === 'granted') {
         held.hold(outcome.item ?? key, outcome.token, outcome.expiresAt, outcome.now);

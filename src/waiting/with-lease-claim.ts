@@ -1,18 +1,20 @@
 /**
- * `withLease`'s claim when it waits: the run's `signal` (which stops the run) also ends the wait, next to
- * `wait.signal`, through one local signal whose listeners are removed once the claim settles.
+ * `withLease`'s claim (and `withPermit`'s acquire) when it waits: the run's `signal` (which stops the run) also
+ * ends the wait, next to `wait.signal`, through one local signal whose listeners are removed once the attempt
+ * settles.
  */
-import type { ClaimOptions, ClaimResult, Leases, WaitedClaimResult, WithLeaseOptions } from '../leases-types.js';
 import { readWaitOptions, type WaitOptions } from './wait-options.js';
 
-/** Claims for `withLease`; `null` when the run's `signal` aborted before a grant (the run is stopped). */
-export async function claimUnlessStopped(
-  leases: Leases,
-  key: string,
-  options: WithLeaseOptions,
-): Promise<ClaimResult | WaitedClaimResult | null> {
+/**
+ * Calls `attempt` with the wait to use (the options' own when there is no run signal to link); `null` when the
+ * run's `signal` aborted before a grant (the run is stopped).
+ */
+export async function attemptUnlessStopped<R extends { readonly ok: boolean }>(
+  options: { readonly wait?: WaitOptions; readonly signal?: AbortSignal },
+  attempt: (wait: WaitOptions | undefined) => Promise<R>,
+): Promise<R | null> {
   const stop = options.signal;
-  if (options.wait === undefined || stop === undefined) return leases.claim<ClaimOptions>(key, options);
+  if (options.wait === undefined || stop === undefined) return attempt(options.wait);
   const settings = readWaitOptions(options.wait);
   const sources = settings.signal === null ? [stop] : [stop, settings.signal];
   const linked = new AbortController();
@@ -27,8 +29,8 @@ export async function claimUnlessStopped(
     jitterMs: settings.jitterMs,
   };
   try {
-    const claimed = await leases.claim<ClaimOptions>(key, { ...options, wait });
-    return !claimed.ok && stop.aborted ? null : claimed;
+    const attempted = await attempt(wait);
+    return !attempted.ok && stop.aborted ? null : attempted;
   } catch (error) {
     if (stop.aborted && error === stop.reason) return null;
     throw error;

@@ -358,6 +358,7 @@ const TYPED_OUTCOMES = new Set([
   'SUBMISSION_REPLAYED',
   'REPLAY_CONFLICT',
   'TTL_INSUFFICIENT',
+  'SEMAPHORE_FULL',
 ]);
 
 /** How a call ended, and what it answered: `invalid`, the typed error's code, or the result's `ok` / `reason`. */

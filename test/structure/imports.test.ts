@@ -72,6 +72,7 @@ const STORE_ENTRY_MODULES = [
   // NOTE: claim-next's commands and outcomes (types only), for the optional item methods of a store.
   'fence/claim-next.ts',
   'fence/operations.ts',
+  'fence/permits.ts',
   'fence/token.ts',
   'fence/transitions.ts',
   'fence/types.ts',
