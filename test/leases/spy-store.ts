@@ -23,6 +23,8 @@ const STORE_METHODS = new Set<PropertyKey>([
   'addItems',
   'removeItems',
   'claimNext',
+  'acquirePermit',
+  'watchFreed',
 ]);
 
 /** Wraps `inner`, recording the name of every store method called through the wrapper. */
