@@ -7,6 +7,7 @@ import { parseArgs } from 'node:util';
 import { isLeaseError, isStoreFailure } from '../errors.js';
 import { parsePrintable, printable } from '../printable.js';
 import type { GateRecord, GateResetOptions } from '../fence/operations.js';
+import { permitKey, permitOf } from '../fence/permits.js';
 import { LIST_STATES, type ListState } from '../list.js';
 import { createOperator, type ListedLease, type Operator } from '../operator.js';
 import { confirm } from './confirm.js';
@@ -31,6 +32,7 @@ Commands:
   set-state <key> name=value ...
                             set key state (name= removes a name); a changed value fences the holder
        [--hold-ms N | --cancel-hold] [--by NAME] [--yes]
+  permits <semaphore>       a semaphore's permits (each a lease), how many are live (--json for scripts)
   items add <set> <key...>  add keys as items of a set (a work queue) [--not-before-ms N]
   items remove <set> <key...>
                             take keys out of a set (their records stay); stores with sets only
@@ -425,6 +427,23 @@ async function runCommand(
   }
 
   if (command === 'items') return items(operator, positionals, values, io);
+
+  if (command === 'permits') {
+    const semaphore = nameInput(argument(positionals, 1, 'the semaphore'), 'the semaphore');
+    // NOTE: a semaphore's permits are the keys {name}:permit-<i>, listed in index order (not key order).
+    const prefix = permitKey(semaphore, 1).slice(0, -1);
+    const permits: ListedLease[] = [];
+    for await (const lease of operator.listAll({ prefix, limit: 1000 }))
+      if (permitOf(lease.key)?.semaphore === semaphore) permits.push(lease);
+    permits.sort((a, b) => (permitOf(a.key)?.index ?? 0) - (permitOf(b.key)?.index ?? 0));
+    const live = permits.filter((lease) => lease.state === 'live').length;
+    if (json) out(toJson({ semaphore, live, permits }));
+    else {
+      out(printable(`semaphore ${semaphore}: ${live} live of ${permits.length} permits`));
+      if (permits.length > 0) out(formatLeaseTable(permits));
+    }
+    return EXIT.ok;
+  }
 
   if (command === 'gate') {
     const action = positionals[1];
