@@ -19,6 +19,7 @@ const EXAMPLES: ReadonlyMap<string, ReadonlyArray<'postgres' | 'redis'>> = new M
   ['ramp-runner', ['redis']],
   ['classifier', []],
   ['scan-work', []],
+  ['export-pool', []],
 ]);
 const ROOT = fileURLToPath(new URL('..', import.meta.url));
 

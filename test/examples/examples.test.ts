@@ -177,6 +177,16 @@ describe('the examples, as programs against the built package', { timeout: 120_0
     expect(run.stdout).toContain('reports: report:scan:site-b (run w2-1), report:scan:site-a (run w2-2), report:scan:site-c (run w1-2)\n');
   });
 
+  test('export-pool: two permits, the pool full and by whom, a frozen permit taken over at its checkpoint, its late chunk refused', async () => {
+    const expected = (await expectedOutputs('export-pool')).get('');
+    const run = await runNode(main('export-pool'), [], project, withoutServers());
+    expect({ exitCode: run.exitCode, stderr: run.stderr }).toEqual({ exitCode: 0, stderr: '' });
+    expect(run.stdout).toBe(expected);
+    expect(run.stdout).toContain('after exporter-1\'s grant expired, left at {"job":"eu","chunk":1}');
+    // NOTE: every chunk of every export landed once: the frozen exporter's chunk 2 was refused, its successor's landed.
+    expect(run.stdout).toContain('partner received: eu 1, us 1, us 2, us 3, apac 1, apac 2, eu 2, eu 3, apac 3\n');
+  });
+
   test.each([
     ['daily-export', 'LEASEFENCE_PG_URL'],
     ['ramp-runner', 'LEASEFENCE_REDIS_URL'],

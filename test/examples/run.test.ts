@@ -27,7 +27,7 @@ function runExamples(args: readonly string[]): Promise<{ code: number; stdout: s
 describe('npm run example with a name that is not an example', () => {
   it.concurrent.each(['toString', 'constructor', '__proto__'])('%s: prints the usage and exits 2', async (name) => {
     const run = await runExamples([name]);
-    expect(run.stderr).toBe('usage: npm run example -- <daily-export | ramp-runner | classifier | scan-work> [args]\n');
+    expect(run.stderr).toBe('usage: npm run example -- <daily-export | ramp-runner | classifier | scan-work | export-pool> [args]\n');
     expect(run.code).toBe(2);
   });
 });
