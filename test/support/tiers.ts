@@ -59,6 +59,8 @@ export const STORES_FILES: readonly string[] = [
   'test/adapters/redis-claim-next-model.test.ts',
   'test/adapters/redis-claim-next-race.test.ts',
   'test/adapters/redis-claim-next.test.ts',
+  'test/adapters/redis-permits-race.test.ts',
+  'test/adapters/redis-permits.test.ts',
   'test/adapters/redis-cluster-down.test.ts',
   'test/adapters/redis-command-checks.test.ts',
   'test/adapters/redis-connection.test.ts',
