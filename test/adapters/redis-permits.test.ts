@@ -7,6 +7,7 @@
  */
 import { describe, expect, it } from 'vitest';
 import { createRedisStore, type RedisStore } from '../../src/adapters/redis/index.js';
+import { toConnection, type RedisConnection } from '../../src/adapters/redis/connection.js';
 import { clusterSlot } from '../../src/adapters/redis/cross-slot.js';
 import { keyNames } from '../../src/adapters/redis/keys.js';
 import { isLeaseError } from '../../src/errors.js';
@@ -229,6 +230,49 @@ describe('redis semaphores: the layout', () => {
       expect(new Set(keys.map(clusterSlot)).size).toBe(1);
     } finally {
       await closeRaw();
+      await close();
+    }
+  });
+});
+
+describe('redis semaphores: a lost reply', () => {
+  it('an acquire whose reply was lost, sent again (by the caller, or the very command by the client), answers the grant it made', async () => {
+    const { client, close } = await openClient('ioredis', await sharedRedisUrl());
+    const raw = toConnection(client);
+    const prefix = freshPrefix('lf-permit-lost');
+    const sent: string[][] = [];
+    let loseNext = true;
+    // NOTE: the server runs the script; the reply is lost on the way back (the hidden failure), once.
+    const lossy: RedisConnection = {
+      send: async (args) => {
+        sent.push([...args]);
+        const reply = await raw.send(args);
+        if (loseNext) {
+          loseNext = false;
+          throw new Error('connection reset by peer');
+        }
+        return reply;
+      },
+    };
+    try {
+      const store = createRedisStore({ client: lossy, prefix }) as PermitStore;
+      const other = createRedisStore({ client, prefix }) as PermitStore;
+      const command = permitCommand('lost', 'a', 2, 60_000);
+      const error: unknown = await store.acquirePermit(command).then(
+        () => null,
+        (caught: unknown) => caught,
+      );
+      expect(isLeaseError(error, 'OUTCOME_UNKNOWN'), String(error)).toBe(true);
+      const first = await grant(store, command);
+      expect([first.index, first.live]).toEqual([1, 1]);
+      // NOTE: the very command again, as ioredis re-sends it after a reconnect: the same grant, nothing changed.
+      const resent = (await raw.send(sent[0] as string[])) as unknown[];
+      expect([resent[0], resent[4]]).toEqual(['again', 1]);
+      expect(await grant(store, command)).toEqual({ ...first, now: expect.any(Number) });
+      const second = await grant(other, permitCommand('lost', 'b', 2, 60_000));
+      expect([second.index, second.live]).toEqual([2, 2]);
+      expect(await other.acquirePermit(permitCommand('lost', 'c', 2, 60_000))).toMatchObject({ ok: false, reason: 'full' });
+    } finally {
       await close();
     }
   });
