@@ -142,6 +142,26 @@ describe.each(KINDS)('redis semaphores (%s)', (kind) => {
     }
   });
 
+  it('grants afresh an acquire re-delivered after its own grant expired, over an intact record', async () => {
+    const { store, close } = await openStore(kind);
+    try {
+      const command = permitCommand('late', 'a', 1, 20);
+      const first = await grant(store, command);
+      await sleep(40);
+      const late = await grant(store, command);
+      expect(late).toMatchObject({ index: 1, previous: { kind: 'expired', token: first.token, holder: 'a', runId: command.runId } });
+      expect(late.token).toBeGreaterThan(first.token);
+      expect(await store.renew({ fence: fenceOf(late, command), ttlMs: 60_000 })).toMatchObject({ ok: true });
+      expect(await store.inspect(late.key)).toMatchObject({
+        exists: true,
+        token: late.token,
+        grant: { holder: 'a', runId: command.runId },
+      });
+    } finally {
+      await close();
+    }
+  });
+
   it('skips held-back permits and permits blocked for recovery, which only a recovering acquire gets', async () => {
     const { store, close } = await openStore(kind);
     try {

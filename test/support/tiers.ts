@@ -59,6 +59,7 @@ export const STORES_FILES: readonly string[] = [
   'test/adapters/redis-claim-next-model.test.ts',
   'test/adapters/redis-claim-next-race.test.ts',
   'test/adapters/redis-claim-next.test.ts',
+  'test/adapters/redis-permits-agrees.test.ts',
   'test/adapters/redis-permits-cluster.test.ts',
   'test/adapters/redis-permits-race.test.ts',
   'test/adapters/redis-permits.test.ts',

@@ -117,7 +117,8 @@ if p and p.mine then
   -- CLAIM_SCRIPT would answer it as a re-delivery, so its secret part is cleared first (the ending never has it).
   local lease = redis.call('HGET', rec, 'lease')
   local s1 = string.find(lease, '\\0', 1, true)
-  redis.call('HSET', rec, 'lease', string.sub(lease, 1, s1) .. string.sub(lease, string.find(lease, '\\0', s1 + 1, true)))
+  local s2 = string.find(lease, '\\0', s1 + 1, true)
+  redis.call('HSET', rec, 'lease', string.sub(lease, 1, s1) .. string.sub(lease, s2))
 end
 local reply = claim_body({rec}, C, less and above or clock)
 if not p then redis.call('SADD', KEYS[1], tostring(chosen)) end
