@@ -208,6 +208,11 @@ export type RedisStore = Store<RedisWriteContext>;
  * the time each became claimable; an item key of `S` must carry `S` as its hash tag (`{S}:item-1`), or it is
  * refused before any I/O (see `redis-items.ts`).
  *
+ * **Semaphores** (`acquirePermit`): permit i of semaphore `N` is the ordinary lease key `{N}:permit-<i>`, and the
+ * semaphore keeps a set of its permits' indexes, `{N}:permits`: all in the slot of `{N}`. One script per acquire
+ * reads every permit of the semaphore and grants one (see `permit-scripts.ts`); every other operation on a permit is
+ * the ordinary one on its key.
+ *
  * **Lost replies**: every operation is safe to deliver twice (ioredis re-sends unanswered commands after
  * a reconnect): a re-delivered claim is recognised by its secret; fenced writes, revokes, removes, key-state
  * changes, checkpoints and recovers by a request id whose first reply is kept in the lease record (the last 8
