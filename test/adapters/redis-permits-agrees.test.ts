@@ -2,10 +2,11 @@
  * Semaphores on real redis-server agree with the memory store (the reference) step by step: random sequences of
  * acquires (limits 1 to 4, with or without expiry, some recovering), acquires delivered again, releases (with or
  * without a hold), checkpoints and fenced writes with a checkpoint, recovers, revokes (with or without required
- * recovery), holds set on a permit key, removes, plain claims of permit keys (also above every limit) and real time
- * passing. Each step runs on Redis first; the memory store's manual clock is then set to the `now` Redis answered
- * and the same step runs there. The outcomes must agree field by field (tokens aside: Redis mints from its clock,
- * memory counts), `full`'s live holders, unavailable permits and nextAt included; and Redis' tokens must rise.
+ * recovery), holds set on a permit key, removes, plain claims of permit keys (also above every limit), permit keys
+ * made items of the semaphore's set and granted by claim-next, and real time passing. Each step runs on Redis
+ * first; the memory store's manual clock is then set to the `now` Redis answered and the same step runs there. The
+ * outcomes must agree field by field (tokens aside: Redis mints from its clock, memory counts), `full`'s live
+ * holders, unavailable permits and nextAt included; and Redis' tokens must rise.
  */
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
@@ -20,6 +21,7 @@ import { scaled } from '../support/scale.js';
 import { freshPrefix, openClient, sharedRedisUrl } from './redis-harness.js';
 
 type PermitStore = Store & Required<Pick<Store, 'acquirePermit'>>;
+type ItemStore = PermitStore & Required<Pick<Store, 'addItems' | 'claimNext'>>;
 
 const NAME = 'agree';
 
@@ -34,6 +36,8 @@ type Op =
   | { kind: 'hold'; index: number; holdMs: number | null }
   | { kind: 'remove'; index: number }
   | { kind: 'claim'; index: number; ttlMs: number | null }
+  | { kind: 'item'; index: number }
+  | { kind: 'next'; ttlMs: number | null }
   | { kind: 'advance'; ms: number };
 
 const pickArb = fc.nat({ max: 15 });
@@ -65,6 +69,8 @@ const opArb: fc.Arbitrary<Op> = fc.oneof(
   fc.record({ kind: fc.constant('hold' as const), index: indexArb, holdMs: fc.option(fc.integer({ min: 0, max: 30 }), { nil: null }) }),
   fc.record({ kind: fc.constant('remove' as const), index: indexArb }),
   fc.record({ kind: fc.constant('claim' as const), index: fc.integer({ min: 1, max: 6 }), ttlMs: ttlArb }),
+  fc.record({ kind: fc.constant('item' as const), index: fc.integer({ min: 1, max: 6 }) }),
+  fc.record({ kind: fc.constant('next' as const), ttlMs: ttlArb }),
   { weight: 3, arbitrary: fc.record({ kind: fc.constant('advance' as const), ms: fc.integer({ min: 0, max: 25 }) }) },
 );
 
@@ -146,6 +152,18 @@ describe('semaphores on redis agree with the memory store, step by step', () => 
                 const command = { key, holder: 'w', runId, secret, ttlMs: op.ttlMs, attributes: {}, recovering: false };
                 const [onRedis, onMemory] = await both((store) => store.claim(command));
                 if (onRedis.ok && onMemory.ok && onRedis.token > highest) granted(key, onRedis.token, secret, runId, onMemory.token);
+                break;
+              }
+              case 'item':
+                await both((store) => (store as ItemStore).addItems({ set: NAME, keys: [permitKey(NAME, op.index)] }));
+                break;
+              case 'next': {
+                const secret = newSecret();
+                const runId = `n${grants.length}`;
+                const command = { set: NAME, holder: 'w', runId, secret, ttlMs: op.ttlMs, attributes: {}, onExpired: 'take-over' as const };
+                const [onRedis, onMemory] = await both((store) => (store as ItemStore).claimNext(command));
+                if (onRedis.ok && onMemory.ok && onRedis.token > highest)
+                  granted(onRedis.key, onRedis.token, secret, runId, onMemory.token);
                 break;
               }
               case 'release': {

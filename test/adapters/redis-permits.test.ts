@@ -190,7 +190,7 @@ describe.each(KINDS)('redis semaphores (%s)', (kind) => {
     }
   });
 
-  it('counts permits a plain claim or setKeyState made, and mints above a removed permit', async () => {
+  it('counts permits a plain claim, setKeyState or claim-next made, and mints above a removed permit', async () => {
     const { store, close } = await openStore(kind);
     try {
       const direct = permitCommand('d', 'x', 9, 60_000);
@@ -199,15 +199,23 @@ describe.each(KINDS)('redis semaphores (%s)', (kind) => {
       expect(await store.setKeyState({ key: permitKey('d', 1), by: 'op', values: {}, holdMs: 60_000 })).toMatchObject({ ok: true });
       const full = await store.acquirePermit(permitCommand('d', 'a', 1, 60_000));
       expect(full).toMatchObject({ ok: false, live: [{ index: 5, holder: 'x' }], nextAt: claimed.ok ? claimed.expiresAt : -1 });
-      const g = await grant(store, permitCommand('d', 'a', 3, 60_000));
-      expect([g.index, g.live]).toEqual([2, 2]);
+      // NOTE: a permit key made an item of its semaphore's set and granted by claim-next is live for acquires too.
+      expect(await store.addItems?.({ set: 'd', keys: [permitKey('d', 7)] })).toMatchObject({ ok: true });
+      const next = await store.claimNext?.({ ...permitCommand('d', 'y', 1, 60_000), set: 'd', onExpired: 'take-over' });
+      expect(next).toMatchObject({ ok: true, key: permitKey('d', 7) });
+      expect(await store.acquirePermit(permitCommand('d', 'a', 2, 60_000))).toMatchObject({
+        ok: false,
+        live: [{ index: 5 }, { index: 7 }],
+      });
+      const g = await grant(store, permitCommand('d', 'a', 4, 60_000));
+      expect([g.index, g.live]).toEqual([2, 3]);
       if (claimed.ok) expect(g.token).toBeGreaterThan(claimed.token);
       expect(await store.remove({ key: g.key, force: true, expectedToken: null })).toMatchObject({ ok: true });
       // NOTE: a removed permit is as never used (no record: available since 0, lowest index first), its token above all.
-      const again = await grant(store, permitCommand('d', 'b', 3, 60_000));
+      const again = await grant(store, permitCommand('d', 'b', 4, 60_000));
       expect([again.index, again.previous, again.checkpoint]).toEqual([2, null, null]);
       expect(again.token).toBeGreaterThan(g.token);
-      const after = await grant(store, permitCommand('d', 'c', 4, 60_000));
+      const after = await grant(store, permitCommand('d', 'c', 5, 60_000));
       expect(after.index).toBe(3);
       expect(after.token).toBeGreaterThan(again.token);
     } finally {

@@ -50,6 +50,26 @@ export function permitsSetOf(prefix: string, key: string): string | null {
   return permit === null ? null : permitsSet(prefix, permit.semaphore);
 }
 
+/** Enters permit indexes (ARGV) in a semaphore's index set (KEYS[1]). */
+const INDEX_PERMITS = defineScript('index permits', "return redis.call('SADD', KEYS[1], unpack(ARGV))");
+
+/**
+ * Enters the permit keys among `keys` (of one hash tag: claim-next's tag rule) in their semaphore's index before a
+ * script may create their records (`addItems`: claim-next may grant them later); one round trip, only when one is.
+ */
+export async function indexPermits(connection: RedisConnection, prefix: string, keys: readonly string[]): Promise<void> {
+  let set: string | null = null;
+  const indexes: string[] = [];
+  for (const key of keys) {
+    if (key.charCodeAt(0) !== OPEN_BRACE) continue;
+    const permit = permitOf(key);
+    if (permit === null) continue;
+    set = permitsSet(prefix, permit.semaphore);
+    indexes.push(String(permit.index));
+  }
+  if (set !== null) await runScript(connection, INDEX_PERMITS, [set], indexes);
+}
+
 /** A script reply that is not what the core decides: a bug in the script, never an answer a caller should get. */
 function disagree(what: string, semaphore: string, outcome: AcquirePermitOutcome): Error {
   const decided = outcome.ok ? `grants ${outcome.key} with token ${outcome.token}` : 'answers full';
