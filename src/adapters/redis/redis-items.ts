@@ -29,6 +29,7 @@ import { claimArgs, floorOf, parseLeaseReply, SEP } from './record.js';
 import { defineScript, runScript } from './runner.js';
 import { REPLY } from './scripts.js';
 import { ADD_ITEMS_SCRIPT, CLAIM_NEXT_SCRIPT, REMOVE_ITEMS_SCRIPT } from './item-scripts.js';
+import { indexPermits } from './redis-permits.js';
 
 /** How many index entries claim-next reads at a time while it passes items whose state does not match `expect`. */
 const BATCH = '16';
@@ -87,6 +88,9 @@ export function createRedisItems(host: RedisItemsHost): RedisItems {
     const keys = checkedKeys(set, command.keys);
     const delay = checkedNotBefore(command.notBeforeMs);
     const records = keys.map((key) => names.record(key, 'lease'));
+    // NOTE: a semaphore's permit key made an item enters its semaphore's index first (an index without a record
+    // reads as no record), so that a record claim-next creates for it is one the next acquire reads.
+    await indexPermits(connection, prefix, keys);
     const reply = (await runScript(
       connection,
       SCRIPTS.addItems,

@@ -18,6 +18,8 @@ import { createRedisFreed, type RedisSubscriberOption } from './freed-channel.js
 import { DEFAULT_PREFIX, keyNames } from './keys.js';
 import { createRedisList } from './list.js';
 import { createRedisItems } from './redis-items.js';
+import { PERMIT_CLAIM_SCRIPT, PERMIT_SET_KEY_STATE_SCRIPT } from './permit-scripts.js';
+import { createRedisPermits, permitsSetOf } from './redis-permits.js';
 import { replayWindowOf } from './replay-window.js';
 import {
   assertNoSeparator,
@@ -85,6 +87,9 @@ const SCRIPTS = {
   setKeyState: defineScript('set key state', lua.SET_KEY_STATE_SCRIPT),
   remove: defineScript('remove', lua.REMOVE_SCRIPT),
   fencedWrite: defineScript('fenced write', FENCED_WRITE_SCRIPT),
+  // NOTE: on a permit key (fence/permits.ts), the same scripts that also enter the permit in its index.
+  permitClaim: defineScript('claim', PERMIT_CLAIM_SCRIPT),
+  permitSetKeyState: defineScript('set key state', PERMIT_SET_KEY_STATE_SCRIPT),
 } as const;
 
 const CLEAR: readonly string[] = ['clear'];
@@ -203,6 +208,11 @@ export type RedisStore = Store<RedisWriteContext>;
  * the time each became claimable; an item key of `S` must carry `S` as its hash tag (`{S}:item-1`), or it is
  * refused before any I/O (see `redis-items.ts`).
  *
+ * **Semaphores** (`acquirePermit`): permit i of semaphore `N` is the ordinary lease key `{N}:permit-<i>`, and the
+ * semaphore keeps a set of its permits' indexes, `{N}:permits`: all in the slot of `{N}`. One script per acquire
+ * reads every permit of the semaphore and grants one (see `permit-scripts.ts`); every other operation on a permit is
+ * the ordinary one on its key.
+ *
  * **Lost replies**: every operation is safe to deliver twice (ioredis re-sends unanswered commands after
  * a reconnect): a re-delivered claim is recognised by its secret; fenced writes, revokes, removes, key-state
  * changes, checkpoints and recovers by a request id whose first reply is kept in the lease record (the last 8
@@ -271,7 +281,12 @@ export function createRedisStore(given: RedisStoreOptions): RedisStore {
     async claim(command) {
       const { key, secret } = command;
       const args = claimArgs(secret, command.holder, command.runId, command.ttlMs, command.attributes, command.recovering, command.expect);
-      const reply = parseLeaseReply(await runScript(connection, SCRIPTS.claim, [names.record(key, 'lease')], args), key, secret, 'free');
+      const permits = permitsSetOf(prefix, key);
+      const sent =
+        permits === null
+          ? runScript(connection, SCRIPTS.claim, [names.record(key, 'lease')], args)
+          : runScript(connection, SCRIPTS.permitClaim, [names.record(key, 'lease'), permits], args);
+      const reply = parseLeaseReply(await sent, key, secret, 'free');
       const { record, now } = reply;
       const grant = record?.grant;
       if (record !== null && grant !== undefined && grant !== null && grant.secret === secret && !reply.applied) {
@@ -316,7 +331,12 @@ export function createRedisStore(given: RedisStoreOptions): RedisStore {
       assertStorable('state changed by', command.by);
       const hold = command.holdMs === undefined ? 'k' : command.holdMs === null ? 'c' : holdArg('setKeyState holdMs', command.holdMs);
       const args = [command.by, hold, newSecret(), String(replayWindowMs), ...stateArgs(command.values)];
-      const reply = parseLeaseReply(await runScript(connection, SCRIPTS.setKeyState, [names.record(key, 'lease')], args), key, '');
+      const permits = permitsSetOf(prefix, key);
+      const sent =
+        permits === null
+          ? runScript(connection, SCRIPTS.setKeyState, [names.record(key, 'lease')], args)
+          : runScript(connection, SCRIPTS.permitSetKeyState, [names.record(key, 'lease'), permits], args);
+      const reply = parseLeaseReply(await sent, key, '');
       return agree(SCRIPTS.setKeyState, reply, transitions.setKeyState(reply.record, command, reply.now));
     },
 
@@ -336,6 +356,8 @@ export function createRedisStore(given: RedisStoreOptions): RedisStore {
     list: createRedisList(options.client, connection, prefix),
 
     ...createRedisItems({ connection, prefix, names, replayWindowMs }),
+
+    ...createRedisPermits({ connection, prefix, names }),
 
     ...(watchFreed === undefined
       ? {}
