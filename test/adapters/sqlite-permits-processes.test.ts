@@ -10,6 +10,8 @@
  *    refused;
  * 4. the semaphore was contended (some acquires answered full) and the permits were taken over after abandoned
  *    grants.
+ * The workers mint with no clock floor, so tokens come from the permits alone. Planted by hand, each failed here: the
+ * permits read before BEGIN IMMEDIATE (8 live at once), only the live permits read (a token issued twice).
  * On better-sqlite3 and, where this Node has it (22+), node:sqlite (the workers run on the same Node).
  */
 import Database from 'better-sqlite3';
