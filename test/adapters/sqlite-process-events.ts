@@ -51,3 +51,26 @@ export type ClaimNextEvent =
   | { readonly kind: 'write'; readonly key: string; readonly token: string; readonly ok: boolean; readonly now: number }
   | { readonly kind: 'renew'; readonly key: string; readonly token: string; readonly expiresAt: number; readonly now: number }
   | { readonly kind: 'release'; readonly key: string; readonly token: string; readonly now: number };
+
+/** What a worker process of the semaphore race reports (`sqlite-process-permits-worker.ts`). */
+export type PermitEvent =
+  | {
+      readonly kind: 'grant';
+      readonly key: string;
+      readonly index: number;
+      readonly token: string;
+      readonly acquiredAt: number;
+      readonly expiresAt: number;
+      readonly live: number;
+    }
+  | { readonly kind: 'full'; readonly live: number; readonly nextAt: number | null; readonly now: number }
+  | {
+      readonly kind: 'write';
+      readonly key: string;
+      readonly token: string;
+      readonly ok: boolean;
+      readonly stale: boolean;
+      readonly now: number;
+    }
+  | { readonly kind: 'renew'; readonly key: string; readonly token: string; readonly expiresAt: number; readonly now: number }
+  | { readonly kind: 'release'; readonly key: string; readonly token: string; readonly now: number };

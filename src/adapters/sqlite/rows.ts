@@ -84,9 +84,28 @@ FROM ${table.quoted} WHERE key = ?`;
  * The condition is `isLive` (fence/verdict.ts) negated, or the claim's own secret (a re-delivery).
  */
 export function selectClaimRecordSql(table: TableName): string {
-  const needed = 'holder IS NULL OR (expires_at IS NOT NULL AND ? >= expires_at) OR secret_hash = ?';
-  return `SELECT ${RECORD_COLUMNS_SQL.replace('checkpoint_json,', `CASE WHEN ${needed} THEN checkpoint_json END AS checkpoint_json,`)}
+  return `SELECT ${CLAIM_RECORD_COLUMNS_SQL}
 FROM ${table.quoted} WHERE key = ?`;
+}
+
+/**
+ * `RECORD_COLUMNS_SQL` for a claim's read (`selectClaimRecordSql`, and an acquire's read of a semaphore's permits):
+ * the checkpoint is NULL while a live grant of another secret holds the row. Its two parameters come first: the
+ * store's now (ms), the claim's secret hash.
+ */
+export const CLAIM_RECORD_COLUMNS_SQL: string = RECORD_COLUMNS_SQL.replace(
+  'checkpoint_json,',
+  'CASE WHEN holder IS NULL OR (expires_at IS NOT NULL AND ? >= expires_at) OR secret_hash = ? THEN checkpoint_json END AS checkpoint_json,',
+);
+
+/**
+ * A claim read by `CLAIM_RECORD_COLUMNS_SQL` whose transition changes the record: refused loudly when the read left
+ * the checkpoint out (the written record would drop it; unreachable while the SQL condition is `isLive` negated).
+ */
+export function assertCheckpointRead(row: unknown, changed: boolean): void {
+  const read = row as { checkpoint_json: string | null; checkpoint_token: string | null } | undefined;
+  if (changed && read !== undefined && read.checkpoint_json === null && read.checkpoint_token !== null)
+    throw new Error('leasefence/sqlite: a claim read without its checkpoint would change the record; this is a bug');
 }
 
 /**

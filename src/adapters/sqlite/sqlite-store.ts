@@ -4,7 +4,8 @@
  * SQLite's single writer lock makes it atomic across every connection and process sharing the file.
  * `inspect` is one SELECT. Submissions live in a table of their own, read only by a fenced write that
  * carries one (submissions.ts); the floor that keeps tokens increasing across a `remove` is a one-row table
- * (token-floor.ts).
+ * (token-floor.ts). Claim-next (items.ts) and semaphores (permits.ts: `acquirePermit` over a semaphore's permit
+ * rows, read by a range on the primary key) are transactions of the same kind.
  */
 import {
   checkFence,
@@ -36,13 +37,16 @@ import type {
   RemoveItemsCommand,
   RemoveItemsOutcome,
 } from '../../fence/claim-next.js';
+import type { AcquirePermitCommand, AcquirePermitOutcome } from '../../fence/permits.js';
 import type { SqliteClient } from './client.js';
 import { CallbackFailure, classifyFailure, runCallback } from './failures.js';
 import { createSqliteItems } from './items.js';
 import { createSqliteList } from './list.js';
+import { createSqlitePermits } from './permits.js';
 import { runMigration } from './migration.js';
 import { tableName, type TableName } from './identifier.js';
 import {
+  assertCheckpointRead,
   clearItemRecordSql,
   deleteRecordSql,
   recordOf,
@@ -122,6 +126,8 @@ export interface SqliteStore extends Store<SqliteWriteContext> {
   addItems(command: AddItemsCommand): Promise<AddItemsOutcome>;
   removeItems(command: RemoveItemsCommand): Promise<RemoveItemsOutcome>;
   claimNext(command: ClaimNextCommand): Promise<ClaimNextOutcome>;
+  /** Semaphores (permits.ts): offered by every SQLite store. */
+  acquirePermit(command: AcquirePermitCommand): Promise<AcquirePermitOutcome>;
   /**
    * Switches the file to WAL mode and creates the lease table (and its `_submissions` and `_floor` tables, and
    * the claim-next indexes) if missing; safe to run from several processes.
@@ -257,14 +263,10 @@ export function createSqliteStore(options: SqliteStoreOptions): SqliteStore {
     immediate(client, 'claim', () => {
       const at = now();
       const hashed = hashedClaim(command);
-      const row = statementFor(client, selectClaimRecord).get(at, hashed.secret, command.key) as
-        | { checkpoint_json: string | null; checkpoint_token: string | null }
-        | undefined;
+      const row = statementFor(client, selectClaimRecord).get(at, hashed.secret, command.key);
       const found = recordOf(row);
       const { record, changed, outcome } = transitions.claim(found, hashed, at, floorFor(found, at));
-      if (changed && row !== undefined && row.checkpoint_json === null && row.checkpoint_token !== null) {
-        throw new Error('leasefence/sqlite: a claim read without its checkpoint would change the record; this is a bug');
-      }
+      assertCheckpointRead(row, changed);
       if (changed && record !== null) write(record);
       return { outcome, commit: changed };
     });
@@ -355,6 +357,14 @@ export function createSqliteStore(options: SqliteStoreOptions): SqliteStore {
     });
 
   const items = createSqliteItems({ client, table, now, floorFor, write });
+  // NOTE: a permit's token is above every removed record's, whatever its own: a removed permit's token was the
+  // semaphore's, and the next grant of any permit must rise above it.
+  const mintFloor = (at: StoreTime): bigint => {
+    const floor = tokenFloor(at);
+    const removed = floors.removed();
+    return removed >= floor ? removed + 1n : floor;
+  };
+  const acquirePermit = createSqlitePermits({ client, table, now, mintFloor, write });
 
   const store: SqliteStore = {
     id: `sqlite:${table.name}`,
@@ -401,6 +411,7 @@ export function createSqliteStore(options: SqliteStoreOptions): SqliteStore {
     addItems: async (command) => items.addItems(command),
     removeItems: async (command) => items.removeItems(command),
     claimNext: async (command) => items.claimNext(command),
+    acquirePermit: async (command) => acquirePermit(command),
   };
   judges.set(store, { client, now, read });
   return store;
