@@ -9,15 +9,16 @@
  *
  * A permit's row is no item (`item_set` stays NULL): claim-next never sees it.
  */
-import type { LeaseRecord, StoreTime } from '../../store-entry.js';
 import {
   acquirePermit,
+  assertSemaphore,
   permitOf,
   type AcquirePermitCommand,
   type AcquirePermitOutcome,
+  type LeaseRecord,
   type PermitCandidate,
-} from '../../fence/permits.js';
-import { assertSemaphore } from '../../validate.js';
+  type StoreTime,
+} from '../../store-entry.js';
 import type { SqliteClient } from './client.js';
 import type { TableName } from './identifier.js';
 import { assertCheckpointRead, CLAIM_RECORD_COLUMNS_SQL, recordOf } from './rows.js';
