@@ -37,7 +37,7 @@ import type {
   RemoveItemsCommand,
   RemoveItemsOutcome,
 } from '../../fence/claim-next.js';
-import type { AcquirePermitCommand, AcquirePermitOutcome } from '../../fence/permits.js';
+import type { AcquirePermitCommand, AcquirePermitOutcome } from '../../store-entry.js';
 import type { SqliteClient } from './client.js';
 import { CallbackFailure, classifyFailure, runCallback } from './failures.js';
 import { createSqliteItems } from './items.js';
