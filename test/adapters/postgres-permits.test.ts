@@ -1,9 +1,12 @@
 /**
  * Semaphores on PostgreSQL (issue 25): the scenarios of postgres-permits-scenarios.ts on every client the store
- * supports (pg Pool, a single pg Client, postgres.js, PGlite, pg through PgBouncer in transaction mode).
+ * supports (pg Pool, a single pg Client, postgres.js, PGlite, pg through PgBouncer in transaction mode); and the race
+ * of 8 clients over one semaphore (postgres-permits-race.ts) on pg and postgres.js.
  */
+import pg from 'pg';
 import { afterAll, describe, it } from 'vitest';
-import { makePostgresHarness } from './postgres-harness.js';
+import { makePostgresHarness, sharedPostgresUrl } from './postgres-harness.js';
+import { runPermitRace } from './postgres-permits-race.js';
 import { runPermitScenarios } from './postgres-permits-scenarios.js';
 import { makeBouncedHarness, stopBouncer } from './postgres-pgbouncer-harness.js';
 
@@ -26,5 +29,24 @@ describe('postgres acquirePermit: every rule of fence/permits.ts, SQL checked ag
         await harness.close();
       }
     }, 60_000);
+  }
+});
+
+describe('postgres acquirePermit race: 8 clients, limit 3, fenced writes, releases and abandoned grants', () => {
+  const cases = [
+    ['pg Pool', makePostgresHarness('pg-pool')],
+    ['postgres.js', makePostgresHarness('postgresjs')],
+  ] as const;
+  for (const [name, makeHarness] of cases) {
+    it(`${name}: never more than 3 live, tokens rising across the permits, fenced writes in token order`, async () => {
+      const harness = await makeHarness();
+      const pool = new pg.Pool({ connectionString: await sharedPostgresUrl(), max: 1 });
+      try {
+        await runPermitRace(harness, async (text, params) => (await pool.query(text, params)).rows);
+      } finally {
+        await pool.end();
+        await harness.close();
+      }
+    }, 120_000);
   }
 });
