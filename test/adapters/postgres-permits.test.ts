@@ -5,7 +5,9 @@
  * must answer what the memory store answers (postgres-permits-agree.ts).
  */
 import pg from 'pg';
-import { afterAll, describe, it } from 'vitest';
+import { afterAll, describe, expect, it } from 'vitest';
+import { createPostgresStore } from '../../src/adapters/postgres/index.js';
+import { permitCommand } from '../permits/race-checks.js';
 import { scaled } from '../support/scale.js';
 import { makePostgresHarness, sharedPostgresUrl } from './postgres-harness.js';
 import { runPermitAgreement } from './postgres-permits-agree.js';
@@ -70,4 +72,20 @@ describe('postgres acquirePermit agrees with the memory store, field by field, a
       }
     }, 120_000);
   }
+});
+
+describe('postgres acquirePermit refuses an isolation level it cannot count permits under', () => {
+  it('a pool whose transactions are REPEATABLE READ gets an error, never a grant decided on a snapshot older than the lock', async () => {
+    const url = await sharedPostgresUrl();
+    const harness = await makePostgresHarness('pg-pool')();
+    const pool = new pg.Pool({ connectionString: url, max: 1, options: '-c default_transaction_isolation=repeatable\\ read' });
+    try {
+      const store = createPostgresStore({ client: pool, table: harness.store.table });
+      await expect(store.acquirePermit(permitCommand('iso', 'a', 2, 1_000))).rejects.toThrow(/READ COMMITTED/);
+      expect((await harness.store.acquirePermit(permitCommand('iso', 'a', 2, 1_000))).ok).toBe(true);
+    } finally {
+      await pool.end();
+      await harness.close();
+    }
+  });
 });

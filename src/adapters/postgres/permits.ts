@@ -102,7 +102,7 @@ function decisionQuery(t: string, floorTable: string): string {
  * `acquirePermit` as one plpgsql function. Returns one JSON text: [now ms, applied, chosen index, removed-token
  * floor, permits] (see `decisionQuery`).
  *
- * ATOMICITY: a transaction-scoped advisory lock on the semaphore's name serialises the acquires of one semaphore
+ * ATOMICITY (at READ COMMITTED, the server's default; any other isolation is refused): a transaction-scoped advisory lock on the semaphore's name serialises the acquires of one semaphore
  * (only acquires take it; each commits before the next reads), so two never both see `limit - 1` live, and each
  * reads the tokens the one before granted. After the lock, each statement takes a fresh snapshot (VOLATILE, READ
  * COMMITTED). The decision is made on one snapshot at one now; then the chosen row is locked `FOR NO KEY UPDATE
@@ -137,6 +137,12 @@ DECLARE
   decided record;
   pre record;
 BEGIN
+  -- NOTE: at REPEATABLE READ or SERIALIZABLE every statement here would read the snapshot taken before the lock
+  -- wait, and an acquire could count the permits as they were before the one it waited for granted one.
+  IF current_setting('transaction_isolation') <> 'read committed' THEN
+    RAISE EXCEPTION 'leasefence: acquirePermit runs at READ COMMITTED only, this transaction is %', current_setting('transaction_isolation')
+      USING ERRCODE = 'feature_not_supported';
+  END IF;
   PERFORM pg_advisory_xact_lock(hashtextextended(p_semaphore, ${advisorySeed(table)}));
   FOR attempt IN 1..(2 * p_limit + 4) LOOP
     now_at := ${NOW};
