@@ -2,7 +2,8 @@
  * Semaphores on PostgreSQL (issue 25), measured: one acquire's latency against one claim on the same pool (each
  * followed by its release, timed apart), at limit 3 and against a semaphore of 100 live permits (a `full` answer
  * that reads and returns all 100); and the plans of the acquire function's statements at 100 permits (auto_explain
- * with nested statements: the call itself is one `Result` node), among 10,000 ordinary keys.
+ * with nested statements: the call itself is one `Result` node), among 10,000 ordinary keys; and a key's first claim
+ * (an insert, which evaluates the permit index's predicate) with the index and without it.
  *
  *   npx tsx test/adapters/postgres-permits-measure.ts
  */
@@ -89,6 +90,28 @@ try {
     if (!acquired.ok) throw new Error('acquire refused');
     await store.release({ fence: { key: acquired.key, token: acquired.token, secret: command.secret, holder: 'a', runId: command.runId } });
     if (round % 4 === 0) await time('acquire (100 live, full)', () => store.acquirePermit(permitCommand('big', 'x', 100, 60_000)));
+  }
+  // The hot path: a key's first claim inserts its row, and pays the permit index's predicate (a LIKE); blocks of
+  // first claims with the index and without it (dropped and created again between blocks), alternately.
+  const index = `"${TABLE}_permits"`;
+  for (let block = 0; block < 8; block += 1) {
+    const withIndex = block % 2 === 0;
+    if (withIndex) await pool.query(`CREATE INDEX IF NOT EXISTS ${index} ON ${TABLE} (key COLLATE "C") WHERE key LIKE '{%}:permit-%'`);
+    else await pool.query(`DROP INDEX ${index}`);
+    const name = withIndex ? 'first claim, permit index' : 'first claim, no index';
+    timings[name] ??= [];
+    for (let n = 0; n < ROUNDS / 8; n += 1) {
+      const command: ClaimCommand = {
+        key: `fresh-${block}-${n}`,
+        holder: 'f',
+        runId: null,
+        secret: newSecret(),
+        ttlMs: 60_000,
+        attributes: {},
+        recovering: false,
+      };
+      await time(name, () => store.claim(command));
+    }
   }
   console.log(`\n=== latency over ${ROUNDS} rounds (ms, one pool of 4, local server)`);
   for (const [name, values] of Object.entries(timings)) {
