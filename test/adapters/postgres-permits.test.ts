@@ -7,6 +7,7 @@
 import pg from 'pg';
 import { afterAll, describe, expect, it } from 'vitest';
 import { createPostgresStore } from '../../src/adapters/postgres/index.js';
+import { isLeaseError } from '../../src/errors.js';
 import { permitCommand } from '../permits/race-checks.js';
 import { scaled } from '../support/scale.js';
 import { makePostgresHarness, sharedPostgresUrl } from './postgres-harness.js';
@@ -83,6 +84,24 @@ describe('postgres acquirePermit refuses an isolation level it cannot count perm
       const store = createPostgresStore({ client: pool, table: harness.store.table });
       await expect(store.acquirePermit(permitCommand('iso', 'a', 2, 1_000))).rejects.toThrow(/READ COMMITTED/);
       expect((await harness.store.acquirePermit(permitCommand('iso', 'a', 2, 1_000))).ok).toBe(true);
+    } finally {
+      await pool.end();
+      await harness.close();
+    }
+  });
+});
+
+describe('postgres acquirePermit on a table migrated before semaphores', () => {
+  it('without the acquire function, STORE_UNAVAILABLE names store.migrate(); after it, the acquire is granted', async () => {
+    const harness = await makePostgresHarness('pg-pool')();
+    const pool = new pg.Pool({ connectionString: await sharedPostgresUrl(), max: 1 });
+    try {
+      await pool.query(`DROP FUNCTION "${harness.store.table}_acquire_permit"`);
+      const error = await harness.store.acquirePermit(permitCommand('old', 'a', 1, 1_000)).catch((caught: unknown) => caught);
+      expect(isLeaseError(error, 'STORE_UNAVAILABLE')).toBe(true);
+      expect((error as Error).message).toContain('await store.migrate()');
+      await harness.store.migrate();
+      expect((await harness.store.acquirePermit(permitCommand('old', 'a', 1, 1_000))).ok).toBe(true);
     } finally {
       await pool.end();
       await harness.close();
