@@ -172,7 +172,7 @@ export async function runPermitScenarios(harness: StoreHarness<PostgresStore>): 
   // granted, never waited for; full with nextAt = now, or the next free permit.
   {
     const semaphore = fresh(harness, 'busy');
-    const command = permitCommand(semaphore, 'w', 1, 300);
+    const command = permitCommand(semaphore, 'w', 1, 500);
     const grant = granted(await store.acquirePermit(command));
     const other = await harness.connect();
     // NOTE: PGlite has one connection: a fenced write holds it, nothing else runs meanwhile.
@@ -191,7 +191,13 @@ export async function runPermitScenarios(harness: StoreHarness<PostgresStore>): 
           await holding;
         })
         .catch(() => undefined);
-      await inside;
+      // NOTE: a fenced write refused before its callback (the grant expired first on a slow machine) fails here, not by timeout.
+      await Promise.race([
+        inside,
+        writing.then(() => {
+          throw new Error('the fenced write ended before its callback held the permit row');
+        }),
+      ]);
       await new Promise((resolve) => setTimeout(resolve, Math.max(0, (grant.expiresAt as number) - grant.now) + 30));
       const refused = full(await other.acquirePermit(permitCommand(semaphore, 'v', 1, HELD_MS)));
       expect(refused).toMatchObject({ live: [], unavailable: [1] });
