@@ -1,7 +1,7 @@
 /**
  * Semaphores on PostgreSQL (issue 25): the scenarios of postgres-permits-scenarios.ts on every client the store
  * supports (pg Pool, a single pg Client, postgres.js, PGlite, pg through PgBouncer in transaction mode); and the race
- * of 8 clients over one semaphore (postgres-permits-race.ts) on pg and postgres.js; and random sequences that
+ * of 8 clients over one semaphore (postgres-permits-race.ts) on pg, postgres.js and pg through PgBouncer; and random sequences that
  * must answer what the memory store answers (postgres-permits-agree.ts).
  */
 import pg from 'pg';
@@ -42,6 +42,7 @@ describe('postgres acquirePermit race: 8 clients, limit 3, fenced writes, releas
   const cases = [
     ['pg Pool', makePostgresHarness('pg-pool')],
     ['postgres.js', makePostgresHarness('postgresjs')],
+    ['pg Pool through PgBouncer, prepare: false', makeBouncedHarness('pg-pool')],
   ] as const;
   for (const [name, makeHarness] of cases) {
     it(`${name}: never more than 3 live, tokens rising across the permits, fenced writes in token order`, async () => {
