@@ -123,15 +123,19 @@ export function preImageJson(width: PreImageWidth, source: string, now: string, 
 export function claimPreImageJson(source: string, now: string, applied: string, presented: string, removedFloor: string): string {
   const live = `${source}holder IS NOT NULL AND (${source}expires_at IS NULL OR ${now} OPERATOR(pg_catalog.<) ${source}expires_at)`;
   const needed = `(NOT (${live}) OR ${source}secret_hash OPERATOR(pg_catalog.=) ${presented})`;
-  const columns = COLUMNS.record;
-  const values = columns.map(([name, expression]) => {
-    if (name === 'secret_matches') return `(${source}secret_hash OPERATOR(pg_catalog.=) ${presented})`;
-    const value = TIME_COLUMNS.has(name) ? epochMs(`${source}${name}`) : `${source}${expression}`;
-    return name.startsWith('checkpoint_') ? `CASE WHEN ${needed} THEN ${value} END` : value;
-  });
+  const values = recordCells(source, presented, needed);
   // NOTE: the removed-token floor (token-floor.ts), only for a key without a token, after the row's columns.
   values.push(`CASE WHEN COALESCE(${source}token, 0::bigint) OPERATOR(pg_catalog.=) 0::bigint THEN (${removedFloor})::text END`);
   return `pg_catalog.json_build_array(${epochMs(now)}, ${applied}, ${values.join(', ')})::text`;
+}
+
+/** The record-width columns of `source` as `r` carries them, the checkpoint only where `withCheckpoint` (SQL) holds. */
+function recordCells(source: string, presented: string, withCheckpoint: string): string[] {
+  return COLUMNS.record.map(([name, expression]) => {
+    if (name === 'secret_matches') return `(${source}secret_hash OPERATOR(pg_catalog.=) ${presented})`;
+    const value = TIME_COLUMNS.has(name) ? epochMs(`${source}${name}`) : `${source}${expression}`;
+    return name.startsWith('checkpoint_') ? `CASE WHEN ${withCheckpoint} THEN ${value} END` : value;
+  });
 }
 
 /**
@@ -140,12 +144,7 @@ export function claimPreImageJson(source: string, now: string, applied: string, 
  * sent only where `withCheckpoint` (SQL) holds, NULL elsewhere; `presented` is the presented secret's hash (SQL).
  */
 export function recordCellsJson(source: string, first: string, second: string, presented: string, withCheckpoint: string): string {
-  const values = COLUMNS.record.map(([name, expression]) => {
-    if (name === 'secret_matches') return `(${source}secret_hash OPERATOR(pg_catalog.=) ${presented})`;
-    const value = TIME_COLUMNS.has(name) ? epochMs(`${source}${name}`) : `${source}${expression}`;
-    return name.startsWith('checkpoint_') ? `CASE WHEN ${withCheckpoint} THEN ${value} END` : value;
-  });
-  return `pg_catalog.json_build_array(${first}, ${second}, ${values.join(', ')})`;
+  return `pg_catalog.json_build_array(${first}, ${second}, ${recordCells(source, presented, withCheckpoint).join(', ')})`;
 }
 
 /** A decoded statement result: the store's now, whether SQL applied the change, and the pre-image. */
