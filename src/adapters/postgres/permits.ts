@@ -197,6 +197,7 @@ export function acquirePermitCall(table: TableName): string {
 
 /** What the permit method needs of the store. */
 export interface PostgresPermitsHost {
+  /** The acquire call (`acquirePermitCall`). */
   readonly call: string;
   /** Sends one of leasefence's statements (its failure never carries the driver's error). */
   readonly statement: (operation: string, text: string, params: unknown[]) => Promise<unknown[]>;
@@ -209,8 +210,13 @@ export interface PostgresPermitsMethods {
   acquirePermit(command: AcquirePermitCommand): Promise<AcquirePermitOutcome>;
 }
 
+/** The function's answer: [now ms, applied, chosen index, removed-token floor, permit rows]. */
 type Answer = [StoreTime, boolean, number | null, string | null, Cell[][] | null];
 
+/**
+ * The store's `acquirePermit`: the input checked before any I/O (`assertSemaphore`), one call of the function, and
+ * the outcome decided by the pure core on the permit rows it answered with.
+ */
 export function createPostgresPermits(host: PostgresPermitsHost): PostgresPermitsMethods {
   const { call, statement, guard } = host;
   return {
