@@ -46,6 +46,7 @@ export const STORES_FILES: readonly string[] = [
   'test/adapters/postgres-freed.test.ts',
   'test/adapters/postgres-late-callback.test.ts',
   'test/adapters/postgres-otel-pg.test.ts',
+  'test/adapters/postgres-permits.test.ts',
   'test/adapters/postgres-pg.test.ts',
   'test/adapters/postgres-pgbouncer-specs.test.ts',
   'test/adapters/postgres-pgbouncer.test.ts',

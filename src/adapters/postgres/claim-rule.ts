@@ -68,6 +68,12 @@ const expiresAfter = (terms: ClaimTerms): string =>
   `${terms.now} OPERATOR(pg_catalog.+) (${terms.ttlMs}::float8 OPERATOR(pg_catalog.*) '1 millisecond'::interval)`;
 
 /**
+ * A minted token raised to `tokenFloor` (SQL, `null`: none): a semaphore's permit is granted above every token of
+ * every permit of the semaphore (permits.ts), the claim's own mint is left as it is.
+ */
+const floored = (mint: string, tokenFloor: string | null): string => (tokenFloor === null ? mint : `GREATEST(${mint}, ${tokenFloor})`);
+
+/**
  * `pre` may be granted: its state has the values the claim expects, nothing is held or the grant has
  * expired (strictly: at now = expires_at it has), no hold lasts (strictly: at now = held_until it has
  * passed), and no recovery is pending unless the claimer is recovering.
@@ -86,9 +92,14 @@ export function claimable(terms: ClaimTerms): string {
  * on an item row, its availability (availability.ts) and its grant's secret for the "delivered twice" lookup
  * (`recoveryRequired`: the row's new recovery flag, SQL; claim-next's record-first sets it).
  */
-export function claimSet(terms: ClaimTerms, removedFloor: string, recoveryRequired = 'pre.recovery_required'): string {
+export function claimSet(
+  terms: ClaimTerms,
+  removedFloor: string,
+  recoveryRequired = 'pre.recovery_required',
+  tokenFloor: string | null = null,
+): string {
   const kept = (column: string, expired: string) => `${column} = CASE WHEN pre.holder IS NULL THEN pre.${column} ELSE ${expired} END`;
-  return `token = ${mintTokenSql('pre.token', terms.now, removedFloor)},
+  return `token = ${floored(mintTokenSql('pre.token', terms.now, removedFloor), tokenFloor)},
     state = COALESCE(pre.state, '{}'::jsonb), held_until = NULL,
     holder = ${terms.holder}, run_id = ${terms.runId}, secret_hash = ${terms.secret}, acquired_at = ${terms.now},
     expires_at = ${expiresAfter(terms)}, attributes = ${terms.attributes},
@@ -103,7 +114,7 @@ export function claimSet(terms: ClaimTerms, removedFloor: string, recoveryRequir
  * A key's first grant (`table`: the lease table as the caller names it, `removedFloor` its removed-token floor's SQL):
  * the first token (the floor), the empty state, nothing inherited.
  */
-export function firstGrant(table: string, removedFloor: string, key: string, terms: ClaimTerms): string {
+export function firstGrant(table: string, removedFloor: string, key: string, terms: ClaimTerms, tokenFloor: string | null = null): string {
   return `INSERT INTO ${table} AS l (key, token, holder, run_id, secret_hash, acquired_at, expires_at, attributes, state)
-    VALUES (${key}, ${mintTokenSql('0::bigint', terms.now, removedFloor)}, ${terms.holder}, ${terms.runId}, ${terms.secret}, ${terms.now}, ${expiresAfter(terms)}, ${terms.attributes}, '{}'::jsonb)`;
+    VALUES (${key}, ${floored(mintTokenSql('0::bigint', terms.now, removedFloor), tokenFloor)}, ${terms.holder}, ${terms.runId}, ${terms.secret}, ${terms.now}, ${expiresAfter(terms)}, ${terms.attributes}, '{}'::jsonb)`;
 }

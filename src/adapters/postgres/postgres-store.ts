@@ -17,6 +17,7 @@ import { checkSubmissionInput, SUBMISSION_LOOKUP_SUFFIX, SUBMISSIONS_SUFFIX } fr
 import { sharesOneConnection, type PostgresClient } from './client.js';
 import { assertEncodable, assertEncodableAttributes, assertEncodableState } from './encodable.js';
 import { ADD_ITEMS_SUFFIX, createPostgresItems, itemStatements, type PostgresItemsMethods } from './items.js';
+import { ACQUIRE_PERMIT_SUFFIX, acquirePermitCall, createPostgresPermits, type PostgresPermitsMethods } from './permits.js';
 import { ownStatementFailure } from './failures.js';
 import { refuseInsideFencedWrite, runFencedTransaction, type PostgresWriteContext } from './fenced-transaction.js';
 import { createStatementCache, runFencedStatement, type FencedStatementOptions, type FencedStatementOutcome } from './fenced-statement.js';
@@ -92,6 +93,8 @@ export interface PostgresStore extends Store<PostgresWriteContext> {
   addItems: PostgresItemsMethods['addItems'];
   removeItems: PostgresItemsMethods['removeItems'];
   claimNext: PostgresItemsMethods['claimNext'];
+  /** Semaphores (permits.ts). */
+  acquirePermit: PostgresPermitsMethods['acquirePermit'];
   /** The table as configured. */
   readonly table: string;
   /**
@@ -186,6 +189,7 @@ export function createPostgresStore(given: PostgresStoreOptions): PostgresStore 
     SUBMISSIONS_SUFFIX,
     'token_floor',
     ADD_ITEMS_SUFFIX,
+    ACQUIRE_PERMIT_SUFFIX,
   ];
   const schema = { names: [table.bare, ...derived.map((suffix) => `${table.bare}_${suffix}`)], fix: 'await store.migrate()' };
   const session: Session = createSession(options.client, options.prepare === undefined ? { schema } : { prepare: options.prepare, schema });
@@ -401,6 +405,8 @@ export function createPostgresStore(given: PostgresStoreOptions): PostgresStore 
     list: createPostgresList(session, listStatement(table)),
 
     ...createPostgresItems({ statements: itemStatements(table), statement: ownStatement, guard: (operation) => guard(null, operation) }),
+
+    ...createPostgresPermits({ call: acquirePermitCall(table), statement: ownStatement, guard: (operation) => guard(null, operation) }),
 
     ...(watches === undefined ? {} : { watchFreed: watches.watchFreed, watchRevoked: watches.watchRevoked }),
 

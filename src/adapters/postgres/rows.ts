@@ -123,15 +123,28 @@ export function preImageJson(width: PreImageWidth, source: string, now: string, 
 export function claimPreImageJson(source: string, now: string, applied: string, presented: string, removedFloor: string): string {
   const live = `${source}holder IS NOT NULL AND (${source}expires_at IS NULL OR ${now} OPERATOR(pg_catalog.<) ${source}expires_at)`;
   const needed = `(NOT (${live}) OR ${source}secret_hash OPERATOR(pg_catalog.=) ${presented})`;
-  const columns = COLUMNS.record;
-  const values = columns.map(([name, expression]) => {
-    if (name === 'secret_matches') return `(${source}secret_hash OPERATOR(pg_catalog.=) ${presented})`;
-    const value = TIME_COLUMNS.has(name) ? epochMs(`${source}${name}`) : `${source}${expression}`;
-    return name.startsWith('checkpoint_') ? `CASE WHEN ${needed} THEN ${value} END` : value;
-  });
+  const values = recordCells(source, presented, needed);
   // NOTE: the removed-token floor (token-floor.ts), only for a key without a token, after the row's columns.
   values.push(`CASE WHEN COALESCE(${source}token, 0::bigint) OPERATOR(pg_catalog.=) 0::bigint THEN (${removedFloor})::text END`);
   return `pg_catalog.json_build_array(${epochMs(now)}, ${applied}, ${values.join(', ')})::text`;
+}
+
+/** The record-width columns of `source` as `r` carries them, the checkpoint only where `withCheckpoint` (SQL) holds. */
+function recordCells(source: string, presented: string, withCheckpoint: string): string[] {
+  return COLUMNS.record.map(([name, expression]) => {
+    if (name === 'secret_matches') return `(${source}secret_hash OPERATOR(pg_catalog.=) ${presented})`;
+    const value = TIME_COLUMNS.has(name) ? epochMs(`${source}${name}`) : `${source}${expression}`;
+    return name.startsWith('checkpoint_') ? `CASE WHEN ${withCheckpoint} THEN ${value} END` : value;
+  });
+}
+
+/**
+ * One row as a JSON array (not text) `[first, second, ...columns]`, the record-width columns of `source` in the
+ * places `recordOfCells` reads them, after two cells of the caller's (`first`, `second`: SQL). The checkpoint is
+ * sent only where `withCheckpoint` (SQL) holds, NULL elsewhere; `presented` is the presented secret's hash (SQL).
+ */
+export function recordCellsJson(source: string, first: string, second: string, presented: string, withCheckpoint: string): string {
+  return `pg_catalog.json_build_array(${first}, ${second}, ${recordCells(source, presented, withCheckpoint).join(', ')})`;
 }
 
 /** A decoded statement result: the store's now, whether SQL applied the change, and the pre-image. */
@@ -144,7 +157,8 @@ export interface PreImage {
   readonly removedFloor: bigint | null;
 }
 
-type Cell = string | number | boolean | null | Record<string, string> | StateChange;
+/** One cell of a pre-image's JSON array. */
+export type Cell = string | number | boolean | null | Record<string, string> | StateChange;
 type Column = (typeof COLUMNS.record)[number][0];
 
 /** Each column's index in the `r` array (after now_ms and applied). */
@@ -183,13 +197,19 @@ export function decodePreImage(r: unknown, presented: string | null = null): Pre
   const cells = JSON.parse(r) as Cell[];
   const [now, applied] = cells;
   if (typeof now !== 'number' || typeof applied !== 'boolean') throw new Error('leasefence/postgres: malformed pre-image');
-  const removedFloor = bigintOf(cells[FLOOR_AT]);
+  return { now, applied, removedFloor: bigintOf(cells[FLOOR_AT]), record: recordOfCells(cells, presented) };
+}
+
+/**
+ * The record in a pre-image's cells (the row's columns from index 2, as `preImageJson` and `recordCellsJson`
+ * place them), `null` for no row or a placeholder. See `decodePreImage`.
+ */
+export function recordOfCells(cells: readonly Cell[], presented: string | null): LeaseRecord | null {
   const key = cells[AT.key];
   const token = bigintOf(cells[AT.token]);
   const state = cells[AT.state];
   // NOTE: a row without state is a placeholder that only carries waiter interest (freed-interest.ts): no record.
-  if (typeof key !== 'string' || token === null || typeof state !== 'object' || state === null)
-    return { now, applied, record: null, removedFloor };
+  if (typeof key !== 'string' || token === null || typeof state !== 'object' || state === null) return null;
   const holder = cells[AT.holder];
   // NOTE: a NUL never occurs in a stored or presented secret (Postgres text has none), so this never matches.
   const secret = cells[AT.secret_matches] === true && presented !== null ? presented : `${presented ?? ''}\u0000not-presented`;
@@ -233,19 +253,14 @@ export function decodePreImage(r: unknown, presented: string | null = null): Pre
       ? null
       : { json: readableCheckpoint(checkpointJson), token: checkpointToken, writtenAt: timeOf(cells[AT.checkpoint_written_at]) ?? 0 };
   return {
-    now,
-    applied,
-    removedFloor,
-    record: {
-      key,
-      token,
-      grant,
-      ending,
-      checkpoint,
-      recoveryRequired: cells[AT.recovery_required] === true,
-      state: Object.freeze(state as Record<string, string>) as KeyState,
-      heldUntil: timeOf(cells[AT.held_until]),
-      submissions: NO_SUBMISSIONS,
-    },
+    key,
+    token,
+    grant,
+    ending,
+    checkpoint,
+    recoveryRequired: cells[AT.recovery_required] === true,
+    state: Object.freeze(state as Record<string, string>) as KeyState,
+    heldUntil: timeOf(cells[AT.held_until]),
+    submissions: NO_SUBMISSIONS,
   };
 }

@@ -5,6 +5,7 @@
  */
 import { CLAIM_FUNCTION_SUFFIX, claimable, claimSet, firstGrant, stateExpected, type ClaimTerms } from './claim-rule.js';
 import { addItemsFunctionDdl } from './items.js';
+import { acquirePermitFunctionDdl, permitIndexDdl } from './permits.js';
 import { removeFunctionDdl } from './remove.js';
 import { setKeyStateFunctionDdl } from './key-state.js';
 import { submissionLookupDdl, submissionsTableDdl } from './submissions.js';
@@ -175,21 +176,25 @@ $leasefence$`;
  */
 function qualifiedFunctionDdl(table: TableName, ddl: (schemaPrefix: string) => string): string {
   if (table.schema !== null) return ddl(`"${table.schema}".`);
-  // NOTE: format() reads % as a placeholder: the body's RAISE placeholders are doubled.
-  const template = ddl('%1$I.').replaceAll(" %'", " %%'");
+  // NOTE: format() reads % as a placeholder: every % of the body (RAISE placeholders, LIKE patterns) is doubled,
+  // then the schema's placeholder goes where the marker was.
+  const marker = '\u0000schema\u0000';
+  const template = ddl(marker).replaceAll('%', '%%').replaceAll(marker, '%1$I.');
   return `DO $leasefence_ddl$ BEGIN
   EXECUTE pg_catalog.format($leasefence_fn$${template}$leasefence_fn$, pg_catalog.current_schema());
 END $leasefence_ddl$`;
 }
 
 /**
- * The DDL statements of a lease table, in order: the lease table, its removed-token floor, its submissions
- * table, and its functions (claim, set key state, remove, submission lookup, add items).
+ * The DDL statements of a lease table, in order: the lease table, its indexes (claim-next's, permits'), its
+ * removed-token floor, its submissions table, and its functions (claim, set key state, remove, submission lookup,
+ * add items, acquire permit).
  */
 export function schemaStatements(table: TableName): string[] {
   return [
     tableDdl(table),
     ...itemIndexesDdl(table),
+    permitIndexDdl(table),
     tokenFloorDdl(table),
     submissionsTableDdl(table),
     qualifiedFunctionDdl(table, (prefix) => claimFunctionDdl(table, prefix)),
@@ -197,6 +202,7 @@ export function schemaStatements(table: TableName): string[] {
     qualifiedFunctionDdl(table, (prefix) => removeFunctionDdl(table, prefix)),
     qualifiedFunctionDdl(table, (prefix) => submissionLookupDdl(table, prefix)),
     qualifiedFunctionDdl(table, (prefix) => addItemsFunctionDdl(table, prefix)),
+    qualifiedFunctionDdl(table, (prefix) => acquirePermitFunctionDdl(table, prefix)),
   ];
 }
 
