@@ -94,7 +94,9 @@ export async function waitForNext<G extends { readonly ok: true }, R extends Ret
       if (aborted()) return ended('aborted');
       const repliedAt = context.monotonic();
       const delay = nextAttemptDelay({
-        untilExpiryMs: refusal.nextAt === null ? null : refusal.nextAt - refusal.now,
+        // NOTE: `nextAt === now` is a busy item or permit (a row another operation holds): it frees in a moment, but
+        // trying again at once would spin on a store that answers at once (PostgreSQL's SKIP LOCKED does).
+        untilExpiryMs: refusal.nextAt === null ? null : Math.max(BUSY_RETRY_MS, refusal.nextAt - refusal.now),
         sinceReplyMs: 0,
         remainingMs: settings.timeoutMs - (repliedAt - startedAt),
         watching: stopListening !== null,
@@ -116,3 +118,6 @@ export async function waitForNext<G extends { readonly ok: true }, R extends Ret
 }
 
 const NEVER: Promise<void> = new Promise(() => {});
+
+/** The least wait before trying again after an answer whose `nextAt` is its `now` (a busy key). */
+const BUSY_RETRY_MS = 5;
