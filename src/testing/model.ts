@@ -34,9 +34,10 @@ import {
   SubmitCommand,
 } from './model-record-commands.js';
 import { AcquirePermitCommand } from './model-permit-commands.js';
+import { PERMIT_MODEL_PROPERTY, permitModelProperty } from './model-permits.js';
 import { initialModel, isExpired, isHeldBack, type ModelState } from './model-reference.js';
 import { assertProperty } from './property.js';
-import type { TestRunner } from './runner.js';
+import { skipTest, type TestRunner } from './runner.js';
 import { PROPERTY_SUITE_TIMEOUT_MS } from './timeouts.js';
 
 const WORKERS = 3;
@@ -207,6 +208,19 @@ export function describeStoreModel<S extends Store>(
     runner.it(
       MODEL_PROPERTY,
       () => assertProperty(MODEL_PROPERTY, property, { numRuns: modelRuns, ...(seed === undefined ? {} : { seed }) }),
+      PROPERTY_SUITE_TIMEOUT_MS,
+    );
+    // NOTE: semaphores over several permits (the property above runs acquirePermit on one); skipped on a store without them.
+    const permits = permitModelProperty(() => context.harness as unknown as StoreHarness<Store>);
+    runner.it(
+      PERMIT_MODEL_PROPERTY,
+      async (...runnerArguments) => {
+        if (typeof context.harness.store.acquirePermit !== 'function') {
+          skipTest(runnerArguments, 'the store does not offer semaphores');
+          return;
+        }
+        await assertProperty(PERMIT_MODEL_PROPERTY, permits, { numRuns: modelRuns, ...(seed === undefined ? {} : { seed }) });
+      },
       PROPERTY_SUITE_TIMEOUT_MS,
     );
   });
