@@ -32,13 +32,17 @@ export const TTL_MS = 50;
 /** A run: how many may hold at once, each acquirer's fates, the clock's steps. */
 export interface RaceScenario {
   readonly limit: number;
+  /** Each acquirer's own limit, when they differ (else every acquire has `limit`). */
+  readonly limits?: readonly number[];
   readonly programs: readonly (readonly Fate[])[];
   readonly ticks: readonly number[];
 }
 
-export const raceScenarioArb = (limit: number, acquirers: number): fc.Arbitrary<RaceScenario> =>
+/** Scenarios of `acquirers` acquirers with `limit`, or with a limit each from 1 to `limit` (`mixed`). */
+export const raceScenarioArb = (limit: number, acquirers: number, mixed = false): fc.Arbitrary<RaceScenario> =>
   fc.record({
     limit: fc.constant(limit),
+    ...(mixed ? { limits: fc.array(fc.integer({ min: 1, max: limit }), { minLength: acquirers, maxLength: acquirers }) } : {}),
     programs: fc.array(fc.array(fateArb, { minLength: 3, maxLength: 10 }), { minLength: acquirers, maxLength: acquirers }),
     ticks: fc.array(fc.integer({ min: 0, max: 30 }), { minLength: 5, maxLength: 30 }),
   });
@@ -72,7 +76,7 @@ export async function runPermitRace(
   const acquire = scheduled('acquirePermit', (command: AcquirePermitCommand) => store.acquirePermit(command));
   const release = scheduled('release', store.release.bind(store));
   const revoke = scheduled('revoke', store.revoke.bind(store));
-  const seen = (outcome: AcquirePermitOutcome): PermitGrantSeen | null => {
+  const seen = (outcome: AcquirePermitOutcome, limit: number): PermitGrantSeen | null => {
     if (!outcome.ok) return null;
     const known = grants.find((grant) => grant.key === outcome.key && grant.token === outcome.token);
     if (known !== undefined) return known;
@@ -81,6 +85,7 @@ export async function runPermitRace(
       token: outcome.token,
       acquiredAt: outcome.acquiredAt,
       end: outcome.expiresAt ?? Number.POSITIVE_INFINITY,
+      limit,
     };
     grants.push(grant);
     return grant;
@@ -92,8 +97,9 @@ export async function runPermitRace(
   const acquirer = async (index: number, fates: readonly Fate[]): Promise<void> => {
     const holder = `w${index}`;
     for (const fate of fates) {
-      const command = permitCommand(SEMAPHORE, holder, scenario.limit, TTL_MS);
-      let grant = seen(await acquire(command));
+      const limit = scenario.limits?.[index] ?? scenario.limit;
+      const command = permitCommand(SEMAPHORE, holder, limit, TTL_MS);
+      let grant = seen(await acquire(command), limit);
       if (grant === null) continue;
       const fenceOf = (of: PermitGrantSeen): Fence => ({
         key: of.key,
@@ -114,7 +120,7 @@ export async function runPermitRace(
           violations.push(
             `a re-delivery of ${holder}'s acquire answered ${again.key} ${again.token} while ${grant.key} ${grant.token} lived`,
           );
-        grant = seen(again) ?? grant;
+        grant = seen(again, limit) ?? grant;
       }
       if (fate === 'write-then-release') {
         // NOTE: the callback waits for the scheduler while the store holds the permit's key: an acquire must not grant it.

@@ -11,7 +11,7 @@ import { createMemoryStore } from '../../src/adapters/memory/index.js';
 import { createManualClock } from '../../src/clock.js';
 import { scaled } from '../support/scale.js';
 import { raceScenarioArb, runPermitRace, SEMAPHORE, TTL_MS } from './memory-race-run.js';
-import { expectAtMostLive, expectTokensRise, permitCommand } from './race-checks.js';
+import { expectAtMostLive, expectLimitAtEachGrant, expectTokensRise, permitCommand } from './race-checks.js';
 
 describe.each([
   { limit: 1, acquirers: 4 },
@@ -25,6 +25,7 @@ describe.each([
         const grants = await runPermitRace(s, store, clock, scenario);
         expectAtMostLive(grants, limit);
         expectTokensRise(grants);
+        expectLimitAtEachGrant(grants);
         clock.advance(10 * TTL_MS);
         const again = [];
         for (let i = 0; i <= limit; i += 1) again.push(await store.acquirePermit(permitCommand(SEMAPHORE, `late${i}`, limit, TTL_MS)));
@@ -32,6 +33,22 @@ describe.each([
           ...Array.from({ length: limit }, (_, i) => i + 1),
           'full',
         ]);
+      }),
+      { numRuns: scaled(100) },
+    );
+  });
+});
+
+describe('semaphores on memory, 8 concurrent acquirers each with its own limit (1 to 4), every interleaving fast-check picks', () => {
+  it('grants each acquire only while fewer than its own limit are live: a lowered limit waits for live permits to end', async () => {
+    await fc.assert(
+      fc.asyncProperty(fc.scheduler(), raceScenarioArb(4, 8, true), async (s, scenario) => {
+        const clock = createManualClock(1_000_000);
+        const store = createMemoryStore({ clock });
+        const grants = await runPermitRace(s, store, clock, scenario);
+        expectAtMostLive(grants, 4);
+        expectTokensRise(grants);
+        expectLimitAtEachGrant(grants);
       }),
       { numRuns: scaled(100) },
     );
