@@ -48,8 +48,26 @@ export type BrokenMemoryStore = Omit<MemoryStore, 'addItems' | 'removeItems' | '
  * non-atomic claim (the race suite passes a scheduled task, so other requests may land in between).
  */
 export function createBrokenMemoryStore(clock: ManualClock, bug: PlantedBug, roundTrip: () => Promise<unknown>): BrokenMemoryStore {
-  const records = new Map<string, LeaseRecord>();
-  const lock = new KeyLock();
+  return brokenMemoryStoreOver({ records: new Map(), lock: new KeyLock() }, clock, bug, roundTrip).store;
+}
+
+/** The records and key lock a broken memory store runs on (the broken semaphores of `broken-permits.ts` share them). */
+export interface BrokenMemoryState {
+  readonly records: Map<string, LeaseRecord>;
+  readonly lock: KeyLock;
+}
+
+/**
+ * A memory store over `state` with `bug` planted (`null`: none), and its token floor (one above the highest token
+ * of a removed record, as the memory store's).
+ */
+export function brokenMemoryStoreOver(
+  state: BrokenMemoryState,
+  clock: ManualClock,
+  bug: PlantedBug | null,
+  roundTrip: () => Promise<unknown>,
+): { readonly store: BrokenMemoryStore; readonly tokenFloor: () => bigint } {
+  const { records, lock } = state;
   /** As the memory store: tokens stay above those of removed records (unless `reissues-after-remove`). */
   let highestRemoved = 0n;
   const keep = (key: string, record: LeaseRecord | null): void => {
@@ -171,5 +189,5 @@ export function createBrokenMemoryStore(clock: ManualClock, bug: PlantedBug, rou
         return { record: { ...next, grant: record.grant, ending: record.ending }, changed, outcome: { ...outcome, ended: null } };
       });
   }
-  return store;
+  return { store, tokenFloor: floor };
 }

@@ -1,7 +1,7 @@
 /**
  * The example-based Store conformance suite: the Store contract, spec by spec, through `createLeases` (and
  * `createElection`, whose terms are grants), and on the Store itself for the record-level operations (key state,
- * holds, removal, submissions, write refusals).
+ * holds, removal, submissions, write refusals, claim-next, semaphores).
  *
  * ```ts
  * describeStoreConformance({ describe, it, beforeAll, afterAll }, 'my store', makeHarness);
@@ -17,6 +17,7 @@ import { describeKeyStateSpecs } from './specs-key-state.js';
 import { describeOperatorSpecs } from './specs-operator.js';
 import { describeProgressSpecs } from './specs-progress.js';
 import { describeClaimNextSpecs } from './specs-claim-next.js';
+import { describePermitSpecs } from './specs-permits.js';
 import { describeSubmissionSpecs } from './specs-submissions.js';
 
 /** Registers the Store contract's example-based specs for one store (`options` is not read: no run counts). */
@@ -36,5 +37,7 @@ export function describeStoreConformance<S extends Store>(
     describeSubmissionSpecs(context);
     // NOTE: skipped, spec by spec, on a store that offers no sets (claim-next is optional).
     describeClaimNextSpecs(context);
+    // NOTE: skipped, spec by spec, on a store that offers no semaphores (acquirePermit is optional).
+    describePermitSpecs(context);
   });
 }

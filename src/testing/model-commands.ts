@@ -27,6 +27,8 @@ export function noteRemoval(harness: object): void {
 export interface ModelReal {
   readonly harness: StoreHarness<Store>;
   readonly key: string;
+  /** The semaphore whose permit 1 `key` is, `null` on a run of an ordinary key. */
+  readonly semaphore: string | null;
   readonly workers: readonly Leases<Store>[];
   readonly operator: Leases<Store>;
   readonly handles: Lease[][];

@@ -48,6 +48,8 @@ export const MODEL_SUBMISSION_RETENTION = 32;
 export interface ModelState {
   /** Whether the test controls the store's clock (then `now` is exact). */
   readonly clocked: boolean;
+  /** Whether the key is permit 1 of a semaphore (the run acquires it with `acquirePermit` too). */
+  readonly permits: boolean;
   /** The store's now (exact only when `clocked`). */
   now: number;
   /** The key has a record: claimed, or its state set, since it was created or last removed. */
@@ -88,10 +90,11 @@ export type ModelVerdict =
   | 'wrong-secret'
   | 'holder-mismatch';
 
-/** The model of a key never claimed, at store time `now`. */
-export function initialModel(clocked: boolean, now: number, workers: number): ModelState {
+/** The model of a key never claimed, at store time `now` (`permits`: the key is permit 1 of a semaphore). */
+export function initialModel(clocked: boolean, now: number, workers: number, permits = false): ModelState {
   return {
     clocked,
+    permits,
     now,
     exists: false,
     token: 0n,

@@ -1,11 +1,13 @@
 /**
  * The model-based suite: random sequences of claim, renew, checkpoint, fenced write (also with forged
  * handles), release, revoke, recover and advance-clock / expire-now, and of the record-level operations (key
- * state with holds, release with a hold, remove, submissions, self-refusing writes, claims with `expect`), run against the real store and an
+ * state with holds, release with a hold, remove, submissions, self-refusing writes, claims with `expect`), and, on a
+ * store that offers semaphores, of `acquirePermit` (a run with one works on a permit key), run against the real store and an
  * independent reference model (`model-reference.ts`). After every command the store's `inspect` and ledger must
  * match the model: this is where "a refused or stale operation changes nothing" is checked on every adapter.
  */
 import fc from 'fast-check';
+import { permitKey } from '../fence/permits.js';
 import { createLeases } from '../leases.js';
 import type { Store } from '../store.js';
 import { expectEqual, expectMatch, expectSame } from './assertions.js';
@@ -31,9 +33,11 @@ import {
   SetStateCommand,
   SubmitCommand,
 } from './model-record-commands.js';
+import { AcquirePermitCommand } from './model-permit-commands.js';
+import { PERMIT_MODEL_PROPERTY, permitModelProperty } from './model-permits.js';
 import { initialModel, isExpired, isHeldBack, type ModelState } from './model-reference.js';
 import { assertProperty } from './property.js';
-import type { TestRunner } from './runner.js';
+import { skipTest, type TestRunner } from './runner.js';
 import { PROPERTY_SUITE_TIMEOUT_MS } from './timeouts.js';
 
 const WORKERS = 3;
@@ -96,6 +100,15 @@ function commandArbs(): fc.Arbitrary<fc.AsyncCommand<ModelState, ModelReal>>[] {
     fc
       .tuple(worker, fc.constantFrom('current' as const, 'other' as const))
       .map(([w, expectation]) => new ExpectClaimCommand(w, expectation)),
+    // Semaphores (issue 25): only on a run whose key is a permit (a store that offers acquirePermit).
+    fc
+      .record({
+        worker,
+        runId: fc.constantFrom(null, 'r1', 'r2'),
+        forever: fc.constantFrom(false, false, false, true),
+        recover: fc.constantFrom(false, true, 'when-blocked' as const),
+      })
+      .map(({ worker: w, runId, forever, recover }) => new AcquirePermitCommand(w, runId, forever, recover)),
   ];
 }
 
@@ -160,14 +173,21 @@ export function modelProperty(
     const harness = harnessOf();
     const clocked = harness.advanceClock !== null;
     const ttlMs = clocked ? CLOCKED_TTL_MS : SERVER_TTL_MS;
-    const key = harness.freshKey('model');
+    // NOTE: a run with an acquirePermit command (on a store that offers it) works on permit 1 of a fresh semaphore,
+    // so every command exercises a permit key; from the commands alone, so a shrunk counterexample keeps it.
+    // (fast-check wraps each command; its text is the command's own.)
+    const permits =
+      typeof harness.store.acquirePermit === 'function' &&
+      [...cmds].some((command) => String(command).startsWith(AcquirePermitCommand.NAME));
+    const semaphore = permits ? harness.freshKey('sem').replace(/[{}]/g, '_') : null;
+    const key = semaphore === null ? harness.freshKey('model') : permitKey(semaphore, 1);
     const workers = Array.from({ length: WORKERS }, (_, i) => createLeases(harness.store, { holder: `w${i}`, ttlMs }));
     const operator = createLeases(harness.store, { holder: 'ops', ttlMs });
     const start = (await operator.inspect(key)).now;
     await fc.asyncModelRun(
       () => ({
-        model: initialModel(clocked, start, WORKERS),
-        real: { harness, key, workers, operator, handles: workers.map(() => []), ttlMs },
+        model: initialModel(clocked, start, WORKERS, permits),
+        real: { harness, key, semaphore, workers, operator, handles: workers.map(() => []), ttlMs },
       }),
       cmds,
     );
@@ -188,6 +208,19 @@ export function describeStoreModel<S extends Store>(
     runner.it(
       MODEL_PROPERTY,
       () => assertProperty(MODEL_PROPERTY, property, { numRuns: modelRuns, ...(seed === undefined ? {} : { seed }) }),
+      PROPERTY_SUITE_TIMEOUT_MS,
+    );
+    // NOTE: semaphores over several permits (the property above runs acquirePermit on one); skipped on a store without them.
+    const permits = permitModelProperty(() => context.harness as unknown as StoreHarness<Store>);
+    runner.it(
+      PERMIT_MODEL_PROPERTY,
+      async (...runnerArguments) => {
+        if (typeof context.harness.store.acquirePermit !== 'function') {
+          skipTest(runnerArguments, 'the store does not offer semaphores');
+          return;
+        }
+        await assertProperty(PERMIT_MODEL_PROPERTY, permits, { numRuns: modelRuns, ...(seed === undefined ? {} : { seed }) });
+      },
       PROPERTY_SUITE_TIMEOUT_MS,
     );
   });

@@ -33,10 +33,10 @@ export const PLANTED_BUG_SEEDS: Readonly<Partial<Record<PlantedBug, number>>> = 
  */
 export const MODEL_PLANTED_BUG_SEEDS: Readonly<Partial<Record<PlantedBug, number>>> = {
   'unfenced-write': 391131948, // caught after 1 run
-  'blind-renew': 1438930137, // 1 run
-  'lenient-expiry': 1852543977, // 20 runs
-  'ignores-key-state': 1159498772, // 1 run
-  'reissues-after-remove': 387972783, // 1 run
+  'blind-renew': 1438930137, // 2 runs (1 before the model gained acquirePermit, which moved every run's commands)
+  'lenient-expiry': 1852543977, // 4 runs (20 before)
+  'ignores-key-state': 1159498772, // 2 runs (1 before)
+  'reissues-after-remove': 387972783, // 2 runs (1 before)
 };
 
 /** Tuning of the planted-bug checks. */

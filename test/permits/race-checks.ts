@@ -27,6 +27,8 @@ export interface PermitGrantSeen {
   readonly token: bigint;
   readonly acquiredAt: number;
   end: number;
+  /** The limit of the acquire that was granted it (a race with mixed limits checks each: `expectLimitAtEachGrant`). */
+  readonly limit?: number;
 }
 
 /** At most `limit` grants live at once: a sweep over starts and ends (an end at t frees before a start at t: expiry is strict). */
@@ -67,6 +69,25 @@ export function expectTokensRise(grants: readonly PermitGrantSeen[]): void {
       if (after.acquiredAt < before.end)
         violations.push(`${key}: grant ${after.token} began at ${after.acquiredAt}, before ${before.token} ended at ${before.end}`);
     }
+  }
+  expect(violations).toEqual([]);
+}
+
+/**
+ * With mixed limits (raised and lowered while permits live): each grant was made while fewer than its own limit were
+ * live. Counted at its acquiredAt among the grants made before it (tokens rise in grant order) that still lived after
+ * that instant: a grant that ended at the same store time may have ended before it, and is not counted.
+ */
+export function expectLimitAtEachGrant(grants: readonly PermitGrantSeen[]): void {
+  const violations: string[] = [];
+  for (const grant of grants) {
+    if (grant.limit === undefined) continue;
+    const at = grant.acquiredAt;
+    const before = grants.filter((other) => other.token < grant.token && other.acquiredAt <= at && at < other.end);
+    if (before.length >= grant.limit)
+      violations.push(
+        `${grant.key} ${grant.token} granted at ${at} with limit ${grant.limit} while ${before.length} were live: ${before.map((other) => `${other.key} ${other.token}`).join(', ')}`,
+      );
   }
   expect(violations).toEqual([]);
 }
