@@ -12,8 +12,7 @@ const ADAPTER = join(import.meta.dirname, '../../src/adapters/sqlite');
  * does not re-export yet (the lead's call: `leasefence/store` is the API owner's file); once it does, these two
  * exceptions go. Semaphores (permits.ts) import only the store-author entry.
  */
-const ALLOWED =
-  /^(\.\.\/\.\.\/store-entry\.js|\.\.\/\.\.\/fence\/claim-next\.js|\.\.\/\.\.\/validate\.js|\.\/[a-z-]+\.js|node:crypto)$/;
+const ALLOWED = /^(\.\.\/\.\.\/store-entry\.js|\.\.\/\.\.\/fence\/claim-next\.js|\.\.\/\.\.\/validate\.js|\.\/[a-z-]+\.js|node:crypto)$/;
 
 describe('leasefence/sqlite imports only the store-author surface', () => {
   it('every import of src/adapters/sqlite is ../../store-entry.js, a sibling file or node:crypto', () => {
