@@ -4,6 +4,7 @@
  * After every command the suite compares the store's `inspect` and ledger with the model.
  */
 import type fc from 'fast-check';
+import { isLeaseError } from '../errors.js';
 import type { Lease } from '../lease.js';
 import type { Leases } from '../leases-types.js';
 import type { Store } from '../store.js';
@@ -80,6 +81,16 @@ export class ClaimCommand implements Command {
       recovering: this.recovering,
       ...(this.forever ? { ttlMs: null } : {}),
     };
+    if (model.permits) {
+      // NOTE: the key is a permit: the shell refuses its claim before any I/O (a claim would pass the semaphore's
+      // limit), and nothing changes.
+      let refused: unknown = null;
+      await real.workers[this.worker]!.claim(real.key, options).catch((error: unknown) => {
+        refused = error;
+      });
+      expectTrue(isLeaseError(refused) && refused.code === 'INVALID_ARGUMENT', `${this} of a permit key refused with INVALID_ARGUMENT`);
+      return;
+    }
     const result = await real.workers[this.worker]!.claim(real.key, options);
     const { grant } = model;
     if (grant !== null && isHeld(model)) {
