@@ -24,7 +24,8 @@
  * --workload semaphore (--stores memory,postgres,redis,sqlite; test/chaos/semaphore.ts: 8 workers acquiring permits
  * of one semaphore, limit 3 (2 in shrunk windows), a fenced write under each grant, with lost replies, crashes,
  * pauses past the TTL, operator revokes and the connection nemesis; each run a --scenario-duration fault phase; a
- * store without acquirePermit is reported unsupported and skipped; planted bugs: --variant over-limit|unfenced-write).
+ * store without acquirePermit is reported unsupported and skipped; planted bugs: --variant
+ * over-limit|uncounted-above-limit|unfenced-write).
  */
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';

@@ -195,6 +195,15 @@ describe('semaphore workload on the memory store', () => {
     expect(result.violations.map((violation) => violation.rule)).toContain(rule);
   });
 
+  it('catches a store that counts only the permits up to a lowered limit, by the limit each grant was made under', {
+    timeout: 30_000,
+  }, async () => {
+    const result = await runSemaphoreWorkload({ store: 'memory', url: null, seed: 28, durationMs: 2000, variant: 'uncounted-above-limit' });
+    // Tokens, permit keys and writes stay right: only the count is wrong, and only under the lowered limit.
+    expect(new Set(result.violations.map((violation) => violation.rule))).toEqual(new Set(['over-limit']));
+    expect(result.figures?.mostLive).toBe(3);
+  });
+
   it('a store without acquirePermit is reported unsupported and skipped', async () => {
     const lines: string[] = [];
     const { acquirePermit: _, ...withoutSemaphores } = createMemoryStore() as Store;

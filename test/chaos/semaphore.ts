@@ -43,13 +43,15 @@ export type SemaphoreStore = 'memory' | Extract<StoreKind, 'postgres' | 'redis' 
 export const SEMAPHORE_STORES: readonly SemaphoreStore[] = ['memory', 'postgres', 'redis', 'sqlite'];
 
 /**
- * Planted bugs the checker must catch: `over-limit` grants a permit above the limit when the store answers full (as
- * a store that counted only permits 1..limit would: a `claim` of the next free permit key past the limit);
+ * Planted bugs the checker must catch: `over-limit` ignores the limit when the store answers full (a `claim` of the
+ * next permit key past the limit that is not live: its token is its own key's, too); `uncounted-above-limit` counts
+ * only the live permits 1..limit (a semaphore shrunk while permits above the new limit live grants too many: the
+ * store's own acquire, asked again with the limit raised by the live permits above it, so tokens stay right);
  * `unfenced-write` applies a write whose fence no longer holds (memory: the write runs after the refusal; the
  * server stores: test/chaos/mutants.ts's).
  */
-export type SemaphoreVariant = 'over-limit' | 'unfenced-write';
-export const SEMAPHORE_VARIANTS: readonly SemaphoreVariant[] = ['over-limit', 'unfenced-write'];
+export type SemaphoreVariant = 'over-limit' | 'uncounted-above-limit' | 'unfenced-write';
+export const SEMAPHORE_VARIANTS: readonly SemaphoreVariant[] = ['over-limit', 'uncounted-above-limit', 'unfenced-write'];
 
 export interface SemaphoreRunOptions {
   readonly store: SemaphoreStore;
@@ -126,6 +128,15 @@ export function plantedSemaphoreBug(store: Store, variant: SemaphoreVariant | nu
       const claimed = await store.claim({ ...fields, key: permitKey(semaphore, index) });
       if (!claimed.ok) return outcome;
       return { ...claimed, semaphore, index, limit, live: outcome.live.length + 1 };
+    };
+  } else if (variant === 'uncounted-above-limit') {
+    mutant.acquirePermit = async (command) => {
+      const outcome = await acquire(command);
+      const above = outcome.ok ? 0 : outcome.live.filter((holder) => holder.index > command.limit).length;
+      if (outcome.ok || above === 0) return outcome;
+      // NOTE: the bug: the live permits above the limit are not counted (they are let in as extra room).
+      const again = await acquire({ ...command, limit: command.limit + above });
+      return again.ok ? { ...again, limit: command.limit } : outcome;
     };
   } else {
     // NOTE: memory's write context is plain data; the bug runs the write although the fence refused it.
