@@ -14,6 +14,8 @@
  *   grants the history knows;
  * - `lost-write`: a write the store answered applied is in its key's ledger.
  *
+ * (The workload adds `stuck`: once every grant has ended, `limit` acquires in a row are each granted.)
+ *
  * Sound: all times are the store's (`now` of its answers), and a grant ends only at what is KNOWN to end it (a
  * release or revoke the store answered, its expiry). A release or revoke whose outcome is unknown (a driver error)
  * may have ended its grant at any store time after the last one known under that grant (`unsureEndAfter`): rule 1
@@ -72,7 +74,7 @@ export interface SemaphoreHistory {
 }
 
 export interface SemaphoreViolation {
-  readonly rule: 'over-limit' | 'tokens' | 'stale-write' | 'lost-write';
+  readonly rule: 'over-limit' | 'tokens' | 'stale-write' | 'lost-write' | 'stuck';
   readonly key: string;
   readonly detail: string;
 }

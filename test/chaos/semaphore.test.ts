@@ -6,6 +6,7 @@
 import { describe, expect, it } from 'vitest';
 import { createMemoryStore } from '../../src/adapters/memory/index.js';
 import type { Store } from '../../src/store.js';
+import { delegatingStore } from './mutants.js';
 import { checkSemaphore, type PermitGrant, type SemaphoreHistory } from './semaphore-checker.js';
 import { runSemaphoreWorkload } from './semaphore.js';
 
@@ -202,6 +203,32 @@ describe('semaphore workload on the memory store', () => {
     // Tokens, permit keys and writes stay right: only the count is wrong, and only under the lowered limit.
     expect(new Set(result.violations.map((violation) => violation.rule))).toEqual(new Set(['over-limit']));
     expect(result.figures?.mostLive).toBe(3);
+  });
+
+  it('a permit the store never frees again is stuck', { timeout: 30_000 }, async () => {
+    // The bug: a permit taken over from an expired grant is answered full, its grant lost to everyone (and so on).
+    const leaky = (): Store => {
+      const store = createMemoryStore();
+      const acquire = (store.acquirePermit as NonNullable<Store['acquirePermit']>).bind(store);
+      return {
+        ...delegatingStore(store),
+        acquirePermit: async (command) => {
+          const outcome = await acquire(command);
+          if (!outcome.ok || outcome.previous?.kind !== 'expired') return outcome;
+          const { semaphore, limit } = command;
+          return { ok: false, reason: 'full', semaphore, limit, live: [], unavailable: [], nextAt: null, now: outcome.now };
+        },
+      };
+    };
+    const result = await runSemaphoreWorkload({
+      store: 'memory',
+      url: null,
+      seed: 29,
+      durationMs: 1500,
+      variant: null,
+      makeMemoryStore: leaky,
+    });
+    expect(new Set(result.violations.map((violation) => violation.rule))).toEqual(new Set(['stuck']));
   });
 
   it('a store without acquirePermit is reported unsupported and skipped', async () => {

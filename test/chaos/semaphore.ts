@@ -6,8 +6,8 @@
  * sometimes re-sent with the same secret, a re-delivery), crashes (no release: the permit expires and is taken
  * over), pauses past the TTL followed by a stale fenced write, an operator revoking a live permit, and on
  * PostgreSQL and Redis a nemesis cutting every worker connection (a driver error: the outcome is unknown). After
- * the fault phase the workers finish without faults for two TTLs; semaphore-checker.ts checks the history and the
- * permit keys' ledgers.
+ * the fault phase the workers finish without faults for two TTLs; once every grant has expired, `limit` acquires in
+ * a row must each be granted (no permit lost); semaphore-checker.ts checks the history and the permit keys' ledgers.
  *
  * A store without `acquirePermit` (the method is optional) is reported unsupported and skipped. Everything talks to
  * the Store contract directly, as the queue workload does.
@@ -220,111 +220,162 @@ export async function runSemaphoreWorkload(options: SemaphoreRunOptions): Promis
       stores.push(plantedSemaphoreBug(backend.store, options.variant, false));
     }
   }
-  const unsupported = stores.find((store) => store.acquirePermit === undefined);
-  if (unsupported !== undefined) {
-    log(`    ${options.store} has no acquirePermit (Store.acquirePermit is optional): unsupported, skipped`);
-    await closeAll();
+  try {
+    const unsupported = stores.find((store) => store.acquirePermit === undefined);
+    if (unsupported !== undefined) {
+      log(`    ${options.store} has no acquirePermit (Store.acquirePermit is optional): unsupported, skipped`);
+      return {
+        store: options.store,
+        seed: options.seed,
+        supported: false,
+        violations: [],
+        figures: null,
+        full: 0,
+        driverUnknowns: 0,
+        connectionKills: 0,
+      };
+    }
+
+    const recorder: Recorder = { grants: [], writes: [], endings: [], unsureEndings: [], held: new Map(), full: 0, driverUnknowns: 0 };
+    const faults: Faults = { on: true, shrunk: false };
+    let stopped = false;
+    const workers = Array.from({ length: workerCount }, (_, i) => {
+      const store = stores[i % stores.length] as Store;
+      return runWorker({
+        proc: `w${i}`,
+        store,
+        acquire: (store.acquirePermit as NonNullable<Store['acquirePermit']>).bind(store),
+        random: random.fork(`worker-${i}`),
+        semaphore,
+        limit,
+        ttlMs,
+        write,
+        recorder,
+        faults,
+        stopped: () => stopped,
+      });
+    });
+    // The operator: now and then revokes a live permit (as a dashboard showed it: with its token expected).
+    const operator = (async () => {
+      const operatorRandom = random.fork('operator');
+      while (faults.on) {
+        await sleep(operatorRandom.int(100, 400));
+        const held = [...recorder.held.values()];
+        if (!faults.on || held.length === 0) continue;
+        await revokeOne(stores[0] as Store, operatorRandom.pick(held), recorder);
+      }
+    })();
+    // NOTE: windows in which the semaphore is shrunk: grants under the higher limit are live when they start, so the
+    // lower limit's acquires are refused until enough of them end (a lone lower-limit acquire rarely gets a permit).
+    const shrinker = (async () => {
+      const shrinkRandom = random.fork('shrinker');
+      while (faults.on) {
+        await sleep(shrinkRandom.int(200, 800));
+        faults.shrunk = faults.on && !faults.shrunk;
+      }
+      faults.shrunk = false;
+    })();
+    // NOTE: the server stores' nemesis: every worker connection cut now and then (real unknown outcomes).
+    let connectionKills = 0;
+    const nemesis = (async () => {
+      const nemesisRandom = random.fork('nemesis');
+      while (admin !== null && faults.on) {
+        await sleep(nemesisRandom.int(300, 1500));
+        if (faults.on) connectionKills += await admin.killConnections().catch(() => 0);
+      }
+    })();
+    await sleep(options.durationMs);
+    faults.on = false;
+    await operator;
+    await shrinker;
+    await nemesis;
+    // NOTE: two TTLs without faults: every grant of the fault phase has ended, and the workers still get permits.
+    await sleep(2 * ttlMs);
+    stopped = true;
+    await bounded(Promise.all(workers), 'the workers to stop');
+    // NOTE: once every grant has expired, the semaphore must grant `limit` permits at once: none was lost.
+    await sleep(ttlMs + 50);
+    const stuck = await bounded(acquireAll(stores[0] as Store, semaphore, limit, ttlMs, recorder), 'the final acquires');
+
+    // The final ledgers of every permit key any grant was made on, in apply order.
+    const keys = [...new Set(recorder.grants.map((grant) => grant.key))];
+    const entries = async (key: string): Promise<Array<{ reqId: string; token: string }>> => {
+      if (admin === null) return (memoryLedgers.get(key) ?? []).map(decodeEntry);
+      return [...((await admin.readFinal([key]))[0]?.ledger ?? [])];
+    };
+    const ledgers = new Map<string, Array<{ writeId: string; token: string }>>();
+    for (const key of keys)
+      ledgers.set(
+        key,
+        (await entries(key)).map((entry) => ({ writeId: entry.reqId, token: entry.token })),
+      );
+    const history = {
+      semaphore,
+      grants: recorder.grants,
+      writes: recorder.writes,
+      endings: recorder.endings,
+      unsureEndings: recorder.unsureEndings,
+      ledgers,
+    };
     return {
       store: options.store,
       seed: options.seed,
-      supported: false,
-      violations: [],
-      figures: null,
-      full: 0,
-      driverUnknowns: 0,
-      connectionKills: 0,
+      supported: true,
+      violations: [...checkSemaphore(history), ...stuck],
+      figures: semaphoreFigures(history),
+      full: recorder.full,
+      driverUnknowns: recorder.driverUnknowns,
+      connectionKills,
     };
+  } finally {
+    await closeAll();
   }
+}
 
-  const recorder: Recorder = { grants: [], writes: [], endings: [], unsureEndings: [], held: new Map(), full: 0, driverUnknowns: 0 };
-  const faults: Faults = { on: true, shrunk: false };
-  let stopped = false;
-  const workers = Array.from({ length: workerCount }, (_, i) => {
-    const store = stores[i % stores.length] as Store;
-    return runWorker({
-      proc: `w${i}`,
-      store,
-      acquire: (store.acquirePermit as NonNullable<Store['acquirePermit']>).bind(store),
-      random: random.fork(`worker-${i}`),
+/**
+ * After every grant ended: `limit` acquires in a row, each must be granted (recorded as grants, left to expire);
+ * a `stuck` violation for each answered full (a permit the store never frees).
+ */
+async function acquireAll(
+  store: Store,
+  semaphore: string,
+  limit: number,
+  ttlMs: number,
+  recorder: Recorder,
+): Promise<SemaphoreViolation[]> {
+  const violations: SemaphoreViolation[] = [];
+  const acquire = store.acquirePermit as NonNullable<Store['acquirePermit']>;
+  for (let i = 1; i <= limit; i += 1) {
+    const runId = `final-${i}`;
+    const secret = randomBytes(16).toString('hex');
+    const outcome = await acquire.call(store, {
       semaphore,
       limit,
+      holder: 'final',
+      runId,
+      secret,
       ttlMs,
-      write,
-      recorder,
-      faults,
-      stopped: () => stopped,
+      attributes: {},
+      recovering: false,
     });
-  });
-  // The operator: now and then revokes a live permit (as a dashboard showed it: with its token expected).
-  const operator = (async () => {
-    const operatorRandom = random.fork('operator');
-    while (faults.on) {
-      await sleep(operatorRandom.int(100, 400));
-      const held = [...recorder.held.values()];
-      if (!faults.on || held.length === 0) continue;
-      await revokeOne(stores[0] as Store, operatorRandom.pick(held), recorder);
+    if (!outcome.ok) {
+      violations.push({
+        rule: 'stuck',
+        key: permitKey(semaphore, i),
+        detail: `acquire ${i} of ${limit} answered full after every grant ended: live ${outcome.live.map((holder) => `${holder.key}@${holder.token}`).join(', ') || 'none'}, unavailable ${outcome.unavailable.join(', ') || 'none'}`,
+      });
+      continue;
     }
-  })();
-  // NOTE: windows in which the semaphore is shrunk: grants under the higher limit are live when they start, so the
-  // lower limit's acquires are refused until enough of them end (a lone lower-limit acquire rarely gets a permit).
-  const shrinker = (async () => {
-    const shrinkRandom = random.fork('shrinker');
-    while (faults.on) {
-      await sleep(shrinkRandom.int(200, 800));
-      faults.shrunk = faults.on && !faults.shrunk;
-    }
-    faults.shrunk = false;
-  })();
-  // NOTE: the server stores' nemesis: every worker connection cut now and then (real unknown outcomes).
-  let connectionKills = 0;
-  const nemesis = (async () => {
-    const nemesisRandom = random.fork('nemesis');
-    while (admin !== null && faults.on) {
-      await sleep(nemesisRandom.int(300, 1500));
-      if (faults.on) connectionKills += await admin.killConnections().catch(() => 0);
-    }
-  })();
-  await sleep(options.durationMs);
-  faults.on = false;
-  await operator;
-  await shrinker;
-  await nemesis;
-  // NOTE: two TTLs without faults: every grant of the fault phase has ended, and the workers still get permits.
-  await sleep(2 * ttlMs);
-  stopped = true;
-  await bounded(Promise.all(workers), 'the workers to stop');
-
-  // The final ledgers of every permit key any grant was made on, in apply order.
-  const keys = [...new Set(recorder.grants.map((grant) => grant.key))];
-  const entries = async (key: string): Promise<Array<{ reqId: string; token: string }>> => {
-    if (admin === null) return (memoryLedgers.get(key) ?? []).map(decodeEntry);
-    return [...((await admin.readFinal([key]))[0]?.ledger ?? [])];
-  };
-  const ledgers = new Map<string, Array<{ writeId: string; token: string }>>();
-  for (const key of keys)
-    ledgers.set(
-      key,
-      (await entries(key)).map((entry) => ({ writeId: entry.reqId, token: entry.token })),
-    );
-  await closeAll();
-  const history = {
-    semaphore,
-    grants: recorder.grants,
-    writes: recorder.writes,
-    endings: recorder.endings,
-    unsureEndings: recorder.unsureEndings,
-    ledgers,
-  };
-  return {
-    store: options.store,
-    seed: options.seed,
-    supported: true,
-    violations: checkSemaphore(history),
-    figures: semaphoreFigures(history),
-    full: recorder.full,
-    driverUnknowns: recorder.driverUnknowns,
-    connectionKills,
-  };
+    recorder.grants.push({
+      key: outcome.key,
+      token: outcome.token.toString(),
+      runId,
+      limit,
+      acquiredAt: outcome.acquiredAt,
+      expiresAt: outcome.expiresAt,
+    });
+  }
+  return violations;
 }
 
 /** `work`, or an error after 30 s: a store call that never settles would otherwise hang the round silently. */
