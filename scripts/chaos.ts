@@ -25,7 +25,8 @@
  * of one semaphore, limit 3 (2 in shrunk windows), a fenced write under each grant, with lost replies, crashes,
  * pauses past the TTL, operator revokes and the connection nemesis; each run a --scenario-duration fault phase; a
  * store without acquirePermit is reported unsupported and skipped; planted bugs: --variant
- * over-limit|uncounted-above-limit|unfenced-write).
+ * over-limit|uncounted-above-limit|unfenced-write|racy-acquire, the last one on any store, with or without
+ * acquirePermit).
  */
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -287,6 +288,11 @@ async function runQueue(): Promise<number> {
  * `acquirePermit` is reported unsupported once and not run again. Exits as the main loop does.
  */
 async function runSemaphore(): Promise<number> {
+  const byRule = (violations: SemaphoreRunResult['violations']): string => {
+    const counts = new Map<string, number>();
+    for (const violation of violations) counts.set(violation.rule, (counts.get(violation.rule) ?? 0) + 1);
+    return counts.size === 0 ? '' : ` (${[...counts].map(([rule, count]) => `${rule} ${count}`).join(', ')})`;
+  };
   const semaphoreVariant = variant as SemaphoreVariant | null;
   log(
     `leasefence chaos, semaphore workload: total ${totalMs / 1000} s, ${scenarioMs / 1000} s fault phase per run, stores ${stores.join(', ')}, seed ${seed} (replay: CHAOS_SEED=${seed})${semaphoreVariant === null ? '' : `, planted bug ${semaphoreVariant}`}`,
@@ -327,7 +333,7 @@ async function runSemaphore(): Promise<number> {
           results.push(result);
           const f = result.figures as NonNullable<SemaphoreRunResult['figures']>;
           log(
-            `  round ${round} ${store} (seed ${roundSeed}): ${f.grants} grants (${f.lowLimitGrants} under the lowered limit, at most ${f.mostLive} live), ${result.full} answered full, ${f.released} released, ${f.revoked} revoked, ${f.unreleased} ended unreleased; ${f.writes} writes: ${f.applied} applied, ${f.refused} refused, ${f.lostReplies} replies lost; ${result.connectionKills} connections cut, ${result.driverUnknowns} calls answered by a driver error; ${result.violations.length} violations`,
+            `  round ${round} ${store} (seed ${roundSeed}): ${f.grants} grants (${f.lowLimitGrants} under the lowered limit, at most ${f.mostLive} live), ${result.full} answered full, ${f.released} released, ${f.revoked} revoked, ${f.unreleased} ended unreleased; ${f.writes} writes: ${f.applied} applied, ${f.refused} refused, ${f.lostReplies} replies lost; ${result.connectionKills} connections cut, ${result.driverUnknowns} calls answered by a driver error; ${result.violations.length} violations${byRule(result.violations)}`,
           );
           if (result.violations.length > 0) log(formatSemaphoreViolations(result.violations.slice(0, 20)));
         } catch (error) {

@@ -191,6 +191,7 @@ describe('semaphore workload on the memory store', () => {
   it.each([
     ['over-limit', 'over-limit'],
     ['unfenced-write', 'stale-write'],
+    ['racy-acquire', 'over-limit'],
   ] as const)('catches the planted bug %s (%s)', { timeout: 30_000 }, async (variant, rule) => {
     const result = await runSemaphoreWorkload({ store: 'memory', url: null, seed: 26, durationMs: 1500, variant });
     expect(result.violations.map((violation) => violation.rule)).toContain(rule);

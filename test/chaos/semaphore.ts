@@ -48,10 +48,12 @@ export const SEMAPHORE_STORES: readonly SemaphoreStore[] = ['memory', 'postgres'
  * only the live permits 1..limit (a semaphore shrunk while permits above the new limit live grants too many: the
  * store's own acquire, asked again with the limit raised by the live permits above it, so tokens stay right);
  * `unfenced-write` applies a write whose fence no longer holds (memory: the write runs after the refusal; the
- * server stores: test/chaos/mutants.ts's).
+ * server stores: test/chaos/mutants.ts's); `racy-acquire` counts the live permits 1..limit (`inspect`) and then
+ * claims a free one in a second step (acquirers racing both see `limit - 1` live; tokens are each key's own): it
+ * needs no `acquirePermit` of the store, so it runs the whole workload on a store that has none yet.
  */
-export type SemaphoreVariant = 'over-limit' | 'uncounted-above-limit' | 'unfenced-write';
-export const SEMAPHORE_VARIANTS: readonly SemaphoreVariant[] = ['over-limit', 'uncounted-above-limit', 'unfenced-write'];
+export type SemaphoreVariant = 'over-limit' | 'uncounted-above-limit' | 'unfenced-write' | 'racy-acquire';
+export const SEMAPHORE_VARIANTS: readonly SemaphoreVariant[] = ['over-limit', 'uncounted-above-limit', 'unfenced-write', 'racy-acquire'];
 
 export interface SemaphoreRunOptions {
   readonly store: SemaphoreStore;
@@ -113,6 +115,7 @@ function ledgerWriter(store: SemaphoreStore, memoryLedgers: Map<string, string[]
 /** `store` with the planted bug `variant` (a server store's `unfenced-write` comes from its backend instead). */
 export function plantedSemaphoreBug(store: Store, variant: SemaphoreVariant | null, isMemory: boolean): Store {
   if (variant === null || (variant === 'unfenced-write' && !isMemory)) return store;
+  if (variant === 'racy-acquire') return { ...delegatingStore(store), acquirePermit: (command) => racyAcquire(store, command) };
   const acquire = store.acquirePermit?.bind(store);
   if (acquire === undefined) return store;
   const mutant: Store = { ...delegatingStore(store), acquirePermit: acquire };
@@ -152,6 +155,22 @@ export function plantedSemaphoreBug(store: Store, variant: SemaphoreVariant | nu
     };
   }
   return mutant;
+}
+
+/** The planted bug `racy-acquire`: count (one `inspect` per permit up to the limit), then `claim` a free permit. */
+async function racyAcquire(store: Store, command: AcquirePermitCommand): Promise<AcquirePermitOutcome> {
+  const { semaphore, limit, ...fields } = command;
+  const indexes = Array.from({ length: limit }, (_, i) => i + 1);
+  const inspections = await Promise.all(indexes.map((index) => store.inspect(permitKey(semaphore, index))));
+  const live = inspections.filter((inspection) => inspection.grant?.live === true);
+  const free = indexes.find((index) => inspections[index - 1]?.grant?.live !== true);
+  const now = inspections[0]?.now ?? 0;
+  const full: AcquirePermitOutcome = { ok: false, reason: 'full', semaphore, limit, live: [], unavailable: [], nextAt: null, now };
+  if (live.length >= limit || free === undefined) return full;
+  // NOTE: the window between the count and the grant, where another acquirer counts the same permits.
+  await sleep(1);
+  const claimed = await store.claim({ ...fields, key: permitKey(semaphore, free) });
+  return claimed.ok ? { ...claimed, semaphore, index: free, limit, live: live.length + 1 } : full;
 }
 
 interface Recorder {
