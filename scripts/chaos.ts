@@ -333,7 +333,7 @@ async function runSemaphore(): Promise<number> {
           results.push(result);
           const f = result.figures as NonNullable<SemaphoreRunResult['figures']>;
           log(
-            `  round ${round} ${store} (seed ${roundSeed}): ${f.grants} grants (${f.lowLimitGrants} under the lowered limit, at most ${f.mostLive} live), ${result.full} answered full, ${f.released} released, ${f.revoked} revoked, ${f.unreleased} ended unreleased; ${f.writes} writes: ${f.applied} applied, ${f.refused} refused, ${f.lostReplies} replies lost; ${result.connectionKills} connections cut, ${result.driverUnknowns} calls answered by a driver error; ${result.violations.length} violations${byRule(result.violations)}`,
+            `  round ${round} ${store} (seed ${roundSeed}): ${f.grants} grants (${f.lowLimitGrants} under the lowered limit, at most ${f.mostLive} live), ${result.full} answered full, ${result.redelivered} re-delivered, ${f.released} released, ${f.revoked} revoked, ${f.unreleased} ended unreleased; ${f.writes} writes: ${f.applied} applied, ${f.refused} refused, ${f.lostReplies} replies lost; ${result.connectionKills} connections cut, ${result.driverUnknowns} calls answered by a driver error; ${result.violations.length} violations${byRule(result.violations)}`,
           );
           if (result.violations.length > 0) log(formatSemaphoreViolations(result.violations.slice(0, 20)));
         } catch (error) {

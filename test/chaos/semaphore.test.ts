@@ -186,6 +186,7 @@ describe('semaphore workload on the memory store', () => {
     expect(figures.refused).toBeGreaterThan(0);
     expect(figures.lostReplies).toBeGreaterThan(0);
     expect(result.full).toBeGreaterThan(0);
+    expect(result.redelivered).toBeGreaterThan(0);
   });
 
   it.each([

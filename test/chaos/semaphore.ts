@@ -84,6 +84,8 @@ export interface SemaphoreRunResult {
   readonly figures: SemaphoreFigures | null;
   /** Acquires answered full (the worker backed off). */
   readonly full: number;
+  /** Acquires re-sent after a lost reply that the store answered with the grant it had made (a re-delivery). */
+  readonly redelivered: number;
   /** Store calls a driver error answered (their outcome unknown; not the harness's lost replies). */
   readonly driverUnknowns: number;
   /** Worker connections the nemesis cut (PostgreSQL, Redis). */
@@ -181,6 +183,7 @@ interface Recorder {
   /** Grants the workers learned and have not ended, by `key#token` (the operator revokes one of these). */
   readonly held: Map<string, PermitGrant>;
   full: number;
+  redelivered: number;
   driverUnknowns: number;
 }
 
@@ -250,12 +253,22 @@ export async function runSemaphoreWorkload(options: SemaphoreRunOptions): Promis
         violations: [],
         figures: null,
         full: 0,
+        redelivered: 0,
         driverUnknowns: 0,
         connectionKills: 0,
       };
     }
 
-    const recorder: Recorder = { grants: [], writes: [], endings: [], unsureEndings: [], held: new Map(), full: 0, driverUnknowns: 0 };
+    const recorder: Recorder = {
+      grants: [],
+      writes: [],
+      endings: [],
+      unsureEndings: [],
+      held: new Map(),
+      full: 0,
+      redelivered: 0,
+      driverUnknowns: 0,
+    };
     const faults: Faults = { on: true, shrunk: false };
     let stopped = false;
     const workers = Array.from({ length: workerCount }, (_, i) => {
@@ -343,6 +356,7 @@ export async function runSemaphoreWorkload(options: SemaphoreRunOptions): Promis
       violations: [...checkSemaphore(history), ...stuck],
       figures: semaphoreFigures(history),
       full: recorder.full,
+      redelivered: recorder.redelivered,
       driverUnknowns: recorder.driverUnknowns,
       connectionKills,
     };
@@ -484,8 +498,10 @@ async function acquireOne(setup: WorkerSetup, runId: string): Promise<{ grant: P
     attributes: {},
     recovering: false,
   };
+  let lost: string | null = null;
   for (let attempt = 0; attempt < 2; attempt += 1) {
     const outcome = await setup.acquire(command);
+    if (outcome.ok && `${outcome.key}#${outcome.token}` === lost) recorder.redelivered += 1;
     if (!outcome.ok) {
       recorder.full += 1;
       return null;
@@ -502,6 +518,7 @@ async function acquireOne(setup: WorkerSetup, runId: string): Promise<{ grant: P
     if (!(faults.on && random.chance(0.1)))
       return { grant, fence: { key: outcome.key, token: outcome.token, secret: command.secret, holder: setup.proc, runId } };
     // The reply is lost: the grant lives until it expires, unless the worker asks again.
+    lost = `${outcome.key}#${outcome.token}`;
     if (!random.chance(0.5)) return null;
   }
   return null;
