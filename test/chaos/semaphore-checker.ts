@@ -185,7 +185,11 @@ export function checkSemaphore(history: SemaphoreHistory): SemaphoreViolation[] 
       });
   }
   const byKey = new Map<string, PermitGrant[]>();
-  for (const grant of grants) byKey.set(grant.key, [...(byKey.get(grant.key) ?? []), grant]);
+  for (const grant of grants) {
+    const ofKey = byKey.get(grant.key) ?? [];
+    ofKey.push(grant);
+    byKey.set(grant.key, ofKey);
+  }
   for (const [key, ofKey] of byKey)
     for (let i = 1; i < ofKey.length; i += 1) {
       const [before, after] = [ofKey[i - 1] as PermitGrant, ofKey[i] as PermitGrant];
