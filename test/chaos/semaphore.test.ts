@@ -8,7 +8,8 @@ import { createMemoryStore } from '../../src/adapters/memory/index.js';
 import type { Store } from '../../src/store.js';
 import { delegatingStore } from './mutants.js';
 import { checkSemaphore, type PermitGrant, type SemaphoreHistory } from './semaphore-checker.js';
-import { runSemaphoreWorkload } from './semaphore.js';
+import { SEMAPHORE_STORES, SEMAPHORE_VARIANTS, runSemaphoreWorkload } from './semaphore.js';
+import { ChaosUsageError, parseChaosOptions } from '../../scripts/chaos-options.js';
 
 const [P1, P2, P3, P4] = ['{s}:permit-1', '{s}:permit-2', '{s}:permit-3', '{s}:permit-4'];
 const grant = (key: string, token: number, acquiredAt: number, limit = 3, ttl = 300): PermitGrant => ({
@@ -248,5 +249,28 @@ describe('semaphore workload on the memory store', () => {
     });
     expect(result.supported).toBe(false);
     expect(lines.join('\n')).toContain('has no acquirePermit');
+  });
+});
+
+describe('npm run chaos -- --workload semaphore', () => {
+  const catalog = {
+    scenarios: { memory: ['crash'] },
+    clients: {},
+    variants: ['blind-renew'],
+    semaphore: { stores: SEMAPHORE_STORES, variants: SEMAPHORE_VARIANTS },
+  };
+  const parse = (...argv: string[]) => parseChaosOptions(['--workload', 'semaphore', ...argv], catalog);
+
+  it('takes its own stores and planted bugs, and refuses the others before any server starts', () => {
+    expect(parse()).toMatchObject({ workload: 'semaphore', stores: ['postgres', 'redis', 'sqlite'], variant: null });
+    expect(parse('--stores', 'memory', '--variant', 'racy-acquire', '--duration', '60')).toMatchObject({
+      stores: ['memory'],
+      variant: 'racy-acquire',
+      totalMs: 60_000,
+    });
+    expect(() => parse('--stores', 'etcd')).toThrow(ChaosUsageError);
+    expect(() => parse('--variant', 'blind-renew')).toThrow(/--variant: unknown "blind-renew"/);
+    expect(() => parse('--stores', 'memory', '--scenarios', 'crash')).toThrow(/the semaphore workload has no scenarios/);
+    expect(() => parse('--submit-only')).toThrow(/--submit-only belongs to --workload queue/);
   });
 });
