@@ -15,6 +15,8 @@ export interface ChaosCatalog {
   readonly variants: readonly string[];
   /** The queue workload's stores and planted bugs (`--workload queue`). */
   readonly queue?: { readonly stores: readonly string[]; readonly variants: readonly string[] };
+  /** The semaphore workload's stores and planted bugs (`--workload semaphore`). */
+  readonly semaphore?: { readonly stores: readonly string[]; readonly variants: readonly string[] };
 }
 
 /** A chaos run as the command line asked for it. */
@@ -32,9 +34,10 @@ export interface ChaosOptions {
   readonly variant: string | null;
   /**
    * `leases` (workers claim keys), `election` (workers campaign for them with `createElection`) or `queue`
-   * (workers claim the next item of a set and finalize runs with idempotent submissions: test/chaos/queue.ts).
+   * (workers claim the next item of a set and finalize runs with idempotent submissions: test/chaos/queue.ts) or
+   * `semaphore` (workers acquire permits of one semaphore and write under them: test/chaos/semaphore.ts).
    */
-  readonly workload: 'leases' | 'election' | 'queue';
+  readonly workload: 'leases' | 'election' | 'queue' | 'semaphore';
   /** `--submit-only`: the queue workload claims known keys even where the store has claim-next. */
   readonly submitOnly: boolean;
 }
@@ -46,7 +49,7 @@ export class ChaosUsageError extends Error {
 
 /** One line of usage, printed after a usage error. */
 export const CHAOS_USAGE =
-  'usage: npm run chaos -- [--duration <s>] [--scenario-duration <s>] [--stores a,b] [--scenarios a,b] [--clients a,b] [--seed <n>] [--keep] [--variant <bug>] [--workload leases|election|queue] [--submit-only]';
+  'usage: npm run chaos -- [--duration <s>] [--scenario-duration <s>] [--stores a,b] [--scenarios a,b] [--clients a,b] [--seed <n>] [--keep] [--variant <bug>] [--workload leases|election|queue|semaphore] [--submit-only]';
 
 const list = (text: string | undefined): string[] | undefined =>
   text === undefined ? undefined : text.split(',').map((item) => item.trim());
@@ -86,12 +89,15 @@ export function parseChaosOptions(argv: readonly string[], catalog: ChaosCatalog
   } catch (error) {
     throw new ChaosUsageError(error instanceof Error ? error.message : String(error));
   }
-  oneOf([values.workload], ['leases', 'election', 'queue'], 'workload');
+  oneOf([values.workload], ['leases', 'election', 'queue', 'semaphore'], 'workload');
   const queue = values.workload === 'queue';
+  // NOTE: the queue and semaphore workloads run on their own stores, with their own faults and planted bugs.
+  const none = { stores: [], variants: [] };
+  const own = queue ? (catalog.queue ?? none) : values.workload === 'semaphore' ? (catalog.semaphore ?? none) : undefined;
   const stores = list(values.stores) ?? [];
-  oneOf(stores, queue ? (catalog.queue?.stores ?? []) : Object.keys(catalog.scenarios), 'stores');
-  if (queue && values.scenarios !== undefined)
-    throw new ChaosUsageError('--scenarios: the queue workload has no scenarios (its faults are its own)');
+  oneOf(stores, own !== undefined ? own.stores : Object.keys(catalog.scenarios), 'stores');
+  if (own !== undefined && values.scenarios !== undefined)
+    throw new ChaosUsageError(`--scenarios: the ${values.workload} workload has no scenarios (its faults are its own)`);
   if (!queue && values['submit-only']) throw new ChaosUsageError('--submit-only belongs to --workload queue');
   const scenarios = list(values.scenarios) ?? null;
   if (scenarios !== null) {
@@ -108,7 +114,7 @@ export function parseChaosOptions(argv: readonly string[], catalog: ChaosCatalog
     const usable = [...new Set(stores.flatMap((store) => catalog.clients[store] ?? []))];
     oneOf(clients, usable, 'clients');
   }
-  if (values.variant !== undefined) oneOf([values.variant], queue ? (catalog.queue?.variants ?? []) : catalog.variants, 'variant');
+  if (values.variant !== undefined) oneOf([values.variant], own !== undefined ? own.variants : catalog.variants, 'variant');
   if (values.seed !== undefined && !(/^\d{1,10}$/.test(values.seed) && Number(values.seed) <= 0xffffffff))
     throw new ChaosUsageError(`--seed must be an integer in [0, 2^32), got ${JSON.stringify(values.seed)}`);
   return {

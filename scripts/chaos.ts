@@ -20,7 +20,13 @@
  * --workload queue (--stores memory,postgres,redis,sqlite,etcd; test/chaos/queue.ts: claim-next + idempotent
  * submissions with lost replies, pauses and crashes, each run a --scenario-duration fault phase and a drain;
  * a store without claim-next runs submit-only, as does every store with --submit-only; planted bugs:
- * --variant unrecorded-submission|unfenced-write).
+ * --variant unrecorded-submission|unfenced-write),
+ * --workload semaphore (--stores memory,postgres,redis,sqlite; test/chaos/semaphore.ts: 8 workers acquiring permits
+ * of one semaphore, limit 3 (2 in shrunk windows), a fenced write under each grant, with lost replies, crashes,
+ * pauses past the TTL, operator revokes and the connection nemesis; each run a --scenario-duration fault phase; a
+ * store without acquirePermit is reported unsupported and skipped; planted bugs: --variant
+ * over-limit|uncounted-above-limit|unfenced-write|racy-acquire, the last one on any store, with or without
+ * acquirePermit).
  */
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -35,6 +41,14 @@ import { runInProcessScenario, runsInProcess, type InProcessStore } from '../tes
 import { formatSummary } from '../test/chaos/summary.js';
 import { QUEUE_STORES, QUEUE_VARIANTS, runQueueWorkload, type QueueRunResult, type QueueVariant } from '../test/chaos/queue.js';
 import { formatQueueViolations } from '../test/chaos/queue-checker.js';
+import {
+  SEMAPHORE_STORES,
+  SEMAPHORE_VARIANTS,
+  runSemaphoreWorkload,
+  type SemaphoreRunResult,
+  type SemaphoreVariant,
+} from '../test/chaos/semaphore.js';
+import { formatSemaphoreViolations } from '../test/chaos/semaphore-checker.js';
 import { etcdRunUrl } from '../test/chaos/backend-etcd.js';
 import { CHAOS_USAGE, ChaosUsageError, parseChaosOptions, type ChaosCatalog, type ChaosOptions } from './chaos-options.js';
 import { startPostgres } from '../test/support/postgres-server.js';
@@ -58,6 +72,7 @@ const CATALOG: ChaosCatalog = {
   clients: CLIENTS,
   variants: MUTANTS,
   queue: { stores: QUEUE_STORES, variants: QUEUE_VARIANTS },
+  semaphore: { stores: SEMAPHORE_STORES, variants: SEMAPHORE_VARIANTS },
 };
 let options: ChaosOptions;
 try {
@@ -82,6 +97,7 @@ const dir = mkdtempSync(join(tmpdir(), 'leasefence-chaos-'));
 const log = (line: string): void => console.log(line);
 
 if (options.workload === 'queue') process.exit(await runQueue());
+if (options.workload === 'semaphore') process.exit(await runSemaphore());
 
 log(
   `leasefence chaos: total ${totalMs / 1000} s, ${scenarioMs / 1000} s per scenario, stores ${stores.join(', ')}, seed ${seed} (replay: CHAOS_SEED=${seed})`,
@@ -265,4 +281,79 @@ async function runQueue(): Promise<number> {
   // NOTE: with a planted bug, finding violations is the success (in every run).
   if (queueVariant !== null) return errors.length === 0 && results.every((result) => result.violations.length > 0) ? 0 : 1;
   return violations === 0 ? 0 : 1;
+}
+
+/**
+ * `--workload semaphore`: rounds of one semaphore run per store until the duration is spent; a store without
+ * `acquirePermit` is reported unsupported once and not run again. Exits as the main loop does.
+ */
+async function runSemaphore(): Promise<number> {
+  const byRule = (violations: SemaphoreRunResult['violations']): string => {
+    const counts = new Map<string, number>();
+    for (const violation of violations) counts.set(violation.rule, (counts.get(violation.rule) ?? 0) + 1);
+    return counts.size === 0 ? '' : ` (${[...counts].map(([rule, count]) => `${rule} ${count}`).join(', ')})`;
+  };
+  const semaphoreVariant = variant as SemaphoreVariant | null;
+  log(
+    `leasefence chaos, semaphore workload: total ${totalMs / 1000} s, ${scenarioMs / 1000} s fault phase per run, stores ${stores.join(', ')}, seed ${seed} (replay: CHAOS_SEED=${seed})${semaphoreVariant === null ? '' : `, planted bug ${semaphoreVariant}`}`,
+  );
+  const started = performance.now();
+  const results: SemaphoreRunResult[] = [];
+  const unsupported = new Set<string>();
+  const errors: string[] = [];
+  const servers = new Map<string, { url: string; stop(): Promise<void> }>();
+  try {
+    for (const store of stores)
+      if (store === 'postgres') servers.set(store, await startPostgres());
+      else if (store === 'redis') servers.set(store, await startRedis({ persistence: 'aof' }));
+    const seeds = createRandom(seed).fork('semaphore-rounds');
+    for (let round = 1; round === 1 || performance.now() - started < totalMs; round += 1) {
+      const roundSeed = round === 1 ? seed : seeds.int(0, 2 ** 32 - 1);
+      const runnable = (stores as Array<(typeof SEMAPHORE_STORES)[number]>).filter((store) => !unsupported.has(store));
+      if (runnable.length === 0) break;
+      for (const store of runnable) {
+        if (round > 1 && performance.now() - started >= totalMs) break;
+        // NOTE: SQLite's database is a file of the run.
+        const url = store === 'sqlite' ? join(dir, `semaphore-${round}.db`) : (servers.get(store)?.url ?? null);
+        try {
+          const result = await runSemaphoreWorkload({
+            store,
+            url,
+            seed: roundSeed,
+            durationMs: scenarioMs,
+            variant: semaphoreVariant,
+            ...(clients === undefined ? {} : { clients }),
+            log,
+          });
+          if (!result.supported) {
+            unsupported.add(store);
+            log(`  round ${round} ${store}: skipped from now on`);
+            continue;
+          }
+          results.push(result);
+          const f = result.figures as NonNullable<SemaphoreRunResult['figures']>;
+          log(
+            `  round ${round} ${store} (seed ${roundSeed}): ${f.grants} grants (${f.lowLimitGrants} under the lowered limit, at most ${f.mostLive} live), ${result.full} answered full, ${result.redelivered} re-delivered, ${f.released} released, ${f.revoked} revoked, ${f.unreleased} ended unreleased; ${f.writes} writes: ${f.applied} applied, ${f.refused} refused, ${f.lostReplies} replies lost; ${result.connectionKills} connections cut, ${result.driverUnknowns} calls answered by a driver error; ${result.violations.length} violations${byRule(result.violations)}`,
+          );
+          if (result.violations.length > 0) log(formatSemaphoreViolations(result.violations.slice(0, 20)));
+        } catch (error) {
+          const message = `${store} (seed ${roundSeed}): ${error instanceof Error ? error.message : String(error)}`;
+          errors.push(message);
+          log(`  HARNESS ERROR ${message}`);
+        }
+      }
+    }
+  } finally {
+    for (const server of servers.values()) await server.stop().catch(() => undefined);
+  }
+  const violations = results.reduce((sum, result) => sum + result.violations.length, 0) + errors.length;
+  log(
+    `\n${results.length} semaphore runs in ${((performance.now() - started) / 1000).toFixed(0)} s, seed ${seed}, ${violations} violations and harness errors${unsupported.size === 0 ? '' : `; unsupported (no acquirePermit), skipped: ${[...unsupported].join(', ')}`}`,
+  );
+  rmSync(dir, { recursive: true, force: true });
+  // NOTE: with a planted bug, finding violations is the success (in every run).
+  if (semaphoreVariant !== null)
+    return errors.length === 0 && results.length > 0 && results.every((result) => result.violations.length > 0) ? 0 : 1;
+  // NOTE: a run that ran nothing (every store unsupported) proves nothing: it fails.
+  return violations === 0 && results.length > 0 ? 0 : 1;
 }

@@ -145,6 +145,8 @@ export function delegatingStore<C>(store: Store<C>): { -readonly [M in keyof Sto
     fencedWrite: (f, w, options) => store.fencedWrite(f, w, options),
     setKeyState: (c) => store.setKeyState(c),
     remove: (c) => store.remove(c),
+    // NOTE: semaphores are optional; a mutant of a store that has them keeps them (the semaphore workload's).
+    ...(store.acquirePermit === undefined ? {} : { acquirePermit: store.acquirePermit.bind(store) }),
   };
 }
 

@@ -42,7 +42,7 @@ describe('npm run chaos options', () => {
       workload: 'leases',
     });
     expect(parse('--workload', 'election')).toMatchObject({ workload: 'election' });
-    expect(refusal('--workload', 'semaphore')).toMatch(/--workload: unknown "semaphore"/);
+    expect(refusal('--workload', 'mutex')).toMatch(/--workload: unknown "mutex"/);
     expect(parse('--stores', 'redis-cluster')).toMatchObject({ stores: ['redis-cluster'] });
     expect(parse('--stores', 'memory', '--scenarios', 'kleppmann', '--duration', '1.5')).toMatchObject({
       totalMs: 1500,
