@@ -5,7 +5,8 @@
  *
  *   npm run bench                              (everything, defaults below)
  *   npm run bench -- --quick                   (a smoke run: every contender once, a few ms each)
- *   BENCH_STORES=memory,redis npm run bench    (a subset: memory, redis, postgres, etcd)
+ *   BENCH_STORES=memory,redis npm run bench    (a subset: memory, sqlite, redis, postgres, etcd;
+ *                                              sqlite: the semaphore group only)
  *   BENCH_ROUNDS=9 BENCH_PASSES=10             rounds (ratios are medians over them), slices per round
  *   BENCH_SLICE_MS=20                          slice length for memory and Redis (Postgres: twice that)
  *   BENCH_WORKERS=32 BENCH_PG_CLIENTS=1,8,32   concurrency of the many-worker groups
@@ -13,6 +14,9 @@
  *   BENCH_FSYNC_OFF=0                          skip the fsync-off Postgres groups (fsync on is always run)
  *   BENCH_QUEUE=0 | only                       skip issue 24's claim-next and submission groups (queue-groups.ts), or
  *                                              run only those (memory, Redis, PostgreSQL; SQLite's: bench/sqlite.ts)
+ *   BENCH_SEMAPHORE=0 | only                   skip issue 25's semaphore groups (semaphore-groups.ts: memory, SQLite,
+ *                                              Redis, PostgreSQL), or run only those; BENCH_SEMAPHORE_WORKERS=8
+ *                                              the concurrency of their many-worker groups
  *   BENCH_COMPARE=/tmp/before/src              adds that tree's rows ("before: ...") to the memory group, the
  *                                              Redis and Postgres claim + release groups, the Redis fenced write
  *                                              (`git archive main src | tar -x -C /tmp/before`)
@@ -38,11 +42,18 @@ import { Etcd3 } from 'etcd3';
 import { startEtcd } from '../test/support/etcd-server.js';
 import { etcdGroups } from './etcd.js';
 import { memoryQueueGroups, postgresQueueGroups, preparePostgresQueue, redisQueueGroups } from './queue-groups.js';
+import {
+  memorySemaphoreGroups,
+  postgresSemaphoreGroups,
+  preparePostgresSemaphore,
+  redisSemaphoreGroups,
+  sqliteSemaphoreGroups,
+} from './semaphore-groups.js';
 import { markdownTable, runGroup, type Group, type SliceSettings } from './slices.js';
 
 const QUICK = process.argv.includes('--quick');
 const env = (name: string, fallback: string): string => process.env[name] ?? fallback;
-const STORES = env('BENCH_STORES', 'memory,redis,postgres,etcd').split(',');
+const STORES = env('BENCH_STORES', 'memory,sqlite,redis,postgres,etcd').split(',');
 const SLICE_MS = Number(env('BENCH_SLICE_MS', QUICK ? '5' : '20'));
 const SETTINGS: SliceSettings = {
   rounds: Number(env('BENCH_ROUNDS', QUICK ? '1' : '9')),
@@ -58,9 +69,15 @@ const ETCD_WORKERS = env('BENCH_ETCD_WORKERS', QUICK ? '1' : '1,16')
   .split(',')
   .map(Number);
 const FSYNC_OFF = env('BENCH_FSYNC_OFF', QUICK ? '0' : '1') !== '0';
-/** BENCH_QUEUE=0 skips issue 24's groups (claim-next, submissions: queue-groups.ts); =only runs only them. */
-const QUEUE = env('BENCH_QUEUE', '1') !== '0';
-const QUEUE_ONLY = env('BENCH_QUEUE', '1') === 'only';
+/**
+ * BENCH_QUEUE=0 skips issue 24's groups (claim-next, submissions: queue-groups.ts), BENCH_SEMAPHORE=0 issue 25's
+ * (semaphore-groups.ts); =only runs only those (both =only: both).
+ */
+const ONLY = env('BENCH_QUEUE', '1') === 'only' || env('BENCH_SEMAPHORE', '1') === 'only';
+const QUEUE = ONLY ? env('BENCH_QUEUE', '1') === 'only' : env('BENCH_QUEUE', '1') !== '0';
+const SEMAPHORE = ONLY ? env('BENCH_SEMAPHORE', '1') === 'only' : env('BENCH_SEMAPHORE', '1') !== '0';
+const QUEUE_ONLY = ONLY;
+const SEMAPHORE_WORKERS = Number(env('BENCH_SEMAPHORE_WORKERS', QUICK ? '4' : '8'));
 
 const load = (): string =>
   loadavg()
@@ -81,6 +98,17 @@ async function memory(): Promise<void> {
   console.log('## Memory store\n');
   if (!QUEUE_ONLY) await report(await memoryGroups(), SETTINGS);
   if (QUEUE) await report(await memoryQueueGroups(), SETTINGS);
+  if (SEMAPHORE) await report(await memorySemaphoreGroups(), SETTINGS);
+}
+
+async function sqlite(): Promise<void> {
+  console.log('## SQLite\n\nbetter-sqlite3 12, one connection to a file in a temporary directory (bench/sqlite.ts has the rest).\n');
+  const { groups, close } = await sqliteSemaphoreGroups();
+  try {
+    await report(groups, SETTINGS);
+  } finally {
+    close();
+  }
 }
 
 async function redis(): Promise<void> {
@@ -97,6 +125,7 @@ async function redis(): Promise<void> {
     );
     if (!QUEUE_ONLY) await report(await redisGroups(clients, WORKERS), SETTINGS);
     if (QUEUE) await report(await redisQueueGroups(clients, WORKERS), SETTINGS);
+    if (SEMAPHORE) await report(await redisSemaphoreGroups(clients, SEMAPHORE_WORKERS), SETTINGS);
   } finally {
     for (const client of Object.values(clients)) client.disconnect();
     await server.stop();
@@ -111,11 +140,14 @@ async function postgresRun(fsync: 'on' | 'off'): Promise<void> {
     await admin.connect();
     await preparePostgres(target);
     await preparePostgresQueue(target);
+    await preparePostgresSemaphore(target);
     const version = (await admin.query<{ v: string }>("SELECT current_setting('server_version') AS v")).rows[0]?.v;
     console.log(
       `## PostgreSQL, fsync ${fsync}\n\nPostgreSQL ${version}, fsync ${fsync}, synchronous_commit on, pg 8 and postgres.js 3, one pool per contender sized to its workers.\n`,
     );
     const groups: Group[] = [];
+    if (SEMAPHORE && fsync === 'on')
+      for (const clients of [1, SEMAPHORE_WORKERS]) groups.push(...(await postgresSemaphoreGroups(target, clients)));
     for (const clients of PG_CLIENTS) {
       if (QUEUE && fsync === 'on' && (clients === PG_CLIENTS[0] || clients === PG_CLIENTS.at(-1)))
         groups.push(...(await postgresQueueGroups(target, clients)));
@@ -164,12 +196,14 @@ async function main(): Promise<void> {
       "server = redis-server (INFO cpu), the contender's Postgres backends (/proc/<pid>/sched) or etcd (/proc/<pid>/stat).\n",
   );
   if (STORES.includes('memory')) await memory();
+  if (SEMAPHORE && STORES.includes('sqlite')) await sqlite();
   if (STORES.includes('redis')) await redis();
   if (STORES.includes('postgres')) {
     await postgresRun('on');
-    if (FSYNC_OFF) await postgresRun('off');
+    // NOTE: the issue-24 and -25 groups run with fsync on only.
+    if (FSYNC_OFF && !ONLY) await postgresRun('off');
   }
-  if (STORES.includes('etcd')) await etcd();
+  if (STORES.includes('etcd') && !ONLY) await etcd();
   console.log(`Total ${((performance.now() - started) / 1000).toFixed(0)} s, load average at the end ${load()}.`);
 }
 
