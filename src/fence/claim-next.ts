@@ -126,11 +126,22 @@ export type ClaimNextOutcome = ClaimNextGranted | ClaimNextIdle;
 export function availableSince(record: LeaseRecord | null, item: SetItem): StoreTime | null {
   if (record === null) return item.dueAt;
   if (record.recoveryRequired) return null;
-  let since = item.dueAt;
+  const since = freeSince(record);
+  return since === null ? null : Math.max(item.dueAt, since);
+}
+
+/**
+ * Since when the key is free by time alone, whether or not it is blocked for recovery: the end of its last grant
+ * (a live or expired grant's `expiresAt`; an ending's `at`; `-Infinity` when none: free since ever) or its hold,
+ * whichever is later; `null` for a grant without expiry. (Semaphores judge a permit blocked for recovery with it:
+ * only a recovering acquire takes such a permit.)
+ */
+export function freeSince(record: LeaseRecord): StoreTime | null {
+  let since = Number.NEGATIVE_INFINITY;
   if (record.grant !== null) {
     if (record.grant.expiresAt === null) return null;
-    since = Math.max(since, record.grant.expiresAt);
-  } else if (record.ending !== null) since = Math.max(since, record.ending.at);
+    since = record.grant.expiresAt;
+  } else if (record.ending !== null) since = record.ending.at;
   return record.heldUntil === null ? since : Math.max(since, record.heldUntil);
 }
 

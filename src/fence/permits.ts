@@ -19,7 +19,7 @@
  *   to an acquire that says `recovering: true`; held back (`release` with `holdMs`) and busy permits are skipped.
  * - **Re-delivery.** An acquire delivered twice (same secret) answers the live grant it made.
  */
-import { availableSince } from './claim-next.js';
+import { freeSince } from './claim-next.js';
 import type { ClaimCommand, StoreClaimGranted } from './operations.js';
 import { claim, type Transition } from './transitions.js';
 import type { LeaseRecord, StoreTime } from './types.js';
@@ -125,47 +125,49 @@ export function acquirePermit(
   now: StoreTime,
   tokenFloor = 0n,
 ): AcquirePermitDecision {
-  const { semaphore, limit, recovering, ...claimFields } = command;
-  const byIndex = new Map(permits.map((permit) => [permit.index, permit]));
-  const live = permits.filter(({ record }) => isLive(record, now)).sort((a, b) => a.index - b.index);
-  const repeated = live.find(({ record }) => record?.grant?.secret === command.secret);
-  if (repeated !== undefined) {
+  const { semaphore, limit, recovering } = command;
+  // NOTE: one pass, few allocations (every store runs this per acquire; the adapters of the server stores judge
+  // their reply with it): the live permits in index order, the candidates up to the limit, the highest token.
+  const live: PermitCandidate[] = [];
+  const upToLimit: Array<PermitCandidate | undefined> = [];
+  let highest = 0n;
+  let repeated: PermitCandidate | null = null;
+  for (const permit of permits) {
+    const { record } = permit;
+    if (record === null) continue;
+    if (record.token > highest) highest = record.token;
+    if (permit.index <= limit) upToLimit[permit.index] = permit;
+    if (!isLive(record, now)) continue;
+    live.push(permit);
+    if (record.grant?.secret === command.secret && (repeated === null || permit.index < repeated.index)) repeated = permit;
+  }
+  live.sort(byIndex);
+  if (repeated !== null) {
     // NOTE: the same acquire delivered twice: `claim` answers the grant it made, unchanged.
     const key = permitKey(semaphore, repeated.index);
-    const again = claim(repeated.record, { ...claimFields, key, recovering }, now);
+    const again = claim(repeated.record, claimCommand(command, key), now);
     if (!again.outcome.ok) throw new Error(`acquirePermit: claim did not answer the repeated grant of ${key}`);
-    const outcome: PermitGranted = { ...again.outcome, semaphore, index: repeated.index, limit, live: live.length };
-    return { key: null, transition: { record: repeated.record, changed: false, outcome } };
+    return {
+      key: null,
+      transition: { record: repeated.record, changed: false, outcome: granted(again.outcome, command, repeated.index, live.length) },
+    };
   }
-  const full = (unavailable: number[], nextAt: StoreTime | null): AcquirePermitDecision => ({
-    key: null,
-    transition: {
-      record: null,
-      changed: false,
-      outcome: {
-        ok: false,
-        reason: 'full',
-        semaphore,
-        limit,
-        live: live.map(({ index, record }) => holderOf(semaphore, index, record)),
-        unavailable,
-        nextAt,
-        now,
-      },
-    },
-  });
   if (live.length >= limit) {
     // NOTE: a permit frees once live.length - limit + 1 of the live grants ended: the nextAt is that expiry.
-    const expiries = live.map(({ record }) => record?.grant?.expiresAt ?? null);
-    const ending = expiries.filter((at): at is StoreTime => at !== null).sort((a, b) => a - b);
+    const ending: StoreTime[] = [];
+    for (const { record } of live) {
+      const expiresAt = record?.grant?.expiresAt ?? null;
+      if (expiresAt !== null) ending.push(expiresAt);
+    }
+    ending.sort((a, b) => a - b);
     const needed = live.length - limit + 1;
-    return full([], ending.length >= needed ? (ending[needed - 1] as StoreTime) : null);
+    return full(command, live, [], ending.length >= needed ? (ending[needed - 1] as StoreTime) : null, now);
   }
   let chosen: { index: number; since: StoreTime; record: LeaseRecord | null } | null = null;
   const unavailable: number[] = [];
   let nextAt: StoreTime | null = null;
   for (let index = 1; index <= limit; index += 1) {
-    const permit = byIndex.get(index);
+    const permit = upToLimit[index];
     const record = permit?.record ?? null;
     if (isLive(record, now)) {
       // NOTE: a live permit up to the limit frees its index when it expires.
@@ -173,8 +175,11 @@ export function acquirePermit(
       if (expiresAt !== null) nextAt = nextAt === null || expiresAt < nextAt ? expiresAt : nextAt;
       continue;
     }
+    // NOTE: permits are always due (since 0): a never-used permit first. A blocked permit is grantable only to a
+    // recovering acquire, and a recovering acquire takes only a blocked one.
     const blocked = record?.recoveryRequired === true;
-    const since = blocked === recovering ? availableSince(record === null ? null : { ...record, recoveryRequired: false }, ITEM) : null;
+    const free = blocked !== recovering ? null : record === null ? 0 : freeSince(record);
+    const since = free === null ? null : Math.max(0, free);
     if (since === null || since > now || permit?.busy === true) {
       unavailable.push(index);
       if (since !== null) {
@@ -185,21 +190,66 @@ export function acquirePermit(
     }
     if (chosen === null || since < chosen.since) chosen = { index, since, record };
   }
-  if (chosen === null) return full(unavailable, nextAt);
+  if (chosen === null) return full(command, live, unavailable, nextAt, now);
   const key = permitKey(semaphore, chosen.index);
-  const highest = permits.reduce((top, { record }) => (record !== null && record.token > top ? record.token : top), 0n);
   const floor = highest + 1n > tokenFloor ? highest + 1n : tokenFloor;
-  const granted = claim(chosen.record, { ...claimFields, key, recovering }, now, floor);
-  if (!granted.outcome.ok || granted.record === null) {
-    // NOTE: availableSince and claim disagree: a defect in one of them, never an answer a caller should get.
-    throw new Error(`acquirePermit chose ${key} but claim answered ${granted.outcome.ok ? 'no record' : granted.outcome.reason}`);
+  const claimed = claim(chosen.record, claimCommand(command, key), now, floor);
+  if (!claimed.outcome.ok || claimed.record === null) {
+    // NOTE: freeSince and claim disagree: a defect in one of them, never an answer a caller should get.
+    throw new Error(`acquirePermit chose ${key} but claim answered ${claimed.outcome.ok ? 'no record' : claimed.outcome.reason}`);
   }
-  const outcome: PermitGranted = { ...granted.outcome, semaphore, index: chosen.index, limit, live: live.length + 1 };
-  return { key, transition: { record: granted.record, changed: true, outcome } };
+  return {
+    key,
+    transition: { record: claimed.record, changed: true, outcome: granted(claimed.outcome, command, chosen.index, live.length + 1) },
+  };
 }
 
-/** Permits are always due: `availableSince` reads only the record (its grant's end, its hold). */
-const ITEM = { set: '', key: '', dueAt: 0 } as const;
+const byIndex = (a: PermitCandidate, b: PermitCandidate): number => a.index - b.index;
+
+/** The claim of permit `key` an acquire makes: its fields spelled out (an object rest is slow on this path). */
+function claimCommand(command: AcquirePermitCommand, key: string): ClaimCommand {
+  const { holder, runId, secret, ttlMs, attributes, recovering } = command;
+  return { key, holder, runId, secret, ttlMs, attributes, recovering };
+}
+
+/** The acquire's grant: the claim's, plus which permit and how many are live. */
+function granted(outcome: StoreClaimGranted, command: AcquirePermitCommand, index: number, live: number): PermitGranted {
+  const { key, token, acquiredAt, expiresAt, previous, checkpoint, now } = outcome;
+  return {
+    ok: true,
+    key,
+    token,
+    acquiredAt,
+    expiresAt,
+    previous,
+    checkpoint,
+    now,
+    semaphore: command.semaphore,
+    index,
+    limit: command.limit,
+    live,
+  };
+}
+
+/** The `full` refusal: every live permit (in index order), the unavailable indexes, and `nextAt`. */
+function full(
+  command: AcquirePermitCommand,
+  live: readonly PermitCandidate[],
+  unavailable: number[],
+  nextAt: StoreTime | null,
+  now: StoreTime,
+): AcquirePermitDecision {
+  const { semaphore, limit } = command;
+  const holders = live.map(({ index, record }) => holderOf(semaphore, index, record));
+  return {
+    key: null,
+    transition: {
+      record: null,
+      changed: false,
+      outcome: { ok: false, reason: 'full', semaphore, limit, live: holders, unavailable, nextAt, now },
+    },
+  };
+}
 
 function holderOf(semaphore: string, index: number, record: LeaseRecord | null): PermitHolder {
   const grant = (record as LeaseRecord).grant as NonNullable<LeaseRecord['grant']>;
