@@ -58,18 +58,20 @@ const SINCE = `CASE WHEN p.recorded IS NOT TRUE THEN 'epoch'::timestamptz
   ELSE GREATEST('epoch'::timestamptz, CASE WHEN p.holder IS NOT NULL THEN p.expires_at WHEN p.ending_kind IS NOT NULL THEN p.ending_at END, p.held_until) END`;
 
 /**
- * The decision at `now_at` over the permit rows in this statement's snapshot, as `fence/permits.ts` decides it:
+ * The decision over the permit rows in this statement's snapshot, at `now_at` read in the same statement (after the
+ * snapshot: nothing it sees ended later on the store's clock), as `fence/permits.ts` decides it:
  * `chosen` (the index to grant, NULL: a re-delivery or full), its row's `version` (xmin, NULL: no row) and
  * `token`, the `highest` token of the semaphore's records, the removed-token floor when the chosen permit has no
  * token, and `permits`: every permit row as `[index, busy, ...record cells]` (the checkpoint only for the chosen
  * and the re-delivered permit: no other outcome carries one). `v_busy` are the indexes found locked so far.
  */
 function decisionQuery(t: string, floorTable: string): string {
-  return `WITH permits AS MATERIALIZED (
+  return `WITH clock AS MATERIALIZED (SELECT ${NOW} AS now_at),
+    permits AS MATERIALIZED (
       SELECT n.idx, l.*, l.xmin::text AS version, l.state IS NOT NULL AS recorded,
-        (l.holder IS NOT NULL AND (l.expires_at IS NULL OR now_at < l.expires_at)) AS live,
+        (l.holder IS NOT NULL AND (l.expires_at IS NULL OR clock.now_at < l.expires_at)) AS live,
         (n.idx = ANY (v_busy)) AS busy
-      FROM ${t} AS l
+      FROM clock, ${t} AS l
       CROSS JOIN LATERAL (SELECT CASE WHEN substr(l.key, v_from) ~ '^[1-9][0-9]{0,3}$'
         THEN substr(l.key, v_from)::integer END AS idx) AS n
       WHERE l.key COLLATE "C" >= v_first AND l.key COLLATE "C" < v_past AND l.${PERMIT_SHAPE} AND n.idx <= ${MAX_PERMITS}
@@ -82,20 +84,20 @@ function decisionQuery(t: string, floorTable: string): string {
     ),
     chosen AS (
       SELECT g.i AS idx, p.version, p.token
-      FROM facts, generate_series(1, p_limit) AS g(i) LEFT JOIN permits AS p ON p.idx = g.i
+      FROM clock, facts, generate_series(1, p_limit) AS g(i) LEFT JOIN permits AS p ON p.idx = g.i
       WHERE facts.replay IS NULL AND facts.live_count < p_limit
         AND p.live IS NOT TRUE AND p.busy IS NOT TRUE
         AND COALESCE(p.recorded AND p.recovery_required, false) = p_recovering
-        AND ${SINCE} <= now_at
+        AND ${SINCE} <= clock.now_at
       ORDER BY ${SINCE}, g.i
       LIMIT 1
     )
-    SELECT chosen.idx AS chosen, chosen.version, facts.highest,
+    SELECT clock.now_at, chosen.idx AS chosen, chosen.version, facts.highest,
       CASE WHEN chosen.idx IS NOT NULL AND COALESCE(chosen.token, 0::bigint) = 0::bigint THEN (SELECT f.token FROM ${floorTable} AS f) END AS removed_floor,
       (SELECT json_agg(${recordCellsJson('p.', 'p.idx', 'p.busy', 'p_secret', '(p.idx = chosen.idx OR p.idx = facts.replay)')} ORDER BY p.idx)
         FROM permits AS p) AS permits
     INTO decided
-    FROM facts LEFT JOIN chosen ON true`;
+    FROM clock, facts LEFT JOIN chosen ON true`;
 }
 
 /**
@@ -145,8 +147,11 @@ BEGIN
   END IF;
   PERFORM pg_advisory_xact_lock(hashtextextended(p_semaphore, ${advisorySeed(table)}));
   FOR attempt IN 1..(2 * p_limit + 4) LOOP
-    now_at := ${NOW};
+    -- NOTE: the decision's now is read inside its statement, after that statement's snapshot: a release
+    -- committed after an earlier clock reading would otherwise be seen at a now before its own (a permit counted
+    -- free at an instant the store's clock still had it live: the semaphore chaos workload caught two).
     ${decisionQuery(t, floorTable)};
+    now_at := decided.now_at;
     IF decided.chosen IS NULL THEN
       RETURN ${answer('false')};
     END IF;
