@@ -114,6 +114,32 @@ export function claimSet(
  * A key's first grant (`table`: the lease table as the caller names it, `removedFloor` its removed-token floor's SQL):
  * the first token (the floor), the empty state, nothing inherited.
  */
+/**
+ * After `firstGrant` inserted the key's row (plpgsql): the removed-token floor read again, in a statement of its own.
+ * The floor the insert minted above was read before it, and a first grant of the key by another claim, then a
+ * `remove` of it, may have committed in between (the insert then met no conflict, or waited for the remove and
+ * went ahead): the token would repeat the removed row's (both clock-floored in the same millisecond) or fall
+ * below it. Every such remove has committed once the insert is done (it deleted the row this insert would
+ * otherwise conflict with), so this read sees its floor; the row is this transaction's, so its token is raised
+ * before anyone sees it. `removed` (a variable) then holds the floor the token was minted above, as the pre-image
+ * reports it.
+ */
+export function refloorFirstGrant(
+  table: string,
+  floorTable: string,
+  key: string,
+  removed: string,
+  latest: string,
+  terms: ClaimTerms,
+  tokenFloor: string | null = null,
+): string {
+  return `${latest} := (SELECT f.token FROM ${floorTable} AS f);
+      IF ${latest} IS DISTINCT FROM ${removed} THEN
+        ${removed} := ${latest};
+        UPDATE ${table} AS l SET token = ${floored(mintTokenSql('0::bigint', terms.now, removed), tokenFloor)} WHERE l.key = ${key};
+      END IF;`;
+}
+
 export function firstGrant(table: string, removedFloor: string, key: string, terms: ClaimTerms, tokenFloor: string | null = null): string {
   return `INSERT INTO ${table} AS l (key, token, holder, run_id, secret_hash, acquired_at, expires_at, attributes, state)
     VALUES (${key}, ${floored(mintTokenSql('0::bigint', terms.now, removedFloor), tokenFloor)}, ${terms.holder}, ${terms.runId}, ${terms.secret}, ${terms.now}, ${expiresAfter(terms)}, ${terms.attributes}, '{}'::jsonb)`;

@@ -50,7 +50,9 @@ DECLARE
   next_held timestamptz;
   live boolean;
 BEGIN
-  FOR attempt IN 1..3 LOOP
+  -- NOTE: a round fails only when a concurrent first grant inserted the row and a remove deleted it in between
+  -- (the claim function's loop: 16 rounds).
+  FOR attempt IN 1..16 LOOP
     SELECT * INTO pre FROM ${t} AS l WHERE l.key = p_key FOR NO KEY UPDATE;
     found_row := FOUND;
     now_at := ${NOW};

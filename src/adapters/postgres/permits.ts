@@ -18,7 +18,7 @@ import {
 } from '../../fence/permits.js';
 import type { StoreTime } from '../../fence/types.js';
 import { assertSemaphore } from '../../validate.js';
-import { claimable, claimSet, firstGrant, type ClaimTerms } from './claim-rule.js';
+import { claimable, claimSet, firstGrant, refloorFirstGrant, type ClaimTerms } from './claim-rule.js';
 import { assertEncodable, assertEncodableAttributes } from './encodable.js';
 import type { TableName } from './identifier.js';
 import { epochMs, NOW, recordCellsJson, recordOfCells, type Cell } from './rows.js';
@@ -120,8 +120,8 @@ export function acquirePermitFunctionDdl(table: TableName, schemaPrefix: string)
   const t = `${schemaPrefix}"${table.bare}"`;
   const floorTable = `${schemaPrefix}"${table.bare}_token_floor"`;
   const nowMs = epochMs('now_at');
-  const answer = (applied: string) =>
-    `json_build_array(${nowMs}, ${applied}, decided.chosen, decided.removed_floor::text, decided.permits)::text`;
+  const answer = (applied: string, removed = 'decided.removed_floor') =>
+    `json_build_array(${nowMs}, ${applied}, decided.chosen, ${removed}::text, decided.permits)::text`;
   const above = 'decided.highest + 1::bigint';
   return `CREATE OR REPLACE FUNCTION ${schemaPrefix}"${table.bare}_${ACQUIRE_PERMIT_SUFFIX}"(
   p_semaphore text, p_limit integer, p_holder text, p_run_id text, p_secret text, p_ttl_ms bigint, p_attributes jsonb, p_recovering boolean)
@@ -136,6 +136,8 @@ DECLARE
   v_busy integer[] := '{}';
   v_key text;
   now_at timestamptz;
+  v_removed bigint;
+  v_latest bigint;
   decided record;
   pre record;
 BEGIN
@@ -160,7 +162,9 @@ BEGIN
       ${firstGrant(t, 'decided.removed_floor', 'v_key', TERMS, above)}
       ON CONFLICT (key) DO NOTHING;
       IF FOUND THEN
-        RETURN ${answer('true')};
+        v_removed := decided.removed_floor;
+        ${refloorFirstGrant(t, floorTable, 'v_key', 'v_removed', 'v_latest', TERMS, above)}
+        RETURN ${answer('true', 'v_removed')};
       END IF;
       -- NOTE: another operation created the row since the snapshot: decide again on it.
       CONTINUE;
