@@ -6,7 +6,8 @@
 import { isObserved, operationChannel, traceOperation, type LeaseOperation, type OperationEvent, type OperationOutcome } from './events.js';
 import type { CheckTtlInsufficient } from './refusals.js';
 import type { ReplayConflict, SubmissionReplayed, WriteRefusal } from './fence/operations.js';
-import type { FenceRefusal, StoreTime } from './fence/types.js';
+import type { Ending, FenceRefusal, StoreTime } from './fence/types.js';
+import type { Lease } from './lease.js';
 import type { Leases } from './leases-types.js';
 
 type Refusal = FenceRefusal | WriteRefusal | SubmissionReplayed | ReplayConflict | CheckTtlInsufficient;
@@ -59,6 +60,22 @@ function leaseEvent(operation: LeaseOperation, lease: unknown): OperationEvent {
 }
 
 const tokenOf = (event: OperationEvent): bigint => event.token ?? 0n;
+
+/** A grant of a key a set or a semaphore chose (claim-next, a permit): `item` names the key granted. */
+function grantOfKey(result: { readonly lease: Lease; readonly previous: Ending | null }): OperationOutcome {
+  const { lease, previous } = result;
+  const acquiredAt = lease.acquiredAt ?? 0;
+  return {
+    ok: true,
+    result: 'granted',
+    item: lease.key,
+    token: lease.token,
+    acquiredAt,
+    expiresAt: lease.expiresAt,
+    previous: previous === null ? null : { kind: previous.kind, token: previous.token, at: previous.at },
+    now: acquiredAt,
+  };
+}
 
 /** Wraps the operations of `leases` (in place) so that they publish their events; returns it. */
 export function observeLeases<L extends Leases>(leases: L): L {
@@ -268,18 +285,7 @@ export function observeLeases<L extends Leases>(leases: L): L {
       () => claimNext(set, options),
       (result): OperationOutcome => {
         if (!result.ok) return { ok: false, result: 'idle', reason: 'idle', token: null, nextAt: result.nextAt, now: result.now };
-        const { lease, previous } = result;
-        const acquiredAt = lease.acquiredAt ?? 0;
-        return {
-          ok: true,
-          result: 'granted',
-          item: lease.key,
-          token: lease.token,
-          acquiredAt,
-          expiresAt: lease.expiresAt,
-          previous: previous === null ? null : { kind: previous.kind, token: previous.token, at: previous.at },
-          now: acquiredAt,
-        };
+        return grantOfKey(result);
       },
     );
   };
@@ -301,18 +307,7 @@ export function observeLeases<L extends Leases>(leases: L): L {
             nextAt: result.nextAt,
             now: result.now,
           };
-        const { lease, previous } = result;
-        const acquiredAt = lease.acquiredAt ?? 0;
-        return {
-          ok: true,
-          result: 'granted',
-          item: lease.key,
-          token: lease.token,
-          acquiredAt,
-          expiresAt: lease.expiresAt,
-          previous: previous === null ? null : { kind: previous.kind, token: previous.token, at: previous.at },
-          now: acquiredAt,
-        };
+        return grantOfKey(result);
       },
     );
   };

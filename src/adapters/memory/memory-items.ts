@@ -43,7 +43,7 @@ export interface MemoryItemsMethods {
 }
 
 /** Runs `step` now, turning a throw (a bad command, a bad clock reading) into a rejected promise. */
-function settle<T>(step: () => T | Promise<T>): Promise<T> {
+export function settle<T>(step: () => T | Promise<T>): Promise<T> {
   try {
     return Promise.resolve(step());
   } catch (error) {

@@ -14,6 +14,7 @@ import {
 import type { LeaseRecord, StoreTime } from '../../fence/types.js';
 import { assertSemaphore } from '../../validate.js';
 import type { KeyLock } from './key-lock.js';
+import { settle } from './memory-items.js';
 
 /** What the permit methods need of the memory store they belong to. */
 export interface MemoryPermitsHost {
@@ -86,13 +87,7 @@ export function createMemoryPermits(host: MemoryPermitsHost): MemoryPermits {
   };
 
   return {
-    acquirePermit: (command) => {
-      try {
-        return Promise.resolve(acquireNow(command));
-      } catch (error) {
-        return Promise.reject(error as Error);
-      }
-    },
+    acquirePermit: (command) => settle(() => acquireNow(command)),
     created,
   };
 }
