@@ -184,10 +184,10 @@ export interface AcquirePermitOptions {
    */
   readonly recovering?: boolean;
   /**
-   * Wait for a permit: on `full`, try again when a live permit is released (the store's release notifications of
-   * the live permits' keys, where the store has them), at `nextAt` (plus up to `jitterMs`) or after `pollMs`,
-   * whichever is sooner, until granted or `timeoutMs` / `signal` ends the wait (then the last `full`, with
-   * `waitedMs`). `recheckMs` is not used.
+   * Wait for a permit: on `full`, try again when a permit from 1 to `limit` is released or revoked (the store's
+   * release notifications, where it has them and `limit` is at most 64), at `nextAt` (plus up to `jitterMs`), or
+   * after `recheckMs` when listening and no expiry says when (`pollMs` when not listening), until granted or
+   * `timeoutMs` / `signal` ends the wait (then the last `full`, with `waitedMs`). Not first come, first served.
    * @default no waiting: one acquire, the store's answer as it is
    */
   readonly wait?: WaitOptions;

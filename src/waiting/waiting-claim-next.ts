@@ -1,10 +1,10 @@
 /**
  * A claim-next or an acquire that waits (`claimNext(set, { wait })`, `acquirePermit(name, { limit, wait })`): tries,
  * and on `idle` / `full` sleeps until the answer's `nextAt` (plus jitter) or `pollMs`, whichever comes first, until
- * granted or the wait's `timeoutMs` / `signal` ends it. An acquire's context may also wake it early (`wake`: the
- * release notifications of the live permits' keys); no set publishes release notifications, so a waiting
- * claim-next polls: `pollMs` bounds how late it notices a release or an added item. Its schedule is the waiting
- * claim's (`nextAttemptDelay`).
+ * granted or the wait's `timeoutMs` / `signal` ends it. An acquire listens (`listen`: the release notifications of
+ * permits 1..limit), so a release wakes it early and it stops polling (then `recheckMs` when no expiry says when);
+ * no set publishes release notifications, so a waiting claim-next polls: `pollMs` bounds how late it notices a
+ * release or an added item. Its schedule is the waiting claim's (`nextAttemptDelay`).
  */
 import type { Clock } from '../clock.js';
 import type { StoreTime } from '../fence/types.js';
