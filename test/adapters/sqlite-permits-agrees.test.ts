@@ -117,7 +117,8 @@ afterEach(() => {
 for (const driver of DRIVERS) {
   const { open } = driver;
   if (open === null) {
-    // NOTE: skipped, not failed, where the runtime has no node:sqlite (Node 20): better-sqlite3 runs it there.
+    // NOTE: skipped, not failed, where the runtime has no node:sqlite (Node 20): better-sqlite3 runs it there;
+    // the runtimes tier runs this file's node:sqlite half on Node 22 and 24 (test/runtimes/runtimes.test.ts).
     describe(`sqlite (${driver.name}): semaphores agree with the reference`, () => {
       it.skip(`${driver.name} is not available on Node ${process.version}`, () => undefined);
     });

@@ -43,5 +43,29 @@ export class KeyLock {
   }
 }
 
+/** A decision, or the busy key to wait for before deciding again. */
+export type Decided<O> = O | { readonly waitFor: string };
+
+/**
+ * Decides at once (`decide(null)`: no key owned) or, when the decision names a busy key, again under that key's lock
+ * (`decide(key)`: the key it runs under, whose earlier operations have settled), then under the next key it names,
+ * and so on. One lock at a time: waiting for the next key inside the task of the last one would hold that key until
+ * the next settled, and two calls could each hold the key the other waited for (both hung, and every later
+ * operation on either key). Claim-next and acquirePermit of the memory store decide this way.
+ */
+export function decideWaitingForBusy<O extends object>(lock: KeyLock, decide: (owned: string | null) => Decided<O>): O | Promise<O> {
+  const first = decide(null);
+  if (!('waitFor' in first)) return first;
+  return (async () => {
+    let key = first.waitFor;
+    for (;;) {
+      const owned = key;
+      const decision = await lock.run(owned, () => decide(owned));
+      if (!('waitFor' in decision)) return decision;
+      key = decision.waitFor;
+    }
+  })();
+}
+
 const isThenable = <T>(value: T | Promise<T>): value is Promise<T> =>
   typeof value === 'object' && value !== null && typeof (value as { then?: unknown }).then === 'function';

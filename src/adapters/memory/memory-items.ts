@@ -21,7 +21,7 @@ import {
 import type { LeaseRecord, StoreTime } from '../../fence/types.js';
 import { InvalidArgumentError } from '../../errors.js';
 import { assertName, checkedItemKeys, checkedNotBefore, describe } from '../../validate.js';
-import type { KeyLock } from './key-lock.js';
+import { decideWaitingForBusy, type Decided, type KeyLock } from './key-lock.js';
 
 /** What the item methods need of the memory store they belong to. */
 export interface MemoryItemsHost {
@@ -100,7 +100,7 @@ export function createMemoryItems(host: MemoryItemsHost): MemoryItemsMethods {
    * `owned`: the key whose lock this call runs under (its earlier operations have settled), which is therefore not
    * busy for it.
    */
-  const decide = (command: ClaimNextCommand, owned: string | null): ClaimNextOutcome | { readonly waitFor: string } => {
+  const decide = (command: ClaimNextCommand, owned: string | null): Decided<ClaimNextOutcome> => {
     const now = host.clock();
     const candidates: ItemCandidate[] = [];
     for (const item of sets.get(command.set)?.values() ?? []) {
@@ -123,25 +123,8 @@ export function createMemoryItems(host: MemoryItemsHost): MemoryItemsMethods {
     return waitFor === undefined ? outcome : { waitFor: waitFor.item.key };
   };
 
-  /**
-   * Decides under the lock of each key it waits for in turn, one lock at a time: waiting for the next key inside
-   * the task of the last one held that key until the next settled, and two calls could each hold the key the
-   * other waited for (both hung, and every later operation on either key).
-   */
-  const waitAndDecide = async (command: ClaimNextCommand, first: string): Promise<ClaimNextOutcome> => {
-    let key = first;
-    for (;;) {
-      const owned = key;
-      const decision = await host.lock.run(owned, () => decide(command, owned));
-      if (!('waitFor' in decision)) return decision;
-      key = decision.waitFor;
-    }
-  };
-
-  const claimNextNow = (command: ClaimNextCommand): ClaimNextOutcome | Promise<ClaimNextOutcome> => {
-    const decision = decide(command, null);
-    return 'waitFor' in decision ? waitAndDecide(command, decision.waitFor) : decision;
-  };
+  const claimNextNow = (command: ClaimNextCommand): ClaimNextOutcome | Promise<ClaimNextOutcome> =>
+    decideWaitingForBusy(host.lock, (owned) => decide(command, owned));
 
   const checkedClaimNext = (command: ClaimNextCommand): ClaimNextOutcome | Promise<ClaimNextOutcome> => {
     assertName('set', command.set);

@@ -13,7 +13,7 @@ import {
 } from '../../fence/permits.js';
 import type { LeaseRecord, StoreTime } from '../../fence/types.js';
 import { assertSemaphore } from '../../validate.js';
-import type { KeyLock } from './key-lock.js';
+import { decideWaitingForBusy, type Decided, type KeyLock } from './key-lock.js';
 import { settle } from './memory-items.js';
 
 /** What the permit methods need of the memory store they belong to. */
@@ -49,7 +49,7 @@ export function createMemoryPermits(host: MemoryPermitsHost): MemoryPermits {
    * The acquire at the store's now: the outcome, or a busy permit to wait for before deciding again. `owned`: the
    * permit key whose lock this call runs under (its earlier operations have settled), which is not busy for it.
    */
-  const decide = (command: AcquirePermitCommand, owned: string | null): AcquirePermitOutcome | { readonly waitFor: string } => {
+  const decide = (command: AcquirePermitCommand, owned: string | null): Decided<AcquirePermitOutcome> => {
     const now = host.clock();
     const candidates: PermitCandidate[] = [];
     for (const index of indexes.get(command.semaphore) ?? []) {
@@ -69,21 +69,9 @@ export function createMemoryPermits(host: MemoryPermitsHost): MemoryPermits {
     return busy === undefined ? outcome : { waitFor: permitKey(command.semaphore, busy.index) };
   };
 
-  const waitAndDecide = async (command: AcquirePermitCommand, first: string): Promise<AcquirePermitOutcome> => {
-    // NOTE: one lock at a time (as claim-next does): two acquires never each hold the key the other waits for.
-    let key = first;
-    for (;;) {
-      const owned = key;
-      const decision = await host.lock.run(owned, () => decide(command, owned));
-      if (!('waitFor' in decision)) return decision;
-      key = decision.waitFor;
-    }
-  };
-
   const acquireNow = (command: AcquirePermitCommand): AcquirePermitOutcome | Promise<AcquirePermitOutcome> => {
     assertSemaphore(command.semaphore, command.limit);
-    const decision = decide(command, null);
-    return 'waitFor' in decision ? waitAndDecide(command, decision.waitFor) : decision;
+    return decideWaitingForBusy(host.lock, (owned) => decide(command, owned));
   };
 
   return {

@@ -38,6 +38,22 @@ export interface ClaimTerms {
 }
 
 /**
+ * The terms of a plpgsql function that claims (the claim function, the acquire function): its now variable and
+ * its arguments. The claim function's `expect` arguments are `p_expect` and `p_absent`.
+ */
+export const PLPGSQL_CLAIM_TERMS: ClaimTerms = {
+  now: 'now_at',
+  holder: 'p_holder',
+  runId: 'p_run_id',
+  secret: 'p_secret',
+  ttlMs: 'p_ttl_ms',
+  attributes: 'p_attributes',
+  recovering: 'p_recovering',
+  expectValues: 'p_expect',
+  expectAbsent: 'p_absent',
+};
+
+/**
  * The key state of `pre` has every value `expect` requires and none of the names it requires absent, as
  * `transitions.claim` checks it first. A placeholder row (state NULL) has the empty state. NOTE: containment
  * and `?|`, not a subquery over the expected values: a subquery's plan nodes are initialised at every

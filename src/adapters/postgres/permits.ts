@@ -18,7 +18,7 @@ import {
 } from '../../fence/permits.js';
 import type { StoreTime } from '../../fence/types.js';
 import { assertSemaphore } from '../../validate.js';
-import { claimable, claimSet, firstGrant, refloorFirstGrant, type ClaimTerms } from './claim-rule.js';
+import { claimable, claimSet, firstGrant, PLPGSQL_CLAIM_TERMS, refloorFirstGrant, type ClaimTerms } from './claim-rule.js';
 import { assertEncodable, assertEncodableAttributes } from './encodable.js';
 import type { TableName } from './identifier.js';
 import { epochMs, NOW, recordCellsJson, recordOfCells, type Cell } from './rows.js';
@@ -40,18 +40,8 @@ export function permitIndexDdl(table: TableName): string {
   return `CREATE INDEX IF NOT EXISTS "${table.bare}_permits" ON ${table.quoted} (key COLLATE "C") WHERE ${PERMIT_SHAPE}`;
 }
 
-/** The function's arguments, as `claim-rule.ts` terms (an acquire expects no key state). */
-const TERMS: ClaimTerms = {
-  now: 'now_at',
-  holder: 'p_holder',
-  runId: 'p_run_id',
-  secret: 'p_secret',
-  ttlMs: 'p_ttl_ms',
-  attributes: 'p_attributes',
-  recovering: 'p_recovering',
-  expectValues: 'NULL::jsonb',
-  expectAbsent: 'NULL::text[]',
-};
+/** The function's arguments, as `claim-rule.ts` terms: the claim function's, but an acquire expects no key state. */
+const TERMS: ClaimTerms = { ...PLPGSQL_CLAIM_TERMS, expectValues: 'NULL::jsonb', expectAbsent: 'NULL::text[]' };
 
 /** `availableSince` of a permit row `p` (a never-used permit, or a placeholder row: the epoch, first of all). */
 const SINCE = `CASE WHEN p.recorded IS NOT TRUE THEN 'epoch'::timestamptz

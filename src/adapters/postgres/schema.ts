@@ -3,7 +3,16 @@
  * submission lookup), as DDL text you can run in your own migrations, plus the statements `migrate()` runs
  * under an advisory lock (safe when several processes start at once).
  */
-import { CLAIM_FUNCTION_SUFFIX, claimable, claimSet, firstGrant, refloorFirstGrant, stateExpected, type ClaimTerms } from './claim-rule.js';
+import {
+  CLAIM_FUNCTION_SUFFIX,
+  claimable,
+  claimSet,
+  firstGrant,
+  PLPGSQL_CLAIM_TERMS,
+  refloorFirstGrant,
+  stateExpected,
+  type ClaimTerms,
+} from './claim-rule.js';
 import { addItemsFunctionDdl } from './items.js';
 import { acquirePermitFunctionDdl, permitIndexDdl } from './permits.js';
 import { removeFunctionDdl } from './remove.js';
@@ -84,17 +93,7 @@ function itemIndexesDdl(table: TableName): string[] {
 }
 
 /** The claim function's arguments, as `claim-rule.ts` terms. */
-const FUNCTION_TERMS: ClaimTerms = {
-  now: 'now_at',
-  holder: 'p_holder',
-  runId: 'p_run_id',
-  secret: 'p_secret',
-  ttlMs: 'p_ttl_ms',
-  attributes: 'p_attributes',
-  recovering: 'p_recovering',
-  expectValues: 'p_expect',
-  expectAbsent: 'p_absent',
-};
+const FUNCTION_TERMS: ClaimTerms = PLPGSQL_CLAIM_TERMS;
 
 /**
  * The claim as one plpgsql function, in two roles: the claim statement calls it (in the same statement, one
