@@ -35,6 +35,7 @@ export function judgeCheck(inspection: StoreInspection, fence: Fence, minTtlMs: 
         state: inspection.state,
         heldUntil: inspection.heldUntil,
         submissions: [],
+        waiters: inspection.waiters,
       }
     : null;
   const verdict = checkFence(record, fence, now);

@@ -109,6 +109,7 @@ export function describeRefusal(refusal: DescribableRefusal): string {
     case 'recovery-required':
     case 'held-back':
     case 'state-mismatch':
+    case 'queued':
     case 'run-already-acquired':
       return describeClaimRefusal(refusal);
     default:
@@ -129,6 +130,12 @@ export function describeClaimRefusal(refusal: ClaimRefusal): string {
     case 'run-already-acquired':
       why = `this holder and run hold it already: ${grantLabel(refusal.token, refusal.holder, refusal.runId)} ${until(refusal.expiresAt)}`;
       break;
+    case 'queued': {
+      const { first, position, waiting } = refusal;
+      const place = position === null ? 'this claim does not wait (jumpQueue: true takes it first)' : `this claim is number ${position}`;
+      why = `${waiting} claim${waiting === 1 ? '' : 's'} wait${waiting === 1 ? 's' : ''} first, ${place}; the first waiter is ${first.holder}, queued at ${time(first.arrivedAt)}, its place lasts until ${time(first.expiresAt)}`;
+      break;
+    }
     case 'held-back': {
       const back: ClaimHeldBack = refusal;
       why = `held back until ${time(back.heldUntil)} (store now ${time(back.now)})`;

@@ -9,6 +9,7 @@ import { describeClaimRefusal, describeRefusal, describeSemaphoreFull } from './
 import type {
   ClaimHeld,
   ClaimHeldBack,
+  ClaimQueued,
   ClaimRecoveryRequired,
   ClaimStateMismatch,
   GateRefusal,
@@ -34,6 +35,8 @@ export type LeaseErrorCode =
   | 'KEY_HELD_BACK'
   /** A claim whose `expect` did not match the state of the key. */
   | 'STATE_MISMATCH'
+  /** A claim found the key claimable but other claims waiting for it first (first come, first served). */
+  | 'KEY_QUEUED'
   /** A claim by the holder and run that already hold the key. */
   | 'RUN_ALREADY_ACQUIRED'
   /** The callback of a fenced write refused itself (`context.refuse(code)`). */
@@ -172,6 +175,22 @@ export class StateMismatchError extends LeaseError {
   constructor(refusal: ClaimStateMismatch) {
     super('STATE_MISMATCH', describeClaimRefusal(refusal));
     this.refusal = refusal;
+  }
+}
+
+/**
+ * The key is claimable but other claims wait for it first (thrown by `claimOrThrow`): `refusal` says how many
+ * wait, the claim's place (when it waited) and the first waiter.
+ */
+export class KeyQueuedError extends LeaseError {
+  override name = 'KeyQueuedError' as const;
+  readonly refusal: ClaimQueued;
+  /** Ms the claim waited for the key (`wait` option) before giving up; `0` for a claim that did not wait. */
+  readonly waitedMs: number;
+  constructor(refusal: ClaimQueued, waitedMs = 0) {
+    super('KEY_QUEUED', describeClaimRefusal(refusal));
+    this.refusal = refusal;
+    this.waitedMs = waitedMs;
   }
 }
 

@@ -62,7 +62,7 @@ export const LEASE_OPERATIONS: readonly LeaseOperation[] = [
 export const NOT_A_LOSS: ReadonlySet<string> = new Set(['write-refused', 'replayed', 'replay-conflict', 'ttl-insufficient']);
 
 /** Why a claim was refused (`ClaimRefusal['reason']`). */
-export type ClaimRefusalReason = 'held' | 'recovery-required' | 'held-back' | 'state-mismatch' | 'run-already-acquired';
+export type ClaimRefusalReason = 'held' | 'recovery-required' | 'held-back' | 'state-mismatch' | 'queued' | 'run-already-acquired';
 
 /** How an operation ended, as observers see it. */
 export type OperationOutcome =

@@ -103,6 +103,7 @@ export {
   isLeaseLostError,
   isStoreFailure,
   KeyHeldBackError,
+  KeyQueuedError,
   LeaseBusyError,
   LeaseError,
   LeaseLostError,

@@ -16,6 +16,7 @@ import {
   ReplayConflictError,
   RunAlreadyAcquiredError,
   StateMismatchError,
+  KeyQueuedError,
   SubmissionReplayedError,
   TtlInsufficientError,
   WriteRefusedError,
@@ -33,7 +34,8 @@ import { toSubmissionCommand } from './submission.js';
 import { AppliedRelease, AppliedRenew, GrantedClaim } from './shell-results.js';
 import { parseStoredCheckpoint } from './unreadable-checkpoint.js';
 import type { WaitedRefusal } from './waiting/refusal.js';
-import { readWaitOptions } from './waiting/wait-options.js';
+import { queueTtlOf, readWaitOptions } from './waiting/wait-options.js';
+import type { ClaimQueue } from './fence/queue.js';
 import { waitForNext } from './waiting/waiting-claim-next.js';
 import { createWaitingClaims } from './waiting/waiting-claims.js';
 import type { Store } from './store.js';
@@ -131,7 +133,7 @@ function refuseClaimOfPermit(key: string): void {
     );
 }
 
-const CLAIM_OPTIONS = ['ttlMs', 'runId', 'attributes', 'recovering', 'expect', 'wait'] as const;
+const CLAIM_OPTIONS = ['ttlMs', 'runId', 'attributes', 'recovering', 'expect', 'wait', 'jumpQueue'] as const;
 const RELEASE_OPTIONS = ['checkpoint', 'holdMs'] as const;
 // NOTE: `recovering` is read to refuse it: `claim` takes it, and claim-next never grants a key awaiting recovery.
 const CLAIM_NEXT_OPTIONS = ['ttlMs', 'runId', 'attributes', 'expect', 'onExpired', 'wait', 'recovering'] as const;
@@ -147,6 +149,19 @@ function claimRefusal(outcome: Exclude<StoreClaimOutcome, { ok: true }>, holder:
   return loggable(outcome);
 }
 
+/** What a claim's command carries beyond the plain claim's fields, only when given. */
+interface ClaimExtras {
+  readonly expect?: Readonly<Record<string, string | null>>;
+  readonly queue?: ClaimQueue;
+  readonly jumpQueue?: boolean;
+}
+
+/** The extras of a claim (`undefined` when none, the hot path). */
+function claimExtras(expect: Readonly<Record<string, string | null>> | undefined, jumpQueue: boolean): ClaimExtras | undefined {
+  if (expect === undefined && !jumpQueue) return undefined;
+  return { ...(expect === undefined ? {} : { expect }), ...(jumpQueue ? { jumpQueue } : {}) };
+}
+
 /** The error `claimOrThrow` throws for a refusal. */
 function claimError(result: ClaimRefusal, waitedMs: number): Error {
   switch (result.reason) {
@@ -158,6 +173,8 @@ function claimError(result: ClaimRefusal, waitedMs: number): Error {
       return new KeyHeldBackError(result);
     case 'state-mismatch':
       return new StateMismatchError(result);
+    case 'queued':
+      return new KeyQueuedError(result, waitedMs);
     default:
       return new RunAlreadyAcquiredError(result);
   }
@@ -267,13 +284,13 @@ export function createLeases<S extends Store>(store: S, options: LeasesOptions):
     runId: string | null,
     attributes: LeaseAttributes,
     recovering: boolean,
-    expect: Readonly<Record<string, string | null>> | undefined,
+    extra: ClaimExtras | undefined,
   ): Promise<ClaimResult> => {
     const secret = newSecret();
     const sentAt = monotonic();
     const command = { key, holder, runId, secret, ttlMs, attributes, recovering };
-    // NOTE: `expect` only when given: the plain claim's command keeps its shape (the hot path).
-    const outcome = await store.claim(expect === undefined ? command : { ...command, expect });
+    // NOTE: `expect`, `queue` and `jumpQueue` only when given: the plain claim's command keeps its shape (the hot path).
+    const outcome = await store.claim(extra === undefined ? command : { ...command, ...extra });
     if (!outcome.ok) return claimRefusal(outcome, holder, runId);
     const inherited = parseCheckpoint(outcome.checkpoint);
     // NOTE: built here, not through `grantedLease` (claim-next's): the hot path allocates no request object.
@@ -305,6 +322,7 @@ export function createLeases<S extends Store>(store: S, options: LeasesOptions):
     monotonic,
     random: Math.random,
     release: (lease) => leases.release(lease),
+    dequeue: (key, waiterIds) => void store.dequeue({ key, waiterIds }).catch(() => undefined),
   });
 
   const leases: Leases<S> = {
@@ -325,12 +343,17 @@ export function createLeases<S extends Store>(store: S, options: LeasesOptions):
         const { recovering } = given;
         if (recovering !== undefined && typeof recovering !== 'boolean') throw new InvalidArgumentError('recovering must be a boolean');
         const expect = given.expect === undefined ? undefined : toKeyStateValues('expect', given.expect);
+        const { jumpQueue } = given;
+        if (jumpQueue !== undefined && typeof jumpQueue !== 'boolean') throw new InvalidArgumentError('jumpQueue must be a boolean');
+        const extra = claimExtras(expect, jumpQueue === true);
         // NOTE: the result type follows the options (a waited refusal carries `waitedMs`), which TS cannot
         // see through the checks above.
-        if (given.wait === undefined) return claimOnce(key, ttlMs, runId, attributes, recovering === true, expect) as Promise<never>;
+        if (given.wait === undefined) return claimOnce(key, ttlMs, runId, attributes, recovering === true, extra) as Promise<never>;
         const settings = readWaitOptions(given.wait);
-        const attempt = (): Promise<ClaimResult> => claimOnce(key, ttlMs, runId, attributes, recovering === true, expect);
-        return waitForClaim(key, { settings, recovering: recovering === true, attempt }) as Promise<never>;
+        const attempt = (queue: ClaimQueue): Promise<ClaimResult> =>
+          claimOnce(key, ttlMs, runId, attributes, recovering === true, { ...extra, queue });
+        const queueTtlMs = queueTtlOf(settings, ttlMs);
+        return waitForClaim(key, { settings, recovering: recovering === true, queueTtlMs, attempt }) as Promise<never>;
       } catch (error) {
         return Promise.reject(error as Error);
       }

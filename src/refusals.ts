@@ -3,7 +3,7 @@
  * `run-already-acquired`, decided by the shell from the store's `held`) and `check`'s. Types only, importing only
  * the pure core, so `describe.ts`, `errors.ts` and `waiting/` can name them without reaching the shell.
  */
-import type { ClaimHeld, ClaimHeldBack, ClaimRecoveryRequired, ClaimStateMismatch } from './fence/operations.js';
+import type { ClaimHeld, ClaimHeldBack, ClaimQueued, ClaimRecoveryRequired, ClaimStateMismatch } from './fence/operations.js';
 import type { FenceRefusal, StoreTime } from './fence/types.js';
 
 /**
@@ -26,9 +26,10 @@ export interface ClaimRunAlreadyAcquired {
 
 /**
  * Why a claim was not granted: `held` by another grant, `recovery-required`, `held-back` until a time,
- * `state-mismatch` with the claim's `expect`, or `run-already-acquired` (this holder and run hold it already).
+ * `state-mismatch` with the claim's `expect`, `queued` (others wait for the key first), or `run-already-acquired`
+ * (this holder and run hold it already).
  */
-export type ClaimRefusal = ClaimHeld | ClaimRecoveryRequired | ClaimHeldBack | ClaimStateMismatch | ClaimRunAlreadyAcquired;
+export type ClaimRefusal = ClaimHeld | ClaimRecoveryRequired | ClaimHeldBack | ClaimStateMismatch | ClaimQueued | ClaimRunAlreadyAcquired;
 
 /** The grant is current, with `remainingMs` of it left (`null`: it never expires). */
 export interface CheckPassed {

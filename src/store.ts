@@ -44,6 +44,8 @@ import type {
   RevokeOutcome,
   SetKeyStateCommand,
   SetKeyStateOutcome,
+  DequeueCommand,
+  DequeueOutcome,
 } from './fence/operations.js';
 import type {
   AddItemsCommand,
@@ -115,6 +117,12 @@ export interface Store<WriteContext = unknown> {
    * Tells release watchers.
    */
   remove(command: RemoveCommand): Promise<RemoveOutcome>;
+
+  /**
+   * Takes waiters that stopped waiting out of the key's queue (`transitions.dequeue`); best effort for the caller
+   * (their entries expire anyway). Tells release watchers when the key is left to the next waiter (`freed`).
+   */
+  dequeue(command: DequeueCommand): Promise<DequeueOutcome>;
 
   /** Everything about the key except the secret, with the store's now. */
   inspect(key: string): Promise<StoreInspection>;

@@ -72,7 +72,7 @@ export interface RemoveItemsOutcome {
 export type OnExpired = 'take-over' | 'record-first';
 
 /** What a store's `claimNext` receives: the set, the would-be holder and the grant's secret and TTL. */
-export interface ClaimNextCommand extends Omit<ClaimCommand, 'key' | 'recovering'> {
+export interface ClaimNextCommand extends Omit<ClaimCommand, 'key' | 'recovering' | 'queue' | 'jumpQueue'> {
   readonly set: string;
   /** See `OnExpired`. */
   readonly onExpired: OnExpired;

@@ -12,9 +12,11 @@ import type {
   GrantState,
   KeyState,
   LeaseAttributes,
+  QueuedWaiter,
   StoreTime,
   SubmissionRecord,
 } from './types.js';
+import type { ClaimQueue } from './queue.js';
 
 /** What a store's `claim` receives: the key, the would-be holder and the new grant's secret and TTL. */
 export interface ClaimCommand {
@@ -34,6 +36,17 @@ export interface ClaimCommand {
    * Absent: any state.
    */
   readonly expect?: Readonly<Record<string, string | null>>;
+  /**
+   * A waiting claim's attempt (see `queue.ts`): the waiters it stands for, queued (or renewed) in the key's queue
+   * when the key is not theirs yet. The claim is granted only when its waiter (the first id) is the first live
+   * waiter. Absent: a claim that does not wait, refused `queued` while anybody waits (unless `jumpQueue`).
+   */
+  readonly queue?: ClaimQueue;
+  /**
+   * Granted ahead of the key's waiters when the key is claimable (an operator's claim, a claim that must not
+   * wait behind others). A claim that says `recovering` of a key awaiting recovery is never queued either.
+   */
+  readonly jumpQueue?: boolean;
 }
 
 /** The previous grant's fate, handed to a new holder so it can resume or discard the checkpoint. */
@@ -98,11 +111,48 @@ export interface ClaimHeldBack {
 }
 
 /**
- * What a store's `claim` answers: granted, held by someone else, waiting for a recovery, held back until a
- * time, or the key's state differs from the claim's `expect`. Order of the checks: `expect`, then a live
- * grant (`held`), then the hold, then a pending recovery.
+ * The key is claimable, but other claims wait for it and the first of them is not this claim's waiter: first
+ * come, first served (see `queue.ts`).
  */
-export type StoreClaimOutcome = StoreClaimGranted | ClaimHeld | ClaimRecoveryRequired | ClaimHeldBack | ClaimStateMismatch;
+export interface ClaimQueued {
+  readonly ok: false;
+  readonly reason: 'queued';
+  readonly key: string;
+  readonly token: bigint;
+  /** How many live waiters the key's queue has. */
+  readonly waiting: number;
+  /** This claim's waiter's place (1: next); `null` for a claim that does not wait (or found the queue full). */
+  readonly position: number | null;
+  /** The first waiter: who it is, and when its entry expires unless it asks again (then the next is first). */
+  readonly first: { readonly holder: string; readonly arrivedAt: StoreTime; readonly expiresAt: StoreTime };
+  readonly now: StoreTime;
+}
+
+/**
+ * What a store's `claim` answers: granted, held by someone else, waiting for a recovery, held back until a
+ * time, the key's state differs from the claim's `expect`, or others wait first. Order of the checks: `expect`,
+ * then a live grant (`held`), then the hold, then a pending recovery, then the queue.
+ */
+export type StoreClaimOutcome = StoreClaimGranted | ClaimHeld | ClaimRecoveryRequired | ClaimHeldBack | ClaimStateMismatch | ClaimQueued;
+
+/** What a store's `dequeue` receives: waiters that stopped waiting (their deadline passed, their signal aborted). */
+export interface DequeueCommand {
+  readonly key: string;
+  readonly waiterIds: readonly string[];
+}
+
+/** What a store's `dequeue` answers: how many of the waiters it removed from the key's queue. */
+export interface DequeueOutcome {
+  readonly ok: true;
+  readonly key: string;
+  readonly removed: number;
+  /**
+   * The first live waiter was removed while the key is claimable: the next waiter may claim it now (the store
+   * tells release watchers, as a release does).
+   */
+  readonly freed: boolean;
+  readonly now: StoreTime;
+}
 
 /** What a store's `renew` receives: the grant's fence and the new TTL. */
 export interface RenewCommand {
@@ -222,6 +272,8 @@ export interface StoreInspection {
   readonly state: KeyState;
   /** Claims are refused until this time on the store's clock (`null`: no hold, or it has passed). */
   readonly heldUntil: StoreTime | null;
+  /** The live waiters of the key's queue, oldest first (see `queue.ts`). */
+  readonly waiters: readonly QueuedWaiter[];
   /** The store's now when it answered. */
   readonly now: StoreTime;
 }

@@ -43,7 +43,7 @@ export function permitOf(key: string): { readonly semaphore: string; readonly in
 }
 
 /** What a store's `acquirePermit` receives: a claim's fields (no key, no `expect`), the semaphore and the limit. */
-export interface AcquirePermitCommand extends Omit<ClaimCommand, 'key' | 'expect'> {
+export interface AcquirePermitCommand extends Omit<ClaimCommand, 'key' | 'expect' | 'queue' | 'jumpQueue'> {
   /** The semaphore's name: non-empty, no braces (its `{name}` is the permit keys' hash tag on Redis). */
   readonly semaphore: string;
   /** At most this many live permits, this grant included: an integer from 1 to `MAX_PERMITS`. */

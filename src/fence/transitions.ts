@@ -7,6 +7,8 @@ import type {
   CheckpointCommand,
   CheckpointOutcome,
   ClaimCommand,
+  DequeueCommand,
+  DequeueOutcome,
   GrantView,
   StoreClaimOutcome,
   StoreInspection,
@@ -26,8 +28,9 @@ import type {
   SubmissionCommand,
   SubmissionReplayed,
 } from './operations.js';
+import { enqueue, liveWaiters, positionOf } from './queue.js';
 import { mintToken } from './token.js';
-import type { Ending, Fence, FenceRefusal, GrantState, KeyState, LeaseRecord, StoreTime, SubmissionRecord } from './types.js';
+import type { Ending, Fence, FenceRefusal, GrantState, KeyState, LeaseRecord, QueuedWaiter, StoreTime, SubmissionRecord } from './types.js';
 import { stateValue, SUBMISSION_RETENTION } from './types.js';
 import { checkFence, expiredEnding, isLive } from './verdict.js';
 
@@ -45,6 +48,7 @@ const deleted = <O>(outcome: O): Transition<O> => ({ record: null, changed: true
 
 const NO_STATE: KeyState = Object.freeze({});
 const NO_SUBMISSIONS: readonly SubmissionRecord[] = Object.freeze([]);
+const NO_WAITERS: readonly QueuedWaiter[] = Object.freeze([]);
 
 /** A key's record before its first grant or state: token 0 (no grant was ever made), nothing kept. */
 export function emptyRecord(key: string): LeaseRecord {
@@ -58,6 +62,7 @@ export function emptyRecord(key: string): LeaseRecord {
     state: NO_STATE,
     heldUntil: null,
     submissions: NO_SUBMISSIONS,
+    waiters: NO_WAITERS,
   };
 }
 
@@ -79,8 +84,11 @@ function expiresAtFrom(now: StoreTime, ttlMs: number | null): StoreTime | null {
 }
 
 /**
- * Claim: granted when the key is new, released, revoked or expired; refused while a live grant holds it, or
- * while a revoke's required recovery is pending and the claimer did not say `recovering`.
+ * Claim: granted when the key is new, released, revoked or expired and nobody waits before it; refused while a
+ * live grant holds it, while it is held back, while a revoke's required recovery is pending and the claimer did
+ * not say `recovering`, or while other waiting claims are first in its queue (`queued`, see `queue.ts`).
+ * A waiting claim (`command.queue`) queues or renews its waiters whenever it is refused `held`, `held-back` or
+ * `queued`, and leaves the queue when granted.
  * `tokenFloor` lets a store that may lose its data (Redis without persistence) keep tokens increasing.
  */
 export function claim(record: LeaseRecord | null, command: ClaimCommand, now: StoreTime, tokenFloor = 0n): Transition<StoreClaimOutcome> {
@@ -90,6 +98,12 @@ export function claim(record: LeaseRecord | null, command: ClaimCommand, now: St
     if (field !== null) return unchanged(record, { ok: false, reason: 'state-mismatch', key, field, now });
   }
   const grant = record?.grant ?? null;
+  const live = liveWaiters(record?.waiters ?? NO_WAITERS, now);
+  const queue = command.queue;
+  // NOTE: a waiting claim's refusal queues (or renews) its waiters; any other refusal writes nothing.
+  const refused = (outcome: StoreClaimOutcome, waiters: readonly QueuedWaiter[] = live): Transition<StoreClaimOutcome> =>
+    queue === undefined ? unchanged(record, outcome) : changedTo({ ...(record ?? emptyRecord(key)), waiters }, outcome);
+  const queued = queue === undefined ? live : enqueue(live, queue, command.holder, now);
   if (record !== null && grant !== null && isLive(grant, now)) {
     const { token, holder, runId, acquiredAt, expiresAt } = grant;
     if (grant.secret === command.secret) {
@@ -105,16 +119,30 @@ export function claim(record: LeaseRecord | null, command: ClaimCommand, now: St
         now,
       });
     }
-    return unchanged(record, { ok: false, reason: 'held', key, token, holder, runId, acquiredAt, expiresAt, now });
+    return refused({ ok: false, reason: 'held', key, token, holder, runId, acquiredAt, expiresAt, now }, queued);
   }
   const previous = grant !== null ? expiredEnding(grant) : (record?.ending ?? null);
   const checkpoint = record?.checkpoint ?? null;
   const heldUntil = record?.heldUntil ?? null;
   if (record !== null && heldUntil !== null && now < heldUntil) {
-    return unchanged(record, { ok: false, reason: 'held-back', key, token: record.token, heldUntil, now });
+    return refused({ ok: false, reason: 'held-back', key, token: record.token, heldUntil, now }, queued);
   }
-  if (record?.recoveryRequired && !command.recovering) {
-    return unchanged(record, { ok: false, reason: 'recovery-required', key, token: record.token, previous, checkpoint, now });
+  const recoveryRequired = record?.recoveryRequired ?? false;
+  if (recoveryRequired && !command.recovering) {
+    return unchanged(record, { ok: false, reason: 'recovery-required', key, token: record?.token ?? 0n, previous, checkpoint, now });
+  }
+  const claimant = queue?.waiterIds[0];
+  const first = queued[0];
+  // NOTE: a recovering claim of a key awaiting recovery is never queued: the plain waiters cannot take it anyway.
+  const ahead = first !== undefined && first.waiterId !== claimant && command.jumpQueue !== true && !recoveryRequired;
+  if (ahead) {
+    const { holder, arrivedAt, expiresAt } = first;
+    const position = positionOf(queued, claimant);
+    const token = record?.token ?? 0n;
+    return refused(
+      { ok: false, reason: 'queued', key, token, waiting: queued.length, position, first: { holder, arrivedAt, expiresAt }, now },
+      queued,
+    );
   }
   const token = mintToken(record?.token ?? 0n, tokenFloor);
   const expiresAt = expiresAtFrom(now, command.ttlMs);
@@ -132,13 +160,32 @@ export function claim(record: LeaseRecord | null, command: ClaimCommand, now: St
     },
     ending: previous,
     checkpoint,
-    recoveryRequired: record?.recoveryRequired ?? false,
+    recoveryRequired,
     state: record?.state ?? NO_STATE,
     // NOTE: a hold that has passed is cleared by the grant that follows it.
     heldUntil: null,
     submissions: record?.submissions ?? NO_SUBMISSIONS,
+    // NOTE: the granted waiter leaves the queue; expired entries are dropped with it.
+    waiters: claimant === undefined ? live : live.filter((waiter) => waiter.waiterId !== claimant),
   };
   return changedTo(next, { ok: true, key, token, acquiredAt: now, expiresAt, previous, checkpoint, now });
+}
+
+/**
+ * Dequeue: waiters that stopped waiting leave the key's queue at once (their entries would expire anyway).
+ * `freed` when the first live waiter left while the key is claimable, so the next one is told to try.
+ */
+export function dequeue(record: LeaseRecord | null, command: DequeueCommand, now: StoreTime): Transition<DequeueOutcome> {
+  const { key } = command;
+  const live = liveWaiters(record?.waiters ?? NO_WAITERS, now);
+  const leaving = new Set(command.waiterIds);
+  const kept = live.filter((waiter) => !leaving.has(waiter.waiterId));
+  const removed = live.length - kept.length;
+  if (record === null || removed === 0) return unchanged(record, { ok: true, key, removed: 0, freed: false, now });
+  const firstLeft = live[0] !== undefined && leaving.has(live[0].waiterId);
+  const grant = record.grant;
+  const claimable = (grant === null || !isLive(grant, now)) && (record.heldUntil === null || now >= record.heldUntil);
+  return changedTo({ ...record, waiters: kept }, { ok: true, key, removed, freed: firstLeft && claimable && kept.length > 0, now });
 }
 
 /** Renew: only the current, live grant may extend itself; never resurrects an ended or superseded grant. */
@@ -385,6 +432,7 @@ export function inspect(record: LeaseRecord | null, key: string, now: StoreTime)
     recoveryRequired: shown.recoveryRequired,
     state: shown.state,
     heldUntil: shown.heldUntil !== null && now < shown.heldUntil ? shown.heldUntil : null,
+    waiters: liveWaiters(shown.waiters, now),
     now,
   };
 }

@@ -100,6 +100,18 @@ export interface SubmissionRecord {
 /** Submissions a record keeps per key: the newest this many (older ones are forgotten, oldest first). */
 export const SUBMISSION_RETENTION = 32;
 
+/** One waiting claim in a key's queue (see `queue.ts`), on the store's clock. */
+export interface QueuedWaiter {
+  /** Random id the waiting claim keeps for its whole wait (not the grant's secret). */
+  readonly waiterId: string;
+  /** The holder that waits (shown to operators and in `queued` refusals). */
+  readonly holder: string;
+  /** When the store first queued it: the queue is in this order. */
+  readonly arrivedAt: StoreTime;
+  /** When its entry expires unless an attempt renews it (strict: at `now === expiresAt` it is gone). */
+  readonly expiresAt: StoreTime;
+}
+
 /** The progress a holder saved under its grant, kept for the next holder. */
 export interface CheckpointRecord {
   /** The checkpoint as JSON text (validated and size-checked before it reaches a store). */
@@ -136,6 +148,11 @@ export interface LeaseRecord {
   readonly heldUntil: StoreTime | null;
   /** The newest submissions, oldest first, at most `SUBMISSION_RETENTION`. */
   readonly submissions: readonly SubmissionRecord[];
+  /**
+   * The key's queue of waiting claims, oldest first (see `queue.ts`); entries past their `expiresAt` are gone
+   * however long they stay stored, and a claim prunes them. `[]` when nobody waits.
+   */
+  readonly waiters: readonly QueuedWaiter[];
 }
 
 /** What a holder presents to prove it holds a grant: the fence. */

@@ -77,6 +77,7 @@ const ERROR_TYPES: ReadonlySet<string> = new Set(
     TTL_INSUFFICIENT: true,
     UNSUPPORTED_OPERATION: true,
     SEMAPHORE_FULL: true,
+    KEY_QUEUED: true,
   } satisfies Record<LeaseErrorCode, true>),
 );
 

@@ -127,6 +127,7 @@ export function brokenMemoryStoreOver(
     recover: (command) => apply(command.fence.key, (record, now) => transitions.recover(record, command, now)),
     setKeyState: (command) => apply(command.key, (record, now) => transitions.setKeyState(record, command, now)),
     remove: (command) => apply(command.key, (record, now) => transitions.remove(record, command, now)),
+    dequeue: (command) => apply(command.key, (record, now) => transitions.dequeue(record, command, now)),
     inspect: (key) => lock.run(key, () => transitions.inspect(records.get(key) ?? null, key, clock())),
     fencedWrite: <T>(fence: Fence, write: (context: MemoryWriteContext) => T | Promise<T>, options: StoreFencedWriteOptions = {}) =>
       lock.run(fence.key, async (): Promise<FencedWriteOutcome<T>> => {

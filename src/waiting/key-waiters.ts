@@ -4,6 +4,13 @@
  * queue; the others learn from its reply and keep waiting. A grant goes to that head; the rest then know the
  * key is held until the new grant's expiry without asking the store.
  *
+ * First come, first served across processes (`fence/queue.ts`): every claim names the waiters it stands for, the
+ * head first, then the others in arrival order, and the store queues the ones it has not seen. A waiter that
+ * arrives while no claim is in flight is named at once by a claim of its own (so its place is taken when it
+ * arrives, not at the next release); one that arrives during a claim, by a claim right after it. While any waiter
+ * is queued the schedule makes an attempt at least every third of its `queueTtlMs` (its place would expire), and a
+ * waiter that leaves without a grant asks the store to dequeue it.
+ *
  * Every decision is a claim judged by the store: a notification only makes the next attempt earlier, and a
  * lost one delays it to the scheduled attempt (see `schedule.ts`). Notifications are hints anyone able to
  * notify can forge: after `WAKE_BURST` attempts that answered one were refused, the next answers come at most
@@ -13,6 +20,7 @@
 import type { Clock } from '../clock.js';
 import type { Lease } from '../lease.js';
 import { publishWaitPolling } from '../events.js';
+import { MAX_WAITER_IDS, type ClaimQueue } from '../fence/queue.js';
 import type { Store } from '../store.js';
 import { heldBy, type ClaimRefusal } from './refusal.js';
 import { nextAttemptDelay, WAKE_BURST, WAKE_INTERVAL_MS } from './schedule.js';
@@ -26,6 +34,8 @@ export interface WaitingContext {
   readonly random: () => number;
   /** Releases a grant that arrived for a waiter that had stopped waiting. */
   readonly release: (lease: Lease) => Promise<unknown>;
+  /** Takes waiters that stopped waiting out of the key's queue in the store (best effort: errors are ignored). */
+  readonly dequeue: (key: string, waiterIds: readonly string[]) => void;
 }
 
 /** The last reply the queue had from the store, and when it arrived. */
@@ -71,7 +81,11 @@ export class KeyWaiters {
       () => this.#abort(waiter),
     );
     if (this.#queue.length === 1 && this.#last === null && !this.#busy) void this.#start();
-    else if (!this.#busy) this.#plan();
+    else if (!this.#busy) {
+      // NOTE: its place in the store's queue is taken now, by a claim that names it (see the file comment).
+      this.#clearTimer();
+      void this.#attempt();
+    }
   }
 
   async #start(): Promise<void> {
@@ -143,7 +157,7 @@ export class KeyWaiters {
     this.#wakePending = false;
     let result;
     try {
-      result = await waiter.request.attempt();
+      result = await waiter.request.attempt(this.#queueFor(waiter));
     } catch (error) {
       this.#busy = false;
       this.#leave(waiter, () => waiter.fail(error));
@@ -172,13 +186,15 @@ export class KeyWaiters {
         return;
       }
       this.#busy = false;
-      this.#leave(waiter, () => waiter.grant(result));
+      this.#leave(waiter, () => waiter.grant(result), true);
       const held = heldBy(result.lease);
       this.#remember(held, repliedAt);
       // NOTE: waiters whose deadline passed before this first answer end with it: the key is held by the grant.
       for (const overdue of this.#queue.filter((queued) => queued.overdue))
         this.#leave(overdue, () => overdue.end(held, 'timeout', this.#polls));
-      if (!this.#closed) this.#plan();
+      if (this.#closed) return;
+      if (this.#unnamed()) void this.#attempt();
+      else this.#plan();
       return;
     }
     this.#busy = false;
@@ -188,9 +204,29 @@ export class KeyWaiters {
     if (this.#closed) return;
     const recoverer =
       result.reason === 'recovery-required' && !waiter.request.recovering && this.#queue.some((queued) => queued.request.recovering);
-    if (recoverer) void this.#attempt();
+    if (recoverer || this.#unnamed()) void this.#attempt();
     else if (this.#wakePending) this.#answerWake();
     else this.#plan();
+  }
+
+  /** The waiters a claim for `waiter` names (it first, then the others in arrival order), marked as named. */
+  #queueFor(waiter: Waiter): ClaimQueue {
+    const others = this.#queue.filter((queued) => queued !== waiter);
+    const named = [waiter, ...others.slice(0, MAX_WAITER_IDS - 1)];
+    for (const each of named) each.named = true;
+    return { waiterIds: named.map((each) => each.waiterId), ttlMs: waiter.request.queueTtlMs };
+  }
+
+  /** Whether a waiter arrived that no claim has named yet. */
+  #unnamed(): boolean {
+    return this.#queue.some((queued) => !queued.named);
+  }
+
+  /** The longest gap between attempts that keeps the named waiters' places (a third of the shortest TTL). */
+  #refreshMs(): number | null {
+    let shortest = Number.POSITIVE_INFINITY;
+    for (const queued of this.#queue) if (queued.named) shortest = Math.min(shortest, queued.request.queueTtlMs);
+    return shortest === Number.POSITIVE_INFINITY ? null : shortest / 3;
   }
 
   #remember(refusal: ClaimRefusal, at: number): void {
@@ -226,6 +262,7 @@ export class KeyWaiters {
       pollMs,
       recheckMs,
       untilWakeMs,
+      refreshMs: this.#refreshMs(),
     });
     if (delay !== null) this.#retryAfter(delay);
   }
@@ -253,10 +290,14 @@ export class KeyWaiters {
     this.#leave(waiter, () => (last === null ? waiter.fail(reason) : waiter.end(last.refusal, 'aborted', this.#polls)));
   }
 
-  /** Takes `waiter` out of the queue, settles it, and closes the queue when it was the last one. */
-  #leave(waiter: Waiter, settle: () => void): void {
+  /**
+   * Takes `waiter` out of the queue, settles it, and closes the queue when it was the last one. A waiter leaving
+   * without a grant (`granted` false) that a claim named is dequeued in the store too (its grant dequeued it).
+   */
+  #leave(waiter: Waiter, settle: () => void, granted = false): void {
     const index = this.#queue.indexOf(waiter);
     if (index >= 0) this.#queue.splice(index, 1);
+    if (!granted && waiter.named && !waiter.settled) this.context.dequeue(this.key, [waiter.waiterId]);
     settle();
     if (this.#queue.length === 0) this.#close();
     else if (!this.#busy) this.#plan();
@@ -280,7 +321,8 @@ export class KeyWaiters {
 
 /**
  * Store ms until the refusal may no longer hold: the holder's expiry (`held`, `run-already-acquired`), the end
- * of a hold (`held-back`: the wait sleeps until then instead of polling), or `null` when no time says when to
+ * of a hold (`held-back`: the wait sleeps until then instead of polling), the first waiter's place (`queued`), or
+ * `null` when no time says when to
  * try (`recovery-required`, `state-mismatch`: rechecked every `recheckMs` / `pollMs`).
  */
 function untilFreeMs(refusal: ClaimRefusal): number | null {
@@ -290,6 +332,10 @@ function untilFreeMs(refusal: ClaimRefusal): number | null {
       return refusal.expiresAt === null ? null : refusal.expiresAt - refusal.now;
     case 'held-back':
       return refusal.heldUntil - refusal.now;
+    case 'queued':
+      // NOTE: the first waiter leaves when its place expires, if it stopped asking; a grant to it is heard from
+      // the store at the next attempt (a refresh), its release by notification.
+      return refusal.first.expiresAt - refusal.now;
     default:
       return null;
   }

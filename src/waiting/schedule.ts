@@ -11,6 +11,8 @@
  *   one was refused less than `WAKE_INTERVAL_MS` ago;
  *   those that arrive meanwhile are answered together by one attempt when the interval ends (`untilWakeMs`),
  *   so the last one is never lost.
+ * - A waiting claim queued in the store (`refreshMs`): at least every `refreshMs`, so that its place in the key's
+ *   queue (see `fence/queue.ts`) does not expire while it waits.
  * - Never past the deadline: an attempt that would fall at or after the last waiter's deadline is not made.
  */
 
@@ -48,13 +50,16 @@ export interface AttemptPlan {
    * one; `<= 0`: now), or `null` / absent when no wake-up is pending.
    */
   readonly untilWakeMs?: number | null;
+  /** The longest gap between attempts that keeps the waiters' places in the store's queue, or `null` / absent. */
+  readonly refreshMs?: number | null;
 }
 
 /** Ms from now until the next attempt (`>= 0`), or `null` when no attempt falls before the deadline. */
 export function nextAttemptDelay(plan: AttemptPlan): number | null {
   const atExpiry = plan.untilExpiryMs === null ? Number.POSITIVE_INFINITY : Math.max(0, plan.untilExpiryMs) + plan.jitter * plan.jitterMs;
   const fallback = plan.watching ? (plan.untilExpiryMs === null ? plan.recheckMs : Number.POSITIVE_INFINITY) : plan.pollMs;
-  const scheduled = Math.max(0, Math.min(atExpiry, fallback) - Math.max(0, plan.sinceReplyMs));
+  const refresh = plan.refreshMs === undefined || plan.refreshMs === null ? Number.POSITIVE_INFINITY : plan.refreshMs;
+  const scheduled = Math.max(0, Math.min(atExpiry, fallback, refresh) - Math.max(0, plan.sinceReplyMs));
   const woken = plan.untilWakeMs === undefined || plan.untilWakeMs === null ? Number.POSITIVE_INFINITY : Math.max(0, plan.untilWakeMs);
   const delay = Math.min(scheduled, woken);
   return delay < plan.remainingMs ? delay : null;

@@ -37,6 +37,13 @@ export interface WaitOptions {
    * @default 50
    */
   readonly jitterMs?: number;
+  /**
+   * How long the claim's place in the key's queue lasts without another attempt (see docs/waiting.md, "First
+   * come, first served"): a waiting claim renews it every third of this while it waits, and a waiter whose
+   * process died or paused leaves the queue this long after its last attempt.
+   * @default the claim's `ttlMs` (30_000 for a claim without expiry)
+   */
+  readonly queueTtlMs?: number;
 }
 
 /** `WaitOptions` checked, with every default filled in. */
@@ -46,6 +53,8 @@ export interface WaitSettings {
   readonly pollMs: number;
   readonly recheckMs: number;
   readonly jitterMs: number;
+  /** `null`: the claim's `ttlMs` (see `queueTtlOf`). */
+  readonly queueTtlMs: number | null;
 }
 
 /** The default `pollMs`. */
@@ -54,8 +63,18 @@ export const DEFAULT_POLL_MS = 1_000;
 export const DEFAULT_RECHECK_MS = 10_000;
 /** The default `jitterMs`. */
 export const DEFAULT_JITTER_MS = 50;
+/** The default `queueTtlMs` of a claim without expiry. */
+export const DEFAULT_QUEUE_TTL_MS = 30_000;
+/** The shortest `queueTtlMs`: an entry renewed every third of it costs the store a claim that often. */
+export const MIN_QUEUE_TTL_MS = 300;
 
-const WAIT_OPTIONS = ['timeoutMs', 'signal', 'pollMs', 'recheckMs', 'jitterMs'] as const;
+/** How long a waiting claim's place in the queue lasts: the `queueTtlMs` given, else the claim's TTL (bounded). */
+export function queueTtlOf(settings: WaitSettings, ttlMs: number | null): number {
+  if (settings.queueTtlMs !== null) return settings.queueTtlMs;
+  return ttlMs === null ? DEFAULT_QUEUE_TTL_MS : Math.max(MIN_QUEUE_TTL_MS, ttlMs);
+}
+
+const WAIT_OPTIONS = ['timeoutMs', 'signal', 'pollMs', 'recheckMs', 'jitterMs', 'queueTtlMs'] as const;
 
 /** Reads and checks a `wait` option (an `InvalidArgumentError` for anything else), before any I/O. */
 export function readWaitOptions(wait: unknown): WaitSettings {
@@ -70,6 +89,7 @@ export function readWaitOptions(wait: unknown): WaitSettings {
     pollMs: given.pollMs === undefined ? DEFAULT_POLL_MS : milliseconds('wait.pollMs', given.pollMs, 1),
     recheckMs: given.recheckMs === undefined ? DEFAULT_RECHECK_MS : milliseconds('wait.recheckMs', given.recheckMs, 1),
     jitterMs: given.jitterMs === undefined ? DEFAULT_JITTER_MS : milliseconds('wait.jitterMs', given.jitterMs, 0),
+    queueTtlMs: given.queueTtlMs === undefined ? null : milliseconds('wait.queueTtlMs', given.queueTtlMs, MIN_QUEUE_TTL_MS),
   };
 }
 

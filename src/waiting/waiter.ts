@@ -3,6 +3,8 @@
  * it (a grant, the deadline, the signal, a store error) removes the timer and the listener first.
  */
 import type { Clock } from '../clock.js';
+import type { ClaimQueue } from '../fence/queue.js';
+import { newSecret } from '../secret.js';
 import type { ClaimResult, Granted, WaitedClaimResult } from '../leases-types.js';
 import { waitedRefusal, type ClaimRefusal, type WaitEnded } from './refusal.js';
 import { onAbort } from './abort-watch.js';
@@ -13,8 +15,10 @@ export interface WaitRequest {
   readonly settings: WaitSettings;
   /** Whether the claim says `recovering: true` (it can take a key awaiting recovery). */
   readonly recovering: boolean;
-  /** One claim with this request's options, without waiting. */
-  readonly attempt: () => Promise<ClaimResult>;
+  /** How long this waiter's place in the store's queue lasts without another attempt (`queueTtlOf`). */
+  readonly queueTtlMs: number;
+  /** One claim with this request's options, without waiting, for the waiters `queue` names (this one first). */
+  readonly attempt: (queue: ClaimQueue) => Promise<ClaimResult>;
 }
 
 /** One waiting claim: settles once, with a grant, the last refusal, or an error. */
@@ -25,6 +29,10 @@ export class Waiter {
   settled = false;
   /** The deadline passed before the store had answered once: the waiter ends with the first answer. */
   overdue = false;
+  /** Its id in the key's queue in the store (random, kept for the whole wait; not a secret). */
+  readonly waiterId: string = newSecret();
+  /** An attempt has named it: the store may have queued it (a waiter that leaves then asks to be dequeued). */
+  named = false;
   #timer: ReturnType<typeof setTimeout> | null = null;
   #stopWatching: (() => void) | null = null;
 

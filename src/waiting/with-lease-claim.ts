@@ -27,6 +27,7 @@ export async function attemptUnlessStopped<R extends { readonly ok: boolean }>(
     pollMs: settings.pollMs,
     recheckMs: settings.recheckMs,
     jitterMs: settings.jitterMs,
+    ...(settings.queueTtlMs === null ? {} : { queueTtlMs: settings.queueTtlMs }),
   };
   try {
     const attempted = await attempt(wait);

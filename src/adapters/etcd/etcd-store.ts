@@ -346,6 +346,7 @@ export function createEtcdStore(options: EtcdStoreOptions): EtcdStore {
 
   return {
     id: `etcd:${prefix}`,
+    dequeue: () => Promise.reject(new Error('FAIR-WAITING PLACEHOLDER: dequeue not built yet')),
     prefix,
 
     claim: (command) =>

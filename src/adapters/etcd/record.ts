@@ -133,6 +133,7 @@ export function decodeRecord(key: string, value: Buffer | undefined): StoredReco
     heldUntil: json.heldUntil,
     // NOTE: kept in their own key, read only by a fenced write with a submission (`decodeSubmissions`).
     submissions: NO_SUBMISSIONS,
+    waiters: [] /* FAIR-WAITING PLACEHOLDER */,
   };
   return { record, stamp: json.stamp, applied: json.applied };
 }

@@ -3,7 +3,7 @@
  * for running `withLease` holders): in-process listeners per key, told after a release or a revoke of the
  * key commits.
  */
-import type { ReleaseOutcome, RemoveOutcome, RevokeOutcome, SetKeyStateOutcome } from '../../fence/operations.js';
+import type { DequeueOutcome, ReleaseOutcome, RemoveOutcome, RevokeOutcome, SetKeyStateOutcome } from '../../fence/operations.js';
 
 /** Per-key listeners of one memory store, told when a release or revoke frees the key. */
 export class FreedKeys {
@@ -29,10 +29,14 @@ export class FreedKeys {
 
   /**
    * Passes `outcome` through, telling `key`'s listeners when it freed the key: a release (not a repeated one),
-   * a revoke, a removal, or a key-state change that ended a grant.
+   * a revoke, a removal, a key-state change that ended a grant, or a dequeue that left the key to the next waiter.
    */
-  readonly afterCommit = <O extends ReleaseOutcome | RevokeOutcome | RemoveOutcome | SetKeyStateOutcome>(key: string, outcome: O): O => {
+  readonly afterCommit = <O extends ReleaseOutcome | RevokeOutcome | RemoveOutcome | SetKeyStateOutcome | DequeueOutcome>(
+    key: string,
+    outcome: O,
+  ): O => {
     if (!outcome.ok) return outcome;
+    if ('freed' in outcome && !outcome.freed) return outcome;
     if ('alreadyReleased' in outcome && outcome.alreadyReleased) return outcome;
     if ('ended' in outcome && outcome.ended === null) return outcome;
     this.#notify(key);

@@ -177,6 +177,7 @@ export function createMemoryStore(options?: MemoryStoreOptions): MemoryStore {
     recover: (command) => apply(command.fence.key, transitions.recover, command),
     setKeyState: (command) => apply(command.key, transitions.setKeyState, command, freed.afterCommit),
     remove: (command) => apply(command.key, transitions.remove, command, freed.afterCommit),
+    dequeue: (command) => apply(command.key, transitions.dequeue, command, freed.afterCommit),
     inspect: (key) => lock.run(key, () => transitions.inspect(records.get(key) ?? null, key, clock())),
     fencedWrite: <T>(fence: Fence, write: (context: MemoryWriteContext) => T | Promise<T>, writeOptions: StoreFencedWriteOptions = {}) =>
       // NOTE: the key stays locked while the callback runs, so no claim, renew or revoke can interleave

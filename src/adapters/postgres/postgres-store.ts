@@ -271,6 +271,7 @@ export function createPostgresStore(given: PostgresStoreOptions): PostgresStore 
   return {
     id,
     table: table.name,
+    dequeue: () => Promise.reject(new Error('FAIR-WAITING PLACEHOLDER: dequeue not built yet')),
 
     async migrate() {
       guard(null, 'migrate');

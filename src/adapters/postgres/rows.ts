@@ -253,6 +253,8 @@ export function recordOfCells(cells: readonly Cell[], presented: string | null):
       ? null
       : { json: readableCheckpoint(checkpointJson), token: checkpointToken, writtenAt: timeOf(cells[AT.checkpoint_written_at]) ?? 0 };
   return {
+    // FAIR-WAITING PLACEHOLDER: the waiters column is not stored yet.
+    waiters: [],
     key,
     token,
     grant,

@@ -252,7 +252,18 @@ function recordOf(
   const grant = held ? grantOf(token, parts, from, secret) : null;
   // NOTE: submissions live in a key of their own, which only a fenced write with a submission reads: a
   // record replied by a script has none (see `redis-store.ts`, which adds the one a lookup found).
-  return { key, token, grant, ending, checkpoint, recoveryRequired: recovery === '1', state, heldUntil, submissions: NO_SUBMISSIONS };
+  return {
+    key,
+    token,
+    grant,
+    ending,
+    checkpoint,
+    recoveryRequired: recovery === '1',
+    state,
+    heldUntil,
+    submissions: NO_SUBMISSIONS,
+    waiters: [] /* FAIR-WAITING PLACEHOLDER */,
+  };
 }
 
 /** The record in a table reply `{ status, lease, ending, checkpoint, recovery, state, hold }`. */

@@ -277,6 +277,7 @@ export function createRedisStore(given: RedisStoreOptions): RedisStore {
 
   return {
     id: `redis:${prefix}`,
+    dequeue: () => Promise.reject(new Error('FAIR-WAITING PLACEHOLDER: dequeue not built yet')),
 
     async claim(command) {
       const { key, secret } = command;

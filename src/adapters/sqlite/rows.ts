@@ -271,5 +271,6 @@ export function recordOf(row: unknown): LeaseRecord | null {
     state: rare?.[3] ?? NO_STATE,
     heldUntil: rare?.[4] ?? null,
     submissions: NO_SUBMISSIONS,
+    waiters: [] /* FAIR-WAITING PLACEHOLDER */,
   };
 }

@@ -369,6 +369,7 @@ export function createSqliteStore(options: SqliteStoreOptions): SqliteStore {
   const store: SqliteStore = {
     id: `sqlite:${table.name}`,
     table: table.name,
+    dequeue: () => Promise.reject(new Error('FAIR-WAITING PLACEHOLDER: dequeue not built yet')),
     client,
     async migrate() {
       // NOTE: journal_mode cannot change inside a transaction; CREATE TABLE IF NOT EXISTS is atomic on its own.
