@@ -120,7 +120,7 @@ describe('a key queue', () => {
   test.prop([
     recordArb,
     fc.integer({ min: 0, max: 2_000_000 }),
-    fc.uniqueArray(fc.constantFrom('q1', 'q2', 'q3', 'q4', 'q5'), { minLength: 1 }),
+    fc.uniqueArray(fc.constantFrom<string>('q1', 'q2', 'q3', 'q4', 'q5'), { minLength: 1 }),
   ])(
     'a dequeue takes exactly the named live waiters out, keeps the order of the others, and says freed only when the first left a claimable key',
     (record, now, ids) => {
