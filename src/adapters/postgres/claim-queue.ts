@@ -11,6 +11,12 @@
  *
  * Expired entries stay stored until a claim or a dequeue rewrites the queue; every reader judges them at its now
  * (the pure core's `liveWaiters`), so they are gone however long they stay.
+ *
+ * NOTE: a waiting claim of a row another transaction holds locked (a fenced write in progress) waits for the lock,
+ * where a plain claim is answered `held` from the committed version at once: its refusal writes the queue, which
+ * needs the row. The wait is bounded by the fenced transaction's own bound (the grant's remaining time plus the
+ * margin, statements.ts `transactionBound`), and costs one connection per waited key of a process (its waiters
+ * share one attempt at a time).
  */
 import type { ClaimCommand } from '../../fence/operations.js';
 import { MAX_WAITERS } from '../../fence/queue.js';
