@@ -299,6 +299,29 @@ export function describePostgresQueueSpecs(kind: PostgresClientKind): void {
       expect(inspected.waiters).toEqual([]);
     });
 
+    it('waiting claims sent at once each find their place: none lost, none twice, in the order the store took them', async () => {
+      const key = `queue:race:${++keys}`;
+      const base = { key, runId: null, ttlMs: 60_000, attributes: {}, recovering: false };
+      const held = await store.claim({ ...base, holder: 'h', secret: randomBytes(16).toString('hex') });
+      expect(held.ok).toBe(true);
+      const ids = Array.from({ length: 24 }, (_, index) => `racer-${index}`);
+      const outcomes = await Promise.all(
+        ids.map((waiterId) =>
+          store.claim({
+            ...base,
+            holder: waiterId,
+            secret: randomBytes(16).toString('hex'),
+            queue: { waiterIds: [waiterId], ttlMs: 60_000 },
+          }),
+        ),
+      );
+      for (const outcome of outcomes) expect(outcome).toMatchObject({ ok: false, reason: 'held' });
+      const { waiters } = await store.inspect(key);
+      expect(waiters.map((waiter) => waiter.waiterId).sort()).toEqual([...ids].sort());
+      const arrivals = waiters.map((waiter) => waiter.arrivedAt);
+      expect(arrivals).toEqual([...arrivals].sort((a, b) => a - b));
+    });
+
     it('a plain claim of a key nobody waits for writes no queue; a waiting claim granted leaves none behind', async () => {
       const key = `queue:plain:${++keys}`;
       const base = { key, runId: null, ttlMs: 60_000, attributes: {}, recovering: false };
