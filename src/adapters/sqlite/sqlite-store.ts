@@ -4,7 +4,8 @@
  * SQLite's single writer lock makes it atomic across every connection and process sharing the file.
  * `inspect` is one SELECT. Submissions live in a table of their own, read only by a fenced write that
  * carries one (submissions.ts); the floor that keeps tokens increasing across a `remove` is a one-row table
- * (token-floor.ts). Claim-next (items.ts) and semaphores (permits.ts: `acquirePermit` over a semaphore's permit
+ * (token-floor.ts). The key's queue of waiting claims is a column of the row that only a claim or a dequeue writes
+ * (waiters.ts). Claim-next (items.ts) and semaphores (permits.ts: `acquirePermit` over a semaphore's permit
  * rows, read by a range on the primary key) are transactions of the same kind.
  */
 import {
