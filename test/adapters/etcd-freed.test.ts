@@ -128,7 +128,7 @@ describe('etcd: the queue of waiting claims and its wake-ups', () => {
     expect(after).not.toHaveProperty('wake');
   });
 
-  it('wakes release watchers on a dequeue that frees the key, never on a waiting claim refused or a dequeue that frees nobody', async () => {
+  it('wakes release watchers on a dequeue that frees the key, not on a waiting claim refused or a dequeue freeing nobody', async () => {
     const r = await openEtcdRig();
     let woken = 0;
     const end = await r.store.watchFreed!('job:1', () => {

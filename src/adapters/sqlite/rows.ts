@@ -59,13 +59,14 @@ type RareColumns = readonly [
 
 /**
  * The columns most rows leave NULL (an ending's reason and author: revokes; a state change; the key state;
- * the hold; the queue of waiting claims, waiters.ts), read as ONE column: NULL when all are (a grant released, expired or held), otherwise a JSON array
- * of them, decoded with one `JSON.parse`. NOTE: a row of 20 or more columns comes back from better-sqlite3
- * about 1 µs slower than one of 19 (measured: 3.9 µs for 19, 4.7-5.4 µs for 20-22, whatever the columns
- * hold), and every operation reads the row: with this, the read has 18 columns.
+ * the hold; the queue of waiting claims, waiters.ts), read as ONE column: NULL when all are (a grant released,
+ * expired or held), otherwise a JSON array of them, decoded with one `JSON.parse`. NOTE: a row of 20 or more
+ * columns comes back from better-sqlite3 about 1 µs slower than one of 19 (measured: 3.9 µs for 19, 4.7-5.4 µs
+ * for 20-22, whatever the columns hold), and every operation reads the row: with this, the read has 18 columns.
  */
 const RARE_COLUMNS_SQL = `CASE WHEN ending_reason IS NULL AND ending_by IS NULL AND ending_change IS NULL AND state IS NULL AND held_until IS NULL
-  AND waiters IS NULL THEN NULL ELSE json_array(ending_reason, ending_by, json(ending_change), json(state), held_until, json(waiters)) END AS rare`;
+  AND waiters IS NULL
+  THEN NULL ELSE json_array(ending_reason, ending_by, json(ending_change), json(state), held_until, json(waiters)) END AS rare`;
 
 /** The lease row's columns as `recordOf` reads them (tokens as decimal text). */
 export const RECORD_COLUMNS_SQL: string = `key, CAST(token AS TEXT) AS token, holder, run_id, secret_hash, acquired_at, expires_at, attributes,

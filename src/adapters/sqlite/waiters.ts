@@ -13,7 +13,10 @@ export type StoredWaiter = readonly [waiterId: string, holder: string, arrivedAt
 
 export const NO_WAITERS: readonly QueuedWaiter[] = Object.freeze([]);
 
-/** The column's text for `waiters`: NULL for an empty queue. NOTE: JSON escapes a lone surrogate, so any id or holder survives the file's UTF-8. */
+/**
+ * The column's text for `waiters`: NULL for an empty queue. NOTE: JSON escapes a lone surrogate, so any id or holder
+ * survives the file's UTF-8.
+ */
 export function waitersText(waiters: readonly QueuedWaiter[]): string | null {
   if (waiters.length === 0) return null;
   return JSON.stringify(waiters.map((waiter): StoredWaiter => [waiter.waiterId, waiter.holder, waiter.arrivedAt, waiter.expiresAt]));
