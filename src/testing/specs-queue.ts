@@ -46,11 +46,19 @@ const idsOf = (inspection: StoreInspection): readonly string[] => inspection.wai
 /** Registers the fair-waiting specs (every store offers them: `dequeue` is required). */
 export function describeQueueSpecs<S extends Store>(context: SuiteContext<S>): void {
   const { runner } = context;
-  /** Lets the store's clock pass `ms` (a manual clock moves; a real one is waited for, with a margin). */
+  /**
+   * Lets the store's clock pass `ms`: a clock the test controls moves; any other is waited for until the store's
+   * own now (read from `inspect`) is past it, however slowly it runs against this process's timers.
+   */
   const pass = async (ms: number): Promise<void> => {
-    const { advanceClock } = context.harness;
-    if (advanceClock !== null) advanceClock(ms);
-    else await new Promise((resolve) => setTimeout(resolve, ms + 50));
+    const { advanceClock, store } = context.harness;
+    if (advanceClock !== null) {
+      advanceClock(ms);
+      return;
+    }
+    const probe = context.harness.freshKey('clock');
+    const until = (await store.inspect(probe)).now + ms;
+    while ((await store.inspect(probe)).now <= until) await new Promise((resolve) => setTimeout(resolve, 20));
   };
   /** A key held by `holder-a`, and its fence. */
   const heldKey = async (label: string) => {
