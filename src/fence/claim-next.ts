@@ -228,7 +228,8 @@ export function claimNext(
   }
   const { candidate, since } = chosen;
   const key = candidate.item.key;
-  const granted = claim(candidate.record, { ...claimFields, key, recovering: false }, now, tokenFloor);
+  // NOTE: `jumpQueue`: claim-next does not consult a key's queue of waiting claims (the pool is its fairness).
+  const granted = claim(candidate.record, { ...claimFields, key, recovering: false, jumpQueue: true }, now, tokenFloor);
   if (!granted.outcome.ok || granted.record === null) {
     // NOTE: availableSince and claim disagree: a defect in one of them, never an answer a caller should get.
     throw new Error(

@@ -209,7 +209,8 @@ const byIndex = (a: PermitCandidate, b: PermitCandidate): number => a.index - b.
 /** The claim of permit `key` an acquire makes: its fields spelled out (an object rest is slow on this path). */
 function claimCommand(command: AcquirePermitCommand, key: string): ClaimCommand {
   const { holder, runId, secret, ttlMs, attributes, recovering } = command;
-  return { key, holder, runId, secret, ttlMs, attributes, recovering };
+  // NOTE: `jumpQueue`: an acquire does not consult a permit key's queue of waiting claims (fair permits: not built).
+  return { key, holder, runId, secret, ttlMs, attributes, recovering, jumpQueue: true };
 }
 
 /** The acquire's grant: the claim's, plus which permit and how many are live. */

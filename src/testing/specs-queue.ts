@@ -246,6 +246,48 @@ export function describeQueueSpecs<S extends Store>(context: SuiteContext<S>): v
       },
     );
 
+    runner.it('claim-next and acquirePermit do not consult a key queue, and keep it', async () => {
+      const { store } = context.harness;
+      if (typeof store.claimNext === 'function' && typeof store.addItems === 'function') {
+        const set = context.harness.freshKey('fair-set').replace(/[{}]/g, '_');
+        const item = `${set}:item`;
+        expectMatch(await store.addItems({ set, keys: [item] }), { ok: true });
+        const holding = claimCommand(item, 'holder-a');
+        const fence = fenceOf(holding, await store.claim(holding));
+        await store.claim(waiting(item, 'w1', ['id-1']));
+        await store.release({ fence });
+        const next = await store.claimNext({
+          set,
+          holder: 'next',
+          runId: null,
+          secret: newSecret(),
+          ttlMs: SPEC_TTL_MS,
+          attributes: {},
+          onExpired: 'take-over',
+        });
+        expectMatch(next, { ok: true, key: item }, 'claimNext of an item someone waits for');
+        expectEqual(idsOf(await store.inspect(item)), ['id-1'], 'the item queue after claimNext');
+      }
+      if (typeof store.acquirePermit === 'function') {
+        const semaphore = context.harness.freshKey('fair-sem').replace(/[{}]/g, '_');
+        const acquire = { semaphore, limit: 1, holder: 'p', runId: null, ttlMs: SPEC_TTL_MS, attributes: {}, recovering: false };
+        const firstSecret = newSecret();
+        const first = await store.acquirePermit({ ...acquire, secret: firstSecret });
+        if (!first.ok) throw new Error('the first permit was refused');
+        await store.claim(waiting(first.key, 'w1', ['id-1']));
+        expectMatch(await store.release({ fence: { key: first.key, token: first.token, secret: firstSecret, holder: 'p', runId: null } }), {
+          ok: true,
+        });
+        const secret = newSecret();
+        expectMatch(
+          await store.acquirePermit({ ...acquire, secret }),
+          { ok: true, key: first.key },
+          'acquirePermit of a permit someone waits for',
+        );
+        expectEqual(idsOf(await store.inspect(first.key)), ['id-1'], 'the permit queue after acquirePermit');
+      }
+    });
+
     runner.it(`a queue holds at most ${MAX_WAITERS} waiters: one more is not queued and is told so (position null)`, async () => {
       const { store, key, fence } = await heldKey('bounded');
       for (let batch = 0; batch < MAX_WAITERS / MAX_WAITER_IDS; batch += 1) {
