@@ -222,17 +222,25 @@ export class KeyWaiters {
     else this.#plan();
   }
 
-  /** The waiters a claim for `waiter` names (it first, then the others in arrival order), marked as named. */
+  /** The waiters a claim for `waiter` names: it first, then the others in arrival order, `MAX_WAITER_IDS` in all. */
+  #namedBy(waiter: Waiter): Waiter[] {
+    return [waiter, ...this.#queue.filter((queued) => queued !== waiter).slice(0, MAX_WAITER_IDS - 1)];
+  }
+
+  /** The queue a claim for `waiter` carries; its waiters are marked as named. */
   #queueFor(waiter: Waiter): ClaimQueue {
-    const others = this.#queue.filter((queued) => queued !== waiter);
-    const named = [waiter, ...others.slice(0, MAX_WAITER_IDS - 1)];
+    const named = this.#namedBy(waiter);
     for (const each of named) each.named = true;
     return { waiterIds: named.map((each) => each.waiterId), ttlMs: waiter.request.queueTtlMs };
   }
 
-  /** Whether a waiter arrived that no claim has named yet. */
+  /**
+   * Whether the next claim would name a waiter no claim has named yet. NOTE: only those it would name: a waiter
+   * past the first `MAX_WAITER_IDS` is named once others leave, not by claims in a loop.
+   */
   #unnamed(): boolean {
-    return this.#queue.some((queued) => !queued.named);
+    const next = this.#next();
+    return next !== undefined && this.#namedBy(next).some((queued) => !queued.named);
   }
 
   /** The longest gap between attempts that keeps the named waiters' places (a third of the shortest TTL). */
