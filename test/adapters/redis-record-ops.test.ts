@@ -477,6 +477,110 @@ describe('redis store: fair waiting answers as the pure transitions', () => {
   });
   afterAll(async () => close?.());
 
+  const plain = (key: string, holder: string, extra: Partial<ClaimCommand> = {}): ClaimCommand => ({
+    key,
+    holder,
+    runId: null,
+    secret: newSecret(),
+    ttlMs: 60_000,
+    attributes: {},
+    recovering: false,
+    ...extra,
+  });
+  const waiting = (key: string, holder: string, waiterIds: readonly string[]): ClaimCommand =>
+    plain(key, holder, { queue: { waiterIds, ttlMs: 30_000 } });
+  const fenceOf = (command: ClaimCommand, token: bigint): Fence => ({
+    key: command.key,
+    token,
+    secret: command.secret,
+    holder: command.holder,
+    runId: null,
+  });
+
+  it('the queue is one field of the record: absent while nobody waits, deleted when the last waiter is granted; claim-next and acquirePermit jump it and keep it', async () => {
+    const raw = toConnection(client);
+    const names = keyNames(prefix);
+    const field = (key: string) => raw.send(['HGET', names.record(key, 'lease'), 'waiters']);
+    const key = `field:${randomBytes(4).toString('hex')}`;
+    const a = plain(key, 'a');
+    const granted = await store.claim(a);
+    if (!granted.ok) throw new Error('not granted');
+    expect(await field(key)).toBeNull();
+    expect(await store.claim(plain(key, 'b'))).toMatchObject({ ok: false, reason: 'held' });
+    expect(await field(key)).toBeNull();
+    expect(await store.claim(waiting(key, 'w', ['id-1']))).toMatchObject({ ok: false, reason: 'held' });
+    expect(String(await field(key))).toMatch(/^id-1\0w\0\d+\0\d+\0$/);
+    await store.release({ fence: fenceOf(a, granted.token) });
+    expect(await store.claim(waiting(key, 'w', ['id-1']))).toMatchObject({ ok: true });
+    expect(await field(key)).toBeNull();
+
+    // an item of a claim-next set: claim-next grants it over its waiter, whose place stays
+    const set = `set${randomBytes(3).toString('hex')}`;
+    const item = `{${set}}:a`;
+    await store.addItems?.({ set, keys: [item] });
+    const holder = plain(item, 'h');
+    const held = await store.claim(holder);
+    if (!held.ok) throw new Error('not granted');
+    await store.claim(waiting(item, 'w', ['id-9']));
+    const before = await field(item);
+    await store.release({ fence: fenceOf(holder, held.token) });
+    expect(
+      await store.claimNext?.({
+        set,
+        holder: 'n',
+        runId: null,
+        secret: newSecret(),
+        ttlMs: 60_000,
+        attributes: {},
+        onExpired: 'take-over',
+      }),
+    ).toMatchObject({ ok: true, key: item });
+    expect(await field(item)).toEqual(before);
+    expect((await store.inspect(item)).waiters).toMatchObject([{ waiterId: 'id-9', holder: 'w' }]);
+
+    // a permit of a semaphore: an acquire takes it over its waiter, whose place stays
+    const semaphore = `sem${randomBytes(3).toString('hex')}`;
+    const permit = `{${semaphore}}:permit-1`;
+    const onPermit = plain(permit, 'h');
+    const permitted = await store.claim(onPermit);
+    if (!permitted.ok) throw new Error('not granted');
+    await store.claim(waiting(permit, 'w', ['id-7']));
+    const kept = await field(permit);
+    await store.release({ fence: fenceOf(onPermit, permitted.token) });
+    expect(
+      await store.acquirePermit?.({
+        semaphore,
+        limit: 1,
+        holder: 'p',
+        runId: null,
+        secret: newSecret(),
+        ttlMs: 60_000,
+        attributes: {},
+        recovering: false,
+      }),
+    ).toMatchObject({ ok: true, key: permit });
+    expect(await field(permit)).toEqual(kept);
+  });
+
+  it('a waiting claim naming 100 ids of 64 characters, with a long holder full of separators of other kinds, is queued whole; ids Redis cannot store are refused before I/O', async () => {
+    const key = `wide:${randomBytes(4).toString('hex')}`;
+    const a = plain(key, 'a');
+    expect(await store.claim(a)).toMatchObject({ ok: true });
+    const ids = Array.from({ length: 100 }, (_, i) => `${String(i).padStart(3, '0')}${'x'.repeat(61)}`);
+    const holder = `h\u0001|{}"'\\ ${'é'.repeat(200)}`;
+    expect(await store.claim(waiting(key, holder, ids))).toMatchObject({ ok: false, reason: 'held' });
+    const inspection = await store.inspect(key);
+    expect(inspection.waiters.map((waiter) => waiter.waiterId)).toEqual(ids);
+    expect(inspection.waiters.every((waiter) => waiter.holder === holder)).toBe(true);
+    await expect(store.claim(waiting(key, 'w', ['a\u0000b']))).rejects.toMatchObject({ code: 'INVALID_ARGUMENT' });
+    await expect(store.claim(waiting(key, 'w', ['\ud800']))).rejects.toMatchObject({ code: 'INVALID_ARGUMENT' });
+    await expect(store.dequeue({ key, waiterIds: ['a\u0000b'] })).rejects.toMatchObject({ code: 'INVALID_ARGUMENT' });
+    expect(await store.dequeue({ key, waiterIds: ids.slice(0, 50) })).toMatchObject({ ok: true, removed: 50, freed: false });
+    // NOTE: delivered again (its reply lost), a dequeue finds the ids gone and changes nothing.
+    expect(await store.dequeue({ key, waiterIds: ids.slice(0, 50) })).toMatchObject({ ok: true, removed: 0, freed: false });
+    expect((await store.inspect(key)).waiters.map((waiter) => waiter.waiterId)).toEqual(ids.slice(50));
+  });
+
   it.prop([fc.array(queueStep, { minLength: 10, maxLength: 50, size: 'max' })], { numRuns: 60 })(
     'waiting claims, plain and jumping claims, claims delivered again and dequeues: every outcome and the live queue equal the core’s',
     async (steps) => {

@@ -203,6 +203,11 @@ export type RedisStore = Store<RedisWriteContext>;
  * data, judged inside the script after the fence and before any command) or `tx.refuse`: see
  * `RedisWriteContext`.
  *
+ * **Fair waiting** (`claim` with `queue` / `jumpQueue`, `dequeue`): a key's queue of waiting claims is one more field
+ * of its record (`waiters`, absent when nobody waits), judged and written by the claim's own script; a dequeue that
+ * leaves the key to the next waiter publishes on the freed channel as a release does. Claim-next and `acquirePermit`
+ * do not consult a key's queue (they jump it) and keep it.
+ *
  * **Redis Cluster**: a lease's keys share the slot of its hash tag; put your fenced-write keys there
  * too with `hashTagOf(key)` (see `keys.ts`).
  *
