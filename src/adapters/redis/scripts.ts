@@ -130,9 +130,11 @@ export const REPLY = {
  * left (no lease, or a lease of token 0 made by `setKeyState` since): its `floor` is replied at `REPLY.extras` so
  * the core mints the same. A grant clears a hold that has passed, and takes its claimant and the expired entries
  * out of the queue. A grant that already has this secret is a re-delivery of this very claim: nothing changes,
- * the adapter reports it. A plain claim refused `held` reads and replies the lease alone (`{ status, lease }`):
- * never the checkpoint, nor the queue. A reply that had a queue to judge carries the stored field at
- * `REPLY.waiters` (a table reply); a claim that found no queue replies as before the queue existed.
+ * the adapter reports it. A claim refused `held` replies the lease alone (`{ status, lease }`): never the
+ * checkpoint, nor the queue (a waiting one reads and writes the queue, but its outcome does not name it; nor does
+ * `held-back`'s). A grant or a `queued` refusal that had a queue to judge replies the stored field at
+ * `REPLY.waiters` (a table reply), so the core judges it too; a claim that found no queue replies as before the
+ * queue existed.
  */
 export const CLAIM_SCRIPT: string = `${CLOCK}
 local hashed = '#' .. redis.sha1hex(ARGV[1])
@@ -163,13 +165,14 @@ local mode = ARGV[q]
 local waiting = mode == 'w' or mode == 'wj'
 -- NOTE: a live grant of another secret is refused 'held', which the lease alone explains: the checkpoint
 -- (up to its size limit), the ending and the recovery flag are neither read nor replied (issue 29 item 2).
+-- Nor is the queue: a waiting claim's 'held' (and 'held-back') refusal writes it, but its outcome does not name it.
 if live then
   if not waiting then return expect and {'-' .. clock, masked, false, false, false, state} or {'-' .. clock, masked} end
   local wl = redis.call('HGET', KEYS[1], 'waiters')
   ${LIVE_WAITERS}
   ${ENQUEUE('q + 1')}
   ${WRITE_WAITERS('KEYS[1]')}
-  return {'+' .. clock, masked, false, false, false, state, false, false, wl}
+  return expect and {'+' .. clock, masked, false, false, false, state} or {'+' .. clock, masked}
 end
 -- NOTE: the token floor of a removed record is read only where one can be: no lease, or a token of 0.
 local read = (lease and token ~= '0') and redis.call('HMGET', KEYS[1], 'ending', 'checkpoint', 'recovery', 'hold', 'item', 'waiters')
@@ -189,7 +192,7 @@ if hold and hold ~= '' and now < tonumber(hold) then
   ${LIVE_WAITERS}
   ${ENQUEUE('q + 1')}
   ${WRITE_WAITERS('KEYS[1]')}
-  return {'+' .. clock, v[1], v[2], v[3], v[4], state, hold, false, wl}
+  return {'+' .. clock, v[1], v[2], v[3], v[4], state, hold}
 end
 local status = '+'
 if v[4] == '1' and ARGV[5] ~= '1' then
