@@ -12,12 +12,19 @@
  *    before A's release call to B's acquire resolving, in one process (each side on its own connections):
  *    p50 / p99 / max in ms. Each peer waits with its own defaults (redis-semaphore retries every 10 ms,
  *    redlock every 200 ms + up to 100 ms jitter).
- * 2. Idle waiters: 32 waiters (each its own client, and for leasefence its own store and subscriber) on
+ * 2. Fair handoff across processes (issue 25): three waiting processes (test/waiting-stores/fair-order-worker.ts)
+ *    queued in a known order, 20 rounds: each handoff from a release starting to the next waiter's grant, and
+ *    whether every round granted in the arrival order; Redis, PostgreSQL and a SQLite file (which polls).
+ * 3. Idle waiters: 32 waiters (each its own client, and for leasefence its own store and subscriber) on
  *    one key held for the whole window with a 60 s TTL. Redis: commands the server executed per second
  *    (`INFO commandstats` delta after `CONFIG RESETSTAT`, this script's own INFO / CONFIG excluded).
  *    Postgres: statements the waiters' pools sent per second (counted client-side).
  */
 import { setMaxListeners } from 'node:events';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { createRequire } from 'node:module';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { Redis } from 'ioredis';
 import pg from 'pg';
 import { Mutex } from 'redis-semaphore';
@@ -28,8 +35,12 @@ import { createRedisStore } from '../src/adapters/redis/index.js';
 import { createPostgresStore, type PostgresClient } from '../src/adapters/postgres/index.js';
 import { startPostgres } from '../test/support/postgres-server.js';
 import { startRedis } from '../test/support/redis-server.js';
+import { createSqliteStore, type SqliteClient } from '../src/adapters/sqlite/index.js';
+import { FAIR_PROCESSES, quantile, runFairRounds, type FairRig } from '../test/waiting-stores/fair-order-rounds.js';
 
 const QUICK = process.argv.includes('--quick');
+/** Rounds of the fair handoff (three handoffs each). */
+const FAIR_ROUNDS = QUICK ? 3 : 20;
 const HANDOFFS = Number(process.env['BENCH_HANDOFFS'] ?? (QUICK ? 20 : 60));
 const IDLE_MS = Number(process.env['BENCH_IDLE_MS'] ?? (QUICK ? 2_000 : 5_000));
 const IDLE_WAITERS = 32;
@@ -246,6 +257,48 @@ async function main(): Promise<void> {
       console.log(
         `| ${contender.name} | ${percentile(latencies, 50).toFixed(2)} | ${percentile(latencies, 99).toFixed(2)} | ${(latencies.at(-1) ?? NaN).toFixed(2)} |`,
       );
+    }
+
+    // NOTE: fair waiting across processes (issue 25): three waiting processes queued in a known order, each handoff
+    // from a release starting to the next waiter's grant; the order must be the arrival order in every round.
+    console.log(`\n## Fair handoff across processes: ${FAIR_PROCESSES} waiting processes, ${FAIR_ROUNDS} rounds (arrival order checked)\n`);
+    console.log('| store | handoffs | p50 ms | p99 ms | max ms | rounds granted in arrival order |\n|---|---|---|---|---|---|');
+    const sqliteDir = mkdtempSync(join(tmpdir(), 'leasefence-bench-fair-'));
+    try {
+      const sqliteFile = join(sqliteDir, 'leases.db');
+      const database = new (createRequire(import.meta.url)('better-sqlite3') as new (path: string) => SqliteClient & { close(): unknown })(
+        sqliteFile,
+      );
+      const sqliteStore = createSqliteStore({ client: database, table: 'leases', busyTimeoutMs: 10_000 });
+      await sqliteStore.migrate();
+      const rigs: FairRig[] = [
+        {
+          name: 'redis',
+          store: createRedisStore({ client: newRedis(), prefix: 'bench:fair:' }),
+          url: redis.url,
+          namespace: 'bench:fair:',
+          pollMs: 1_000,
+        },
+        { name: 'postgres', store: createPostgresStore({ client: newPool(), table }), url: postgres.url, namespace: table, pollMs: 1_000 },
+        { name: 'sqlite', store: sqliteStore, url: sqliteFile, namespace: 'leases', pollMs: 25 },
+      ];
+      for (const rig of rigs) {
+        const result = await runFairRounds(rig, FAIR_ROUNDS);
+        const inOrder = result.rounds.filter((round) => round.granted.join() === round.arrived.join()).length;
+        const { handoffsMs } = result;
+        const label =
+          rig.name === 'sqlite'
+            ? 'SQLite (no notifications: waiters poll every 25 ms)'
+            : rig.name === 'redis'
+              ? 'Redis (subscriber)'
+              : 'PostgreSQL (listener)';
+        console.log(
+          `| leasefence, ${label} | ${handoffsMs.length} | ${quantile(handoffsMs, 0.5).toFixed(2)} | ${quantile(handoffsMs, 0.99).toFixed(2)} | ${Math.max(...handoffsMs).toFixed(2)} | ${inOrder} of ${result.rounds.length} |`,
+        );
+      }
+      database.close();
+    } finally {
+      rmSync(sqliteDir, { recursive: true, force: true });
     }
 
     const server = newRedis();

@@ -77,6 +77,13 @@ export interface ClaimOptions {
    * @default no waiting: one claim, the store's answer as it is
    */
   readonly wait?: WaitOptions;
+  /**
+   * Take the key ahead of the claims that wait for it (first come, first served across processes: a claim that
+   * does not wait is refused `queued` while anybody waits). For a claim that must not wait behind others: an
+   * operator's, a health check's. A waiting claim's own place is kept.
+   * @default false
+   */
+  readonly jumpQueue?: boolean;
 }
 
 /** A granted claim: the lease handle plus what it inherited. */

@@ -33,6 +33,8 @@ export * as transitions from './fence/transitions.js';
 export type { Transition } from './fence/transitions.js';
 export { checkFence, expiredEnding, isLive } from './fence/verdict.js';
 export { mintToken } from './fence/token.js';
+export type { ClaimQueue } from './fence/queue.js';
+export { enqueue, liveWaiters, MAX_WAITER_IDS, MAX_WAITERS, positionOf } from './fence/queue.js';
 export { SUBMISSION_RETENTION } from './fence/types.js';
 export { refuseWrite, WriteRefusedSignal, writeRefused } from './write-refusal.js';
 export { toListedInspection, type ListedCheckpoint, type ListedInspection, type StoreListPage, type StoreListQuery } from './list.js';

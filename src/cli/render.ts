@@ -103,6 +103,13 @@ export function formatLeaseTable(leases: readonly ListedLease[]): string {
   return table;
 }
 
+/** The key's queue in one line: how many wait, then each holder in order with when it came (at most five shown). */
+function describeWaiters(waiters: LeaseInspection['waiters'], now: number): string {
+  const shown = waiters.slice(0, 5).map((waiter, i) => `${i + 1}. ${waiter.holder} (queued ${formatRelative(waiter.arrivedAt, now)})`);
+  const more = waiters.length > shown.length ? `, ${waiters.length - shown.length} more` : '';
+  return `${waiters.length}: ${shown.join(', ')}${more}`;
+}
+
 /** The `inspect` view: one field per line, then the checkpoint as JSON. */
 export function formatInspection(inspection: LeaseInspection): string {
   const { grant, now } = inspection;
@@ -119,6 +126,7 @@ export function formatInspection(inspection: LeaseInspection): string {
   rows.push(['recovery', inspection.recoveryRequired ? 'required: the next claim must say `recovering`' : 'none pending']);
   if (Object.keys(inspection.state ?? {}).length > 0) rows.push(['key state', describeKeyState(inspection.state)]);
   if (inspection.heldUntil != null) rows.push(['held back', describeHold(inspection.heldUntil, now)]);
+  if (inspection.waiters.length > 0) rows.push(['waiting', describeWaiters(inspection.waiters, now)]);
   const { checkpoint } = inspection;
   rows.push(['checkpoint', checkpoint === null ? '-' : `token ${checkpoint.token}, written ${formatRelative(checkpoint.writtenAt, now)}`]);
   rows.push(['store time', new Date(now).toISOString()]);

@@ -18,6 +18,7 @@ import { describeOperatorSpecs } from './specs-operator.js';
 import { describeProgressSpecs } from './specs-progress.js';
 import { describeClaimNextSpecs } from './specs-claim-next.js';
 import { describePermitSpecs } from './specs-permits.js';
+import { describeQueueSpecs } from './specs-queue.js';
 import { describeSubmissionSpecs } from './specs-submissions.js';
 
 /** Registers the Store contract's example-based specs for one store (`options` is not read: no run counts). */
@@ -39,5 +40,6 @@ export function describeStoreConformance<S extends Store>(
     describeClaimNextSpecs(context);
     // NOTE: skipped, spec by spec, on a store that offers no semaphores (acquirePermit is optional).
     describePermitSpecs(context);
+    describeQueueSpecs(context);
   });
 }

@@ -10,7 +10,16 @@ import type { Leases } from '../leases-types.js';
 import type { Store } from '../store.js';
 import { expectClose, expectEqual, expectMatch, expectSame, expectTrue } from './assertions.js';
 import type { StoreHarness } from './harness.js';
-import { isExpired, isHeld, isHeldBack, previousEnding, verdictFor, type ModelHandle, type ModelState } from './model-reference.js';
+import {
+  isExpired,
+  isHeld,
+  isHeldBack,
+  liveModelWaiters,
+  previousEnding,
+  verdictFor,
+  type ModelHandle,
+  type ModelState,
+} from './model-reference.js';
 
 /**
  * Harnesses on which a run removed a record. A store's token floor outlives removed records (memory: one above
@@ -129,6 +138,17 @@ export class ClaimCommand implements Command {
       );
       return;
     }
+    // NOTE: a claim that does not wait is refused while anybody waits, unless it recovers a key awaiting recovery.
+    const waiting = liveModelWaiters(model);
+    const first = waiting[0];
+    if (first !== undefined && !model.recoveryRequired) {
+      expectMatch(
+        result,
+        { ok: false, reason: 'queued', token: model.token, waiting: waiting.length, position: null, first: { holder: `w${first.worker}` } },
+        `${this} answered`,
+      );
+      return;
+    }
     expectMatch(
       result,
       { ok: true, previous, checkpoint: inherited === null ? null : { value: inherited.value, token: inherited.token } },
@@ -136,6 +156,7 @@ export class ClaimCommand implements Command {
     );
     if (!result.ok) return;
     grantInModel(model, real, this.worker, this.runId, this.attributes, this.forever, result.lease, result.lease);
+    model.waiters = waiting;
   }
   toString(): string {
     return `claim(w${this.worker}, run=${this.runId}, ${this.forever ? 'forever' : 'ttl'}, ${JSON.stringify(this.attributes)}${this.recovering ? ', recovering' : ''})`;

@@ -14,6 +14,7 @@ import {
   isExpired,
   isHeld,
   isHeldBack,
+  liveModelWaiters,
   MODEL_SUBMISSION_RETENTION,
   removeRecord,
   verdictFor,
@@ -286,6 +287,8 @@ export class ExpectClaimCommand implements Command {
       expectMatch(outcome, { ok: false, reason: 'held-back', token: model.token }, `${this} answered`);
     } else if (model.recoveryRequired) {
       expectMatch(outcome, { ok: false, reason: 'recovery-required', token: model.token }, `${this} answered`);
+    } else if (liveModelWaiters(model).length > 0) {
+      expectMatch(outcome, { ok: false, reason: 'queued', position: null, waiting: liveModelWaiters(model).length }, `${this} answered`);
     } else {
       expectMatch(outcome, { ok: true }, `${this} answered`);
     }
@@ -301,6 +304,8 @@ export class ExpectClaimCommand implements Command {
       expiresAt: outcome.expiresAt,
     });
     grantInModel(model, real, this.worker, null, {}, false, outcome, lease);
+    // NOTE: expired places are dropped by the grant.
+    model.waiters = liveModelWaiters(model);
   }
   toString(): string {
     return `claim(w${this.worker}, expect ${this.expect})`;

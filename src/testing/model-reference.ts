@@ -44,6 +44,13 @@ export interface ModelSubmission {
 /** Submissions a key keeps (the Store contract's retention, written here rather than imported). */
 export const MODEL_SUBMISSION_RETENTION = 32;
 
+/** A place in the key's queue: the waiter's id, its worker, and when the place expires (store time). */
+export interface ModelWaiter {
+  readonly id: string;
+  readonly worker: number;
+  expiresAt: number;
+}
+
 /** The model of one key, and what the workers hold. */
 export interface ModelState {
   /** Whether the test controls the store's clock (then `now` is exact). */
@@ -66,6 +73,8 @@ export interface ModelState {
   heldUntil: number | null;
   /** Submissions recorded, oldest first. */
   submissions: ModelSubmission[];
+  /** The key's queue of waiting claims, oldest first (places expire only on a store whose clock the test controls). */
+  waiters: ModelWaiter[];
   checkpoint: { readonly value: unknown; readonly token: bigint } | null;
   recoveryRequired: boolean;
   /** Entries appended under the fence, in order. */
@@ -104,6 +113,7 @@ export function initialModel(clocked: boolean, now: number, workers: number, per
     state: {},
     heldUntil: null,
     submissions: [],
+    waiters: [],
     checkpoint: null,
     recoveryRequired: false,
     ledger: [],
@@ -181,6 +191,12 @@ export function removeRecord(model: ModelState): void {
   model.state = {};
   model.heldUntil = null;
   model.submissions = [];
+  model.waiters = [];
   model.checkpoint = null;
   model.recoveryRequired = false;
+}
+
+/** The live places of the key's queue, in order (on an unclocked store places never expire within a run). */
+export function liveModelWaiters(model: ModelState): ModelWaiter[] {
+  return model.clocked ? model.waiters.filter((waiter) => model.now < waiter.expiresAt) : model.waiters;
 }

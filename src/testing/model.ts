@@ -35,7 +35,8 @@ import {
 } from './model-record-commands.js';
 import { AcquirePermitCommand } from './model-permit-commands.js';
 import { PERMIT_MODEL_PROPERTY, permitModelProperty } from './model-permits.js';
-import { initialModel, isExpired, isHeldBack, type ModelState } from './model-reference.js';
+import { initialModel, isExpired, isHeldBack, liveModelWaiters, type ModelState } from './model-reference.js';
+import { DequeueCommand, WaitingClaimCommand } from './model-queue-commands.js';
 import { assertProperty } from './property.js';
 import { skipTest, type TestRunner } from './runner.js';
 import { PROPERTY_SUITE_TIMEOUT_MS } from './timeouts.js';
@@ -100,6 +101,9 @@ function commandArbs(): fc.Arbitrary<fc.AsyncCommand<ModelState, ModelReal>>[] {
     fc
       .tuple(worker, fc.constantFrom('current' as const, 'other' as const))
       .map(([w, expectation]) => new ExpectClaimCommand(w, expectation)),
+    // Fair waiting (issue 25): a worker's waiting claim for one of its two waiters, and a dequeue.
+    fc.tuple(worker, fc.nat({ max: 1 })).map(([w, slot]) => new WaitingClaimCommand(w, slot)),
+    fc.tuple(worker, fc.nat({ max: 1 })).map(([w, slot]) => new DequeueCommand(w, slot)),
     // Semaphores (issue 25): only on a run whose key is a permit (a store that offers acquirePermit).
     fc
       .record({
@@ -144,6 +148,11 @@ async function expectStoreMatchesModel(model: ModelState, real: ModelReal): Prom
   expectEqual(record.state, model.state, 'the key state (store inspect) after the command');
   if (model.clocked) expectSame(record.heldUntil, isHeldBack(model) ? model.heldUntil : null, 'heldUntil after the command');
   else expectSame(record.heldUntil !== null, model.heldUntil !== null, 'whether the key is held back after the command');
+  expectEqual(
+    record.waiters.map((waiter) => [waiter.waiterId, waiter.holder]),
+    liveModelWaiters(model).map((waiter) => [waiter.id, `w${waiter.worker}`]),
+    'the queue (store inspect) after the command',
+  );
 }
 
 /** Wraps each command so the store is compared with the model right after it ran. */

@@ -26,6 +26,7 @@ import {
   type ScheduledStore,
 } from './race-history.js';
 import { assertRaceInvariants } from './race-invariants.js';
+import { QUEUE_RACE_PROPERTY, queueRaceProperty } from './race-queue.js';
 import type { TestRunner } from './runner.js';
 import { PROPERTY_SUITE_TIMEOUT_MS } from './timeouts.js';
 
@@ -203,6 +204,20 @@ export function describeStoreRaces<S extends Store>(
             raceKeepsInvariants(scheduler, scenario, { harness: context.harness, stores }),
           ),
           // NOTE: a per-run timeout turns a deadlocked store into a shrinkable failure instead of a hung test.
+          { numRuns: raceRuns, timeout: RACE_RUN_TIMEOUT_MS, ...(seed === undefined ? {} : { seed }) },
+        ),
+      PROPERTY_SUITE_TIMEOUT_MS,
+    );
+
+    runner.it(
+      QUEUE_RACE_PROPERTY,
+      () =>
+        assertProperty(
+          QUEUE_RACE_PROPERTY,
+          queueRaceProperty(
+            () => context.harness,
+            () => stores,
+          ),
           { numRuns: raceRuns, timeout: RACE_RUN_TIMEOUT_MS, ...(seed === undefined ? {} : { seed }) },
         ),
       PROPERTY_SUITE_TIMEOUT_MS,

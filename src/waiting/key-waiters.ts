@@ -52,6 +52,8 @@ export class KeyWaiters {
   #closed = false;
   /** Subscribing, or a claim in flight: a notification now is remembered, not acted on. */
   #busy = false;
+  /** The last claim failed (a store error): the retry, `pollMs` after it, answers notifications and new waiters. */
+  #retrying = false;
   /** A notification arrived that no attempt has answered yet (an attempt sent after it answers it). */
   #wakePending = false;
   /** Refused attempts that answered notifications since the last grant. */
@@ -81,10 +83,14 @@ export class KeyWaiters {
       () => this.#abort(waiter),
     );
     if (this.#queue.length === 1 && this.#last === null && !this.#busy) void this.#start();
-    else if (!this.#busy) {
-      // NOTE: its place in the store's queue is taken now, by a claim that names it (see the file comment).
-      this.#clearTimer();
-      void this.#attempt();
+    else if (!this.#busy && !this.#retrying) {
+      // NOTE: its place in the store's queue is taken now, by a claim that names it (see the file comment);
+      // while the store has failed every claim so far, the pending retry names it (a claim now would fail too).
+      if (this.#last === null) this.#plan();
+      else {
+        this.#clearTimer();
+        void this.#attempt();
+      }
     }
   }
 
@@ -126,7 +132,7 @@ export class KeyWaiters {
     // NOTE: a notification while one is pending is answered with it (the timer is already planned for it).
     const pending = this.#wakePending;
     this.#wakePending = true;
-    if (!this.#busy && !pending) this.#answerWake();
+    if (!this.#busy && !this.#retrying && !pending) this.#answerWake();
   }
 
   /** Answers a pending notification: at once, or when `WAKE_INTERVAL_MS` since the last answer ends (`#plan`). */
@@ -151,6 +157,7 @@ export class KeyWaiters {
       return;
     }
     this.#busy = true;
+    this.#retrying = false;
     // NOTE: a notification that arrived before this claim is sent is answered by the claim itself.
     const answersWake = this.#wakePending;
     const sentAt = this.context.monotonic();
@@ -159,6 +166,9 @@ export class KeyWaiters {
     try {
       result = await waiter.request.attempt(this.#queueFor(waiter));
     } catch (error) {
+      // NOTE: until the retry, a notification (its own dequeue's, for one) or a new waiter is answered by the
+      // retry, not by a claim now against a store that has just failed.
+      this.#retrying = true;
       this.#busy = false;
       this.#leave(waiter, () => waiter.fail(error));
       if (!this.#closed) this.#retryAfter(waiter.request.settings.pollMs);
@@ -171,7 +181,10 @@ export class KeyWaiters {
     if (result.ok) {
       this.#refusedWakes = 0;
       this.#lastWakeAttempt = Number.NEGATIVE_INFINITY;
-    } else if (answersWake) {
+    } else if (answersWake && !queueMoved(this.#last?.refusal, result)) {
+      // NOTE: a `queued` answer after a `held` one, or with another first waiter, says the key was freed (a waiter
+      // ahead of this one takes it): the notification was true, and the one that frees the key for this waiter
+      // must be answered at once, not after the interval. The same first waiter again spends it as any refusal.
       this.#refusedWakes += 1;
       if (this.#refusedWakes >= WAKE_BURST) this.#lastWakeAttempt = sentAt;
     }
@@ -300,7 +313,7 @@ export class KeyWaiters {
     if (!granted && waiter.named && !waiter.settled) this.context.dequeue(this.key, [waiter.waiterId]);
     settle();
     if (this.#queue.length === 0) this.#close();
-    else if (!this.#busy) this.#plan();
+    else if (!this.#busy && !this.#retrying) this.#plan();
   }
 
   /** Drops the timer and the subscription: nothing of this queue is left once its last waiter is gone. */
@@ -317,6 +330,13 @@ export class KeyWaiters {
     if (this.#timer !== null) clearTimeout(this.#timer);
     this.#timer = null;
   }
+}
+
+/** Whether `now` (a refusal) is `queued` behind another first waiter than `before` was, or `before` was no `queued`. */
+function queueMoved(before: ClaimRefusal | undefined, now: ClaimRefusal): boolean {
+  if (now.reason !== 'queued') return false;
+  if (before?.reason !== 'queued') return true;
+  return before.first.holder !== now.first.holder || before.first.arrivedAt !== now.first.arrivedAt;
 }
 
 /**

@@ -63,6 +63,10 @@ export function pausable() {
         await pass();
         return store.claim(c);
       },
+      dequeue: async (c) => {
+        await pass();
+        return store.dequeue(c);
+      },
       renew: async (c) => {
         await pass();
         return store.renew(c);

@@ -136,6 +136,7 @@ export function delegatingStore<C>(store: Store<C>): { -readonly [M in keyof Sto
   return {
     id: store.id,
     claim: (c) => store.claim(c),
+    dequeue: (c) => store.dequeue(c),
     renew: (c) => store.renew(c),
     checkpoint: (c) => store.checkpoint(c),
     release: (c) => store.release(c),

@@ -140,6 +140,7 @@ export function recordingStore<C>(store: Store<C>, recorder: Recorder): Store<C>
     inspect: (key) => store.inspect(key),
     setKeyState: (command) => store.setKeyState(command),
     remove: (command) => store.remove(command),
+    dequeue: (command) => store.dequeue(command),
   };
 }
 
@@ -157,6 +158,7 @@ export function countingStore<C>(store: Store<C>): { store: Store<C>; calls: () 
     store: {
       id: store.id,
       claim: count((command) => store.claim(command)),
+      dequeue: count((command) => store.dequeue(command)),
       renew: count((command) => store.renew(command)),
       checkpoint: count((command) => store.checkpoint(command)),
       release: count((command) => store.release(command)),

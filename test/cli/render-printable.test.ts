@@ -97,6 +97,9 @@ const inspection: fc.Arbitrary<LeaseInspection> = fc.record({
   recoveryRequired: fc.boolean(),
   state: fc.dictionary(text, text, { maxKeys: 3 }),
   heldUntil: fc.option(fc.constant(NOW + 60_000)),
+  waiters: fc.array(fc.record({ waiterId: text, holder: text, arrivedAt: fc.constant(NOW - 1_000), expiresAt: fc.constant(NOW + 9_000) }), {
+    maxLength: 2,
+  }),
   now: fc.constant(NOW),
 });
 
@@ -132,7 +135,8 @@ describe('CLI views of hostile caller text', () => {
         const optional =
           (lease.grant !== null && Object.keys(lease.grant.attributes).length > 0 ? 1 : 0) +
           (Object.keys(lease.state).length > 0 ? 1 : 0) +
-          (lease.heldUntil !== null ? 1 : 0);
+          (lease.heldUntil !== null ? 1 : 0) +
+          (lease.waiters.length > 0 ? 1 : 0);
         expect(lineCount(table)).toBe(10 + optional);
         if (lease.checkpoint !== null) expect(JSON.parse(json ?? '')).toEqual(asJson(lease.checkpoint.value));
       }),

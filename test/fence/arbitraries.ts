@@ -21,6 +21,7 @@ import type {
   KeyState,
   LeaseAttributes,
   LeaseRecord,
+  QueuedWaiter,
   SubmissionRecord,
 } from '../../src/fence/types.js';
 
@@ -91,6 +92,23 @@ const uniqueRuns = (all: readonly SubmissionRecord[]): SubmissionRecord[] =>
 export const checkpointArb = (maxToken: bigint): fc.Arbitrary<CheckpointRecord> =>
   fc.record({ json: jsonArb, token: fc.bigInt({ min: 1n, max: maxToken }), writtenAt: timeArb });
 
+/** A key's queue: waiters with distinct ids (some of them expired at a given now), oldest first. */
+export const waitersArb: fc.Arbitrary<QueuedWaiter[]> = fc
+  .uniqueArray(
+    fc.record({
+      waiterId: fc.constantFrom('q1', 'q2', 'q3', 'q4'),
+      holder: fc.constantFrom('alice', 'bob'),
+      arrivedAt: timeArb,
+      ttlMs: fc.integer({ min: 1, max: 500_000 }),
+    }),
+    { selector: (waiter) => waiter.waiterId, maxLength: 3 },
+  )
+  .map((all) =>
+    all
+      .sort((a, b) => a.arrivedAt - b.arrivedAt)
+      .map(({ waiterId, holder, arrivedAt, ttlMs }) => ({ waiterId, holder, arrivedAt, expiresAt: arrivedAt + ttlMs })),
+  );
+
 /**
  * Any record that keeps the documented invariants: a grant carries the record's token; the ending is of an
  * earlier (or, with no grant, the same or the burned-over) token; checkpoints carry an issued token.
@@ -109,6 +127,7 @@ export const recordArb: fc.Arbitrary<LeaseRecord> = tokenArb.chain((token) =>
     state: keyStateArb,
     heldUntil: fc.option(timeArb, { nil: null }),
     submissions: fc.array(submissionArb(token), { maxLength: 3 }).map((all) => uniqueRuns(all)),
+    waiters: waitersArb,
   }),
 );
 

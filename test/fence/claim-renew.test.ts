@@ -2,6 +2,7 @@ import { fc, test } from '@fast-check/vitest';
 import { describe, expect } from 'vitest';
 import * as transitions from '../../src/fence/transitions.js';
 import { mintToken } from '../../src/fence/token.js';
+import { liveWaiters } from '../../src/fence/queue.js';
 import { checkFence, expiredEnding, isLive } from '../../src/fence/verdict.js';
 import type { Fence } from '../../src/fence/types.js';
 import { claimCommandArb, jsonArb, pendingRecoveryArb, presentedArb, reachedArb, runSteps, stepArb, ttlArb } from './arbitraries.js';
@@ -41,6 +42,10 @@ describe('claim', () => {
       fc.pre(!(record?.grant != null && isLive(record.grant, now)));
       fc.pre(!(record?.recoveryRequired === true && !command.recovering));
       fc.pre(!(record?.heldUntil != null && now < record.heldUntil));
+      // NOTE: a claim that does not wait is queued behind live waiters (test/fence/queue.test.ts), except a
+      // recovering claim of a key awaiting recovery; expired waiters are dropped by the grant.
+      const waiting = liveWaiters(record?.waiters ?? [], now);
+      fc.pre(waiting.length === 0 || record?.recoveryRequired === true);
       const result = transitions.claim(record, command, now, floor);
       const token = mintToken(record?.token ?? 0n, floor);
       const expiresAt = command.ttlMs === null ? null : now + command.ttlMs;
@@ -67,6 +72,7 @@ describe('claim', () => {
         state: record?.state ?? {},
         heldUntil: null,
         submissions: record?.submissions ?? [],
+        waiters: waiting,
       });
     },
   );

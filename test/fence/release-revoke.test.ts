@@ -195,6 +195,7 @@ describe('inspect', () => {
         recoveryRequired: false,
         state: {},
         heldUntil: null,
+        waiters: [],
         now,
       });
       return;
@@ -211,6 +212,8 @@ describe('inspect', () => {
       state: record.state,
       // NOTE: a hold shows only until it passes (strict: at now === heldUntil claims are granted again).
       heldUntil: record.heldUntil !== null && now < record.heldUntil ? record.heldUntil : null,
+      // NOTE: only live places in the queue show, like the hold.
+      waiters: record.waiters.filter((waiter) => now < waiter.expiresAt),
       now,
     });
   });

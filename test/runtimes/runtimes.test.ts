@@ -185,9 +185,10 @@ describe.each(RUNTIMES)('$name', (runtime) => {
     const suites = assertExitedZero(await run(full, 'conformance.mjs', ['memory']));
     expect(suites.stdout).toMatch(/^# fail 0$/m);
     expect(suites.stdout).toMatch(/^# skip 0$/m);
-    // NOTE: 69 conformance specs (the 3 of leader election, the 12 record-level, the 10 claim-next and the 10 semaphore
-    // ones among them) + model + semaphore model + race + 5 planted bugs (race) + 5 (model), as testing-smoke.mjs counts.
-    expect(suites.stdout).toMatch(/^# pass 82$/m);
+    // NOTE: 80 conformance specs (the 3 of leader election, the 12 record-level, the 10 claim-next, the 10 semaphore and
+    // the 11 fair-waiting ones among them) + model + semaphore model + race + fair-waiting race + 5 planted bugs (race) + 5 (model), as
+    // testing-smoke.mjs counts.
+    expect(suites.stdout).toMatch(/^# pass 94$/m);
   });
 
   test.each([
@@ -274,9 +275,9 @@ describe.each(RUNTIMES)('$name', (runtime) => {
     const suites = await run(full, 'conformance.mjs', ['node:sqlite']);
     if (cellOf('sqliteSuites', runtime) === 'yes') {
       expect(assertExitedZero(suites).stdout).toMatch(/^# fail 0$/m);
-      // NOTE: 69 conformance specs (the 10 semaphore ones among them: node:sqlite offers acquirePermit) + model +
-      // semaphore model + race.
-      expect(suites.stdout).toMatch(/^# pass 72$/m);
+      // NOTE: 80 conformance specs (the 10 semaphore ones among them: node:sqlite offers acquirePermit) + model +
+      // semaphore model + race + fair-waiting race.
+      expect(suites.stdout).toMatch(/^# pass 84$/m);
     } else {
       expect(suites.exitCode).toBe(1);
       expect(suites.stderr).toMatch(/No such built-in module: node:sqlite/);

@@ -73,6 +73,8 @@ const STORE_ENTRY_MODULES = [
   'fence/claim-next.ts',
   'fence/operations.ts',
   'fence/permits.ts',
+  // NOTE: the key's queue of waiting claims (the reference rules for a store that decides in SQL or Lua).
+  'fence/queue.ts',
   'fence/token.ts',
   'fence/transitions.ts',
   'fence/types.ts',

@@ -100,6 +100,7 @@ export const STORES_FILES: readonly string[] = [
   'test/topology/postgres-token-floor.test.ts',
   'test/waiting-stores/revoke-notice.test.ts',
   'test/waiting-stores/wake-flood.test.ts',
+  'test/waiting-stores/fair-order.test.ts',
   'test/worker-safety/readme-promises.test.ts',
 ];
 

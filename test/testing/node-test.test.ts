@@ -34,12 +34,12 @@ describe('leasefence/testing under node:test', () => {
     async () => {
       const { exitCode, output } = await runNodeTest('test/testing/suites.node.ts');
       expect(exitCode, output).toBe(0);
-      // NOTE: 69 conformance specs (3 of them election, 12 record-level, 10 claim-next, 10 semaphore) + the model-based
-      // (one key, semaphores) and race properties + one race check per planted bug the race reaches and one model check
-      // per sequential one, then the 69 specs again on a clock the test does not control, where the strict-expiry spec
+      // NOTE: 80 conformance specs (3 of them election, 12 record-level, 10 claim-next, 10 semaphore, 11 fair waiting) + the model-based
+      // (one key, semaphores) and race (invariants, fair waiting) properties + one race check per planted bug the race reaches and one model check
+      // per sequential one, then the 80 specs again on a clock the test does not control, where the strict-expiry spec
       // skips itself.
       const plantedChecks = Object.keys(PLANTED_BUG_SEEDS).length + Object.keys(MODEL_PLANTED_BUG_SEEDS).length;
-      expect(output).toMatch(new RegExp(`^# pass ${72 + plantedChecks + 68}$`, 'm'));
+      expect(output).toMatch(new RegExp(`^# pass ${84 + plantedChecks + 79}$`, 'm'));
       expect(output).toMatch(/^# fail 0$/m);
       expect(output).toMatch(/^# skipped 1$/m);
       expect(output).toMatch(/^ {8}ok \d+ - one ms before expires-at .* # SKIP the store clock cannot be controlled$/m);

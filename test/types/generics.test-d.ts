@@ -58,7 +58,9 @@ describe('narrowing on ok', () => {
     if (claimed.ok) {
       expectTypeOf(claimed.lease).toEqualTypeOf<Lease>();
     } else {
-      expectTypeOf(claimed.reason).toEqualTypeOf<'held' | 'recovery-required' | 'held-back' | 'state-mismatch' | 'run-already-acquired'>();
+      expectTypeOf(claimed.reason).toEqualTypeOf<
+        'held' | 'recovery-required' | 'held-back' | 'state-mismatch' | 'queued' | 'run-already-acquired'
+      >();
       expectTypeOf(claimed).not.toHaveProperty('lease');
       if (claimed.reason === 'held') expectTypeOf(claimed.holder).toEqualTypeOf<string>();
     }

@@ -26,7 +26,7 @@ describe('claim refusals', () => {
     type Refusal = Extract<ClaimResult, { ok: false }>;
     expectTypeOf<Refusal>().toEqualTypeOf<ClaimRefusal>();
     expectTypeOf<Refusal['reason']>().toEqualTypeOf<
-      'held' | 'recovery-required' | 'held-back' | 'state-mismatch' | 'run-already-acquired'
+      'held' | 'recovery-required' | 'held-back' | 'state-mismatch' | 'queued' | 'run-already-acquired'
     >();
     expectTypeOf<Extract<Refusal, { reason: 'held-back' }>['heldUntil']>().toEqualTypeOf<StoreTime>();
     expectTypeOf<Extract<Refusal, { reason: 'state-mismatch' }>['field']['expected']>().toEqualTypeOf<string | null>();
