@@ -1,8 +1,9 @@
 /**
  * The etcd store answers #24's operations exactly as the memory store (the reference implementation of the
  * pure transitions) does: random sequences of claims with `expect`, releases with `holdMs`, `setKeyState`,
- * `remove`, renews, revokes, fenced writes with submissions and refusals, inspections and clock steps, run on
- * both with the same manual clock; every outcome equal. Tokens differ by design (etcd mints from its
+ * `remove`, renews, revokes, fenced writes with submissions and refusals, inspections and clock steps, waiting
+ * claims (with a queue's waiter ids, or jumping it) and dequeues, run on both with the same manual clock; every
+ * outcome equal. Tokens differ by design (etcd mints from its
  * revision), so each is compared as the step that minted it (a claim or a revoke).
  */
 import fc from 'fast-check';
@@ -26,7 +27,16 @@ const HOLDERS = ['a', 'b'] as const;
 const TTL_MS = 600_000;
 
 type Step =
-  | { kind: 'claim'; key: number; holder: number; expect: Record<string, string | null> | null }
+  | {
+      kind: 'claim';
+      key: number;
+      holder: number;
+      expect: Record<string, string | null> | null;
+      wait: string[] | null;
+      waitTtlMs: number;
+      jumpQueue: boolean;
+    }
+  | { kind: 'dequeue'; key: number; waiterIds: string[] }
   | { kind: 'release'; key: number; holder: number; holdMs: number | null }
   | { kind: 'renew'; key: number; holder: number }
   | { kind: 'set'; key: number; values: Record<string, string | null>; holdMs: number | null | undefined }
@@ -41,6 +51,8 @@ const values = fc.dictionary(fc.constantFrom('rev', 'tier'), value, { maxKeys: 2
 // NOTE: mostly one key and one holder, so that writes, replays and releases meet the grants they concern.
 const key = fc.constantFrom(0, 0, 0, 1);
 const holder = fc.constantFrom(0, 0, 0, 1);
+/** Waiter ids of a waiting claim (the claimant first) or a dequeue: few, so that queues meet their own waiters again. */
+const waiterIds = fc.uniqueArray(fc.constantFrom('q1', 'q2', 'q3'), { minLength: 1, maxLength: 3 });
 const stepArb: fc.Arbitrary<Step> = fc.oneof(
   {
     weight: 4,
@@ -49,8 +61,12 @@ const stepArb: fc.Arbitrary<Step> = fc.oneof(
       key,
       holder,
       expect: fc.oneof({ weight: 2, arbitrary: fc.constant(null) }, { weight: 1, arbitrary: values }),
+      wait: fc.option(waiterIds, { nil: null, freq: 3 }),
+      waitTtlMs: fc.constantFrom(1_000, 5_000),
+      jumpQueue: fc.constantFrom(false, false, false, true),
     }),
   },
+  { weight: 1, arbitrary: fc.record({ kind: fc.constant('dequeue' as const), key, waiterIds }) },
   {
     weight: 2,
     arbitrary: fc.record({
@@ -141,6 +157,8 @@ async function apply(side: Side, step: Step, { keys: KEYS, secret, ordinal }: Sh
         attributes: NO_ATTRIBUTES,
         recovering: false,
         ...(step.expect === null ? {} : { expect: step.expect }),
+        ...(step.wait === null ? {} : { queue: { waiterIds: step.wait, ttlMs: step.waitTtlMs } }),
+        ...(step.jumpQueue ? { jumpQueue: true } : {}),
       });
       if (outcome.ok) {
         side.minted(outcome.key, outcome.token, ordinal);
@@ -148,6 +166,8 @@ async function apply(side: Side, step: Step, { keys: KEYS, secret, ordinal }: Sh
       }
       return outcome;
     }
+    case 'dequeue':
+      return store.dequeue({ key: KEYS[step.key]!, waiterIds: step.waiterIds });
     case 'release': {
       const fence = fenceOf(step.key, step.holder);
       if (fence === undefined) return 'no fence';

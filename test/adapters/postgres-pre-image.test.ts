@@ -9,7 +9,7 @@ import { describe, expect } from 'vitest';
 import { decodePreImage, preImageColumnNames, type PreImageWidth } from '../../src/adapters/postgres/rows.js';
 import { PRE_IMAGE_WIDTH } from '../../src/adapters/postgres/statements.js';
 import * as transitions from '../../src/fence/transitions.js';
-import type { LeaseRecord } from '../../src/fence/types.js';
+import type { LeaseRecord, QueuedWaiter } from '../../src/fence/types.js';
 import { checkFence } from '../../src/fence/verdict.js';
 
 /** Key-state values to set: a few names (one that sorts differently by code unit than by code point), set or removed. */
@@ -58,6 +58,10 @@ function cell(record: LeaseRecord, name: string, presented: string | null): unkn
     checkpoint_token: text(checkpoint?.token),
     checkpoint_written_at: checkpoint?.writtenAt ?? null,
     recovery_required: record.recoveryRequired,
+    waiters:
+      (record.waiters ?? []).length === 0
+        ? null
+        : record.waiters.map((waiter) => ({ w: waiter.waiterId, h: waiter.holder, a: waiter.arrivedAt, e: waiter.expiresAt })),
   };
   if (!(name in cells)) throw new Error(`the test does not know column ${name}`);
   return cells[name];
@@ -88,12 +92,72 @@ function decidesAlike<O>(
   expect({ changed: narrow.changed, outcome: narrow.outcome }).toEqual({ changed: whole.changed, outcome: whole.outcome });
 }
 
+/** Waiter ids: a small pool, so that claims name queued waiters and new ones alike. */
+const waiterIdArb = fc.constantFrom('wa', 'wb', 'wc', 'wd', 'we');
+
+/** A queue of waiters (unique ids, in arrival order), each expiring around `now`. */
+const waitersArb = (now: number): fc.Arbitrary<QueuedWaiter[]> =>
+  fc
+    .uniqueArray(
+      fc.record({
+        waiterId: waiterIdArb,
+        holder: fc.constantFrom('w1', 'w2', 'w3'),
+        arrivedAt: fc.integer({ min: now - 5_000, max: now }),
+        expiresAt: fc.integer({ min: now - 1_000, max: now + 5_000 }),
+      }),
+      { selector: (waiter) => waiter.waiterId, maxLength: 5 },
+    )
+    .map((waiters) => waiters.sort((a, b) => a.arrivedAt - b.arrivedAt));
+
+/** A claim's queue options: none, waiting (its waiter first, then others), or jumping the queue. */
+const queueOptionsArb = fc.record(
+  {
+    queue: fc.record({
+      waiterIds: fc.uniqueArray(waiterIdArb, { minLength: 1, maxLength: 4 }),
+      ttlMs: fc.integer({ min: 1, max: 10_000 }),
+    }),
+    jumpQueue: fc.boolean(),
+  },
+  { requiredKeys: [] },
+);
+
 describe('postgres pre-image', () => {
+  test.prop([
+    fc.oneof(reachedArb, pendingRecoveryArb).chain((reached) => fc.tuple(fc.constant(reached), waitersArb(reached.now))),
+    claimCommandArb,
+    queueOptionsArb,
+    fc.uniqueArray(waiterIdArb, { maxLength: 3 }),
+    fc.nat({ max: 2_000 }),
+    fc.option(fc.nat({ max: 3_000 }), { nil: undefined }),
+  ])(
+    'a record with waiters: claims (waiting, plain, jumping the queue), dequeue and inspect decide on their statement pre-images as on the whole row',
+    ([reached, waiters], plain, options, leaving, dt, holdMs) => {
+      const now = reached.now + dt;
+      const base = reached.record === null ? null : { ...reached.record, waiters };
+      const held = base === null || holdMs === undefined ? base : { ...base, heldUntil: now + holdMs - 1_000 };
+      for (const record of [base, held]) {
+        const claim = { ...plain, ...options };
+        decidesAlike(PRE_IMAGE_WIDTH.claim, record, now, claim.secret, (from) => transitions.claim(from, claim, now));
+        decidesAlike('queue', record, now, null, (from) => transitions.dequeue(from, { key: plain.key, waiterIds: leaving }, now));
+        const inspected = transitions.inspect(through(PRE_IMAGE_WIDTH.inspect, record, now, null), plain.key, now);
+        expect(inspected).toEqual(transitions.inspect(record, plain.key, now));
+        // NOTE: and after the claim wrote the queue, a claim by its first waiter, and the holder's own re-delivery.
+        const after = transitions.claim(record, claim, now).record;
+        const first = after?.waiters[0]?.waiterId;
+        if (first !== undefined) {
+          const next = { ...plain, secret: 'next-secret', queue: { waiterIds: [first], ttlMs: 1_000 } };
+          decidesAlike(PRE_IMAGE_WIDTH.claim, after, now + 1, next.secret, (from) => transitions.claim(from, next, now + 1));
+        }
+        decidesAlike(PRE_IMAGE_WIDTH.claim, after, now, claim.secret, (from) => transitions.claim(from, claim, now));
+      }
+    },
+  );
+
   test.prop([recordArb, fc.integer({ min: 0, max: 2_000_000 })])(
     'a whole-row pre-image decodes to the row itself, every field and bigint token exact',
     (record, now) => {
       // NOTE: submissions are never in a pre-image (their own table); a record without state has the empty one.
-      const stored = { ...({ state: {}, heldUntil: null } as object), ...record, submissions: [] };
+      const stored = { ...({ state: {}, heldUntil: null, waiters: [] } as object), ...record, submissions: [] };
       expect(through('record', record, now, record.grant?.secret ?? null)).toEqual(stored);
       expect(through('record', null, now, null)).toBeNull();
     },

@@ -244,7 +244,8 @@ export function describePostgresAdapterSpecs(kind: PostgresClientKind): void {
         table,
         sabotage: async () =>
           void (await ctx().opened.client.query(
-            `CREATE OR REPLACE FUNCTION "${table}_try_claim"(p_key text, p_holder text, p_run_id text, p_secret text, p_ttl_ms bigint, p_attributes jsonb, p_recovering boolean, p_expect jsonb, p_absent text[])
+            `CREATE OR REPLACE FUNCTION "${table}_try_claim"(p_key text, p_holder text, p_run_id text, p_secret text, p_ttl_ms bigint, p_attributes jsonb, p_recovering boolean, p_expect jsonb, p_absent text[],
+               p_waiters jsonb, p_queue_ttl_ms bigint, p_jump boolean)
              RETURNS text LANGUAGE plpgsql AS $$ BEGIN RAISE EXCEPTION 'claim function called'; END $$`,
           )),
       };

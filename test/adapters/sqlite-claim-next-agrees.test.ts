@@ -1,6 +1,8 @@
 /**
  * Claim-next on SQLite answers exactly what the pure core answers: random sequences of claim-next (take-over and
- * record-first, with and without `expect`, a repeated secret), plain claims (recovering or not), renew, release
+ * record-first, with and without `expect`, a repeated secret), claims (recovering or not; waiting, with the waiter
+ * ids of a queue, or jumping it) and dequeues (so keys' queues grow, expire and empty while claim-next and the other
+ * operations rewrite their records: `inspect` after every step shows each key's live waiters), renew, release
  * (with a hold, with a checkpoint decision), checkpoint, recover, fenced writes with a checkpoint, revoke (with or
  * without recovery), state changes (with a hold), remove, items added (with a delay) and removed, and time passing,
  * run on the memory store (the reference: the pure transitions over a map) and on a SQLite file with the same
@@ -31,7 +33,17 @@ const HOLDERS = ['w1', 'w2'];
 
 type Op =
   | { kind: 'claimNext'; holder: number; ttlMs: number | null; onExpired: OnExpired; expect: string | null; again: boolean }
-  | { kind: 'claim'; pick: number; holder: number; ttlMs: number; recovering: boolean }
+  | {
+      kind: 'claim';
+      pick: number;
+      holder: number;
+      ttlMs: number;
+      recovering: boolean;
+      wait: string[] | null;
+      waitTtlMs: number;
+      jumpQueue: boolean;
+    }
+  | { kind: 'dequeue'; pick: number; waiterIds: string[] }
   | { kind: 'renew'; grant: number; ttlMs: number }
   | { kind: 'release'; grant: number; holdMs: number | null; checkpoint: boolean }
   | { kind: 'checkpoint'; grant: number }
@@ -47,6 +59,8 @@ type Op =
 const pick = fc.nat({ max: KEYS.length - 1 });
 const grant = fc.nat({ max: 7 });
 const picks = fc.uniqueArray(pick, { minLength: 1, maxLength: 3 });
+/** Waiter ids of a waiting claim (the claimant first) or a dequeue: few, so that queues meet their own waiters again. */
+const waiterIds = fc.uniqueArray(fc.constantFrom('q1', 'q2', 'q3', 'q4'), { minLength: 1, maxLength: 3 });
 const opArb: fc.Arbitrary<Op> = fc.oneof(
   {
     weight: 6,
@@ -59,13 +73,20 @@ const opArb: fc.Arbitrary<Op> = fc.oneof(
       again: fc.boolean(),
     }),
   },
-  fc.record({
-    kind: fc.constant('claim' as const),
-    pick,
-    holder: fc.nat({ max: 1 }),
-    ttlMs: fc.integer({ min: 1, max: 300 }),
-    recovering: fc.boolean(),
-  }),
+  {
+    weight: 4,
+    arbitrary: fc.record({
+      kind: fc.constant('claim' as const),
+      pick,
+      holder: fc.nat({ max: 1 }),
+      ttlMs: fc.integer({ min: 1, max: 300 }),
+      recovering: fc.boolean(),
+      wait: fc.option(waiterIds, { nil: null, freq: 3 }),
+      waitTtlMs: fc.integer({ min: 1, max: 400 }),
+      jumpQueue: fc.constantFrom(false, false, false, true),
+    }),
+  },
+  fc.record({ kind: fc.constant('dequeue' as const), pick, waiterIds }),
   fc.record({ kind: fc.constant('renew' as const), grant, ttlMs: fc.integer({ min: 1, max: 300 }) }),
   {
     weight: 3,
@@ -183,10 +204,15 @@ describe('claim-next on SQLite agrees with the reference (memory: the pure core)
                 ttlMs: op.ttlMs,
                 attributes: {},
                 recovering: op.recovering,
+                ...(op.wait === null ? {} : { queue: { waiterIds: op.wait, ttlMs: op.waitTtlMs } }),
+                ...(op.jumpQueue ? { jumpQueue: true } : {}),
               };
               remember(await both((store) => store.claim(command)), secret, holder);
               break;
             }
+            case 'dequeue':
+              await both((store) => store.dequeue({ key: KEYS[op.pick] as string, waiterIds: op.waiterIds }));
+              break;
             case 'renew':
               if (fenceAt(0, op.grant) === undefined) break;
               await both((store, index) => store.renew({ fence: fenceAt(index, op.grant) as Fence, ttlMs: op.ttlMs }));

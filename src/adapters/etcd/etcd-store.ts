@@ -15,7 +15,7 @@
  * - **Round trips.** A refusal (also a fenced write's callback refusing itself, `refuse`: nothing is sent)
  *   or an `inspect` costs one round trip (the read: one linearizable read-only
  *   transaction of the record and its live key, true at a moment within the call). A change costs two
- *   (read + transaction), and a claim or renew of a grant with a TTL one more (the etcd lease it gets),
+ *   (read + transaction; a waiting claim's refusal is a change: it queues or renews its waiters), and a claim or renew of a grant with a TTL one more (the etcd lease it gets),
  *   as does a `remove` (the etcd lease of its removal mark). `setKeyState` that ends a grant deletes the
  *   grant's live key in its transaction and revokes the etcd lease after, as a release or revoke does.
  *   When the compare loses (another change of the same key committed in between), the store reads again and decides afresh on
@@ -65,7 +65,7 @@
  * `REMOVAL_MARK_SECONDS` later; a claim or `setKeyState` in between puts the new record over it.
  */
 import { OutcomeUnknownError, StoreUnavailableError } from '../../errors.js';
-import type { FencedWriteOutcome, StoreFencedWriteOptions } from '../../fence/operations.js';
+import type { DequeueOutcome, FencedWriteOutcome, StoreClaimOutcome, StoreFencedWriteOptions } from '../../fence/operations.js';
 import * as transitions from '../../fence/transitions.js';
 import type { Transition } from '../../fence/transitions.js';
 import type { Fence, LeaseRecord, StoreTime, SubmissionRecord } from '../../fence/types.js';
@@ -138,10 +138,25 @@ interface Decision<O> {
   readonly remove?: true;
   readonly submissions?: readonly SubmissionRecord[];
   readonly operations?: readonly EtcdRequestOp[];
+  /** Whether the put frees the key for release watchers, when its grant alone cannot say (record.ts `wake`). */
+  readonly wake?: boolean;
 }
 
 const decided = <O>({ outcome, changed, record }: Transition<O>): Decision<O> =>
   changed && record === null ? { outcome, record: null, remove: true } : { outcome, record: changed ? record : null };
+
+/**
+ * A claim's decision. NOTE: a waiting claim's refusal puts the record with its queue changed and no grant of its own:
+ * it must not wake the key's release watchers (they would all claim again, each refusal waking them all once more).
+ */
+const claimDecided = (transition: Transition<StoreClaimOutcome>): Decision<StoreClaimOutcome> =>
+  transition.changed && !transition.outcome.ok ? { ...decided(transition), wake: false } : decided(transition);
+
+/** A dequeue's decision: its put wakes the release watchers exactly when the first waiter left a claimable key. */
+const dequeueDecided = (transition: Transition<DequeueOutcome>): Decision<DequeueOutcome> => ({
+  ...decided(transition),
+  wake: transition.outcome.freed,
+});
 
 const FENCE_HOLDS = { ok: true } as const;
 
@@ -284,7 +299,12 @@ export function createEtcdStore(options: EtcdStoreOptions): EtcdStore {
     const { submissions } = decision;
     return {
       operations: [
-        { request_put: { key: recordKey(key), value: Buffer.from(encodeRecord(decision.record, now, stored.applied, id), 'utf8') } },
+        {
+          request_put: {
+            key: recordKey(key),
+            value: Buffer.from(encodeRecord(decision.record, now, stored.applied, id, decision.wake), 'utf8'),
+          },
+        },
         ...live.operations,
         ...(submissions !== undefined
           ? [{ request_put: { key: submissionsKey(key), value: Buffer.from(encodeSubmissions(key, submissions), 'utf8') } }]
@@ -346,11 +366,11 @@ export function createEtcdStore(options: EtcdStoreOptions): EtcdStore {
 
   return {
     id: `etcd:${prefix}`,
-    dequeue: () => Promise.reject(new Error('FAIR-WAITING PLACEHOLDER: dequeue not built yet')),
     prefix,
 
     claim: (command) =>
-      transact(command.key, 'claim', (record, now, floor) => decided(transitions.claim(record, hashedClaim(command), now, floor))),
+      transact(command.key, 'claim', (record, now, floor) => claimDecided(transitions.claim(record, hashedClaim(command), now, floor))),
+    dequeue: (command) => transact(command.key, 'dequeue', (record, now) => dequeueDecided(transitions.dequeue(record, command, now))),
     renew: (command) =>
       transact(command.fence.key, 'renew', (record, now) =>
         decided(transitions.renew(record, { ...command, fence: hashedFence(command.fence) }, now)),

@@ -2,8 +2,10 @@
  * `Store.watchFreed` on etcd: one etcd watch per waited lease record (on the client's own gRPC channel,
  * shared by every waiter of that key in this process, cancelled when the last one leaves). A put of the
  * record without a grant is a release, a revoke or a key-state change that ended the grant committing, and
- * a removal mark is a `remove`: its waiters are woken. A deleted record (an operator's hand, or a removal
- * mark's etcd lease running out) wakes them too. No polling: etcd streams the record's changes.
+ * a removal mark is a `remove`: its waiters are woken, as they are by a dequeue that left the key to the next
+ * waiter (its put says so, `wake`; a put that only queued a waiting claim says it frees nothing). A deleted record
+ * (an operator's hand, or a removal mark's etcd lease running out) wakes them too. No polling: etcd streams the
+ * record's changes.
  */
 import { createFreedSubscriptions, type FreedTransport } from '../freed-subscriptions.js';
 
@@ -29,12 +31,15 @@ export interface EtcdWatchBuilder {
 /**
  * Whether a put of the record means the key was freed: a leasefence record with no grant (a release, a revoke,
  * a key-state change that ended the grant; also a hold or state set while nothing held the key, which costs a
- * waiter one claim), or the removal mark a `remove` leaves (see record.ts).
+ * waiter one claim), or the removal mark a `remove` leaves (see record.ts). A put that says `wake` is taken at its
+ * word: `false` for one that only changed the key's queue, `true` for a dequeue that left the key to the next waiter.
  */
 function freedBy(value: Buffer): boolean {
   try {
-    const record = JSON.parse(value.toString('utf8')) as { grant?: unknown; removed?: unknown } | null;
-    return typeof record === 'object' && record !== null && (record.grant === null || record.removed === true);
+    const record = JSON.parse(value.toString('utf8')) as { grant?: unknown; removed?: unknown; wake?: unknown } | null;
+    if (typeof record !== 'object' || record === null) return false;
+    if (record.removed === true) return true;
+    return typeof record.wake === 'boolean' ? record.wake : record.grant === null;
   } catch {
     return false;
   }

@@ -12,8 +12,23 @@
  * operation reads it as "no record"; until it is gone, a remove delivered twice (or one that lost a race
  * with another) is recognised by its id, and the key's now does not go back. A claim or `setKeyState`
  * that creates the record again puts it without an etcd lease, continuing the ids.
+ *
+ * The key's queue of waiting claims (fence/queue.ts) is the record's `waiters` field, absent when nobody waits (most
+ * records), so a record nobody waits for is written and read as before. `wake` says whether the put frees the key
+ * for its release watchers (freed-watch.ts) when the grant alone cannot say it: `false` for a put that only changed
+ * the queue (a waiting claim's refusal, a dequeue that frees nobody), `true` for a dequeue that left the key to the
+ * next waiter; absent otherwise.
  */
-import type { CheckpointRecord, Ending, GrantState, LeaseAttributes, LeaseRecord, StoreTime, SubmissionRecord } from '../../fence/types.js';
+import type {
+  CheckpointRecord,
+  Ending,
+  GrantState,
+  LeaseAttributes,
+  LeaseRecord,
+  QueuedWaiter,
+  StoreTime,
+  SubmissionRecord,
+} from '../../fence/types.js';
 
 /** How many transaction ids a record remembers. */
 export const APPLIED_KEPT = 8;
@@ -55,19 +70,28 @@ interface RecordJson {
   readonly recoveryRequired: boolean;
   readonly state: Record<string, string>;
   readonly heldUntil: number | null;
+  /** The queue as `[waiterId, holder, arrivedAt, expiresAt]` in order; absent when empty. */
+  readonly waiters?: readonly StoredWaiter[];
+  /** See the header: absent unless the put says whether it frees the key. */
+  readonly wake?: boolean;
   readonly stamp: number;
   readonly applied: readonly string[];
 }
+
+/** One waiter as the record keeps it. */
+type StoredWaiter = readonly [waiterId: string, holder: string, arrivedAt: number, expiresAt: number];
+
+const NO_WAITERS: readonly QueuedWaiter[] = Object.freeze([]);
 
 const attributesOf = (stored: Record<string, string>): LeaseAttributes =>
   Object.freeze(Object.assign(Object.create(null) as Record<string, string>, stored));
 
 /**
  * The JSON text of `record` (its grant's `secret` must already be the hash: the store judges hashed
- * fences), stamped with `now` and with `requestId` appended to the applied ids.
+ * fences), stamped with `now` and with `requestId` appended to the applied ids; `wake` as the header says.
  */
-export function encodeRecord(record: LeaseRecord, now: StoreTime, applied: readonly string[], requestId: string): string {
-  const { grant, ending, checkpoint } = record;
+export function encodeRecord(record: LeaseRecord, now: StoreTime, applied: readonly string[], requestId: string, wake?: boolean): string {
+  const { grant, ending, checkpoint, waiters } = record;
   const json: RecordJson = {
     v: 2,
     key: record.key,
@@ -89,6 +113,10 @@ export function encodeRecord(record: LeaseRecord, now: StoreTime, applied: reado
     recoveryRequired: record.recoveryRequired,
     state: { ...record.state },
     heldUntil: record.heldUntil,
+    ...(waiters.length === 0
+      ? {}
+      : { waiters: waiters.map((waiter): StoredWaiter => [waiter.waiterId, waiter.holder, waiter.arrivedAt, waiter.expiresAt]) }),
+    ...(wake === undefined ? {} : { wake }),
     stamp: now,
     applied: [...applied, requestId].slice(-APPLIED_KEPT),
   };
@@ -133,7 +161,10 @@ export function decodeRecord(key: string, value: Buffer | undefined): StoredReco
     heldUntil: json.heldUntil,
     // NOTE: kept in their own key, read only by a fenced write with a submission (`decodeSubmissions`).
     submissions: NO_SUBMISSIONS,
-    waiters: [] /* FAIR-WAITING PLACEHOLDER */,
+    waiters:
+      json.waiters === undefined
+        ? NO_WAITERS
+        : json.waiters.map(([waiterId, holder, arrivedAt, expiresAt]) => ({ waiterId, holder, arrivedAt, expiresAt })),
   };
   return { record, stamp: json.stamp, applied: json.applied };
 }

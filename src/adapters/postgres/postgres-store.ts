@@ -10,6 +10,7 @@ import type { Transition } from '../../fence/transitions.js';
 import type { Fence, LeaseRecord, StoreTime } from '../../fence/types.js';
 import type { Lease } from '../../lease.js';
 import type { Store } from '../../store.js';
+import { claimQueueParams, dequeueStatement } from './claim-queue.js';
 import { CLAIM_FUNCTION_SUFFIX, expectParams } from './claim-rule.js';
 import { orderedValues, SET_KEY_STATE_SUFFIX } from './key-state.js';
 import { REMOVE_SUFFIX } from './remove.js';
@@ -197,6 +198,8 @@ export function createPostgresStore(given: PostgresStoreOptions): PostgresStore 
   // NOTE: unprepared, the claim statement would be planned at every call (more than it costs to run); the
   // claim function's plpgsql keeps its plans for the session (schema.ts).
   const claimText = session.prepared ? sql.claim : sql.claimCall;
+  const dequeue = dequeueStatement(table, true);
+  const dequeueQuiet = dequeueStatement(table, false);
   const id = `postgres:${table.name}`;
   const wrap = createStatementCache(table);
   const { client } = options;
@@ -271,7 +274,6 @@ export function createPostgresStore(given: PostgresStoreOptions): PostgresStore 
   return {
     id,
     table: table.name,
-    dequeue: () => Promise.reject(new Error('FAIR-WAITING PLACEHOLDER: dequeue not built yet')),
 
     async migrate() {
       guard(null, 'migrate');
@@ -291,6 +293,7 @@ export function createPostgresStore(given: PostgresStoreOptions): PostgresStore 
       assertEncodable('runId', command.runId);
       assertEncodableAttributes(command.attributes);
       if (command.expect !== undefined) assertEncodableState('expect', command.expect);
+      if (command.queue !== undefined) for (const waiterId of command.queue.waiterIds) assertEncodable('waiterId', waiterId);
       const params = [
         command.key,
         command.holder,
@@ -300,6 +303,7 @@ export function createPostgresStore(given: PostgresStoreOptions): PostgresStore 
         JSON.stringify(command.attributes),
         command.recovering,
         ...expectParams(command.expect),
+        ...claimQueueParams(command),
       ];
       guard(command.key, 'claim');
       return apply('claim', claimText, params, command.secret, (record, now, removed) =>
@@ -373,6 +377,14 @@ export function createPostgresStore(given: PostgresStoreOptions): PostgresStore 
       const params = [command.key, command.force === true, command.expectedToken?.toString() ?? null];
       guard(command.key, 'remove');
       return applyNotifying('remove', sql.remove, sql.removeQuiet, params, null, (record, now) => transitions.remove(record, command, now));
+    },
+
+    dequeue(command) {
+      assertEncodable('key', command.key);
+      for (const waiterId of command.waiterIds) assertEncodable('waiterId', waiterId);
+      const params = [command.key, JSON.stringify(command.waiterIds)];
+      guard(command.key, 'dequeue');
+      return applyNotifying('dequeue', dequeue, dequeueQuiet, params, null, (record, now) => transitions.dequeue(record, command, now));
     },
 
     async inspect(key) {

@@ -38,6 +38,7 @@ const CLEARED_COLUMNS = [
   'checkpoint_written_at',
   'state',
   'held_until',
+  'waiters',
 ]
   .map((column) => `${column} = NULL`)
   .join(', ')

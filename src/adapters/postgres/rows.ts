@@ -15,6 +15,7 @@ import type {
   KeyState,
   LeaseAttributes,
   LeaseRecord,
+  QueuedWaiter,
   StateChange,
   StoreTime,
   SubmissionRecord,
@@ -64,6 +65,13 @@ const GRANT_COLUMNS = [
   ['held_until', 'held_until'],
 ] as const;
 
+/**
+ * The key's queue of waiting claims (claim-queue.ts): a jsonb array of `{w, h, a, e}` (waiter id, holder, arrived
+ * at and expires at in epoch ms), NULL when nobody waits. Claim, dequeue and inspect read it (revoke and recover
+ * carry it along: their outcomes never read it).
+ */
+const WAITER_COLUMNS = [['waiters', 'waiters']] as const;
+
 /** The checkpoint, which claim, revoke, recover and inspect read. */
 const CHECKPOINT_COLUMNS = [
   ['checkpoint_json', 'checkpoint_json'],
@@ -75,15 +83,17 @@ const TIME_COLUMNS: ReadonlySet<string> = new Set(['expires_at', 'ending_at', 'a
 
 /**
  * How much of the row a statement returns: `fence` (what a fence check reads, for the operations whose
- * outcome is a fence verdict or built from the command), `grant` (all but the checkpoint: setKeyState and
- * remove, whose outcomes never carry it) or `record` (all of it).
+ * outcome is a fence verdict or built from the command), `grant` (all but the queue and the checkpoint:
+ * setKeyState and remove, whose outcomes never carry them), `queue` (all but the checkpoint: dequeue) or
+ * `record` (all of it). NOTE: each width is a prefix of the next, so one decoder reads them all.
  */
-export type PreImageWidth = 'fence' | 'grant' | 'record';
+export type PreImageWidth = 'fence' | 'grant' | 'queue' | 'record';
 
 const COLUMNS = {
   fence: FENCE_COLUMNS,
   grant: [...FENCE_COLUMNS, ...GRANT_COLUMNS],
-  record: [...FENCE_COLUMNS, ...GRANT_COLUMNS, ...CHECKPOINT_COLUMNS],
+  queue: [...FENCE_COLUMNS, ...GRANT_COLUMNS, ...WAITER_COLUMNS],
+  record: [...FENCE_COLUMNS, ...GRANT_COLUMNS, ...WAITER_COLUMNS, ...CHECKPOINT_COLUMNS],
 } as const;
 
 /** The names of the columns a pre-image of `width` carries, in their order in `r`. */
@@ -123,17 +133,24 @@ export function preImageJson(width: PreImageWidth, source: string, now: string, 
 export function claimPreImageJson(source: string, now: string, applied: string, presented: string, removedFloor: string): string {
   const live = `${source}holder IS NOT NULL AND (${source}expires_at IS NULL OR ${now} OPERATOR(pg_catalog.<) ${source}expires_at)`;
   const needed = `(NOT (${live}) OR ${source}secret_hash OPERATOR(pg_catalog.=) ${presented})`;
-  const values = recordCells(source, presented, needed);
+  // NOTE: the queue only when the claim gets past the live grant and the hold: a `held` or `held-back` refusal
+  // carries nothing of it, and every waiter of a held key polls (a full queue is 1,000 entries).
+  const queueRead = `(NOT (${live}) AND (${source}held_until IS NULL OR ${now} OPERATOR(pg_catalog.>=) ${source}held_until))`;
+  const values = recordCells(source, presented, needed, queueRead);
   // NOTE: the removed-token floor (token-floor.ts), only for a key without a token, after the row's columns.
   values.push(`CASE WHEN COALESCE(${source}token, 0::bigint) OPERATOR(pg_catalog.=) 0::bigint THEN (${removedFloor})::text END`);
   return `pg_catalog.json_build_array(${epochMs(now)}, ${applied}, ${values.join(', ')})::text`;
 }
 
-/** The record-width columns of `source` as `r` carries them, the checkpoint only where `withCheckpoint` (SQL) holds. */
-function recordCells(source: string, presented: string, withCheckpoint: string): string[] {
+/**
+ * The record-width columns of `source` as `r` carries them, the checkpoint only where `withCheckpoint` (SQL) holds,
+ * the queue only where `withWaiters` does.
+ */
+function recordCells(source: string, presented: string, withCheckpoint: string, withWaiters = 'true'): string[] {
   return COLUMNS.record.map(([name, expression]) => {
     if (name === 'secret_matches') return `(${source}secret_hash OPERATOR(pg_catalog.=) ${presented})`;
     const value = TIME_COLUMNS.has(name) ? epochMs(`${source}${name}`) : `${source}${expression}`;
+    if (name === 'waiters') return withWaiters === 'true' ? value : `CASE WHEN ${withWaiters} THEN ${value} END`;
     return name.startsWith('checkpoint_') ? `CASE WHEN ${withCheckpoint} THEN ${value} END` : value;
   });
 }
@@ -157,14 +174,29 @@ export interface PreImage {
   readonly removedFloor: bigint | null;
 }
 
+/** One stored waiter (`WAITER_COLUMNS`): waiter id, holder, arrived at, expires at (epoch ms). */
+interface WaiterCell {
+  readonly w: string;
+  readonly h: string;
+  readonly a: number;
+  readonly e: number;
+}
+
 /** One cell of a pre-image's JSON array. */
-export type Cell = string | number | boolean | null | Record<string, string> | StateChange;
+export type Cell = string | number | boolean | null | Record<string, string> | StateChange | readonly WaiterCell[];
 type Column = (typeof COLUMNS.record)[number][0];
 
 /** Each column's index in the `r` array (after now_ms and applied). */
 const AT = Object.fromEntries(COLUMNS.record.map(([name], index) => [name, index + 2])) as Readonly<Record<Column, number>>;
 
 const NO_SUBMISSIONS: readonly SubmissionRecord[] = Object.freeze([]);
+const NO_WAITERS: readonly QueuedWaiter[] = Object.freeze([]);
+
+/** The queue in a `waiters` cell, in stored order (expired entries too: the core judges them). */
+function waitersOf(cell: Cell | undefined): readonly QueuedWaiter[] {
+  if (!Array.isArray(cell)) return NO_WAITERS;
+  return (cell as readonly WaiterCell[]).map(({ w, h, a, e }) => ({ waiterId: w, holder: h, arrivedAt: a, expiresAt: e }));
+}
 
 /** The index of a claim's removed-token floor in `r`: after every column of the row. */
 const FLOOR_AT = COLUMNS.record.length + 2;
@@ -253,8 +285,6 @@ export function recordOfCells(cells: readonly Cell[], presented: string | null):
       ? null
       : { json: readableCheckpoint(checkpointJson), token: checkpointToken, writtenAt: timeOf(cells[AT.checkpoint_written_at]) ?? 0 };
   return {
-    // FAIR-WAITING PLACEHOLDER: the waiters column is not stored yet.
-    waiters: [],
     key,
     token,
     grant,
@@ -264,5 +294,6 @@ export function recordOfCells(cells: readonly Cell[], presented: string | null):
     state: Object.freeze(state as Record<string, string>) as KeyState,
     heldUntil: timeOf(cells[AT.held_until]),
     submissions: NO_SUBMISSIONS,
+    waiters: waitersOf(cells[AT.waiters]),
   };
 }

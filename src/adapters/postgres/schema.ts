@@ -13,6 +13,7 @@ import {
   stateExpected,
   type ClaimTerms,
 } from './claim-rule.js';
+import { QUEUE_FUNCTION_ARGUMENTS, QUEUE_FUNCTION_VARIABLES, queuedClaimBody } from './claim-queue.js';
 import { addItemsFunctionDdl } from './items.js';
 import { acquirePermitFunctionDdl, permitIndexDdl } from './permits.js';
 import { removeFunctionDdl } from './remove.js';
@@ -30,7 +31,8 @@ export const DEFAULT_LEASE_TABLE = 'leasefence_leases';
  * interest only, `waited_until`: freed-interest.ts; it reads as no record; every record has a state, `{}`
  * when none was set): `token` is the floor of every later grant (token-floor.ts: the clock floor, and the
  * removed-token floor that outlives a deleted row). `ending_change` is a `state-changed` ending's
- * `{name, from, to}`; `held_until` the hold of a release with `holdMs` or of `setKeyState`. Submissions live
+ * `{name, from, to}`; `held_until` the hold of a release with `holdMs` or of `setKeyState`; `waiters` the key's
+ * queue of waiting claims (claim-queue.ts), NULL when nobody waits. Submissions live
  * in their own table (submissions.ts), so no lease statement reads or rewrites them. Times are `timestamptz(3)`
  * on the server's clock, truncated to milliseconds so that SQL and the pure core compare the same values.
  *
@@ -70,6 +72,7 @@ function tableDdl(table: TableName): string {
   ending_change jsonb,
   state jsonb,
   held_until timestamptz(3),
+  waiters jsonb,
   waited_until timestamptz(3),
   item_set text,
   item_due_at timestamptz(3),
@@ -106,13 +109,16 @@ const FUNCTION_TERMS: ClaimTerms = PLPGSQL_CLAIM_TERMS;
  * is VOLATILE, at READ COMMITTED) locks the winner's row; `now` is read after the lock, and the grant is
  * applied under the claim rule (claim-rule.ts, the same fragments as the claim statement's). It returns the
  * pre-image (`rows.ts`; all NULL for an insert). A row that another transaction holds locked and whose
- * committed version shows a live grant is answered without waiting: `held` (see the NOTE in the body).
+ * committed version shows a live grant is answered without waiting: `held` (see the NOTE in the body), unless
+ * the claim waits (its refusal writes the key's queue). A claim that waits, or of a row with a queue, is judged
+ * against the queue (claim-queue.ts); every other claim as before.
  */
 function claimFunctionDdl(table: TableName, schemaPrefix: string): string {
   const t = `${schemaPrefix}"${table.bare}"`;
   const floorTable = `${schemaPrefix}"${table.bare}_token_floor"`;
   return `CREATE OR REPLACE FUNCTION ${schemaPrefix}"${table.bare}_${CLAIM_FUNCTION_SUFFIX}"(
-  p_key text, p_holder text, p_run_id text, p_secret text, p_ttl_ms bigint, p_attributes jsonb, p_recovering boolean, p_expect jsonb, p_absent text[])
+  p_key text, p_holder text, p_run_id text, p_secret text, p_ttl_ms bigint, p_attributes jsonb, p_recovering boolean, p_expect jsonb, p_absent text[],
+  ${QUEUE_FUNCTION_ARGUMENTS})
 RETURNS text
 LANGUAGE plpgsql VOLATILE
 SET search_path = pg_catalog, pg_temp
@@ -123,6 +129,7 @@ DECLARE
   applied boolean := false;
   removed_floor bigint;
   latest_floor bigint;
+  ${QUEUE_FUNCTION_VARIABLES}
 BEGIN
   -- NOTE: a row another transaction holds (a fenced write in progress, a renew) whose last committed version
   -- shows a live grant is answered from that version without waiting for the lock: the claim changes
@@ -131,7 +138,8 @@ BEGIN
   IF NOT FOUND THEN
     SELECT * INTO pre FROM ${t} AS l WHERE l.key = p_key;
     now_at := ${NOW};
-    IF FOUND AND pre.holder IS NOT NULL AND (pre.expires_at IS NULL OR now_at < pre.expires_at) THEN
+    -- NOTE: not for a waiting claim, whose refusal writes the queue: it waits for the lock.
+    IF FOUND AND p_waiters IS NULL AND pre.holder IS NOT NULL AND (pre.expires_at IS NULL OR now_at < pre.expires_at) THEN
       RETURN ${claimPreImageJson('pre.', 'now_at', 'false', 'p_secret', 'NULL::bigint')};
     END IF;
   END IF;
@@ -164,10 +172,19 @@ BEGIN
   IF pre.token = 0 THEN
     removed_floor := ${removedFloorSql(floorTable)};
   END IF;
-  UPDATE ${t} AS l SET ${claimSet(FUNCTION_TERMS, 'removed_floor')}
-  WHERE l.key = p_key AND ${claimable(FUNCTION_TERMS)};
-  applied := FOUND;
-  RETURN ${claimPreImageJson('pre.', 'now_at', 'applied', 'p_secret', 'removed_floor')};
+  IF p_waiters IS NULL AND pre.waiters IS NULL THEN
+    UPDATE ${t} AS l SET ${claimSet(FUNCTION_TERMS, 'removed_floor')}
+    WHERE l.key = p_key AND ${claimable(FUNCTION_TERMS)};
+    applied := FOUND;
+    RETURN ${claimPreImageJson('pre.', 'now_at', 'applied', 'p_secret', 'removed_floor')};
+  END IF;
+  ${queuedClaimBody({
+    table: t,
+    stateExpected: stateExpected(FUNCTION_TERMS),
+    grantSet: claimSet(FUNCTION_TERMS, 'removed_floor'),
+    claimable: claimable(FUNCTION_TERMS),
+    answer: (applied) => claimPreImageJson('pre.', 'now_at', applied, 'p_secret', 'removed_floor'),
+  })}
 END
 $leasefence$`;
 }

@@ -143,8 +143,9 @@ const STATEMENT_TERMS: ClaimTerms = {
  * removed-token floor: token-floor.ts), the same statement calls the claim function instead (schema.ts),
  * which answers from the row as committed when it shows a live grant (`held`, with no lock wait), and
  * otherwise inserts the row or locks (this transaction may already hold the lock) and decides on the newest
- * version. NOTE: the function is called in a CASE branch, which Postgres evaluates only when taken, so a
- * claim of a key that has a token never enters plpgsql, and never reads the floor (no subquery, whose plan
+ * version. So does a claim that waits ($10) or of a row with a queue of waiting claims (claim-queue.ts): the
+ * statement judges only plain claims of keys nobody waits for. NOTE: the function is called in a CASE branch,
+ * which Postgres evaluates only when taken, so a plain claim of a key that has a token and no queue never enters plpgsql, and never reads the floor (no subquery, whose plan
  * nodes would be initialised at every claim); its UPDATE CTE matches no row when the function is called
  * (`pre` is empty, or its token is 0).
  */
@@ -153,10 +154,11 @@ function claimStatement(table: TableName): string {
 applied AS (
   UPDATE ${table.quoted} AS l SET ${claimSet(STATEMENT_TERMS, 'NULL::bigint')}
   FROM pre
-  WHERE l.key = pre.key AND pre.token OPERATOR(pg_catalog.<>) 0::bigint AND ${claimable(STATEMENT_TERMS)}
+  WHERE l.key = pre.key AND pre.token OPERATOR(pg_catalog.<>) 0::bigint AND pre.waiters IS NULL AND $10::text IS NULL
+    AND ${claimable(STATEMENT_TERMS)}
   RETURNING 1
 )
-SELECT CASE WHEN pre.key IS NULL OR pre.token OPERATOR(pg_catalog.=) 0::bigint
+SELECT CASE WHEN pre.key IS NULL OR pre.token OPERATOR(pg_catalog.=) 0::bigint OR pre.waiters IS NOT NULL OR $10::text IS NOT NULL
   THEN ${claimFunction(table)}(${CLAIM_ARGUMENTS})
   ELSE ${claimPreImageJson('pre.', 'pre.now', 'EXISTS (SELECT 1 FROM applied)', '$4::text', 'NULL::bigint')}
 END AS r
@@ -195,13 +197,15 @@ export const PRE_IMAGE_WIDTH: Readonly<Record<keyof LeaseStatements, PreImageWid
 
 /** The claim function's arguments, from the claim's bind parameters. */
 const CLAIM_ARGUMENTS =
-  '$1::text, $2::text, $3::text, $4::text, $5::bigint, $6::text::jsonb, $7::boolean, $8::text::jsonb, $9::text::text[]';
+  '$1::text, $2::text, $3::text, $4::text, $5::bigint, $6::text::jsonb, $7::boolean, $8::text::jsonb, $9::text::text[], $10::text::jsonb, $11::bigint, $12::boolean';
 
 /** The statements of one lease table. */
 export interface LeaseStatements {
   /**
    * $1 key, $2 holder, $3 run id, $4 secret hash, $5 ttl ms (NULL: no expiry), $6 attributes JSON, $7 recovering,
-   * $8 the key-state values `expect` requires (JSON text, NULL: none), $9 the names it requires absent (a text[] literal, NULL: none).
+   * $8 the key-state values `expect` requires (JSON text, NULL: none), $9 the names it requires absent (a text[] literal, NULL: none),
+   * $10 a waiting claim's waiter ids (JSON text, NULL: the claim does not wait), $11 their entries' TTL ms, $12 jump the queue
+   * (claim-queue.ts `claimQueueParams`).
    */
   readonly claim: string;
   /** The claim as a call of the claim function (same parameters), for stores whose statements are not prepared. */

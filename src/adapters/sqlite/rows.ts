@@ -4,7 +4,8 @@
  * Times are epoch milliseconds. The row's `secret_hash` becomes the record's `grant.secret`: the store
  * judges every fence by hashes (see secret-hash.ts), so the record never holds a plain secret. The record's
  * `submissions` are not in the row (see submissions.ts): a record read from a row has none, and writing a
- * record leaves the key's submissions as they are.
+ * record leaves the key's submissions as they are. Its `waiters` are read with the row; writing a record leaves
+ * them as they are (waiters.ts).
  */
 import type {
   CheckpointRecord,
@@ -20,6 +21,7 @@ import type {
 import { availableAtSql, ROW_INPUTS } from './available-at.js';
 import type { SqliteValue } from './client.js';
 import type { TableName } from './identifier.js';
+import { waitersOf, type StoredWaiter } from './waiters.js';
 
 /** The lease row as `selectRecordSql` returns it. */
 interface LeaseRow {
@@ -52,17 +54,19 @@ type RareColumns = readonly [
   change: StateChange | null,
   state: KeyState | null,
   heldUntil: number | null,
+  waiters: readonly StoredWaiter[] | null,
 ];
 
 /**
  * The columns most rows leave NULL (an ending's reason and author: revokes; a state change; the key state;
- * the hold), read as ONE column: NULL when all are (a grant released, expired or held), otherwise a JSON array
- * of them, decoded with one `JSON.parse`. NOTE: a row of 20 or more columns comes back from better-sqlite3
- * about 1 µs slower than one of 19 (measured: 3.9 µs for 19, 4.7-5.4 µs for 20-22, whatever the columns
- * hold), and every operation reads the row: with this, the read has 18 columns.
+ * the hold; the queue of waiting claims, waiters.ts), read as ONE column: NULL when all are (a grant released,
+ * expired or held), otherwise a JSON array of them, decoded with one `JSON.parse`. NOTE: a row of 20 or more
+ * columns comes back from better-sqlite3 about 1 µs slower than one of 19 (measured: 3.9 µs for 19, 4.7-5.4 µs
+ * for 20-22, whatever the columns hold), and every operation reads the row: with this, the read has 18 columns.
  */
 const RARE_COLUMNS_SQL = `CASE WHEN ending_reason IS NULL AND ending_by IS NULL AND ending_change IS NULL AND state IS NULL AND held_until IS NULL
-  THEN NULL ELSE json_array(ending_reason, ending_by, json(ending_change), json(state), held_until) END AS rare`;
+  AND waiters IS NULL
+  THEN NULL ELSE json_array(ending_reason, ending_by, json(ending_change), json(state), held_until, json(waiters)) END AS rare`;
 
 /** The lease row's columns as `recordOf` reads them (tokens as decimal text). */
 export const RECORD_COLUMNS_SQL: string = `key, CAST(token AS TEXT) AS token, holder, run_id, secret_hash, acquired_at, expires_at, attributes,
@@ -115,7 +119,7 @@ export function assertCheckpointRead(row: unknown, changed: boolean): void {
  */
 export function clearItemRecordSql(table: TableName): string {
   const recordColumns = COLUMNS.filter((column) => column !== 'key' && column !== 'recovery_required').map((column) => `${column} = NULL`);
-  return `UPDATE ${table.quoted} SET ${recordColumns.join(', ')}, recovery_required = 0, available_at = item_due_at
+  return `UPDATE ${table.quoted} SET ${recordColumns.join(', ')}, recovery_required = 0, waiters = NULL, available_at = item_due_at
 WHERE key = ? AND item_set IS NOT NULL`;
 }
 
@@ -124,7 +128,10 @@ export function deleteRecordSql(table: TableName): string {
   return `DELETE FROM ${table.quoted} WHERE key = ? AND item_set IS NULL`;
 }
 
-/** The columns `upsertRecordSql` writes, in the order of `recordParams`. */
+/**
+ * The columns `upsertRecordSql` writes, in the order of `recordParams`. NOTE: not `waiters`: the upsert keeps the
+ * queue as it is (waiters.ts), so the record's write costs what it did before the queue.
+ */
 const COLUMNS = [
   'key',
   'token',
@@ -271,6 +278,6 @@ export function recordOf(row: unknown): LeaseRecord | null {
     state: rare?.[3] ?? NO_STATE,
     heldUntil: rare?.[4] ?? null,
     submissions: NO_SUBMISSIONS,
-    waiters: [] /* FAIR-WAITING PLACEHOLDER */,
+    waiters: waitersOf(rare?.[5]),
   };
 }

@@ -19,7 +19,8 @@ export const DEFAULT_BUSY_TIMEOUT_MS = 5_000;
  * One row per key, deleted only by an operator's `remove`. A grant is present iff `holder` is not NULL. Times
  * are epoch milliseconds on the host's clock; `secret_hash` is the SHA-256 of the grant's secret (the secret
  * itself is never stored). Tokens are 64-bit integers. `state` is the key's state as a JSON object (NULL: none),
- * `held_until` the hold, `ending_change` the `{name, from, to}` of a `state-changed` ending (JSON).
+ * `held_until` the hold, `ending_change` the `{name, from, to}` of a `state-changed` ending (JSON), `waiters` the
+ * key's queue of waiting claims (JSON, NULL when nobody waits: see waiters.ts).
  *
  * Claim-next (items.ts): `item_set` and `item_due_at` make the key an item of a set; `available_at` is the
  * pure `availableSince` of the row's record and item, kept equal to it by every statement that writes the row
@@ -52,6 +53,7 @@ export function leaseTableSql(table: TableName): string {
   recovery_required INTEGER NOT NULL DEFAULT 0,
   state TEXT,
   held_until INTEGER,
+  waiters TEXT,
   item_set TEXT,
   item_due_at INTEGER,
   item_order BLOB,

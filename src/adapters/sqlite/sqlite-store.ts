@@ -4,7 +4,8 @@
  * SQLite's single writer lock makes it atomic across every connection and process sharing the file.
  * `inspect` is one SELECT. Submissions live in a table of their own, read only by a fenced write that
  * carries one (submissions.ts); the floor that keeps tokens increasing across a `remove` is a one-row table
- * (token-floor.ts). Claim-next (items.ts) and semaphores (permits.ts: `acquirePermit` over a semaphore's permit
+ * (token-floor.ts). The key's queue of waiting claims is a column of the row that only a claim or a dequeue writes
+ * (waiters.ts). Claim-next (items.ts) and semaphores (permits.ts: `acquirePermit` over a semaphore's permit
  * rows, read by a range on the primary key) are transactions of the same kind.
  */
 import {
@@ -14,6 +15,8 @@ import {
   systemClock,
   transitions,
   type ClaimCommand,
+  type DequeueCommand,
+  type DequeueOutcome,
   type RemoveCommand,
   type RemoveOutcome,
   type Clock,
@@ -62,6 +65,7 @@ import { submissionStatements } from './submissions.js';
 import { tokenFloorStatements } from './token-floor.js';
 import { refuseAsyncCallback, refuseThenable, transactionStatements, type SqliteTransactionStatements } from './synchronous-callback.js';
 import { immediate } from './transaction.js';
+import { NO_WAITERS, updateWaitersSql, waitersChanged, waitersText } from './waiters.js';
 
 /** What a SQLite fenced write's callback receives: statements inside the fenced transaction. */
 export interface SqliteWriteContext extends SqliteTransactionStatements {
@@ -231,6 +235,7 @@ export function createSqliteStore(options: SqliteStoreOptions): SqliteStore {
   const upsertRecord = upsertRecordSql(table);
   const deleteRecord = deleteRecordSql(table);
   const clearItemRecord = clearItemRecordSql(table);
+  const updateWaiters = updateWaitersSql(table);
   const submissions = submissionStatements(client, table);
   const floors = tokenFloorStatements(client, table);
   // NOTE: whole milliseconds, like every stored time: the INTEGER columns of a STRICT table refuse fractions.
@@ -252,12 +257,18 @@ export function createSqliteStore(options: SqliteStoreOptions): SqliteStore {
   };
   const read = (key: string): LeaseRecord | null => recordOf(statementFor(client, selectRecord).get(key));
   const write = (record: LeaseRecord): void => void statementFor(client, upsertRecord).run(...recordParams(record));
+  /** Writes the key's queue when the transition changed it (the record's upsert leaves it as it is). */
+  const writeWaiters = (before: LeaseRecord | null, after: LeaseRecord): void => {
+    if (waitersChanged(before?.waiters ?? NO_WAITERS, after.waiters))
+      statementFor(client, updateWaiters).run(waitersText(after.waiters), after.key);
+  };
 
   /**
    * A claim: judged on the record read without the checkpoint when a live grant of another secret holds it
-   * (`selectClaimRecordSql`). Such a claim is refused `held` and writes nothing; a transition that would write
-   * a record read that way would drop the checkpoint, so it is refused loudly instead (unreachable while the
-   * SQL condition is `isLive`).
+   * (`selectClaimRecordSql`). Such a claim is refused `held`: a plain one writes nothing, a waiting one writes its
+   * queue alone (a refusal changes nothing else of the record). A grant writes the record (and the queue, when it
+   * changed: the claimant left it, or entries expired); a grant decided on a record read without its checkpoint
+   * would drop it, so it is refused loudly instead (unreachable while the SQL condition is `isLive`).
    */
   const claim = (command: ClaimCommand): StoreClaimOutcome =>
     immediate(client, 'claim', () => {
@@ -266,8 +277,23 @@ export function createSqliteStore(options: SqliteStoreOptions): SqliteStore {
       const row = statementFor(client, selectClaimRecord).get(at, hashed.secret, command.key);
       const found = recordOf(row);
       const { record, changed, outcome } = transitions.claim(found, hashed, at, floorFor(found, at));
-      assertCheckpointRead(row, changed);
-      if (changed && record !== null) write(record);
+      if (changed && record !== null) {
+        // NOTE: a refusal that writes has a row (its queue had a waiter first, or a grant or hold refused it).
+        if (outcome.ok || found === null) {
+          assertCheckpointRead(row, changed);
+          write(record);
+        }
+        writeWaiters(found, record);
+      }
+      return { outcome, commit: changed };
+    });
+
+  /** Dequeue: the queue alone changes. SQLite tells no waiters (it has no `watchFreed`): they poll. */
+  const dequeue = (command: DequeueCommand): DequeueOutcome =>
+    immediate(client, 'dequeue', () => {
+      const found = read(command.key);
+      const { record, changed, outcome } = transitions.dequeue(found, command, now());
+      if (changed && record !== null) writeWaiters(found, record);
       return { outcome, commit: changed };
     });
 
@@ -369,7 +395,7 @@ export function createSqliteStore(options: SqliteStoreOptions): SqliteStore {
   const store: SqliteStore = {
     id: `sqlite:${table.name}`,
     table: table.name,
-    dequeue: () => Promise.reject(new Error('FAIR-WAITING PLACEHOLDER: dequeue not built yet')),
+    dequeue: async (command) => dequeue(command),
     client,
     async migrate() {
       // NOTE: journal_mode cannot change inside a transaction; CREATE TABLE IF NOT EXISTS is atomic on its own.
