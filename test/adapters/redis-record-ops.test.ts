@@ -1,6 +1,7 @@
 /**
  * The Redis store's issue-24 operations against the pure transitions, on real redis-server, for every client
- * leasefence supports: random sequences of claims (with `expect`), renewals, releases (with `holdMs`),
+ * leasefence supports: random sequences of claims (with `expect`; waiting ones naming their waiters, ones that
+ * jump the queue, claims delivered again), dequeues, renewals, releases (with `holdMs`),
  * `setKeyState`, `remove`, fenced writes with submissions and with conditions (`refuseUnless`, `refuse`)
  * run on one key, while a model record follows the pure transitions at the `now` each Redis answer reports
  * (the script's own clock): every outcome and every `inspect` must be what the core says for the record as it
@@ -34,6 +35,20 @@ const step = fc.oneof(
     who: fc.integer({ min: 0, max: 1 }),
     ttl: fc.constantFrom(30, 60, 5_000),
     expect: fc.constantFrom(undefined, undefined, undefined, {}, { rev: '1' }, { tier: null }, { rev: '2', tier: '1' }),
+    // NOTE: a waiting claim names its waiters, the claimant first (fair waiting: fence/queue.ts), or jumps the queue.
+    wait: fc.option(
+      fc.record({
+        ids: fc.uniqueArray(fc.constantFrom('q1', 'q2', 'q3', 'q4'), { minLength: 1, maxLength: 3 }),
+        ttl: fc.constantFrom(20, 60, 5_000),
+      }),
+      { freq: 2, nil: undefined },
+    ),
+    jumpQueue: fc.constantFrom(false, false, false, true),
+  }),
+  fc.record({ kind: fc.constant('again' as const) }),
+  fc.record({
+    kind: fc.constant('dequeue' as const),
+    ids: fc.uniqueArray(fc.constantFrom('q1', 'q2', 'q3', 'q4', 'nobody'), { minLength: 0, maxLength: 3 }),
   }),
   fc.record({ kind: fc.constant('renew' as const), who: fc.integer({ min: 0, max: 1 }) }),
   fc.record({
@@ -96,6 +111,7 @@ describe.each(KINDS)('redis store (%s): issue 24 operations answer as the pure t
       const fences: (Fence | null)[] = [null, null];
       let applied = 0;
       let highest = 0n;
+      let last: ClaimCommand | null = null;
       const fenceOf = (who: number): Fence =>
         fences[who] ?? { key, token: 1n, secret: newSecret(), holder: WHO[who] ?? 'a', runId: `run-${WHO[who]}` };
       for (const s of steps) {
@@ -113,7 +129,10 @@ describe.each(KINDS)('redis store (%s): issue 24 operations answer as the pure t
               attributes: {},
               recovering: false,
               ...(s.expect === undefined ? {} : { expect: s.expect }),
+              ...(s.wait === undefined ? {} : { queue: { waiterIds: s.wait.ids, ttlMs: s.wait.ttl } }),
+              ...(s.jumpQueue ? { jumpQueue: true } : {}),
             };
+            last = command;
             const outcome = await store.claim(command);
             const pure = transitions.claim(model, command, outcome.now, outcome.ok ? outcome.token : 0n);
             expect(outcome).toEqual(pure.outcome);
@@ -124,6 +143,34 @@ describe.each(KINDS)('redis store (%s): issue 24 operations answer as the pure t
               highest = outcome.token;
               fences[s.who] = { key, token: outcome.token, secret: command.secret, holder: command.holder, runId: command.runId };
             }
+            break;
+          }
+          case 'again': {
+            // NOTE: the last claim delivered again (its reply lost): the core's answer for the record as it is now.
+            if (last === null) break;
+            const command = last;
+            const outcome = await store.claim(command);
+            const mine = model?.grant?.secret === command.secret ? model.grant : null;
+            if (mine !== null && mine !== undefined && mine.expiresAt !== null && mine.expiresAt <= outcome.now) {
+              // NOTE: the store answers its own grant again even once it expired (the script knows it by its secret).
+              expect(outcome).toMatchObject({ ok: true, token: mine.token });
+              break;
+            }
+            const pure = transitions.claim(model, command, outcome.now, outcome.ok ? outcome.token : 0n);
+            expect(outcome).toEqual(pure.outcome);
+            model = pure.record;
+            if (outcome.ok && pure.changed) {
+              expect(outcome.token > highest).toBe(true);
+              highest = outcome.token;
+            }
+            break;
+          }
+          case 'dequeue': {
+            const command = { key, waiterIds: s.ids };
+            const outcome = await store.dequeue(command);
+            const pure = transitions.dequeue(model, command, outcome.now);
+            expect(outcome).toEqual(pure.outcome);
+            model = pure.record;
             break;
           }
           case 'renew': {
@@ -381,4 +428,265 @@ describe('redis store: issue 24 edges', () => {
     for (const attempt of bad) await expect(attempt()).rejects.toMatchObject({ code: 'INVALID_ARGUMENT' });
     expect(sent).toEqual([]);
   });
+});
+
+/** Steps of the fair-waiting property: mostly claims (waiting, plain, jumping) and releases, so queues form and drain. */
+const queueStep = fc.oneof(
+  { weight: 2, arbitrary: fc.record({ kind: fc.constant('tick' as const), ms: fc.integer({ min: 0, max: 40 }) }) },
+  {
+    weight: 6,
+    arbitrary: fc.record({
+      kind: fc.constant('claim' as const),
+      holder: fc.constantFrom('a', 'b', 'c'),
+      ttl: fc.constantFrom(15, 60, 5_000),
+      ids: fc.option(fc.uniqueArray(fc.constantFrom('q1', 'q2', 'q3', 'q4', 'q5'), { minLength: 1, maxLength: 3 }), {
+        freq: 4,
+        nil: undefined,
+      }),
+      placeTtl: fc.constantFrom(15, 50, 5_000),
+      jumpQueue: fc.constantFrom(false, false, false, false, true),
+      recovering: fc.constantFrom(false, false, false, true),
+      expect: fc.constantFrom(undefined, undefined, undefined, undefined, { tier: '1' }),
+    }),
+  },
+  { weight: 1, arbitrary: fc.record({ kind: fc.constant('again' as const) }) },
+  { weight: 3, arbitrary: fc.record({ kind: fc.constant('release' as const), holdMs: fc.constantFrom(undefined, undefined, 30) }) },
+  {
+    weight: 2,
+    arbitrary: fc.record({
+      kind: fc.constant('dequeue' as const),
+      ids: fc.uniqueArray(fc.constantFrom('q1', 'q2', 'q3', 'q4', 'q5', 'nobody'), { minLength: 0, maxLength: 3 }),
+    }),
+  },
+  fc.record({ kind: fc.constant('revoke' as const), requireRecovery: fc.boolean() }),
+  fc.record({ kind: fc.constant('checkpoint' as const) }),
+  fc.record({ kind: fc.constant('state' as const), tier: fc.constantFrom('1', '2'), holdMs: fc.constantFrom(undefined, null, 25) }),
+  fc.record({ kind: fc.constant('remove' as const) }),
+  fc.record({ kind: fc.constant('inspect' as const) }),
+);
+
+describe('redis store: fair waiting answers as the pure transitions', () => {
+  let client: RedisClient;
+  let close: () => Promise<void>;
+  const prefix = freshPrefix('lf-queue-ops');
+  let store: RedisStore;
+
+  beforeAll(async () => {
+    ({ client, close } = await openClient('ioredis', await sharedRedisUrl()));
+    store = createRedisStore({ client, prefix });
+  });
+  afterAll(async () => close?.());
+
+  const plain = (key: string, holder: string, extra: Partial<ClaimCommand> = {}): ClaimCommand => ({
+    key,
+    holder,
+    runId: null,
+    secret: newSecret(),
+    ttlMs: 60_000,
+    attributes: {},
+    recovering: false,
+    ...extra,
+  });
+  const waiting = (key: string, holder: string, waiterIds: readonly string[]): ClaimCommand =>
+    plain(key, holder, { queue: { waiterIds, ttlMs: 30_000 } });
+  const fenceOf = (command: ClaimCommand, token: bigint): Fence => ({
+    key: command.key,
+    token,
+    secret: command.secret,
+    holder: command.holder,
+    runId: null,
+  });
+
+  it('the queue is one field of the record: absent while nobody waits, deleted when the last waiter is granted; claim-next and acquirePermit jump it and keep it', async () => {
+    const raw = toConnection(client);
+    const names = keyNames(prefix);
+    const field = (key: string) => raw.send(['HGET', names.record(key, 'lease'), 'waiters']);
+    const key = `field:${randomBytes(4).toString('hex')}`;
+    const a = plain(key, 'a');
+    const granted = await store.claim(a);
+    if (!granted.ok) throw new Error('not granted');
+    expect(await field(key)).toBeNull();
+    expect(await store.claim(plain(key, 'b'))).toMatchObject({ ok: false, reason: 'held' });
+    expect(await field(key)).toBeNull();
+    expect(await store.claim(waiting(key, 'w', ['id-1']))).toMatchObject({ ok: false, reason: 'held' });
+    expect(String(await field(key))).toMatch(/^id-1\0w\0\d+\0\d+\0$/);
+    await store.release({ fence: fenceOf(a, granted.token) });
+    expect(await store.claim(waiting(key, 'w', ['id-1']))).toMatchObject({ ok: true });
+    expect(await field(key)).toBeNull();
+
+    // an item of a claim-next set: claim-next grants it over its waiter, whose place stays
+    const set = `set${randomBytes(3).toString('hex')}`;
+    const item = `{${set}}:a`;
+    await store.addItems?.({ set, keys: [item] });
+    const holder = plain(item, 'h');
+    const held = await store.claim(holder);
+    if (!held.ok) throw new Error('not granted');
+    await store.claim(waiting(item, 'w', ['id-9']));
+    const before = await field(item);
+    await store.release({ fence: fenceOf(holder, held.token) });
+    expect(
+      await store.claimNext?.({
+        set,
+        holder: 'n',
+        runId: null,
+        secret: newSecret(),
+        ttlMs: 60_000,
+        attributes: {},
+        onExpired: 'take-over',
+      }),
+    ).toMatchObject({ ok: true, key: item });
+    expect(await field(item)).toEqual(before);
+    expect((await store.inspect(item)).waiters).toMatchObject([{ waiterId: 'id-9', holder: 'w' }]);
+
+    // a permit of a semaphore: an acquire takes it over its waiter, whose place stays
+    const semaphore = `sem${randomBytes(3).toString('hex')}`;
+    const permit = `{${semaphore}}:permit-1`;
+    const onPermit = plain(permit, 'h');
+    const permitted = await store.claim(onPermit);
+    if (!permitted.ok) throw new Error('not granted');
+    await store.claim(waiting(permit, 'w', ['id-7']));
+    const kept = await field(permit);
+    await store.release({ fence: fenceOf(onPermit, permitted.token) });
+    expect(
+      await store.acquirePermit?.({
+        semaphore,
+        limit: 1,
+        holder: 'p',
+        runId: null,
+        secret: newSecret(),
+        ttlMs: 60_000,
+        attributes: {},
+        recovering: false,
+      }),
+    ).toMatchObject({ ok: true, key: permit });
+    expect(await field(permit)).toEqual(kept);
+  });
+
+  it('a waiting claim naming 100 ids of 64 characters, with a long holder full of separators of other kinds, is queued whole; ids Redis cannot store are refused before I/O', async () => {
+    const key = `wide:${randomBytes(4).toString('hex')}`;
+    const a = plain(key, 'a');
+    expect(await store.claim(a)).toMatchObject({ ok: true });
+    const ids = Array.from({ length: 100 }, (_, i) => `${String(i).padStart(3, '0')}${'x'.repeat(61)}`);
+    const holder = `h\u0001|{}"'\\ ${'é'.repeat(200)}`;
+    expect(await store.claim(waiting(key, holder, ids))).toMatchObject({ ok: false, reason: 'held' });
+    const inspection = await store.inspect(key);
+    expect(inspection.waiters.map((waiter) => waiter.waiterId)).toEqual(ids);
+    expect(inspection.waiters.every((waiter) => waiter.holder === holder)).toBe(true);
+    await expect(store.claim(waiting(key, 'w', ['a\u0000b']))).rejects.toMatchObject({ code: 'INVALID_ARGUMENT' });
+    await expect(store.claim(waiting(key, 'w', ['\ud800']))).rejects.toMatchObject({ code: 'INVALID_ARGUMENT' });
+    await expect(store.dequeue({ key, waiterIds: ['a\u0000b'] })).rejects.toMatchObject({ code: 'INVALID_ARGUMENT' });
+    expect(await store.dequeue({ key, waiterIds: ids.slice(0, 50) })).toMatchObject({ ok: true, removed: 50, freed: false });
+    // NOTE: delivered again (its reply lost), a dequeue finds the ids gone and changes nothing.
+    expect(await store.dequeue({ key, waiterIds: ids.slice(0, 50) })).toMatchObject({ ok: true, removed: 0, freed: false });
+    expect((await store.inspect(key)).waiters.map((waiter) => waiter.waiterId)).toEqual(ids.slice(50));
+  });
+
+  it.prop([fc.array(queueStep, { minLength: 10, maxLength: 50, size: 'max' })], { numRuns: 60 })(
+    'waiting claims, plain and jumping claims, claims delivered again and dequeues: every outcome and the live queue equal the core’s',
+    async (steps) => {
+      const key = `queue:${randomBytes(6).toString('hex')}`;
+      let model: LeaseRecord | null = null;
+      let current: Fence | null = null;
+      let last: ClaimCommand | null = null;
+      const inspectBoth = async (): Promise<void> => {
+        const inspection = await store.inspect(key);
+        expect(inspection).toEqual(transitions.inspect(model, key, inspection.now));
+      };
+      for (const s of steps) {
+        switch (s.kind) {
+          case 'tick':
+            await sleep(s.ms);
+            break;
+          case 'claim':
+          case 'again': {
+            let command: ClaimCommand;
+            if (s.kind === 'again') {
+              if (last === null) break;
+              command = last;
+            } else {
+              command = {
+                key,
+                holder: s.holder,
+                runId: null,
+                secret: newSecret(),
+                ttlMs: s.ttl,
+                attributes: {},
+                recovering: s.recovering,
+                ...(s.expect === undefined ? {} : { expect: s.expect }),
+                ...(s.ids === undefined ? {} : { queue: { waiterIds: s.ids, ttlMs: s.placeTtl } }),
+                ...(s.jumpQueue ? { jumpQueue: true } : {}),
+              };
+            }
+            last = command;
+            const outcome = await store.claim(command);
+            const mine = model?.grant?.secret === command.secret ? model.grant : null;
+            if (mine !== null && mine !== undefined && mine.expiresAt !== null && mine.expiresAt <= outcome.now) {
+              // NOTE: the store answers its own grant again even once it expired (the script knows it by its secret).
+              expect(outcome).toMatchObject({ ok: true, token: mine.token });
+              break;
+            }
+            const pure = transitions.claim(model, command, outcome.now, outcome.ok ? outcome.token : 0n);
+            expect(outcome).toEqual(pure.outcome);
+            model = pure.record;
+            if (outcome.ok) current = { key, token: outcome.token, secret: command.secret, holder: command.holder, runId: null };
+            break;
+          }
+          case 'release': {
+            if (current === null) break;
+            const command = { fence: current, ...(s.holdMs === undefined ? {} : { holdMs: s.holdMs }) };
+            const outcome = await store.release(command);
+            const pure = transitions.release(model, command, outcome.now);
+            expect(outcome).toEqual(pure.outcome);
+            model = pure.record;
+            break;
+          }
+          case 'checkpoint': {
+            if (current === null) break;
+            const command = { fence: current, json: '{"at":1}' };
+            const outcome = await store.checkpoint(command);
+            const pure = transitions.checkpoint(model, command, outcome.now);
+            expect(outcome).toEqual(pure.outcome);
+            model = pure.record;
+            break;
+          }
+          case 'dequeue': {
+            const command = { key, waiterIds: s.ids };
+            const outcome = await store.dequeue(command);
+            const pure = transitions.dequeue(model, command, outcome.now);
+            expect(outcome).toEqual(pure.outcome);
+            model = pure.record;
+            break;
+          }
+          case 'revoke': {
+            const command = { key, reason: 'ops', by: 'ops', requireRecovery: s.requireRecovery, expectedToken: null };
+            const outcome = await store.revoke(command);
+            const pure = transitions.revoke(model, command, outcome.now);
+            expect(outcome).toEqual(pure.outcome);
+            model = pure.record;
+            break;
+          }
+          case 'state': {
+            const command = { key, values: { tier: s.tier }, by: 'ops', ...(s.holdMs === undefined ? {} : { holdMs: s.holdMs }) };
+            const outcome = await store.setKeyState(command);
+            const pure = transitions.setKeyState(model, command, outcome.now);
+            expect(outcome).toEqual(pure.outcome);
+            model = pure.record;
+            break;
+          }
+          case 'remove': {
+            const command = { key, force: true, expectedToken: null };
+            const outcome = await store.remove(command);
+            const pure = transitions.remove(model, command, outcome.now);
+            expect(outcome).toEqual(pure.outcome);
+            model = pure.record;
+            break;
+          }
+          case 'inspect':
+            await inspectBoth();
+            break;
+        }
+      }
+      await inspectBoth();
+    },
+  );
 });

@@ -1,8 +1,8 @@
 /**
  * Redis wake-ups for waiting claims: the RELEASE, REVOKE and SET_KEY_STATE scripts publish on the lease's
  * "freed" channel (`<record key>:freed`, so it carries the lease's hash tag and lives in its Cluster slot)
- * when they end a grant, REMOVE when it deletes the record, and `watchFreed` listens on a dedicated
- * subscriber connection.
+ * when they end a grant, REMOVE when it deletes the record, DEQUEUE when the first waiter leaves a claimable
+ * key to the next one, and `watchFreed` listens on a dedicated subscriber connection.
  *
  * Sharded pub/sub (SPUBLISH / SSUBSCRIBE, Redis 7): a sharded message stays within the slot's shard in a
  * Cluster instead of being broadcast to every node, and the scripts may publish it because the channel is
@@ -19,10 +19,11 @@ export function freedChannelOf(recordKey: string): string {
 
 /**
  * Lua: publishes on the lease's freed channel (sharded on Redis 7+). Spliced into RELEASE, REVOKE and
- * SET_KEY_STATE right where they end a grant, and into REMOVE where it deletes the record, inside the script,
- * so the message is sent exactly when the change is applied.
+ * SET_KEY_STATE right where they end a grant, into REMOVE where it deletes the record, and into DEQUEUE where the
+ * first waiter leaves a claimable key to the next, inside the script, so the message is sent exactly when the
+ * change is applied.
  */
-export const PUBLISH_FREED = (kind: 'released' | 'revoked' | 'state-changed' | 'removed'): string =>
+export const PUBLISH_FREED = (kind: 'released' | 'revoked' | 'state-changed' | 'removed' | 'dequeued'): string =>
   `redis.call(redis.REDIS_VERSION_NUM and 'SPUBLISH' or 'PUBLISH', KEYS[1] .. ':freed', '${kind}')`;
 
 /** The parts of an ioredis client (v5 or v6) used as a subscriber connection. */

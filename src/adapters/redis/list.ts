@@ -23,11 +23,11 @@ import { CLOCK, GRANT_LOCALS, GRANT_PARTS, MASKED, SAFE_CHECKPOINT } from './scr
  * One listed record. KEYS: record. Replies as the inspect script does (`{ status, lease, ending,
  * checkpoint, recovery, state, hold }`, the secret masked), except that the checkpoint is its header alone
  * (token SEP writtenAt SEP, no JSON) and an eighth element (`REPLY.extras`) is the JSON's size in bytes: the
- * body stays on the server.
+ * body stays on the server. The queue follows at `REPLY.waiters`, as inspect replies it.
  * ATOMICITY: one script, reads only.
  */
 export const LIST_RECORD_SCRIPT: string = `${CLOCK}
-local v = redis.call('HMGET', KEYS[1], 'lease', 'ending', 'checkpoint', 'recovery', 'state', 'hold')
+local v = redis.call('HMGET', KEYS[1], 'lease', 'ending', 'checkpoint', 'recovery', 'state', 'hold', 'waiters')
 local checkpoint = v[3]
 ${SAFE_CHECKPOINT}
 local bytes = 0
@@ -45,7 +45,7 @@ if s1 then
   ${GRANT_PARTS}
   v[1] = ${MASKED}
 end
-return {'-' .. clock, v[1], v[2], v[3], v[4], v[5], v[6], bytes}
+return {'-' .. clock, v[1], v[2], v[3], v[4], v[5], v[6], bytes, v[7]}
 `;
 
 const LIST_RECORD = defineScript('list record', LIST_RECORD_SCRIPT);
@@ -146,7 +146,7 @@ export function createRedisList(
     const leases: ListedInspection[] = [];
     keys.forEach(([, key], at) => {
       const reply = replies[at];
-      const { record, now } = parseLeaseReply(reply, key as string, '');
+      const { record, now } = parseLeaseReply(reply, key as string, '', 'held', true);
       if (record === null) return;
       const inspection = transitions.inspect(record, key as string, now);
       const { checkpoint } = inspection;

@@ -13,10 +13,12 @@ import type {
   KeyState,
   LeaseAttributes,
   LeaseRecord,
+  QueuedWaiter,
   StateChange,
   StoreTime,
   SubmissionRecord,
 } from '../../fence/types.js';
+import type { ClaimQueue } from '../../fence/queue.js';
 import { REPLY } from './scripts.js';
 
 /** A lease script's reply, decoded. */
@@ -48,6 +50,7 @@ const OTHER_SECRET = '\u0000other';
 const EMPTY: LeaseAttributes = Object.freeze({});
 const NO_STATE: KeyState = Object.freeze({});
 const NO_SUBMISSIONS: readonly SubmissionRecord[] = Object.freeze([]);
+const NO_WAITERS: readonly QueuedWaiter[] = Object.freeze([]);
 
 /** Text Redis would not store exactly (a lone surrogate becomes U+FFFD). */
 const UNSTORABLE = /\p{Surrogate}/u;
@@ -128,7 +131,8 @@ export function stateArgs(values: Readonly<Record<string, string | null>>): stri
 
 /**
  * A claim as script arguments: secret, who, ttl, then attributes JSON and recovering ('1' or ''), left out
- * when empty / false and nothing follows, then the required key state (`stateArgs`), left out when absent.
+ * when empty / false and nothing follows, then the required key state (`stateArgs`; `''` when absent and the
+ * queue mode follows, else left out), then the queue mode (`queueArgs`), left out for a plain claim.
  */
 export function claimArgs(
   secret: string,
@@ -138,14 +142,46 @@ export function claimArgs(
   attributes: LeaseAttributes,
   recovering: boolean,
   expect?: Readonly<Record<string, string | null>>,
+  queue?: ClaimQueue,
+  jumpQueue?: boolean,
 ): string[] {
   assertNoSeparator('secret', secret);
   const args = [secret, whoArg(holder, runId), ttlArg(ttlMs)];
   const json = attributesArg(attributes);
-  if (json !== '' || recovering || expect !== undefined) args.push(json);
-  if (recovering || expect !== undefined) args.push(recovering ? '1' : '');
+  const queued = queue !== undefined || jumpQueue === true;
+  if (json !== '' || recovering || expect !== undefined || queued) args.push(json);
+  if (recovering || expect !== undefined || queued) args.push(recovering ? '1' : '');
   if (expect !== undefined) for (const arg of stateArgs(expect)) args.push(arg);
+  else if (queued) args.push('');
+  if (queued) for (const arg of queueArgs(queue, jumpQueue === true)) args.push(arg);
   return args;
+}
+
+/**
+ * The queue mode of a claim as script arguments (see CLAIM_SCRIPT): `'j'` for a claim that jumps the queue without
+ * waiting; `'w'` (`'wj'` when it also jumps) for a waiting claim, then its place's TTL and its waiter ids. Refuses,
+ * before any I/O, what the record could not store exactly: a waiter id with NUL or a lone surrogate, a TTL that is
+ * not a positive safe integer.
+ */
+function queueArgs(queue: ClaimQueue | undefined, jumpQueue: boolean): string[] {
+  if (queue === undefined) return ['j'];
+  const { waiterIds, ttlMs } = queue;
+  if (typeof ttlMs !== 'number' || !Number.isSafeInteger(ttlMs) || ttlMs <= 0)
+    throw new InvalidArgumentError(`a claim's queue ttlMs must be a positive integer, got ${String(ttlMs)}`);
+  const args = [jumpQueue ? 'wj' : 'w', String(ttlMs)];
+  for (const waiterId of waiterIdArgs(waiterIds)) args.push(waiterId);
+  return args;
+}
+
+/** Waiter ids as script arguments: strings without NUL (the queue's separator) that Redis stores exactly. */
+export function waiterIdArgs(waiterIds: readonly string[]): readonly string[] {
+  if (!Array.isArray(waiterIds)) throw new InvalidArgumentError('waiterIds must be an array of strings');
+  for (const waiterId of waiterIds) {
+    if (typeof waiterId !== 'string') throw new InvalidArgumentError(`a waiter id must be a string, got ${typeof waiterId}`);
+    assertNoSeparator('a waiter id', waiterId);
+    assertStorable('a waiter id', waiterId);
+  }
+  return waiterIds;
 }
 
 /** The token floor of a reply: its clock, in epoch µs. */
@@ -245,6 +281,7 @@ function recordOf(
   secret: string,
   state: KeyState = NO_STATE,
   heldUntil: StoreTime | null = null,
+  waiters: readonly QueuedWaiter[] = NO_WAITERS,
 ): LeaseRecord | null {
   const stored = parts[from];
   if (stored === undefined || stored === '') return null;
@@ -262,12 +299,35 @@ function recordOf(
     state,
     heldUntil,
     submissions: NO_SUBMISSIONS,
-    waiters: [] /* FAIR-WAITING PLACEHOLDER */,
+    waiters,
   };
 }
 
-/** The record in a table reply `{ status, lease, ending, checkpoint, recovery, state, hold }`. */
-function fromTable(key: string, reply: readonly unknown[], secret: string): LeaseRecord | null {
+/**
+ * A stored queue (the `waiters` field, see `queue-parts.ts`): entries of waiterId SEP holder SEP arrivedAt SEP
+ * expiresAt SEP, oldest first, as stored (expired entries too: the core keeps the live ones); `''` or absent for none.
+ */
+export function waitersOf(stored: unknown): readonly QueuedWaiter[] {
+  if (!isSet(stored)) return NO_WAITERS;
+  const parts = stored.split(SEP);
+  const waiters: QueuedWaiter[] = [];
+  // NOTE: the field ends with SEP, so the split ends with an empty part.
+  for (let at = 0; at + 4 < parts.length; at += 4) {
+    waiters.push({
+      waiterId: parts[at] as string,
+      holder: parts[at + 1] as string,
+      arrivedAt: Number(parts[at + 2]),
+      expiresAt: Number(parts[at + 3]),
+    });
+  }
+  return waiters;
+}
+
+/**
+ * The record in a table reply `{ status, lease, ending, checkpoint, recovery, state, hold }`, and its queue at
+ * `REPLY.waiters` when the script replies one there (`withWaiters`).
+ */
+function fromTable(key: string, reply: readonly unknown[], secret: string, withWaiters: boolean): LeaseRecord | null {
   const lease = reply[REPLY.lease];
   if (typeof lease !== 'string') return null;
   const ending = reply[REPLY.ending];
@@ -291,14 +351,25 @@ function fromTable(key: string, reply: readonly unknown[], secret: string): Leas
     secret,
     stateOf(reply[REPLY.state]),
     holdOf(reply[REPLY.hold]),
+    withWaiters ? waitersOf(reply[REPLY.waiters]) : NO_WAITERS,
   );
 }
 
 /** Which string shape a script replies when it replies a string (see `scripts.ts`). */
 export type StringShape = 'held' | 'free';
 
-/** Decodes a lease script's reply (see `scripts.ts`): a table, or a string of the script's `shape`. */
-export function parseLeaseReply(reply: unknown, key: string, presentedSecret: string, shape: StringShape = 'held'): LeaseReply {
+/**
+ * Decodes a lease script's reply (see `scripts.ts`): a table, or a string of the script's `shape`. `withWaiters`:
+ * the script replies the record's queue at `REPLY.waiters` (claim, inspect, list, dequeue); other scripts put
+ * their own results there.
+ */
+export function parseLeaseReply(
+  reply: unknown,
+  key: string,
+  presentedSecret: string,
+  shape: StringShape = 'held',
+  withWaiters = false,
+): LeaseReply {
   let status: unknown;
   let record: LeaseRecord | null = null;
   if (typeof reply === 'string') {
@@ -312,7 +383,7 @@ export function parseLeaseReply(reply: unknown, key: string, presentedSecret: st
           recordOf(key, parts, 5, false, endingOf(parts, 6), checkpointOf(parts[2], parts[3], parts[4]), parts[1], presentedSecret);
   } else if (Array.isArray(reply)) {
     status = reply[REPLY.status];
-    record = fromTable(key, reply, presentedSecret);
+    record = fromTable(key, reply, presentedSecret, withWaiters);
   }
   if (typeof status !== 'string' || (status[0] !== '+' && status[0] !== '-')) {
     throw new Error(`leasefence redis: unexpected script reply ${JSON.stringify(reply)}`);

@@ -125,7 +125,8 @@ export function createRedisItems(host: RedisItemsHost): RedisItems {
       set,
       command.onExpired === 'record-first' ? '1' : '',
       BATCH,
-      ...claimArgs(secret, command.holder, command.runId, command.ttlMs, command.attributes, false, command.expect),
+      // NOTE: claim-next does not consult the queue of the item it grants (a documented choice): it jumps it.
+      ...claimArgs(secret, command.holder, command.runId, command.ttlMs, command.attributes, false, command.expect, undefined, true),
     ];
     const raw = (await runScript(connection, SCRIPTS.claimNext, [`${base(set)}ready`, `${base(set)}by-secret`], args)) as unknown[];
     if (raw[0] === 'idle') {

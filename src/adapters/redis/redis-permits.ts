@@ -91,7 +91,18 @@ export function createRedisPermits(host: RedisPermitsHost): RedisPermits {
     const args = [
       base,
       String(limit),
-      ...claimArgs(secret, command.holder, command.runId, command.ttlMs, command.attributes, command.recovering),
+      // NOTE: an acquire does not consult a permit's queue (a documented choice): it jumps it.
+      ...claimArgs(
+        secret,
+        command.holder,
+        command.runId,
+        command.ttlMs,
+        command.attributes,
+        command.recovering,
+        undefined,
+        undefined,
+        true,
+      ),
     ];
     const raw = (await runScript(connection, SCRIPT, [permitsSet(prefix, semaphore)], args)) as unknown[];
     const [kind, status, indexes, rows] = raw as [string, string, string[], unknown[]];

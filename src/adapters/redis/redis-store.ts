@@ -31,6 +31,7 @@ import {
   stateArgs,
   submissionOf,
   ttlArg,
+  waiterIdArgs,
   type LeaseReply,
 } from './record.js';
 import { CommandRecorder, type RedisWriteContext } from './recorder.js';
@@ -86,6 +87,7 @@ const SCRIPTS = {
   inspect: defineScript('inspect', lua.INSPECT_SCRIPT),
   setKeyState: defineScript('set key state', lua.SET_KEY_STATE_SCRIPT),
   remove: defineScript('remove', lua.REMOVE_SCRIPT),
+  dequeue: defineScript('dequeue', lua.DEQUEUE_SCRIPT),
   fencedWrite: defineScript('fenced write', FENCED_WRITE_SCRIPT),
   // NOTE: on a permit key (fence/permits.ts), the same scripts that also enter the permit in its index.
   permitClaim: defineScript('claim', PERMIT_CLAIM_SCRIPT),
@@ -201,6 +203,11 @@ export type RedisStore = Store<RedisWriteContext>;
  * data, judged inside the script after the fence and before any command) or `tx.refuse`: see
  * `RedisWriteContext`.
  *
+ * **Fair waiting** (`claim` with `queue` / `jumpQueue`, `dequeue`): a key's queue of waiting claims is one more field
+ * of its record (`waiters`, absent when nobody waits), judged and written by the claim's own script; a dequeue that
+ * leaves the key to the next waiter publishes on the freed channel as a release does. Claim-next and `acquirePermit`
+ * do not consult a key's queue (they jump it) and keep it.
+ *
  * **Redis Cluster**: a lease's keys share the slot of its hash tag; put your fenced-write keys there
  * too with `hashTagOf(key)` (see `keys.ts`).
  *
@@ -277,17 +284,25 @@ export function createRedisStore(given: RedisStoreOptions): RedisStore {
 
   return {
     id: `redis:${prefix}`,
-    dequeue: () => Promise.reject(new Error('FAIR-WAITING PLACEHOLDER: dequeue not built yet')),
-
     async claim(command) {
       const { key, secret } = command;
-      const args = claimArgs(secret, command.holder, command.runId, command.ttlMs, command.attributes, command.recovering, command.expect);
+      const args = claimArgs(
+        secret,
+        command.holder,
+        command.runId,
+        command.ttlMs,
+        command.attributes,
+        command.recovering,
+        command.expect,
+        command.queue,
+        command.jumpQueue,
+      );
       const permits = permitsSetOf(prefix, key);
       const sent =
         permits === null
           ? runScript(connection, SCRIPTS.claim, [names.record(key, 'lease')], args)
           : runScript(connection, SCRIPTS.permitClaim, [names.record(key, 'lease'), permits], args);
-      const reply = parseLeaseReply(await sent, key, secret, 'free');
+      const reply = parseLeaseReply(await sent, key, secret, 'free', true);
       const { record, now } = reply;
       const grant = record?.grant;
       if (record !== null && grant !== undefined && grant !== null && grant.secret === secret && !reply.applied) {
@@ -350,8 +365,28 @@ export function createRedisStore(given: RedisStoreOptions): RedisStore {
     },
 
     async inspect(key) {
-      const reply = parseLeaseReply(await runScript(connection, SCRIPTS.inspect, [names.record(key, 'lease')], NO_ARGS), key, '');
+      const reply = parseLeaseReply(
+        await runScript(connection, SCRIPTS.inspect, [names.record(key, 'lease')], NO_ARGS),
+        key,
+        '',
+        'held',
+        true,
+      );
       return transitions.inspect(reply.record, key, reply.now);
+    },
+
+    // NOTE: a dequeue that leaves the key to the next waiter publishes on the freed channel in its script (DEQUEUE_SCRIPT).
+    async dequeue(command) {
+      const { key } = command;
+      const args = waiterIdArgs(command.waiterIds) as string[];
+      const reply = parseLeaseReply(
+        await runScript(connection, SCRIPTS.dequeue, [names.record(key, 'lease')], args),
+        key,
+        '',
+        'held',
+        true,
+      );
+      return agree(SCRIPTS.dequeue, reply, transitions.dequeue(reply.record, command, reply.now));
     },
 
     list: createRedisList(options.client, connection, prefix),

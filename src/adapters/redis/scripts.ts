@@ -31,6 +31,10 @@
  *   has passed (the core keeps it too) until a grant clears it.
  * - `memos`: the index of the last memoised requests on this key, and `m:` .. request id: each one's
  *   first reply, cmsgpack-packed (see `REMEMBER` in `script-parts.ts`); absent until the first one.
+ * - `waiters`: the key's queue of waiting claims, oldest first (see `queue-parts.ts`); absent when nobody waits.
+ *   Read by a claim that found no live grant, or a waiting claim; written by a waiting claim refused `held`,
+ *   `held-back` or `queued` and by a grant that takes entries out; deleted by `remove` and by the dequeue that
+ *   empties it. Every other script leaves it as it is (none writes the whole hash).
  * - `floor`: only after a `remove` (see REMOVE_SCRIPT): the highest token the key issued before, read by
  *   the next claim while the record has no lease or the lease `'0'`.
  * - `item` and `listed`: only on an item of a claim-next set (see `item-index.ts`): its due time and set, and
@@ -87,6 +91,7 @@ import {
   TAKE_OVER,
 } from './script-parts.js';
 import { GRANTED_ITEM, REINDEX } from './item-index.js';
+import { ENQUEUE, LIVE_WAITERS, PACK_WAITERS, STORE_WAITERS, WRITE_WAITERS } from './queue-parts.js';
 
 /** Where each part sits in a lease script's reply (0-based). */
 export const REPLY = {
@@ -104,19 +109,32 @@ export const REPLY = {
    * token floor of a removed record.
    */
   extras: 7,
+  /**
+   * The stored queue (the `waiters` field, see `queue-parts.ts`), in the replies of the scripts that judge it: a
+   * claim that found one, inspect, list, dequeue. Read only from those (others put their own results there).
+   */
+  waiters: 8,
 } as const;
 
 /**
  * claim. KEYS: record. ARGV: secret, who (holder SEP run SEP), ttl ms ('' = never), then optionally
- * attributes JSON ('' = none), recovering ('1' or ''), and the required key state: n, then n name and value
- * pairs (value `''` for absent, else `'='` .. value; names in code-unit order, so the first difference is
- * the core's). The checks run in the core's order: the required state (reading the `state` field only when
- * the claim requires some), a live grant (`held`), the hold (`held-back`), a pending recovery. The new token
- * is max(token + 1, clock µs), or max(floor + 1, clock µs) on a record a `remove` left (no lease, or a lease
- * of token 0 made by `setKeyState` since): its `floor` is replied at `REPLY.extras` so the core mints the
- * same. A grant clears a hold that has passed. A grant that already has this secret is a re-delivery of this
- * very claim: nothing changes, the adapter reports it. A claim refused `held` reads and replies the lease
- * alone (`{ status, lease }`): never the checkpoint.
+ * attributes JSON ('' = none), recovering ('1' or ''), the required key state: n ('' = none), then n name and
+ * value pairs (value `''` for absent, else `'='` .. value; names in code-unit order, so the first difference is
+ * the core's), then the queue mode: absent for a plain claim, `'j'` for a claim that jumps the queue (claim-next
+ * and acquirePermit send it too: they do not consult the queue), `'w'` (`'wj'`: and jumps) for a waiting claim,
+ * followed by its place's TTL in ms and its waiter ids, the claimant first (`queue-parts.ts`). The checks run in
+ * the core's order: the required state (reading the `state` field only when the claim requires some), a live
+ * grant (`held`), the hold (`held-back`), a pending recovery, the queue (`queued`). A waiting claim refused
+ * `held`, `held-back` or `queued` writes its waiters (`ENQUEUE`) and replies status `'+'`; any other refusal
+ * writes nothing. The new token is max(token + 1, clock µs), or max(floor + 1, clock µs) on a record a `remove`
+ * left (no lease, or a lease of token 0 made by `setKeyState` since): its `floor` is replied at `REPLY.extras` so
+ * the core mints the same. A grant clears a hold that has passed, and takes its claimant and the expired entries
+ * out of the queue. A grant that already has this secret is a re-delivery of this very claim: nothing changes,
+ * the adapter reports it. A claim refused `held` replies the lease alone (`{ status, lease }`): never the
+ * checkpoint, nor the queue (a waiting one reads and writes the queue, but its outcome does not name it; nor does
+ * `held-back`'s). A grant or a `queued` refusal that had a queue to judge replies the stored field at
+ * `REPLY.waiters` (a table reply), so the core judges it too; a claim that found no queue replies as before the
+ * queue existed.
  */
 export const CLAIM_SCRIPT: string = `${CLOCK}
 local hashed = '#' .. redis.sha1hex(ARGV[1])
@@ -142,25 +160,65 @@ if expect then
     end
   end
 end
+local q = 7 + 2 * (expect or 0)
+local mode = ARGV[q]
+local waiting = mode == 'w' or mode == 'wj'
 -- NOTE: a live grant of another secret is refused 'held', which the lease alone explains: the checkpoint
 -- (up to its size limit), the ending and the recovery flag are neither read nor replied (issue 29 item 2).
-if live then return expect and {'-' .. clock, masked, false, false, false, state} or {'-' .. clock, masked} end
+-- Nor is the queue: a waiting claim's 'held' (and 'held-back') refusal writes it, but its outcome does not name it.
+if live then
+  if not waiting then return expect and {'-' .. clock, masked, false, false, false, state} or {'-' .. clock, masked} end
+  local wl = redis.call('HGET', KEYS[1], 'waiters')
+  ${LIVE_WAITERS}
+  ${ENQUEUE('q + 1')}
+  ${WRITE_WAITERS('KEYS[1]')}
+  return expect and {'+' .. clock, masked, false, false, false, state} or {'+' .. clock, masked}
+end
 -- NOTE: the token floor of a removed record is read only where one can be: no lease, or a token of 0.
-local read = (lease and token ~= '0') and redis.call('HMGET', KEYS[1], 'ending', 'checkpoint', 'recovery', 'hold', 'item')
-  or redis.call('HMGET', KEYS[1], 'ending', 'checkpoint', 'recovery', 'hold', 'item', 'floor')
+local read = (lease and token ~= '0') and redis.call('HMGET', KEYS[1], 'ending', 'checkpoint', 'recovery', 'hold', 'item', 'waiters')
+  or redis.call('HMGET', KEYS[1], 'ending', 'checkpoint', 'recovery', 'hold', 'item', 'waiters', 'floor')
 local checkpoint = read[2]
 ${SAFE_CHECKPOINT}
 local v = {masked, read[1], checkpoint, read[3]}
 if s1 and stored == hashed then
   return {'-' .. clock, string.sub(lease, 1, s1) .. '=' .. string.sub(lease, s2), v[2], v[3], v[4], state}
 end
-local hold, floor = read[4], read[6]
-if hold and hold ~= '' and now < tonumber(hold) then return {'-' .. clock, v[1], v[2], v[3], v[4], state, hold} end
+local hold, floor = read[4], read[7]
+-- NOTE: a claim that jumps the queue neither judges nor rewrites it (its expired entries wait for the next claim
+-- that does): wl is the queue to judge, false when there is none.
+local wl = mode ~= 'j' and read[6] ~= '' and read[6]
+if hold and hold ~= '' and now < tonumber(hold) then
+  if not waiting then return {'-' .. clock, v[1], v[2], v[3], v[4], state, hold} end
+  ${LIVE_WAITERS}
+  ${ENQUEUE('q + 1')}
+  ${WRITE_WAITERS('KEYS[1]')}
+  return {'+' .. clock, v[1], v[2], v[3], v[4], state, hold}
+end
 local status = '+'
 if v[4] == '1' and ARGV[5] ~= '1' then
   if s1 then return {'-' .. clock, v[1], v[2], v[3], v[4], state} end
   status = '-'
 else
+  -- the queue: the key goes to its first live waiter; a grant takes the claimant and the expired entries out
+  local w_left = false
+  if wl then
+    ${LIVE_WAITERS}
+    local claimant = waiting and ARGV[q + 2]
+    if w_n > 0 and w_ids[1] ~= claimant and mode ~= 'wj' and v[4] ~= '1' then
+      if not waiting then return {'-' .. clock, v[1], v[2], v[3], v[4], state, hold, floor or false, wl} end
+      ${ENQUEUE('q + 1')}
+      ${WRITE_WAITERS('KEYS[1]')}
+      return {'+' .. clock, v[1], v[2], v[3], v[4], state, hold, floor or false, wl}
+    end
+    local found = false
+    for i = 1, w_n do
+      if w_ids[i] == claimant then w_heads[i], found = false, true end
+    end
+    if found or w_n < w_total then
+      ${PACK_WAITERS}
+      w_left = w_packed
+    end
+  end
   local base = floor or token
   local next_token = clock
   if base and tonumber(base) + 1 > tonumber(clock) then
@@ -177,15 +235,18 @@ else
     else
       redis.call('HSET', KEYS[1], 'lease', granted, 'ending', ${TAKE_OVER})
     end
+    if w_left then ${STORE_WAITERS('KEYS[1]', 'w_left')} end
     ${GRANTED_ITEM('KEYS[1]', 'read[5]')}
+    if wl then return {'+' .. clock, v[1], v[2], v[3], v[4], state, false, false, wl} end
     return {'+' .. clock, v[1], v[2], v[3], v[4], state}
   end
   if passed then redis.call('HSET', KEYS[1], 'lease', granted, 'hold', '') else redis.call('HSET', KEYS[1], 'lease', granted) end
+  if w_left then ${STORE_WAITERS('KEYS[1]', 'w_left')} end
   -- a removed record's tombstone (see REMOVE_SCRIPT) is a record again: it keeps no expiry
   if floor then redis.call('PERSIST', KEYS[1]) end
   ${GRANTED_ITEM('KEYS[1]', 'read[5]')}
 end
-if floor or expect then return {status .. clock, v[1], v[2], v[3], v[4], state, false, floor} end
+if floor or expect or wl then return {status .. clock, v[1], v[2], v[3], v[4], state, false, floor or false, wl} end
 -- FREE: nothing was held
 return status .. clock .. '\\0' .. (v[4] or '') .. '\\0' .. ((v[3] and v[3] ~= '') and v[3] or '\\0\\0') .. '\\0' .. (token or '') .. '\\0' .. (v[2] or '')
 `;
@@ -299,9 +360,12 @@ ${REINDEX('KEYS[1]', 'item')}
 return reply
 `;
 
-/** inspect. KEYS: record. Reads the record and the clock together; changes nothing. */
+/**
+ * inspect. KEYS: record. Reads the record and the clock together; changes nothing. Replies the queue at
+ * `REPLY.waiters`, as stored (the adapter's core keeps the live entries).
+ */
 export const INSPECT_SCRIPT: string = `${CLOCK}
-local v = redis.call('HMGET', KEYS[1], 'lease', 'ending', 'checkpoint', 'recovery', 'state', 'hold')
+local v = redis.call('HMGET', KEYS[1], 'lease', 'ending', 'checkpoint', 'recovery', 'state', 'hold', 'waiters')
 local checkpoint = v[3]
 ${SAFE_CHECKPOINT}
 v[3] = checkpoint
@@ -312,7 +376,44 @@ if s1 then
   ${GRANT_PARTS}
   v[1] = ${MASKED}
 end
-return {'-' .. clock, v[1], v[2], v[3], v[4], v[5], v[6]}
+return {'-' .. clock, v[1], v[2], v[3], v[4], v[5], v[6], false, v[7]}
+`;
+
+/**
+ * dequeue. KEYS: record. ARGV: the waiter ids leaving. Takes them out of the record's queue (with the expired
+ * entries, as the core's `dequeue` keeps the live ones left); nothing changes when none of them is queued (live).
+ * Publishes on the freed channel when the first live waiter left while the key is claimable (no live grant, no
+ * hold in force) and somebody still waits: the next waiter is told to try, as a release tells it. Replies the
+ * pre-image `{ status, lease, false, false, false, false, hold, false, waiters }`. A re-delivery finds the ids
+ * gone and changes nothing.
+ */
+export const DEQUEUE_SCRIPT: string = `${CLOCK}
+local v = redis.call('HMGET', KEYS[1], 'lease', 'hold', 'waiters')
+local lease, wl = v[1], v[3]
+if not lease then return {'-' .. clock} end
+local s1 = string.find(lease, '\\0', 1, true)
+${GRANT_LOCALS}
+local masked, live = lease, false
+if s1 then
+  ${GRANT_PARTS}
+  masked = ${MASKED}
+  live = expires == '' or now < tonumber(expires)
+end
+local reply = {'-' .. clock, masked, false, false, false, false, v[2], false, wl}
+if not wl or wl == '' then return reply end
+${LIVE_WAITERS}
+local leaving, removed = {}, 0
+for i = 1, #ARGV do leaving[ARGV[i]] = true end
+for i = 1, w_n do
+  if leaving[w_ids[i]] then w_heads[i], removed = false, removed + 1 end
+end
+if removed == 0 then return reply end
+reply[1] = '+' .. clock
+${WRITE_WAITERS('KEYS[1]')}
+if w_heads[1] == false and removed < w_n and not live and (not v[2] or v[2] == '' or now >= tonumber(v[2])) then
+  ${PUBLISH_FREED('dequeued')}
+end
+return reply
 `;
 
 /**
@@ -382,7 +483,7 @@ return reply
 
 /**
  * remove. KEYS: record, submissions. ARGV: force ('1' or ''), expected token ('' = any), request id, replay
- * window ms. Deletes the record's fields (lease, ending, checkpoint, recovery, state, hold) and its
+ * window ms. Deletes the record's fields (lease, ending, checkpoint, recovery, state, hold, waiters) and its
  * submissions, unless the core refuses (no record: `missing`; another token: `superseded`; a live grant
  * without force: `held`). What stays is a tombstone: the hash keeps `floor`, the highest token the key
  * issued (the next claim mints above it, see CLAIM_SCRIPT), and the memos of the last requests, so that a
@@ -417,7 +518,7 @@ if v[3] then
   if less then floor = v[3] end
 end
 ${REMEMBER('KEYS[1]')}
-redis.call('HDEL', KEYS[1], 'lease', 'ending', 'checkpoint', 'recovery', 'state', 'hold')
+redis.call('HDEL', KEYS[1], 'lease', 'ending', 'checkpoint', 'recovery', 'state', 'hold', 'waiters')
 redis.call('HSET', KEYS[1], 'floor', floor, ${MEMO_FIELDS})
 redis.call('DEL', KEYS[2])
 -- NOTE: an item stays in its set (its record gone, it is available from its due time): its hash keeps no expiry.
