@@ -75,6 +75,57 @@ export function quantile(values: readonly number[], q: number): number {
   return sorted[Math.min(sorted.length - 1, Math.max(0, Math.ceil(q * sorted.length) - 1))] ?? Number.NaN;
 }
 
+/** What happened when the first waiter's process was killed while queued. */
+export interface DeadWaiterResult {
+  /** The surviving waiters, in the order they were granted. */
+  readonly granted: readonly number[];
+  /** Ms from the release to the first survivor's grant. */
+  readonly firstGrantMs: number;
+}
+
+/**
+ * Queues the three waiting processes (0, 1, 2) with `queueTtlMs`, kills process 0 (SIGKILL: no dequeue, no release),
+ * releases, and times the next grant: process 0's place must expire (at most `queueTtlMs` after its last attempt)
+ * before process 1 is granted, then process 2.
+ */
+export async function runDeadWaiter(rig: FairRig, queueTtlMs: number): Promise<DeadWaiterResult> {
+  const key = `fair-dead:${rig.name}:${process.pid}:${Date.now()}`;
+  const waiters = Array.from({ length: FAIR_PROCESSES }, (_, proc) =>
+    startWaiter({ proc, store: rig.name, url: rig.url, namespace: rig.namespace, key, holdMs: HOLD_MS, pollMs: rig.pollMs, queueTtlMs }),
+  );
+  const holder = createLeases(rig.store, { holder: 'parent', ttlMs: 30_000 });
+  try {
+    await until(
+      () => waiters.every((waiter) => waiter.messages.some((message) => message.type === 'ready')),
+      'the waiting processes to start',
+    );
+    const lease = await holder.claimOrThrow(key);
+    for (const [place, waiter] of waiters.entries()) {
+      waiter.child.send('go');
+      await until(async () => (await rig.store.inspect(key)).waiters.length === place + 1, `waiter ${place} to be queued`);
+    }
+    waiters[0]?.child.kill('SIGKILL');
+    const releasedAt = wallNow();
+    await holder.release(lease);
+    const survivors = waiters.slice(1);
+    await until(() => survivors.every((waiter) => waiter.messages.some((message) => message.type === 'released')), 'the survivors');
+    const grants = survivors
+      .flatMap((waiter) => waiter.messages.flatMap((message) => (message.type === 'granted' ? [message] : [])))
+      .sort((a, b) => a.at - b.at);
+    return { granted: grants.map((grant) => grant.proc), firstGrantMs: (grants[0]?.at ?? Number.NaN) - releasedAt };
+  } finally {
+    for (const waiter of waiters) if (waiter.child.connected) waiter.child.send('exit');
+    await Promise.all(
+      waiters.map(
+        (waiter) =>
+          new Promise((resolve) =>
+            waiter.child.exitCode !== null || waiter.child.signalCode !== null ? resolve(null) : waiter.child.once('exit', resolve),
+          ),
+      ),
+    );
+  }
+}
+
 /** Runs `rounds` rounds on `rig` and stops the waiting processes. */
 export async function runFairRounds(rig: FairRig, rounds: number): Promise<FairResult> {
   const key = `fair:${rig.name}:${process.pid}:${Date.now()}`;

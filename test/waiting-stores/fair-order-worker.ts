@@ -26,6 +26,8 @@ export interface FairOrderSetup {
   readonly key: string;
   readonly holdMs: number;
   readonly pollMs: number;
+  /** The waiting claims' `queueTtlMs` (absent: the default, the claim's TTL). */
+  readonly queueTtlMs?: number;
 }
 
 /** What the worker tells its parent (`at`: epoch ms with sub-ms digits, the same clock in every process). */
@@ -84,7 +86,8 @@ process.on('message', (message: string) => {
     return;
   }
   void (async () => {
-    const claimed = await leases.claim(setup.key, { wait: { timeoutMs: 30_000, pollMs: setup.pollMs } });
+    const wait = { timeoutMs: 30_000, pollMs: setup.pollMs, ...(setup.queueTtlMs === undefined ? {} : { queueTtlMs: setup.queueTtlMs }) };
+    const claimed = await leases.claim(setup.key, { wait });
     if (!claimed.ok) {
       send({ type: 'refused', proc: setup.proc, reason: claimed.reason });
       return;
