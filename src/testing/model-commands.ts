@@ -194,6 +194,28 @@ export function grantInModel(
   real.handles[worker]!.push(lease);
 }
 
+/**
+ * The handle of a grant made by a command that called the Store itself (no run id, no attributes): the worker's
+ * lease API restores it, so every later command presents it like any grant.
+ */
+export function restoredLease(
+  real: ModelReal,
+  worker: number,
+  secret: string,
+  granted: { readonly token: bigint; readonly expiresAt: number | null },
+): Lease {
+  return real.workers[worker]!.restore({
+    storeId: real.harness.store.id,
+    key: real.key,
+    token: granted.token.toString(),
+    secret,
+    holder: `w${worker}`,
+    runId: null,
+    attributes: {},
+    expiresAt: granted.expiresAt,
+  });
+}
+
 /** A worker renews one of its handles (stale ones included). */
 export class RenewCommand extends HandleCommand {
   async run(model: ModelState, real: ModelReal): Promise<void> {

@@ -5,10 +5,9 @@
  * command then presents it like any grant. Plain claims see the queue in `ClaimCommand` (refused `queued`).
  */
 import type fc from 'fast-check';
-import type { Lease } from '../lease.js';
 import { newSecret } from '../secret.js';
 import { expectMatch } from './assertions.js';
-import { grantInModel, type ModelReal } from './model-commands.js';
+import { grantInModel, restoredLease, type ModelReal } from './model-commands.js';
 import { isHeld, isHeldBack, liveModelWaiters, type ModelState } from './model-reference.js';
 
 type Command = fc.AsyncCommand<ModelState, ModelReal>;
@@ -80,17 +79,7 @@ export class WaitingClaimCommand implements Command {
     }
     expectMatch(outcome, { ok: true }, `${this} answered`);
     if (!outcome.ok) return;
-    const lease: Lease = real.workers[this.worker]!.restore({
-      storeId: real.harness.store.id,
-      key: real.key,
-      token: outcome.token.toString(),
-      secret,
-      holder,
-      runId: null,
-      attributes: {},
-      expiresAt: outcome.expiresAt,
-    });
-    grantInModel(model, real, this.worker, null, {}, false, outcome, lease);
+    grantInModel(model, real, this.worker, null, {}, false, outcome, restoredLease(real, this.worker, secret, outcome));
     model.waiters = waiters.filter((waiter) => waiter.id !== id);
   }
   toString(): string {

@@ -4,10 +4,9 @@
  * itself, and a claim with `expect`. Each predicts the outcome from the reference model alone.
  */
 import type fc from 'fast-check';
-import type { Lease } from '../lease.js';
 import { newSecret } from '../secret.js';
 import { expectEqual, expectMatch } from './assertions.js';
-import { grantInModel, noteRemoval, type ModelReal } from './model-commands.js';
+import { grantInModel, noteRemoval, restoredLease, type ModelReal } from './model-commands.js';
 import {
   firstDifference,
   inCodeUnitOrder,
@@ -293,17 +292,7 @@ export class ExpectClaimCommand implements Command {
       expectMatch(outcome, { ok: true }, `${this} answered`);
     }
     if (!outcome.ok) return;
-    const lease: Lease = real.workers[this.worker]!.restore({
-      storeId: real.harness.store.id,
-      key: real.key,
-      token: outcome.token.toString(),
-      secret,
-      holder,
-      runId: null,
-      attributes: {},
-      expiresAt: outcome.expiresAt,
-    });
-    grantInModel(model, real, this.worker, null, {}, false, outcome, lease);
+    grantInModel(model, real, this.worker, null, {}, false, outcome, restoredLease(real, this.worker, secret, outcome));
     // NOTE: expired places are dropped by the grant.
     model.waiters = liveModelWaiters(model);
   }
