@@ -250,7 +250,8 @@ export function describeQueueSpecs<S extends Store>(context: SuiteContext<S>): v
       const { store } = context.harness;
       if (typeof store.claimNext === 'function' && typeof store.addItems === 'function') {
         const set = context.harness.freshKey('fair-set').replace(/[{}]/g, '_');
-        const item = `${set}:item`;
+        // NOTE: `{set}:name`: on Redis an item key carries its set's hash tag (one slot).
+        const item = `{${set}}:item`;
         expectMatch(await store.addItems({ set, keys: [item] }), { ok: true });
         const holding = claimCommand(item, 'holder-a');
         const fence = fenceOf(holding, await store.claim(holding));
