@@ -181,10 +181,11 @@ export class KeyWaiters {
     if (result.ok) {
       this.#refusedWakes = 0;
       this.#lastWakeAttempt = Number.NEGATIVE_INFINITY;
-    } else if (answersWake && !queueMoved(this.#last?.refusal, result)) {
-      // NOTE: a `queued` answer after a `held` one, or with another first waiter, says the key was freed (a waiter
-      // ahead of this one takes it): the notification was true, and the one that frees the key for this waiter
-      // must be answered at once, not after the interval. The same first waiter again spends it as any refusal.
+    } else if (answersWake && !keyMoved(this.#last?.refusal, result)) {
+      // NOTE: an answer that shows the key moved since the last one (another grant holds it, or the queue's first
+      // waiter changed) says the notification was true: a waiter ahead of this one took the key, and the release
+      // that frees it for this waiter must be answered at once, not after the interval. An answer that shows
+      // nothing moved (a forged notification) spends it.
       this.#refusedWakes += 1;
       if (this.#refusedWakes >= WAKE_BURST) this.#lastWakeAttempt = sentAt;
     }
@@ -340,8 +341,13 @@ export class KeyWaiters {
   }
 }
 
-/** Whether `now` (a refusal) is `queued` behind another first waiter than `before` was, or `before` was no `queued`. */
-function queueMoved(before: ClaimRefusal | undefined, now: ClaimRefusal): boolean {
+/**
+ * Whether the key moved between two refusals: `held` by another grant (a new token) than `before` named, `held`
+ * after `queued` (the first waiter took it), `queued` after anything else, or `queued` behind another first waiter.
+ * Nobody able only to notify can make the key move, so a flood of forged notifications never counts as moved.
+ */
+function keyMoved(before: ClaimRefusal | undefined, now: ClaimRefusal): boolean {
+  if (now.reason === 'held') return before?.reason === 'queued' || (before?.reason === 'held' && before.token !== now.token);
   if (now.reason !== 'queued') return false;
   if (before?.reason !== 'queued') return true;
   return before.first.holder !== now.first.holder || before.first.arrivedAt !== now.first.arrivedAt;
