@@ -88,7 +88,7 @@ function expiresAtFrom(now: StoreTime, ttlMs: number | null): StoreTime | null {
  * live grant holds it, while it is held back, while a revoke's required recovery is pending and the claimer did
  * not say `recovering`, or while other waiting claims are first in its queue (`queued`, see `queue.ts`).
  * A waiting claim (`command.queue`) queues or renews its waiters whenever it is refused `held`, `held-back` or
- * `queued`, and leaves the queue when granted.
+ * `queued`; when granted, its claimant leaves the queue and the other waiters it names are queued (or renewed).
  * `tokenFloor` lets a store that may lose its data (Redis without persistence) keep tokens increasing.
  */
 export function claim(record: LeaseRecord | null, command: ClaimCommand, now: StoreTime, tokenFloor = 0n): Transition<StoreClaimOutcome> {
@@ -165,8 +165,9 @@ export function claim(record: LeaseRecord | null, command: ClaimCommand, now: St
     // NOTE: a hold that has passed is cleared by the grant that follows it.
     heldUntil: null,
     submissions: record?.submissions ?? NO_SUBMISSIONS,
-    // NOTE: the granted waiter leaves the queue; expired entries are dropped with it.
-    waiters: claimant === undefined ? live : live.filter((waiter) => waiter.waiterId !== claimant),
+    // NOTE: the granted waiter leaves the queue, expired entries are dropped with it, and the other waiters the
+    // claim names (its process's, arrived while it was in flight) take their places now, in arrival order.
+    waiters: claimant === undefined ? live : queued.filter((waiter) => waiter.waiterId !== claimant),
   };
   return changedTo(next, { ok: true, key, token, acquiredAt: now, expiresAt, previous, checkpoint, now });
 }

@@ -134,6 +134,23 @@ export function describeQueueSpecs<S extends Store>(context: SuiteContext<S>): v
       },
     );
 
+    runner.it("a granted waiting claim queues the other waiters it names (its process's), in its order, behind the queue", async () => {
+      const { store } = context.harness;
+      const free = context.harness.freshKey('grant-names');
+      expectMatch(
+        await store.claim(waiting(free, 'p1', ['a-1', 'a-2', 'a-3'])),
+        { ok: true },
+        'the claim for a-1 of a key nobody waits for',
+      );
+      expectEqual(idsOf(await store.inspect(free)), ['a-2', 'a-3'], 'the queue after the grant');
+      const { key, fence } = await heldKey('grant-names-queued');
+      await store.claim(waiting(key, 'p1', ['a-1']));
+      await store.claim(waiting(key, 'p2', ['b-1']));
+      await store.release({ fence });
+      expectMatch(await store.claim(waiting(key, 'p1', ['a-1', 'a-2'])), { ok: true }, 'the claim for a-1, first in the queue');
+      expectEqual(idsOf(await store.inspect(key)), ['b-1', 'a-2'], 'the queue: b-1 came before a-2');
+    });
+
     runner.it('a waiter that stops asking leaves the queue when its place expires; the next one is served', async () => {
       const { store, key, fence } = await heldKey('expiry');
       await store.claim(waiting(key, 'gone', ['id-gone'], SHORT_PLACE_TTL_MS));

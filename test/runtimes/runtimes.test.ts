@@ -185,10 +185,10 @@ describe.each(RUNTIMES)('$name', (runtime) => {
     const suites = assertExitedZero(await run(full, 'conformance.mjs', ['memory']));
     expect(suites.stdout).toMatch(/^# fail 0$/m);
     expect(suites.stdout).toMatch(/^# skip 0$/m);
-    // NOTE: 81 conformance specs (the 3 of leader election, the 12 record-level, the 10 claim-next, the 10 semaphore and
-    // the 12 fair-waiting ones among them) + model + semaphore model + race + fair-waiting race + 5 planted bugs (race) + 5 (model), as
+    // NOTE: 82 conformance specs (the 3 of leader election, the 12 record-level, the 10 claim-next, the 10 semaphore and
+    // the 13 fair-waiting ones among them) + model + semaphore model + race + fair-waiting race + 5 planted bugs (race) + 5 (model), as
     // testing-smoke.mjs counts.
-    expect(suites.stdout).toMatch(/^# pass 95$/m);
+    expect(suites.stdout).toMatch(/^# pass 96$/m);
   });
 
   test.each([
@@ -275,9 +275,9 @@ describe.each(RUNTIMES)('$name', (runtime) => {
     const suites = await run(full, 'conformance.mjs', ['node:sqlite']);
     if (cellOf('sqliteSuites', runtime) === 'yes') {
       expect(assertExitedZero(suites).stdout).toMatch(/^# fail 0$/m);
-      // NOTE: 81 conformance specs (the 10 semaphore ones among them: node:sqlite offers acquirePermit) + model +
+      // NOTE: 82 conformance specs (the 10 semaphore ones among them: node:sqlite offers acquirePermit) + model +
       // semaphore model + race + fair-waiting race.
-      expect(suites.stdout).toMatch(/^# pass 85$/m);
+      expect(suites.stdout).toMatch(/^# pass 86$/m);
     } else {
       expect(suites.exitCode).toBe(1);
       expect(suites.stderr).toMatch(/No such built-in module: node:sqlite/);

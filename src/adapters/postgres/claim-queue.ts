@@ -67,7 +67,7 @@ export interface QueuedClaimParts {
  * re-delivery, unchanged); the hold; a pending recovery; the queue. A waiting claim's `held`, `held-back` or
  * `queued` refusal writes the queue with its waiters appended (in the attempt's order, arrived now, while fewer
  * than `MAX_WAITERS`) or renewed (`queue.ts#enqueue`), the expired dropped; a grant drops the claimant's entry and
- * the expired ones. Every other refusal writes nothing. Returns the pre-image in every branch.
+ * the expired ones, and queues the claim's other waiters as a refusal would. Every other refusal writes nothing. Returns the pre-image in every branch.
  */
 export function queuedClaimBody(parts: QueuedClaimParts): string {
   const { table, answer } = parts;
@@ -114,11 +114,26 @@ export function queuedClaimBody(parts: QueuedClaimParts): string {
     RETURN ${answer('true')};
   END IF;
   UPDATE ${table} AS l SET ${parts.grantSet},
-    waiters = (SELECT jsonb_agg(e.w ORDER BY e.ord) FROM jsonb_array_elements(v_live) WITH ORDINALITY AS e(w, ord)
+    waiters = (SELECT jsonb_agg(e.w ORDER BY e.ord) FROM jsonb_array_elements(v_queued) WITH ORDINALITY AS e(w, ord)
       WHERE (e.w ->> 'w') IS DISTINCT FROM (p_waiters ->> 0))
   WHERE l.key = p_key AND ${parts.claimable};
   applied := FOUND;
   RETURN ${answer('applied')};`;
+}
+
+/**
+ * After a key's first grant (the row just inserted): a waiting claim's other waiters (its process's, after the
+ * claimant) take their places, in the attempt's order, arrived now (`transitions.claim` queues them on a grant).
+ */
+export function firstGrantQueue(table: string): string {
+  const nowMs = epochMs('now_at');
+  return `IF p_waiters IS NOT NULL AND jsonb_array_length(p_waiters) > 1 THEN
+        UPDATE ${table} AS l SET waiters = (
+          SELECT jsonb_agg(jsonb_build_object('w', i.id, 'h', p_holder, 'a', ${nowMs}, 'e', ${nowMs} + p_queue_ttl_ms) ORDER BY i.ord)
+          FROM (SELECT DISTINCT ON (x.id) x.id, x.ord FROM jsonb_array_elements_text(p_waiters) WITH ORDINALITY AS x(id, ord)
+            WHERE x.id IS DISTINCT FROM (p_waiters ->> 0) ORDER BY x.id, x.ord) AS i)
+        WHERE l.key = p_key;
+      END IF;`;
 }
 
 /**

@@ -13,7 +13,7 @@ import {
   stateExpected,
   type ClaimTerms,
 } from './claim-rule.js';
-import { QUEUE_FUNCTION_ARGUMENTS, QUEUE_FUNCTION_VARIABLES, queuedClaimBody } from './claim-queue.js';
+import { firstGrantQueue, QUEUE_FUNCTION_ARGUMENTS, QUEUE_FUNCTION_VARIABLES, queuedClaimBody } from './claim-queue.js';
 import { addItemsFunctionDdl } from './items.js';
 import { acquirePermitFunctionDdl, permitIndexDdl } from './permits.js';
 import { removeFunctionDdl } from './remove.js';
@@ -162,6 +162,7 @@ BEGIN
     ON CONFLICT (key) DO NOTHING;
     IF FOUND THEN
       ${refloorFirstGrant(t, floorTable, 'p_key', 'removed_floor', 'latest_floor', FUNCTION_TERMS)}
+      ${firstGrantQueue(t)}
       RETURN ${claimPreImageJson('pre.', 'now_at', 'true', 'p_secret', 'removed_floor')};
     END IF;
   END LOOP;

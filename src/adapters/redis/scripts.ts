@@ -201,7 +201,8 @@ if v[4] == '1' and ARGV[5] ~= '1' then
 else
   -- the queue: the key goes to its first live waiter; a grant takes the claimant and the expired entries out
   local w_left = false
-  if wl then
+  -- NOTE: a waiting claim that names other waiters queues them when granted, even on a key nobody waited for.
+  if wl or (waiting and #ARGV > q + 2) then
     ${LIVE_WAITERS}
     local claimant = waiting and ARGV[q + 2]
     if w_n > 0 and w_ids[1] ~= claimant and mode ~= 'wj' and v[4] ~= '1' then
@@ -209,6 +210,9 @@ else
       ${ENQUEUE('q + 1')}
       ${WRITE_WAITERS('KEYS[1]')}
       return {'+' .. clock, v[1], v[2], v[3], v[4], state, hold, floor or false, wl}
+    end
+    if waiting then
+      ${ENQUEUE('q + 1')}
     end
     local found = false
     for i = 1, w_n do
