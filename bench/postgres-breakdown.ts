@@ -131,7 +131,7 @@ async function main(): Promise<void> {
     if (withoutAttributes === release.text) throw new Error('the attributes check was not found in the release statement');
     const shortRow = release.text.replace(
       /\nSELECT pg_catalog\.json_build_array\([\s\S]*\)::text AS r\n/,
-      '\nSELECT EXISTS (SELECT 1 FROM applied) AS applied, clock.now\n',
+      '\nSELECT EXISTS (SELECT 1 FROM applied) AS applied, (SELECT pre.now FROM pre) AS now\n',
     );
     if (shortRow === release.text) throw new Error('the pre-image of the release statement was not found');
     const rows: Record<string, Explained> = {};
