@@ -7,6 +7,7 @@ import type fc from 'fast-check';
 import { isLeaseError } from '../errors.js';
 import type { Lease } from '../lease.js';
 import type { Leases } from '../leases-types.js';
+import type { ClaimCommand as StoreClaimCommand, StoreClaimOutcome } from '../fence/operations.js';
 import type { Store } from '../store.js';
 import { expectClose, expectEqual, expectMatch, expectSame, expectTrue } from './assertions.js';
 import type { StoreHarness } from './harness.js';
@@ -192,6 +193,28 @@ export function grantInModel(
   model.grant = { token: granted.token, worker, runId, attributes, expiresAt: granted.expiresAt, forcedExpired: false };
   model.handles[worker]!.push({ token: granted.token, runId });
   real.handles[worker]!.push(lease);
+}
+
+/**
+ * A claim a command makes on the Store itself for `worker` (no run id, no attributes, the run's TTL), with
+ * `extra` (its `expect`, or its `queue`): what the shell would send, without the shell's checks.
+ */
+export function storeClaim(
+  real: ModelReal,
+  worker: number,
+  secret: string,
+  extra: Pick<StoreClaimCommand, 'expect' | 'queue'>,
+): Promise<StoreClaimOutcome> {
+  return real.harness.store.claim({
+    key: real.key,
+    holder: `w${worker}`,
+    runId: null,
+    secret,
+    ttlMs: real.ttlMs,
+    attributes: {},
+    recovering: false,
+    ...extra,
+  });
 }
 
 /**

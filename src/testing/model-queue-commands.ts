@@ -7,7 +7,7 @@
 import type fc from 'fast-check';
 import { newSecret } from '../secret.js';
 import { expectMatch } from './assertions.js';
-import { grantInModel, restoredLease, type ModelReal } from './model-commands.js';
+import { grantInModel, restoredLease, storeClaim, type ModelReal } from './model-commands.js';
 import { isHeld, isHeldBack, liveModelWaiters, type ModelState } from './model-reference.js';
 
 type Command = fc.AsyncCommand<ModelState, ModelReal>;
@@ -29,19 +29,9 @@ export class WaitingClaimCommand implements Command {
   }
   async run(model: ModelState, real: ModelReal): Promise<void> {
     const id = waiterId(this.worker, this.slot);
-    const holder = `w${this.worker}`;
     const secret = newSecret();
     const ttlMs = placeTtl(model);
-    const outcome = await real.harness.store.claim({
-      key: real.key,
-      holder,
-      runId: null,
-      secret,
-      ttlMs: real.ttlMs,
-      attributes: {},
-      recovering: false,
-      queue: { waiterIds: [id], ttlMs },
-    });
+    const outcome = await storeClaim(real, this.worker, secret, { queue: { waiterIds: [id], ttlMs } });
     const live = liveModelWaiters(model);
     /** The queue with this waiter's place taken or renewed (what every queueing refusal writes). */
     const queued = () => {

@@ -6,7 +6,7 @@
 import type fc from 'fast-check';
 import { newSecret } from '../secret.js';
 import { expectEqual, expectMatch } from './assertions.js';
-import { grantInModel, noteRemoval, restoredLease, type ModelReal } from './model-commands.js';
+import { grantInModel, noteRemoval, restoredLease, storeClaim, type ModelReal } from './model-commands.js';
 import {
   firstDifference,
   inCodeUnitOrder,
@@ -257,17 +257,7 @@ export class ExpectClaimCommand implements Command {
     const wanted: Record<string, string | null> =
       this.expect === 'current' ? { ...model.state, absent: null } : { rev: model.state['rev'] === '1' ? '2' : '1' };
     const secret = newSecret();
-    const holder = `w${this.worker}`;
-    const outcome = await real.harness.store.claim({
-      key: real.key,
-      holder,
-      runId: null,
-      secret,
-      ttlMs: real.ttlMs,
-      attributes: {},
-      recovering: false,
-      expect: wanted,
-    });
+    const outcome = await storeClaim(real, this.worker, secret, { expect: wanted });
     const differs = firstDifference(model, wanted);
     const { grant } = model;
     if (differs !== null) {
