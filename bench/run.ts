@@ -5,8 +5,7 @@
  *
  *   npm run bench                              (everything, defaults below)
  *   npm run bench -- --quick                   (a smoke run: every contender once, a few ms each)
- *   BENCH_STORES=memory,redis npm run bench    (a subset: memory, sqlite, redis, postgres, etcd;
- *                                              sqlite: the semaphore group only)
+ *   BENCH_STORES=memory,redis npm run bench    (a subset: memory, sqlite, redis, postgres, etcd)
  *   BENCH_ROUNDS=9 BENCH_PASSES=10             rounds (ratios are medians over them), slices per round
  *   BENCH_SLICE_MS=20                          slice length for memory and Redis (Postgres: twice that)
  *   BENCH_WORKERS=32 BENCH_PG_CLIENTS=1,8,32   concurrency of the many-worker groups
@@ -18,7 +17,8 @@
  *                                              Redis, PostgreSQL), or run only those; BENCH_SEMAPHORE_WORKERS=8
  *                                              the concurrency of their many-worker groups
  *   BENCH_COMPARE=/tmp/before/src              adds that tree's rows ("before: ...") to the memory group, the
- *                                              Redis and Postgres claim + release groups, the Redis fenced write
+ *                                              Redis, Postgres and SQLite claim + release groups, the Redis and
+ *                                              SQLite fenced writes
  *                                              (`git archive main src | tar -x -C /tmp/before`)
  *
  * What runs is the library as users run it: this checkout's `src/` and BENCH_COMPARE's are each bundled
@@ -50,6 +50,7 @@ import {
   sqliteSemaphoreGroups,
 } from './semaphore-groups.js';
 import { markdownTable, runGroup, type Group, type SliceSettings } from './slices.js';
+import { sqliteGroups } from './sqlite-groups.js';
 
 const QUICK = process.argv.includes('--quick');
 const env = (name: string, fallback: string): string => process.env[name] ?? fallback;
@@ -102,12 +103,20 @@ async function memory(): Promise<void> {
 }
 
 async function sqlite(): Promise<void> {
-  console.log('## SQLite\n\nbetter-sqlite3 12, one connection to a file in a temporary directory (bench/sqlite.ts has the rest).\n');
-  const { groups, close } = await sqliteSemaphoreGroups();
-  try {
-    await report(groups, SETTINGS);
-  } finally {
-    close();
+  console.log(
+    '## SQLite\n\nbetter-sqlite3 12, WAL, one connection per contender to a file of its own in a temporary directory (bench/sqlite-groups.ts; bench/sqlite.ts has submissions).\n',
+  );
+  const runs = [
+    ...(QUEUE_ONLY ? [] : [() => sqliteGroups(process.env['BENCH_COMPARE'] || null, QUICK)]),
+    ...(SEMAPHORE ? [sqliteSemaphoreGroups] : []),
+  ];
+  for (const run of runs) {
+    const { groups, close } = await run();
+    try {
+      await report(groups, SETTINGS);
+    } finally {
+      close();
+    }
   }
 }
 
@@ -196,7 +205,7 @@ async function main(): Promise<void> {
       "server = redis-server (INFO cpu), the contender's Postgres backends (/proc/<pid>/sched) or etcd (/proc/<pid>/stat).\n",
   );
   if (STORES.includes('memory')) await memory();
-  if (SEMAPHORE && STORES.includes('sqlite')) await sqlite();
+  if (STORES.includes('sqlite')) await sqlite();
   if (STORES.includes('redis')) await redis();
   if (STORES.includes('postgres')) {
     await postgresRun('on');

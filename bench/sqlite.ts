@@ -25,6 +25,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createSqliteStore } from '../src/adapters/sqlite/index.js';
 import { createLeases } from '../src/leases.js';
+import { PLAIN_INSERT, RAW_CLAIM, RAW_FENCED_INSERT, RAW_RECORD_RUN, RAW_RELEASE, RAW_SCHEMA } from './sqlite-groups.js';
 
 const MEASURE_MS = Number(process.env['BENCH_MS'] ?? 1_000);
 const ROUNDS = Number(process.env['BENCH_ROUNDS'] ?? 5);
@@ -32,23 +33,6 @@ const SYNC_MODES = (process.env['BENCH_SYNC'] ?? 'NORMAL,FULL').split(',');
 const TTL_MS = 60_000;
 const SEED_KEYS = 10_000;
 const CYCLE_KEYS = 32;
-
-const RAW_SCHEMA = [
-  'CREATE TABLE raw_leases (name TEXT PRIMARY KEY, holder TEXT, token INTEGER NOT NULL, expires_at INTEGER NOT NULL) STRICT, WITHOUT ROWID',
-  'CREATE TABLE ledger (id INTEGER PRIMARY KEY AUTOINCREMENT, key TEXT NOT NULL, token INTEGER NOT NULL, entry TEXT NOT NULL)',
-  'CREATE TABLE raw_runs (key TEXT NOT NULL, run_id TEXT NOT NULL, digest TEXT NOT NULL, PRIMARY KEY (key, run_id)) STRICT, WITHOUT ROWID',
-];
-/** The raw submission's record: once per run id (the fenced INSERT runs only when this one inserted). */
-const RAW_RECORD_RUN = 'INSERT INTO raw_runs (key, run_id, digest) VALUES (?, ?, ?) ON CONFLICT DO NOTHING';
-/** ATOMICITY: one statement; SQLite's write lock serialises it with every other writer. */
-const RAW_CLAIM = `INSERT INTO raw_leases AS l (name, holder, token, expires_at) VALUES (?, ?, 1, ?)
-ON CONFLICT (name) DO UPDATE SET holder = excluded.holder, token = l.token + 1, expires_at = excluded.expires_at
-WHERE l.expires_at <= ? OR l.holder IS NULL
-RETURNING token`;
-const RAW_RELEASE = 'UPDATE raw_leases SET holder = NULL, expires_at = ? WHERE name = ? AND holder = ? AND token = ?';
-const RAW_FENCED_INSERT = `INSERT INTO ledger (key, token, entry)
-SELECT name, token, ? FROM raw_leases WHERE name = ? AND holder = ? AND token = ? AND expires_at > ?`;
-const PLAIN_INSERT = 'INSERT INTO ledger (key, token, entry) VALUES (?, ?, ?)';
 
 type Contender = { readonly label: string; run(): Promise<void> | void };
 
