@@ -1,8 +1,9 @@
 /**
  * The lease tables (the leases, their submissions, the token floor) and the gate table, as DDL text you can
  * run in your own migrations, and the pragmas `migrate()` sets. Tables are `STRICT` (SQLite 3.37+, bundled by
- * both drivers) so a wrong type is an error, not a silent conversion; those keyed by text are `WITHOUT ROWID`,
- * clustered on their primary key (the floor's one row is keyed by an integer).
+ * both drivers) so a wrong type is an error, not a silent conversion. The lease table is a rowid table with its key
+ * in a unique index (see `leaseTableSql` for why); the submissions and the gates are `WITHOUT ROWID`, clustered on
+ * their primary key (the floor's one row is keyed by an integer).
  */
 import { tableName, type TableName } from './identifier.js';
 
@@ -28,10 +29,18 @@ export const DEFAULT_BUSY_TIMEOUT_MS = 5_000;
  * byte order is the code-unit order claim-next breaks ties by (the key's own BINARY order is UTF-8's, which differs
  * above U+FFFF). A row whose `token` is NULL is an item with no record (added
  * before its first claim, or kept by `remove`): it reads as no record.
+ *
+ * NOTE: a rowid table, not `WITHOUT ROWID`: a `WITHOUT ROWID` row is stored in an index B-tree, whose cells hold at
+ * most ~1 KB of a 4 KiB page, so every row with a 1 KiB checkpoint spilled its tail to an overflow page of its own,
+ * mostly empty (1,622 bytes per lease on a mix of a third each released, live and with a 1 KiB checkpoint; 85% of
+ * the overflow pages unused). A rowid table keeps rows up to ~4 KB on the leaf page: 473 bytes per lease on the
+ * same mix, index included. The key's lookup goes through the unique index to the row (a second B-tree search, a
+ * few µs: measured in bench/scale.ts and `npm run bench`, and outweighed from 100k keys on by the file a third the
+ * size that the page cache holds).
  */
 export function leaseTableSql(table: TableName): string {
   return `CREATE TABLE IF NOT EXISTS ${table.quoted} (
-  key TEXT PRIMARY KEY,
+  key TEXT NOT NULL PRIMARY KEY,
   token INTEGER,
   holder TEXT,
   run_id TEXT,
@@ -58,7 +67,7 @@ export function leaseTableSql(table: TableName): string {
   item_due_at INTEGER,
   item_order BLOB,
   available_at INTEGER
-) STRICT, WITHOUT ROWID`;
+) STRICT`;
 }
 
 /**
