@@ -23,32 +23,33 @@ import type { SqliteValue } from './client.js';
 import type { TableName } from './identifier.js';
 import { waitersOf, type StoredWaiter } from './waiters.js';
 
-/** The lease row as `selectRecordSql` returns it. */
+/** The lease row as `selectRecordSql` returns it: the key, the record's columns packed (`PACKED_RECORD_SQL`), the checkpoint. */
 interface LeaseRow {
   readonly key: string;
-  /** NULL: an item with no record (items.ts). */
-  readonly token: string | null;
-  readonly holder: string | null;
-  readonly run_id: string | null;
-  readonly secret_hash: string | null;
-  readonly acquired_at: number | bigint | null;
-  readonly expires_at: number | bigint | null;
-  readonly attributes: string | null;
-  readonly ending_kind: string | null;
-  readonly ending_token: string | null;
-  readonly ending_holder: string | null;
-  readonly ending_run_id: string | null;
-  readonly ending_at: number | bigint | null;
+  /** `PACKED_RECORD_SQL`: a JSON array, decoded into `PackedRecord` with one `JSON.parse`. */
+  readonly record: string;
+  /** The checkpoint's JSON text; `''` where a read left it out (`CLAIM_RECORD_COLUMNS_SQL`, list.ts). */
   readonly checkpoint_json: string | null;
-  readonly checkpoint_token: string | null;
-  readonly checkpoint_written_at: number | bigint | null;
-  readonly recovery_required: number | bigint;
-  /** `RARE_COLUMNS_SQL`: `null`, or a JSON array of the rarely set columns. */
-  readonly rare: string | null;
 }
 
-/** The rarely set columns as `RARE_COLUMNS_SQL` packs them (each `null` when the column is NULL). */
-type RareColumns = readonly [
+/** The record's columns as `PACKED_RECORD_SQL` packs them (tokens as decimal text; JSON columns as JSON). */
+type PackedRecord = readonly [
+  /** NULL: an item with no record (items.ts). */
+  token: string | null,
+  holder: string | null,
+  runId: string | null,
+  secretHash: string | null,
+  acquiredAt: number | null,
+  expiresAt: number | null,
+  attributes: LeaseAttributes | null,
+  endingKind: string | null,
+  endingToken: string | null,
+  endingHolder: string | null,
+  endingRunId: string | null,
+  endingAt: number | null,
+  checkpointToken: string | null,
+  checkpointWrittenAt: number | null,
+  recoveryRequired: number,
   reason: string | null,
   by: string | null,
   change: StateChange | null,
@@ -58,21 +59,18 @@ type RareColumns = readonly [
 ];
 
 /**
- * The columns most rows leave NULL (an ending's reason and author: revokes; a state change; the key state;
- * the hold; the queue of waiting claims, waiters.ts), read as ONE column: NULL when all are (a grant released,
- * expired or held), otherwise a JSON array of them, decoded with one `JSON.parse`. NOTE: a row of 20 or more
- * columns comes back from better-sqlite3 about 1 µs slower than one of 19 (measured: 3.9 µs for 19, 4.7-5.4 µs
- * for 20-22, whatever the columns hold), and every operation reads the row: with this, the read has 18 columns.
+ * The record's columns (all but the key and the checkpoint's JSON) as ONE column: a JSON array, decoded with one
+ * `JSON.parse`, tokens as decimal text (never through a JS number), the JSON columns embedded as JSON. NOTE: a row
+ * comes back from the drivers at a cost per column (better-sqlite3 makes one property per column): the record read
+ * as 18 columns took 4.4-4.5 µs, as these 3 with the parse 2.3 µs (bench/sqlite-groups.ts's table, 10,000 keys).
+ * The checkpoint's JSON stays a column of its own: it is not re-escaped, and a read can leave it out.
  */
-const RARE_COLUMNS_SQL = `CASE WHEN ending_reason IS NULL AND ending_by IS NULL AND ending_change IS NULL AND state IS NULL AND held_until IS NULL
-  AND waiters IS NULL
-  THEN NULL ELSE json_array(ending_reason, ending_by, json(ending_change), json(state), held_until, json(waiters)) END AS rare`;
+const PACKED_RECORD_SQL = `json_array(CAST(token AS TEXT), holder, run_id, secret_hash, acquired_at, expires_at, json(attributes),
+  ending_kind, CAST(ending_token AS TEXT), ending_holder, ending_run_id, ending_at, CAST(checkpoint_token AS TEXT),
+  checkpoint_written_at, recovery_required, ending_reason, ending_by, json(ending_change), json(state), held_until, json(waiters)) AS record`;
 
-/** The lease row's columns as `recordOf` reads them (tokens as decimal text). */
-export const RECORD_COLUMNS_SQL: string = `key, CAST(token AS TEXT) AS token, holder, run_id, secret_hash, acquired_at, expires_at, attributes,
-  ending_kind, CAST(ending_token AS TEXT) AS ending_token, ending_holder, ending_run_id, ending_at,
-  checkpoint_json, CAST(checkpoint_token AS TEXT) AS checkpoint_token, checkpoint_written_at, recovery_required,
-  ${RARE_COLUMNS_SQL}`;
+/** The lease row's columns as `recordOf` reads them. */
+export const RECORD_COLUMNS_SQL: string = `key, ${PACKED_RECORD_SQL}, checkpoint_json`;
 
 /** ATOMICITY: a single read; inside the operation's `BEGIN IMMEDIATE` it sees the row as the writer holds it. */
 export function selectRecordSql(table: TableName): string {
@@ -94,21 +92,19 @@ FROM ${table.quoted} WHERE key = ?`;
 
 /**
  * `RECORD_COLUMNS_SQL` for a claim's read (`selectClaimRecordSql`, and an acquire's read of a semaphore's permits):
- * the checkpoint is NULL while a live grant of another secret holds the row. Its two parameters come first: the
- * store's now (ms), the claim's secret hash.
+ * the checkpoint's JSON is `''` (left out) while a live grant of another secret holds the row. Its two parameters
+ * come first: the store's now (ms), the claim's secret hash.
  */
-export const CLAIM_RECORD_COLUMNS_SQL: string = RECORD_COLUMNS_SQL.replace(
-  'checkpoint_json,',
-  'CASE WHEN holder IS NULL OR (expires_at IS NOT NULL AND ? >= expires_at) OR secret_hash = ? THEN checkpoint_json END AS checkpoint_json,',
-);
+export const CLAIM_RECORD_COLUMNS_SQL: string = `key, ${PACKED_RECORD_SQL},
+  CASE WHEN checkpoint_json IS NULL OR holder IS NULL OR (expires_at IS NOT NULL AND ? >= expires_at) OR secret_hash = ?
+  THEN checkpoint_json ELSE '' END AS checkpoint_json`;
 
 /**
  * A claim read by `CLAIM_RECORD_COLUMNS_SQL` whose transition changes the record: refused loudly when the read left
  * the checkpoint out (the written record would drop it; unreachable while the SQL condition is `isLive` negated).
  */
 export function assertCheckpointRead(row: unknown, changed: boolean): void {
-  const read = row as { checkpoint_json: string | null; checkpoint_token: string | null } | undefined;
-  if (changed && read !== undefined && read.checkpoint_json === null && read.checkpoint_token !== null)
+  if (changed && (row as LeaseRow | undefined)?.checkpoint_json === '')
     throw new Error('leasefence/sqlite: a claim read without its checkpoint would change the record; this is a bug');
 }
 
@@ -210,37 +206,25 @@ export function recordParams(record: LeaseRecord): SqliteValue[] {
   ];
 }
 
-/** A time column as epoch ms (a connection set to return bigints for integers gives bigints). */
-function timeOf(value: number | bigint | null): number | null {
-  return value === null ? null : Number(value);
-}
-
-function grantOf(row: LeaseRow, token: bigint): GrantState | null {
-  if (row.holder === null || row.secret_hash === null) return null;
+function grantOf(packed: PackedRecord, token: bigint): GrantState | null {
+  const [, holder, runId, secretHash, acquiredAt, expiresAt, attributes] = packed;
+  if (holder === null || secretHash === null) return null;
   return {
     token,
-    holder: row.holder,
-    runId: row.run_id,
-    secret: row.secret_hash,
-    acquiredAt: timeOf(row.acquired_at) ?? 0,
-    expiresAt: timeOf(row.expires_at),
-    attributes: JSON.parse(row.attributes ?? '{}') as LeaseAttributes,
+    holder,
+    runId,
+    secret: secretHash,
+    acquiredAt: acquiredAt ?? 0,
+    expiresAt,
+    attributes: attributes ?? {},
   };
 }
 
-function endingOf(row: LeaseRow, rare: RareColumns | null): Ending | null {
-  if (row.ending_kind === null || row.ending_token === null || row.ending_holder === null) return null;
-  const ending: Ending = {
-    kind: row.ending_kind as EndingKind,
-    token: BigInt(row.ending_token),
-    holder: row.ending_holder,
-    runId: row.ending_run_id,
-    at: timeOf(row.ending_at) ?? 0,
-    reason: rare?.[0] ?? null,
-    by: rare?.[1] ?? null,
-  };
+function endingOf(packed: PackedRecord): Ending | null {
+  const [, , , , , , , kind, token, holder, runId, at, , , , reason, by, change] = packed;
+  if (kind === null || token === null || holder === null) return null;
+  const ending: Ending = { kind: kind as EndingKind, token: BigInt(token), holder, runId, at: at ?? 0, reason, by };
   // NOTE: `change` only on a `state-changed` ending: endings of the other kinds keep their shape.
-  const change = rare?.[2] ?? null;
   return change === null ? ending : { ...ending, change };
 }
 
@@ -253,9 +237,10 @@ function stateText(state: KeyState): string | null {
 const NO_STATE: KeyState = Object.freeze({});
 const NO_SUBMISSIONS: readonly SubmissionRecord[] = Object.freeze([]);
 
-function checkpointOf(row: LeaseRow): CheckpointRecord | null {
-  if (row.checkpoint_json === null || row.checkpoint_token === null) return null;
-  return { json: row.checkpoint_json, token: BigInt(row.checkpoint_token), writtenAt: timeOf(row.checkpoint_written_at) ?? 0 };
+function checkpointOf(json: string | null, packed: PackedRecord): CheckpointRecord | null {
+  const [, , , , , , , , , , , , token, writtenAt] = packed;
+  if (json === null || token === null) return null;
+  return { json, token: BigInt(token), writtenAt: writtenAt ?? 0 };
 }
 
 /**
@@ -265,19 +250,19 @@ function checkpointOf(row: LeaseRow): CheckpointRecord | null {
 export function recordOf(row: unknown): LeaseRecord | null {
   if (row === undefined || row === null) return null;
   const lease = row as LeaseRow;
-  if (lease.token === null) return null;
-  const rare = lease.rare === null ? null : (JSON.parse(lease.rare) as RareColumns);
-  const token = BigInt(lease.token);
+  const packed = JSON.parse(lease.record) as PackedRecord;
+  if (packed[0] === null) return null;
+  const token = BigInt(packed[0]);
   return {
     key: lease.key,
     token,
-    grant: grantOf(lease, token),
-    ending: endingOf(lease, rare),
-    checkpoint: checkpointOf(lease),
-    recoveryRequired: Number(lease.recovery_required) !== 0,
-    state: rare?.[3] ?? NO_STATE,
-    heldUntil: rare?.[4] ?? null,
+    grant: grantOf(packed, token),
+    ending: endingOf(packed),
+    checkpoint: checkpointOf(lease.checkpoint_json, packed),
+    recoveryRequired: packed[14] !== 0,
+    state: packed[18] ?? NO_STATE,
+    heldUntil: packed[19],
     submissions: NO_SUBMISSIONS,
-    waiters: waitersOf(rare?.[5]),
+    waiters: waitersOf(packed[20]),
   };
 }

@@ -1,7 +1,7 @@
 /**
  * A key's queue of waiting claims (fence/queue.ts) as the SQLite store keeps it: the `waiters` column of the lease
  * row, NULL when nobody waits (most rows), otherwise a JSON array of `[waiterId, holder, arrivedAt, expiresAt]` in
- * queue order. It is read as a member of the row's rare columns (rows.ts), so the read of a row nobody waits for is
+ * queue order. It is read as a member of the row's packed record (rows.ts), so the read of a row nobody waits for is
  * unchanged, and written only by the statement below: the record's upsert leaves it as it is, so every operation
  * that is not a claim or a dequeue (and claim-next's and a semaphore's grants) keeps the queue without touching it.
  */
