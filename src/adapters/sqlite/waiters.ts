@@ -22,7 +22,7 @@ export function waitersText(waiters: readonly QueuedWaiter[]): string | null {
   return JSON.stringify(waiters.map((waiter): StoredWaiter => [waiter.waiterId, waiter.holder, waiter.arrivedAt, waiter.expiresAt]));
 }
 
-/** The waiters of the column as the rare columns carry it (already parsed), `NO_WAITERS` for NULL. */
+/** The waiters of the column as the packed record carries it (already parsed), `NO_WAITERS` for NULL. */
 export function waitersOf(stored: readonly StoredWaiter[] | null | undefined): readonly QueuedWaiter[] {
   if (stored === null || stored === undefined || stored.length === 0) return NO_WAITERS;
   return stored.map(([waiterId, holder, arrivedAt, expiresAt]) => ({ waiterId, holder, arrivedAt, expiresAt }));
