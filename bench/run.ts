@@ -104,7 +104,7 @@ async function memory(): Promise<void> {
 
 async function sqlite(): Promise<void> {
   console.log(
-    '## SQLite\n\nbetter-sqlite3 12, WAL, one connection per contender to a file of its own in a temporary directory (bench/sqlite-groups.ts; bench/sqlite.ts has submissions).\n',
+    '## SQLite\n\nbetter-sqlite3 12, WAL, files in a temporary directory: one per contender (bench/sqlite-groups.ts), one for the semaphore group; bench/sqlite.ts has submissions.\n',
   );
   const runs = [
     ...(QUEUE_ONLY ? [] : [() => sqliteGroups(process.env['BENCH_COMPARE'] || null, QUICK)]),
@@ -205,7 +205,7 @@ async function main(): Promise<void> {
       "server = redis-server (INFO cpu), the contender's Postgres backends (/proc/<pid>/sched) or etcd (/proc/<pid>/stat).\n",
   );
   if (STORES.includes('memory')) await memory();
-  if (STORES.includes('sqlite')) await sqlite();
+  if (STORES.includes('sqlite') && (!QUEUE_ONLY || SEMAPHORE)) await sqlite();
   if (STORES.includes('redis')) await redis();
   if (STORES.includes('postgres')) {
     await postgresRun('on');
