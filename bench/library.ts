@@ -17,6 +17,7 @@ import type * as Memory from '../src/adapters/memory/index.js';
 import type * as Postgres from '../src/adapters/postgres/index.js';
 import type * as Redis from '../src/adapters/redis/index.js';
 import type * as Etcd from '../src/adapters/etcd/index.js';
+import type * as Sqlite from '../src/adapters/sqlite/index.js';
 import type * as Cycles from './cycles.js';
 
 /** One tree's public entry points, as a user imports them (`leasefence`, `leasefence/memory`, ...). */
@@ -31,6 +32,8 @@ export interface Library {
   readonly redis: typeof Redis;
   /** `leasefence/etcd`. */
   readonly etcd: typeof Etcd;
+  /** `leasefence/sqlite`. */
+  readonly sqlite: typeof Sqlite;
   /** bench/cycles.ts, bundled with this tree: the loops that call it, a copy of their own per tree. */
   readonly cycles: typeof Cycles;
 }
@@ -45,6 +48,7 @@ export const ENTRIES = {
   postgres: 'adapters/postgres/index.ts',
   redis: 'adapters/redis/index.ts',
   etcd: 'adapters/etcd/index.ts',
+  sqlite: 'adapters/sqlite/index.ts',
 } as const;
 
 /** tsup.config.ts's `target` (checked by test/bench/library.test.ts). */
@@ -100,6 +104,7 @@ export async function loadLibrary(src: string): Promise<Library> {
     postgres: await load('postgres'),
     redis: await load('redis'),
     etcd: await load('etcd'),
+    sqlite: await load('sqlite'),
     cycles: await load('cycles'),
   };
 }

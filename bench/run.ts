@@ -106,10 +106,7 @@ async function sqlite(): Promise<void> {
   console.log(
     '## SQLite\n\nbetter-sqlite3 12, WAL, files in a temporary directory: one per contender (bench/sqlite-groups.ts), one for the semaphore group; bench/sqlite.ts has submissions.\n',
   );
-  const runs = [
-    ...(QUEUE_ONLY ? [] : [() => sqliteGroups(process.env['BENCH_COMPARE'] || null, QUICK)]),
-    ...(SEMAPHORE ? [sqliteSemaphoreGroups] : []),
-  ];
+  const runs = [...(QUEUE_ONLY ? [] : [() => sqliteGroups(QUICK)]), ...(SEMAPHORE ? [sqliteSemaphoreGroups] : [])];
   for (const run of runs) {
     const { groups, close } = await run();
     try {

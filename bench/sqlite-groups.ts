@@ -12,19 +12,13 @@
  * - raw `BEGIN IMMEDIATE` transactions, leasefence's shape: BEGIN IMMEDIATE, SELECT the lease row, decide in JS,
  *   write (the upsert, the UPDATE, the ledger INSERT), COMMIT;
  * - leasefence (`leases.claim` + `leases.release`, `leases.fencedWrite` with one ledger INSERT), this tree and, with
- *   BENCH_COMPARE, that tree's ("before: ..."), both bundled as dist/ is (library.ts's settings, plus the
- *   `leasefence/sqlite` entry, which library.ts does not build).
+ *   BENCH_COMPARE, that tree's ("before: ..."), both bundled as dist/ is (library.ts).
  */
 import Database from 'better-sqlite3';
-import { mkdtempSync, rmSync, symlinkSync } from 'node:fs';
+import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { join, resolve } from 'node:path';
-import { pathToFileURL } from 'node:url';
-import { build } from 'esbuild';
-import type * as Root from '../src/index.js';
-import type * as Sqlite from '../src/adapters/sqlite/index.js';
-import type * as Cycles from './cycles.js';
-import { ENTRIES, TARGET, THIS_SRC } from './library.js';
+import { join } from 'node:path';
+import { comparedLibrary, thisLibrary, type Library } from './library.js';
 import type { Contender, Group } from './slices.js';
 
 /** The raw baselines' tables: the lease, a ledger the fenced writes append to, the runs a raw submission records. */
@@ -52,42 +46,6 @@ ON CONFLICT (name) DO UPDATE SET holder = excluded.holder, token = excluded.toke
 const TTL_MS = 60_000;
 const SYNC_MODES = ['NORMAL', 'FULL'] as const;
 type SyncMode = (typeof SYNC_MODES)[number];
-
-/** A tree's lease API and SQLite store, bundled; the loops of cycles.ts bundled with it. */
-interface Library {
-  readonly root: typeof Root;
-  readonly sqlite: typeof Sqlite;
-  readonly cycles: typeof Cycles;
-}
-
-const NODE_MODULES = resolve(import.meta.dirname, '../node_modules');
-const CYCLES = resolve(import.meta.dirname, 'cycles.ts');
-
-/**
- * Bundles the tree at `src` as library.ts's `loadLibrary` does (same esbuild settings, a temp dir, the dependencies
- * left as imports), with the two entries these groups use and `leasefence/sqlite`.
- */
-async function loadSqliteLibrary(src: string, directories: string[]): Promise<Library> {
-  const directory = mkdtempSync(join(tmpdir(), 'leasefence-bench-sqlite-library-'));
-  directories.push(directory);
-  symlinkSync(NODE_MODULES, join(directory, 'node_modules'), 'dir');
-  const outdir = join(directory, 'dist');
-  await build({
-    entryPoints: { index: join(resolve(src), ENTRIES.index), sqlite: join(resolve(src), 'adapters/sqlite/index.ts'), cycles: CYCLES },
-    outdir,
-    bundle: true,
-    format: 'esm',
-    platform: 'node',
-    target: TARGET,
-    splitting: true,
-    treeShaking: true,
-    packages: 'external',
-    outExtension: { '.js': '.mjs' },
-    logLevel: 'warning',
-  });
-  const load = async <T>(name: string): Promise<T> => (await import(pathToFileURL(join(outdir, `${name}.mjs`)).href)) as T;
-  return { root: await load('index'), sqlite: await load('sqlite'), cycles: await load('cycles') };
-}
 
 /** The files, connections and bundles the groups opened, closed by `close()`. */
 interface Opened {
@@ -262,13 +220,13 @@ function leasesWrite(opened: Opened, mode: SyncMode, library: Library, name: str
 }
 
 /**
- * The SQLite groups: claim + release and the fenced write at NORMAL and FULL, with BENCH_COMPARE's tree (`compare`)
- * as "before: ..." rows. `close()` closes every file and removes them and the bundles.
+ * The SQLite groups: claim + release and the fenced write at NORMAL and FULL, with BENCH_COMPARE's tree
+ * as "before: ..." rows. `close()` closes every file and removes them.
  */
-export async function sqliteGroups(compare: string | null, quick: boolean): Promise<{ groups: Group[]; close(): void }> {
+export async function sqliteGroups(quick: boolean): Promise<{ groups: Group[]; close(): void }> {
   const opened: Opened = { databases: [], directories: [], seedKeys: quick ? 100 : 10_000 };
-  const mine = await loadSqliteLibrary(THIS_SRC, opened.directories);
-  const before = compare === null ? null : await loadSqliteLibrary(compare, opened.directories);
+  const mine = await thisLibrary();
+  const before = await comparedLibrary();
   const groups: Group[] = [];
   for (const mode of SYNC_MODES) {
     const rawCycleName = 'raw: claim INSERT ... ON CONFLICT ... RETURNING + release UPDATE (2 autocommit statements)';
