@@ -54,14 +54,14 @@ const VARIANTS: readonly Variant[] = [
     edits: [{ file: 'renewal.ts', from: 'if (this.schedule === null || this.#stopped) return;', to: 'return;' }],
   },
   {
-    name: 'no release outcome',
-    piece: "the release's applied flag (`released` in the outcome: a `.then` on the release)",
-    guarantee: 'yes: the outcome says whether the final release was confirmed',
+    name: 'no options check',
+    piece: "withLease's checks of fn and its options before the claim (checkOptions)",
+    guarantee: 'yes: bad input gets InvalidArgumentError before any I/O',
     edits: [
       {
         file: 'with-lease.ts',
-        from: 'return leases.release(lease, checkpoint === undefined ? undefined : { checkpoint }).then(isApplied, releaseFailed);',
-        to: 'return leases.release(lease, checkpoint === undefined ? undefined : { checkpoint }) as unknown as Promise<boolean>;',
+        from: 'const renewAfterFraction = checkOptions(fn, options, maxCheckpointBytes);',
+        to: 'const renewAfterFraction = 1 / 3;',
       },
     ],
   },

@@ -124,9 +124,19 @@ export async function runAcquired<T, R extends { readonly ok: false }>(
   const inFlight = finish(renewal, external, stop);
   if (inFlight !== undefined) await bounded(inFlight, undefined, lease, schedule, monotonic, timers);
   if (!abort.aborted) {
-    const releasing = releaseQuietly(leases, lease, options.finalCheckpoint);
+    const { finalCheckpoint } = options;
+    // NOTE: the usual end (no renewal in flight) awaits the release itself: no `.then` for the applied flag.
+    if (inFlight === undefined) {
+      let released = false;
+      try {
+        released = (await leases.release(lease, finalCheckpoint === undefined ? undefined : { checkpoint: finalCheckpoint })).ok;
+      } catch {
+        // NOTE: as in `releaseQuietly`: an unreachable store must not mask the work's result.
+      }
+      return { ok: true, value: value as T, lease, lost: null, released };
+    }
     // NOTE: a renewal still in flight when fn returned: the store may not be answering; bound the release too.
-    const released = await (inFlight === undefined ? releasing : bounded(releasing, false, lease, schedule, monotonic, timers));
+    const released = await bounded(releaseQuietly(leases, lease, finalCheckpoint), false, lease, schedule, monotonic, timers);
     return { ok: true, value: value as T, lease, lost: null, released };
   }
   const released = await bounded(releaseQuietly(leases, lease, undefined), false, lease, schedule, monotonic, timers);
