@@ -336,7 +336,8 @@ export class Renewal implements LeaseRun {
 
   #clear(): void {
     // NOTE: the last unarmed run to end clears the shared timer: no timer is left behind to keep the
-    // process alive (runs that overlap share it; runs one after another each set and clear it).
+    // process alive (runs that overlap share it; runs one after another that outlive their `fn`'s first
+    // turn each set and clear it, and the others never join: `start`).
     if (removeUnarmed(this) && firstUnarmed === null) cancelArming();
     this.#renewAlarm?.clear();
     this.#deadlineAlarm?.clear();
