@@ -38,7 +38,13 @@ const VARIANTS: readonly Variant[] = [
     name: 'no secret',
     piece: 'a fresh secret per claim (newSecret)',
     guarantee: 'yes: 128 CSPRNG bits per grant, or a stale handle could act as a newer grant',
-    edits: [{ file: 'leases.ts', from: 'const secret = newSecret();', to: "const secret = '0123456789abcdef0123456789abcdef';" }],
+    edits: [
+      {
+        file: 'leases.ts',
+        from: 'const secret = newSecret();\n    const sentAt = monotonic();',
+        to: "const secret = '0123456789abcdef0123456789abcdef';\n    const sentAt = monotonic();",
+      },
+    ],
   },
   {
     name: 'no monotonic read',
@@ -47,8 +53,8 @@ const VARIANTS: readonly Variant[] = [
     edits: [
       {
         file: 'leases.ts',
-        from: 'const sentAt = monotonic();\n    const outcome = await store.claim',
-        to: 'const sentAt = 0;\n    const outcome = await store.claim',
+        from: 'const sentAt = monotonic();\n    const command = { key, holder',
+        to: 'const sentAt = 0;\n    const command = { key, holder',
       },
     ],
   },
@@ -59,30 +65,8 @@ const VARIANTS: readonly Variant[] = [
     edits: [
       {
         file: 'adapters/memory/memory-store.ts',
-        from: 'const clock = options.clock ?? systemClock;',
-        to: 'const clock = options.clock ?? (() => 1_700_000_000_000);',
-      },
-    ],
-  },
-  {
-    name: 'no validation',
-    piece: "claim's input checks (key, options, TTL, run id, attributes) and release's handle check",
-    guarantee: 'yes: bad input gets InvalidArgumentError before any I/O',
-    edits: [
-      {
-        file: 'leases.ts',
-        from: "assertKey(key);\n        const given = readOptions('claim options', claimOptions, CLAIM_OPTIONS);\n        const ttlMs = ttlOf(given.ttlMs);\n        const runId = given.runId ?? null;\n        assertRunId(runId);\n        const attributes = toAttributes(given.attributes);\n        const { recovering } = given;\n        if (recovering !== undefined && typeof recovering !== 'boolean') throw new InvalidArgumentError('recovering must be a boolean');",
-        to: 'const given = NO_ATTRIBUTES as { wait?: WaitOptions };\n        const ttlMs = defaultTtl;\n        const runId = null;\n        const attributes = NO_ATTRIBUTES;\n        const recovering = false as boolean;',
-      },
-      {
-        file: 'leases.ts',
-        from: "const fence = requireLease(lease);\n        const { checkpoint } = readOptions('release options', releaseOptions, RELEASE_OPTIONS);",
-        to: 'const fence = (lease as unknown as { fenceUnchecked: Fence }).fenceUnchecked;\n        const checkpoint = undefined as unknown;',
-      },
-      {
-        file: 'lease.ts',
-        from: '  /** Set by `Leases` so',
-        to: '  get fenceUnchecked(): Fence {\n    return this.#fence;\n  }\n  /** Set by `Leases` so',
+        from: 'const clock = given.clock === undefined ? systemClock : checkedClock(given.clock);',
+        to: 'const clock = given.clock === undefined ? () => 1_700_000_000_000 : checkedClock(given.clock);',
       },
     ],
   },
@@ -99,8 +83,8 @@ const VARIANTS: readonly Variant[] = [
     edits: [
       {
         file: 'leases.ts',
-        from: 'if (checkpoint === undefined) return store.release({ fence }).then(releaseResult);',
-        to: 'if (checkpoint === undefined) return store.release({ fence });',
+        from: 'if (checkpoint === undefined) return store.release(holdMs === undefined ? { fence } : { fence, ...hold }).then(releaseResult);',
+        to: 'if (checkpoint === undefined) return store.release(holdMs === undefined ? { fence } : { fence, ...hold });',
       },
     ],
   },

@@ -25,7 +25,7 @@ import type {
   WithLeaseOutcome,
   WithLeaseStopped,
 } from './leases-types.js';
-import { Renewal } from './renewal.js';
+import { Renewal, type RenewalSchedule } from './renewal.js';
 import { MAX_TIMER_MS, SYSTEM_TIMERS, type Timers } from './timers.js';
 import { DEFAULT_MAX_CHECKPOINT_BYTES, describe, serializeCheckpoint } from './validate.js';
 import { attemptUnlessStopped } from './waiting/with-lease-claim.js';
@@ -71,7 +71,7 @@ export async function runAcquired<T, R extends { readonly ok: false }>(
   maxCheckpointBytes: number,
   acquire: (wait: WaitOptions | undefined) => Promise<{ readonly ok: true; readonly lease: Lease } | R>,
 ): Promise<WithLeaseCompleted<T> | WithLeaseLost<T> | WithLeaseStopped<T> | R> {
-  const settings = checkOptions(fn, options, maxCheckpointBytes);
+  const renewAfterFraction = checkOptions(fn, options, maxCheckpointBytes);
   const external = options.signal;
   if (isAborted(external))
     return { ok: false, reason: 'stopped', key, lease: null, cause: external?.reason, lost: null, returned: null, released: false };
@@ -87,49 +87,61 @@ export async function runAcquired<T, R extends { readonly ok: false }>(
       ? null
       : {
           ttlMs,
-          renewAfterFraction: settings.renewAfterFraction,
+          renewAfterFraction,
           safetyMarginMs: options.safetyMarginMs ?? Math.min(1000, ttlMs / 10),
           retryDelayMs: options.retryDelayMs ?? Math.min(250, ttlMs / 10),
         };
   const timers = options.timers ?? SYSTEM_TIMERS;
   const renewal = new Renewal(leases, lease, monotonic, timers, schedule);
-  // NOTE: once the run is lost or stopped (or while a renewal is still in flight), a store that never answers
-  // (a partition, a frozen server: no reset, and no client timeout) must not keep withLease from returning.
-  const cleanup = <R>(settling: Promise<R>, fallback: R): Promise<R> =>
-    schedule === null ? settling : boundedByDeadline(settling, fallback, lease, schedule.safetyMarginMs, monotonic, timers);
   const { abort } = renewal;
   const stop = external === undefined ? null : (): void => renewal.lose(external.reason);
   if (stop !== null) external?.addEventListener('abort', stop, { once: true });
   attachRun(lease, renewal);
   // NOTE: the caller's signal may have aborted while the claim was in flight: stop before running fn.
   if (stop !== null && isAborted(external)) stop();
-  let settled: { readonly value: T } | null = null;
+  // NOTE: what fn returned, and whether it did: two variables, not an object (the completed outcome needs none).
+  let value: T | undefined;
+  let returned = false;
   try {
     // NOTE: inside the try, so timers that throw still release the lease and detach the caller's signal.
     renewal.start();
     renewal.listen();
-    if (!abort.aborted) settled = { value: await runFn(fn, lease as RunningLease, renewal) };
+    if (!abort.aborted) {
+      value = await runFn(fn, lease as RunningLease, renewal);
+      returned = true;
+    }
   } catch (error) {
     // NOTE: after the signal aborted, a rejection is the work stopping because of it (an AbortError, the
     // reason itself, a LeaseLostError from an ...OrThrow call); any other error is the work's own.
     if (!abort.aborted || !causedByAbort(error, abort.reason)) {
       const stopping = finish(renewal, external, stop);
-      if (stopping !== undefined) await cleanup(stopping, undefined);
+      if (stopping !== undefined) await bounded(stopping, undefined, lease, schedule, monotonic, timers);
       const releasing = releaseQuietly(leases, lease, undefined);
-      await (abort.aborted || stopping !== undefined ? cleanup(releasing, false) : releasing);
+      await (abort.aborted || stopping !== undefined ? bounded(releasing, false, lease, schedule, monotonic, timers) : releasing);
       throw error;
     }
   }
   const inFlight = finish(renewal, external, stop);
-  if (inFlight !== undefined) await cleanup(inFlight, undefined);
+  if (inFlight !== undefined) await bounded(inFlight, undefined, lease, schedule, monotonic, timers);
   if (!abort.aborted) {
-    const releasing = releaseQuietly(leases, lease, settings.finalCheckpoint);
+    const { finalCheckpoint } = options;
+    // NOTE: the usual end (no renewal in flight) awaits the release itself: no `.then` for the applied flag.
+    if (inFlight === undefined) {
+      let released = false;
+      try {
+        released = (await leases.release(lease, finalCheckpoint === undefined ? undefined : { checkpoint: finalCheckpoint })).ok;
+      } catch {
+        // NOTE: as in `releaseQuietly`: an unreachable store must not mask the work's result.
+      }
+      return { ok: true, value: value as T, lease, lost: null, released };
+    }
     // NOTE: a renewal still in flight when fn returned: the store may not be answering; bound the release too.
-    const released = await (inFlight === undefined ? releasing : cleanup(releasing, false));
-    return { ok: true, value: (settled as { value: T }).value, lease, lost: null, released };
+    const released = await bounded(releaseQuietly(leases, lease, finalCheckpoint), false, lease, schedule, monotonic, timers);
+    return { ok: true, value: value as T, lease, lost: null, released };
   }
-  const released = await cleanup(releaseQuietly(leases, lease, undefined), false);
+  const released = await bounded(releaseQuietly(leases, lease, undefined), false, lease, schedule, monotonic, timers);
   const reason = abort.reason;
+  const settled = returned ? { value: value as T } : null;
   if (isLeaseLostError(reason)) return { ok: false, reason: 'lost', key: runKey, lease, lost: reason, returned: settled, released };
   return { ok: false, reason: 'stopped', key: runKey, lease, cause: reason, lost: null, returned: settled, released };
 }
@@ -167,12 +179,11 @@ function causedByAbort(error: unknown, reason: unknown): boolean {
   return false;
 }
 
-/** Validates `fn` and the options before the claim (invariant 7), with the same error as every other bad input. */
-function checkOptions(
-  fn: unknown,
-  options: Omit<WithLeaseOptions, keyof ClaimOptions>,
-  maxCheckpointBytes: number,
-): { renewAfterFraction: number; finalCheckpoint: unknown } {
+/**
+ * Validates `fn` and the options before the claim (invariant 7), with the same error as every other bad input;
+ * returns `renewAfterFraction` with its default.
+ */
+function checkOptions(fn: unknown, options: Omit<WithLeaseOptions, keyof ClaimOptions>, maxCheckpointBytes: number): number {
   if (typeof fn !== 'function') throw new InvalidArgumentError('withLease needs a function to run under the lease');
   if (typeof options !== 'object' || options === null) throw new InvalidArgumentError('withLease options must be an object');
   const fraction = options.renewAfterFraction ?? 1 / 3;
@@ -194,7 +205,24 @@ function checkOptions(
   if (signal !== undefined && !(signal instanceof AbortSignal)) throw new InvalidArgumentError('signal must be an AbortSignal');
   // NOTE: serialized now only to refuse a bad value before the claim; the release serializes it again.
   if (finalCheckpoint !== undefined && finalCheckpoint !== null) serializeCheckpoint(finalCheckpoint, maxCheckpointBytes);
-  return { renewAfterFraction: fraction, finalCheckpoint };
+  return fraction;
+}
+
+/**
+ * Waits for `settling` as long as the run's grant can be relied on (`boundedByDeadline`); a lease without expiry
+ * (`schedule: null`) waits for it whatever it takes. Once the run is lost or stopped (or while a renewal is still in
+ * flight), a store that never answers (a partition, a frozen server: no reset, and no client timeout) must not keep
+ * withLease from returning.
+ */
+function bounded<R>(
+  settling: Promise<R>,
+  fallback: R,
+  lease: Lease,
+  schedule: RenewalSchedule | null,
+  monotonic: Clock,
+  timers: Timers,
+): Promise<R> {
+  return schedule === null ? settling : boundedByDeadline(settling, fallback, lease, schedule.safetyMarginMs, monotonic, timers);
 }
 
 /**

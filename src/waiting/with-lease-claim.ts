@@ -9,13 +9,24 @@ import { readWaitOptions, type WaitOptions } from './wait-options.js';
  * Calls `attempt` with the wait to use (the options' own when there is no run signal to link); `null` when the
  * run's `signal` aborted before a grant (the run is stopped).
  */
-export async function attemptUnlessStopped<R extends { readonly ok: boolean }>(
+export function attemptUnlessStopped<R extends { readonly ok: boolean }>(
   options: { readonly wait?: WaitOptions; readonly signal?: AbortSignal },
   attempt: (wait: WaitOptions | undefined) => Promise<R>,
 ): Promise<R | null> {
   const stop = options.signal;
+  // NOTE: not an async function: the usual run (no wait, or no run signal) gets the attempt's own promise,
+  // without one more promise and its turns around it.
   if (options.wait === undefined || stop === undefined) return attempt(options.wait);
-  const settings = readWaitOptions(options.wait);
+  return attemptLinked(options.wait, stop, attempt);
+}
+
+/** `attemptUnlessStopped` with both a wait and a run signal: the wait's signal is linked to the run's. */
+async function attemptLinked<R extends { readonly ok: boolean }>(
+  given: WaitOptions,
+  stop: AbortSignal,
+  attempt: (wait: WaitOptions | undefined) => Promise<R>,
+): Promise<R | null> {
+  const settings = readWaitOptions(given);
   const sources = settings.signal === null ? [stop] : [stop, settings.signal];
   const linked = new AbortController();
   const onAbort = (): void => linked.abort(stop.aborted ? stop.reason : settings.signal?.reason);

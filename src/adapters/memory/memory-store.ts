@@ -123,13 +123,18 @@ export function createMemoryStore(options?: MemoryStoreOptions): MemoryStore {
 
   /** Applies `step` to the key's record at the store's now; `committed` sees the outcome once it is stored. */
   const applyNow = <C, O>(key: string, step: Step<C, O>, command: C, committed: Committed<O> | undefined): O => {
-    const { record, changed, outcome } = step(records.get(key) ?? null, command, clock());
+    const current = records.get(key) ?? null;
+    const { record, changed, outcome } = step(current, command, clock());
     if (changed) {
-      if (record !== null) save(key, record);
-      else {
-        const removed = records.get(key);
-        if (removed !== undefined && removed.token > highestRemoved) highestRemoved = removed.token;
-        if (records.delete(key)) keyIndex.removed(key);
+      // NOTE: a key that had a record is no new key: one lookup of the map, not `save`'s two (at a million keys
+      // each lookup is a likely cache miss).
+      if (record !== null) {
+        if (current === null) save(key, record);
+        else records.set(key, record);
+      } else if (current !== null) {
+        if (current.token > highestRemoved) highestRemoved = current.token;
+        records.delete(key);
+        keyIndex.removed(key);
       }
     }
     // NOTE: in the same task (not a `.then` on its promise): telling watchers costs no extra promise.
