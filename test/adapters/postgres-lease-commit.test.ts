@@ -60,7 +60,11 @@ describe('postgres leaseCommit', () => {
 
   it('is checked before any I/O: only durable or fast', () => {
     let queried = 0;
-    const client = { query: async () => ((queried += 1), { rows: [] }) } as unknown as PostgresClient;
+    const query = async () => {
+      queried += 1;
+      return { rows: [] };
+    };
+    const client = { query } as unknown as PostgresClient;
     for (const leaseCommit of ['async', 'off', true, 0, null]) {
       expect(() => createPostgresStore({ client, leaseCommit: leaseCommit as never })).toThrow(InvalidArgumentError);
     }
