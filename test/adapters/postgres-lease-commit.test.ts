@@ -8,13 +8,18 @@
  * NOTE: the server's WAL writer wakes every 10 s (`wal_writer_delay`, its maximum) and nothing else flushes
  * the WAL (no background writer pages, no autovacuum), so a fast commit stays unflushed until the crash that
  * follows it within milliseconds: the loss is observed, not assumed.
+ *
+ * The shared suites run on the fast statements too (on the run's shared cluster): they decide as the durable ones.
  */
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createPostgresStore, type PostgresClient, type PostgresStore } from '../../src/adapters/postgres/index.js';
 import { InvalidArgumentError } from '../../src/errors.js';
 import { createLeases } from '../../src/leases.js';
+import { describeStoreSuites } from '../../src/testing/index.js';
+import { vitestRunner } from '../conformance/vitest-runner.js';
 import { startPostgres, type PostgresServer } from '../support/postgres-server.js';
+import { makePostgresHarness } from './postgres-harness.js';
 
 const ASYNC_COMMIT = `set_config('synchronous_commit', 'off', true)`;
 
@@ -144,4 +149,10 @@ describe('postgres leaseCommit', () => {
       expect((await leases.inspect('crash-written')).grant?.token).toBe(written.token);
     });
   });
+});
+
+describeStoreSuites(vitestRunner, "postgres (pg Pool, leaseCommit: 'fast')", makePostgresHarness('pg-pool', { leaseCommit: 'fast' }), {
+  modelRuns: 100,
+  raceRuns: 150,
+  workers: 4,
 });
