@@ -39,6 +39,7 @@ describe('postgres leaseCommit', () => {
   async function withStore<T>(
     leaseCommit: 'durable' | 'fast',
     run: (store: PostgresStore, sent: string[], pool: pg.Pool) => Promise<T>,
+    prepare = true,
   ): Promise<T> {
     const pool = new pg.Pool({ connectionString: server.url, max: 2 });
     pool.on('error', () => undefined);
@@ -57,7 +58,7 @@ describe('postgres leaseCommit', () => {
       },
     } as unknown as PostgresClient;
     try {
-      return await run(createPostgresStore({ client, leaseCommit }), sent, pool);
+      return await run(createPostgresStore({ client, leaseCommit, prepare }), sent, pool);
     } finally {
       await pool.end();
     }
@@ -112,6 +113,19 @@ describe('postgres leaseCommit', () => {
       expect(sent.length).toBe(3);
       expect(sent.some((text) => text.includes(ASYNC_COMMIT))).toBe(false);
     });
+  });
+
+  it('with prepare: false, the claim (a call of the claim function) turns it off too', async () => {
+    await withStore(
+      'fast',
+      async (store, sent) => {
+        const leases = createLeases(store, { holder: 'w', ttlMs: 60_000 });
+        const lease = await leases.claimOrThrow('unprepared');
+        expect(sent.filter((text) => text.includes(ASYNC_COMMIT)).length).toBe(1);
+        expect((await leases.release(lease)).ok).toBe(true);
+      },
+      false,
+    );
   });
 
   it('a fast grant acknowledged just before a crash may be forgotten: its holder is refused and the next token is greater', async () => {

@@ -352,7 +352,7 @@ export function commitOf(table: TableName, commit: LeaseCommit): LeaseOnlyStatem
   return {
     claim: claimStatement(table, commit),
 
-    claimCall: `SELECT ${claimFunction(table)}(${CLAIM_ARGUMENTS}) AS r FROM ${oneRow(commit)} AS one`,
+    claimCall: `SELECT ${claimFunction(table)}(${CLAIM_ARGUMENTS}) AS r${commit === 'durable' ? '' : ` FROM ${oneRow(commit)} AS one`}`,
 
     renew: lockedUpdate(
       table,
