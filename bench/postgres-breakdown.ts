@@ -4,6 +4,10 @@
  * (ANALYZE, BUFFERS, WAL) of the exact statements and parameters the store sent (each inside BEGIN ...
  * ROLLBACK, so the state stays as it was); and the library's own JS per claim + release on a client that
  * answers from recorded rows (no I/O): validation, parameters, the pre-image parse, the pure core, the handle.
+ * EXPLAIN of a text statement plans it every time: what the prepared statements really cost is the last
+ * table, from pg_stat_statements (track_planning on) and pg_prepared_statements after BENCH_N × 20 cycles on
+ * one connection each, durable and `leaseCommit: 'fast'`, against the raw statements: whether each runs a
+ * generic plan, its execution and planning time per call, and its WAL per call.
  *
  *   npx tsx bench/postgres-breakdown.ts     (BENCH_N=300 EXPLAINs per statement, medians)
  */
@@ -96,8 +100,60 @@ async function cannedCycleUs(pool: pg.Pool): Promise<number> {
   return cpuPerCycleUs(async () => leases.release(await leases.claimOrThrow('canned')), 10_000);
 }
 
+/** One connection's prepared statements after `cycles` claim + release cycles of leasefence (each mode) and raw. */
+async function preparedCosts(url: string, admin: pg.Client, cycles: number): Promise<void> {
+  await admin.query('CREATE EXTENSION IF NOT EXISTS pg_stat_statements');
+  await admin.query('SELECT pg_stat_statements_reset()');
+  const plans: string[] = [];
+  const run = async (label: string, cycle: (pool: pg.Pool) => Promise<() => Promise<unknown>>) => {
+    const pool = new pg.Pool({ connectionString: url, max: 1 });
+    try {
+      const once = await cycle(pool);
+      for (let i = 0; i < cycles; i += 1) await once();
+      const { rows } = await pool.query<{ generic: string; custom: string }>(
+        'SELECT generic_plans::text AS generic, custom_plans::text AS custom FROM pg_prepared_statements ORDER BY prepare_time',
+      );
+      plans.push(`${label}: ${rows.map((row) => `${row.generic} generic / ${row.custom} custom`).join('; ')}`);
+    } finally {
+      await pool.end();
+    }
+  };
+  for (const leaseCommit of ['durable', 'fast'] as const) {
+    await run(`leasefence ${leaseCommit}`, async (pool) => {
+      const leases = createLeases(createPostgresStore({ client: pool, leaseCommit }), { holder: 'bench', ttlMs: TTL_MS });
+      return async () => leases.release(await leases.claimOrThrow(`prepared:${leaseCommit}`));
+    });
+  }
+  await run('raw', async (pool) => async () => {
+    const { rows } = await pool.query<{ token: string }>({ name: 'raw-claim', text: RAW_CLAIM, values: ['prepared', 'bench', TTL_MS] });
+    await pool.query({ name: 'raw-release', text: RAW_RELEASE, values: ['prepared', 'bench', rows[0]?.token] });
+  });
+  const { rows } = await admin.query<Record<string, string>>(
+    `SELECT CASE WHEN query LIKE '%raw_leases%' THEN 'raw ' || pg_catalog.split_part(pg_catalog.ltrim(query), ' ', 1)
+        ELSE 'leasefence ' || CASE WHEN query LIKE '%try_claim%' THEN 'claim' ELSE 'release' END
+        -- NOTE: pg_stat_statements shows constants as $n: the fast statements are the ones calling set_config.
+        || CASE WHEN query LIKE '%set_config%' THEN ', fast' ELSE ', durable' END END AS statement,
+      calls::text, plans::text, round((mean_exec_time * 1000)::numeric, 1)::text AS exec,
+      round((mean_plan_time * 1000)::numeric, 1)::text AS plan, round(wal_records::numeric / calls, 2)::text AS records,
+      round(wal_bytes::numeric / calls)::text AS bytes
+    FROM pg_stat_statements WHERE calls >= $1 ORDER BY query LIKE '%raw_leases%', statement`,
+    [cycles],
+  );
+  console.log(`\nPrepared statements, ${cycles} cycles on one connection each (pg_stat_statements, track_planning on):\n`);
+  console.log(
+    '| statement | calls | plans | execution µs | planning µs per plan | WAL records per call | WAL bytes per call |\n|---|---:|---:|---:|---:|---:|---:|',
+  );
+  for (const row of rows)
+    console.log(
+      `| ${row['statement']} | ${row['calls']} | ${row['plans']} | ${row['exec']} | ${row['plan']} | ${row['records']} | ${row['bytes']} |`,
+    );
+  console.log(`\npg_prepared_statements: ${plans.join('. ')}`);
+}
+
 async function main(): Promise<void> {
-  const server = await startPostgres({ settings: { fsync: 'on' } });
+  const server = await startPostgres({
+    settings: { fsync: 'on', shared_preload_libraries: 'pg_stat_statements', 'pg_stat_statements.track_planning': 'on' },
+  });
   const pool = new pg.Pool({ connectionString: server.url, max: 2 });
   const admin = new pg.Client({ connectionString: server.url });
   try {
@@ -163,6 +219,7 @@ async function main(): Promise<void> {
       `\nleasefence's own JS per claim + release on a client answering from recorded rows (no I/O): ${(await cannedCycleUs(pool)).toFixed(2)} µs`,
     );
     console.log(`pre-image sizes: claim ${JSON.stringify((await pool.query(claim.text, claim.values)).rows).length} bytes of JSON`);
+    await preparedCosts(server.url, admin, N * 20);
   } finally {
     await admin.end().catch(() => undefined);
     await pool.end().catch(() => undefined);

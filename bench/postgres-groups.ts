@@ -6,6 +6,7 @@
  * `max`), named by `application_name`, so that its backends' CPU time (`/proc/<pid>/sched`, see
  * postgres-probes.ts) is its own. Both lease tables hold the same 10,000 idle keys (index scans, as in a
  * table in use). Also measured: leasefence on postgres.js, leasefence with `prepare: false`, withLease,
+ * the peers (`postgresPeersGroup`: advisory locks, pg-boss, `leaseCommit: 'fast'`)
  * and with BENCH_COMPARE another checkout's leasefence; both
  * trees run bundled (library.ts).
  */
@@ -16,6 +17,7 @@ import type { Leases } from '../src/leases-types.js';
 import { comparedLibrary, thisLibrary, type Library } from './library.js';
 import { runtimeNs } from './postgres-probes.js';
 import { LEDGER_INSERT, RAW_CLAIM, RAW_FENCE_CHECK, RAW_RELEASE, RAW_RELEASE_NOTIFY, RAW_SCHEMA } from './postgres-raw.js';
+import { advisoryLockCycle, pgBossCycle } from './postgres-peers.js';
 import type { Contender, Group } from './slices.js';
 
 // NOTE: this checkout bundled like dist/ (library.ts), as BENCH_COMPARE's tree is.
@@ -51,59 +53,89 @@ export async function preparePostgres(target: PostgresTarget): Promise<void> {
 
 let pools = 0;
 
-async function openPool(target: PostgresTarget, name: string, max: number): Promise<pg.Pool> {
-  const pool = new pg.Pool({ connectionString: target.url, max, idleTimeoutMillis: 0, application_name: name });
+/** A new `application_name` for a contender's connections, so that its backends' CPU is its own. */
+export const nextApplication = (): string => `bench-${++pools}`;
+
+async function openPool(target: PostgresTarget, name: string, max: number, options?: string): Promise<pg.Pool> {
+  const pool = new pg.Pool({
+    connectionString: target.url,
+    max,
+    idleTimeoutMillis: 0,
+    application_name: name,
+    ...(options === undefined ? {} : { options }),
+  });
   pool.on('error', () => undefined);
   target.closers.push(() => pool.end());
   return pool;
 }
 
 /** CPU µs so far of the backends whose application_name is `name`. */
-async function backendCpuUs(admin: pg.Client, name: string): Promise<number> {
+export async function backendCpuUs(admin: pg.Client, name: string): Promise<number> {
   const { rows } = await admin.query<{ pid: number }>('SELECT pid FROM pg_stat_activity WHERE application_name = $1', [name]);
   return rows.reduce((sum, row) => sum + runtimeNs(row.pid), 0) / 1000;
 }
 
-/** A contender with a pool of its own (`open`), measured with its backends' CPU. */
+/**
+ * A contender with a pool of its own (`open`, its connections started with `options`, e.g. `-c name=value`),
+ * measured with its backends' CPU.
+ */
 export function pooled(
   target: PostgresTarget,
   name: string,
   baseline: string | undefined,
   workers: number,
   cycle: (pool: pg.Pool, worker: number) => Promise<() => Promise<unknown>>,
+  options?: string,
 ): Contender {
-  const application = `bench-${++pools}`;
+  const application = nextApplication();
   let pool: Promise<pg.Pool> | undefined;
   return {
     name,
     ...(baseline === undefined ? {} : { baseline }),
     prepare: async (worker) => {
-      pool ??= openPool(target, application, workers);
+      pool ??= openPool(target, application, workers, options);
       return cycle(await pool, worker);
     },
     serverCpuUs: () => backendCpuUs(target.admin, application),
   };
 }
 
-/** The raw claim + release; `notify`: the release also `pg_notify`s the key, as leasefence's does. */
-function rawCycle(target: PostgresTarget, name: string, workers: number, baseline?: string, notify = false): Contender {
+/**
+ * The raw claim + release; `notify`: the release also `pg_notify`s the key, as leasefence's does; `options`:
+ * its connections' start-up options (`-c synchronous_commit=off`).
+ */
+function rawCycle(target: PostgresTarget, name: string, workers: number, baseline?: string, notify = false, options?: string): Contender {
   const release = notify ? { name: 'raw-release-notify', text: RAW_RELEASE_NOTIFY } : { name: 'raw-release', text: RAW_RELEASE };
-  return pooled(target, name, baseline, workers, async (pool, worker) => {
-    const key = `raw:${name}:${workers}:${worker}`;
-    return async () => {
-      const { rows } = await pool.query<{ token: string }>({ name: 'raw-claim', text: RAW_CLAIM, values: [key, 'bench', TTL_MS] });
-      if (rows[0] === undefined) throw new Error('raw: not granted');
-      await pool.query({ ...release, values: [key, 'bench', rows[0].token] });
-    };
-  });
+  return pooled(
+    target,
+    name,
+    baseline,
+    workers,
+    async (pool, worker) => {
+      const key = `raw:${name}:${workers}:${worker}`;
+      return async () => {
+        const { rows } = await pool.query<{ token: string }>({ name: 'raw-claim', text: RAW_CLAIM, values: [key, 'bench', TTL_MS] });
+        if (rows[0] === undefined) throw new Error('raw: not granted');
+        await pool.query({ ...release, values: [key, 'bench', rows[0].token] });
+      };
+    },
+    options,
+  );
 }
 
 const claimRelease = (leases: Leases, key: string): (() => Promise<void>) => cycle(leases, key, key);
 
-function leasefenceCycle(target: PostgresTarget, name: string, baseline: string | undefined, workers: number, prepare: boolean): Contender {
+function leasefenceCycle(
+  target: PostgresTarget,
+  name: string,
+  baseline: string | undefined,
+  workers: number,
+  prepare: boolean,
+  leaseCommit: 'durable' | 'fast' = 'durable',
+): Contender {
   let leases: Leases<PostgresStore> | undefined;
   return pooled(target, name, baseline, workers, async (pool, worker) => {
-    leases ??= createLeases(createPostgresStore({ client: pool, prepare }), { holder: 'bench', ttlMs: TTL_MS });
+    leases ??= createLeases(createPostgresStore({ client: pool, prepare, leaseCommit }), { holder: 'bench', ttlMs: TTL_MS });
     return claimRelease(leases, `cycle:${name}:${workers}:${worker}`);
   });
 }
@@ -126,7 +158,7 @@ function comparedCycle(target: PostgresTarget, name: string, baseline: string, w
 }
 
 function postgresJsCycle(target: PostgresTarget, name: string, baseline: string, workers: number, which: 'raw' | 'leasefence'): Contender {
-  const application = `bench-${++pools}`;
+  const application = nextApplication();
   let sql: postgres.Sql | undefined;
   let leases: Leases<PostgresStore> | undefined;
   return {
@@ -189,6 +221,27 @@ export function postgresCycleGroup(target: PostgresTarget, workers: number, titl
   // NOTE: every contender holds `workers` connections for the whole group; the throwaway server allows 300
   // (test/support/postgres-server.ts), so at 32 clients with BENCH_COMPARE the last row (withLease) is left out.
   return { title, workers, contenders: contenders.slice(0, Math.floor(MAX_BENCH_CONNECTIONS / workers)) };
+}
+
+/**
+ * The peers' group at `workers` clients (postgres-peers.ts): the raw baseline, leasefence durable and with
+ * `leaseCommit: 'fast'`, raw with synchronous_commit off (what fast commits give SQL that does no more),
+ * session advisory locks and pg-boss singleton jobs.
+ */
+export function postgresPeersGroup(target: PostgresTarget, workers: number, title: string): Group {
+  const raw = 'raw single-statement claim/release (pg Pool)';
+  return {
+    title,
+    workers,
+    contenders: [
+      rawCycle(target, raw, workers),
+      leasefenceCycle(target, 'leasefence claim + release (pg Pool)', raw, workers, true),
+      leasefenceCycle(target, "leasefence, leaseCommit: 'fast' (pg Pool)", raw, workers, true, 'fast'),
+      rawCycle(target, 'raw, synchronous_commit off (pg Pool)', workers, raw, false, '-c synchronous_commit=off'),
+      advisoryLockCycle(target, 'advisory lock + unlock, session (pg Pool)', raw, workers),
+      pgBossCycle(target, "pg-boss 10 singleton job: send + deleteJob (policy 'short')", raw, workers),
+    ],
+  };
 }
 
 /** Connections a group's contenders may hold together (the server's 300, less the admin's and some room). */

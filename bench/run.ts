@@ -36,7 +36,7 @@ import { Redis } from 'ioredis';
 import { startPostgres } from '../test/support/postgres-server.js';
 import { startRedis } from '../test/support/redis-server.js';
 import { memoryGroups } from './memory-groups.js';
-import { postgresCycleGroup, postgresWriteGroup, preparePostgres, type PostgresTarget } from './postgres-groups.js';
+import { postgresCycleGroup, postgresPeersGroup, postgresWriteGroup, preparePostgres, type PostgresTarget } from './postgres-groups.js';
 import { redisGroups } from './redis-groups.js';
 import { Etcd3 } from 'etcd3';
 import { startEtcd } from '../test/support/etcd-server.js';
@@ -161,6 +161,7 @@ async function postgresRun(fsync: 'on' | 'off'): Promise<void> {
       if (fsync === 'off' && clients !== PG_CLIENTS[0] && clients !== PG_CLIENTS.at(-1)) continue;
       groups.push(postgresCycleGroup(target, clients, `PostgreSQL claim + release, fsync ${fsync}`, fsync === 'on'));
       if (fsync === 'on') groups.push(postgresWriteGroup(target, clients, `PostgreSQL fenced write (transaction), fsync ${fsync}`));
+      if (fsync === 'on') groups.push(postgresPeersGroup(target, clients, `PostgreSQL lease peers: claim + release, fsync ${fsync}`));
     }
     for (const group of groups) {
       await report([group], PG_SETTINGS);

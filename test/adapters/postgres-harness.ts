@@ -76,8 +76,11 @@ export async function openPostgresClient(kind: PostgresClientKind, url: string, 
 
 const usesStatementForm = (kind: PostgresClientKind): boolean => kind === 'pg-client' || kind === 'postgresjs';
 
-/** Builds a harness factory for one client kind. */
-export function makePostgresHarness(kind: PostgresClientKind): () => Promise<StoreHarness<PostgresStore>> {
+/** Builds a harness factory for one client kind (`storeOptions`: for every store it creates). */
+export function makePostgresHarness(
+  kind: PostgresClientKind,
+  storeOptions?: LedgerHarnessSetup['storeOptions'],
+): () => Promise<StoreHarness<PostgresStore>> {
   return async () => {
     const url = kind === 'pglite' ? '' : await sharedPostgresUrl();
     return ledgerHarness({
@@ -86,6 +89,7 @@ export function makePostgresHarness(kind: PostgresClientKind): () => Promise<Sto
       // NOTE: PGlite has only one connection: `connect()` returns the same store.
       oneConnection: kind === 'pglite',
       statementForm: usesStatementForm(kind),
+      ...(storeOptions === undefined ? {} : { storeOptions }),
     });
   };
 }
@@ -100,7 +104,7 @@ export interface LedgerHarnessSetup {
   /** Appends with the one-statement form (`fencedStatement`) unless a checkpoint is given; else `fencedWrite`. */
   readonly statementForm: boolean;
   /** Options for every store the harness creates. */
-  readonly storeOptions?: Pick<PostgresStoreOptions, 'prepare'>;
+  readonly storeOptions?: Pick<PostgresStoreOptions, 'prepare' | 'leaseCommit'>;
 }
 
 /**

@@ -45,6 +45,7 @@ export const STORES_FILES: readonly string[] = [
   'test/adapters/postgres-freed-interest.test.ts',
   'test/adapters/postgres-freed.test.ts',
   'test/adapters/postgres-late-callback.test.ts',
+  'test/adapters/postgres-lease-commit.test.ts',
   'test/adapters/postgres-otel-pg.test.ts',
   'test/adapters/postgres-permits.test.ts',
   'test/adapters/postgres-pg.test.ts',

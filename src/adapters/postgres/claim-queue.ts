@@ -21,6 +21,7 @@
 import type { ClaimCommand } from '../../fence/operations.js';
 import { MAX_WAITERS } from '../../fence/queue.js';
 import { freedNotify } from './freed-interest.js';
+import { oneRow, type LeaseCommit } from './lease-commit.js';
 import type { TableName } from './identifier.js';
 import { epochMs, preImageJson } from './rows.js';
 import { LOCKED_NOW, lockedRow } from './statements.js';
@@ -144,9 +145,9 @@ export function firstGrantQueue(table: string): string {
  * left while the key is claimable (no live grant, no hold in force) and somebody still waits (`freed`), it
  * notifies the key's watchers exactly as a release does (`freedNotify`: when a waiter marked its interest), in
  * `RETURNING`, which runs only when the row was rewritten; `notify: false` is the same statement without it (a full
- * notification queue, postgres-store.ts).
+ * notification queue, postgres-store.ts); `commit` as the store's `leaseCommit` (lease-commit.ts).
  */
-export function dequeueStatement(table: TableName, notify: boolean): string {
+export function dequeueStatement(table: TableName, notify: boolean, commit: LeaseCommit = 'durable'): string {
   const named = `$2::text::jsonb OPERATOR(pg_catalog.?) (e.w OPERATOR(pg_catalog.->>) 'w')`;
   const claimable = `(pre.holder IS NULL OR (pre.expires_at IS NOT NULL AND pre.now OPERATOR(pg_catalog.>=) pre.expires_at))
       AND (pre.held_until IS NULL OR pre.now OPERATOR(pg_catalog.>=) pre.held_until)`;
@@ -168,5 +169,5 @@ applied AS (
   RETURNING ${notify ? `CASE WHEN ${freed} THEN ${freedNotify(table)} END` : '1'}
 )
 SELECT ${preImageJson('queue', 'pre.', LOCKED_NOW, 'EXISTS (SELECT 1 FROM applied)', null)} AS r
-FROM (SELECT) AS one LEFT JOIN pre ON true`;
+FROM ${oneRow(commit)} AS one LEFT JOIN pre ON true`;
 }

@@ -39,6 +39,7 @@ export {
 } from './postgres-store.js';
 export type { PostgresWriteContext } from './fenced-transaction.js';
 export type { FencedStatementOptions, FencedStatementOutcome } from './fenced-statement.js';
+export type { LeaseCommit } from './lease-commit.js';
 export {
   fromPgClient,
   fromPostgresJs,

@@ -32,7 +32,8 @@ import { decodePreImage, type PreImage } from './rows.js';
 import { DEFAULT_LEASE_TABLE, MIGRATION_LOCK_SQL, schemaStatements } from './schema.js';
 import { secretHash } from './secret-hash.js';
 import { createSession, type Session } from './session.js';
-import { fenceParams, leaseStatements } from './statements.js';
+import { commitOf, fenceParams, leaseStatements } from './statements.js';
+import { leaseCommitOf, type LeaseCommit } from './lease-commit.js';
 import { claimTokenFloor } from './token-floor.js';
 
 /** The listener's check (freed-listener.ts): one notification on the table's channel, with a probe payload. */
@@ -86,6 +87,23 @@ export interface PostgresStoreOptions {
    * @default 2_000
    */
   readonly subscribeTimeoutMs?: number;
+  /**
+   * How the lease-only operations commit: claim, renew, a release that keeps the checkpoint, and dequeue.
+   * `'durable'`: acknowledged after their commit is flushed to the WAL, like any statement. `'fast'`: each of
+   * those statements sets `synchronous_commit` off for its own transaction, so it is acknowledged before the
+   * flush (within `wal_writer_delay`, 200 ms by default, the WAL writer flushes it): no fsync wait per claim
+   * or release. The trade: **a grant (or renew, or release) acknowledged just before a crash of the server
+   * may be forgotten**, as Redis without AOF forgets its last writes. Fencing still holds: tokens are
+   * clock-floored, so the next grant after a restart gets a token above the forgotten one, and the forgotten
+   * grant's holder is refused by every fence check. Fenced writes, checkpoints (and a release that saves or
+   * clears one), revoke, recover, key state, remove, claim-next and permits always commit durably, and any
+   * durable commit flushes the lease commits before it: a grant its holder wrote under is never forgotten.
+   * NOTE: the setting lasts until the end of the transaction the statement runs in: run lease operations
+   * through a pool (or a connection not inside your own `BEGIN`), as usual, or that transaction commits
+   * asynchronously too.
+   * @default 'durable'
+   */
+  readonly leaseCommit?: LeaseCommit;
 }
 
 /** The Postgres lease store. */
@@ -123,7 +141,15 @@ export interface PostgresStore extends Store<PostgresWriteContext> {
 }
 
 const DEFAULT_MARGIN_MS = 500;
-const STORE_OPTION_NAMES = ['client', 'prepare', 'table', 'fencedTransactionMarginMs', 'listener', 'subscribeTimeoutMs'] as const;
+const STORE_OPTION_NAMES = [
+  'client',
+  'prepare',
+  'table',
+  'fencedTransactionMarginMs',
+  'listener',
+  'subscribeTimeoutMs',
+  'leaseCommit',
+] as const;
 const MAX_MARGIN_MS = 60_000;
 
 /** The longest hold the store takes: 100 years (a `timestamptz` far beyond would be out of range). */
@@ -181,6 +207,7 @@ export function createPostgresStore(given: PostgresStoreOptions): PostgresStore 
   if (options.prepare !== undefined && typeof options.prepare !== 'boolean')
     throw new InvalidArgumentError(`prepare must be a boolean, got ${describe(options.prepare)}`);
   if (options.subscribeTimeoutMs !== undefined) subscribeTimeoutOf(options.subscribeTimeoutMs);
+  const commit = leaseCommitOf(options.leaseCommit);
   const table: TableName = tableName(options.table ?? DEFAULT_LEASE_TABLE);
   const derived = [
     CLAIM_FUNCTION_SUFFIX,
@@ -195,11 +222,13 @@ export function createPostgresStore(given: PostgresStoreOptions): PostgresStore 
   const schema = { names: [table.bare, ...derived.map((suffix) => `${table.bare}_${suffix}`)], fix: 'await store.migrate()' };
   const session: Session = createSession(options.client, options.prepare === undefined ? { schema } : { prepare: options.prepare, schema });
   const sql = leaseStatements(table);
+  // NOTE: the lease-only statements as `leaseCommit` commits them (lease-commit.ts); `sql`'s are durable.
+  const leaseOnly = commit === 'durable' ? sql : commitOf(table, commit);
   // NOTE: unprepared, the claim statement would be planned at every call (more than it costs to run); the
   // claim function's plpgsql keeps its plans for the session (schema.ts).
-  const claimText = session.prepared ? sql.claim : sql.claimCall;
-  const dequeue = dequeueStatement(table, true);
-  const dequeueQuiet = dequeueStatement(table, false);
+  const claimText = session.prepared ? leaseOnly.claim : leaseOnly.claimCall;
+  const dequeue = dequeueStatement(table, true, commit);
+  const dequeueQuiet = dequeueStatement(table, false, commit);
   const id = `postgres:${table.name}`;
   const wrap = createStatementCache(table);
   const { client } = options;
@@ -314,7 +343,7 @@ export function createPostgresStore(given: PostgresStoreOptions): PostgresStore 
     renew(command) {
       checkFenceInput(command.fence);
       guard(command.fence.key, 'renew');
-      return apply('renew', sql.renew, [...fenceParams(command.fence), command.ttlMs], command.fence.secret, (record, now) =>
+      return apply('renew', leaseOnly.renew, [...fenceParams(command.fence), command.ttlMs], command.fence.secret, (record, now) =>
         transitions.renew(record, command, now),
       );
     },
@@ -337,7 +366,9 @@ export function createPostgresStore(given: PostgresStoreOptions): PostgresStore 
       const held = command.holdMs !== undefined;
       if (held) params.push(command.holdMs);
       guard(command.fence.key, 'release');
-      const [text, quiet] = held ? [sql.releaseHold, sql.releaseHoldQuiet] : [sql.release, sql.releaseQuiet];
+      // NOTE: a release that replaces or clears the checkpoint saves the holder's progress: always durable.
+      const statements = mode === 'keep' ? leaseOnly : sql;
+      const [text, quiet] = held ? [statements.releaseHold, statements.releaseHoldQuiet] : [statements.release, statements.releaseQuiet];
       return applyNotifying('release', text, quiet, params, command.fence.secret, (record, now) =>
         transitions.release(record, command, now),
       );

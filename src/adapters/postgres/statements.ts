@@ -30,6 +30,7 @@
 import type { Fence } from '../../fence/types.js';
 import { claimable, claimFunction, claimSet, type ClaimTerms } from './claim-rule.js';
 import { availableAtSet } from './availability.js';
+import { oneRow, type LeaseCommit } from './lease-commit.js';
 import { removeCall } from './remove.js';
 import { setKeyStateCall } from './key-state.js';
 import { recordSubmissionStatement, submissionLookup } from './submissions.js';
@@ -106,6 +107,7 @@ function lockedUpdate(
   condition: string,
   presented: string | null = '$3::text',
   returning = '1',
+  commit: LeaseCommit = 'durable',
 ): string {
   const applied =
     set === null
@@ -119,7 +121,7 @@ applied AS (
 )`;
   return `WITH ${lockedPre(table, width, lock)}${applied}
 SELECT ${preImageJson(width, 'pre.', LOCKED_NOW, set === null ? 'false' : 'EXISTS (SELECT 1 FROM applied)', presented)} AS r
-FROM (SELECT) AS one LEFT JOIN pre ON true`;
+FROM ${oneRow(commit)} AS one LEFT JOIN pre ON true`;
 }
 
 /** The claim statement's parameters, as `claim-rule.ts` terms. */
@@ -149,7 +151,7 @@ const STATEMENT_TERMS: ClaimTerms = {
  * nodes would be initialised at every claim); its UPDATE CTE matches no row when the function is called
  * (`pre` is empty, or its token is 0).
  */
-function claimStatement(table: TableName): string {
+function claimStatement(table: TableName, commit: LeaseCommit): string {
   return `WITH ${lockedPre(table, PRE_IMAGE_WIDTH.claim, 'NO KEY UPDATE SKIP LOCKED')},
 applied AS (
   UPDATE ${table.quoted} AS l SET ${claimSet(STATEMENT_TERMS, 'NULL::bigint')}
@@ -162,7 +164,7 @@ SELECT CASE WHEN pre.key IS NULL OR pre.token OPERATOR(pg_catalog.=) 0::bigint O
   THEN ${claimFunction(table)}(${CLAIM_ARGUMENTS})
   ELSE ${claimPreImageJson('pre.', 'pre.now', 'EXISTS (SELECT 1 FROM applied)', '$4::text', 'NULL::bigint')}
 END AS r
-FROM (SELECT) AS one LEFT JOIN pre ON true`;
+FROM ${oneRow(commit)} AS one LEFT JOIN pre ON true`;
 }
 
 /**
@@ -333,12 +335,24 @@ const RENEWED_EXPIRY = `pre.now OPERATOR(pg_catalog.+) ($7::bigint::float8 OPERA
 /** The availability of a held row whose grant stays (checkpoint, recover, a fenced write's checkpoint: recovery resolved). */
 const HELD_AVAILABLE_AT = availableAtSet({ blocked: 'l.expires_at IS NULL', end: 'l.expires_at', held: 'l.held_until' });
 
-/** Builds the statements of a (validated, quoted) lease table. */
-export function leaseStatements(table: TableName): LeaseStatements {
-  return {
-    claim: claimStatement(table),
+/** The statements `leaseCommit` applies to: the lease-only ones (lease-commit.ts). */
+export type LeaseOnlyStatements = Pick<
+  LeaseStatements,
+  'claim' | 'claimCall' | 'renew' | 'release' | 'releaseQuiet' | 'releaseHold' | 'releaseHoldQuiet'
+>;
 
-    claimCall: `SELECT ${claimFunction(table)}(${CLAIM_ARGUMENTS}) AS r`,
+/**
+ * The lease-only statements of a (validated, quoted) lease table, committing as `commit` says. NOTE: the
+ * releases run in either mode, but the store sends the fast ones only for a release that keeps the
+ * checkpoint ($7 'keep'): one that replaces or clears it saves the holder's progress, durably.
+ */
+export function commitOf(table: TableName, commit: LeaseCommit): LeaseOnlyStatements {
+  const release = (set: string, returning?: string) =>
+    lockedUpdate(table, PRE_IMAGE_WIDTH.release, 'NO KEY UPDATE', set, FENCE_HOLDS, '$3::text', returning, commit);
+  return {
+    claim: claimStatement(table, commit),
+
+    claimCall: `SELECT ${claimFunction(table)}(${CLAIM_ARGUMENTS}) AS r${commit === 'durable' ? '' : ` FROM ${oneRow(commit)} AS one`}`,
 
     renew: lockedUpdate(
       table,
@@ -347,7 +361,29 @@ export function leaseStatements(table: TableName): LeaseStatements {
       `expires_at = ${RENEWED_EXPIRY},
     ${availableAtSet({ blocked: 'l.recovery_required OR $7::bigint IS NULL', end: RENEWED_EXPIRY, held: 'l.held_until' })}`,
       FENCE_HOLDS,
+      '$3::text',
+      '1',
+      commit,
     ),
+
+    // NOTE: the kept checkpoint is read from `l`, the row being updated (the version `pre` locked), so that
+    // the pre-image need not carry it back to the client. An explicit checkpoint decision (clear or replace)
+    // resolves a pending recovery, as `transitions.release` does; keep leaves it pending.
+    release: release(RELEASE_SET, freedNotify(table)),
+
+    releaseQuiet: release(RELEASE_SET),
+
+    // NOTE: a release with a hold is a statement of its own, so the common release plans no hold arithmetic.
+    releaseHold: release(RELEASE_HOLD_SET, freedNotify(table)),
+
+    releaseHoldQuiet: release(RELEASE_HOLD_SET),
+  };
+}
+
+/** Builds the statements of a (validated, quoted) lease table. */
+export function leaseStatements(table: TableName): LeaseStatements {
+  return {
+    ...commitOf(table, 'durable'),
 
     checkpoint: lockedUpdate(
       table,
@@ -358,27 +394,7 @@ export function leaseStatements(table: TableName): LeaseStatements {
       FENCE_HOLDS,
     ),
 
-    // NOTE: the kept checkpoint is read from `l`, the row being updated (the version `pre` locked), so that
-    // the pre-image need not carry it back to the client. An explicit checkpoint decision (clear or replace)
-    // resolves a pending recovery, as `transitions.release` does; keep leaves it pending.
-    release: lockedUpdate(table, PRE_IMAGE_WIDTH.release, 'NO KEY UPDATE', RELEASE_SET, FENCE_HOLDS, '$3::text', freedNotify(table)),
-
     revoke: lockedUpdate(table, PRE_IMAGE_WIDTH.revoke, 'NO KEY UPDATE', REVOKE_SET, REVOKE_CONDITION, null, revokedNotify(table)),
-
-    releaseQuiet: lockedUpdate(table, PRE_IMAGE_WIDTH.release, 'NO KEY UPDATE', RELEASE_SET, FENCE_HOLDS, '$3::text'),
-
-    // NOTE: a release with a hold is a statement of its own, so the common release plans no hold arithmetic.
-    releaseHold: lockedUpdate(
-      table,
-      PRE_IMAGE_WIDTH.release,
-      'NO KEY UPDATE',
-      RELEASE_HOLD_SET,
-      FENCE_HOLDS,
-      '$3::text',
-      freedNotify(table),
-    ),
-
-    releaseHoldQuiet: lockedUpdate(table, PRE_IMAGE_WIDTH.release, 'NO KEY UPDATE', RELEASE_HOLD_SET, FENCE_HOLDS, '$3::text'),
 
     revokeQuiet: lockedUpdate(table, PRE_IMAGE_WIDTH.revoke, 'NO KEY UPDATE', REVOKE_SET, REVOKE_CONDITION, null),
 
