@@ -61,19 +61,19 @@ const noClaimHash = (source: string): string => edit(source, 'redis.sha1hex(ARGV
 // NOTE: the fence's secret is sent as its SHA-1 hex by the client for this variant (see `hashed` below).
 const noFenceHash = (source: string): string => edit(source, 'redis.sha1hex(ARGV[2])', 'ARGV[2]');
 const noFloor = (source: string): string =>
-  cut(source, '  if token and tonumber(token) + 1 > tonumber(clock) then', '    next_token = bumped\n  end\n', '');
+  cut(source, '  if base and tonumber(base) + 1 > tonumber(clock) then', '    next_token = bumped\n  end\n', '');
 const FREE_REPLY =
   "return status .. clock .. '\\0' .. (v[4] or '') .. '\\0' .. ((v[3] and v[3] ~= '') and v[3] or '\\0\\0') .. '\\0' .. (token or '') .. '\\0' .. (v[2] or '')";
 const noClaimPreImage = (source: string): string => edit(source, FREE_REPLY, 'return status .. clock');
 const noReleasePreImage = (source: string): string => edit(source, "return '+' .. clock .. '\\0' .. shown", "return '+' .. clock");
 const noPublish = (source: string): string => edit(source, PUBLISH_FREED('released'), '');
-const noMemo = (source: string): string => edit(edit(source, REMEMBER('KEYS[1]'), ''), MEMO_FIELDS, "'memos', ''");
+const noMemo = (source: string): string => edit(edit(source, REMEMBER, ''), MEMO_FIELDS, "'memos', ''");
 const noDecode = (source: string): string =>
   cut(
     source,
     '\nlocal commands, counted = {}, {}\n',
     '  commands[c] = argv\nend\n',
-    "\nlocal commands, counted = {{'SET', KEYS[2], 'x'}}, {}\n",
+    "\nlocal commands, counted = {{'SET', KEYS[2], 'x'}}, {}\nlocal pos = at + 5\n",
   );
 
 /** Which counterfactual edits a variant applies; the client adapts its arguments to them. */

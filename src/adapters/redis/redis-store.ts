@@ -410,7 +410,7 @@ export function createRedisStore(given: RedisStoreOptions): RedisStore {
       writeOptions: StoreFencedWriteOptions = {},
     ): Promise<FencedWriteOutcome<T>> {
       const { checkpointJson, submission } = writeOptions;
-      const recorder = new CommandRecorder(submission === undefined ? 1 : 2, true);
+      const recorder = new CommandRecorder(true);
       const submitted = submissionArgs(submission);
       const fenceArguments = fenceArgs(fence, [newSecret(), String(replayWindowMs), checkpointJson ?? '']);
       const recording = recorder.run(write, fence.token);
