@@ -71,10 +71,14 @@ const noMemo = (source: string): string => edit(edit(source, REMEMBER, ''), MEMO
 const noDecode = (source: string): string =>
   cut(
     source,
-    '\nlocal commands, counted = {}, {}\n',
-    '  commands[c] = argv\nend\n',
-    "\nlocal commands, counted = {{'SET', KEYS[2], 'x'}}, {}\nlocal pos = at + 5\n",
+    '\nlocal firsts, lasts, counted = {}, {}, {}\n',
+    '  pos = pos + argc + 1\nend\n',
+    '\nlocal commands, firsts, lasts, counted = 1, {at + 3}, {at + 5}, {}\nlocal pos = at + 5\n',
   );
+
+/** The recorded SET of a fenced write as script arguments: tagged for scripts before issue 27, as sent after. */
+const setArgs = (base: Scripts, data: string): string[] =>
+  base === THIS ? ['1', '-3', 'SET', data, 'x'] : ['1', '-3', 'vSET', 'k2', 'vx'];
 
 /** Which counterfactual edits a variant applies; the client adapts its arguments to them. */
 interface Drops {
@@ -261,9 +265,9 @@ async function main(): Promise<void> {
         '',
         '1',
         '-3',
-        'vSET',
-        'k2',
-        'vx',
+        'SET',
+        'g:{f}:data',
+        'x',
       ]);
     });
     for (const [name, drops, base] of [...variants(WRITE_VARIANTS), ...compared]) {
@@ -281,7 +285,7 @@ async function main(): Promise<void> {
       const data = `g:{${key}}:data`;
       row(`write: ${name}`, [sha], async () => {
         const clock = drops.time ? clientClock() : [];
-        const args = fenceArgs(fence, [newSecret(), '300000', '', '1', '-3', 'vSET', 'k2', 'vx']);
+        const args = fenceArgs(fence, [newSecret(), '300000', '', ...setArgs(base, data)]);
         const reply = (await send(['EVALSHA', sha, String(2 + clock.length), record, data, ...clock, ...args])) as unknown[];
         if (!Array.isArray(reply) || String(reply[0])[0] !== '+' || reply[2] !== 0)
           throw new Error(`${name}: not written (${JSON.stringify(reply)})`);

@@ -144,10 +144,11 @@ return {'-' .. clock, lease, why[1]}`
  * ending and the key state (`REFUSE_FENCE`), which explain the refusal, and changes nothing.
  * `beforeFence` runs after the replay lookup of a memoised script and before the fence is judged (a
  * fenced write's submission lookup, see `write-scripts.ts`). `item` is the record's `item` field, read with the
- * lease for the scripts that re-index an item after their write (`item-index.ts`).
+ * lease for the scripts that re-index an item after their write (`item-index.ts`); renew and release also read
+ * `watched` (`read[3]`: release publishes only while someone watches, `freed-interest.ts`).
  */
 const fencedCheck = (memoised: boolean, shows = true, beforeFence = ''): string => `${CLOCK}
-${memoised ? "local read = redis.call('HMGET', KEYS[1], 'lease', 'memos', 'item')\nlocal lease, item = read[1], read[3]" : "local read = redis.call('HMGET', KEYS[1], 'lease', 'item')\nlocal lease, item = read[1], read[2]"}
+${memoised ? "local read = redis.call('HMGET', KEYS[1], 'lease', 'memos', 'item')\nlocal lease, item = read[1], read[3]" : "local read = redis.call('HMGET', KEYS[1], 'lease', 'item', 'watched')\nlocal lease, item = read[1], read[2]"}
 local n = tonumber(ARGV[4]) or 0
 local at = 5 + 2 * n
 ${memoised ? MEMOS : ''}

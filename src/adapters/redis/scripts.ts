@@ -37,6 +37,8 @@
  *   empties it. Every other script leaves it as it is (none writes the whole hash).
  * - `floor`: only after a `remove` (see REMOVE_SCRIPT): the highest token the key issued before, read by
  *   the next claim while the record has no lease or the lease `'0'`.
+ * - `watched`: epoch ms until which someone watches the key's freed channel (`freed-interest.ts`); absent when
+ *   nobody ever did. Written only by the mark script, read only by renew and release (with the lease).
  * - `item` and `listed`: only on an item of a claim-next set (see `item-index.ts`): its due time and set, and
  *   its entry in the set's `by-secret`. Every script that writes a record reads `item` with what it already
  *   reads and, for an item, ends with `REINDEX` (the set's sorted set kept equal to `availableSince`).
@@ -279,8 +281,9 @@ return reply
  * release. KEYS: record. ARGV: fence, then optionally the checkpoint mode ('clear' | 'set' | 'keep': absent
  * is keep), the checkpoint JSON (for 'set', else '') and the hold in ms from now (absent: the hold is kept).
  * An explicit checkpoint decision (set or clear) resolves a pending recovery, as in the pure core; keeping the
- * checkpoint leaves it pending. Publishes on the freed channel (`freed-channel.ts`) when it ends the grant,
- * so waiters retry at once (a held-back key refuses them until the hold has passed).
+ * checkpoint leaves it pending. Publishes on the freed channel (`freed-channel.ts`) when it ends the grant while
+ * the record's `watched` mark lasts (`freed-interest.ts`), so waiters retry at once (a held-back key refuses them
+ * until the hold has passed).
  */
 export const RELEASE_SCRIPT: string = `${FENCED}
 local ending = 'released\\0' .. ARGV[1] .. '\\0' .. ARGV[3] .. now_ms .. '\\0\\0'
@@ -298,7 +301,8 @@ else
   end
 end
 ${REINDEX('KEYS[1]', 'item')}
-${PUBLISH_FREED('released')}
+-- NOTE: only while someone watches the key (freed-interest.ts): most releases have nobody waiting.
+if read[3] and now < tonumber(read[3]) then ${PUBLISH_FREED('released')} end
 return '+' .. clock .. '\\0' .. shown
 `;
 
