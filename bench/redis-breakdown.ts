@@ -38,7 +38,7 @@ const TIME_ONLY = "local t = redis.call('TIME') return 1";
 /** Counterfactuals: each drops one feature of a real script (for pricing only; never shipped). */
 const VARIANTS: Record<string, string> = {
   // NOTE: the replay memo of fenced writes (find the request in the index, cmsgpack the reply, write index and reply).
-  'fencedWrite without replay memo': FENCED_WRITE_SCRIPT.replace(REMEMBER('KEYS[1]'), '').replaceAll(MEMO_FIELDS, "'memos', ''"),
+  'fencedWrite without replay memo': FENCED_WRITE_SCRIPT.replace(REMEMBER, '').replaceAll(MEMO_FIELDS, "'memos', ''"),
   // NOTE: the up-front checks of a multi-command write (COMMAND INFO per distinct command).
   'fencedWrite without command checks': FENCED_WRITE_SCRIPT.replace('for c = 1, (#commands > 1 and #commands or 0) do', 'for c = 1, 0 do'),
   // NOTE: release replying only status and clock, not the pre-image of the lease field.

@@ -61,20 +61,24 @@ const noClaimHash = (source: string): string => edit(source, 'redis.sha1hex(ARGV
 // NOTE: the fence's secret is sent as its SHA-1 hex by the client for this variant (see `hashed` below).
 const noFenceHash = (source: string): string => edit(source, 'redis.sha1hex(ARGV[2])', 'ARGV[2]');
 const noFloor = (source: string): string =>
-  cut(source, '  if token and tonumber(token) + 1 > tonumber(clock) then', '    next_token = bumped\n  end\n', '');
+  cut(source, '  if base and tonumber(base) + 1 > tonumber(clock) then', '    next_token = bumped\n  end\n', '');
 const FREE_REPLY =
   "return status .. clock .. '\\0' .. (v[4] or '') .. '\\0' .. ((v[3] and v[3] ~= '') and v[3] or '\\0\\0') .. '\\0' .. (token or '') .. '\\0' .. (v[2] or '')";
 const noClaimPreImage = (source: string): string => edit(source, FREE_REPLY, 'return status .. clock');
 const noReleasePreImage = (source: string): string => edit(source, "return '+' .. clock .. '\\0' .. shown", "return '+' .. clock");
 const noPublish = (source: string): string => edit(source, PUBLISH_FREED('released'), '');
-const noMemo = (source: string): string => edit(edit(source, REMEMBER('KEYS[1]'), ''), MEMO_FIELDS, "'memos', ''");
+const noMemo = (source: string): string => edit(edit(source, REMEMBER, ''), MEMO_FIELDS, "'memos', ''");
 const noDecode = (source: string): string =>
   cut(
     source,
-    '\nlocal commands, counted = {}, {}\n',
-    '  commands[c] = argv\nend\n',
-    "\nlocal commands, counted = {{'SET', KEYS[2], 'x'}}, {}\n",
+    '\nlocal firsts, lasts, counted = {}, {}, {}\n',
+    '  pos = pos + argc + 1\nend\n',
+    '\nlocal commands, firsts, lasts, counted = 1, {at + 3}, {at + 5}, {}\nlocal pos = at + 5\n',
   );
+
+/** The recorded SET of a fenced write as script arguments: tagged for scripts before issue 27, as sent after. */
+const setArgs = (base: Scripts, data: string): string[] =>
+  base === THIS ? ['1', '-3', 'SET', data, 'x'] : ['1', '-3', 'vSET', 'k2', 'vx'];
 
 /** Which counterfactual edits a variant applies; the client adapts its arguments to them. */
 interface Drops {
@@ -261,9 +265,9 @@ async function main(): Promise<void> {
         '',
         '1',
         '-3',
-        'vSET',
-        'k2',
-        'vx',
+        'SET',
+        'g:{f}:data',
+        'x',
       ]);
     });
     for (const [name, drops, base] of [...variants(WRITE_VARIANTS), ...compared]) {
@@ -281,7 +285,7 @@ async function main(): Promise<void> {
       const data = `g:{${key}}:data`;
       row(`write: ${name}`, [sha], async () => {
         const clock = drops.time ? clientClock() : [];
-        const args = fenceArgs(fence, [newSecret(), '300000', '', '1', '-3', 'vSET', 'k2', 'vx']);
+        const args = fenceArgs(fence, [newSecret(), '300000', '', ...setArgs(base, data)]);
         const reply = (await send(['EVALSHA', sha, String(2 + clock.length), record, data, ...clock, ...args])) as unknown[];
         if (!Array.isArray(reply) || String(reply[0])[0] !== '+' || reply[2] !== 0)
           throw new Error(`${name}: not written (${JSON.stringify(reply)})`);

@@ -103,6 +103,54 @@ describe.each(KINDS)('redis watchFreed (%s)', (kind) => {
     await vi.waitFor(async () => expect(await subscribers(key)).toBe(0), { timeout: 5_000, interval: 20 });
   });
 
+  it('a release publishes only while someone watches the key (freed-interest.ts): a bare subscription hears no release, a watch marks the record and hears it', async () => {
+    const key = `job:${kind}:interest`;
+    const record = keyNames(prefix).record(key, 'lease');
+    const observer = new Redis(url);
+    const heard: string[] = [];
+    observer.on('smessage', (_channel: string, message: string) => heard.push(message));
+    try {
+      await observer.ssubscribe(channel(key));
+      await leases.release(await leases.claimOrThrow(key));
+      // NOTE: a revoke always publishes; it arrives after any release message published before it (one connection).
+      await leases.claimOrThrow(key);
+      await leases.revoke(key, { reason: 'closes the window' });
+      await vi.waitFor(() => expect(heard).toEqual(['revoked']), { timeout: 2_000, interval: 5 });
+      const wakes = wakeCounter();
+      const end = await store.watchFreed!(key, wakes.onFreed);
+      expect(Number(await raw.send(['HGET', record, 'watched']))).toBeGreaterThan(Date.now());
+      const woken = wakes.next();
+      await leases.release(await leases.claimOrThrow(key));
+      await woken;
+      await vi.waitFor(() => expect(heard).toEqual(['revoked', 'released']), { timeout: 2_000, interval: 5 });
+      end();
+    } finally {
+      observer.disconnect();
+    }
+  });
+
+  it('no wake-up is lost to the mark: a watch racing a release either sees the key free at its claim or hears the release', async () => {
+    const waiter = createLeases(store, { holder: 'waiter', ttlMs: 60_000 });
+    for (let round = 0; round < 40; round += 1) {
+      const key = `job:${kind}:race:${round}`;
+      const held = await leases.claimOrThrow(key);
+      const wakes = wakeCounter();
+      const woken = wakes.next();
+      const watching = store.watchFreed!(key, wakes.onFreed);
+      // NOTE: the release lands before the subscription, between it and the mark, or after the mark (round by round).
+      const releasing = (async () => {
+        for (let turn = 0; turn < round % 8; turn += 1) await new Promise((resolve) => setImmediate(resolve));
+        await leases.release(held);
+      })();
+      const end = await watching;
+      const claimed = await waiter.claim(key);
+      if (claimed.ok) await waiter.release(claimed.lease);
+      else await woken;
+      await releasing;
+      end();
+    }
+  });
+
   it('after its connection is killed, wakes its watchers, resubscribes and hears the next release', async () => {
     const key = `job:${kind}:killed`;
     const kill = async (): Promise<void> => expect(Number(await raw.send(['CLIENT', 'KILL', 'TYPE', 'pubsub']))).toBeGreaterThanOrEqual(1);

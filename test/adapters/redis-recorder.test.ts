@@ -52,6 +52,6 @@ describe('redis fenced write: when the recorded commands are sent', () => {
     finish();
     await expect(written).resolves.toMatchObject({ ok: true, value: 'done' });
     expect(sent).toHaveLength(1);
-    expect(sent[0]).toContain('vSET');
+    expect(sent[0]).toContain('SET');
   });
 });

@@ -48,7 +48,7 @@ const READ_COMMANDS: ReadonlySet<string> = new Set([
   'xlen',
 ]);
 
-/** A recorded condition: its tagged ARGV (see `CONDITIONS` in `write-scripts.ts`) and its refusal. */
+/** A recorded condition: its ARGV (see `CONDITIONS` in `write-scripts.ts`) and its refusal. */
 export interface Condition {
   readonly args: readonly string[];
   readonly code: string;

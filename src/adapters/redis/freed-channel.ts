@@ -1,6 +1,6 @@
 /**
- * Redis wake-ups for waiting claims: the RELEASE, REVOKE and SET_KEY_STATE scripts publish on the lease's
- * "freed" channel (`<record key>:freed`, so it carries the lease's hash tag and lives in its Cluster slot)
+ * Redis wake-ups for waiting claims: the RELEASE (while someone watches the key: `freed-interest.ts`), REVOKE and
+ * SET_KEY_STATE scripts publish on the lease's "freed" channel (`<record key>:freed`, so it carries the lease's hash tag and lives in its Cluster slot)
  * when they end a grant, REMOVE when it deletes the record, DEQUEUE when the first waiter leaves a claimable
  * key to the next one, and `watchFreed` listens on a dedicated subscriber connection.
  *
@@ -18,7 +18,8 @@ export function freedChannelOf(recordKey: string): string {
 }
 
 /**
- * Lua: publishes on the lease's freed channel (sharded on Redis 7+). Spliced into RELEASE, REVOKE and
+ * Lua: publishes on the lease's freed channel (sharded on Redis 7+). Spliced into RELEASE (behind its `watched`
+ * check, `freed-interest.ts`), REVOKE and
  * SET_KEY_STATE right where they end a grant, into REMOVE where it deletes the record, and into DEQUEUE where the
  * first waiter leaves a claimable key to the next, inside the script, so the message is sent exactly when the
  * change is applied.

@@ -1,6 +1,6 @@
 /**
  * The fenced-write context: records the user's Redis commands before the script runs, hands them to the
- * script as KEYS and tagged ARGV, and settles each command's promise with its reply afterwards.
+ * script as KEYS and ARGV, and settles each command's promise with its reply afterwards.
  */
 import { InvalidArgumentError, LeaseError, LeaseLostError } from '../../errors.js';
 import { redactText } from '../../redact.js';
@@ -128,7 +128,7 @@ export interface Recording<T> {
   readonly value: T | Promise<T>;
   /** The declared keys, after the script's own (the recorder's own list: it records nothing more once sealed). */
   readonly keys: string[];
-  /** The commands' tagged ARGV: count, then argc (negative when `knownArity` accepts it) + args per command. */
+  /** The commands' ARGV: count, then argc (negative when `knownArity` accepts it) + args per command. */
   readonly args: string[];
   /** The conditions' ARGV (count, then each one's arguments), `[]` when there are none. */
   readonly conditions: string[];
@@ -147,16 +147,14 @@ interface Recorded {
 }
 
 /**
- * Records commands for one script run. `fixedKeys` is how many KEYS the script itself uses first;
- * `conditions`: whether the script judges conditions (`refuseUnless`, `refuse`: the fenced write's does, the
+ * Records commands for one script run (its keys follow the KEYS the script itself uses). `conditions`: whether the script judges conditions (`refuseUnless`, `refuse`: the fenced write's does, the
  * token gate's do not), sent before the commands.
  */
 export class CommandRecorder {
-  readonly #fixedKeys: number;
   readonly #judgesConditions: boolean;
   readonly #conditions: Condition[] = [];
   readonly #keys: string[] = [];
-  readonly #keyIndex = new Map<string, number>();
+  readonly #declared = new Set<string>();
   readonly #commands: Recorded[] = [];
   readonly #replies = new Set<unknown>();
   #sealed = false;
@@ -164,8 +162,7 @@ export class CommandRecorder {
   #refuse: (() => void) | null = null;
   #used = false;
 
-  constructor(fixedKeys: number, conditions = false) {
-    this.#fixedKeys = fixedKeys;
+  constructor(conditions = false) {
     this.#judgesConditions = conditions;
   }
 
@@ -194,7 +191,7 @@ export class CommandRecorder {
     this.#assertJudges();
     const refusal = checkedRefusal(code, detail);
     const { command, key, args, mode, expected } = conditionParts(condition);
-    const encoded = [`v${command}`, this.#encode(typeof key === 'string' ? this.#declare(key) : key)];
+    const encoded = [command, this.#encode(typeof key === 'string' ? this.#declare(key) : key)];
     for (const arg of args) encoded.push(this.#encode(arg));
     this.#conditions.push({ args: [String(encoded.length), ...encoded, mode, expected], code: refusal.code, detail: refusal.detail });
   }
@@ -215,16 +212,16 @@ export class CommandRecorder {
 
   #encode(arg: RedisArgument): string {
     if (arg instanceof RedisKey) {
-      let index = this.#keyIndex.get(arg.name);
-      if (index === undefined) {
+      if (!this.#declared.has(arg.name)) {
+        this.#declared.add(arg.name);
         this.#keys.push(arg.name);
-        index = this.#fixedKeys + this.#keys.length;
-        this.#keyIndex.set(arg.name, index);
       }
-      return `k${index}`;
+      // NOTE: sent by its name, which the script passes to Redis as it is (no tag to cut in Lua); declared in KEYS
+      // above, so the script is routed to its slot and touches only declared keys.
+      return arg.name;
     }
-    if (typeof arg === 'string' && isWellFormed(arg)) return `v${arg}`;
-    if ((typeof arg === 'number' && Number.isFinite(arg)) || typeof arg === 'bigint') return `v${arg}`;
+    if (typeof arg === 'string' && isWellFormed(arg)) return arg;
+    if ((typeof arg === 'number' && Number.isFinite(arg)) || typeof arg === 'bigint') return String(arg);
     throw new InvalidArgumentError(
       `redis command arguments must be well-formed strings, finite numbers, bigints or tx.key(...), got ${String(arg)}`,
     );
@@ -240,7 +237,7 @@ export class CommandRecorder {
         `a recorded redis command may have at most ${MAX_COMMAND_ARGUMENTS} arguments (Lua's unpack limit), ${command} has ${args.length + 1}: split it`,
       );
     }
-    const encoded = [`v${command}`];
+    const encoded = [command];
     for (const arg of args) encoded.push(this.#encode(arg));
     let resolve!: (reply: unknown) => void;
     let reject!: (error: unknown) => void;
@@ -322,7 +319,7 @@ export class CommandRecorder {
   }
 
   /**
-   * Stops recording; returns `value`, the declared keys, the commands' tagged ARGV (count, then argc + args
+   * Stops recording; returns `value`, the declared keys, the commands' ARGV (count, then argc + args
    * per command) and the conditions' (see `CONDITIONS` in `write-scripts.ts`).
    */
   #seal<T>(value: T | Promise<T>): Recording<T> {

@@ -165,7 +165,7 @@ export function createRedisTokenGate(given: RedisTokenGateOptions): RedisTokenGa
       assertStorable('resource', resource);
       assertStorable('lease key', lease.key);
       if (leaseNames === null) {
-        const recorder = new CommandRecorder(1);
+        const recorder = new CommandRecorder();
         const { value, keys: declared, args: commands } = await recorder.run(write, lease.token);
         const reply = await send(
           recorder,
@@ -181,7 +181,7 @@ export function createRedisTokenGate(given: RedisTokenGateOptions): RedisTokenGa
           'this token gate checks the full fence: pass lease.fence() (key, token, secret, holder, run), or create it with { leasePrefix: null } for tokens only',
         );
       }
-      const recorder = new CommandRecorder(2);
+      const recorder = new CommandRecorder();
       const args = fenceArgs(lease, [newSecret(), String(replayWindowMs), lease.key]);
       const { value, keys: declared, args: commands } = await recorder.run(write, lease.token);
       for (const arg of commands) args.push(arg);

@@ -15,6 +15,7 @@ import { describe, readRequiredOptions } from '../../validate.js';
 import { toConnection, type RedisClient } from './connection.js';
 import { subscribeTimeoutOf } from '../freed-subscriptions.js';
 import { createRedisFreed, type RedisSubscriberOption } from './freed-channel.js';
+import { createFreedInterest } from './freed-interest.js';
 import { DEFAULT_PREFIX, keyNames } from './keys.js';
 import { createRedisList } from './list.js';
 import { createRedisItems } from './redis-items.js';
@@ -259,6 +260,7 @@ export function createRedisStore(given: RedisStoreOptions): RedisStore {
   const prefix = options.prefix ?? DEFAULT_PREFIX;
   const names = keyNames(prefix);
   const replayWindowMs = replayWindowOf(options.replayWindowMs);
+  const interest = createFreedInterest(connection);
   const watchFreed =
     options.subscriber === undefined
       ? undefined
@@ -398,7 +400,23 @@ export function createRedisStore(given: RedisStoreOptions): RedisStore {
     ...(watchFreed === undefined
       ? {}
       : {
-          watchFreed: (key: string, onFreed: () => void) => watchFreed(names.record(key, 'lease'), onFreed),
+          // NOTE: subscribed first, then marked: a release publishes only while the record says someone watches
+          // (freed-interest.ts), and the watch resolves only once both are done.
+          watchFreed: async (key: string, onFreed: () => void) => {
+            const record = names.record(key, 'lease');
+            const unsubscribe = await watchFreed(record, onFreed);
+            let unmark: () => void;
+            try {
+              unmark = await interest.mark(record);
+            } catch (error) {
+              unsubscribe();
+              throw error;
+            }
+            return () => {
+              unmark();
+              unsubscribe();
+            };
+          },
           // NOTE: the same channel: while a holder holds, only what ends its grant publishes on it (freed-channel.ts):
           // REVOKE, SET_KEY_STATE changing a value, REMOVE with force.
           watchRevoked: (key: string, onRevoked: () => void) => watchFreed(names.record(key, 'lease'), onRevoked),
@@ -410,7 +428,7 @@ export function createRedisStore(given: RedisStoreOptions): RedisStore {
       writeOptions: StoreFencedWriteOptions = {},
     ): Promise<FencedWriteOutcome<T>> {
       const { checkpointJson, submission } = writeOptions;
-      const recorder = new CommandRecorder(submission === undefined ? 1 : 2, true);
+      const recorder = new CommandRecorder(true);
       const submitted = submissionArgs(submission);
       const fenceArguments = fenceArgs(fence, [newSecret(), String(replayWindowMs), checkpointJson ?? '']);
       const recording = recorder.run(write, fence.token);

@@ -58,43 +58,45 @@ export const REPLAY_SLOTS = 8;
 /**
  * Given `memos` (the record's `memos` field, `''` when absent: the index of its memoised replies),
  * `request` (a request id: always 32 hexadecimal characters), `window` (ms) and `now`: a re-delivery of a
- * request remembered within the window returns its first reply (the field `'m:' .. request` of `key`),
- * and changes nothing. The index is a run of 47-character entries, request id (32) .. at ms (15 digits),
- * oldest first: one `string.find`, no walk. Only an aligned match is an entry (at digits and ids are
- * both hexadecimal text).
+ * request remembered within the window returns its first reply (the field `'m' .. slot` of `key`), and changes
+ * nothing. The index is a run of 48-character entries, request id (32) .. at ms (15 digits) .. slot (one digit,
+ * 0 to `REPLAY_SLOTS - 1`), oldest first: one `string.find`, no walk. Only an aligned match is an entry (at
+ * digits, slots and ids are all hexadecimal text).
  */
 export const REPLAYED = (key: string): string => `
 local found = string.find(memos, request, 1, true)
-while found and found % 47 ~= 1 do found = string.find(memos, request, found + 1, true) end
+while found and found % 48 ~= 1 do found = string.find(memos, request, found + 1, true) end
 if found and now - tonumber(string.sub(memos, found + 32, found + 46)) < window then
-  -- NOTE: the index and the reply are written and deleted together; a missing reply fails the script
+  -- NOTE: the index and the reply are written together; a missing reply fails the script
   -- (cmsgpack.unpack(false) raises) rather than run the request again.
-  return cmsgpack.unpack(redis.call('HGET', ${key}, 'm:' .. request))
+  return cmsgpack.unpack(redis.call('HGET', ${key}, 'm' .. string.sub(memos, found + 47, found + 47)))
 end
 `;
 
 /**
- * Given `memos`, `request`, `window`, `now` and `reply` (see `REPLAYED`): deletes the replies of the
- * oldest entries that are out of the window or beyond `REPLAY_SLOTS - 1` (one HDEL, usually of one
- * field), and sets `memos_after` (the new index) and `memo` (this reply, cmsgpack-packed): the caller
- * writes `MEMO_FIELDS` in its HSET. So memos live in the record they protect (no key per request), at
- * most `REPLAY_SLOTS` per key, and a write reads and rewrites one short index, not the replies.
+ * Given `memos`, `request`, `window`, `now` and `reply` (see `REPLAYED`): drops the oldest entries that are out
+ * of the window or beyond `REPLAY_SLOTS - 1` from the index, and sets `memos_after` (the new index), `memo_slot`
+ * and `memo` (this reply, cmsgpack-packed): the caller writes `MEMO_FIELDS` in its HSET. The replies live in
+ * `REPLAY_SLOTS` fields of the record, `m0` to `m7`, used in turn: an entry's slot is the one after the newest
+ * entry's, so the entries kept (at most `REPLAY_SLOTS - 1`, in consecutive slots) never lose theirs, and a
+ * dropped entry's reply is simply overwritten later (no HDEL, no field name built from the request). So memos
+ * live in the record they protect (no key per request), at most `REPLAY_SLOTS` per key, and a write reads and
+ * rewrites one short index, not the replies.
  */
-export const REMEMBER = (key: string): string => `
-local count, drop, dropped = #memos / 47, 0, {}
-while drop < count and (count - drop >= ${REPLAY_SLOTS} or now - tonumber(string.sub(memos, drop * 47 + 33, drop * 47 + 47)) >= window) do
+export const REMEMBER: string = `
+local count, drop = #memos / 48, 0
+while drop < count and (count - drop >= ${REPLAY_SLOTS} or now - tonumber(string.sub(memos, drop * 48 + 33, drop * 48 + 47)) >= window) do
   drop = drop + 1
-  dropped[drop] = 'm:' .. string.sub(memos, drop * 47 - 46, drop * 47 - 15)
 end
-if drop > 0 then redis.call('HDEL', ${key}, unpack(dropped)) end
+local memo_slot = count > 0 and (string.byte(memos, -1) - 47) % ${REPLAY_SLOTS} or 0
 -- NOTE: the at stamp is now_ms zero-padded to 15 digits, the text string.format('%015.0f', now) gives
 -- (now_ms has no leading zero), at a third of its cost.
-local memos_after = string.sub(memos, drop * 47 + 1) .. request .. string.sub('000000000000000', #now_ms + 1) .. now_ms
+local memos_after = string.sub(memos, drop * 48 + 1) .. request .. string.sub('000000000000000', #now_ms + 1) .. now_ms .. memo_slot
 local memo = cmsgpack.pack(reply)
 `;
 
 /** After `REMEMBER`: the field/value pairs to add to the script's HSET (the index and this reply). */
-export const MEMO_FIELDS = `'memos', memos_after, 'm:' .. request, memo`;
+export const MEMO_FIELDS = `'memos', memos_after, 'm' .. memo_slot, memo`;
 
 /** After the fence's ARGV (`at`) and `read`: the request id, the replay window and `memos`, then `REPLAYED`. */
 const MEMOS = `
@@ -142,10 +144,11 @@ return {'-' .. clock, lease, why[1]}`
  * ending and the key state (`REFUSE_FENCE`), which explain the refusal, and changes nothing.
  * `beforeFence` runs after the replay lookup of a memoised script and before the fence is judged (a
  * fenced write's submission lookup, see `write-scripts.ts`). `item` is the record's `item` field, read with the
- * lease for the scripts that re-index an item after their write (`item-index.ts`).
+ * lease for the scripts that re-index an item after their write (`item-index.ts`); renew and release also read
+ * `watched` (`read[3]`: release publishes only while someone watches, `freed-interest.ts`).
  */
 const fencedCheck = (memoised: boolean, shows = true, beforeFence = ''): string => `${CLOCK}
-${memoised ? "local read = redis.call('HMGET', KEYS[1], 'lease', 'memos', 'item')\nlocal lease, item = read[1], read[3]" : "local read = redis.call('HMGET', KEYS[1], 'lease', 'item')\nlocal lease, item = read[1], read[2]"}
+${memoised ? "local read = redis.call('HMGET', KEYS[1], 'lease', 'memos', 'item')\nlocal lease, item = read[1], read[3]" : "local read = redis.call('HMGET', KEYS[1], 'lease', 'item', 'watched')\nlocal lease, item = read[1], read[2]"}
 local n = tonumber(ARGV[4]) or 0
 local at = 5 + 2 * n
 ${memoised ? MEMOS : ''}

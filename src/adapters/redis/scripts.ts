@@ -29,19 +29,21 @@
  *   by `setKeyState`, a claim that requires some state, `inspect`, `list` and a refusal that must name it.
  * - `hold`: epoch ms until which claims are refused (`held-back`); `''` (or absent) for none. Kept when it
  *   has passed (the core keeps it too) until a grant clears it.
- * - `memos`: the index of the last memoised requests on this key, and `m:` .. request id: each one's
- *   first reply, cmsgpack-packed (see `REMEMBER` in `script-parts.ts`); absent until the first one.
+ * - `memos`: the index of the last memoised requests on this key, and `m0` to `m7`: their first replies,
+ *   cmsgpack-packed, in the slots the index names (see `REMEMBER` in `script-parts.ts`); absent until the first.
  * - `waiters`: the key's queue of waiting claims, oldest first (see `queue-parts.ts`); absent when nobody waits.
  *   Read by a claim that found no live grant, or a waiting claim; written by a waiting claim refused `held`,
  *   `held-back` or `queued` and by a grant that takes entries out; deleted by `remove` and by the dequeue that
  *   empties it. Every other script leaves it as it is (none writes the whole hash).
  * - `floor`: only after a `remove` (see REMOVE_SCRIPT): the highest token the key issued before, read by
  *   the next claim while the record has no lease or the lease `'0'`.
+ * - `watched`: epoch ms until which someone watches the key's freed channel (`freed-interest.ts`); absent when
+ *   nobody ever did. Written only by the mark script, read only by renew and release (with the lease).
  * - `item` and `listed`: only on an item of a claim-next set (see `item-index.ts`): its due time and set, and
  *   its entry in the set's `by-secret`. Every script that writes a record reads `item` with what it already
  *   reads and, for an item, ends with `REINDEX` (the set's sorted set kept equal to `availableSince`).
- * Clearing writes `''` rather than deleting, so every change is a single HSET (plus, for a memoised
- * operation past the 8th on a key, one HDEL of the oldest memo's reply).
+ * Clearing writes `''` rather than deleting, so every change is a single HSET (a memoised operation's reply
+ * overwrites the oldest slot: no HDEL).
  *
  * ## Submissions: one more hash per lease key (`KeyNames.submissions`, the record's hash tag)
  * `r:` .. run id: digest SEP token SEP holder SEP run SEP at SEP receipt JSON (`''` for none), and `order`:
@@ -269,7 +271,7 @@ return '+' .. clock .. '\\0' .. shown
  */
 export const CHECKPOINT_SCRIPT: string = `${FENCED_MEMOISED}
 local reply = '+' .. clock .. '\\0' .. shown
-${REMEMBER('KEYS[1]')}
+${REMEMBER}
 redis.call('HSET', KEYS[1], 'checkpoint', ARGV[1] .. '\\0' .. now_ms .. '\\0' .. ARGV[at], 'recovery', '', ${MEMO_FIELDS})
 ${REINDEX('KEYS[1]', 'item')}
 return reply
@@ -279,8 +281,9 @@ return reply
  * release. KEYS: record. ARGV: fence, then optionally the checkpoint mode ('clear' | 'set' | 'keep': absent
  * is keep), the checkpoint JSON (for 'set', else '') and the hold in ms from now (absent: the hold is kept).
  * An explicit checkpoint decision (set or clear) resolves a pending recovery, as in the pure core; keeping the
- * checkpoint leaves it pending. Publishes on the freed channel (`freed-channel.ts`) when it ends the grant,
- * so waiters retry at once (a held-back key refuses them until the hold has passed).
+ * checkpoint leaves it pending. Publishes on the freed channel (`freed-channel.ts`) when it ends the grant while
+ * the record's `watched` mark lasts (`freed-interest.ts`), so waiters retry at once (a held-back key refuses them
+ * until the hold has passed).
  */
 export const RELEASE_SCRIPT: string = `${FENCED}
 local ending = 'released\\0' .. ARGV[1] .. '\\0' .. ARGV[3] .. now_ms .. '\\0\\0'
@@ -298,7 +301,8 @@ else
   end
 end
 ${REINDEX('KEYS[1]', 'item')}
-${PUBLISH_FREED('released')}
+-- NOTE: only while someone watches the key (freed-interest.ts): most releases have nobody waiting.
+if read[3] and now < tonumber(read[3]) then ${PUBLISH_FREED('released')} end
 return '+' .. clock .. '\\0' .. shown
 `;
 
@@ -330,14 +334,14 @@ end
 local token = s1 and string.sub(lease, 1, s1 - 1)
 if s1 and (ARGV[4] == '' or ARGV[4] == token) then
   reply[1] = '+' .. clock
-  ${REMEMBER('KEYS[1]')}
+  ${REMEMBER}
   ${increment('bumped', 'token')}
   redis.call('HSET', KEYS[1], 'lease', bumped, 'recovery', (ARGV[3] == '1' and has_checkpoint) and '1' or '', ${MEMO_FIELDS},
     'ending', 'revoked\\0' .. token .. '\\0' .. string.sub(lease, s2 + 1, s4) .. now_ms .. '\\0' .. ARGV[2] .. '\\0' .. ARGV[1])
   ${REINDEX('KEYS[1]', 'v[6]')}
   ${PUBLISH_FREED('revoked')}
 else
-  ${REMEMBER('KEYS[1]')}
+  ${REMEMBER}
   redis.call('HSET', KEYS[1], ${MEMO_FIELDS})
 end
 return reply
@@ -353,7 +357,7 @@ local checkpoint = redis.call('HGET', KEYS[1], 'checkpoint')
 local stored = checkpoint
 ${SAFE_CHECKPOINT}
 local reply = {'+' .. clock, shown, false, checkpoint}
-${REMEMBER('KEYS[1]')}
+${REMEMBER}
 if ARGV[at] == 'discard' or not stored or stored == '' then
   redis.call('HSET', KEYS[1], 'checkpoint', '', 'recovery', '', ${MEMO_FIELDS})
 else
@@ -461,8 +465,8 @@ local hold = v[3] or ''
 local hold_after = ARGV[2] == 'k' and hold or (ARGV[2] == 'c' and '' or string.format('%d', now + ARGV[2]))
 if not changed and hold_after == hold then return reply end
 reply[1] = '+' .. clock
-${REMEMBER('KEYS[1]')}
-local fields = {'hold', hold_after, 'memos', memos_after, 'm:' .. request, memo}
+${REMEMBER}
+local fields = {'hold', hold_after, ${MEMO_FIELDS}}
 if changed then
   fields[#fields + 1], fields[#fields + 2] = 'state', next(values) and cjson.encode(values) or ''
 end
@@ -521,7 +525,7 @@ if v[3] then
   ${DECIMAL_LESS}
   if less then floor = v[3] end
 end
-${REMEMBER('KEYS[1]')}
+${REMEMBER}
 redis.call('HDEL', KEYS[1], 'lease', 'ending', 'checkpoint', 'recovery', 'state', 'hold', 'waiters')
 redis.call('HSET', KEYS[1], 'floor', floor, ${MEMO_FIELDS})
 redis.call('DEL', KEYS[2])

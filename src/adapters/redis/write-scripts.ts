@@ -18,24 +18,22 @@ import {
 } from './script-parts.js';
 
 /**
- * Decodes the recorded user commands. ARGV from `at`: command count, then per command its argument
- * count (negated when the client's table of known commands accepts it, see `known-commands.ts`) and
- * arguments, each tagged: 'k' .. i is KEYS[i], 'v' .. text is the text. Leaves `commands` (a list of
- * argument lists) and `counted` (true at the index of each command whose count the table accepted).
+ * Locates the recorded user commands. ARGV from `at`: command count, then per command its argument count
+ * (negated when the client's table of known commands accepts it, see `known-commands.ts`) and its arguments as
+ * they are sent to Redis (a key by its name, which the client also declared in KEYS). Leaves `commands` (how
+ * many), `firsts[c]` and `lasts[c]` (the ARGV range of command c, so that it runs as `unpack(ARGV, first, last)`:
+ * no argument is copied or cut in Lua), `counted` (true at the index of each command whose count the table
+ * accepted) and `pos` (the last command's last ARGV).
  */
 const decodeCommands = (at: string): string => `
-local commands, counted = {}, {}
+local firsts, lasts, counted = {}, {}, {}
 local pos = ${at}
-for c = 1, tonumber(ARGV[pos]) do
+local commands = tonumber(ARGV[pos])
+for c = 1, commands do
   local argc = tonumber(ARGV[pos + 1])
   if argc < 0 then argc, counted[c] = -argc, true end
-  local argv = {}
-  for i = 1, argc do
-    local arg = ARGV[pos + 1 + i]
-    if string.byte(arg, 1) == 107 then argv[i] = KEYS[tonumber(string.sub(arg, 2))] else argv[i] = string.sub(arg, 2) end
-  end
+  firsts[c], lasts[c] = pos + 2, pos + 1 + argc
   pos = pos + argc + 1
-  commands[c] = argv
 end
 `;
 
@@ -50,8 +48,8 @@ end
 const CHECK_COMMANDS = `
 local failed, err, known = 0, '', {}
 local acl = redis.acl_check_cmd
-for c = 1, (#commands > 1 and #commands or 0) do
-  local argv = commands[c]
+for c = 1, (commands > 1 and commands or 0) do
+  local argv = {unpack(ARGV, firsts[c], lasts[c])}
   local name = string.lower(argv[1])
   if counted[c] and acl then
     local ok, allowed = pcall(acl, unpack(argv))
@@ -86,8 +84,8 @@ end
  */
 const RUN_COMMANDS = `
 local replies, applied = {}, 0
-for c = 1, #commands do
-  local result = redis.pcall(unpack(commands[c]))
+for c = 1, commands do
+  local result = redis.pcall(unpack(ARGV, firsts[c], lasts[c]))
   if type(result) == 'table' and result.err then failed, err = c, result.err; break end
   replies[c] = result
   applied = c
@@ -121,8 +119,8 @@ end
 /**
  * The write's conditions (`RedisWriteContext.refuseUnless` and `refuse`), judged once the fence holds and
  * before any recorded command is checked or runs. ARGV from `cond` (absent: none): their count, then per
- * condition its argument count (0: refuse unconditionally), its tagged arguments (a read command, see
- * `decodeCommands`), the mode ('=': the reply must equal, '!': must differ) and the expected reply ('' = nil,
+ * condition its argument count (0: refuse unconditionally), its arguments (a read command, as
+ * `decodeCommands` reads a command), the mode ('=': the reply must equal, '!': must differ) and the expected reply ('' = nil,
  * 's' .. text = a bulk string, 'i' .. digits = an integer). The first condition not met answers `{ status,
  * {}, 0, '', 0, its index }` (`WRITTEN.refused`) with nothing written.
  */
@@ -133,12 +131,7 @@ if ARGV[cond] then
     local argc = tonumber(ARGV[p + 1])
     local met = false
     if argc > 0 then
-      local argv = {}
-      for i = 1, argc do
-        local arg = ARGV[p + 1 + i]
-        if string.byte(arg, 1) == 107 then argv[i] = KEYS[tonumber(string.sub(arg, 2))] else argv[i] = string.sub(arg, 2) end
-      end
-      local got = redis.call(unpack(argv))
+      local got = redis.call(unpack(ARGV, p + 2, p + 1 + argc))
       local want = ARGV[p + argc + 3]
       local tag = string.byte(want, 1)
       local same = (tag == nil and got == false) or (tag == 115 and got == string.sub(want, 2)) or (tag == 105 and got == tonumber(string.sub(want, 2)))
@@ -192,8 +185,8 @@ export const FENCED_WRITE_SCRIPT: string = `${FENCED_MEMOISED_QUIET(START)}${CON
 if failed > 0 then return {'+' .. clock, {}, failed, err, 0} end
 ${RUN_COMMANDS}
 local reply = {'+' .. clock, replies, failed, err, applied}
-if #commands > 0 or ARGV[at] ~= '' or submitted then
-  ${REMEMBER('KEYS[1]')}
+if commands > 0 or ARGV[at] ~= '' or submitted then
+  ${REMEMBER}
   if failed == 0 and submitted then
     ${RECORD_SUBMISSION}
   end
@@ -237,7 +230,7 @@ ${decodeCommands('at + 1')}${CHECK_COMMANDS}
 if failed > 0 then return {'+' .. clock, shown, false, false, false, false, false, 'ok', found[1], found[2], {}, failed, err, 0} end
 ${RUN_COMMANDS}
 local reply = {'+' .. clock, shown, false, false, false, false, false, 'ok', found[1], found[2], replies, failed, err, applied}
-${REMEMBER('KEYS[1]')}
+${REMEMBER}
 redis.call('HSET', KEYS[2], 'key', ARGV[at], 'token', ARGV[1])
 redis.call('HSET', KEYS[1], ${MEMO_FIELDS})
 return reply
@@ -275,7 +268,7 @@ ${REPLAYED('KEYS[1]')}${gateCheck('KEYS[1]', 'ARGV[1]', 'ARGV[2]', (reason) => `
 if failed > 0 then return {'ok', found[1], found[2], {}, failed, err, 0} end
 ${RUN_COMMANDS}
 local reply = {'ok', found[1], found[2], replies, failed, err, applied}
-${REMEMBER('KEYS[1]')}
+${REMEMBER}
 redis.call('HSET', KEYS[1], 'key', ARGV[1], 'token', ARGV[2], ${MEMO_FIELDS})
 return reply
 `;
