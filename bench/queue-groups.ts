@@ -427,12 +427,17 @@ function postgresClaimNextGroup(target: PostgresTarget, workers: number, library
       );
       await filled;
       return async () => {
-        const { rows } = await pool.query<{ key: string; token: string }>({
-          name: 'raw-claim-next',
-          text: RAW_CLAIM_NEXT_SQL,
-          values: [set, 'bench', TTL_MS],
-        });
-        const granted = rows[0];
+        // NOTE: SKIP LOCKED may find nothing though items are free (seen once at 32 clients: the rows its
+        // snapshot sorted were locked or already taken again); a raw consumer polls again, so does this one.
+        let granted: { key: string; token: string } | undefined;
+        for (let attempt = 0; granted === undefined && attempt < 3; attempt++) {
+          const { rows } = await pool.query<{ key: string; token: string }>({
+            name: 'raw-claim-next',
+            text: RAW_CLAIM_NEXT_SQL,
+            values: [set, 'bench', TTL_MS],
+          });
+          granted = rows[0];
+        }
         if (granted === undefined) throw new Error('raw: idle');
         const released = await pool.query({
           name: 'raw-release-item',
