@@ -10,27 +10,13 @@
  *   npx tsx bench/memory-with-lease-breakdown.ts
  *   BENCH_N=50000 BENCH_ROUNDS=11 BENCH_COMPARE=/tmp/before/src npx tsx bench/memory-with-lease-breakdown.ts
  */
-import { cpSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, rmSync } from 'node:fs';
 import { loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { Leases, RunningLease } from '../src/leases-types.js';
-import { loadLibrary, THIS_SRC, type Library } from './library.js';
+import { loadLibrary, type Library } from './library.js';
 import { collectGarbage, median, seededRandom, shuffled } from './slices.js';
-
-/** One text edit of a copied file: `from` must occur exactly once. */
-interface Edit {
-  readonly file: string;
-  readonly from: string;
-  readonly to: string;
-}
-
-/** A copy of `src/` without one piece of the run, and whether that piece is a guarantee. */
-interface Variant {
-  readonly name: string;
-  readonly piece: string;
-  readonly guarantee: string;
-  readonly edits: readonly Edit[];
-}
+import { makeCopy, type Variant } from './source-variants.js';
 
 const VARIANTS: readonly Variant[] = [
   { name: 'full', piece: '', guarantee: '', edits: [] },
@@ -72,18 +58,6 @@ const N = Number(env('BENCH_N', '50000'));
 const ROUNDS = Number(env('BENCH_ROUNDS', '11'));
 const WARM = Number(env('BENCH_WARM', '3'));
 const COMPARE = process.env['BENCH_COMPARE'];
-
-/** Copies `src/` to `directory` and applies `variant`'s edits, failing loudly when one no longer matches. */
-function makeCopy(variant: Variant, directory: string): void {
-  cpSync(THIS_SRC, directory, { recursive: true });
-  for (const edit of variant.edits) {
-    const path = join(directory, edit.file);
-    const text = readFileSync(path, 'utf8');
-    const count = text.split(edit.from).length - 1;
-    if (count !== 1) throw new Error(`${variant.name}: ${edit.file}: the edit matches ${count} times (src changed: update the variant)`);
-    writeFileSync(path, text.replace(edit.from, edit.to));
-  }
-}
 
 type Cycles = (n: number) => Promise<void>;
 
