@@ -14,8 +14,8 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { loadLibrary, type Library } from './library.js';
-import { collectGarbage, median, seededRandom, shuffled } from './slices.js';
-import { makeCopy, type Variant } from './source-variants.js';
+import { median } from './slices.js';
+import { loadVariants, measureRounds, type Cycles, type Variant } from './source-variants.js';
 
 const VARIANTS: readonly Variant[] = [
   { name: 'full', piece: '', guarantee: '', edits: [] },
@@ -94,8 +94,6 @@ const ROUNDS = Number(env('BENCH_ROUNDS', '11'));
 const WARM = Number(env('BENCH_WARM', '3'));
 const COMPARE = process.env['BENCH_COMPARE'];
 
-type Cycles = (n: number) => Promise<void>;
-
 /** `n` claim + release cycles of `library`'s shell on a memory store, one key (its own copy of the loop). */
 const shell = (library: Library): Cycles =>
   library.cycles.claimReleaseLoop(
@@ -106,41 +104,16 @@ const shell = (library: Library): Cycles =>
 /** `n` claim + release cycles of `library`'s memory store alone (no shell). */
 const storeAlone = (library: Library): Cycles => library.cycles.storeLoop(library.memory.createMemoryStore(), 'store:0');
 
-/**
- * Every contender in interleaved rounds, in a new shuffled order each round (neighbours change: see
- * slices.ts): ns of CPU per cycle, one value per measured round.
- */
-async function measure(contenders: readonly (readonly [string, Cycles])[]): Promise<Map<string, number[]>> {
-  const ns = new Map(contenders.map(([name]) => [name, [] as number[]]));
-  const random = seededRandom(0x1ea5e);
-  for (let round = 0; round < ROUNDS + WARM; round++) {
-    for (const [name, run] of shuffled(contenders, random)) {
-      await run(N / 10);
-      collectGarbage();
-      const before = process.cpuUsage();
-      await run(N);
-      const cpu = process.cpuUsage(before);
-      if (round >= WARM) ns.get(name)?.push(((cpu.user + cpu.system) * 1000) / N);
-    }
-  }
-  return ns;
-}
-
 async function main(): Promise<void> {
   const work = mkdtempSync(join(tmpdir(), 'leasefence-breakdown-'));
   try {
-    const libraries: Library[] = [];
-    for (const [index, variant] of VARIANTS.entries()) {
-      const directory = join(work, `v${index}`);
-      makeCopy(variant, directory);
-      libraries.push(await loadLibrary(directory));
-    }
+    const libraries = await loadVariants(VARIANTS, work);
     const contenders: [string, Cycles][] = VARIANTS.map((variant, index) => [variant.name, shell(libraries[index] as Library)]);
     const before = COMPARE === undefined || COMPARE === '' ? null : await loadLibrary(COMPARE);
     if (before !== null) contenders.push(['before (BENCH_COMPARE)', shell(before)]);
     contenders.push(['store alone', storeAlone(libraries[0] as Library)]);
     if (before !== null) contenders.push(['store alone (before)', storeAlone(before)]);
-    const ns = await measure(contenders);
+    const ns = await measureRounds(contenders, { n: N, rounds: ROUNDS, warm: WARM });
     const full = ns.get('full') as number[];
     console.log(
       `node ${process.version}, ${N} cycles × ${ROUNDS} rounds (after ${WARM} warm-up rounds), one process, load average after: ${loadavg()

@@ -15,8 +15,8 @@ import { loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { Leases, RunningLease } from '../src/leases-types.js';
 import { loadLibrary, type Library } from './library.js';
-import { collectGarbage, median, seededRandom, shuffled } from './slices.js';
-import { makeCopy, type Variant } from './source-variants.js';
+import { median } from './slices.js';
+import { loadVariants, measureRounds, type Cycles, type Variant } from './source-variants.js';
 
 const VARIANTS: readonly Variant[] = [
   { name: 'full', piece: '', guarantee: '', edits: [] },
@@ -59,8 +59,6 @@ const ROUNDS = Number(env('BENCH_ROUNDS', '11'));
 const WARM = Number(env('BENCH_WARM', '3'));
 const COMPARE = process.env['BENCH_COMPARE'];
 
-type Cycles = (n: number) => Promise<void>;
-
 /**
  * `n` withLease runs of `library`'s shell on a memory store, one key. NOTE: the loop is compiled anew per tree
  * (`new Function`), so each has inline caches of its own, as cycles.ts's loops do (they have no withLease loop).
@@ -82,32 +80,10 @@ const claimRelease = (library: Library): Cycles =>
     'cycle:0',
   );
 
-/** Every contender in interleaved rounds, in a new shuffled order each round: ns of CPU per cycle per round. */
-async function measure(contenders: readonly (readonly [string, Cycles])[]): Promise<Map<string, number[]>> {
-  const ns = new Map(contenders.map(([name]) => [name, [] as number[]]));
-  const random = seededRandom(0x1ea5e);
-  for (let round = 0; round < ROUNDS + WARM; round++) {
-    for (const [name, run] of shuffled(contenders, random)) {
-      await run(N / 10);
-      collectGarbage();
-      const before = process.cpuUsage();
-      await run(N);
-      const cpu = process.cpuUsage(before);
-      if (round >= WARM) ns.get(name)?.push(((cpu.user + cpu.system) * 1000) / N);
-    }
-  }
-  return ns;
-}
-
 async function main(): Promise<void> {
   const work = mkdtempSync(join(tmpdir(), 'leasefence-with-lease-breakdown-'));
   try {
-    const libraries: Library[] = [];
-    for (const [index, variant] of VARIANTS.entries()) {
-      const directory = join(work, `v${index}`);
-      makeCopy(variant, directory);
-      libraries.push(await loadLibrary(directory));
-    }
+    const libraries = await loadVariants(VARIANTS, work);
     const contenders: [string, Cycles][] = VARIANTS.map((variant, index) => [variant.name, withLeaseLoop(libraries[index] as Library)]);
     contenders.push(['claim + release (full tree)', claimRelease(libraries[0] as Library)]);
     const before = COMPARE === undefined || COMPARE === '' ? null : await loadLibrary(COMPARE);
@@ -115,7 +91,7 @@ async function main(): Promise<void> {
       contenders.push(['before (BENCH_COMPARE)', withLeaseLoop(before)]);
       contenders.push(['before: claim + release', claimRelease(before)]);
     }
-    const ns = await measure(contenders);
+    const ns = await measureRounds(contenders, { n: N, rounds: ROUNDS, warm: WARM });
     const full = ns.get('full') as number[];
     const base = ns.get('claim + release (full tree)') as number[];
     console.log(

@@ -6,7 +6,6 @@
  * `max`), named by `application_name`, so that its backends' CPU time (`/proc/<pid>/sched`, see
  * postgres-probes.ts) is its own. Both lease tables hold the same 10,000 idle keys (index scans, as in a
  * table in use). Also measured: leasefence on postgres.js, leasefence with `prepare: false`, withLease,
- * the peers (`postgresPeersGroup`: advisory locks, pg-boss, `leaseCommit: 'fast'`)
  * and with BENCH_COMPARE another checkout's leasefence; both
  * trees run bundled (library.ts).
  */
@@ -17,7 +16,6 @@ import type { Leases } from '../src/leases-types.js';
 import { comparedLibrary, thisLibrary, type Library } from './library.js';
 import { runtimeNs } from './postgres-probes.js';
 import { LEDGER_INSERT, RAW_CLAIM, RAW_FENCE_CHECK, RAW_RELEASE, RAW_RELEASE_NOTIFY, RAW_SCHEMA } from './postgres-raw.js';
-import { advisoryLockCycle, pgBossCycle } from './postgres-peers.js';
 import type { Contender, Group } from './slices.js';
 
 // NOTE: this checkout bundled like dist/ (library.ts), as BENCH_COMPARE's tree is.
@@ -104,7 +102,14 @@ export function pooled(
  * The raw claim + release; `notify`: the release also `pg_notify`s the key, as leasefence's does; `options`:
  * its connections' start-up options (`-c synchronous_commit=off`).
  */
-function rawCycle(target: PostgresTarget, name: string, workers: number, baseline?: string, notify = false, options?: string): Contender {
+export function rawCycle(
+  target: PostgresTarget,
+  name: string,
+  workers: number,
+  baseline?: string,
+  notify = false,
+  options?: string,
+): Contender {
   const release = notify ? { name: 'raw-release-notify', text: RAW_RELEASE_NOTIFY } : { name: 'raw-release', text: RAW_RELEASE };
   return pooled(
     target,
@@ -125,7 +130,8 @@ function rawCycle(target: PostgresTarget, name: string, workers: number, baselin
 
 const claimRelease = (leases: Leases, key: string): (() => Promise<void>) => cycle(leases, key, key);
 
-function leasefenceCycle(
+/** leasefence's claim + release through this tree's bundle; `commit`: the store's `leaseCommit`. */
+export function leasefenceCycle(
   target: PostgresTarget,
   name: string,
   baseline: string | undefined,
@@ -221,27 +227,6 @@ export function postgresCycleGroup(target: PostgresTarget, workers: number, titl
   // NOTE: every contender holds `workers` connections for the whole group; the throwaway server allows 300
   // (test/support/postgres-server.ts), so at 32 clients with BENCH_COMPARE the last row (withLease) is left out.
   return { title, workers, contenders: contenders.slice(0, Math.floor(MAX_BENCH_CONNECTIONS / workers)) };
-}
-
-/**
- * The peers' group at `workers` clients (postgres-peers.ts): the raw baseline, leasefence durable and with
- * `leaseCommit: 'fast'`, raw with synchronous_commit off (what fast commits give SQL that does no more),
- * session advisory locks and pg-boss singleton jobs.
- */
-export function postgresPeersGroup(target: PostgresTarget, workers: number, title: string): Group {
-  const raw = 'raw single-statement claim/release (pg Pool)';
-  return {
-    title,
-    workers,
-    contenders: [
-      rawCycle(target, raw, workers),
-      leasefenceCycle(target, 'leasefence claim + release (pg Pool)', raw, workers, true),
-      leasefenceCycle(target, "leasefence, leaseCommit: 'fast' (pg Pool)", raw, workers, true, 'fast'),
-      rawCycle(target, 'raw, synchronous_commit off (pg Pool)', workers, raw, false, '-c synchronous_commit=off'),
-      advisoryLockCycle(target, 'advisory lock + unlock, session (pg Pool)', raw, workers),
-      pgBossCycle(target, "pg-boss 10 singleton job: send + deleteJob (policy 'short')", raw, workers),
-    ],
-  };
 }
 
 /** Connections a group's contenders may hold together (the server's 300, less the admin's and some room). */

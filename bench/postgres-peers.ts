@@ -13,8 +13,8 @@
  *   key stays taken until maintenance deletes the job).
  */
 import PgBoss from 'pg-boss';
-import type { Contender } from './slices.js';
-import { backendCpuUs, nextApplication, pooled, type PostgresTarget } from './postgres-groups.js';
+import type { Contender, Group } from './slices.js';
+import { backendCpuUs, leasefenceCycle, nextApplication, pooled, rawCycle, type PostgresTarget } from './postgres-groups.js';
 
 /** Advisory lock + unlock of the worker's key, on the worker's own connection of the contender's pool. */
 export function advisoryLockCycle(target: PostgresTarget, name: string, baseline: string, workers: number): Contender {
@@ -74,5 +74,26 @@ export function pgBossCycle(target: PostgresTarget, name: string, baseline: stri
       };
     },
     serverCpuUs: () => backendCpuUs(target.admin, application),
+  };
+}
+
+/**
+ * The peers' group at `workers` clients (this file's peers): the raw baseline, leasefence durable and with
+ * `leaseCommit: 'fast'`, raw with synchronous_commit off (what fast commits give SQL that does no more),
+ * session advisory locks and pg-boss singleton jobs.
+ */
+export function postgresPeersGroup(target: PostgresTarget, workers: number, title: string): Group {
+  const raw = 'raw single-statement claim/release (pg Pool)';
+  return {
+    title,
+    workers,
+    contenders: [
+      rawCycle(target, raw, workers),
+      leasefenceCycle(target, 'leasefence claim + release (pg Pool)', raw, workers, true),
+      leasefenceCycle(target, "leasefence, leaseCommit: 'fast' (pg Pool)", raw, workers, true, 'fast'),
+      rawCycle(target, 'raw, synchronous_commit off (pg Pool)', workers, raw, false, '-c synchronous_commit=off'),
+      advisoryLockCycle(target, 'advisory lock + unlock, session (pg Pool)', raw, workers),
+      pgBossCycle(target, "pg-boss 10 singleton job: send + deleteJob (policy 'short')", raw, workers),
+    ],
   };
 }
